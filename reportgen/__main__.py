@@ -1,0 +1,4 @@
+"""Allow ``python -m reportgen``."""
+from reportgen.cli import main
+
+raise SystemExit(main())
