@@ -1,0 +1,93 @@
+"""What the analysis notebook calls: open a source, display the header and each section.
+
+The notebook stays thin; everything it shows is computed by ``reportgen.report`` and
+rendered by ``reportgen.render.blocks``, so a Jupyter user gets the same report as the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reportgen import __version__
+from reportgen.errors import InputError
+from reportgen.render.blocks import render_header, render_section
+from reportgen.report.build import build_report
+from reportgen.report.json_output import report_data
+from reportgen.report.model import Chart, ChartRow, Report
+from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
+
+
+class ReportSession:
+    """A built report plus display helpers for a notebook."""
+
+    def __init__(self, report: Report, standalone: bool):
+        self.report = report
+        self.standalone = standalone
+        self.generated_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+    def _display(self, html: str, meta: dict) -> None:
+        from IPython.display import HTML, display
+
+        display(HTML(html), metadata={"reportgen": meta})
+
+    def header(self) -> None:
+        self._display(render_header(self.report, self.generated_at, __version__),
+                      {"role": "header", "job_name": self.report.job_name, "generated_at": self.generated_at,
+                       "version": __version__})
+
+    def show(self, *section_ids: str) -> None:
+        """Display sections; in live Jupyter also draw their charts with plotly's own renderer."""
+        for section_id in section_ids:
+            section = self.report.section(section_id)
+            self._display(render_section(section),
+                          {"role": "section", "id": section.id, "title": section.title, "level": section.level})
+            if not self.standalone:
+                self._show_live_charts(section)
+
+    def show_all(self) -> None:
+        self.show(*(section.id for section in self.report.sections))
+
+    def _show_live_charts(self, section) -> None:
+        from IPython.display import display
+
+        for block in section.blocks:
+            charts = block.charts if isinstance(block, ChartRow) else [block] if isinstance(block, Chart) else []
+            for chart in charts:
+                display({"application/vnd.plotly.v1+json": chart.figure}, raw=True)
+
+    def save_json(self, output_dir: str | os.PathLike) -> Path:
+        """Write ``report.json`` (the numbers of the tables) atomically into ``output_dir``."""
+        folder = Path(output_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / "report.json"
+        data = report_data(self.report, self.generated_at)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".report.json.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, allow_nan=False)
+        os.replace(tmp, target)
+        return target
+
+
+def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool = False,
+                notes: list[str] | None = None) -> ReportSession:
+    """Load the rule outputs under ``source`` (a ProfilerReport output folder) and build the report."""
+    folder = Path(source).expanduser()
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such folder")
+    rule_dir = find_rule_output_dir(folder)
+    if rule_dir is None:
+        raise InputError(f"{folder}: no rule outputs found (expected profiler-reports/*.json)")
+    outputs = load_rule_outputs(rule_dir)
+    name = job_name or _guess_job_name(folder)
+    return ReportSession(build_report(outputs, job_name=name, extra_notes=notes), standalone)
+
+
+def _guess_job_name(folder: Path) -> str:
+    """The folder that holds the profiler output is usually named after the job."""
+    parts = [p for p in folder.resolve().parts if p not in ("/", "profiler-output", "profiler-reports",
+                                                             "rule-output", "ProfilerReport")]
+    return parts[-1] if parts else ""

@@ -1,0 +1,1 @@
+"""Rendering: report model -> HTML fragments (blocks), notebook execution, nbconvert to one file."""

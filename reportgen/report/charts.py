@@ -1,0 +1,104 @@
+"""Plotly figure builders for the report, returning plain figure dicts.
+
+Labels that come from the data are HTML-escaped here, because plotly renders a subset
+of HTML in hover labels and legends.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+PALETTE = ["#440154", "#3b528b", "#21918c", "#5ec962", "#fde725", "#31688e", "#35b779", "#90d743"]
+_LAYOUT = {
+    "margin": {"l": 50, "r": 20, "t": 50, "b": 40},
+    "height": 340,
+    "font": {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12},
+    "paper_bgcolor": "white",
+    "plot_bgcolor": "white",
+}
+
+
+def safe(label) -> str:
+    return html.escape(str(label), quote=True)
+
+
+def _layout(title: str, **extra) -> dict:
+    layout = dict(_LAYOUT)
+    layout["title"] = {"text": safe(title), "font": {"size": 14}}
+    layout.update(extra)
+    return layout
+
+
+def _finite(values) -> list:
+    return [v if isinstance(v, (int, float)) and math.isfinite(v) else None for v in values]
+
+
+def pie(values: dict, title: str) -> dict:
+    labels = [safe(k) for k in values]
+    return {
+        "data": [{
+            "type": "pie",
+            "labels": labels,
+            "values": _finite(values.values()),
+            "marker": {"colors": PALETTE[: len(labels)] if len(labels) <= len(PALETTE) else None},
+            "hovertemplate": "%{label}: %{value:.2f} (%{percent})<extra></extra>",
+            "textinfo": "percent",
+            "sort": False,
+        }],
+        "layout": _layout(title, showlegend=True, legend={"orientation": "v"}),
+    }
+
+
+def boxes(stats: dict[str, dict], title: str, yaxis: str = "Utilization in %") -> dict:
+    """One box per item from precomputed quartiles and whiskers (p25/p50/p75/lower/upper)."""
+    traces = []
+    for i, (name, s) in enumerate(stats.items()):
+        q1, med, q3 = s.get("p25"), s.get("p50"), s.get("p75")
+        if None in (q1, med, q3):
+            continue
+        traces.append({
+            "type": "box",
+            "name": safe(name),
+            "q1": [q1], "median": [med], "q3": [q3],
+            "lowerfence": [s.get("lower", q1)], "upperfence": [s.get("upper", q3)],
+            "marker": {"color": PALETTE[i % len(PALETTE)]},
+            "hoverinfo": "y+name",
+        })
+    return {"data": traces, "layout": _layout(title, showlegend=False, yaxis={"title": yaxis})}
+
+
+def histograms(series: dict[str, tuple[list, list]], title: str, xaxis: str, yaxis: str = "Occurrences") -> dict:
+    """Overlaid histograms from precomputed counts and bin edges (one trace per series)."""
+    traces = []
+    for i, (name, (counts, edges)) in enumerate(series.items()):
+        if len(edges) != len(counts) + 1 or not counts:
+            continue
+        centers = [(edges[j] + edges[j + 1]) / 2 for j in range(len(counts))]
+        widths = [edges[j + 1] - edges[j] for j in range(len(counts))]
+        traces.append({
+            "type": "bar",
+            "name": safe(name),
+            "x": _finite(centers), "y": list(counts), "width": _finite(widths),
+            "opacity": 0.7,
+            "marker": {"color": PALETTE[i % len(PALETTE)]},
+            "hovertemplate": "%{x:.4g}: %{y}<extra>" + safe(name) + "</extra>",
+        })
+    return {
+        "data": traces,
+        "layout": _layout(title, barmode="overlay", bargap=0, xaxis={"title": xaxis}, yaxis={"title": yaxis}),
+    }
+
+
+def hbar(labels: list, values: list, title: str, xaxis: str) -> dict:
+    """Horizontal bars, largest on top (operator rankings)."""
+    return {
+        "data": [{
+            "type": "bar", "orientation": "h",
+            "y": [safe(label) for label in labels][::-1], "x": _finite(values)[::-1],
+            "marker": {"color": PALETTE[2]},
+            "hovertemplate": "%{y}: %{x:.2f}<extra></extra>",
+        }],
+        "layout": _layout(title, height=max(260, 28 * len(labels) + 90), xaxis={"title": xaxis},
+                          yaxis={"automargin": True}),
+    }

@@ -1,0 +1,32 @@
+"""The machine-readable ``report.json``: the same numbers as the report's tables."""
+
+from __future__ import annotations
+
+import math
+
+from reportgen import __version__
+from reportgen.report.model import Report
+
+SCHEMA_VERSION = "1.0"
+
+
+def _clean(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return _clean(value.item())
+    return value
+
+
+def report_data(report: Report, generated_at: str) -> dict:
+    """Section data keyed by section id, plus provenance."""
+    return _clean({
+        "schema_version": SCHEMA_VERSION,
+        "generator": {"name": "reportgen", "version": __version__, "generated_at": generated_at},
+        "job": {"name": report.job_name, "source": report.source},
+        "sections": {section.id: section.data for section in report.sections},
+    })

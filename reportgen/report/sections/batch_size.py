@@ -1,0 +1,36 @@
+"""Batch size (BatchSize): CPU, GPU and GPU memory all low at once."""
+
+from __future__ import annotations
+
+from reportgen.report import charts
+from reportgen.report.model import Chart, Section, Text
+from reportgen.report.sections.gpu import BOX_NOTE, gpu_nodes, last_triggered
+from reportgen.report.util import slug
+from reportgen.rule_outputs import RuleOutputs
+
+
+def build(outputs: RuleOutputs) -> Section:
+    section = Section("batch-size", "Batch size", level=3)
+    rule = outputs.get("BatchSize")
+    if rule is None:
+        return section.missing("No BatchSize output was found.")
+    section.add(Text(
+        "The BatchSize rule checks whether the GPUs are underused because the batch is too small: it fires "
+        f"when, over the last {rule.param('window', 500)} datapoints, the 95th percentiles of CPU utilization "
+        f"(below {rule.param('cpu_threshold_p95', 70)} %), GPU utilization (below "
+        f"{rule.param('gpu_threshold_p95', 70)} %) and GPU memory utilization (below "
+        f"{rule.param('gpu_memory_threshold_p95', 70)} %) are all low. The first "
+        f"{rule.param('patience', 1000)} datapoints are skipped. It found {rule.violations} such cases in "
+        f"{rule.datapoints} datapoints and fired {rule.triggered} times.",
+        tone="finding" if rule.triggered else "plain"))
+    nodes = gpu_nodes(rule.details)
+    if rule.datapoints == 0 and not nodes:
+        return section.missing("No GPU metrics were recorded, so the batch size could not be assessed.")
+    if nodes:
+        section.add(Text("The instance is underused: consider a larger batch size or a smaller instance type."
+                         + last_triggered(rule.details), tone="finding"))
+    for node, stats in nodes.items():
+        section.add(Chart(f"batch-size-{slug(node)}", charts.boxes(stats, f"Node {node}: CPU, GPU and GPU memory"),
+                          BOX_NOTE))
+    section.data = {"triggered": rule.triggered, "violations": rule.violations, "datapoints": rule.datapoints}
+    return section

@@ -1,0 +1,59 @@
+"""CPU and I/O bottlenecks: moments with the GPU nearly idle while cores are busy or waiting."""
+
+from __future__ import annotations
+
+from reportgen.report import charts
+from reportgen.report.model import Chart, Section, Text
+from reportgen.report.sections.framework import framework_blocks
+from reportgen.report.util import as_dict, number
+from reportgen.rule_outputs import RuleOutputs
+
+
+def _build(outputs: RuleOutputs, rule_name: str, kind: str) -> Section:
+    cpu = kind == "CPU"
+    section = Section("cpu-bottlenecks" if cpu else "io-bottlenecks", f"{kind} bottlenecks", level=3)
+    rule = outputs.get(rule_name)
+    if rule is None:
+        return section.missing(f"No {rule_name} output was found.")
+    threshold = rule.param("threshold", 50)
+    gpu_thr = rule.param("gpu_threshold", 10)
+    busy_thr = rule.param("cpu_threshold", 90) if cpu else rule.param("io_threshold", 50)
+    condition = (f"CPU utilization was above {busy_thr} %" if cpu
+                 else f"I/O wait was above {busy_thr} %")
+    details = as_dict(rule.details)
+    bottlenecks = len(as_dict(details.get("bottlenecks")))
+    count = rule.violations
+    perc = int(count / rule.datapoints * 100) if rule.datapoints and count else 0
+    word = "below" if perc < (number(threshold) or 0) else "above"
+    section.add(Text(
+        f"The {rule_name} rule counted the moments when {condition} on a core while GPU utilization was "
+        f"below {gpu_thr} %. The first {rule.param('patience', 1000)} datapoints are skipped. It found "
+        f"{count} {kind} bottlenecks, {perc} % of all datapoints, {word} the threshold of {threshold} %. "
+        f"It analysed {rule.datapoints} datapoints and fired {rule.triggered} times.",
+        tone="finding" if rule.triggered else "plain"))
+    low_gpu = number(details.get("low_gpu_utilization"))
+    if rule.triggered and low_gpu is not None and rule.datapoints:
+        slices = {
+            "GPU usage above threshold": max(rule.datapoints - low_gpu, 0),
+            "GPU usage below threshold, no bottleneck": max(low_gpu - bottlenecks, 0),
+            f"Low GPU usage due to {kind} bottlenecks": bottlenecks,
+        }
+        section.add(Text(
+            f"{int(low_gpu)} of {rule.datapoints} datapoints had GPU utilization below {gpu_thr} %; "
+            f"{bottlenecks} of them ({bottlenecks / rule.datapoints * 100:.2f} % of all datapoints) "
+            f"coincided with a {kind} bottleneck.", tone="finding"))
+        section.add(Chart(f"{kind.lower()}-bottleneck-pie",
+                          charts.pie(slices, f"Low GPU usage caused by {kind} bottlenecks"),
+                          "Pie chart (needs JavaScript); the counts are given in the text."))
+        section.add(*framework_blocks(details, f"{kind.lower()}-bottleneck", where="the bottleneck moments"))
+    section.data = {"triggered": rule.triggered, "violations": count, "datapoints": rule.datapoints,
+                    "percent_of_datapoints": perc, "low_gpu_utilization": low_gpu}
+    return section
+
+
+def build_cpu(outputs: RuleOutputs) -> Section:
+    return _build(outputs, "CPUBottleneck", "CPU")
+
+
+def build_io(outputs: RuleOutputs) -> Section:
+    return _build(outputs, "IOBottleneck", "I/O")

@@ -1,0 +1,53 @@
+"""Dataloading analysis (Dataloader): parallel loader processes vs cores, loading times."""
+
+from __future__ import annotations
+
+from reportgen.report import charts
+from reportgen.report.model import Chart, Section, Text
+from reportgen.report.util import as_dict, number
+from reportgen.rule_outputs import RuleOutputs
+
+
+def build(outputs: RuleOutputs) -> Section:
+    section = Section("dataloading-analysis", "Dataloading analysis", level=3)
+    rule = outputs.get("Dataloader")
+    if rule is None:
+        return section.missing("No Dataloader output was found.")
+    lo, hi = rule.param("min_threshold", 70), rule.param("max_threshold", 200)
+    section.add(Text(
+        "The number of data-loading workers strongly affects training speed. The Dataloader rule counted the "
+        "data-loading processes running in parallel and compared that with the number of CPU cores: fewer "
+        f"than {lo} % of the cores may starve training, more than {hi} % may slow down the rest of the "
+        f"work on the CPU. It analysed {rule.datapoints} datapoints and fired {rule.triggered} times.",
+        tone="finding" if rule.triggered else "plain"))
+    details = as_dict(rule.details)
+    if not details:
+        return section.missing("No data-loading events were recorded for this job.")
+    cores, loaders = number(details.get("cores")), number(details.get("dataloaders"))
+    advice = []
+    if cores is not None and loaders is not None:
+        if loaders < cores:
+            advice.append(f"The instance has {int(cores)} cores, but on average only {int(loaders)} data-loading "
+                          "workers ran in parallel: consider more workers.")
+        elif loaders > cores:
+            advice.append(f"The instance has {int(cores)} cores, but on average {int(loaders)} data-loading "
+                          "workers ran in parallel: consider fewer workers.")
+    if details.get("pin_memory") is False:
+        advice.append("Pinned memory was off: setting pin_memory=True speeds up host-to-GPU copies.")
+    if details.get("prefetch") is False:
+        advice.append("Data was not pre-fetched: pre-fetching overlaps loading with computation.")
+    if advice:
+        section.add(Text(" ".join(advice), tone="finding"))
+    timing = as_dict(details.get("dataloading_time"))
+    p25, p50, p95 = (number(timing.get(k)) for k in ("p25", "p50", "p95"))
+    if p50 is not None:
+        section.add(Text(f"Data-loading time: median {p50:.4f} s, 95th percentile {p95 or 0:.4f} s, "
+                         f"25th percentile {p25 or 0:.4f} s."))
+        probs, edges = timing.get("probs"), timing.get("binedges")
+        if isinstance(probs, list) and isinstance(edges, list):
+            section.add(Chart("dataloading-hist", charts.histograms({"Dataloading events": (probs, edges)},
+                                                                    "Data-loading times", "Data loading in [s]"),
+                              "Histogram (needs JavaScript); the percentiles are given in the text."))
+    section.data = {"cores": cores, "dataloaders": loaders, "pin_memory": details.get("pin_memory"),
+                    "num_workers": details.get("num_workers"), "p25": p25, "p50": p50, "p95": p95}
+    return section

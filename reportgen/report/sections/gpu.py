@@ -1,0 +1,109 @@
+"""GPU utilization (LowGPUUtilization) and workload balancing between GPUs (LoadBalancing)."""
+
+from __future__ import annotations
+
+from reportgen.formatting import day_and_hour
+from reportgen.report import charts
+from reportgen.report.model import Chart, Heading, Section, Table, Text
+from reportgen.report.util import as_dict, number, slug
+from reportgen.rule_outputs import RuleOutputs
+
+BOX_NOTE = "Box plot (needs JavaScript); the key values are given in the text."
+
+
+def last_triggered(details: dict) -> str:
+    ts = number(as_dict(details).get("last_timestamp"))
+    if ts is None or ts <= 0:
+        return ""
+    day, hour = day_and_hour(ts / 1e6)
+    return f" The rule last fired on {day} at {hour} UTC."
+
+
+def gpu_nodes(details: dict) -> dict[str, dict[str, dict]]:
+    """{node: {gpu: stats}}, skipping bookkeeping keys such as last_timestamp."""
+    return {str(n): {str(g): as_dict(s) for g, s in as_dict(v).items() if isinstance(s, dict)}
+            for n, v in as_dict(details).items() if isinstance(v, dict)}
+
+
+def build_utilization(outputs: RuleOutputs) -> Section:
+    section = Section("gpu-utilization-analysis", "GPU utilization analysis", level=3)
+    rule = outputs.get("LowGPUUtilization")
+    if rule is None:
+        return section.missing("No LowGPUUtilization output was found.")
+    p95_thr = rule.param("threshold_p95", 70)
+    p5_thr = rule.param("threshold_p5", 10)
+    window = rule.param("window", 500)
+    patience = rule.param("patience", 1000)
+    if rule.datapoints == 0:
+        return section.missing("No GPU utilization metrics were recorded (CPU-only job, or no GPU metrics).")
+    section.add(Text(
+        f"The LowGPUUtilization rule checks each GPU for low or strongly fluctuating utilization: over the "
+        f"last {window} datapoints it computes the 95th and 5th percentiles; utilization is low when the "
+        f"95th percentile is below {p95_thr} %, and fluctuating when the 95th percentile is above "
+        f"{p95_thr} % while the 5th is below {p5_thr} %. The first {patience} datapoints (initialization) "
+        f"are skipped. The rule found {rule.violations} such cases in {rule.datapoints} datapoints and "
+        f"fired {rule.triggered} times.", tone="finding" if rule.triggered else "plain"))
+    nodes = gpu_nodes(rule.details)
+    data = {}
+    if nodes:
+        section.add(Text("The instance may be underused: consider a smaller instance type or a larger batch."
+                         + last_triggered(rule.details), tone="finding"))
+    for node, gpus in nodes.items():
+        section.add(Heading(f"GPU utilization on node {node}", 4))
+        for gpu, s in gpus.items():
+            gmax, g95, g5 = number(s.get("gpu_max")), number(s.get("gpu_95")), number(s.get("gpu_5"))
+            parts = [f"The maximum utilization of {gpu} on node {node} was {gmax} %."]
+            if g95 is not None and g95 < p95_thr:
+                parts.append(f"Its 95th percentile was only {g95} %: the GPU is underutilized.")
+            if g5 is not None and g5 < p5_thr:
+                parts.append(f"Its 5th percentile was only {g5} %.")
+            if g95 is not None and g5 is not None and g95 - g5 > 50:
+                parts.append(f"The gap between the 5th ({g5} %) and 95th ({g95} %) percentile is large: "
+                             "utilization fluctuates strongly.")
+            section.add(Text(" ".join(parts)))
+            data[f"{node}/{gpu}"] = {k: number(v) for k, v in s.items()}
+        section.add(Chart(f"gpu-util-{slug(node)}", charts.boxes(gpus, f"GPU utilization on node {node}"), BOX_NOTE))
+    section.data = {"triggered": rule.triggered, "violations": rule.violations,
+                    "datapoints": rule.datapoints, "gpus": data}
+    return section
+
+
+def build_balancing(outputs: RuleOutputs) -> Section:
+    section = Section("workload-balancing", "Workload balancing", level=3)
+    rule = outputs.get("LoadBalancing")
+    if rule is None:
+        return section.missing("No LoadBalancing output was found.")
+    nodes = {str(n): as_dict(v) for n, v in as_dict(rule.details).items() if isinstance(v, dict)}
+    workloads = {n: as_dict(v.get("workloads")) for n, v in nodes.items() if as_dict(v.get("workloads"))}
+    if not workloads:
+        return section.missing("No GPU utilization histograms were recorded (CPU-only job, or no GPU metrics).")
+    section.add(Text(
+        f"The LoadBalancing rule builds a histogram of utilization per GPU and compares the histograms of "
+        f"GPU pairs; it fires when their distance exceeds {rule.param('threshold', 0.2)}. The first "
+        f"{rule.param('patience', 1000)} datapoints are skipped. It fired {rule.triggered} times.",
+        tone="finding" if rule.triggered else "plain"))
+    total_gpus = sum(len(w) for w in workloads.values())
+    for node, gpus in workloads.items():
+        series = {}
+        for gpu, counts in gpus.items():
+            if isinstance(counts, list) and counts:
+                edges = [2.0 * i for i in range(len(counts) + 1)]
+                series[str(gpu)] = (counts, edges)
+        text = f"Utilization histogram per GPU on node {node}; click a legend entry to hide or show a GPU."
+        if total_gpus == 1:
+            text += " The job used a single GPU, so there is no balancing issue."
+        section.add(Text(text))
+        section.add(Chart(f"workloads-{slug(node)}", charts.histograms(series, f"Workloads on node {node}",
+                                                                        "GPU utilization in %"),
+                          "Histogram (needs JavaScript)."))
+    distances = []
+    for node, v in nodes.items():
+        for g1, others in as_dict(v.get("distances")).items():
+            for g2, d in as_dict(others).items():
+                if number(d) is not None:
+                    distances.append([node, str(g1), str(g2), number(d)])
+    if distances:
+        section.add(Table("gpu-distances", ["node", "GPU", "other GPU", "distance"], distances,
+                          ["text", "text", "text", "num2"]))
+    section.data = {"triggered": rule.triggered, "distances": distances}
+    return section

@@ -1,0 +1,46 @@
+"""GPU memory (GPUMemoryIncrease): large increases of the moving average of memory use."""
+
+from __future__ import annotations
+
+from reportgen.report import charts
+from reportgen.report.model import Chart, Heading, Section, Text
+from reportgen.report.sections.gpu import BOX_NOTE, gpu_nodes, last_triggered
+from reportgen.report.util import number, slug
+from reportgen.rule_outputs import RuleOutputs
+
+
+def build(outputs: RuleOutputs) -> Section:
+    section = Section("gpu-memory", "GPU memory", level=3)
+    rule = outputs.get("GPUMemoryIncrease")
+    if rule is None:
+        return section.missing("No GPUMemoryIncrease output was found.")
+    increase = number(rule.param("increase", 5), 5.0)
+    section.add(Text(
+        f"The GPUMemoryIncrease rule fires when the moving average of GPU memory utilization grows by more "
+        f"than {increase:g} percentage points (for example from 10 % to {10 + increase:g} %). Moving-average "
+        f"window: {rule.param('window', 10)} datapoints; the first {rule.param('patience', 1000)} are skipped. "
+        f"It found {rule.violations} increases in {rule.datapoints} datapoints and fired {rule.triggered} times.",
+        tone="finding" if rule.triggered else "plain"))
+    if rule.datapoints == 0:
+        return section.missing("No GPU memory metrics were recorded (CPU-only job, or no GPU metrics).")
+    nodes = gpu_nodes(rule.details)
+    if nodes:
+        section.add(Text("GPU memory use rose sharply during training. If memory is close to the GPU's "
+                         "capacity, an instance with more GPU memory avoids out-of-memory failures."
+                         + last_triggered(rule.details), tone="finding"))
+    for node, gpus in nodes.items():
+        section.add(Heading(f"GPU memory on node {node}", 4))
+        for gpu, s in gpus.items():
+            p95, p05, gmax = number(s.get("p95")), number(s.get("p05")), number(s.get("gpu_max"))
+            parts = [f"The maximum memory utilization of {gpu} on node {node} was {gmax} %."]
+            if p95 is not None and p95 < 50:
+                parts.append(f"Its 95th percentile was only {int(p95)} %.")
+            if p05 is not None and p05 < 5:
+                parts.append(f"Its 5th percentile was only {p05} %.")
+            if p95 is not None and p05 is not None and p95 - p05 > 50:
+                parts.append("The gap between the 5th and 95th percentile is large: memory use fluctuates strongly.")
+            section.add(Text(" ".join(parts)))
+        section.add(Chart(f"gpu-memory-{slug(node)}", charts.boxes(gpus, f"GPU memory on node {node}",
+                                                                    "Memory utilization in %"), BOX_NOTE))
+    section.data = {"triggered": rule.triggered, "violations": rule.violations, "datapoints": rule.datapoints}
+    return section

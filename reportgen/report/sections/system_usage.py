@@ -1,0 +1,79 @@
+"""System usage statistics: per-node percentiles of CPU, GPU, memory, I/O and network."""
+
+from __future__ import annotations
+
+from reportgen.report.model import Section, Table, Text
+from reportgen.report.util import as_dict, int_pct, number
+from reportgen.rule_outputs import RuleOutputs
+
+STATS = ("max", "p99", "p95", "p90", "p50", "min")
+UNITS = {"Network": "bytes"}
+
+
+def rows_of(details: dict) -> tuple[list[dict], list[str]]:
+    """Rows metric by metric, node by node (the original's order), and the stats present."""
+    rows, present = [], set()
+    for metric, per_node in as_dict(details).items():
+        for node, stats in as_dict(per_node).items():
+            stats = as_dict(stats)
+            row = {"node": str(node), "metric": str(metric), "unit": UNITS.get(metric, "percentage")}
+            for key in STATS:
+                if key in stats:
+                    row[key] = number(stats[key])
+                    present.add(key)
+            rows.append(row)
+    return rows, [key for key in STATS if key in present]
+
+
+def node_sentence(node: str, gpu: dict | None, cpu: dict | None) -> str | None:
+    """One sentence per node on how well it was used (fixes the original's CPU-only gap)."""
+    cpu95 = number(as_dict(cpu).get("p95"))
+    if gpu:
+        gpu95, gpu50 = number(gpu.get("p95")), number(gpu.get("p50"))
+        if gpu95 is None or cpu95 is None:
+            return None
+        if gpu95 < 70 and cpu95 < 70:
+            return (f"On node {node} the 95th percentile of total GPU utilization is only "
+                    f"{int_pct(gpu95)} % and of total CPU utilization only {int_pct(cpu95)} %: the node "
+                    "is underutilized. A smaller instance type may do the same work.")
+        if gpu95 < 70 and cpu95 > 70:
+            return (f"On node {node} the 95th percentile of total GPU utilization is only "
+                    f"{int_pct(gpu95)} % while that of CPU utilization is {int_pct(cpu95)} %: the GPUs "
+                    "are probably starved by CPU-side bottlenecks.")
+        if gpu50 is not None and gpu50 > 70:
+            return (f"On node {node} the median GPU utilization is {int_pct(gpu50)} %: the GPUs are "
+                    "well utilized.")
+        cpu50 = number(as_dict(cpu).get("p50"), 0.0)
+        return (f"On node {node} the median GPU utilization is {int_pct(gpu50)} % and the median "
+                f"CPU utilization {int_pct(cpu50)} %.")
+    if cpu95 is None:
+        return None
+    if cpu95 > 70:
+        return (f"Node {node} has no GPU metrics; the 95th percentile of its total CPU utilization "
+                f"is {int_pct(cpu95)} %: the CPUs are well utilized.")
+    return (f"Node {node} has no GPU metrics; the 95th percentile of its total CPU utilization is "
+            f"only {int_pct(cpu95)} %: the node is underutilized and a smaller instance type may do.")
+
+
+def build(outputs: RuleOutputs) -> Section:
+    section = Section("system-usage-statistics", "System usage statistics")
+    rule = outputs.get("OverallSystemUsage")
+    details = as_dict(rule.details) if rule else {}
+    rows, present = rows_of(details)
+    if not rows:
+        return section.missing("No system metrics were recorded (OverallSystemUsage output missing or empty).")
+    gpu, cpu = as_dict(details.get("GPU")), as_dict(details.get("CPU"))
+    for node in dict.fromkeys(list(cpu) + list(gpu)):
+        sentence = node_sentence(str(node), as_dict(gpu.get(node)) or None, as_dict(cpu.get(node)))
+        if sentence:
+            section.add(Text(sentence, tone="finding" if "underutilized" in sentence or "starved" in sentence else "plain"))
+    section.add(Text(
+        "The table shows, per node, statistics of total CPU and GPU utilization (mean over cores "
+        "and GPUs), CPU and GPU memory utilization, I/O wait (mean over cores) and network traffic "
+        f"of the training container (received plus sent, bytes per second): {', '.join(present)}."
+    ))
+    columns = ["node", "metric", "unit", *present]
+    table_rows = [[r["node"], r["metric"], r["unit"], *[r.get(k) for k in present]] for r in rows]
+    section.add(Table("system-usage", columns, table_rows, ["text"] * 3 + ["num2"] * len(present)))
+    section.data = {"rows": rows, "datapoints": rule.datapoints if rule else 0}
+    return section

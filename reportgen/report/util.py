@@ -1,0 +1,34 @@
+"""Small defensive accessors: rule outputs from other tools may be partial or odd."""
+
+from __future__ import annotations
+
+import math
+import re
+
+
+def as_dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def number(value, default=None):
+    """A finite float, or ``default`` for anything else (strings, NaN, bools, None)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return float(value) if math.isfinite(value) else default
+
+
+def numeric_items(mapping) -> dict:
+    """Only the entries whose values are finite numbers."""
+    return {k: float(v) for k, v in as_dict(mapping).items() if number(v) is not None}
+
+
+def slug(text: str) -> str:
+    """An HTML-id-safe form of a data string (node names come from user code)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-")
+    return cleaned or "x"
+
+
+def int_pct(value) -> int:
+    """The original prints many percentages with int() truncation; keep that for texts."""
+    value = number(value, 0.0)
+    return int(value)

@@ -1,0 +1,30 @@
+"""Locate the bundled notebook and templates, in a wheel install or a source checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def bundled(name: str) -> Path:
+    """``notebooks`` or ``templates``: inside the package when installed, else the repo root."""
+    for candidate in (_PACKAGE / "_bundled" / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"reportgen installation is incomplete: no {name}/ folder found")
+
+
+def notebook_path() -> Path:
+    return bundled("notebooks") / "profiler_report.ipynb"
+
+
+def template_dir() -> Path:
+    return bundled("templates")
+
+
+def plotly_js() -> str:
+    """plotly.js from the plotly package (same version as plotly.py, no CDN)."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()

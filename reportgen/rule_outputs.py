@@ -1,0 +1,158 @@
+"""Load the rule outputs (``profiler-reports/<Rule>.json``) in SageMaker Debugger's schema.
+
+The same loader serves SageMaker's own rule outputs and the ones our engine writes, so a
+report always goes through one code path. Unknown or missing fields are tolerated and
+reported as data-quality notes; a file that is not JSON at all is an input error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reportgen.errors import InputError
+from reportgen.rule_names import RULE_ORDER
+
+REQUIRED_FIELDS = ("RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters")
+
+# Layouts seen in the wild, relative to what the user points at.
+_CANDIDATE_SUBDIRS = (
+    "profiler-reports",
+    "profiler-output/profiler-reports",
+    "profiler-report",
+    "profiler-output/profiler-report",
+    "ProfilerReport/profiler-output/profiler-reports",
+    "rule-output/ProfilerReport/profiler-output/profiler-reports",
+    "profiler-output",
+    ".",
+)
+
+
+@dataclass(frozen=True)
+class RuleOutput:
+    """One rule's result: counts, details and the parameters it ran with."""
+
+    name: str
+    triggered: int
+    violations: int
+    details: dict
+    datapoints: int
+    parameters_text: str
+    path: Path | None = None
+
+    @property
+    def parameters(self) -> list[tuple[str, str]]:
+        """``RuleParameters`` as ordered (name, value) pairs; StepOutlier repeats a name."""
+        pairs = []
+        for line in self.parameters_text.splitlines():
+            if ":" in line:
+                key, _, value = line.partition(":")
+                pairs.append((key.strip(), value.strip()))
+        return pairs
+
+    def param(self, name: str, default: float | str | None = None) -> float | str | None:
+        """A parameter's value, as a number when it is one (the original crashed on floats)."""
+        for key, value in self.parameters:
+            if key == name:
+                return _number_or_text(value)
+        return default
+
+
+@dataclass
+class RuleOutputs:
+    """All rule outputs of one job, plus the notes collected while reading them."""
+
+    folder: Path
+    rules: dict[str, RuleOutput] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> RuleOutput | None:
+        return self.rules.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.rules
+
+
+def _number_or_text(value: str) -> float | str:
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return int(number) if number.is_integer() and "." not in value else number
+
+
+def find_rule_output_dir(source: Path) -> Path | None:
+    """The folder under ``source`` that holds the rule JSONs, or None if there is none."""
+    for sub in _CANDIDATE_SUBDIRS:
+        folder = (source / sub) if sub != "." else source
+        if folder.is_dir() and any((folder / f"{rule}.json").is_file() for rule in RULE_ORDER):
+            return folder
+    return None
+
+
+def _as_int(value, field_name: str, name: str, notes: list[str]) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+        isinstance(value, float) and not math.isfinite(value)
+    ):
+        notes.append(f"{name}.json: field {field_name} is {value!r}, not a number; shown as 0")
+        return 0
+    return int(value)
+
+
+def load_rule_output(path: Path, notes: list[str]) -> RuleOutput:
+    """Read one rule JSON; raise InputError naming the file when it is not a JSON object."""
+    name = path.stem
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text, cannot read this rule output") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"{path}: malformed JSON at line {err.lineno} column {err.colno} ({err.msg})"
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    missing = [key for key in REQUIRED_FIELDS if key not in data]
+    if missing:
+        notes.append(f"{path.name}: missing field(s) {', '.join(missing)}; defaults used")
+    unknown = sorted(set(data) - set(REQUIRED_FIELDS))
+    if unknown:
+        notes.append(f"{path.name}: ignored unknown field(s) {', '.join(unknown)}")
+    details = data.get("Details", {})
+    if not isinstance(details, dict):
+        notes.append(f"{path.name}: Details is not an object; ignored")
+        details = {}
+    params = data.get("RuleParameters", "")
+    if not isinstance(params, str):
+        notes.append(f"{path.name}: RuleParameters is not a string; ignored")
+        params = ""
+    return RuleOutput(
+        name=name,
+        triggered=_as_int(data.get("RuleTriggered", 0), "RuleTriggered", name, notes),
+        violations=_as_int(data.get("Violations", 0), "Violations", name, notes),
+        details=details,
+        datapoints=_as_int(data.get("Datapoints", 0), "Datapoints", name, notes),
+        parameters_text=params,
+        path=path,
+    )
+
+
+def load_rule_outputs(folder: Path) -> RuleOutputs:
+    """Load every known rule JSON in ``folder``; other JSON files are noted and skipped."""
+    outputs = RuleOutputs(folder=folder)
+    for path in sorted(folder.glob("*.json")):
+        if path.stem not in RULE_ORDER:
+            outputs.notes.append(f"{path.name}: not a ProfilerReport rule output; skipped")
+            continue
+        outputs.rules[path.stem] = load_rule_output(path, outputs.notes)
+    if not outputs.rules:
+        raise InputError(f"{folder}: no rule outputs (expected files like LowGPUUtilization.json)")
+    # Keep ProfilerReport's order so every consumer iterates the same way.
+    outputs.rules = {name: outputs.rules[name] for name in RULE_ORDER if name in outputs.rules}
+    return outputs

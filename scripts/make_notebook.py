@@ -1,0 +1,48 @@
+"""Regenerate notebooks/profiler_report.ipynb (one cell per report section).
+
+The notebook is committed; this script keeps its cells in step with the section registry.
+"""
+
+from pathlib import Path
+
+import nbformat
+
+from reportgen.report.sections import BUILDERS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata.language_info = {"name": "python"}
+    cells = [nbformat.v4.new_markdown_cell(
+        "# Profiling report\n\n"
+        "The analysis notebook of **reportgen**. `reportgen generate` runs it with papermill; you can also run it "
+        "here against any ProfilerReport output folder: set `source` below and run all cells. Every table, text "
+        "and chart comes from the `reportgen` package (`reportgen.report`), so this notebook stays thin.")]
+    params = nbformat.v4.new_code_cell(
+        "# Parameters (papermill injects new values below this cell)\n"
+        "source = \"out/sample\"  # a folder holding profiler-reports/*.json (SageMaker's or ours)\n"
+        "output_dir = \"\"  # where report.json is written; empty: not written\n"
+        "job_name = \"\"  # shown in the header; empty: guessed from the folder\n"
+        "standalone = False  # True when rendered to HTML by reportgen (charts drawn by the page)\n"
+        "notes = []  # data-quality notes from earlier pipeline stages")
+    params.metadata["tags"] = ["parameters"]
+    cells.append(params)
+    cells.append(nbformat.v4.new_code_cell(
+        "from reportgen.notebook import open_report\n\n"
+        "report = open_report(source, job_name=job_name, standalone=standalone, notes=notes)\n"
+        "report.header()"))
+    for section_id, _builder in BUILDERS:
+        if section_id == "step-duration-analysis":
+            cells.append(nbformat.v4.new_code_cell('report.show("training-loop-analysis")'))
+        cells.append(nbformat.v4.new_code_cell(f'report.show("{section_id}")'))
+    cells.append(nbformat.v4.new_code_cell('report.show("data-quality")'))
+    cells.append(nbformat.v4.new_code_cell("if output_dir:\n    report.save_json(output_dir)"))
+    nb.cells = cells
+    nbformat.write(nb, ROOT / "notebooks" / "profiler_report.ipynb")
+
+
+if __name__ == "__main__":
+    main()
