@@ -1,0 +1,47 @@
+"""Read the tables of a generated report back out of its HTML (what a user sees)."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+
+class _TableReader(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables: dict[str, list[list[str]]] = {}
+        self._table_id = None
+        self._row = None
+        self._cell = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table" and attrs.get("id"):
+            self._table_id = attrs["id"]
+            self.tables[self._table_id] = []
+        elif self._table_id and tag == "tr":
+            self._row = []
+        elif self._row is not None and tag in ("td", "th"):
+            self._cell = []
+        elif self._cell is not None and tag == "br":
+            self._cell.append("\n")
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._table_id = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[self._table_id].append(self._row)
+            self._row = None
+        elif tag in ("td", "th") and self._cell is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def read_tables(html: str) -> dict[str, list[list[str]]]:
+    """{table id: rows (header row first) of cell texts}; <br> becomes a newline."""
+    reader = _TableReader()
+    reader.feed(html)
+    return reader.tables
