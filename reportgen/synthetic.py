@@ -720,7 +720,9 @@ def generate(
         fmt = _SystemFormatter(node_name, cols, dec)
         _write_system(out_dir, node, tick_base, values, fmt, stats)
         job_end_us = max(job_end_us, int(tick_base[-1]) + _GROUP_OFFSETS_US["network"])
-        pid = 27 + node
+        # Every node runs the same container entrypoint, so the training process has the same
+        # pid on every node (as on SageMaker); the node part keeps the trace node ids distinct.
+        pid = 27
         p.update(first_step_us=first_us, last_step_end_us=last_end_us,
                  train_steps=int((sched["mode"] == 0).sum()), eval_steps=int((sched["mode"] == 1).sum()),
                  step_outliers=[str(int(sched["stepnum"][k])) for k in sched["outliers"]],
