@@ -520,3 +520,13 @@ def test_sample_rules_expected_to_fire(sample_analysis):
     # BatchSize must NOT fire (GPU p95 > 70), MaxInitializationTime must NOT (90 s < 20 min)
     assert all(v["p95"] > 70 for v in a["lowgpu"].values())
     assert 89 < a["init_s"] < 92
+
+
+def test_fast_interval_keeps_instants_inside_their_minute(tmp_path):
+    st = generate(tmp_path, nodes=3, cores=2, gpus=1, duration_s=130, interval_ms=100, framework=False)
+    assert st.ticks_per_node == 1300
+    for p in system_files(str(tmp_path)):
+        key = int(SYS_RE.match(p).group(1))
+        with open(p) as fh:
+            assert all(key <= json.loads(x)["Timestamp"] < key + 60 for x in fh)
+    assert len(ticks(load_system(str(tmp_path)))) == 3 * 1300
