@@ -60,6 +60,7 @@ def boxes(stats: dict[str, dict], title: str, yaxis: str = "Utilization in %") -
         traces.append({
             "type": "box",
             "name": safe(name),
+            "x": [safe(name)],
             "q1": [q1], "median": [med], "q3": [q3],
             "lowerfence": [s.get("lower", q1)], "upperfence": [s.get("upper", q3)],
             "marker": {"color": PALETTE[i % len(PALETTE)]},

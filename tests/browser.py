@@ -1,0 +1,55 @@
+"""Open a generated report in a real headless Chromium (system browser, driven over CDP)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+
+def chromium_path() -> str:
+    for candidate in (os.environ.get("REPORTGEN_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    if os.environ.get("REPORTGEN_REQUIRE_BROWSER") == "1":
+        pytest.fail("no Chromium found but REPORTGEN_REQUIRE_BROWSER=1 (scripts/setup.sh --test installs it)")
+    pytest.skip("no Chromium installed (scripts/setup.sh --test installs it)")
+
+
+@dataclass
+class PageVisit:
+    console_errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    dom: dict = field(default_factory=dict)
+
+
+def visit(html_path: Path, *, javascript: bool = True, screenshot: Path | None = None,
+          probe: str = "() => ({})") -> PageVisit:
+    """Load the report; record console errors, page errors, every request; evaluate ``probe``."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("REPORTGEN_REQUIRE_BROWSER") == "1":
+            pytest.fail("playwright is not installed (pip install -e '.[test]')")
+        pytest.skip("playwright is not installed")
+    result = PageVisit()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(),
+                                     args=["--no-sandbox", "--disable-gpu", "--no-first-run",
+                                           "--disable-background-networking"])
+        context = browser.new_context(java_script_enabled=javascript, viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.on("console", lambda msg: msg.type == "error" and result.console_errors.append(msg.text))
+        page.on("pageerror", lambda err: result.console_errors.append(f"pageerror: {err}"))
+        page.on("request", lambda req: result.requests.append(req.url))
+        page.goto(html_path.resolve().as_uri())
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(300)
+        result.dom = page.evaluate(probe)
+        if screenshot:
+            page.screenshot(path=str(screenshot), full_page=True)
+        browser.close()
+    return result

@@ -1,0 +1,55 @@
+"""The report as a user sees it: a real Chromium, with and without JavaScript."""
+
+from __future__ import annotations
+
+import pytest
+
+from reportgen.pipeline import generate
+from tests.browser import visit
+from tests.conftest import REAL, need
+
+PROBE = """() => ({
+  charts: document.querySelectorAll('figure.chart').length,
+  drawn: Array.from(document.querySelectorAll('figure.chart')).filter(f => f.querySelector('.chart-canvas .main-svg')).length,
+  fallbacks: Array.from(document.querySelectorAll('.chart-fallback')).filter(e => e.offsetHeight > 0).length,
+  tables: Array.from(document.querySelectorAll('table.data-table')).map(t => t.id),
+  visibleTableRows: Array.from(document.querySelectorAll('table.data-table tr')).filter(e => e.offsetHeight > 0).length,
+  toc: Array.from(document.querySelectorAll('nav.toc a')).map(a => a.textContent),
+  disclaimer: document.querySelector('#disclaimer') ? document.querySelector('#disclaimer').innerText : '',
+  findings: Array.from(document.querySelectorAll('.tone-finding')).filter(e => e.offsetHeight > 0).length,
+  codeCells: document.querySelectorAll('.jp-InputArea, .input_area, .prompt, pre.code').length,
+})"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    folder = need(REAL / "beauvilerobed-dd30fc8e")
+    out = tmp_path_factory.mktemp("browser") / "report.html"
+    generate(str(folder), out)
+    return out
+
+
+def test_no_console_errors_no_network_and_every_chart_drawn(report, tmp_path):
+    page = visit(report, screenshot=tmp_path / "report.png", probe=PROBE)
+    assert page.console_errors == []
+    assert page.requests == [report.resolve().as_uri()]  # the file itself, nothing else
+    assert page.dom["charts"] >= 10
+    assert page.dom["drawn"] == page.dom["charts"]
+    assert page.dom["fallbacks"] == 0  # replaced by the drawn charts
+    assert page.dom["codeCells"] == 0
+    assert "information only" in page.dom["disclaimer"]
+    assert page.dom["toc"][:3] == ["Training job summary", "System usage statistics", "Framework metrics summary"]
+    assert (tmp_path / "report.png").stat().st_size > 50_000
+
+
+def test_readable_without_javascript(report):
+    page = visit(report, javascript=False, probe=PROBE)
+    assert page.console_errors == []
+    assert page.requests == [report.resolve().as_uri()]
+    assert {"job-summary", "system-usage", "cpu-operators", "gpu-operators", "rules-summary",
+            "step-durations-algo-1-26"} <= set(page.dom["tables"])
+    assert page.dom["drawn"] == 0
+    # every chart degrades to its one-line note rather than to blank space
+    assert page.dom["fallbacks"] == page.dom["charts"] >= 10
+    assert page.dom["visibleTableRows"] > 30
+    assert page.dom["findings"] >= 3
