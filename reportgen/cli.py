@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
         help="make the HTML report (and report.json) for one training job",
         description="Make one self-contained HTML report, plus a machine-readable JSON file beside it.",
     )
-    gen.add_argument("source", help="a folder with SageMaker ProfilerReport rule outputs (profiler-reports/*.json)")
+    gen.add_argument("source", metavar="SOURCE", help="a folder with SageMaker ProfilerReport rule outputs (profiler-reports/*.json)")
     gen.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                      help="HTML file to write (default: report.html)")
     gen.add_argument("--json", type=Path, default=None, dest="json_path",

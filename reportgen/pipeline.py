@@ -15,7 +15,7 @@ from typing import Callable
 
 from reportgen.errors import InputError
 from reportgen.render.html import execute_notebook, notebook_to_html, write_atomically
-from reportgen.rule_outputs import find_rule_output_dir
+from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
 
 Progress = Callable[[str], None]
 
@@ -67,7 +67,9 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
     json_path = Path(json_path) if json_path else output.with_suffix(".json")
     _check_writable(output)
     rule_dir = resolve_local(source)
-    progress(f"rule outputs: {rule_dir}")
+    # Read once here so bad input fails fast with a one-line error, before the notebook starts.
+    outputs = load_rule_outputs(rule_dir)
+    progress(f"rule outputs: {rule_dir} ({len(outputs.rules)} rules)")
     with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
         work_dir = Path(work)
         executed = work_dir / "report.ipynb"

@@ -1,0 +1,141 @@
+"""Section builders on hand-made rule outputs: exact numbers, absent data, odd data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reportgen.render.blocks import render_section
+from reportgen.report.build import build_report
+from reportgen.report.model import Chart, ChartRow, Table, Text
+from reportgen.report.sections import bottlenecks, framework, operators, rules_summary, summary, system_usage
+from reportgen.rule_outputs import RuleOutput, RuleOutputs
+
+
+def outputs(**rules) -> RuleOutputs:
+    made = RuleOutputs(folder=Path("job"))
+    for name, spec in rules.items():
+        made.rules[name] = RuleOutput(name=name, triggered=spec.get("triggered", 0),
+                                      violations=spec.get("violations", 0), details=spec.get("details", {}),
+                                      datapoints=spec.get("datapoints", 0), parameters_text=spec.get("params", ""))
+    return made
+
+
+def texts(section) -> list[str]:
+    return [b.text for b in section.blocks if isinstance(b, Text)]
+
+
+def tables(section) -> dict[str, Table]:
+    return {b.id: b for b in section.blocks if isinstance(b, Table)}
+
+
+def test_summary_numbers_truncate_like_the_original():
+    details = {"job_start": 1000.9, "job_end": 2001.0,
+               "step_num": {"first": 1_300_500_000, "last": 1_999_000_000}}
+    got = summary.compute(details)
+    assert got["job_duration_s"] == 1000          # int(1000.1)
+    assert got["initialization_s"] == 299         # int(1300.5 - 1000.9)
+    assert got["finalization_s"] == 2             # int(|2001.0 - 1999.0|)
+    assert got["training_loop_duration_s"] == 698  # int(698.5)
+    assert (got["initialization_pct"], got["training_loop_pct"], got["finalization_pct"]) == (29, 69, 0)
+
+
+def test_summary_zero_length_job_does_not_divide_by_zero():
+    got = summary.compute({"job_start": 5.0, "job_end": 5.0, "step_num": {"first": 5_000_000, "last": 5_000_000}})
+    assert got["job_duration_s"] == 0 and got["training_loop_pct"] == 0
+
+
+def test_summary_without_steps_shows_three_rows_and_says_why():
+    section = summary.build(outputs(MaxInitializationTime={"details": {"job_start": 0.0, "job_end": 60.0,
+                                                                        "step_num": {}}}))
+    assert [row[0] for row in tables(section)["job-summary"].rows] == ["Start time", "End time", "Job duration"]
+    assert any("No step information" in t for t in texts(section))
+    assert texts(section)[0].count("ran for 60 seconds") == 1  # the original printed this sentence twice
+
+
+def test_summary_missing_rule_says_so_in_one_line():
+    section = summary.build(outputs())
+    assert len(section.blocks) == 1 and section.blocks[0].tone == "missing"
+
+
+def test_system_usage_rows_are_metric_major_and_p90_appears_when_present():
+    details = {"CPU": {"algo-1": {"max": 90, "p99": 80, "p95": 75, "p90": 71, "p50": 40, "min": 0},
+                       "algo-2": {"max": 50, "p99": 45, "p95": 41, "p90": 40, "p50": 20, "min": 0}},
+               "GPU": {}, "I/O": {"algo-1": {"max": 1, "p99": 1, "p95": 1, "p90": 1, "p50": 0, "min": 0}}}
+    section = system_usage.build(outputs(OverallSystemUsage={"details": details}))
+    table = tables(section)["system-usage"]
+    assert table.columns == ["node", "metric", "unit", "max", "p99", "p95", "p90", "p50", "min"]
+    assert [(r[0], r[1]) for r in table.rows] == [("algo-1", "CPU"), ("algo-2", "CPU"), ("algo-1", "I/O")]
+    # CPU-only nodes get a sentence too (the original printed none for them)
+    sentences = texts(section)
+    assert any("Node algo-1 has no GPU metrics" in t and "75 %" in t and "well utilized" in t for t in sentences)
+    assert any("Node algo-2 has no GPU metrics" in t and "only 41 %" in t for t in sentences)
+
+
+def test_system_usage_sentence_branches():
+    assert "starved" in system_usage.node_sentence("n", {"p95": 50, "p50": 10}, {"p95": 80, "p50": 50})
+    assert "well utilized" in system_usage.node_sentence("n", {"p95": 99, "p50": 90}, {"p95": 70, "p50": 50})
+    assert "median GPU utilization is 40 % and the median CPU utilization 50 %" in \
+        system_usage.node_sentence("n", {"p95": 99, "p50": 40}, {"p95": 70, "p50": 50})
+
+
+def test_operator_rows_sorted_and_empty_breakdown_is_not_a_crash():
+    details = {"CPU": {"a": 30.0, "b": 70.0}, "CPU_total": {"a": 300, "b": 700}, "GPU": {}, "GPU_total": {}}
+    made = outputs(OverallFrameworkMetrics={"details": details})
+    assert operators.operator_rows(details, "CPU") == [
+        {"percentage": 70.0, "time": 700, "operator": "b"}, {"percentage": 30.0, "time": 300, "operator": "a"}]
+    gpu = operators.build_gpu(made)
+    assert gpu.blocks[0].tone == "missing"
+
+
+def test_rules_summary_ties_follow_profiler_report_order_and_none_fired_is_said():
+    made = outputs(StepOutlier={"datapoints": 5}, BatchSize={"datapoints": 7}, CPUBottleneck={"datapoints": 9},
+                   OverallSystemUsage={})
+    rows = rules_summary.summary_rows(made)
+    assert [r["rule"] for r in rows] == ["CPUBottleneck", "StepOutlier", "BatchSize"]
+    assert texts(rules_summary.build(made))[0] == "None of the 3 rules fired."
+
+
+def test_framework_ratio_text_names_the_largest_share():
+    details = {"ratio": {"cpu_functions": 20.0, "gpu_functions-dev:0": 80.0}}
+    blocks = framework.framework_blocks(details, "x")
+    assert any("80 % was spent in \u201cgpu_functions-dev:0\u201d" in b.text for b in blocks if isinstance(b, Text))
+    assert any(isinstance(b, ChartRow) for b in blocks)
+
+
+def test_cpu_bottleneck_pie_uses_the_bottleneck_count():
+    details = {"low_gpu_utilization": 600, "bottlenecks": {str(i): {"GPUs": 1, "CPUs": 1} for i in range(550)}}
+    made = outputs(CPUBottleneck={"triggered": 2, "violations": 550, "datapoints": 1000, "details": details,
+                                  "params": "threshold:50\ncpu_threshold:90\ngpu_threshold:10\npatience:1000"})
+    section = bottlenecks.build_cpu(made)
+    pie = next(b for b in section.blocks if isinstance(b, Chart))
+    assert pie.figure["data"][0]["values"] == [400.0, 50.0, 550]
+    assert section.data["percent_of_datapoints"] == 55
+    assert any("55 % of all datapoints, above the threshold of 50 %" in t for t in texts(section))
+
+
+def test_garbage_details_still_give_a_whole_report():
+    junk = {"details": {"algo-1": "not a dict", "step_details": [1, 2], "ratio": "x", "CPU": None,
+                        "job_start": "yesterday", "bottlenecks": 5, "workloads": {"gpu0": "x"}},
+            "datapoints": 3}
+    made = outputs(**{name: junk for name in ("OverallSystemUsage", "OverallFrameworkMetrics", "StepOutlier",
+                                               "LowGPUUtilization", "LoadBalancing", "Dataloader", "BatchSize",
+                                               "CPUBottleneck", "IOBottleneck", "GPUMemoryIncrease",
+                                               "MaxInitializationTime")})
+    report = build_report(made)
+    assert report.notes == []  # every builder coped without failing
+    assert len(report.sections) == 17
+    for section in report.sections:
+        render_section(section)
+
+
+def test_hostile_strings_are_escaped_in_tables_and_charts():
+    evil = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    details = {"CPU": {evil: {"max": 1, "p99": 1, "p95": 1, "p50": 1, "min": 1}}}
+    html = render_section(system_usage.build(outputs(OverallSystemUsage={"details": details})))
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    op = {"CPU": {evil: 100.0}, "CPU_total": {evil: 10}}
+    html = render_section(operators.build_cpu(outputs(OverallFrameworkMetrics={"details": op})))
+    assert "<script>alert" not in html and "</script>\"" not in html
+    # the chart label is HTML-escaped for plotly, then JSON-escaped inside the spec element
+    assert "\\u0026lt;script\\u0026gt;alert(1)" in html
