@@ -67,6 +67,9 @@ class RuleOutputs:
     folder: Path
     rules: dict[str, RuleOutput] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Written by our engine beside profiler-reports/ (absent for SageMaker's own outputs).
+    timeline: dict | None = None
+    data_quality: dict | None = None
 
     def get(self, name: str) -> RuleOutput | None:
         return self.rules.get(name)
@@ -147,6 +150,8 @@ def load_rule_outputs(folder: Path) -> RuleOutputs:
     """Load every known rule JSON in ``folder``; other JSON files are noted and skipped."""
     outputs = RuleOutputs(folder=folder)
     for path in sorted(folder.glob("*.json")):
+        if path.name in ("timeline.json", "data-quality.json"):
+            continue
         if path.stem not in RULE_ORDER:
             outputs.notes.append(f"{path.name}: not a ProfilerReport rule output; skipped")
             continue
@@ -155,4 +160,19 @@ def load_rule_outputs(folder: Path) -> RuleOutputs:
         raise InputError(f"{folder}: no rule outputs (expected files like LowGPUUtilization.json)")
     # Keep ProfilerReport's order so every consumer iterates the same way.
     outputs.rules = {name: outputs.rules[name] for name in RULE_ORDER if name in outputs.rules}
+    outputs.timeline = _load_extra(folder, "timeline.json", outputs.notes)
+    outputs.data_quality = _load_extra(folder, "data-quality.json", outputs.notes)
     return outputs
+
+
+def _load_extra(folder: Path, name: str, notes: list[str]) -> dict | None:
+    """Our engine's extra outputs live next to ``profiler-reports/``; a bad one is only a note."""
+    for candidate in (folder.parent / name, folder / name):
+        if candidate.is_file():
+            try:
+                data = json.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+                notes.append(f"{candidate.name}: unreadable ({err}); its charts are left out")
+                return None
+            return data if isinstance(data, dict) else None
+    return None

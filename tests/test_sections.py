@@ -6,6 +6,7 @@ from pathlib import Path
 
 from reportgen.render.blocks import render_section
 from reportgen.report.build import build_report
+from reportgen.report.sections import BUILDERS
 from reportgen.report.model import Chart, ChartRow, Table, Text
 from reportgen.report.sections import bottlenecks, framework, operators, rules_summary, summary, system_usage
 from reportgen.rule_outputs import RuleOutput, RuleOutputs
@@ -121,9 +122,11 @@ def test_garbage_details_still_give_a_whole_report():
                                                "LowGPUUtilization", "LoadBalancing", "Dataloader", "BatchSize",
                                                "CPUBottleneck", "IOBottleneck", "GPUMemoryIncrease",
                                                "MaxInitializationTime")})
+    made.timeline = {"nodes": {"algo-1": {"t": "x", "series": [1]}, "algo-2": 7}, "phases": {"w": {"train": [5]}}}
+    made.data_quality = {"total": "many", "problems": "x"}
     report = build_report(made)
     assert report.notes == []  # every builder coped without failing
-    assert len(report.sections) == 17
+    assert len(report.sections) == len(BUILDERS) + 2  # plus the training-loop heading and data quality
     for section in report.sections:
         render_section(section)
 

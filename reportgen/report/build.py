@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 
-from reportgen.report.model import Report, Section, Text
+from reportgen.report.model import Report, Section, Table, Text
 from reportgen.report.sections import BUILDERS
 from reportgen.rule_outputs import RuleOutputs
 
@@ -29,13 +29,28 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
             notes.append(f"section {section_id} could not be built: {message}")
             failed = Section(section_id, section_id.replace("-", " ").capitalize(), 3)
             sections.append(failed.missing(f"This section could not be built from the data ({message})."))
-    sections.append(data_quality_section(notes))
+    sections.append(data_quality_section(notes, outputs.data_quality))
     return Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder))
 
 
-def data_quality_section(notes: list[str]) -> Section:
+def data_quality_section(notes: list[str], engine: dict | None = None) -> Section:
+    """Everything skipped or defaulted while reading: loader notes and the engine's problem log."""
     section = Section("data-quality", "Data quality", 2)
-    if not notes:
+    engine = engine if isinstance(engine, dict) else {}
+    total = engine.get("total") if isinstance(engine.get("total"), int) else 0
+    if total:
+        by_reason = engine.get("by_reason") if isinstance(engine.get("by_reason"), dict) else {}
+        section.add(Text(f"{total} problem(s) were found in the raw profiler data; each one cost only the "
+                         "record concerned, everything else was used.", tone="note"))
+        section.add(Table("data-quality-reasons", ["Problem", "Count"],
+                          [[str(reason), count] for reason, count in by_reason.items()], ["text", "int"]))
+        listed = [p for p in engine.get("problems", []) if isinstance(p, dict)]
+        if listed:
+            section.add(Table("data-quality-problems", ["File", "Line", "Problem"],
+                              [[p.get("file", ""), p.get("line"), p.get("reason", "")] for p in listed],
+                              ["text", "text", "text"],
+                              caption=f"The first {len(listed)} of {total} problems"))
+    if not notes and not total:
         section.add(Text("Every input file was read completely; nothing was skipped.", tone="ok"))
     else:
         section.add(Text(f"{len(notes)} problem(s) were found while reading the input; everything else was used:",
@@ -44,5 +59,5 @@ def data_quality_section(notes: list[str]) -> Section:
             section.add(Text(note, tone="note"))
         if len(notes) > 200:
             section.add(Text(f"... and {len(notes) - 200} more (see report.json).", tone="note"))
-    section.data = {"problems": len(notes), "notes": notes[:1000]}
+    section.data = {"problems": len(notes) + total, "notes": notes[:1000], "raw_data": engine or None}
     return section

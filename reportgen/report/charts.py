@@ -103,3 +103,50 @@ def hbar(labels: list, values: list, title: str, xaxis: str) -> dict:
         "layout": _layout(title, height=max(260, 28 * len(labels) + 90), xaxis={"title": xaxis},
                           yaxis={"automargin": True}),
     }
+
+
+def _ms(seconds: list) -> list:
+    return [None if v is None else v * 1000.0 for v in seconds]
+
+
+def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, band: str | None = None) -> dict:
+    """Lines over time (x in epoch ms, date axis); ``band`` names a series drawn with its min-max range."""
+    x = _ms(t)
+    traces = []
+    for i, (name, agg) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        if name == band and agg.get("min") and agg.get("max"):
+            traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg["max"]),
+                           "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip"})
+            traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg["min"]),
+                           "line": {"width": 0}, "fill": "tonexty", "fillcolor": "rgba(33,145,140,0.18)",
+                           "name": safe(f"{name} min-max"), "hoverinfo": "skip"})
+        traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg.get("mean", [])),
+                       "name": safe(name), "line": {"color": color, "width": 1.5}})
+    return {"data": traces, "layout": _layout(title, xaxis={"type": "date"}, yaxis={"title": yaxis},
+                                              hovermode="x unified", legend={"orientation": "h", "y": -0.2})}
+
+
+def heatmap(t: list, rows: list, z: list, title: str) -> dict:
+    """One row per core / GPU over time, colour = utilization (0-100 %)."""
+    return {
+        "data": [{"type": "heatmap", "x": _ms(t), "y": [safe(r) for r in rows], "z": [_finite(r) for r in z],
+                  "zmin": 0, "zmax": 100, "colorscale": "Viridis", "colorbar": {"title": {"text": "%"}},
+                  "hovertemplate": "%{y} %{x}: %{z:.0f} %<extra></extra>"}],
+        "layout": _layout(title, xaxis={"type": "date"}, height=max(260, 14 * len(rows) + 120),
+                          yaxis={"automargin": True}),
+    }
+
+
+def intervals(lanes: dict[str, list], title: str) -> dict:
+    """Horizontal bars of [start, end] intervals (seconds) per lane, on a date axis."""
+    traces = []
+    for i, (lane, spans) in enumerate(lanes.items()):
+        x, y = [], []
+        for start, end in spans:
+            x += [start * 1000.0, end * 1000.0, None]
+            y += [safe(lane), safe(lane), None]
+        traces.append({"type": "scatter", "mode": "lines", "x": x, "y": y, "name": safe(lane),
+                       "line": {"width": 12, "color": PALETTE[i % len(PALETTE)]}, "hoverinfo": "x+name"})
+    return {"data": traces, "layout": _layout(title, xaxis={"type": "date"}, showlegend=False,
+                                              height=max(200, 30 * len(lanes) + 120), yaxis={"automargin": True})}

@@ -19,12 +19,14 @@ from reportgen.report.sections import (
     summary,
     system_usage,
     batch_size,
+    timeline,
 )
 
 # (section id, builder). The notebook shows them in this order.
 BUILDERS = (
     ("training-job-summary", summary.build),
     ("system-usage-statistics", system_usage.build),
+    ("utilization-over-time", timeline.build),
     ("framework-metrics-summary", framework.build),
     ("cpu-operators-overview", operators.build_cpu),
     ("gpu-operators-overview", operators.build_gpu),

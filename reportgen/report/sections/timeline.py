@@ -1,0 +1,82 @@
+"""Node utilization over time (what SageMaker Studio's "Nodes" tab showed and the report lacked).
+
+Built from ``timeline.json``, which our engine writes with a fixed budget of time buckets per
+series (min/max/mean per bucket), so this section's size does not grow with the job's length.
+"""
+
+from __future__ import annotations
+
+from reportgen.report import charts
+from reportgen.report.model import Chart, Heading, Section, Text
+from reportgen.report.util import as_dict, slug
+from reportgen.rule_outputs import RuleOutputs
+
+NO_JS = "Time-series chart (needs JavaScript); the per-node statistics are in System usage statistics."
+
+LABELS = {"cpu_total": "CPU (mean of cores)", "cpu_memory": "CPU memory", "io_wait": "I/O wait (mean of cores)"}
+
+
+def _utilization_series(series: dict) -> dict:
+    chosen = {}
+    for key, label in LABELS.items():
+        if key in series:
+            chosen[label] = series[key]
+    for key, agg in series.items():
+        if key.endswith("/GPUUtilization"):
+            chosen[f"{key.split('/')[0]} utilization"] = agg
+    for key, agg in series.items():
+        if key.endswith("/GPUMemoryUtilization"):
+            chosen[f"{key.split('/')[0]} memory"] = agg
+    return chosen
+
+
+def build(outputs: RuleOutputs) -> Section:
+    section = Section("utilization-over-time", "Node utilization over time")
+    timeline = as_dict(outputs.timeline)
+    nodes = as_dict(timeline.get("nodes"))
+    if not nodes:
+        return section.missing("No time series are available: the report was made from rule outputs only "
+                               "(render it from the raw profiler data to see utilization over time).")
+    budget = as_dict(timeline.get("budget")).get("buckets_per_series", "a fixed number of")
+    section.add(Text(
+        f"Utilization of every node over the job, as in SageMaker Studio's Nodes view. Each series is reduced to "
+        f"at most {budget} time buckets; the CPU line shows the bucket mean with its min-max range, so short "
+        "spikes stay visible whatever the job length."))
+    for node, data in nodes.items():
+        data = as_dict(data)
+        t = data.get("t") or []
+        series = as_dict(data.get("series"))
+        if not t:
+            continue
+        node = str(node)
+        section.add(Heading(f"Node {node}", 3))
+        util = _utilization_series(series)
+        if util:
+            section.add(Chart(f"timeline-util-{slug(node)}",
+                              charts.time_lines(t, util, f"Utilization on {node} (%)", "%", band=LABELS["cpu_total"]),
+                              NO_JS))
+        net = {label: series[key] for key, label in (("network_algorithm", "network, training container"),
+                                                     ("network_platform", "network, platform"))
+               if key in series}
+        if net:
+            section.add(Chart(f"timeline-net-{slug(node)}",
+                              charts.time_lines(t, net, f"Network on {node} (bytes/s)", "bytes/s"), NO_JS))
+        for key, label in (("cpu_heatmap", "CPU cores"), ("gpu_heatmap", "GPUs")):
+            heat = as_dict(data.get(key))
+            if heat.get("rows") and heat.get("mean"):
+                section.add(Chart(f"timeline-{key}-{slug(node)}",
+                                  charts.heatmap(t, heat["rows"], heat["mean"], f"{label} of {node} over time (%)"),
+                                  NO_JS))
+    phases = as_dict(timeline.get("phases"))
+    lanes = {}
+    for worker, kinds in phases.items():
+        for kind, spans in as_dict(kinds).items():
+            if isinstance(spans, list) and spans:
+                lanes[f"{worker} {kind}"] = [s for s in spans if isinstance(s, list) and len(s) == 2]
+    if lanes:
+        section.add(Heading("Framework phases", 3))
+        section.add(Text("Training steps, evaluation steps and data loading per worker, on the same time axis as "
+                         "the charts above: gaps in the training lane are time spent outside steps."))
+        section.add(Chart("timeline-phases", charts.intervals(lanes, "Framework phases over time"), NO_JS))
+    section.data = {"nodes": sorted(nodes), "buckets_per_series": budget}
+    return section
