@@ -311,7 +311,7 @@ class _Remote:
         self.notes += notes
         if group is None and root is None:
             raise InputError(
-                f"No profiler data under {prefix}: {len(objects)} objects but no rule outputs "
+                f"No profiler data under {prefix}: {len(objects)} object{'' if len(objects) == 1 else 's'} but no rule outputs "
                 "(profiler-output/profiler-reports/*.json) and no raw profiler data (profiler-output/system/, framework/)."
             )
         rule_dir = raw_dir = None
