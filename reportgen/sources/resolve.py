@@ -177,6 +177,7 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
 class _Selection:
     rule_groups: dict[str, list[Any]] = field(default_factory=dict)  # parent key -> rule JSON objects
     raw_roots: dict[str, list[Any]] = field(default_factory=dict)  # root key ("" or ".../") -> objects
+    refused: list[str] = field(default_factory=list)  # "key (reason)" for keys that cannot be stored safely
 
 
 def _select(objects: Iterable[Any], base_key: str) -> _Selection:
@@ -186,11 +187,18 @@ def _select(objects: Iterable[Any], base_key: str) -> _Selection:
     ``profiler-reports/``. Raw data: keys under ``<root>/system/`` or ``<root>/framework/`` where
     ``<root>`` is the listed prefix itself or a ``.../profiler-output`` folder in it.
     """
+    from reportgen.sources.s3 import UnsafeKey, key_segments
+
     sel = _Selection()
     base = base_key.strip("/")
     for obj in objects:
         key = obj.key
         if key.endswith("/"):
+            continue
+        try:
+            key_segments(key)
+        except UnsafeKey as err:
+            sel.refused.append(f"{key!r} ({err})")
             continue
         path = PurePosixPath(key)
         if path.name in RULE_JSON_NAMES:
@@ -282,7 +290,7 @@ class _Remote:
         result = cache.sync(bucket, objects, progress=self.progress)
         self.downloads += result.downloaded
         self.bytes += result.bytes_downloaded
-        self.refused += [f"{key} ({reason})" for key, reason in result.refused]
+        self.refused += [f"{key!r} ({reason})" for key, reason in result.refused]
         if prune_prefix is not None:
             cache.prune(S3Uri(bucket, prune_prefix), [o.key for o in objects])
 
@@ -305,6 +313,7 @@ class _Remote:
         if not objects:
             raise InputError(f"Nothing found under {prefix}: the prefix is empty or does not exist.")
         sel = _select(objects, prefix.key)
+        self.refused += sel.refused
         where = f"{prefix.bucket}/{prefix.key.strip('/')}".rstrip("/")
         group, notes = _pick_rule_group(sel, where)
         root = _pick_raw_root(sel, where)
@@ -361,6 +370,7 @@ class _Remote:
         for candidate in info.rule_output_uris:
             objects = self._list(cache, candidate)
             sel = _select(objects, candidate.key)
+            self.refused += sel.refused
             group, notes = _pick_rule_group(sel, f"{candidate.bucket}/{candidate.key.strip('/')}")
             if group is not None:
                 self.notes += notes
@@ -371,6 +381,7 @@ class _Remote:
         if info.raw_uri is not None and (self.recompute or group is None):
             raw_objects = self._list(cache, info.raw_uri)
             sel = _select(raw_objects, info.raw_uri.key)
+            self.refused += sel.refused
             root = _pick_raw_root(sel, f"{info.raw_uri.bucket}/{info.raw_uri.key.strip('/')}")
             raw_objects = sel.raw_roots.get(root, []) if root is not None else []
         elif info.raw_uri is not None:
