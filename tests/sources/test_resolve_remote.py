@@ -114,3 +114,43 @@ def test_default_cache_dir_respects_xdg(world, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     resolved = resolve_source(world.training_job)
     assert resolved.rule_output_dir.is_relative_to(tmp_path / "xdg" / "reportgen" / "s3")
+
+
+def test_running_job_is_incomplete_and_uses_raw_data(world, tmp_path):
+    """Training still running, ProfilerReport InProgress with no outputs yet: raw data so far, incomplete=True."""
+    import datetime as dt
+
+    from moto.sagemaker.models import sagemaker_backends
+
+    from sources_testlib import client
+
+    name = "running-training-job-1"
+    s3, sm = client("s3"), client("sagemaker")
+    rel = "system/incremental/2021122220/1640205540.algo-1.json"
+    s3.put_object(Bucket=world.bucket, Key=f"live/{name}/profiler-output/{rel}", Body=world.raw_files[rel])
+    sm.create_training_job(
+        TrainingJobName=name,
+        AlgorithmSpecification={"TrainingImage": "img", "TrainingInputMode": "File"},
+        RoleArn="arn:aws:iam::123456789012:role/R",
+        OutputDataConfig={"S3OutputPath": f"s3://{world.bucket}/live"},
+        ResourceConfig={"InstanceType": "ml.g4dn.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 5},
+        StoppingCondition={"MaxRuntimeInSeconds": 60},
+    )
+    job = sagemaker_backends["123456789012"]["us-east-1"].training_jobs[name]
+    # moto always reports Completed and drops the profiler fields (spec section 6): set them on its object
+    job.training_job_status = "InProgress"
+    job.profiler_rule_configurations = [{"RuleConfigurationName": "ProfilerReport", "RuleEvaluatorImage": "img",
+                                         "RuleParameters": {"rule_to_invoke": "ProfilerReport"}}]
+    job.profiler_rule_evaluation_statuses = [{"RuleConfigurationName": "ProfilerReport", "RuleEvaluationStatus": "InProgress",
+                                              "LastModifiedTime": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)}]
+    resolved = resolve_source(name, cache_dir=tmp_path)
+    assert resolved.incomplete is True
+    assert resolved.rule_output_dir is None
+    assert tree(resolved.raw_dir) == {rel: world.raw_files[rel]}
+    assert (resolved.instance_type, resolved.instance_count) == ("ml.g4dn.xlarge", 2)
+    assert resolved.rule_status == "InProgress"
+    assert resolved.end_marker is False
+    assert resolved.notes == (
+        "rule ProfilerReport is still InProgress: its outputs may be partial",
+        "training job is InProgress: data so far only",
+    )
