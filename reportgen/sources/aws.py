@@ -87,7 +87,9 @@ def make_client(session: "boto3.Session", service: str, region: str | None = Non
     from botocore.config import Config
 
     retries: dict[str, Any] = {}
-    if session._session.get_config_variable("max_attempts") is None:  # the user did not choose
+    # boto3 has no public accessor for the resolved config; ``_session`` is its documented-in-practice
+    # botocore session. None = neither AWS_MAX_ATTEMPTS nor the profile's max_attempts is set.
+    if session._session.get_config_variable("max_attempts") is None:
         retries["max_attempts"] = DEFAULT_MAX_ATTEMPTS
     config = Config(
         retries=retries or None,

@@ -45,10 +45,6 @@ class ResolvedSource:
     refused_keys: tuple[str, ...] = ()  # S3 keys skipped because they could not be stored safely
     bytes_downloaded: int = 0
 
-    def uses(self) -> str:
-        """"rule outputs" or "raw data": what a renderer following ``recompute`` would use."""
-        return "raw data" if self.raw_dir is not None and self.rule_output_dir is None else "rule outputs"
-
 
 # ------------------------------------------------------------------------------------ entry point
 
