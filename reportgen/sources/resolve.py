@@ -1,0 +1,466 @@
+"""One entry point: any source the user gives -> local folders with rule outputs and/or raw data."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable
+
+from reportgen.errors import InputError
+from reportgen.rule_names import RULE_ORDER
+from reportgen.sources.arn import is_job_name, looks_like_arn, parse_arn
+
+KINDS = ("local", "s3", "processing-job", "training-job")
+RULE_JSON_NAMES = frozenset(f"{name}.json" for name in RULE_ORDER)
+RULE_DIR_NAMES = ("profiler-reports", "profiler-report")
+RAW_DIR_NAMES = ("system", "framework")
+END_MARKER = "training_job_end.ts"
+_MAX_LOCAL_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class ResolvedSource:
+    """What a source resolved to. Paths are local; ``*_uri`` fields say where they came from."""
+
+    kind: str  # one of KINDS
+    rule_output_dir: Path | None  # folder that directly holds the rule JSONs (e.g. .../profiler-reports)
+    raw_dir: Path | None  # folder holding system/ and/or framework/
+    job_name: str | None  # training job name when known, else the processing job name
+    instance_type: str | None
+    instance_count: int | None
+    incomplete: bool  # the job or its rule job is still running: data so far only
+    description: str  # one line for the report: what was resolved and from where
+    downloads: int  # files downloaded by this call (0 = everything came from the cache)
+    source: str = ""  # what the user gave
+    region: str | None = None
+    processing_job_name: str | None = None
+    rule_name: str | None = None
+    rule_status: str | None = None
+    rule_output_uri: str | None = None  # s3:// of the rule JSONs, when remote
+    raw_uri: str | None = None  # s3:// of the raw profiler data, when remote (even if not downloaded)
+    raw_available: bool = False  # raw data exists (locally, or in S3 when raw_dir is None)
+    end_marker: bool | None = None  # training_job_end.ts seen in the raw data (None: raw not inspected)
+    notes: tuple[str, ...] = ()
+    refused_keys: tuple[str, ...] = ()  # S3 keys skipped because they could not be stored safely
+    bytes_downloaded: int = 0
+
+
+# ------------------------------------------------------------------------------------ entry point
+
+
+def classify(source: str) -> str:
+    """Which kind of source ``source`` is, without touching AWS."""
+    text = source.strip()
+    if not text:
+        raise InputError("Empty source: give a processing-job or training-job ARN, a training-job name, an s3:// URI or a local folder.")
+    if looks_like_arn(text):
+        return parse_arn(text).resource_type
+    if text.lower().startswith("s3://"):
+        return "s3"
+    path = Path(text).expanduser()
+    if path.exists():
+        return "local"
+    if is_job_name(text):
+        return "training-job"
+    raise InputError(
+        f"Source {text!r} is not an existing local folder, an s3:// URI, a SageMaker ARN or a training-job name."
+    )
+
+
+def resolve_source(
+    source: str,
+    *,
+    cache_dir: Path | None = None,
+    recompute: bool = False,
+    progress: Any = None,
+    session_kwargs: dict[str, Any] | None = None,
+    max_workers: int = 8,
+) -> ResolvedSource:
+    """Resolve ``source`` to local folders.
+
+    ``recompute``: the caller will run the rules on raw data, so raw data is required and downloaded;
+    otherwise rule outputs are preferred and raw data is downloaded only when there are none.
+    ``progress``: called with :class:`reportgen.sources.s3.Progress` snapshots while downloading.
+    ``session_kwargs``: passed to :class:`boto3.Session` (e.g. ``{"profile_name": "dev"}`` for ``--profile``).
+    """
+    kind = classify(source)
+    if kind == "local":
+        return resolve_local(Path(source.strip()).expanduser(), recompute=recompute, source=source)
+    return _Remote(source.strip(), cache_dir, recompute, progress, session_kwargs, max_workers).resolve(kind)
+
+
+# ------------------------------------------------------------------------------------ local folders
+
+
+def _walk(root: Path) -> Iterable[tuple[Path, list[str], list[str]]]:
+    base_depth = len(root.parts)
+    for dirpath, dirs, files in os.walk(root):
+        here = Path(dirpath)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if len(here.parts) - base_depth >= _MAX_LOCAL_DEPTH:
+            dirs[:] = []
+        yield here, dirs, files
+
+
+def _has_files(folder: Path) -> bool:
+    return any(files for _, _, files in os.walk(folder))
+
+
+def _end_marker(raw_dir: Path) -> bool:
+    return any((raw_dir / sub / END_MARKER).is_file() for sub in RAW_DIR_NAMES)
+
+
+def locate_local(root: Path) -> tuple[Path | None, Path | None]:
+    """(folder holding rule JSONs, folder holding system/ and framework/) under ``root``.
+
+    Handles the SageMaker layout (``<job>/rule-output/<Rule>/profiler-output/profiler-reports``,
+    ``<job>/profiler-output/system``) and published copies (``ProfilerReport/profiler-output/...``,
+    ``profiler-report/``, JSONs directly in ``profiler-output/``).
+    """
+    rule_candidates: list[tuple[int, int, str, Path]] = []
+    raw_candidates: list[tuple[int, str, Path]] = []
+    for here, dirs, files in _walk(root):
+        rules = [f for f in files if f in RULE_JSON_NAMES]
+        if rules:
+            preferred = 0 if here.name in RULE_DIR_NAMES else 1
+            rule_candidates.append((preferred, -len(rules), str(here), here))
+        raw_subdirs = [d for d in dirs if d in RAW_DIR_NAMES and _has_files(here / d)]
+        if raw_subdirs:
+            raw_candidates.append((len(here.parts), str(here), here))
+            dirs[:] = [d for d in dirs if d not in RAW_DIR_NAMES]  # do not descend into raw data
+    rule_dir = min(rule_candidates)[3] if rule_candidates else None
+    raw_dir = min(raw_candidates)[2] if raw_candidates else None
+    return rule_dir, raw_dir
+
+
+def resolve_local(root: Path, *, recompute: bool = False, source: str | None = None) -> ResolvedSource:
+    if not root.is_dir():
+        raise InputError(f"Local source {str(root)!r} is not a folder.")
+    rule_dir, raw_dir = locate_local(root)
+    if rule_dir is None and raw_dir is None:
+        raise InputError(
+            f"No profiler data in {str(root)!r}: expected rule outputs (profiler-reports/*.json) "
+            "or raw profiler data (system/, framework/)."
+        )
+    if recompute and raw_dir is None:
+        raise InputError(f"--recompute needs raw profiler data (system/, framework/) but {str(root)!r} has only rule outputs.")
+    parts = []
+    if rule_dir is not None:
+        parts.append(f"rule outputs in {rule_dir}")
+    if raw_dir is not None:
+        parts.append(f"raw profiler data in {raw_dir}")
+    return ResolvedSource(
+        kind="local",
+        rule_output_dir=rule_dir,
+        raw_dir=raw_dir,
+        job_name=None,
+        instance_type=None,
+        instance_count=None,
+        incomplete=False,
+        description="local folder: " + "; ".join(parts),
+        downloads=0,
+        source=source if source is not None else str(root),
+        raw_available=raw_dir is not None,
+        end_marker=_end_marker(raw_dir) if raw_dir is not None else None,
+    )
+
+
+# ------------------------------------------------------------------------------------ S3 key selection
+
+
+@dataclass
+class _Selection:
+    rule_groups: dict[str, list[Any]] = field(default_factory=dict)  # parent key -> rule JSON objects
+    raw_roots: dict[str, list[Any]] = field(default_factory=dict)  # root key ("" or ".../") -> objects
+    refused: list[str] = field(default_factory=list)  # "key (reason)" for keys that cannot be stored safely
+
+
+def _select(objects: Iterable[Any], base_key: str) -> _Selection:
+    """Group listed objects into rule-output folders and raw-data roots.
+
+    Rule JSONs: ``<Rule>.json`` (a known ProfilerReport sub-rule) in any folder, preferring
+    ``profiler-reports/``. Raw data: keys under ``<root>/system/`` or ``<root>/framework/`` where
+    ``<root>`` is the listed prefix itself or a ``.../profiler-output`` folder in it.
+    """
+    from reportgen.sources.s3 import UnsafeKey, key_segments
+
+    sel = _Selection()
+    base = base_key.strip("/")
+    for obj in objects:
+        key = obj.key
+        if key.endswith("/"):
+            continue
+        try:
+            key_segments(key)
+        except UnsafeKey as err:
+            sel.refused.append(f"{key!r} ({err})")
+            continue
+        path = PurePosixPath(key)
+        if path.name in RULE_JSON_NAMES:
+            sel.rule_groups.setdefault(str(path.parent), []).append(obj)
+            continue
+        parts = key.split("/")
+        for i, part in enumerate(parts[:-1]):
+            if part not in RAW_DIR_NAMES:
+                continue
+            root = "/".join(parts[:i])
+            if root == base or (parts[i - 1:i] == ["profiler-output"]):
+                sel.raw_roots.setdefault(root, []).append(obj)
+                break
+    return sel
+
+
+def _pick_rule_group(sel: _Selection, where: str) -> tuple[str | None, list[str]]:
+    if not sel.rule_groups:
+        return None, []
+    ranked = sorted(
+        sel.rule_groups,
+        key=lambda k: (PurePosixPath(k).name not in RULE_DIR_NAMES, -len(sel.rule_groups[k]), [-ord(c) for c in k]),
+    )
+    notes = []
+    if len(ranked) > 1:
+        jobs = {k.split("/rule-output/")[0] for k in ranked}
+        if len(jobs) > 1:
+            listed = ", ".join(f"s3://{where}/{k}/" for k in ranked[:3])
+            raise InputError(f"s3://{where}/ holds rule outputs of several jobs ({listed}, ...): give one job's prefix.")
+        notes.append(f"{len(ranked)} rule-output folders found; using {ranked[0]}")
+    return ranked[0], notes
+
+
+def _pick_raw_root(sel: _Selection, where: str) -> str | None:
+    if not sel.raw_roots:
+        return None
+    if len(sel.raw_roots) > 1:
+        listed = ", ".join(f"s3://{where}/{k}/" for k in sorted(sel.raw_roots)[:3])
+        raise InputError(f"s3://{where}/ holds raw profiler data of several jobs ({listed}): give one job's prefix.")
+    return next(iter(sel.raw_roots))
+
+
+# ------------------------------------------------------------------------------------ remote sources
+
+
+class _Remote:
+    def __init__(self, source, cache_dir, recompute, progress, session_kwargs, max_workers):
+        from reportgen.sources.aws import make_session
+        from reportgen.sources.s3 import default_cache_dir
+
+        self.source = source
+        self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+        self.recompute = recompute
+        self.progress = progress
+        self.max_workers = max_workers
+        self.session = make_session(session_kwargs)
+        self.downloads = 0
+        self.bytes = 0
+        self.refused: list[str] = []
+        self.notes: list[str] = []
+        self._s3 = None
+        self._s3_region: str | None = None
+
+    def s3_cache(self, region: str | None):
+        from reportgen.sources.aws import make_client
+        from reportgen.sources.s3 import S3Cache
+
+        if self._s3 is None:
+            client = make_client(self.session, "s3", region, max_pool=max(10, self.max_workers + 2))
+            self._s3 = S3Cache(self.cache_root, client, max_workers=self.max_workers)
+        return self._s3
+
+    def resolve(self, kind: str) -> ResolvedSource:
+        from reportgen.sources.s3 import parse_s3_uri
+
+        if kind == "s3":
+            return self._resolve_s3(parse_s3_uri(self.source))
+        return self._resolve_job(kind)
+
+    # -- helpers
+    def _list(self, cache, uri):
+        from reportgen.sources.s3 import list_objects
+
+        return list_objects(cache.client, uri)
+
+    def _sync(self, cache, bucket: str, objects: list[Any], prune_prefix: str | None) -> None:
+        from reportgen.sources.s3 import S3Uri
+
+        result = cache.sync(bucket, objects, progress=self.progress)
+        self.downloads += result.downloaded
+        self.bytes += result.bytes_downloaded
+        self.refused += [f"{key!r} ({reason})" for key, reason in result.refused]
+        if prune_prefix is not None:
+            cache.prune(S3Uri(bucket, prune_prefix), [o.key for o in objects])
+
+    def _fetch_rules(self, cache, bucket: str, objects: list[Any], group: str) -> Path:
+        wanted = [o for o in objects if str(PurePosixPath(o.key).parent) == group]
+        self._sync(cache, bucket, wanted, group + "/")
+        return cache.local_path(bucket, group)
+
+    def _fetch_raw(self, cache, bucket: str, objects: list[Any], root: str) -> Path:
+        self._sync(cache, bucket, objects, (root + "/") if root else None)
+        from reportgen.sources.s3 import S3Uri
+
+        return cache.prefix_dir(S3Uri(bucket, root))
+
+    # -- s3://
+    def _resolve_s3(self, uri) -> ResolvedSource:
+        cache = self.s3_cache(self.session.region_name)
+        prefix = uri.as_prefix()
+        objects = self._list(cache, prefix)
+        if not objects:
+            raise InputError(f"Nothing found under {prefix}: the prefix is empty or does not exist.")
+        sel = _select(objects, prefix.key)
+        self.refused += sel.refused
+        where = f"{prefix.bucket}/{prefix.key.strip('/')}".rstrip("/")
+        group, notes = _pick_rule_group(sel, where)
+        root = _pick_raw_root(sel, where)
+        self.notes += notes
+        if group is None and root is None:
+            raise InputError(
+                f"No profiler data under {prefix}: {len(objects)} object{'' if len(objects) == 1 else 's'} but no rule outputs "
+                "(profiler-output/profiler-reports/*.json) and no raw profiler data (profiler-output/system/, framework/)."
+            )
+        rule_dir = raw_dir = None
+        if group is not None:
+            rule_dir = self._fetch_rules(cache, prefix.bucket, sel.rule_groups[group], group)
+        if self.recompute or group is None:
+            if root is None:
+                raise InputError(f"--recompute needs raw profiler data (system/, framework/) but none is under {prefix}.")
+            raw_dir = self._fetch_raw(cache, prefix.bucket, sel.raw_roots[root], root)
+        job = _job_from_key(group or root or prefix.key)
+        parts = []
+        if group is not None:
+            parts.append(f"rule outputs from s3://{prefix.bucket}/{group}/")
+        if root is not None:
+            state = "" if raw_dir is not None else " (not downloaded)"
+            parts.append(f"raw profiler data at s3://{prefix.bucket}/{root + '/' if root else ''}{state}")
+        return self._result(
+            kind="s3",
+            rule_dir=rule_dir,
+            raw_dir=raw_dir,
+            job_name=job,
+            description=f"{prefix}: " + "; ".join(parts),
+            rule_output_uri=f"s3://{prefix.bucket}/{group}/" if group is not None else None,
+            raw_uri=f"s3://{prefix.bucket}/{root + '/' if root else ''}" if root is not None else None,
+            raw_available=root is not None,
+        )
+
+    # -- jobs
+    def _resolve_job(self, kind: str) -> ResolvedSource:
+        from reportgen.sources.aws import make_client
+        from reportgen.sources.jobs import describe_processing_job, describe_training_job
+
+        if looks_like_arn(self.source):
+            arn = parse_arn(self.source)
+            sm = make_client(self.session, "sagemaker", arn.region)
+            region = arn.region
+            info = describe_processing_job(sm, arn) if kind == "processing-job" else describe_training_job(sm, arn.name, region)
+        else:
+            sm = make_client(self.session, "sagemaker")
+            region = sm.meta.region_name
+            info = describe_training_job(sm, self.source, region)
+        self.notes += list(info.notes)
+        cache = self.s3_cache(region)
+
+        rule_uri = group = None
+        rule_objects: list[Any] = []
+        for candidate in info.rule_output_uris:
+            objects = self._list(cache, candidate)
+            sel = _select(objects, candidate.key)
+            self.refused += sel.refused
+            group, notes = _pick_rule_group(sel, f"{candidate.bucket}/{candidate.key.strip('/')}")
+            if group is not None:
+                self.notes += notes
+                rule_uri, rule_objects = candidate, sel.rule_groups[group]
+                break
+        raw_objects: list[Any] = []
+        root = None
+        if info.raw_uri is not None and (self.recompute or group is None):
+            raw_objects = self._list(cache, info.raw_uri)
+            sel = _select(raw_objects, info.raw_uri.key)
+            self.refused += sel.refused
+            root = _pick_raw_root(sel, f"{info.raw_uri.bucket}/{info.raw_uri.key.strip('/')}")
+            raw_objects = sel.raw_roots.get(root, []) if root is not None else []
+        elif info.raw_uri is not None:
+            root = info.raw_uri.key.rstrip("/") if self._exists(cache, info.raw_uri) else None
+
+        label = f"{kind.replace('-', ' ')} {info.name} ({region}"
+        label += f", {info.processing_job_status or info.training_job_status})" if (info.processing_job_status or info.training_job_status) else ")"
+        if group is None and root is None:
+            looked = [str(u) for u in info.rule_output_uris] + ([str(info.raw_uri)] if info.raw_uri else [])
+            why = "; ".join(info.notes)
+            raise InputError(
+                f"No profiler data for {label}: "
+                + ("nothing under " + ", ".join(looked) if looked else "no profiler locations")
+                + (f" ({why})" if why else "")
+                + "."
+            )
+        if self.recompute and root is None:
+            raise InputError(f"--recompute needs raw profiler data but there is none for {label} (looked under {info.raw_uri}).")
+
+        rule_dir = raw_dir = None
+        if group is not None:
+            rule_dir = self._fetch_rules(cache, rule_uri.bucket, rule_objects, group)
+        if self.recompute or group is None:
+            raw_dir = self._fetch_raw(cache, info.raw_uri.bucket, raw_objects, root)
+        parts = []
+        if info.training_job_name and kind == "processing-job":
+            parts.append(f"rule job of training job {info.training_job_name}")
+        if group is not None:
+            status = f" ({info.rule.status})" if info.rule is not None and info.rule.status else ""
+            parts.append(f"rule outputs{status} from s3://{rule_uri.bucket}/{group}/")
+        if root is not None:
+            parts.append(f"raw profiler data at {info.raw_uri}" + ("" if raw_dir is not None else " (not downloaded)"))
+        return self._result(
+            kind=kind,
+            rule_dir=rule_dir,
+            raw_dir=raw_dir,
+            job_name=info.training_job_name or info.name,
+            description=f"{label}: " + "; ".join(parts),
+            rule_output_uri=f"s3://{rule_uri.bucket}/{group}/" if group is not None else None,
+            raw_uri=str(info.raw_uri) if root is not None else None,
+            raw_available=root is not None,
+            instance_type=info.instance_type,
+            instance_count=info.instance_count,
+            incomplete=info.incomplete,
+            region=region,
+            processing_job_name=info.processing_job_name,
+            rule_name=info.rule.name if info.rule else None,
+            rule_status=info.rule.status if info.rule else None,
+        )
+
+    def _exists(self, cache, uri) -> bool:
+        from reportgen.sources.aws import aws_errors
+
+        with aws_errors(f"listing {uri}"):
+            page = cache.client.list_objects_v2(Bucket=uri.bucket, Prefix=uri.key, MaxKeys=1)
+        return bool(page.get("KeyCount") or page.get("Contents"))
+
+    def _result(self, *, kind, rule_dir, raw_dir, job_name, description, **extra) -> ResolvedSource:
+        if self.refused:
+            self.notes.append(f"{len(self.refused)} S3 keys skipped: unsafe or conflicting names")
+        return ResolvedSource(
+            kind=kind,
+            rule_output_dir=rule_dir,
+            raw_dir=raw_dir,
+            job_name=job_name,
+            instance_type=extra.pop("instance_type", None),
+            instance_count=extra.pop("instance_count", None),
+            incomplete=extra.pop("incomplete", False),
+            description=description,
+            downloads=self.downloads,
+            source=self.source,
+            notes=tuple(dict.fromkeys(self.notes)),
+            refused_keys=tuple(self.refused),
+            bytes_downloaded=self.bytes,
+            end_marker=_end_marker(raw_dir) if raw_dir is not None else None,
+            **extra,
+        )
+
+
+def _job_from_key(key: str) -> str | None:
+    """The training-job name in ``.../<job>/rule-output/...`` or ``.../<job>/profiler-output...``."""
+    parts = key.strip("/").split("/")
+    for i, part in enumerate(parts):
+        if part in ("rule-output", "profiler-output") and i >= 1 and is_job_name(parts[i - 1]):
+            return parts[i - 1]
+    return None
