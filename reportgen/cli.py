@@ -26,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
         help="make the HTML report (and report.json) for one training job",
         description="Make one self-contained HTML report, plus a machine-readable JSON file beside it.",
     )
-    gen.add_argument("source", metavar="SOURCE", help="a folder with SageMaker ProfilerReport rule outputs (profiler-reports/*.json)")
+    gen.add_argument("source", metavar="SOURCE",
+                     help="a local folder (rule outputs or raw profiler data), an s3:// URI, a processing-job "
+                          "or training-job ARN, or a training-job name")
     gen.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                      help="HTML file to write (default: report.html)")
     gen.add_argument("--json", type=Path, default=None, dest="json_path",
@@ -34,6 +36,14 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--job-name", default="", help="name shown in the report header (default: from the folder)")
     gen.add_argument("--keep-notebook", type=Path, default=None, metavar="PATH",
                      help="also save the executed notebook here")
+    gen.add_argument("--recompute", action="store_true",
+                     help="analyse the raw profiler data with reportgen's engine even when rule outputs exist")
+    gen.add_argument("--rule-param", action="append", default=[], metavar="RULE.PARAM=VALUE",
+                     help="override a rule parameter, e.g. LowGPUUtilization.threshold_p95=80 (repeatable)")
+    gen.add_argument("--config", type=Path, default=None, help="TOML or YAML file with rule parameters")
+    gen.add_argument("--cache-dir", type=Path, default=None,
+                     help="where S3 downloads are cached (default: ~/.cache/reportgen or $XDG_CACHE_HOME)")
+    gen.add_argument("--profile", default=None, help="AWS profile to use (default: the usual boto3 lookup)")
     gen.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     gen.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return parser
@@ -46,6 +56,16 @@ def _progress(quiet: bool):
     return say
 
 
+def _rule_params(config: Path | None, overrides: list[str]):
+    """Rule parameters from --config then --rule-param (validated before any work starts)."""
+    if config is None and not overrides:
+        return None
+    from reportgen.engine.params import load_config, parse_overrides
+
+    base = load_config(config) if config else None
+    return parse_overrides(overrides, base=base) if overrides else base
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -56,8 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from reportgen.pipeline import generate
 
+        rule_params = _rule_params(args.config, args.rule_param)
         result = generate(args.source, args.output, job_name=args.job_name, json_path=args.json_path,
-                          keep_notebook=args.keep_notebook, progress=say)
+                          keep_notebook=args.keep_notebook, progress=say, cache_dir=args.cache_dir,
+                          recompute=args.recompute, rule_params=rule_params,
+                          session_kwargs={"profile_name": args.profile} if args.profile else None)
     except ReportgenError as err:
         print(f"reportgen: error: {err}", file=sys.stderr)
         return err.exit_code

@@ -73,7 +73,7 @@ class ReportSession:
 
 
 def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool = False,
-                notes: list[str] | None = None) -> ReportSession:
+                notes: list[str] | None = None, description: str = "", incomplete: bool = False) -> ReportSession:
     """Load the rule outputs under ``source`` (a ProfilerReport output folder) and build the report."""
     folder = Path(source).expanduser()
     if not folder.is_dir():
@@ -83,7 +83,10 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
         raise InputError(f"{folder}: no rule outputs found (expected profiler-reports/*.json)")
     outputs = load_rule_outputs(rule_dir)
     name = job_name or _guess_job_name(folder)
-    return ReportSession(build_report(outputs, job_name=name, extra_notes=notes), standalone)
+    report = build_report(outputs, job_name=name, extra_notes=notes)
+    report.description = description
+    report.incomplete = incomplete
+    return ReportSession(report, standalone)
 
 
 def _guess_job_name(folder: Path) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Callable
 
 from reportgen.errors import InputError
 from reportgen.render.html import execute_notebook, notebook_to_html, write_atomically
-from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
+from reportgen.rule_outputs import load_rule_outputs
 
 Progress = Callable[[str], None]
 
@@ -27,25 +28,12 @@ class GenerateResult:
     html_bytes: int
     seconds: float
     rule_output_dir: Path
+    used: str  # "rule outputs" or "raw data"
     notes: list[str] = field(default_factory=list)
 
 
 def _silent(_: str) -> None:
     pass
-
-
-def resolve_local(source: str) -> Path:
-    """A local folder that holds rule outputs (SageMaker's ProfilerReport output or ours)."""
-    folder = Path(source).expanduser()
-    if not folder.exists():
-        raise InputError(f"{source}: no such file or folder")
-    if not folder.is_dir():
-        raise InputError(f"{source}: not a folder (give the folder that holds profiler-reports/)")
-    rule_dir = find_rule_output_dir(folder)
-    if rule_dir is None:
-        raise InputError(f"{source}: no rule outputs found (expected profiler-reports/*.json, e.g. "
-                         "LowGPUUtilization.json)")
-    return rule_dir
 
 
 def _check_writable(path: Path) -> None:
@@ -60,22 +48,67 @@ def _check_writable(path: Path) -> None:
         raise InputError(f"{path}: cannot write to {parent} ({err.strerror or err})") from None
 
 
+def _download_progress(progress: Progress):
+    """Turn the sources layer's snapshots into a line every second or so (bytes and files)."""
+    state = {"last": 0.0}
+    lock = threading.Lock()
+
+    def report(snapshot) -> None:
+        now = time.monotonic()
+        with lock:
+            done = snapshot.files_done == snapshot.files_total
+            if not done and now - state["last"] < 1.0:
+                return
+            state["last"] = now
+        progress(f"downloaded {snapshot.files_done}/{snapshot.files_total} files, "
+                 f"{snapshot.bytes_done / 1e6:.1f}/{snapshot.bytes_total / 1e6:.1f} MB")
+    return report
+
+
+def _analyse_raw(raw_dir: Path, work_dir: Path, rule_params, progress: Progress) -> Path:
+    from reportgen.engine import analyze
+
+    progress(f"analysing raw profiler data in {raw_dir}")
+    result = analyze(raw_dir, work_dir / "analysis", params=rule_params, progress=None)
+    return result.report_dir
+
+
 def generate(source: str, output: Path, *, job_name: str = "", json_path: Path | None = None,
-             keep_notebook: Path | None = None, progress: Progress = _silent) -> GenerateResult:
+             keep_notebook: Path | None = None, progress: Progress = _silent, cache_dir: Path | None = None,
+             recompute: bool = False, rule_params=None, session_kwargs: dict | None = None) -> GenerateResult:
+    from reportgen.sources import resolve_source
+
     started = time.perf_counter()
     output = Path(output)
     json_path = Path(json_path) if json_path else output.with_suffix(".json")
     _check_writable(output)
-    rule_dir = resolve_local(source)
-    # Read once here so bad input fails fast with a one-line error, before the notebook starts.
-    outputs = load_rule_outputs(rule_dir)
-    progress(f"rule outputs: {rule_dir} ({len(outputs.rules)} rules)")
+    resolved = resolve_source(str(source), cache_dir=cache_dir, recompute=recompute,
+                              progress=_download_progress(progress), session_kwargs=session_kwargs)
+    progress(resolved.description)
+    notes = list(resolved.notes)
     with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
         work_dir = Path(work)
+        if resolved.rule_output_dir is not None and not recompute:
+            rule_dir, used = resolved.rule_output_dir, "rule outputs"
+            if resolved.raw_available:
+                notes.append("Rendered from the existing rule outputs; raw profiler data is also available "
+                             "(use --recompute to analyse it with reportgen's engine instead).")
+        elif resolved.raw_dir is not None:
+            rule_dir, used = _analyse_raw(resolved.raw_dir, work_dir, rule_params, progress), "raw data"
+        else:
+            raise InputError(f"{source}: no rule outputs and no raw profiler data found")
+        # Read once here so bad input fails fast with a one-line error, before the notebook starts.
+        outputs = load_rule_outputs(rule_dir)
+        progress(f"rule outputs: {rule_dir} ({len(outputs.rules)} rules, from {used})")
+        description = f"{resolved.description} — report made from the {used}"
+        if resolved.incomplete:
+            notes.insert(0, "The job was still running: this report covers the data written so far.")
         executed = work_dir / "report.ipynb"
         progress("executing the analysis notebook")
         execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir),
-                          "job_name": job_name, "standalone": True, "notes": []}, executed)
+                          "job_name": job_name or resolved.job_name or "", "standalone": True,
+                          "notes": notes, "description": description, "incomplete": resolved.incomplete},
+                         executed)
         progress("converting to HTML")
         html = notebook_to_html(executed)
         write_atomically(output, html)
@@ -85,4 +118,4 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
         if keep_notebook:
             shutil.copyfile(executed, keep_notebook)
     seconds = time.perf_counter() - started
-    return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, rule_dir)
+    return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, rule_dir, used, notes)

@@ -16,6 +16,10 @@ def run(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, text=True, cwd=cwd)
 
 
+def run_quiet(*args):
+    return run(*args, "--quiet")
+
+
 def one_line_error(result, code=2):
     assert result.returncode == code
     assert "Traceback" not in result.stderr
@@ -31,16 +35,16 @@ def test_help_lists_generate():
 
 
 def test_missing_folder(tmp_path):
-    line = one_line_error(run("generate", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html")))
-    assert line.endswith("nope: no such file or folder")
+    line = one_line_error(run_quiet("generate", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html")))
+    assert "nope' is not an existing local folder, an s3:// URI, a SageMaker ARN or a training-job name" in line
     assert list(tmp_path.iterdir()) == []
 
 
 def test_folder_without_rule_outputs(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("hello")
-    line = one_line_error(run("generate", str(tmp_path / "empty"), "-o", str(tmp_path / "r.html")))
-    assert "no rule outputs found" in line
+    line = one_line_error(run_quiet("generate", str(tmp_path / "empty"), "-o", str(tmp_path / "r.html")))
+    assert "No profiler data in" in line and "expected rule outputs (profiler-reports/*.json) or raw profiler data" in line
     assert not (tmp_path / "r.html").exists()
 
 
@@ -50,7 +54,7 @@ def test_malformed_rule_json_names_the_file_and_writes_nothing(tmp_path):
     (rules / "StepOutlier.json").write_text('{"RuleTriggered": 0, "Violations": ')
     out = tmp_path / "r.html"
     out.write_text("previous report")
-    line = one_line_error(run("generate", str(tmp_path / "job"), "-o", str(out)))
+    line = one_line_error(run_quiet("generate", str(tmp_path / "job"), "-o", str(out)))
     assert "StepOutlier.json: malformed JSON at line 1" in line
     assert out.read_text() == "previous report"  # the old report is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job", "r.html"]  # no temp files left
@@ -60,7 +64,7 @@ def test_rule_json_that_is_not_an_object(tmp_path):
     rules = tmp_path / "job" / "profiler-reports"
     rules.mkdir(parents=True)
     (rules / "BatchSize.json").write_text("[1, 2]")
-    line = one_line_error(run("generate", str(tmp_path / "job"), "-o", str(tmp_path / "r.html")))
+    line = one_line_error(run_quiet("generate", str(tmp_path / "job"), "-o", str(tmp_path / "r.html")))
     assert "BatchSize.json: expected a JSON object, found list" in line
 
 
@@ -68,7 +72,7 @@ def test_unwritable_output_folder(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     folder = need(REAL / "beauvilerobed-dd30fc8e")
-    line = one_line_error(run("generate", str(folder), "-o", str(blocker / "r.html")))
+    line = one_line_error(run_quiet("generate", str(folder), "-o", str(blocker / "r.html")))
     assert "is a file" in line
 
 

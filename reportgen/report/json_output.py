@@ -27,6 +27,7 @@ def report_data(report: Report, generated_at: str) -> dict:
     return _clean({
         "schema_version": SCHEMA_VERSION,
         "generator": {"name": "reportgen", "version": __version__, "generated_at": generated_at},
-        "job": {"name": report.job_name, "source": report.source},
+        "job": {"name": report.job_name, "source": report.source, "description": report.description,
+                "incomplete": report.incomplete},
         "sections": {section.id: section.data for section in report.sections},
     })

@@ -80,6 +80,8 @@ class Report:
     sections: list[Section]
     notes: list[str] = field(default_factory=list)
     source: str = ""
+    description: str = ""  # what the source resolved to, e.g. "processing job X: rule outputs in s3://..."
+    incomplete: bool = False  # the job was still running: data so far only
 
     def section(self, section_id: str) -> Section:
         for section in self.sections:
