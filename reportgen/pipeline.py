@@ -90,9 +90,6 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
         work_dir = Path(work)
         if resolved.rule_output_dir is not None and not recompute:
             rule_dir, used = resolved.rule_output_dir, "rule outputs"
-            if resolved.raw_available:
-                notes.append("Rendered from the existing rule outputs; raw profiler data is also available "
-                             "(use --recompute to analyse it with reportgen's engine instead).")
         elif resolved.raw_dir is not None:
             rule_dir, used = _analyse_raw(resolved.raw_dir, work_dir, rule_params, progress), "raw data"
         else:
@@ -101,6 +98,8 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
         outputs = load_rule_outputs(rule_dir)
         progress(f"rule outputs: {rule_dir} ({len(outputs.rules)} rules, from {used})")
         description = f"{resolved.description} — report made from the {used}"
+        if used == "rule outputs" and resolved.raw_available:
+            description += " (raw profiler data is also available: --recompute analyses it with reportgen's engine)"
         if resolved.incomplete:
             notes.insert(0, "The job was still running: this report covers the data written so far.")
         executed = work_dir / "report.ipynb"
