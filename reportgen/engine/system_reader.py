@@ -337,8 +337,8 @@ def _build_table(node, sids, ts, vals, keys, problems: ProblemLog) -> NodeSystem
     gaps = np.diff(uniq)
     big = gaps[gaps > 0.02]
     interval = float(np.median(big)) if len(big) else 0.5
-    # Records of one instant are a few ms apart; instants are >= 100 ms apart.
-    threshold = max(0.02, min(0.25 * interval, 1.0))
+    # Records of one instant are a few ms apart (<= ~5 ms seen); instants are >= 100 ms apart.
+    threshold = min(max(0.02, 0.25 * interval), 0.05)
     starts = uniq[np.r_[True, gaps > threshold]]
     if len(starts) > 1:
         interval = float(np.median(np.diff(starts)))
