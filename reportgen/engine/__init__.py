@@ -53,7 +53,7 @@ def write_json_atomic(path: Path, obj) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f)
+            f.write(json.dumps(obj))  # same text as json.dump, but the C encoder does it in one go
         os.replace(tmp, path)
     except BaseException:
         try:

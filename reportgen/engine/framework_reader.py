@@ -246,6 +246,8 @@ class FrameworkReader:
             base = 0
             node = rewrite_node_id(path.name.split("_")[1])
         events = self._load_events(path)
+        if not is_tf and self._read_simple(events, base, node, ftype):
+            return
         phase_of_pid: dict = {}
         stacks: dict = defaultdict(list)
         out = self.out
@@ -313,6 +315,53 @@ class FrameworkReader:
         for pid, st in stacks.items():
             for b in st:
                 self.problems.add(rel, None, f"unclosed B event {b.get('name')!r} (dropped)")
+
+    def _read_simple(self, events: list, base: int, node: str, ftype: str) -> bool:
+        """Column-wise path for the common file shape (only well-formed X / i events after the
+        metadata, each pid declared once, one base time): list comprehensions instead of a
+        per-event loop. Returns False (nothing appended) when the file needs the general path."""
+        meta = [e for e in events if isinstance(e, dict) and e.get("ph") == "M"]
+        body = [e for e in events if isinstance(e, dict) and e.get("ph") != "M"]
+        if len(meta) + len(body) != len(events):
+            return False
+        phase_of_pid: dict = {}
+        bases = 0
+        for e in meta:
+            args = e.get("args")
+            if e.get("name") == "process_name" and isinstance(args, dict):
+                if _number(args.get("start_time_since_epoch_in_micros")):
+                    base = int(args["start_time_since_epoch_in_micros"])
+                    bases += 1
+                if "name" in args:
+                    if e.get("pid") in phase_of_pid and phase_of_pid[e.get("pid")] != str(args["name"]):
+                        return False
+                    phase_of_pid[e.get("pid")] = str(args["name"])
+        if bases > 1 or any(e.get("ph") not in ("X", "i", "I") for e in body):
+            return False
+        ts = [e.get("ts") for e in body]
+        dur = [e.get("dur", 0) if e.get("ph") == "X" else 0 for e in body]
+        if not all(_number(t) for t in ts) or not all(_number(d) and d >= 0 for d in dur):
+            return False
+        c = self.out.cols
+        starts = [int(round(base + t)) for t in ts]
+        ends = [st + int(round(d)) for st, d in zip(starts, dur)]
+        n = len(body)
+        args = [e.get("args") if isinstance(e.get("args"), dict) else {} for e in body]
+        c["start_us"] += starts
+        c["end_us"] += ends
+        c["dur_us"] += [en - st for st, en in zip(starts, ends)]
+        c["name"] += ["" if e.get("name") is None else str(e.get("name")) for e in body]
+        c["phase"] += [phase_of_pid.get(e.get("pid"), "Unknown") for e in body]
+        c["node_id"] += [node] * n
+        c["file_type"] += [ftype] * n
+        c["step_num"] += ["" if a.get("step_num") is None else str(a.get("step_num")) for a in args]
+        c["pid"] += [_int(e.get("pid"), -1) for e in body]
+        c["tid"] += [_int(e.get("tid"), -1) for e in body]
+        c["arg_pid"] += [int(a["pid"]) if _number(a.get("pid")) else -1 for a in args]
+        c["num_workers"] += [float(a["num_workers"]) if _number(a.get("num_workers")) else np.nan for a in args]
+        c["pin_memory"] += [-1 if a.get("pin_memory") is None else int(a.get("pin_memory") in (True, "True", "true", 1))
+                            for a in args]
+        return True
 
     def table(self) -> pd.DataFrame:
         return events_frame(self.out.cols)

@@ -18,7 +18,13 @@ BUCKETS = 600
 
 
 def _r(a, nd=2):
-    return [None if not np.isfinite(x) else round(float(x), nd) for x in a]
+    a = np.asarray(a, dtype=np.float64)
+    out = np.round(a, nd).tolist()
+    bad = ~np.isfinite(a)
+    if bad.any():
+        for i in np.nonzero(bad)[0]:
+            out[i] = None
+    return out
 
 
 def _bucket_reduce(values: np.ndarray, bstart: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
