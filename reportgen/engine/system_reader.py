@@ -180,6 +180,7 @@ class SystemReader:
         self.acc = _Accumulator(problems, root)
         self.con = duckdb.connect()
         self.con.execute("SET threads=2")
+        self.con.execute("SET preserve_insertion_order=false")  # order is not relied upon
         self._duck_error = duckdb.Error
 
     # -- fast path -------------------------------------------------------------------------------
