@@ -1,0 +1,110 @@
+"""Analysis engine: raw profiler data -> the 11 rule outputs in SageMaker's JSON schema.
+
+``analyze(raw_root, out_dir)`` reads the system metrics and framework traces, runs every rule and
+writes ``profiler-reports/<Rule>.json``, ``data-quality.json`` and ``timeline.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from reportgen.engine.framework_reader import read_framework
+from reportgen.engine.model import AnalysisData, time_axis
+from reportgen.engine.params import RuleParams, default_params, load_config, parse_overrides
+from reportgen.engine.problems import DataProblem, ProblemLog
+from reportgen.engine.rules import rule_module
+from reportgen.engine.system_reader import read_system
+from reportgen.engine.timeline import build_timeline
+from reportgen.errors import InputError
+from reportgen.rule_names import RULE_ORDER
+
+__all__ = [
+    "AnalysisResult", "DataProblem", "analyze", "is_raw_profile", "load_data", "run_rules",
+    "parse_overrides", "load_config", "default_params",
+]
+
+
+@dataclass
+class AnalysisResult:
+    rules: dict[str, dict]  # rule name -> the rule JSON dict
+    problems: ProblemLog
+    report_dir: Path  # out_dir / "profiler-reports"
+    rule_paths: dict[str, Path]
+    data_quality_path: Path
+    timeline_path: Path
+    nodes: list[str] = field(default_factory=list)
+    n_events: int = 0
+
+
+def is_raw_profile(path) -> bool:
+    """True when ``path`` looks like a profiler output root (has a system/ or framework/ tree)."""
+    p = Path(path)
+    return p.is_dir() and ((p / "system").is_dir() or (p / "framework").is_dir())
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    """``json.dump`` with default separators to a temp file in the same folder, then ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(obj))  # same text as json.dump, but the C encoder does it in one go
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def load_data(raw_root: Path, problems: ProblemLog | None = None) -> tuple[AnalysisData, ProblemLog]:
+    raw_root = Path(raw_root)
+    problems = problems or ProblemLog()
+    if not raw_root.is_dir():
+        raise InputError(f"raw profiler folder not found: {raw_root}")
+    system = read_system(raw_root, problems)
+    events = read_framework(raw_root, problems)
+    if not system.nodes and len(events) == 0:
+        raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework traces)")
+    t0, n_windows = time_axis(system.nodes, events, system.first_file_key_us)
+    return AnalysisData(nodes=system.nodes, events=events, t0_us=t0, n_windows=n_windows), problems
+
+
+def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,
+              progress: Callable[[str], None] | None = None) -> dict[str, dict]:
+    params = {**default_params(), **(params or {})}
+    out = {}
+    for name in RULE_ORDER:
+        if progress:
+            progress(f"rule {name}")
+        out[name] = rule_module(name).evaluate(data, params[name])
+    return out
+
+
+def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | None = None,
+            progress: Callable[[str], None] | None = None) -> AnalysisResult:
+    """Read ``raw_root``, run all rules, write the rule JSONs, data-quality.json and timeline.json."""
+    out_dir = Path(out_dir)
+    if progress:
+        progress("reading raw profiler data")
+    data, problems = load_data(Path(raw_root))
+    rules = run_rules(data, params, progress)
+    report_dir = out_dir / "profiler-reports"
+    paths = {}
+    for name, doc in rules.items():
+        paths[name] = report_dir / f"{name}.json"
+        write_json_atomic(paths[name], doc)
+    if progress:
+        progress("writing timeline")
+    dq = out_dir / "data-quality.json"
+    write_json_atomic(dq, problems.to_json())
+    tl = out_dir / "timeline.json"
+    write_json_atomic(tl, build_timeline(data.nodes, data.events))
+    return AnalysisResult(rules=rules, problems=problems, report_dir=report_dir, rule_paths=paths,
+                          data_quality_path=dq, timeline_path=tl, nodes=list(data.nodes), n_events=len(data.events))

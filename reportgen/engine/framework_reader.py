@@ -1,0 +1,396 @@
+"""Framework traces (spec A.3-A.6) -> one columnar event table (pandas, categorical text columns).
+
+Trace files are Chrome-trace JSON arrays (smdebug writer, Horovod re-emission) or gzip'd TF profiler
+traces. They are much smaller than the system metrics, so each file is decoded with the stdlib JSON
+parser and its events are appended straight into column lists; the table is built once at the end.
+A file that does not parse (truncated array, broken gzip) is salvaged: every complete event before
+the break is kept and the break is recorded as a problem.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reportgen.engine.problems import ProblemLog
+
+FILE_TYPES = (
+    ("pythontimeline.json", "PythontimelineMetrics"),
+    ("model_timeline.json", "DetailedframeworkMetrics"),
+    ("smdataparallel_timeline.json", "SMDataParallelMetrics"),
+    ("horovod_timeline.json", ""),
+    ("trace.json.gz", "TFProfilerMetrics"),
+)
+_NODE_RE = re.compile(r"(.*)-(algo.*)")
+_METADATA_RE = re.compile(r"^(.+)_(\d+)_(\d+)\.metadata$")
+
+COLUMNS = (
+    "start_us", "end_us", "dur_us", "name", "phase", "node_id", "file_type", "step_num",
+    "pid", "tid", "arg_pid", "num_workers", "pin_memory",
+)
+CATEGORICAL = ("name", "phase", "node_id", "file_type", "step_num")
+
+
+def file_type_of(path: Path) -> str | None:
+    for suffix, ftype in FILE_TYPES:
+        if path.name.endswith(suffix):
+            return ftype
+    return None
+
+
+def rewrite_node_id(raw: str) -> str:
+    """``27-algo-1`` -> ``algo-1-27`` (framework node ids are per process, spec A.3)."""
+    m = _NODE_RE.match(raw)
+    return f"{m.group(2)}-{m.group(1)}" if m else raw
+
+
+def list_framework_files(root: Path) -> list[Path]:
+    fw = root / "framework"
+    if not fw.is_dir():
+        return []
+    out = []
+    for p in fw.rglob("*"):
+        if not p.is_file():
+            continue
+        if p.name.endswith(".trace.json.gz"):
+            out.append(p)
+        elif "pevents" in p.parts and p.name.endswith(".json") and len(p.name.split("_")) >= 3:
+            out.append(p)
+    return sorted(out, key=lambda p: (_file_key(p), str(p)))
+
+
+def _file_key(p: Path) -> int:
+    head = p.name.split("_")[0]
+    return int(head) if head.isdigit() else 0
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _salvage_array(text: str, start: int) -> tuple[list, int | None]:
+    """Decode the complete elements of a JSON array beginning at ``text[start] == '['``.
+
+    Returns the elements and the character offset of the first undecodable element (None if the
+    array is complete)."""
+    dec = json.JSONDecoder()
+    items = []
+    i = start + 1
+    n = len(text)
+    while True:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n:
+            return items, i
+        if text[i] == "]":
+            return items, None
+        try:
+            obj, i = dec.raw_decode(text, i)
+        except ValueError:
+            return items, i
+        items.append(obj)
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+class _Columns:
+    def __init__(self):
+        self.cols = {c: [] for c in COLUMNS}
+
+    def append(self, start, end, name, phase, node, ftype, step, pid, tid, args):
+        c = self.cols
+        c["start_us"].append(start)
+        c["end_us"].append(end)
+        c["dur_us"].append(end - start)
+        c["name"].append(name)
+        c["phase"].append(phase)
+        c["node_id"].append(node)
+        c["file_type"].append(ftype)
+        c["step_num"].append(step)
+        c["pid"].append(pid)
+        c["tid"].append(tid)
+        if isinstance(args, dict):
+            ap = args.get("pid")
+            nw = args.get("num_workers")
+            pm = args.get("pin_memory")
+        else:
+            ap = nw = pm = None
+        c["arg_pid"].append(int(ap) if _number(ap) else -1)
+        c["num_workers"].append(float(nw) if _number(nw) else np.nan)
+        c["pin_memory"].append(-1 if pm is None else int(pm in (True, "True", "true", 1)))
+
+
+def _int(x, default=0) -> int:
+    if _number(x):
+        return int(x)
+    if isinstance(x, str):
+        try:
+            return int(x)
+        except ValueError:
+            return default
+    return default
+
+
+class FrameworkReader:
+    def __init__(self, root: Path, problems: ProblemLog):
+        self.root = root
+        self.problems = problems
+        self.out = _Columns()
+
+    def rel(self, p: Path) -> str:
+        try:
+            return str(p.relative_to(self.root))
+        except ValueError:
+            return str(p)
+
+    # -- decoding --------------------------------------------------------------------------------
+    def _load_events(self, path: Path) -> list:
+        rel = self.rel(path)
+        if path.name.endswith(".gz"):
+            raw = self._gunzip(path)
+            if raw is None:
+                return []
+        else:
+            try:
+                raw = path.read_bytes()
+            except OSError as e:
+                self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
+                return []
+        text = raw.decode("utf-8", errors="replace")
+        if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+            self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
+        if not text.strip():
+            self.problems.add(rel, None, "empty file")
+            return []
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if isinstance(doc, list):
+            return doc
+        if isinstance(doc, dict):
+            ev = doc.get("traceEvents")
+            if isinstance(ev, list):
+                return ev
+            self.problems.add(rel, None, "JSON object without a traceEvents array")
+            return []
+        # Salvage the complete events before the break.
+        m = re.search(r'"traceEvents"\s*:\s*\[', text) if path.name.endswith(".gz") else None
+        start = m.end() - 1 if m else text.find("[")
+        if start < 0:
+            self.problems.add(rel, 1, "not a JSON array")
+            return []
+        items, bad_at = _salvage_array(text, start)
+        if bad_at is not None:
+            self.problems.add(
+                rel, _line_of(text, bad_at), f"truncated or corrupt JSON array ({len(items)} events before the break kept)"
+            )
+        return items
+
+    def _gunzip(self, path: Path) -> bytes | None:
+        rel = self.rel(path)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
+            return None
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error):
+            pass
+        # Keep whatever decompresses before the damage.
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out = b""
+        try:
+            for i in range(0, len(data), 65536):
+                out += d.decompress(data[i : i + 65536])
+        except zlib.error:
+            pass
+        self.problems.add(rel, None, f"broken gzip stream ({len(out)} bytes recovered)")
+        return out
+
+    def _tf_base(self, path: Path) -> tuple[int, str | None]:
+        """Base time (µs) from the ``<node>_<start>_<end>.metadata`` marker four levels up."""
+        try:
+            step_dir = path.parents[3]
+        except IndexError:
+            return 0, None
+        for p in sorted(step_dir.glob("*.metadata")):
+            m = _METADATA_RE.match(p.name)
+            if m:
+                return int(m.group(2)), m.group(1)
+        self.problems.add(self.rel(path), None, "TF trace without .metadata file (base time 0)")
+        return 0, None
+
+    # -- events ----------------------------------------------------------------------------------
+    def read_file(self, path: Path) -> None:
+        ftype = file_type_of(path)
+        if ftype is None:
+            return
+        rel = self.rel(path)
+        is_tf = ftype == "TFProfilerMetrics"
+        if is_tf:
+            base, _ = self._tf_base(path)
+            node = path.name.split(".")[0]
+        else:
+            base = 0
+            node = rewrite_node_id(path.name.split("_")[1])
+        events = self._load_events(path)
+        if not is_tf and self._read_simple(events, base, node, ftype):
+            return
+        phase_of_pid: dict = {}
+        stacks: dict = defaultdict(list)
+        out = self.out
+        for idx, e in enumerate(events):
+            if not isinstance(e, dict):
+                self.problems.add(rel, idx + 1, "event is not a JSON object")
+                continue
+            ph = e.get("ph")
+            args = e.get("args")
+            pid = e.get("pid")
+            if ph == "M":
+                if e.get("name") == "process_name" and isinstance(args, dict):
+                    if _number(args.get("start_time_since_epoch_in_micros")):
+                        base = int(args["start_time_since_epoch_in_micros"])
+                    if "name" in args:
+                        phase_of_pid[pid] = str(args["name"])
+                continue
+            ts = e.get("ts")
+            if not _number(ts):
+                self.problems.add(rel, idx + 1, "event without numeric ts")
+                continue
+            name = e.get("name")
+            name = "" if name is None else str(name)
+            tid = e.get("tid")
+            if ph == "X":
+                dur = e.get("dur", 0)
+                if not _number(dur) or dur < 0:
+                    self.problems.add(rel, idx + 1, "X event with missing or negative dur")
+                    continue
+                start = int(round(base + ts))
+                end = start + int(round(dur))
+            elif ph in ("i", "I"):
+                start = end = int(round(base + ts))
+            elif ph == "B":
+                stacks[pid].append(e)
+                continue
+            elif ph == "E":
+                if not stacks[pid]:
+                    self.problems.add(rel, idx + 1, "E event without matching B")
+                    continue
+                b = stacks[pid].pop()
+                if ts < b["ts"]:
+                    self.problems.add(rel, idx + 1, "B/E pair with negative duration")
+                    continue
+                start = int(round(base + b["ts"]))
+                end = int(round(base + ts))
+                bname = b.get("name")
+                name = "" if bname is None else str(bname)
+            else:
+                self.problems.add(rel, idx + 1, f"unknown event phase {ph!r}")
+                continue
+            step = ""
+            epid, etid = pid, tid
+            if isinstance(args, dict):
+                sn = args.get("step_num")
+                if sn is not None:
+                    step = str(sn)
+                if is_tf:
+                    epid = args.get("pid", pid)
+                    etid = args.get("thread_id", tid)
+            out.append(
+                start, end, name, phase_of_pid.get(pid, "Unknown"), node, ftype, step,
+                _int(epid, -1), _int(etid, -1), args,
+            )
+        for pid, st in stacks.items():
+            for b in st:
+                self.problems.add(rel, None, f"unclosed B event {b.get('name')!r} (dropped)")
+
+    def _read_simple(self, events: list, base: int, node: str, ftype: str) -> bool:
+        """Column-wise path for the common file shape (only well-formed X / i events after the
+        metadata, each pid declared once, one base time): list comprehensions instead of a
+        per-event loop. Returns False (nothing appended) when the file needs the general path."""
+        meta = [e for e in events if isinstance(e, dict) and e.get("ph") == "M"]
+        body = [e for e in events if isinstance(e, dict) and e.get("ph") != "M"]
+        if len(meta) + len(body) != len(events):
+            return False
+        phase_of_pid: dict = {}
+        bases = 0
+        for e in meta:
+            args = e.get("args")
+            if e.get("name") == "process_name" and isinstance(args, dict):
+                if _number(args.get("start_time_since_epoch_in_micros")):
+                    base = int(args["start_time_since_epoch_in_micros"])
+                    bases += 1
+                if "name" in args:
+                    if e.get("pid") in phase_of_pid and phase_of_pid[e.get("pid")] != str(args["name"]):
+                        return False
+                    phase_of_pid[e.get("pid")] = str(args["name"])
+        if bases > 1 or any(e.get("ph") not in ("X", "i", "I") for e in body):
+            return False
+        ts = [e.get("ts") for e in body]
+        dur = [e.get("dur", 0) if e.get("ph") == "X" else 0 for e in body]
+        if not all(_number(t) for t in ts) or not all(_number(d) and d >= 0 for d in dur):
+            return False
+        c = self.out.cols
+        starts = [int(round(base + t)) for t in ts]
+        ends = [st + int(round(d)) for st, d in zip(starts, dur)]
+        n = len(body)
+        args = [e.get("args") if isinstance(e.get("args"), dict) else {} for e in body]
+        c["start_us"] += starts
+        c["end_us"] += ends
+        c["dur_us"] += [en - st for st, en in zip(starts, ends)]
+        c["name"] += ["" if e.get("name") is None else str(e.get("name")) for e in body]
+        c["phase"] += [phase_of_pid.get(e.get("pid"), "Unknown") for e in body]
+        c["node_id"] += [node] * n
+        c["file_type"] += [ftype] * n
+        c["step_num"] += ["" if a.get("step_num") is None else str(a.get("step_num")) for a in args]
+        c["pid"] += [_int(e.get("pid"), -1) for e in body]
+        c["tid"] += [_int(e.get("tid"), -1) for e in body]
+        c["arg_pid"] += [int(a["pid"]) if _number(a.get("pid")) else -1 for a in args]
+        c["num_workers"] += [float(a["num_workers"]) if _number(a.get("num_workers")) else np.nan for a in args]
+        c["pin_memory"] += [-1 if a.get("pin_memory") is None else int(a.get("pin_memory") in (True, "True", "true", 1))
+                            for a in args]
+        return True
+
+    def table(self) -> pd.DataFrame:
+        return events_frame(self.out.cols)
+
+
+def events_frame(cols: dict) -> pd.DataFrame:
+    """Column lists -> DataFrame sorted by start time (categorical text, int64 times)."""
+    df = pd.DataFrame(
+        {
+            "start_us": np.asarray(cols["start_us"], dtype=np.int64),
+            "end_us": np.asarray(cols["end_us"], dtype=np.int64),
+            "dur_us": np.asarray(cols["dur_us"], dtype=np.int64),
+            **{c: pd.Categorical(cols[c]) for c in CATEGORICAL},
+            "pid": np.asarray(cols["pid"], dtype=np.int64),
+            "tid": np.asarray(cols["tid"], dtype=np.int64),
+            "arg_pid": np.asarray(cols["arg_pid"], dtype=np.int64),
+            "num_workers": np.asarray(cols["num_workers"], dtype=np.float64),
+            "pin_memory": np.asarray(cols["pin_memory"], dtype=np.int8),
+        }
+    )
+    return df.sort_values("start_us", kind="stable").reset_index(drop=True)
+
+
+def empty_events() -> pd.DataFrame:
+    return events_frame({c: [] for c in COLUMNS})
+
+
+def read_framework(root: Path, problems: ProblemLog) -> pd.DataFrame:
+    reader = FrameworkReader(root, problems)
+    for p in list_framework_files(root):
+        reader.read_file(p)
+    return reader.table()

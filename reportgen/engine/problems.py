@@ -1,0 +1,45 @@
+"""Data-quality bookkeeping: every input problem is counted, a capped sample is kept with its location.
+
+Readers never raise on bad input; they record what they skipped or flagged here so the report can
+say how trustworthy the numbers are (and so nothing is lost silently).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+MAX_LISTED = 200
+
+
+@dataclass(frozen=True)
+class DataProblem:
+    file: str
+    line: int | None  # 1-based line (or event index for JSON arrays); None when not attributable
+    reason: str
+
+
+@dataclass
+class ProblemLog:
+    """Counts by reason (exact) plus the first ``cap`` problems in full."""
+
+    cap: int = MAX_LISTED
+    counts: Counter = field(default_factory=Counter)
+    items: list[DataProblem] = field(default_factory=list)
+
+    def add(self, file, line, reason: str, count: int = 1) -> None:
+        self.counts[reason] += count
+        if len(self.items) < self.cap:
+            self.items.append(DataProblem(str(file), line, reason))
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def to_json(self) -> dict:
+        return {
+            "total": self.total,
+            "by_reason": dict(sorted(self.counts.items())),
+            "listed": len(self.items),
+            "problems": [{"file": p.file, "line": p.line, "reason": p.reason} for p in self.items],
+        }

@@ -1,0 +1,55 @@
+"""Shared logic of CPUBottleneck and IOBottleneck (spec B.2/B.3), one snapshot = one tick per node.
+
+A snapshot is a bottleneck when at least one GPU is below ``gpu_threshold`` and at least one core
+is above the second threshold. After each window the cumulative share of bottleneck snapshots is
+checked (once ``patience`` snapshots were seen); each window where it exceeds ``threshold`` % counts
+as one trigger. Framework events active during the bottlenecks of triggered windows are summarised.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reportgen.engine.breakdown import breakdown, events_at_instants
+from reportgen.engine.model import AnalysisData
+from reportgen.engine.rules._common import result
+
+
+def evaluate_bottleneck(data: AnalysisData, params, second_dim: str, second_threshold: float) -> dict:
+    ts_l, win_l, low_l, high_l = [], [], [], []
+    for node, ns in data.nodes.items():
+        _, gpu = ns.select("GPUUtilization")
+        _, other = ns.select(second_dim)
+        with np.errstate(invalid="ignore"):
+            low = (gpu < params.gpu_threshold).sum(axis=1)
+            high = (other > second_threshold).sum(axis=1)
+        ts_l.append(ns.tick_ts)
+        win_l.append(data.window_of_s(ns.tick_ts))
+        low_l.append(low)
+        high_l.append(high)
+    if not ts_l:
+        return result(0, 0, {"low_gpu_utilization": 0, "bottlenecks": {}}, 0, params)
+    ts, win = np.concatenate(ts_l), np.concatenate(win_l)
+    low, high = np.concatenate(low_l), np.concatenate(high_l)
+    order = np.argsort(ts, kind="stable")
+    ts, win, low, high = ts[order], win[order], low[order], high[order]
+    is_bn = (low > 0) & (high > 0)
+
+    n = max(data.n_windows, 1)
+    cum_dp = np.cumsum(np.bincount(win, minlength=n))
+    cum_bn = np.cumsum(np.bincount(win[is_bn], minlength=n))
+    has_data = np.bincount(win, minlength=n) > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(cum_dp > 0, cum_bn / np.maximum(cum_dp, 1) * 100, 0.0)
+    fired = has_data & (cum_dp > params.patience) & (share > params.threshold)
+
+    details = {
+        "low_gpu_utilization": int((low > 0).sum()),
+        "bottlenecks": {repr(float(t)): {"GPUs": int(g), "CPUs": int(c)}
+                        for t, g, c in zip(ts[is_bn], low[is_bn], high[is_bn])},
+    }
+    if fired.any():
+        sel = is_bn & fired[win]
+        instants = np.round(ts[sel] * 1e6).astype(np.int64)
+        details.update(breakdown(events_at_instants(data.events, instants), with_others=False))
+    return result(int(fired.sum()), int(is_bn.sum()), details, len(ts), params)

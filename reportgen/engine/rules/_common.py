@@ -1,0 +1,32 @@
+"""Helpers shared by the rule modules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reportgen.engine.model import AnalysisData
+
+
+def result(triggered: int, violations: int, details: dict, datapoints: int, params) -> dict:
+    """The rule JSON with the original key order."""
+    return {
+        "RuleTriggered": int(triggered),
+        "Violations": int(violations),
+        "Details": details,
+        "Datapoints": int(datapoints),
+        "RuleParameters": params.rule_parameters(),
+    }
+
+
+def series(data: AnalysisData, dimension: str):
+    """Yield ``(node, name, values, windows)`` for every series with ``dimension``: the non-NaN
+    samples in time order and the window index of each."""
+    for node, ns in data.nodes.items():
+        names, mat = ns.select(dimension)
+        if not names:
+            continue
+        win = data.window_of_s(ns.tick_ts)
+        for j, name in enumerate(names):
+            col = mat[:, j]
+            ok = ~np.isnan(col)
+            yield node, name, col[ok], win[ok]

@@ -1,0 +1,73 @@
+"""Dataloader (spec B.11): parallel dataloader processes vs. the number of cores.
+
+For every second that has dataloader events carrying a process id, the number of distinct
+processes is one sample. In each window with new samples (once more than ``patience`` exist), a
+median below min_threshold % or above max_threshold % of the core count is one violation; every
+violating window counts as a trigger. Details add the PyTorch DataLoader settings and the
+dataloading-time distribution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reportgen.engine.params import DataloaderParams
+from reportgen.engine.rules._common import result
+from reportgen.engine.stats import hist100, window_ends
+
+Params = DataloaderParams
+LOADER_PHASES = ("DataLoaderWorker", "DataLoaderIter")
+
+
+def evaluate(data, params: DataloaderParams | None = None) -> dict:
+    p = params or DataloaderParams()
+    ev = data.events
+    details: dict = {}
+    if len(ev) == 0:
+        return result(0, 0, details, 0, p)
+    phase = ev["phase"].astype(str).to_numpy()
+    loaders = ev[np.isin(phase, LOADER_PHASES)]
+    if len(loaders) == 0:
+        return result(0, 0, details, 0, p)
+    init = ev[phase == "DataLoaderIterInitialize"]
+    pin = init["pin_memory"].to_numpy()
+    pin = pin[pin >= 0]
+    workers = init["num_workers"].to_numpy()
+    workers = workers[~np.isnan(workers)]
+    if len(pin):
+        details["pin_memory"] = bool(pin[-1])
+    if len(workers):
+        details["num_workers"] = int(workers[-1])
+    if ev["name"].astype(str).str.contains("Prefetch", regex=False).any():
+        details["prefetch"] = True
+    cores = max((len(ns.select("CPUUtilization")[0]) for ns in data.nodes.values()), default=0)
+
+    s = loaders["start_us"].to_numpy()
+    pid = loaders["arg_pid"].to_numpy()
+    ok = pid >= 0
+    sec = s[ok] // 1_000_000
+    pairs = np.unique(np.stack([sec, pid[ok]], axis=1), axis=0) if ok.any() else np.zeros((0, 2), np.int64)
+    secs, parallel = np.unique(pairs[:, 0], return_counts=True)
+    violations = 0
+    med = None
+    if len(secs):
+        win = data.window_of_us(secs * 1_000_000)
+        ends = window_ends(win, data.n_windows)
+        prev = 0
+        for k, n in enumerate(ends):
+            if n == prev:
+                continue
+            prev = n
+            med = float(np.median(parallel[:n]))
+            if n > p.patience and cores:
+                if med < cores * p.min_threshold / 100 or med > cores * p.max_threshold / 100:
+                    violations += 1
+    details["cores"] = cores
+    if med is not None:
+        details["dataloaders"] = int(med) if med.is_integer() else med
+    times = (loaders["end_us"].to_numpy() - s) / 1e6
+    probs, edges = hist100(times)
+    p25, p50, p95 = np.percentile(times, [25, 50, 95])
+    details["dataloading_time"] = {"p25": float(p25), "p50": float(p50), "p95": float(p95),
+                                   "probs": probs, "binedges": edges}
+    return result(violations, violations, details, len(loaders), p)

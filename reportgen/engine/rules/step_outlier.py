@@ -1,0 +1,78 @@
+"""StepOutlier (spec B.10): step durations above mean + stddev * std.
+
+Steps are events whose name contains ``Step:ModeKeys`` (only those matching ``mode`` when it is set).
+Per worker and step phase, in each window where the worker got new steps and the phase has more
+than 100 steps so far: outliers = durations > mean + stddev*std over the history; more than
+``n_outliers`` of them is one trigger. Violations = outlier steps in the final evaluation (not
+re-counted per window). Details report, per worker, the phase with the most steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reportgen.engine.breakdown import breakdown, events_in_intervals
+from reportgen.engine.params import StepOutlierParams
+from reportgen.engine.rules._common import result
+from reportgen.engine.rules.max_initialization_time import step_events
+from reportgen.engine.stats import hist100, window_ends
+
+Params = StepOutlierParams
+MIN_STEPS = 100
+
+
+def _outliers(v, k):
+    mean, std = float(v.mean()), float(v.std())
+    thr = mean + std * k
+    return thr, v > thr
+
+
+def evaluate(data, params: StepOutlierParams | None = None) -> dict:
+    p = params or StepOutlierParams()
+    steps = step_events(data.events)
+    if p.mode and len(steps):
+        steps = steps[steps["name"].astype(str).str.contains(p.mode, regex=False).to_numpy()]
+    details: dict = {"step_details": {}}
+    triggered = 0
+    violations = 0
+    corr_s, corr_e = [], []
+    nw = data.n_windows
+    for node, g in steps.groupby("node_id", observed=True, sort=True):
+        by_phase = {ph: gg for ph, gg in g.groupby("name", observed=True, sort=False)}
+        best = max(by_phase, key=lambda ph: len(by_phase[ph]))
+        node_windows = np.unique(data.window_of_us(g["start_us"].to_numpy()))
+        for ph, gg in by_phase.items():
+            s, e = gg["start_us"].to_numpy(), gg["end_us"].to_numpy()
+            dur = (e - s) / 1e6
+            win = data.window_of_us(s)
+            ends = window_ends(win, nw)
+            for k in node_windows:
+                n = ends[k]
+                if n <= MIN_STEPS:
+                    continue
+                _, out = _outliers(dur[:n], p.stddev)
+                if out.sum() > p.n_outliers:
+                    triggered += 1
+                    now = out & (win[:n] == k)
+                    corr_s.append(s[:n][now])
+                    corr_e.append(e[:n][now])
+            if ph != best or len(dur) <= MIN_STEPS:
+                continue
+            thr, out = _outliers(dur, p.stddev)
+            violations += int(out.sum()) if out.sum() > p.n_outliers else 0
+            probs, edges = hist100(dur[dur < thr])
+            p99, p95, p50 = np.percentile(dur, [99, 95, 50])
+            details["step_details"][str(node)] = {
+                "step_stats": {"mean": float(dur.mean()), "max": float(dur.max()), "p99": float(p99),
+                               "p95": float(p95), "p50": float(p50), "min": float(dur.min())},
+                "number_of_outliers": int(out.sum()),
+                "phase": str(ph),
+                "stddev": round(float(dur.std()), 2),
+                "probs": probs,
+                "binedges": edges,
+                "step_numbers": [str(x) for x in gg["step_num"].astype(str).to_numpy()[out]],
+            }
+    if triggered and corr_s:
+        sel = events_in_intervals(data.events, np.concatenate(corr_s), np.concatenate(corr_e))
+        details.update(breakdown(sel, with_others=False))
+    return result(triggered, violations, details, len(steps), p)

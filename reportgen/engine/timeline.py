@@ -1,0 +1,143 @@
+"""``timeline.json``: per-node utilisation over time and framework phases, downsampled to a fixed
+budget so the report's size does not grow with the job length.
+
+Budget: at most ``BUCKETS`` (600) time buckets per node; every line series keeps per-bucket min,
+max and mean (so spikes survive downsampling); heatmaps (one row per core / GPU) keep the per-bucket
+mean; framework phase intervals are merged per worker and kind, with gaps shorter than one bucket
+closed, so each kind has at most about ``BUCKETS`` intervals per worker.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reportgen.engine.stats import merged_segments
+
+BUCKETS = 600
+
+
+def _r(a, nd=2):
+    a = np.asarray(a, dtype=np.float64)
+    out = np.round(a, nd).tolist()
+    bad = ~np.isfinite(a)
+    if bad.any():
+        for i in np.nonzero(bad)[0]:
+            out[i] = None
+    return out
+
+
+def _bucket_reduce(values: np.ndarray, bstart: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-bucket min / max / mean of a (ticks x k) matrix, ignoring NaN."""
+    with np.errstate(invalid="ignore"):
+        mn = np.fmin.reduceat(values, bstart, axis=0)
+        mx = np.fmax.reduceat(values, bstart, axis=0)
+        ok = ~np.isnan(values)
+        s = np.add.reduceat(np.where(ok, values, 0.0), bstart, axis=0)
+        c = np.add.reduceat(ok.astype(np.int64), bstart, axis=0)
+        mean = np.where(c > 0, s / np.maximum(c, 1), np.nan)
+    return mn, mx, mean
+
+
+def _agg_series(ns, cols_idx, how):
+    if not cols_idx:
+        return None
+    m = ns.values[:, cols_idx]
+    with np.errstate(invalid="ignore"):
+        if how == "sum":
+            allnan = np.isnan(m).all(axis=1)
+            out = np.nansum(m, axis=1)
+            out[allnan] = np.nan
+            return out
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(m, axis=1)
+
+
+def node_timeline(ns, budget: int = BUCKETS) -> dict:
+    t = ns.tick_ts
+    t0 = float(t[0])
+    span = float(t[-1] - t0)
+    width = max(ns.interval_s, span / budget if span > 0 else ns.interval_s, 1e-3)
+    b = np.minimum(((t - t0) // width).astype(np.int64), budget - 1)
+    bstart = np.r_[0, np.nonzero(np.diff(b))[0] + 1]
+    out = {"t0": t0, "bucket_s": width, "t": [round(t0 + float(x) * width, 3) for x in b[bstart]], "series": {}}
+
+    def idx(pred):
+        return [i for i in range(len(ns.columns)) if pred(i)]
+
+    lines = {
+        "cpu_total": (idx(lambda i: ns.dims[i] == "CPUUtilization"), "mean"),
+        "cpu_memory": (idx(lambda i: ns.names[i] == "MemoryUsedPercent"), "mean"),
+        "io_wait": (idx(lambda i: ns.dims[i] == "I/OWaitPercentage"), "mean"),
+        "network_algorithm": (idx(lambda i: ns.types[i] == "network" and ns.dims[i] == "Algorithm"), "sum"),
+        "network_platform": (idx(lambda i: ns.types[i] == "network" and ns.dims[i] == "Platform"), "sum"),
+    }
+    for g in ns.select("GPUUtilization")[0]:
+        lines[f"{g}/GPUUtilization"] = (idx(lambda i, g=g: ns.names[i] == g and ns.dims[i] == "GPUUtilization"), "mean")
+        lines[f"{g}/GPUMemoryUtilization"] = (
+            idx(lambda i, g=g: ns.names[i] == g and ns.dims[i] == "GPUMemoryUtilization"), "mean")
+    for key, (cols, how) in lines.items():
+        v = _agg_series(ns, cols, how)
+        if v is None:
+            continue
+        mn, mx, mean = _bucket_reduce(v[:, None], bstart)
+        nd = 0 if key.startswith("network") else 2
+        out["series"][key] = {"min": _r(mn[:, 0], nd), "max": _r(mx[:, 0], nd), "mean": _r(mean[:, 0], nd)}
+    for key, dim in (("cpu_heatmap", "CPUUtilization"), ("gpu_heatmap", "GPUUtilization")):
+        names, mat = ns.select(dim)
+        if names:
+            _, _, mean = _bucket_reduce(mat, bstart)
+            out[key] = {"rows": names, "mean": [_r(mean[:, j], 1) for j in range(len(names))]}
+    return out
+
+
+PHASE_KINDS = (
+    ("train", lambda name, phase: "Step:ModeKeys.TRAIN" in name),
+    ("eval", lambda name, phase: "Step:ModeKeys.EVAL" in name),
+    ("dataloader", lambda name, phase: phase in ("DataLoaderWorker", "DataLoaderIter")),
+)
+
+
+def phase_timeline(events: pd.DataFrame, t_first: float, t_last: float, budget: int = BUCKETS) -> dict:
+    """Merged TRAIN / EVAL / dataloading intervals per worker (seconds since epoch)."""
+    out: dict = {}
+    if len(events) == 0:
+        return out
+    min_gap = max((t_last - t_first) / budget, 0) * 1e6
+    names = events["name"].astype(str).to_numpy()
+    phases = events["phase"].astype(str).to_numpy()
+    nodes = events["node_id"].astype(str).to_numpy()
+    s_all, e_all = events["start_us"].to_numpy(), events["end_us"].to_numpy()
+    for kind, pred in PHASE_KINDS:
+        cats_n = pd.unique(names)
+        cats_p = pd.unique(phases)
+        ok_n = {n for n in cats_n if pred(n, None)}
+        ok_p = {p for p in cats_p if pred("", p)}
+        mask = np.isin(names, list(ok_n)) | np.isin(phases, list(ok_p))
+        if not mask.any():
+            continue
+        for node in pd.unique(nodes[mask]):
+            m = mask & (nodes == node)
+            s, e = merged_segments(s_all[m], e_all[m] + int(min_gap))
+            e = e - int(min_gap)
+            out.setdefault(str(node), {})[kind] = [[round(a / 1e6, 3), round(b / 1e6, 3)] for a, b in zip(s, e)]
+    return out
+
+
+def build_timeline(nodes: dict, events: pd.DataFrame, budget: int = BUCKETS) -> dict:
+    per_node = {node: node_timeline(ns, budget) for node, ns in nodes.items() if len(ns.tick_ts)}
+    firsts = [ns.first_ts for ns in nodes.values()]
+    lasts = [ns.last_ts for ns in nodes.values()]
+    if len(events):
+        firsts.append(events["start_us"].min() / 1e6)
+        lasts.append(events["end_us"].max() / 1e6)
+    t_first = min(firsts) if firsts else 0.0
+    t_last = max(lasts) if lasts else 0.0
+    return {
+        "budget": {"buckets_per_series": budget, "aggregates": ["min", "max", "mean"]},
+        "nodes": per_node,
+        "phases": phase_timeline(events, t_first, t_last, budget),
+    }

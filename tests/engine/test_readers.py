@@ -1,0 +1,167 @@
+"""Readers: tick alignment, bad lines kept local and located, trace parsing details."""
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+from reportgen.engine.framework_reader import read_framework, rewrite_node_id
+from reportgen.engine.problems import ProblemLog
+from reportgen.engine.system_reader import read_system
+
+T = 1_700_000_040
+
+
+def rec(typ, name, dim, value, ts, node="algo-1"):
+    return json.dumps({"Type": typ, "Name": name, "Dimension": dim, "Value": value, "NodeId": node, "Timestamp": ts})
+
+
+def instant(ts, cpu=50.0, gpu=10.0, node="algo-1"):
+    """One sampling instant: records a few ms apart, as the profiler agent writes them."""
+    return [
+        rec("i/o", "IOPS", "", 3.0, ts + 0.0089, node),
+        rec("cpu", "cpu0", "CPUUtilization", cpu, ts + 0.0090, node),
+        rec("cpu", "cpu1", "CPUUtilization", cpu / 2, ts + 0.0090, node),
+        rec("memory", "MemoryUsedPercent", "", 12.5, ts + 0.0091, node),
+        rec("gpu", "gpu0", "GPUUtilization", gpu, ts + 0.0120, node),
+        rec("network", "ReceiveBytesPerSecond", "Algorithm", 7.0, ts + 0.0136, node),
+    ]
+
+
+def write_sys(root: Path, minute: int, lines, node="algo-1", raw: bytes | None = None):
+    d = root / "system" / "incremental" / "2023111422"
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / f"{minute}.{node}.json"
+    p.write_bytes(raw if raw is not None else ("\n".join(lines) + "\n").encode())
+    return p
+
+
+def test_ticks_aligned_and_series_named(tmp_path):
+    lines = [l for k in range(4) for l in instant(T + 0.5 * k, cpu=10.0 * (k + 1))]
+    write_sys(tmp_path, T, lines)
+    pl = ProblemLog()
+    ns = read_system(tmp_path, pl).nodes["algo-1"]
+    assert ns.values.shape == (4, 6) and pl.total == 0
+    assert ns.columns == ["cpu0/CPUUtilization", "cpu1/CPUUtilization", "gpu0/GPUUtilization",
+                          "MemoryUsedPercent", "IOPS", "ReceiveBytesPerSecond/Algorithm"]
+    assert np.allclose(ns.tick_ts, T + 0.0089 + 0.5 * np.arange(4))
+    assert ns.values[:, 0].tolist() == [10.0, 20.0, 30.0, 40.0]
+    assert ns.interval_s == 0.5
+
+
+def test_corrupt_middle_line_costs_that_line_only(tmp_path):
+    lines = [l for k in range(3) for l in instant(T + 0.5 * k)]
+    lines[7] = '{"Type":"cpu","Name":"cpu0",'  # broken record of instant 1
+    p = write_sys(tmp_path, T, lines)
+    pl = ProblemLog()
+    ns = read_system(tmp_path, pl).nodes["algo-1"]
+    assert pl.counts == {"malformed JSON line": 1}
+    assert pl.items[0].line == 8 and pl.items[0].file.endswith(p.name)
+    assert np.isnan(ns.values[1, 0]) and np.isfinite(ns.values).sum() == 18 - 1
+
+
+def test_truncated_last_line_empty_file_non_utf8_and_values(tmp_path):
+    lines = instant(T)
+    raw = ("\n".join(lines) + "\n" + '{"Type":"cpu","Na').encode()
+    write_sys(tmp_path, T, [], raw=raw)
+    write_sys(tmp_path, T + 60, [], node="algo-2", raw=b"")
+    bad = instant(T + 60.5)
+    bad[1] = bad[1].replace("cpu0", "cpu\xff0")
+    body = "\n".join(bad).encode("latin-1") + b"\n"
+    body += (rec("cpu", "cpu0", "CPUUtilization", 130.0, T + 61.009) + "\n").encode()
+    body += (rec("cpu", "cpu0", "CPUUtilization", float("nan"), T + 61.509) + "\n").encode()
+    body += (rec("disk", "sda", "", 1.0, T + 61.509) + "\n").encode()
+    write_sys(tmp_path, T + 60, [], raw=body)
+    pl = ProblemLog()
+    nodes = read_system(tmp_path, pl).nodes
+    assert pl.counts == {"truncated last line": 1, "empty file": 1, "non-UTF-8 bytes": 1,
+                         "out-of-range value (kept)": 1, "non-finite value (dropped)": 1, "unknown record type": 1}
+    ns = nodes["algo-1"]
+    assert 130.0 in ns.values[:, 0] and len(ns.tick_ts) == 3
+
+
+def test_duplicates_are_recorded(tmp_path):
+    lines = instant(T) + [rec("cpu", "cpu0", "CPUUtilization", 51.0, T + 0.0095)]
+    write_sys(tmp_path, T, lines)
+    pl = ProblemLog()
+    ns = read_system(tmp_path, pl).nodes["algo-1"]
+    assert sum(c for r, c in pl.counts.items() if r.startswith("duplicate")) == 1
+    assert ns.values.shape[0] == 1
+
+
+def write_trace(root, name, events, hour="2023111422", raw=None):
+    d = root / "framework" / "pevents" / hour
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / name
+    p.write_text(raw if raw is not None else json.dumps(events))
+    return p
+
+
+HEAD = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": 1_700_000_000_000_000}},
+        {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Step:ModeKeys.TRAIN"}},
+        {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "Allreduce.grad"}}]
+
+
+def test_trace_events_absolute_times_node_rewrite_and_be_pairing(tmp_path):
+    ev = HEAD + [
+        {"name": "Step:ModeKeys.TRAIN", "pid": 1, "ph": "X", "ts": 1_250_000, "dur": 48_210, "args": {"pid": 311, "step_num": "12"}},
+        {"name": "NEGOTIATE_ALLREDUCE", "pid": 2, "ph": "B", "ts": 100},
+        {"name": "", "pid": 2, "ph": "E", "ts": 400},
+        {"name": "ALLREDUCE", "pid": 2, "ph": "B", "ts": 500},  # never closed
+    ]
+    write_trace(tmp_path, "1700000001298210_311-algo-1_pythontimeline.json", ev)
+    pl = ProblemLog()
+    df = read_framework(tmp_path, pl)
+    step = df[df["name"] == "Step:ModeKeys.TRAIN"].iloc[0]
+    assert (step.start_us, step.end_us, step.node_id, step.file_type, step.step_num, step.arg_pid) == (
+        1_700_000_001_250_000, 1_700_000_001_298_210, "algo-1-311", "PythontimelineMetrics", "12", 311)
+    be = df[df["name"] == "NEGOTIATE_ALLREDUCE"].iloc[0]
+    assert (be.start_us - 1_700_000_000_000_000, be.dur_us, be.phase) == (100, 300, "Allreduce.grad")
+    assert list(pl.counts) == ["unclosed B event 'ALLREDUCE' (dropped)"]
+    assert rewrite_node_id("27-algo-1") == "algo-1-27" and rewrite_node_id("0001") == "0001"
+
+
+def test_truncated_array_keeps_complete_events(tmp_path):
+    ev = HEAD + [{"name": "Step:ModeKeys.TRAIN", "pid": 1, "ph": "X", "ts": i * 10, "dur": 5, "args": {"step_num": str(i)}}
+                 for i in range(5)]
+    text = json.dumps(ev, indent=0)
+    cut = text[: text.rindex('"step_num": "4"')]
+    write_trace(tmp_path, "1700000001000000_7-algo-2_horovod_timeline.json", None, raw=cut)
+    pl = ProblemLog()
+    df = read_framework(tmp_path, pl)
+    assert len(df) == 4 and set(df["file_type"]) == {""} and set(df["node_id"]) == {"algo-2-7"}
+    assert pl.total == 1 and "(7 events before the break kept)" in pl.items[0].reason  # 3 metadata + 4 steps
+    assert "truncated or corrupt JSON array" in pl.items[0].reason
+
+
+def _tf_trace(tmp_path, payload: bytes, metadata=True):
+    step = tmp_path / "framework" / "tensorflow" / "detailed_profiling" / "2020080513" / "000000001"
+    prof = step / "plugins" / "profile" / "2020_08_05_13_37_44"
+    prof.mkdir(parents=True)
+    if metadata:
+        (step / "algo-1_1596634664000000_1596634665000000.metadata").write_text("")
+    (prof / "algo-1.trace.json.gz").write_bytes(payload)
+
+
+TF_DOC = {"traceEvents": [{"ph": "M", "pid": 49, "name": "process_name", "args": {"name": "/host:CPU"}}] +
+          [{"ph": "X", "pid": 49, "tid": 7, "name": f"op{i}", "ts": 100.0 * i, "dur": 20.0} for i in range(50)]}
+
+
+def test_tf_trace_uses_metadata_base_time(tmp_path):
+    _tf_trace(tmp_path, gzip.compress(json.dumps(TF_DOC).encode()))
+    pl = ProblemLog()
+    df = read_framework(tmp_path, pl)
+    assert pl.total == 0 and len(df) == 50
+    first = df.iloc[0]
+    assert (first.start_us, first.phase, first.node_id, first.file_type) == (
+        1596634664000000, "/host:CPU", "algo-1", "TFProfilerMetrics")
+
+
+def test_broken_gzip_is_recorded_and_salvaged(tmp_path):
+    full = gzip.compress(json.dumps(TF_DOC).encode())
+    _tf_trace(tmp_path, full[: len(full) * 2 // 3])
+    pl = ProblemLog()
+    df = read_framework(tmp_path, pl)
+    assert any(r.startswith("broken gzip stream") for r in pl.counts)
+    assert 0 < len(df) < 50
