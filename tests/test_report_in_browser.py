@@ -6,7 +6,7 @@ import pytest
 
 from reportgen.pipeline import generate
 from tests.browser import visit
-from tests.conftest import REAL, need
+from tests.conftest import REAL, ROOT, need
 
 PROBE = """() => ({
   charts: document.querySelectorAll('figure.chart').length,
@@ -38,7 +38,8 @@ def test_no_console_errors_no_network_and_every_chart_drawn(report, tmp_path):
     assert page.dom["fallbacks"] == 0  # replaced by the drawn charts
     assert page.dom["codeCells"] == 0
     assert "information only" in page.dom["disclaimer"]
-    assert page.dom["toc"][:3] == ["Training job summary", "System usage statistics", "Framework metrics summary"]
+    assert page.dom["toc"][:4] == ["Training job summary", "System usage statistics", "Node utilization over time",
+                                   "Framework metrics summary"]
     assert (tmp_path / "report.png").stat().st_size > 50_000
 
 
@@ -53,3 +54,21 @@ def test_readable_without_javascript(report):
     assert page.dom["fallbacks"] == page.dom["charts"] >= 10
     assert page.dom["visibleTableRows"] > 30
     assert page.dom["findings"] >= 3
+
+
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sample") / "report.html"
+    generate(str(ROOT / "sample_data"), out)
+    return out
+
+
+def test_sample_report_from_raw_data_draws_its_time_series(sample_report, tmp_path):
+    page = visit(sample_report, screenshot=tmp_path / "sample.png", probe=PROBE)
+    assert page.console_errors == []
+    assert page.requests == [sample_report.resolve().as_uri()]
+    assert page.dom["drawn"] == page.dom["charts"] >= 20
+    timeline = visit(sample_report, probe="""() => Array.from(document.querySelectorAll(
+        '#sec-utilization-over-time figure.chart')).map(f => f.id)""").dom
+    assert {"timeline-util-algo-1", "timeline-util-algo-2", "timeline-cpu_heatmap-algo-1",
+            "timeline-gpu_heatmap-algo-2", "timeline-phases"} <= set(timeline)
