@@ -73,7 +73,8 @@ class ReportSession:
 
 
 def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool = False,
-                notes: list[str] | None = None, description: str = "", incomplete: bool = False) -> ReportSession:
+                notes: list[str] | None = None, description: str = "", incomplete: bool = False,
+                source_label: str = "") -> ReportSession:
     """Load the rule outputs under ``source`` (a ProfilerReport output folder) and build the report."""
     folder = Path(source).expanduser()
     if not folder.is_dir():
@@ -85,6 +86,7 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
     name = job_name or _guess_job_name(folder)
     report = build_report(outputs, job_name=name, extra_notes=notes)
     report.description = description
+    report.source = source_label or report.source
     report.incomplete = incomplete
     return ReportSession(report, standalone)
 

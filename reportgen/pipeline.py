@@ -73,6 +73,14 @@ def _analyse_raw(raw_dir: Path, work_dir: Path, rule_params, progress: Progress)
     return result.report_dir
 
 
+def _local_name(source: str) -> str:
+    """A local folder's own name (or its parent's, for a profiler-output/ folder) names the job."""
+    path = Path(str(source)).expanduser().resolve()
+    while path.name in ("profiler-output", "profiler-reports", "rule-output", "ProfilerReport") and path.parent != path:
+        path = path.parent
+    return path.name if Path(str(source)).expanduser().exists() else ""
+
+
 def generate(source: str, output: Path, *, job_name: str = "", json_path: Path | None = None,
              keep_notebook: Path | None = None, progress: Progress = _silent, cache_dir: Path | None = None,
              recompute: bool = False, rule_params=None, session_kwargs: dict | None = None) -> GenerateResult:
@@ -105,8 +113,9 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
         executed = work_dir / "report.ipynb"
         progress("executing the analysis notebook")
         execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir),
-                          "job_name": job_name or resolved.job_name or "", "standalone": True,
-                          "notes": notes, "description": description, "incomplete": resolved.incomplete},
+                          "job_name": job_name or resolved.job_name or _local_name(source), "standalone": True,
+                          "notes": notes, "description": description, "incomplete": resolved.incomplete,
+                          "source_label": str(source)},
                          executed)
         progress("converting to HTML")
         html = notebook_to_html(executed)

@@ -29,13 +29,14 @@ def main() -> None:
         "standalone = False  # True when rendered to HTML by reportgen (charts drawn by the page)\n"
         "notes = []  # data-quality notes from earlier pipeline stages\n"
         "description = \"\"  # what the source resolved to (shown in the header)\n"
-        "incomplete = False  # the job was still running when the data was read")
+        "incomplete = False  # the job was still running when the data was read\n"
+        "source_label = \"\"  # what the user asked for (ARN, s3:// URI, folder); empty: source")
     params.metadata["tags"] = ["parameters"]
     cells.append(params)
     cells.append(nbformat.v4.new_code_cell(
         "from reportgen.notebook import open_report\n\n"
         "report = open_report(source, job_name=job_name, standalone=standalone, notes=notes,\n"
-        "                     description=description, incomplete=incomplete)\n"
+        "                     description=description, incomplete=incomplete, source_label=source_label)\n"
         "report.header()"))
     for section_id, _builder in BUILDERS:
         if section_id == "step-duration-analysis":
