@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 from reportgen import __version__
+from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
 from reportgen.render.blocks import render_header, render_section
 from reportgen.report.build import build_report
@@ -64,11 +64,7 @@ class ReportSession:
         folder = Path(output_dir)
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / "report.json"
-        data = report_data(self.report, self.generated_at)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".report.json.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1, allow_nan=False)
-        os.replace(tmp, target)
+        write_text_atomic(target, json.dumps(report_data(self.report, self.generated_at), indent=1, allow_nan=False))
         return target
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
 
 from tests.conftest import REAL, need
 

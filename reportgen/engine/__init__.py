@@ -7,8 +7,6 @@ writes ``profiler-reports/<Rule>.json``, ``data-quality.json`` and ``timeline.js
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -20,6 +18,7 @@ from reportgen.engine.problems import DataProblem, ProblemLog
 from reportgen.engine.rules import rule_module
 from reportgen.engine.system_reader import read_system
 from reportgen.engine.timeline import build_timeline
+from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
 from reportgen.rule_names import RULE_ORDER
 
@@ -48,19 +47,8 @@ def is_raw_profile(path) -> bool:
 
 
 def write_json_atomic(path: Path, obj) -> None:
-    """``json.dump`` with default separators to a temp file in the same folder, then ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(obj))  # same text as json.dump, but the C encoder does it in one go
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """``json.dump`` with default separators (SageMaker's format), written atomically."""
+    write_text_atomic(path, json.dumps(obj))
 
 
 def load_data(raw_root: Path, problems: ProblemLog | None = None) -> tuple[AnalysisData, ProblemLog]:

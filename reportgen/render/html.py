@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from pathlib import Path
 
+from reportgen.atomic import write_text_atomic
 from reportgen.errors import RenderError
 from reportgen.render import disclaimer
 from reportgen.render.kernel import KERNEL_NAME, ThisPythonKernelManager
@@ -53,21 +52,6 @@ def notebook_to_html(executed_path: Path) -> str:
     return body
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_atomically(path: Path, text: str) -> None:
     """Write next to the target and rename, so a failed run never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)
