@@ -142,3 +142,16 @@ def test_hostile_strings_are_escaped_in_tables_and_charts():
     assert "<script>alert" not in html and "</script>\"" not in html
     # the chart label is HTML-escaped for plotly, then JSON-escaped inside the spec element
     assert "\\u0026lt;script\\u0026gt;alert(1)" in html
+
+
+def test_every_chart_uses_a_trace_type_of_the_vendored_plotly_bundle(tmp_path):
+    from reportgen.report.charts import boxes, heatmap, hbar, histograms, intervals, pie, time_lines
+    from reportgen.resources import PLOTLY_TRACES, plotly_js
+
+    figures = [pie({"a": 1}, "t"), boxes({"g": {"p25": 1, "p50": 2, "p75": 3}}, "t"),
+               histograms({"n": ([1], [0, 1])}, "t", "x"), hbar(["a"], [1], "t", "x"),
+               time_lines([0.0], {"s": {"mean": [1], "min": [0], "max": [2]}}, "t", "%", band="s"),
+               heatmap([0.0], ["cpu0"], [[5]], "t"), intervals({"w": [[0, 1]]}, "t")]
+    used = {trace["type"] for figure in figures for trace in figure["data"]}
+    assert used <= PLOTLY_TRACES
+    assert plotly_js().lstrip().startswith("/**\n* plotly.js (cartesian - minified) v")
