@@ -6,14 +6,16 @@ rendered by ``reportgen.render.blocks``, so a Jupyter user gets the same report 
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 from reportgen import __version__
 from reportgen.atomic import write_text_atomic
-from reportgen.errors import InputError
 from reportgen.render.blocks import render_header, render_section
 from reportgen.report.build import build_report
 from reportgen.report.json_output import report_data
@@ -71,13 +73,22 @@ class ReportSession:
 def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool = False,
                 notes: list[str] | None = None, description: str = "", incomplete: bool = False,
                 source_label: str = "") -> ReportSession:
-    """Load the rule outputs under ``source`` (a ProfilerReport output folder) and build the report."""
+    """Build the report of ``source``: a rule-output folder, raw profiler data, s3:// or a SageMaker job.
+
+    reportgen's pipeline passes a ready rule-output folder; in Jupyter any source works (raw data is
+    analysed by the engine into a temporary folder that lives as long as the kernel).
+    """
     folder = Path(source).expanduser()
-    if not folder.is_dir():
-        raise InputError(f"{folder}: no such folder")
-    rule_dir = find_rule_output_dir(folder)
+    rule_dir = find_rule_output_dir(folder) if folder.is_dir() else None
     if rule_dir is None:
-        raise InputError(f"{folder}: no rule outputs found (expected profiler-reports/*.json)")
+        from reportgen.pipeline import prepare_rule_outputs
+
+        work = Path(tempfile.mkdtemp(prefix="reportgen-notebook-"))
+        atexit.register(shutil.rmtree, work, True)
+        prepared = prepare_rule_outputs(str(source), work)
+        rule_dir = prepared.rule_dir
+        description = description or f"{prepared.resolved.description} — report made from the {prepared.used}"
+        job_name = job_name or prepared.resolved.job_name or ""
     outputs = load_rule_outputs(rule_dir)
     name = job_name or _guess_job_name(folder)
     report = build_report(outputs, job_name=name, extra_notes=notes)

@@ -81,27 +81,42 @@ def _local_name(source: str) -> str:
     return path.name if Path(str(source)).expanduser().exists() else ""
 
 
+@dataclass
+class Prepared:
+    resolved: object  # reportgen.sources.ResolvedSource
+    rule_dir: Path
+    used: str  # "rule outputs" or "raw data"
+
+
+def prepare_rule_outputs(source: str, work_dir: Path, *, cache_dir: Path | None = None, recompute: bool = False,
+                         rule_params=None, session_kwargs: dict | None = None,
+                         progress: Progress = _silent) -> Prepared:
+    """Any source -> a local folder of rule outputs (SageMaker's, or our engine's from raw data)."""
+    from reportgen.sources import resolve_source
+
+    resolved = resolve_source(str(source), cache_dir=cache_dir, recompute=recompute,
+                              progress=_download_progress(progress), session_kwargs=session_kwargs)
+    progress(resolved.description)
+    if resolved.rule_output_dir is not None and not recompute:
+        return Prepared(resolved, resolved.rule_output_dir, "rule outputs")
+    if resolved.raw_dir is not None:
+        return Prepared(resolved, _analyse_raw(resolved.raw_dir, work_dir, rule_params, progress), "raw data")
+    raise InputError(f"{source}: no rule outputs and no raw profiler data found")
+
+
 def generate(source: str, output: Path, *, job_name: str = "", json_path: Path | None = None,
              keep_notebook: Path | None = None, progress: Progress = _silent, cache_dir: Path | None = None,
              recompute: bool = False, rule_params=None, session_kwargs: dict | None = None) -> GenerateResult:
-    from reportgen.sources import resolve_source
-
     started = time.perf_counter()
     output = Path(output)
     json_path = Path(json_path) if json_path else output.with_suffix(".json")
     _check_writable(output)
-    resolved = resolve_source(str(source), cache_dir=cache_dir, recompute=recompute,
-                              progress=_download_progress(progress), session_kwargs=session_kwargs)
-    progress(resolved.description)
-    notes = list(resolved.notes)
     with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
         work_dir = Path(work)
-        if resolved.rule_output_dir is not None and not recompute:
-            rule_dir, used = resolved.rule_output_dir, "rule outputs"
-        elif resolved.raw_dir is not None:
-            rule_dir, used = _analyse_raw(resolved.raw_dir, work_dir, rule_params, progress), "raw data"
-        else:
-            raise InputError(f"{source}: no rule outputs and no raw profiler data found")
+        prepared = prepare_rule_outputs(source, work_dir, cache_dir=cache_dir, recompute=recompute,
+                                        rule_params=rule_params, session_kwargs=session_kwargs, progress=progress)
+        resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used
+        notes = list(resolved.notes)
         # Read once here so bad input fails fast with a one-line error, before the notebook starts.
         outputs = load_rule_outputs(rule_dir)
         progress(f"rule outputs: {rule_dir} ({len(outputs.rules)} rules, from {used})")

@@ -23,7 +23,7 @@ def main() -> None:
         "and chart comes from the `reportgen` package (`reportgen.report`), so this notebook stays thin.")]
     params = nbformat.v4.new_code_cell(
         "# Parameters (papermill injects new values below this cell)\n"
-        "source = \"out/sample\"  # a folder holding profiler-reports/*.json (SageMaker's or ours)\n"
+        "source = \"../sample_data\"  # rule outputs or raw profiler data: a folder, s3:// URI, ARN or job name\n"
         "output_dir = \"\"  # where report.json is written; empty: not written\n"
         "job_name = \"\"  # shown in the header; empty: guessed from the folder\n"
         "standalone = False  # True when rendered to HTML by reportgen (charts drawn by the page)\n"
