@@ -155,3 +155,16 @@ def test_every_chart_uses_a_trace_type_of_the_vendored_plotly_bundle(tmp_path):
     used = {trace["type"] for figure in figures for trace in figure["data"]}
     assert used <= PLOTLY_TRACES
     assert plotly_js().lstrip().startswith("/**\n* plotly.js (cartesian - minified) v")
+
+
+def test_header_shows_the_incomplete_banner_and_the_source_description():
+    from reportgen.render.blocks import render_header
+
+    made = outputs(MaxInitializationTime={"details": {"job_start": 0.0, "job_end": 60.0}})
+    report = build_report(made, job_name="job-1")
+    report.description = "training job job-1: rule outputs in s3://b/p — report made from the rule outputs"
+    assert "still running" not in render_header(report, "now", "0")
+    report.incomplete = True
+    html = render_header(report, "now", "0")
+    assert 'class="banner-incomplete" role="alert">The training job was still running' in html
+    assert "Source: training job job-1: rule outputs in s3://b/p" in html
