@@ -48,6 +48,18 @@ def _check_writable(path: Path) -> None:
         raise InputError(f"{path}: cannot write to {parent} ({err.strerror or err})") from None
 
 
+def _local_job_name(resolved) -> str:
+    """A local folder is usually named after its job; guess from the folder the user gave.
+
+    (Guessing from the rule-output folder would name a raw-data job after our private work folder.)
+    """
+    if resolved.kind != "local":
+        return ""
+    from reportgen.notebook import _guess_job_name
+
+    return _guess_job_name(Path(resolved.source))
+
+
 def _download_progress(progress: Progress):
     """Turn the sources layer's snapshots into a line every second or so (bytes and files)."""
     state = {"last": 0.0}
@@ -105,7 +117,8 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
         executed = work_dir / "report.ipynb"
         progress("executing the analysis notebook")
         execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir),
-                          "job_name": job_name or resolved.job_name or "", "standalone": True,
+                          "job_name": job_name or resolved.job_name or _local_job_name(resolved),
+                          "standalone": True,
                           "notes": notes, "description": description, "incomplete": resolved.incomplete},
                          executed)
         progress("converting to HTML")
