@@ -122,8 +122,11 @@ def _run(args, say) -> int:
             sys.stdout.write(markdown_summary(data))
         return _ci_outputs(args, data, say)
 
-    from reportgen.pipeline import generate
+    from reportgen.pipeline import _check_writable, generate
 
+    for path in (args.junit, args.markdown):  # before the run, so a bad path costs nothing
+        if path:
+            _check_writable(Path(path))
     rule_params = _rule_params(args.config, args.rule_param)
     result = generate(args.source, args.output, job_name=args.job_name, json_path=args.json_path,
                       keep_notebook=args.keep_notebook, progress=say, cache_dir=args.cache_dir,
