@@ -1,17 +1,33 @@
-"""Command line: ``reportgen generate SOURCE -o OUT.html``.
+"""Command line: ``reportgen generate SOURCE -o OUT.html`` and ``reportgen check report.json``.
 
 Errors the user can act on end with one line on stderr and exit code 2; nothing else
-prints a traceback unless ``--debug`` is given.
+prints a traceback unless ``--debug`` is given. Exit codes: see ``reportgen.errors``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from reportgen import __version__
-from reportgen.errors import EXIT_INTERNAL, EXIT_OK, ReportgenError
+from reportgen.errors import EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, ReportgenError
+
+EXIT_CODES_HELP = ("exit codes: 0 done; 1 a rule listed in --fail-on fired (every output was still written); "
+                   "2 usage or input error (one line on stderr); 3 internal error")
+
+
+def _add_ci_options(parser: argparse.ArgumentParser) -> None:
+    ci = parser.add_argument_group("CI outputs (see docs/ci.md)")
+    ci.add_argument("--junit", type=Path, default=None, metavar="PATH",
+                    help="write the rules as JUnit XML: a failure per rule that fired, skipped when it had no data")
+    ci.add_argument("--markdown", type=Path, default=None, metavar="PATH",
+                    help="write a compact Markdown summary (duration, key percentiles, rules that fired)")
+    ci.add_argument("--no-step-summary", action="store_true",
+                    help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY (done when it is set)")
+    ci.add_argument("--fail-on", default="none", metavar="any|none|RULE,RULE",
+                    help="exit with code 1 when one of these rules fired (default: none); outputs are written first")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +62,19 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--profile", default=None, help="AWS profile to use (default: the usual boto3 lookup)")
     gen.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     gen.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    _add_ci_options(gen)
+    check = sub.add_parser(
+        "check",
+        help="make the CI outputs (JUnit XML, Markdown summary, --fail-on) from an existing report.json",
+        description="Make the CI outputs from a report.json written by 'reportgen generate'. Without "
+                    "--junit or --markdown (and no $GITHUB_STEP_SUMMARY) the Markdown summary goes to stdout.",
+        epilog=EXIT_CODES_HELP,
+    )
+    check.add_argument("report_json", type=Path, metavar="REPORT_JSON", help="a report.json")
+    check.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    check.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    _add_ci_options(check)
+    gen.epilog = EXIT_CODES_HELP
     return parser
 
 
@@ -66,6 +95,51 @@ def _rule_params(config: Path | None, overrides: list[str]):
     return parse_overrides(overrides, base=base) if overrides else base
 
 
+def _ci_outputs(args, data: dict, say) -> int:
+    """Write --junit/--markdown/step summary from report.json's data; the --fail-on verdict."""
+    from reportgen.ci_outputs import write_ci_outputs
+
+    outcome = write_ci_outputs(data, junit=args.junit, markdown=args.markdown,
+                               step_summary=not args.no_step_summary, fail_on=args.fail_on_parsed)
+    for path in outcome.written:
+        say(f"wrote {path}")
+    if outcome.failing:
+        print(f"reportgen: rules listed in --fail-on fired: {', '.join(outcome.failing)} (exit code 1)",
+              file=sys.stderr)
+        return EXIT_RULE_FIRED
+    return EXIT_OK
+
+
+def _run(args, say) -> int:
+    from reportgen.ci_outputs import load_report_json, markdown_summary, parse_fail_on
+
+    # validated before any work starts: a typo in a rule name must not cost a whole run
+    args.fail_on_parsed = parse_fail_on(args.fail_on)
+    if args.command == "check":
+        data = load_report_json(args.report_json)
+        if not (args.junit or args.markdown or
+                (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
+            sys.stdout.write(markdown_summary(data))
+        return _ci_outputs(args, data, say)
+
+    from reportgen.pipeline import _check_writable, generate
+
+    for path in (args.junit, args.markdown):  # before the run, so a bad path costs nothing
+        if path:
+            _check_writable(Path(path))
+    rule_params = _rule_params(args.config, args.rule_param)
+    result = generate(args.source, args.output, job_name=args.job_name, json_path=args.json_path,
+                      keep_notebook=args.keep_notebook, progress=say, cache_dir=args.cache_dir,
+                      recompute=args.recompute, rule_params=rule_params,
+                      session_kwargs={"profile_name": args.profile} if args.profile else None)
+    say(f"wrote {result.html_path} ({result.html_bytes / 1e6:.1f} MB) and {result.json_path} "
+        f"in {result.seconds:.1f} s")
+    if not (args.junit or args.markdown or args.fail_on_parsed != "none"
+            or (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
+        return EXIT_OK
+    return _ci_outputs(args, load_report_json(result.json_path), say)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -74,13 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     say = _progress(args.quiet)
     try:
-        from reportgen.pipeline import generate
-
-        rule_params = _rule_params(args.config, args.rule_param)
-        result = generate(args.source, args.output, job_name=args.job_name, json_path=args.json_path,
-                          keep_notebook=args.keep_notebook, progress=say, cache_dir=args.cache_dir,
-                          recompute=args.recompute, rule_params=rule_params,
-                          session_kwargs={"profile_name": args.profile} if args.profile else None)
+        return _run(args, say)
     except ReportgenError as err:
         print(f"reportgen: error: {err}", file=sys.stderr)
         return err.exit_code
@@ -93,6 +161,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reportgen: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
               file=sys.stderr)
         return EXIT_INTERNAL
-    say(f"wrote {result.html_path} ({result.html_bytes / 1e6:.1f} MB) and {result.json_path} "
-        f"in {result.seconds:.1f} s")
-    return EXIT_OK

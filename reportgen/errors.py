@@ -1,7 +1,18 @@
 """Errors that end a run with a one-line message instead of a traceback.
 
-Exit codes (documented in docs/cli.md): 0 success, 1 a rule listed in --fail-on fired,
-2 usage or input error (nothing could be made), 3 an internal failure while rendering.
+Exit codes of ``reportgen generate`` and ``reportgen check`` (also in README.md and docs/ci.md):
+
+====  ==========================================================================================
+code  meaning
+====  ==========================================================================================
+0     done: every requested output was written (rules may have fired; ``--fail-on none``)
+1     a rule listed in ``--fail-on`` fired (``any``: any rule); every output was written first
+2     usage or input error: bad source, unreadable report.json, unknown rule in ``--fail-on``
+      (one line on stderr; found before any work, so nothing is written — except an unwritable
+      $GITHUB_STEP_SUMMARY, found after the report was written)
+3     internal error (a bug, or the notebook/HTML conversion failed); nothing half-written
+130   interrupted (Ctrl-C)
+====  ==========================================================================================
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from reportgen.errors import InputError
+from reportgen.errors import InputError, RenderError
 from reportgen.render.html import execute_notebook, notebook_to_html, write_atomically
 from reportgen.rule_outputs import load_rule_outputs
 
@@ -127,17 +127,18 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
             notes.insert(0, "The job was still running: this report covers the data written so far.")
         executed = work_dir / "report.ipynb"
         progress("executing the analysis notebook")
-        execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir),
+        execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir.resolve()),
                           "job_name": job_name or resolved.job_name or _local_name(source), "standalone": True,
                           "notes": notes, "description": description, "incomplete": resolved.incomplete,
                           "source_label": str(source)},
                          executed)
         progress("converting to HTML")
         html = notebook_to_html(executed)
-        write_atomically(output, html)
         produced_json = work_dir / "report.json"
-        if produced_json.is_file():
-            shutil.move(str(produced_json), str(json_path))
+        if not produced_json.is_file():  # checked before anything is written: both files or neither
+            raise RenderError(f"the analysis notebook did not write report.json into {work_dir}")
+        write_atomically(output, html)
+        shutil.move(str(produced_json), str(json_path))
         if keep_notebook:
             shutil.copyfile(executed, keep_notebook)
     seconds = time.perf_counter() - started

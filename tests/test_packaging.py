@@ -29,6 +29,7 @@ def test_wheel_contains_notebook_and_templates(wheel):
                      "reportgen/_bundled/templates/reportgen/conf.json",
                      "reportgen/_bundled/templates/reportgen/report.css",
                      "reportgen/_bundled/templates/blocks/table.html.j2",
+                     "reportgen/schemas/report.schema.json",
                      "reportgen/cli.py"):
         assert required in names
 

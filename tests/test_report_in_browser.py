@@ -72,3 +72,54 @@ def test_sample_report_from_raw_data_draws_its_time_series(sample_report, tmp_pa
         '#sec-utilization-over-time figure.chart')).map(f => f.id)""").dom
     assert {"timeline-util-algo-1", "timeline-util-algo-2", "timeline-cpu_heatmap-algo-1",
             "timeline-gpu_heatmap-algo-2", "timeline-phases"} <= set(timeline)
+
+
+NO_JS_PROBE = """() => {
+  const visible = e => e.offsetHeight > 0 && e.offsetWidth > 0;
+  return {
+    tables: Array.from(document.querySelectorAll('table.data-table')).filter(visible).map(t => t.id),
+    rulesRows: Array.from(document.querySelectorAll('#rules-summary tbody tr')).filter(visible)
+      .map(tr => Array.from(tr.cells).map(c => c.innerText.trim())),
+    findings: Array.from(document.querySelectorAll('.tone-finding')).map(e => ({text: e.innerText.trim(),
+                                                                             visible: visible(e)})),
+    charts: Array.from(document.querySelectorAll('figure.chart')).map(f => ({
+      id: f.id, height: f.offsetHeight,
+      note: Array.from(f.querySelectorAll('.chart-fallback')).filter(visible).map(e => e.innerText.trim())})),
+  };
+}"""
+
+
+def test_sample_report_without_javascript_shows_tables_rules_and_findings(sample_report, tmp_path):
+    """What a CI artifact viewer that blocks scripts shows: every table, rule and finding; one line per chart."""
+    import json
+
+    shot = tmp_path / "sample-nojs.png"
+    page = visit(sample_report, javascript=False, screenshot=shot, probe=NO_JS_PROBE)
+    assert page.console_errors == []
+    assert page.requests == [sample_report.resolve().as_uri()]
+    data = json.loads(sample_report.with_suffix(".json").read_text(encoding="utf-8"))
+    dom = page.dom
+    assert {"job-summary", "system-usage", "cpu-operators", "gpu-operators", "rules-summary", "gpu-distances",
+            "step-durations-algo-1-27", "step-durations-algo-2-27"} <= set(dom["tables"])
+    # the rules table: every rule of report.json, with its counts and recommendation, readable
+    rules = data["sections"]["rules-summary-section"]["rows"]
+    assert [row[0] for row in dom["rulesRows"]] == [r["rule"] for r in rules]
+    for cells, rule in zip(dom["rulesRows"], rules):
+        assert cells[2] == rule["recommendation"]
+        assert (cells[3], cells[4]) == (str(rule["times_triggered"]), str(rule["datapoints"]))
+    # every finding is visible, and each rule that fired has its finding in its deep dive
+    assert all(f["visible"] and f["text"] for f in dom["findings"])
+    texts = [f["text"] for f in dom["findings"]]
+    fired = [r for r in rules if r["times_triggered"]]
+    assert len(fired) == 6
+    for rule in fired:
+        assert any(f"The {rule['rule']} rule" in t and f"fired {rule['times_triggered']} times" in t
+                   for t in texts), rule["rule"]
+    assert texts[0] == ("6 of 9 rules fired. The most frequently triggered was LowGPUUtilization: it processed "
+                        "1560 datapoints and fired 20 times.")
+    # each chart shrinks to its one-line note: no blank space where the plot would be
+    assert len(dom["charts"]) >= 20
+    for chart in dom["charts"]:
+        assert len(chart["note"]) == 1 and len(chart["note"][0]) > 20, chart
+        assert chart["height"] < 60, chart
+    assert shot.stat().st_size > 100_000

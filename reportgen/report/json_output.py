@@ -7,7 +7,8 @@ import math
 from reportgen import __version__
 from reportgen.report.model import Report
 
-SCHEMA_VERSION = "1.0"
+# 1.1: rules-summary-section rows carry "status" and "finding" (docs/report-json.md).
+SCHEMA_VERSION = "1.1"
 
 
 def _clean(value):

@@ -55,6 +55,42 @@ RECOMMENDATIONS = {
 }
 
 
+# What it means when the rule fires, as the second half of the one-line finding.
+SYMPTOMS = {
+    "CPUBottleneck": "the GPU was often nearly idle while CPU cores were busy",
+    "IOBottleneck": "the GPU was often nearly idle while cores waited on I/O",
+    "Dataloader": "the number of data-loading processes did not suit the number of cores",
+    "GPUMemoryIncrease": "GPU memory utilization rose sharply",
+    "BatchSize": "CPU, GPU and GPU memory were all underused at the same time",
+    "LowGPUUtilization": "GPU utilization was low or fluctuated widely",
+    "MaxInitializationTime": "the first training step started late",
+    "LoadBalancing": "some GPUs worked much harder than others",
+    "StepOutlier": "some steps took much longer than usual",
+}
+
+
+def rule_status(triggered, datapoints) -> str:
+    """``fired`` when the rule triggered, ``no_data`` when it saw no datapoints, else ``passed``."""
+    if (triggered or 0) > 0:
+        return "fired"
+    if not datapoints:
+        return "no_data"
+    return "passed"
+
+
+def finding(rule: str, triggered, violations, datapoints) -> str:
+    """One line saying what the rule found, built from its counts only."""
+    status = rule_status(triggered, datapoints)
+    counts = f"{violations or 0} violations in {datapoints or 0} datapoints"
+    if status == "fired":
+        times = "once" if triggered == 1 else f"{triggered} times"
+        symptom = SYMPTOMS.get(rule)
+        return f"{rule} fired {times} ({counts})" + (f": {symptom}." if symptom else ".")
+    if status == "no_data":
+        return f"{rule} had no data to analyse (0 datapoints)."
+    return f"{rule} did not fire ({counts})."
+
+
 def describe(rule: str) -> str:
     return DESCRIPTIONS.get(rule, "A rule this version of reportgen does not know.")
 

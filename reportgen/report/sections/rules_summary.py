@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reportgen.report.model import Section, Table, Text
-from reportgen.report.rule_texts import describe, recommend
+from reportgen.report.rule_texts import describe, finding, recommend, rule_status
 from reportgen.rule_names import RULE_ORDER, SUMMARY_RULES
 from reportgen.rule_outputs import RuleOutputs
 
@@ -22,6 +22,8 @@ def summary_rows(outputs: RuleOutputs) -> list[dict]:
             "violations": rule.violations,
             "datapoints": rule.datapoints,
             "parameters": rule.parameters_text,
+            "status": rule_status(rule.triggered, rule.datapoints),
+            "finding": finding(name, rule.triggered, rule.violations, rule.datapoints),
         }
         for name, rule in outputs.rules.items()
         if name not in SUMMARY_RULES

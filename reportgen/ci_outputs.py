@@ -1,0 +1,339 @@
+"""The report as CI output: JUnit XML of the rules, a Markdown summary, and the ``--fail-on`` verdict.
+
+Everything here works from ``report.json``'s data (the numbers of the report, written by the notebook),
+so it runs right after ``generate`` and, through ``reportgen check``, on any report.json written before.
+Older 1.0 files lack the rows' ``status`` and ``finding``: they are derived from the same counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reportgen.errors import InputError
+from reportgen.report.rule_texts import finding as finding_text, recommend, rule_status
+from reportgen.rule_names import RULE_ORDER, SUMMARY_RULES
+
+# Rules that can fire (the two usage summaries never do): what --fail-on accepts.
+CHECKED_RULES = tuple(r for r in RULE_ORDER if r not in SUMMARY_RULES)
+SUITE = "reportgen.rules"
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+@dataclass
+class RuleResult:
+    rule: str
+    status: str  # fired | passed | no_data
+    times_triggered: int
+    violations: int
+    datapoints: int
+    parameters: list[tuple[str, str]] = field(default_factory=list)
+    finding: str = ""
+    recommendation: str = ""
+
+
+def _int(value) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return int(value)
+    return 0
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)
+
+
+def _parameters(text: str) -> list[tuple[str, str]]:
+    pairs = []
+    for line in _text(text).splitlines():
+        if ":" in line:
+            key, _, value = line.partition(":")
+            pairs.append((key.strip(), value.strip()))
+        elif line.strip():
+            pairs.append((line.strip(), ""))
+    return pairs
+
+
+def rule_results(data: dict) -> list[RuleResult]:
+    """One result per row of the rules summary, in the report's order (most triggered first)."""
+    section = (data.get("sections") or {}).get("rules-summary-section") or {}
+    results = []
+    for row in section.get("rows") or []:
+        if not isinstance(row, dict) or not row.get("rule"):
+            continue
+        rule = _text(row["rule"])
+        triggered, violations, datapoints = (_int(row.get(k)) for k in ("times_triggered", "violations", "datapoints"))
+        results.append(RuleResult(
+            rule=rule,
+            # derived from the counts, so a hand-edited or older file cannot disagree with itself
+            status=rule_status(triggered, datapoints),
+            times_triggered=triggered,
+            violations=violations,
+            datapoints=datapoints,
+            parameters=_parameters(row.get("parameters")),
+            finding=_text(row.get("finding")) or finding_text(rule, triggered, violations, datapoints),
+            recommendation=_text(row.get("recommendation")) or recommend(rule),
+        ))
+    return results
+
+
+def load_report_json(path: Path) -> dict:
+    """Read a report.json; anything we cannot use is a one-line InputError (exit code 2)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read ({err})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: malformed JSON at line {err.lineno} ({err.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("sections"), dict):
+        raise InputError(f"{path}: not a reportgen report.json (no 'sections' object)")
+    version = str(data.get("schema_version", ""))
+    if version.split(".")[0] != "1":
+        raise InputError(f"{path}: schema_version {version or '(none)'} is not supported (expected 1.x)")
+    return data
+
+
+# ------------------------------------------------------------------------------------------ --fail-on
+
+
+def parse_fail_on(text: str | None) -> str | tuple[str, ...]:
+    """``none`` (default), ``any``, or a comma-separated list of rule names (matched case-insensitively).
+
+    An unknown name is a usage error: a typo must not silently turn a check off.
+    """
+    value = (text or "none").strip()
+    if value.lower() in ("none", ""):
+        return "none"
+    if value.lower() == "any":
+        return "any"
+    known = {r.lower(): r for r in CHECKED_RULES}
+    names, unknown = [], []
+    for part in value.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if part.lower() in known:
+            names.append(known[part.lower()])
+        else:
+            unknown.append(part)
+    if unknown or not names:
+        bad = ", ".join(unknown) if unknown else repr(value)
+        raise InputError(f"--fail-on: unknown rule {bad}; expected any, none or a comma-separated list of "
+                         f"{', '.join(CHECKED_RULES)}")
+    return tuple(dict.fromkeys(names))
+
+
+def failing_rules(results: list[RuleResult], fail_on: str | tuple[str, ...]) -> list[str]:
+    """The fired rules that ``fail_on`` lists (all fired rules for ``any``), in the report's order."""
+    if fail_on == "none":
+        return []
+    return [r.rule for r in results if r.status == "fired" and (fail_on == "any" or r.rule in fail_on)]
+
+
+# ------------------------------------------------------------------------------------------ JUnit XML
+
+# Characters XML 1.0 cannot carry at all, even escaped.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _x(value) -> str:
+    """Text for an XML attribute or element; ElementTree escapes &, <, >, quotes and newlines."""
+    return _NOT_XML.sub("\ufffd", _text(value))
+
+
+def junit_xml(data: dict) -> bytes:
+    """One ``<testcase>`` per rule: ``<failure>`` when it fired, ``<skipped>`` when it had no data."""
+    results = rule_results(data)
+    failures = sum(r.status == "fired" for r in results)
+    skipped = sum(r.status == "no_data" for r in results)
+    counts = {"tests": str(len(results)), "failures": str(failures), "errors": "0", "skipped": str(skipped),
+              "time": "0"}
+    root = ET.Element("testsuites", {"name": "reportgen", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": SUITE, **counts})
+    job = data.get("job") or {}
+    generator = data.get("generator") or {}
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("job", job.get("name")), ("schema_version", data.get("schema_version")),
+                        ("reportgen_version", generator.get("version")),
+                        ("generated_at", generator.get("generated_at"))):
+        ET.SubElement(props, "property", {"name": name, "value": _x(value)})
+    for r in results:
+        case = ET.SubElement(suite, "testcase", {"classname": SUITE, "name": _x(r.rule), "time": "0"})
+        case_props = ET.SubElement(case, "properties")
+        for name, value in (("times_triggered", r.times_triggered), ("violations", r.violations),
+                            ("datapoints", r.datapoints)):
+            ET.SubElement(case_props, "property", {"name": name, "value": str(value)})
+        for key, value in r.parameters:
+            ET.SubElement(case_props, "property", {"name": _x(f"parameter.{key}"), "value": _x(value)})
+        if r.status == "fired":
+            failure = ET.SubElement(case, "failure", {"message": _x(r.finding), "type": "RuleFired"})
+            failure.text = _x(r.finding + (f"\nRecommendation: {r.recommendation}" if r.recommendation else ""))
+        elif r.status == "no_data":
+            ET.SubElement(case, "skipped", {"message": _x(r.finding)})
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+# ------------------------------------------------------------------------------------------ Markdown
+
+# Characters that start inline markup anywhere in a line (emphasis, code, links, images, tables,
+# strike-through, references and mentions). Line-start markup (#, -, +, 1.) needs no care: data text is
+# never placed at the start of a line.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!@])")
+
+
+def md(value) -> str:
+    """Data text made inert for inline use in Markdown: one line, HTML escaped, markup characters
+    backslash-escaped, no autolinks."""
+    text = " ".join(_text(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return text.replace("://", "&#58;//").replace("www.", "www&#46;")
+
+
+def _num(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "–"
+    return f"{value:.2f}"
+
+
+def _duration(seconds) -> str:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return "unknown"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    human = (f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s" if minutes else f"{secs} s")
+    return f"{seconds} s ({human})" if seconds >= 60 else human
+
+
+def _seconds(value) -> str:
+    return f"{int(round(value))} s" if isinstance(value, (int, float)) and math.isfinite(value) else "unknown"
+
+
+KEY_METRICS = ("CPU", "GPU")
+KEY_PERCENTILES = ("p50", "p95", "p99")
+
+
+def node_percentiles(data: dict) -> list[tuple[str, dict[str, dict]]]:
+    """[(node, {metric: row})] for the key metrics, nodes in the order of the system usage table."""
+    rows = ((data.get("sections") or {}).get("system-usage-statistics") or {}).get("rows") or []
+    nodes: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        if isinstance(row, dict) and row.get("metric") in KEY_METRICS:
+            nodes.setdefault(_text(row.get("node")), {})[row["metric"]] = row
+    return list(nodes.items())
+
+
+def markdown_summary(data: dict) -> str:
+    """A compact, link-free summary: job, duration, key percentiles per node, rules that fired."""
+    sections = data.get("sections") or {}
+    job = data.get("job") or {}
+    lines = [f"## Profiling report: {md(job.get('name') or 'unnamed job')}", ""]
+    if job.get("incomplete"):
+        lines += ["The job was still running: the report covers the data written so far.", ""]
+
+    summary = sections.get("training-job-summary") or {}
+    if summary.get("available") is False or "job_duration_s" not in summary:
+        lines += ["Job duration: unknown (no system or framework timestamps).", ""]
+    else:
+        parts = [f"{label} {_seconds(summary.get(key))}" for label, key in
+                 (("initialization", "initialization_s"), ("training loop", "training_loop_duration_s"),
+                  ("finalization", "finalization_s")) if summary.get(key) is not None]
+        lines += [f"Job duration: {_duration(summary.get('job_duration_s'))}"
+                  + (f"; {', '.join(parts)}." if parts else "."), ""]
+
+    nodes = node_percentiles(data)
+    if nodes:
+        header = [f"{m} {p}" for m in KEY_METRICS for p in KEY_PERCENTILES]
+        lines += ["Utilization per node, in percent:", "",
+                  "| Node | " + " | ".join(header) + " |",
+                  "|---|" + "---:|" * len(header)]
+        for node, metrics in nodes:
+            cells = [_num((metrics.get(m) or {}).get(p)) for m in KEY_METRICS for p in KEY_PERCENTILES]
+            lines.append(f"| {md(node)} | " + " | ".join(cells) + " |")
+        lines.append("")
+    else:
+        lines += ["No system usage statistics were recorded.", ""]
+
+    results = rule_results(data)
+    fired = [r for r in results if r.status == "fired"]
+    if not results:
+        lines += ["No rule outputs were found.", ""]
+    elif not fired:
+        lines += [f"None of the {len(results)} rules fired.", ""]
+    else:
+        lines += [f"**{len(fired)} of {len(results)} rules fired:**", "",
+                  "| Rule | Times | Recommendation |", "|---|---:|---|"]
+        for r in fired:
+            lines.append(f"| {md(r.rule)} | {r.times_triggered} | {md(r.recommendation)} |")
+        lines.append("")
+    passed = [md(r.rule) for r in results if r.status == "passed"]
+    no_data = [md(r.rule) for r in results if r.status == "no_data"]
+    if passed and fired:
+        lines += [f"Did not fire: {', '.join(passed)}.", ""]
+    if no_data:
+        lines += [f"No data: {', '.join(no_data)}.", ""]
+
+    problems = (sections.get("data-quality") or {}).get("problems")
+    if isinstance(problems, int) and problems:
+        lines += [f"Data quality: {problems} problem(s) while reading the input (listed in the report).", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+@dataclass
+class CIOutcome:
+    written: list[Path]
+    failing: list[str]  # fired rules listed in --fail-on: exit code 1 when not empty
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    from reportgen.render.html import write_atomically
+
+    path = Path(path)
+    try:
+        write_atomically(path, text)
+    except OSError as err:
+        raise InputError(f"{path}: cannot write ({err.strerror or err})") from None
+
+
+def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | None = None,
+                     step_summary: bool = True, fail_on: str | tuple[str, ...] = "none",
+                     environ: dict | None = None) -> CIOutcome:
+    """Write the requested outputs; append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
+    environ = os.environ if environ is None else environ
+    written = []
+    if junit:
+        _write_atomically(Path(junit), junit_xml(data).decode("utf-8"))
+        written.append(Path(junit))
+    summary_file = environ.get("GITHUB_STEP_SUMMARY") if step_summary else None
+    if markdown or summary_file:
+        text = markdown_summary(data)
+        if markdown:
+            _write_atomically(Path(markdown), text)
+            written.append(Path(markdown))
+        if summary_file:
+            try:
+                with open(summary_file, "a", encoding="utf-8") as handle:
+                    handle.write(text + "\n")
+            except OSError as err:
+                raise InputError(f"$GITHUB_STEP_SUMMARY ({summary_file}): cannot append "
+                                 f"({err.strerror or err})") from None
+            written.append(Path(summary_file))
+    return CIOutcome(written, failing_rules(rule_results(data), fail_on))
