@@ -11,7 +11,8 @@ from reportgen.report.model import Chart, Heading, Section, Text
 from reportgen.report.util import as_dict, slug
 from reportgen.rule_outputs import RuleOutputs
 
-NO_JS = "Time-series chart (needs JavaScript); the per-node statistics are in System usage statistics."
+def no_js(title: str) -> str:
+    return f"{title}: time-series chart (needs JavaScript); the per-node statistics are in System usage statistics."
 
 LABELS = {"cpu_total": "CPU (mean of cores)", "cpu_memory": "CPU memory", "io_wait": "I/O wait (mean of cores)"}
 
@@ -54,19 +55,20 @@ def build(outputs: RuleOutputs) -> Section:
         if util:
             section.add(Chart(f"timeline-util-{slug(node)}",
                               charts.time_lines(t, util, f"Utilization on {node} (%)", "%", band=LABELS["cpu_total"]),
-                              NO_JS))
+                              no_js(f"Utilization on {node}")))
         net = {label: series[key] for key, label in (("network_algorithm", "network, training container"),
                                                      ("network_platform", "network, platform"))
                if key in series}
         if net:
             section.add(Chart(f"timeline-net-{slug(node)}",
-                              charts.time_lines(t, net, f"Network on {node} (bytes/s)", "bytes/s"), NO_JS))
+                              charts.time_lines(t, net, f"Network on {node} (bytes/s)", "bytes/s"),
+                              no_js(f"Network on {node}")))
         for key, label in (("cpu_heatmap", "CPU cores"), ("gpu_heatmap", "GPUs")):
             heat = as_dict(data.get(key))
             if heat.get("rows") and heat.get("mean"):
                 section.add(Chart(f"timeline-{key}-{slug(node)}",
                                   charts.heatmap(t, heat["rows"], heat["mean"], f"{label} of {node} over time (%)"),
-                                  NO_JS))
+                                  no_js(f"{label} of {node} over time")))
     phases = as_dict(timeline.get("phases"))
     lanes = {}
     for worker, kinds in phases.items():
@@ -77,6 +79,7 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Heading("Framework phases", 3))
         section.add(Text("Training steps, evaluation steps and data loading per worker, on the same time axis as "
                          "the charts above: gaps in the training lane are time spent outside steps."))
-        section.add(Chart("timeline-phases", charts.intervals(lanes, "Framework phases over time"), NO_JS))
+        section.add(Chart("timeline-phases", charts.intervals(lanes, "Framework phases over time"),
+                              no_js("Framework phases over time")))
     section.data = {"nodes": sorted(nodes), "buckets_per_series": budget}
     return section
