@@ -62,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--profile", default=None, help="AWS profile to use (default: the usual boto3 lookup)")
     gen.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     gen.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    gen.add_argument("--instance", default=None, metavar="TYPE",
+                     help="instance type, e.g. ml.p3.8xlarge, for the cost line (default: from the job description)")
+    gen.add_argument("--count", type=int, default=None, help="instance count for the cost line (default: from the job "
+                                                             "description, else 1 with --instance)")
+    gen.add_argument("--region", default=None, help="region of the prices (default: the job's, else us-east-1)")
+    gen.add_argument("--prices", type=Path, default=None, metavar="FILE", help="TOML file of hourly prices")
     _add_ci_options(gen)
     check = sub.add_parser(
         "check",
@@ -75,7 +81,47 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     _add_ci_options(check)
     gen.epilog = EXIT_CODES_HELP
+    _add_compare_parser(sub)
     return parser
+
+
+def _add_compare_parser(sub) -> None:
+    cmp = sub.add_parser(
+        "compare", help="compare two training jobs (duration, utilization, rules, cost) in one HTML page",
+        description="Compare run A with run B: one standalone HTML (or Markdown) page plus compare.json.")
+    cmp.add_argument("source_a", metavar="A", help="the first run: anything generate accepts")
+    cmp.add_argument("source_b", metavar="B", help="the second run: anything generate accepts")
+    cmp.add_argument("-o", "--output", type=Path, default=Path("compare.html"),
+                     help="file to write (default: compare.html)")
+    cmp.add_argument("--format", choices=("html", "md"), default="html", dest="fmt",
+                     help="html (default) or md (Markdown, e.g. for a pull-request comment)")
+    cmp.add_argument("--json", type=Path, default=None, dest="json_path",
+                     help="where to write compare.json (default: OUTPUT with .json suffix)")
+    for side in ("a", "b"):
+        cmp.add_argument(f"--instance-{side}", default=None, metavar="TYPE",
+                         help=f"instance type of {side.upper()} (default: from its job description)")
+        cmp.add_argument(f"--count-{side}", type=int, default=None, metavar="N",
+                         help=f"instance count of {side.upper()} (default: from its job description, else 1)")
+    cmp.add_argument("--region", default=None, help="region of the prices (default: each job's, else us-east-1)")
+    cmp.add_argument("--prices", type=Path, default=None, metavar="FILE",
+                     help="TOML file of hourly prices laid over the shipped table")
+    cmp.add_argument("--recompute", action="store_true", help="analyse raw profiler data even when rule outputs exist")
+    cmp.add_argument("--cache-dir", type=Path, default=None, help="where S3 downloads are cached")
+    cmp.add_argument("--profile", default=None, help="AWS profile to use")
+    cmp.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    cmp.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+
+def _compare(args, say) -> int:
+    from reportgen.compare.run import compare
+
+    result = compare(args.source_a, args.source_b, args.output, fmt=args.fmt, json_path=args.json_path,
+                     instance_a=args.instance_a, count_a=args.count_a, instance_b=args.instance_b,
+                     count_b=args.count_b, region=args.region, prices_file=args.prices, progress=say,
+                     cache_dir=args.cache_dir, recompute=args.recompute,
+                     session_kwargs={"profile_name": args.profile} if args.profile else None)
+    say(f"wrote {result.output_path} and {result.json_path} in {result.seconds:.1f} s")
+    return EXIT_OK
 
 
 def _progress(quiet: bool):
@@ -131,7 +177,8 @@ def _run(args, say) -> int:
     result = generate(args.source, args.output, job_name=args.job_name, json_path=args.json_path,
                       keep_notebook=args.keep_notebook, progress=say, cache_dir=args.cache_dir,
                       recompute=args.recompute, rule_params=rule_params,
-                      session_kwargs={"profile_name": args.profile} if args.profile else None)
+                      session_kwargs={"profile_name": args.profile} if args.profile else None,
+                      instance=args.instance, count=args.count, region=args.region, prices_file=args.prices)
     say(f"wrote {result.html_path} ({result.html_bytes / 1e6:.1f} MB) and {result.json_path} "
         f"in {result.seconds:.1f} s")
     if not (args.junit or args.markdown or args.fail_on_parsed != "none"
@@ -148,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     say = _progress(args.quiet)
     try:
+        if args.command == "compare":
+            return _compare(args, say)
         return _run(args, say)
     except ReportgenError as err:
         print(f"reportgen: error: {err}", file=sys.stderr)

@@ -72,7 +72,7 @@ class ReportSession:
 
 def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool = False,
                 notes: list[str] | None = None, description: str = "", incomplete: bool = False,
-                source_label: str = "") -> ReportSession:
+                source_label: str = "", cost: dict | None = None) -> ReportSession:
     """Build the report of ``source``: a rule-output folder, raw profiler data, s3:// or a SageMaker job.
 
     reportgen's pipeline passes a ready rule-output folder; in Jupyter any source works (raw data is
@@ -95,6 +95,12 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
     report.description = description
     report.source = source_label or report.source
     report.incomplete = incomplete
+    if cost:  # instance known: a cost section after the summary (see reportgen.cost)
+        from reportgen.cost import cost_section
+
+        duration = report.section("training-job-summary").data.get("job_duration_s")
+        at = [s.id for s in report.sections].index("training-job-summary") + 1
+        report.sections.insert(at, cost_section(duration, **cost))
     return ReportSession(report, standalone)
 
 

@@ -104,13 +104,35 @@ def prepare_rule_outputs(source: str, work_dir: Path, *, cache_dir: Path | None 
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
 
 
+def _check_cost_options(instance, count, prices_file) -> None:
+    from reportgen.cost import load_prices
+
+    if count is not None and count < 1:
+        raise InputError("--count must be at least 1")
+    load_prices(prices_file)  # a bad prices file fails before any work
+
+
+def _cost_parameter(resolved, instance, count, region, prices_file) -> dict:
+    """What the notebook needs for the cost section; empty (no section) when the instance is unknown."""
+    instance_type = instance or resolved.instance_type
+    if not instance_type:
+        return {}
+    return {"instance_type": instance_type, "instance_count": count or resolved.instance_count or 1,
+            "region": region or resolved.region, "prices_file": str(Path(prices_file).resolve()) if prices_file else None,
+            "instance_from": "command line" if instance else "job description"}
+
+
 def generate(source: str, output: Path, *, job_name: str = "", json_path: Path | None = None,
              keep_notebook: Path | None = None, progress: Progress = _silent, cache_dir: Path | None = None,
-             recompute: bool = False, rule_params=None, session_kwargs: dict | None = None) -> GenerateResult:
+             recompute: bool = False, rule_params=None, session_kwargs: dict | None = None,
+             instance: str | None = None, count: int | None = None, region: str | None = None,
+             prices_file: Path | None = None) -> GenerateResult:
     started = time.perf_counter()
     output = Path(output)
     json_path = Path(json_path) if json_path else output.with_suffix(".json")
     _check_writable(output)
+    if prices_file or instance or count is not None:
+        _check_cost_options(instance, count, prices_file)
     with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
         work_dir = Path(work)
         prepared = prepare_rule_outputs(source, work_dir, cache_dir=cache_dir, recompute=recompute,
@@ -130,7 +152,8 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
         execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir.resolve()),
                           "job_name": job_name or resolved.job_name or _local_name(source), "standalone": True,
                           "notes": notes, "description": description, "incomplete": resolved.incomplete,
-                          "source_label": str(source)},
+                          "source_label": str(source),
+                          "cost": _cost_parameter(resolved, instance, count, region, prices_file)},
                          executed)
         progress("converting to HTML")
         html = notebook_to_html(executed)

@@ -19,6 +19,10 @@ def notebook_path() -> Path:
     return bundled("notebooks") / "profiler_report.ipynb"
 
 
+def compare_notebook_path() -> Path:
+    return bundled("notebooks") / "compare_report.ipynb"
+
+
 def template_dir() -> Path:
     return bundled("templates")
 

@@ -30,18 +30,22 @@ def main() -> None:
         "notes = []  # data-quality notes from earlier pipeline stages\n"
         "description = \"\"  # what the source resolved to (shown in the header)\n"
         "incomplete = False  # the job was still running when the data was read\n"
-        "source_label = \"\"  # what the user asked for (ARN, s3:// URI, folder); empty: source")
+        "source_label = \"\"  # what the user asked for (ARN, s3:// URI, folder); empty: source\n"
+        "cost = {}  # instance_type, instance_count, region, prices_file: adds the cost section; empty: none")
     params.metadata["tags"] = ["parameters"]
     cells.append(params)
     cells.append(nbformat.v4.new_code_cell(
         "from reportgen.notebook import open_report\n\n"
         "report = open_report(source, job_name=job_name, standalone=standalone, notes=notes,\n"
-        "                     description=description, incomplete=incomplete, source_label=source_label)\n"
+        "                     description=description, incomplete=incomplete, source_label=source_label,\n"
+        "                     cost=cost)\n"
         "report.header()"))
     for section_id, _builder in BUILDERS:
         if section_id == "step-duration-analysis":
             cells.append(nbformat.v4.new_code_cell('report.show("training-loop-analysis")'))
         cells.append(nbformat.v4.new_code_cell(f'report.show("{section_id}")'))
+        if section_id == "training-job-summary":
+            cells.append(nbformat.v4.new_code_cell('if cost:\n    report.show("cost")'))
     cells.append(nbformat.v4.new_code_cell('report.show("data-quality")'))
     cells.append(nbformat.v4.new_code_cell("if output_dir:\n    report.save_json(output_dir)"))
     nb.cells = cells

@@ -12,14 +12,14 @@ from reportgen.render.kernel import KERNEL_NAME, ThisPythonKernelManager
 from reportgen.resources import notebook_path, plotly_js, template_dir
 
 
-def execute_notebook(parameters: dict, executed_path: Path) -> None:
-    """Run the report notebook; a failing cell is recorded in the notebook, not raised."""
+def execute_notebook(parameters: dict, executed_path: Path, notebook: Path | None = None) -> None:
+    """Run the report notebook (or ``notebook``); a failing cell is recorded in the notebook, not raised."""
     import papermill
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
     try:
         papermill.execute_notebook(
-            str(notebook_path()),
+            str(notebook or notebook_path()),
             str(executed_path),
             parameters=parameters,
             kernel_name=KERNEL_NAME,

@@ -36,7 +36,17 @@ def test_remote_sources_give_the_local_report(world, local_report, tmp_path, mon
     out = tmp_path / "report.html"
     result = generate(source, out, cache_dir=tmp_path / "cache", progress=messages.append)
     assert result.used == "rule outputs"
-    assert sections(result.json_path) == local_report
+    got = sections(result.json_path)
+    # A job source's description names the instances, so its report also gains the cost of the run.
+    cost = got.pop("cost", None)
+    assert got == local_report
+    if form == "s3_rules":
+        assert cost is None
+    else:
+        assert (cost["instance_type"], cost["instance_count"], cost["region"], cost["instance_from"]) == \
+            ("ml.p3.2xlarge", 1, REGION, "job description")
+        assert cost["duration_s"] == local_report["training-job-summary"]["job_duration_s"]
+        assert cost["cost"] == pytest.approx(cost["duration_s"] * 3.825 / 3600)
     assert any(m.startswith("downloaded 11/11 files") for m in messages)
     html = out.read_text(encoding="utf-8")
     assert 'id="system-usage"' in html
@@ -44,3 +54,20 @@ def test_remote_sources_give_the_local_report(world, local_report, tmp_path, mon
     again = []
     generate(source, tmp_path / "again.html", cache_dir=tmp_path / "cache", progress=again.append)
     assert not any(m.startswith("downloaded") for m in again)
+
+
+def test_compare_takes_the_instances_of_an_arn_source_from_its_job(world, rule_fixture_dir, tmp_path, monkeypatch):
+    from reportgen.compare.run import compare
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    out = tmp_path / "compare.md"
+    compare(world.training_arn, str(rule_fixture_dir), out, fmt="md", cache_dir=tmp_path / "cache",
+            instance_b="ml.g5.xlarge")
+    data = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    a, b = data["sections"]["cost"]["a"], data["sections"]["cost"]["b"]
+    assert (a["instance_type"], a["instance_count"], a["region"], a["instance_from"]) == \
+        ("ml.p3.2xlarge", 1, REGION, "job description")
+    assert (b["instance_type"], b["instance_count"], b["instance_from"]) == ("ml.g5.xlarge", 1, "command line")
+    assert a["duration_s"] == b["duration_s"]  # the same rule outputs on both sides
+    assert data["sections"]["cost"]["saving_pct"] == pytest.approx((3.825 - 1.408) / 3.825 * 100)
+    assert "| A | ml.p3.2xlarge | 1 | us-east-1 | $3.825 |" in out.read_text(encoding="utf-8")

@@ -1,0 +1,102 @@
+"""``compare``: two sources -> rule outputs each -> comparison notebook -> one standalone HTML (or Markdown).
+
+Each side goes through ``prepare_rule_outputs`` exactly as ``generate``'s source does; the run is atomic
+(everything is made in a private work folder, files are written to a temporary name and renamed).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from reportgen.atomic import write_text_atomic
+from reportgen.cost import load_prices
+from reportgen.errors import InputError
+from reportgen.pipeline import Progress, _check_writable, _local_name, _silent, prepare_rule_outputs
+from reportgen.rule_outputs import load_rule_outputs
+
+FORMATS = ("html", "md")
+
+
+@dataclass
+class CompareResult:
+    output_path: Path
+    json_path: Path
+    output_bytes: int
+    seconds: float
+
+
+def _side_spec(label: str, source: str, work_dir: Path, instance: str | None, count: int | None,
+               region: str | None, progress: Progress, **prepare_kwargs) -> dict:
+    prepared = prepare_rule_outputs(source, work_dir / label, progress=lambda m: progress(f"{label}: {m}"),
+                                    **prepare_kwargs)
+    resolved = prepared.resolved
+    load_rule_outputs(prepared.rule_dir)  # bad input fails fast, before the notebook starts
+    instance_from = "command line" if instance else "job description" if resolved.instance_type else ""
+    if count and not instance and not resolved.instance_type:
+        raise InputError(f"--count-{label.lower()} given without --instance-{label.lower()}, and the job "
+                         "description of that source gives no instance type")
+    notes = list(resolved.notes)
+    if resolved.incomplete:
+        notes.insert(0, f"Run {label} was still running: its numbers cover the data written so far.")
+    return {"rule_dir": str(prepared.rule_dir.resolve()),
+            "name": resolved.job_name or _local_name(source) or label,
+            "source": str(source),
+            "description": f"{resolved.description} — from the {prepared.used}",
+            "instance_type": instance or resolved.instance_type,
+            "instance_count": count or resolved.instance_count or (1 if instance else None),
+            "instance_from": instance_from,
+            "region": region or resolved.region,
+            "notes": notes}
+
+
+def compare(source_a: str, source_b: str, output: Path, *, fmt: str = "html", json_path: Path | None = None,
+            instance_a: str | None = None, count_a: int | None = None, instance_b: str | None = None,
+            count_b: int | None = None, region: str | None = None, prices_file: Path | None = None,
+            progress: Progress = _silent, cache_dir: Path | None = None, recompute: bool = False,
+            rule_params=None, session_kwargs: dict | None = None) -> CompareResult:
+    from reportgen.compare.output import to_markdown
+    from reportgen.compare.session import open_comparison
+    from reportgen.render.html import execute_notebook, notebook_to_html
+    from reportgen.resources import compare_notebook_path
+
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r} (use html or md)")
+    for flag, value in (("--count-a", count_a), ("--count-b", count_b)):
+        if value is not None and value < 1:
+            raise InputError(f"{flag} must be at least 1")
+    started = time.perf_counter()
+    output = Path(output)
+    json_path = Path(json_path) if json_path else output.with_suffix(".json")
+    _check_writable(output)
+    load_prices(prices_file)  # a bad prices file is an input error before any work
+    prepare = {"cache_dir": cache_dir, "recompute": recompute, "rule_params": rule_params,
+               "session_kwargs": session_kwargs}
+    with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
+        work_dir = Path(work)
+        a = _side_spec("A", source_a, work_dir, instance_a, count_a, region, progress, **prepare)
+        b = _side_spec("B", source_b, work_dir, instance_b, count_b, region, progress, **prepare)
+        prices = str(Path(prices_file).resolve()) if prices_file else ""
+        if fmt == "md":
+            progress("building the comparison")
+            session = open_comparison(a, b, prices_file=prices, standalone=True)
+            text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
+            write_text_atomic(output, text)
+            session.save_json(work_dir)
+        else:
+            executed = work_dir / "compare.ipynb"
+            progress("executing the comparison notebook")
+            execute_notebook({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
+                              "standalone": True}, executed, notebook=compare_notebook_path())
+            progress("converting to HTML")
+            text = notebook_to_html(executed)
+            write_text_atomic(output, text)
+        produced = work_dir / "compare.json"
+        if produced.is_file():
+            shutil.move(str(produced), str(json_path))
+    return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started)
+
+
