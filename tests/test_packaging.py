@@ -29,13 +29,10 @@ def test_wheel_contains_notebook_and_templates(wheel):
                      "reportgen/_bundled/templates/reportgen/conf.json",
                      "reportgen/_bundled/templates/reportgen/report.css",
                      "reportgen/_bundled/templates/blocks/table.html.j2",
-<<<<<<< HEAD
                      "reportgen/schemas/report.schema.json",
-=======
                      "reportgen/_bundled/notebooks/compare_report.ipynb",
                      "reportgen/_bundled/templates/blocks/compare_header.html.j2",
                      "reportgen/data/prices.toml",
->>>>>>> compare
                      "reportgen/cli.py"):
         assert required in names
 
