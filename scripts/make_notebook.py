@@ -12,16 +12,30 @@ from reportgen.report.sections import BUILDERS
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main() -> None:
+def new_notebook(intro: str, parameters: str) -> tuple[nbformat.NotebookNode, list]:
+    """A Python notebook with an intro cell and a papermill ``parameters`` cell (shared by both notebooks)."""
     nb = nbformat.v4.new_notebook()
     nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata.language_info = {"name": "python"}
-    cells = [nbformat.v4.new_markdown_cell(
+    params = nbformat.v4.new_code_cell(parameters)
+    params.metadata["tags"] = ["parameters"]
+    return nb, [nbformat.v4.new_markdown_cell(intro), params]
+
+
+def write(nb: nbformat.NotebookNode, cells: list, path: Path) -> None:
+    """Stable cell ids, so regenerating an unchanged notebook changes nothing."""
+    for number, cell in enumerate(cells):
+        cell.id = f"cell-{number:02d}"
+    nb.cells = cells
+    nbformat.write(nb, path)
+
+
+def main() -> None:
+    nb, cells = new_notebook(
         "# Profiling report\n\n"
         "The analysis notebook of **reportgen**. `reportgen generate` runs it with papermill; you can also run it "
         "here against any ProfilerReport output folder: set `source` below and run all cells. Every table, text "
-        "and chart comes from the `reportgen` package (`reportgen.report`), so this notebook stays thin.")]
-    params = nbformat.v4.new_code_cell(
+        "and chart comes from the `reportgen` package (`reportgen.report`), so this notebook stays thin.",
         "# Parameters (papermill injects new values below this cell)\n"
         "source = \"../sample_data\"  # rule outputs or raw profiler data: a folder, s3:// URI, ARN or job name\n"
         "output_dir = \"\"  # where report.json is written; empty: not written\n"
@@ -32,8 +46,6 @@ def main() -> None:
         "incomplete = False  # the job was still running when the data was read\n"
         "source_label = \"\"  # what the user asked for (ARN, s3:// URI, folder); empty: source\n"
         "cost = {}  # instance_type, instance_count, region, prices_file: adds the cost section; empty: none")
-    params.metadata["tags"] = ["parameters"]
-    cells.append(params)
     cells.append(nbformat.v4.new_code_cell(
         "from reportgen.notebook import open_report\n\n"
         "report = open_report(source, job_name=job_name, standalone=standalone, notes=notes,\n"
@@ -48,8 +60,7 @@ def main() -> None:
             cells.append(nbformat.v4.new_code_cell('if cost:\n    report.show("cost")'))
     cells.append(nbformat.v4.new_code_cell('report.show("data-quality")'))
     cells.append(nbformat.v4.new_code_cell("if output_dir:\n    report.save_json(output_dir)"))
-    nb.cells = cells
-    nbformat.write(nb, ROOT / "notebooks" / "profiler_report.ipynb")
+    write(nb, cells, ROOT / "notebooks" / "profiler_report.ipynb")
 
 
 if __name__ == "__main__":
