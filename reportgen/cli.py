@@ -46,6 +46,20 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--profile", default=None, help="AWS profile to use (default: the usual boto3 lookup)")
     gen.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     gen.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    rec = sub.add_parser(
+        "record",
+        help="run a training command and record system (and GPU) metrics in SageMaker's layout",
+        description="Run COMMAND, sample CPU cores, memory, disk, network (psutil) and NVIDIA GPUs (NVML, "
+                    "optional) while it runs, and write SageMaker's system-metrics layout for `generate`. "
+                    "The command's exit code is passed through.",
+    )
+    rec.add_argument("--interval", default="500ms", help="sampling interval, e.g. 500ms, 1s (default: 500ms)")
+    rec.add_argument("--out", default=None, help="recording folder (default: ./reportgen-recording-<time>)")
+    rec.add_argument("--trace-dir", default=None, metavar="DIR",
+                     help="a PyTorch profiler trace folder the command writes; copied into the recording at the end")
+    rec.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    rec.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    rec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run")
     return parser
 
 
@@ -73,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     say = _progress(args.quiet)
+    if args.command == "record":
+        return _record(args, say)
     try:
         from reportgen.pipeline import generate
 
@@ -96,3 +112,20 @@ def main(argv: list[str] | None = None) -> int:
     say(f"wrote {result.html_path} ({result.html_bytes / 1e6:.1f} MB) and {result.json_path} "
         f"in {result.seconds:.1f} s")
     return EXIT_OK
+
+
+def _record(args, say) -> int:
+    """``reportgen record``: the command's own exit code, or 2 for a usage error."""
+    try:
+        from reportgen.recorder.run import main as record_main
+
+        return record_main(args, say)
+    except ReportgenError as err:
+        print(f"reportgen: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except Exception as err:  # a bug: one line, unless asked for details
+        if args.debug:
+            raise
+        print(f"reportgen: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
