@@ -82,6 +82,20 @@ def _parser() -> argparse.ArgumentParser:
     _add_ci_options(check)
     gen.epilog = EXIT_CODES_HELP
     _add_compare_parser(sub)
+    rec = sub.add_parser(
+        "record",
+        help="run a training command and record system (and GPU) metrics in SageMaker's layout",
+        description="Run COMMAND, sample CPU cores, memory, disk, network (psutil) and NVIDIA GPUs (NVML, "
+                    "optional) while it runs, and write SageMaker's system-metrics layout for `generate`. "
+                    "The command's exit code is passed through.",
+    )
+    rec.add_argument("--interval", default="500ms", help="sampling interval, e.g. 500ms, 1s (default: 500ms)")
+    rec.add_argument("--out", default=None, help="recording folder (default: ./reportgen-recording-<time>)")
+    rec.add_argument("--trace-dir", default=None, metavar="DIR",
+                     help="a PyTorch profiler trace folder the command writes; copied into the recording at the end")
+    rec.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    rec.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    rec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run")
     return parser
 
 
@@ -195,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     say = _progress(args.quiet)
     try:
+        if args.command == "record":
+            return _record(args, say)
         if args.command == "compare":
             return _compare(args, say)
         return _run(args, say)
@@ -210,3 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reportgen: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _record(args, say) -> int:
+    """``reportgen record``: the command's own exit code, or 2 for a usage error."""
+    from reportgen.recorder.run import main as record_main
+
+    return record_main(args, say)

@@ -97,10 +97,23 @@ def prepare_rule_outputs(source: str, work_dir: Path, *, cache_dir: Path | None 
     resolved = resolve_source(str(source), cache_dir=cache_dir, recompute=recompute,
                               progress=_download_progress(progress), session_kwargs=session_kwargs)
     progress(resolved.description)
+    kineto = tuple(resolved.kineto_files or ())
     if resolved.rule_output_dir is not None and not recompute:
+        if kineto:
+            from reportgen.kineto.outputs import with_rule_outputs
+
+            return Prepared(resolved, _add_kineto(kineto, with_rule_outputs(resolved.rule_output_dir, work_dir / "analysis"),
+                                                  rule_params, progress), "rule outputs and PyTorch profiler traces")
         return Prepared(resolved, resolved.rule_output_dir, "rule outputs")
     if resolved.raw_dir is not None:
-        return Prepared(resolved, _analyse_raw(resolved.raw_dir, work_dir, rule_params, progress), "raw data")
+        rule_dir = _analyse_raw(resolved.raw_dir, work_dir, rule_params, progress)
+        if kineto:
+            return Prepared(resolved, _add_kineto(kineto, rule_dir.parent, rule_params, progress),
+                            "raw data and PyTorch profiler traces")
+        return Prepared(resolved, rule_dir, "raw data")
+    if kineto:
+        return Prepared(resolved, _add_kineto(kineto, work_dir / "analysis", rule_params, progress),
+                        "PyTorch profiler traces")
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
 
 
@@ -120,6 +133,13 @@ def _cost_parameter(resolved, instance, count, region, prices_file) -> dict:
     return {"instance_type": instance_type, "instance_count": count or resolved.instance_count or 1,
             "region": region or resolved.region, "prices_file": str(Path(prices_file).resolve()) if prices_file else None,
             "instance_from": "command line" if instance else "job description"}
+
+
+def _add_kineto(files, analysis_dir: Path, rule_params, progress: Progress) -> Path:
+    from reportgen.kineto import write_kineto_outputs
+
+    progress(f"analysing {len(files)} PyTorch profiler trace file(s)")
+    return write_kineto_outputs(list(files), analysis_dir, params=rule_params)
 
 
 def generate(source: str, output: Path, *, job_name: str = "", json_path: Path | None = None,

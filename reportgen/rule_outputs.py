@@ -70,6 +70,7 @@ class RuleOutputs:
     # Written by our engine beside profiler-reports/ (absent for SageMaker's own outputs).
     timeline: dict | None = None
     data_quality: dict | None = None
+    kineto: dict | None = None  # PyTorch profiler traces analysed by reportgen.kineto (kineto.json)
 
     def get(self, name: str) -> RuleOutput | None:
         return self.rules.get(name)
@@ -150,7 +151,7 @@ def load_rule_outputs(folder: Path) -> RuleOutputs:
     """Load every known rule JSON in ``folder``; other JSON files are noted and skipped."""
     outputs = RuleOutputs(folder=folder)
     for path in sorted(folder.glob("*.json")):
-        if path.name in ("timeline.json", "data-quality.json"):
+        if path.name in ("timeline.json", "data-quality.json", "kineto.json"):
             continue
         if path.stem not in RULE_ORDER:
             outputs.notes.append(f"{path.name}: not a ProfilerReport rule output; skipped")
@@ -162,6 +163,7 @@ def load_rule_outputs(folder: Path) -> RuleOutputs:
     outputs.rules = {name: outputs.rules[name] for name in RULE_ORDER if name in outputs.rules}
     outputs.timeline = _load_extra(folder, "timeline.json", outputs.notes)
     outputs.data_quality = _load_extra(folder, "data-quality.json", outputs.notes)
+    outputs.kineto = _load_extra(folder, "kineto.json", outputs.notes)
     return outputs
 
 

@@ -44,6 +44,7 @@ class ResolvedSource:
     notes: tuple[str, ...] = ()
     refused_keys: tuple[str, ...] = ()  # S3 keys skipped because they could not be stored safely
     bytes_downloaded: int = 0
+    kineto_files: tuple[Path, ...] = ()  # PyTorch profiler (Kineto) traces found in a local folder
 
 
 # ------------------------------------------------------------------------------------ entry point
@@ -138,10 +139,13 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
     if not root.is_dir():
         raise InputError(f"Local source {str(root)!r} is not a folder.")
     rule_dir, raw_dir = locate_local(root)
-    if rule_dir is None and raw_dir is None:
+    from reportgen.kineto.discover import find_traces
+
+    kineto = tuple(find_traces(root))
+    if rule_dir is None and raw_dir is None and not kineto:
         raise InputError(
             f"No profiler data in {str(root)!r}: expected rule outputs (profiler-reports/*.json) "
-            "or raw profiler data (system/, framework/)."
+            "or raw profiler data (system/, framework/) or PyTorch profiler traces (*.pt.trace.json[.gz])."
         )
     if recompute and raw_dir is None:
         raise InputError(f"--recompute needs raw profiler data (system/, framework/) but {str(root)!r} has only rule outputs.")
@@ -150,6 +154,8 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
         parts.append(f"rule outputs in {rule_dir}")
     if raw_dir is not None:
         parts.append(f"raw profiler data in {raw_dir}")
+    if kineto:
+        parts.append(f"{len(kineto)} PyTorch profiler trace file(s) in {kineto[0].parent}")
     return ResolvedSource(
         kind="local",
         rule_output_dir=rule_dir,
@@ -163,6 +169,7 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
         source=source if source is not None else str(root),
         raw_available=raw_dir is not None,
         end_marker=_end_marker(raw_dir) if raw_dir is not None else None,
+        kineto_files=kineto,
     )
 
 

@@ -1,0 +1,294 @@
+"""Columnar reader for PyTorch profiler (Kineto) Chrome traces, one file per rank.
+
+A file is decoded once (stdlib JSON) and turned into a few numpy columns, one row per complete
+event: category code, interned name, start and duration in µs, GPU device and bytes moved. What is
+kept is only what the analysis needs; the decoded dicts are dropped file by file.
+
+Bad input never raises: a truncated gzip stream keeps what was decompressed, a broken JSON array
+keeps the events before the break, unclosed ``B`` events and events without a numeric time are
+skipped; each case is counted in the shared :class:`~reportgen.engine.problems.ProblemLog`.
+
+Timestamps: the Chrome trace format says µs, and Kineto writes µs (recent versions with a
+fractional part, i.e. ns resolution). A file whose timestamps are larger than 1e17 can only be
+ns since the epoch (as µs that would be the year 5138), so it is scaled to µs. ``baseTimeNanoseconds``
+(written by newer Kineto, with timestamps relative to it) is added to make times absolute.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from reportgen.engine.problems import ProblemLog
+
+# Canonical categories. Kineto's 2021 traces use Operator/Runtime/Kernel/Memcpy/Memset.
+CPU_OP, USER_ANNOTATION, KERNEL, MEMCPY, MEMSET, RUNTIME, DRIVER, SYNC, GPU_ANNOTATION, PYTHON, OTHER = range(11)
+CATEGORY_NAMES = ("cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime",
+                  "cuda_driver", "cuda_sync", "gpu_user_annotation", "python_function", "other")
+_CATEGORIES = {
+    "cpu_op": CPU_OP, "operator": CPU_OP,
+    "user_annotation": USER_ANNOTATION,
+    "kernel": KERNEL,
+    "gpu_memcpy": MEMCPY, "memcpy": MEMCPY,
+    "gpu_memset": MEMSET, "memset": MEMSET,
+    "cuda_runtime": RUNTIME, "runtime": RUNTIME,
+    "cuda_driver": DRIVER,
+    "cuda_sync": SYNC,
+    "gpu_user_annotation": GPU_ANNOTATION,
+    "python_function": PYTHON,
+}
+GPU_CATEGORIES = (KERNEL, MEMCPY, MEMSET, SYNC)
+NS_THRESHOLD = 1e17
+_META_KEYS = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds")
+
+
+@dataclass
+class KinetoTrace:
+    """One trace file as columns (one row per complete event, sorted by start)."""
+
+    path: Path
+    label: str  # how the report names this rank: its rank number, or the file's stem
+    rank: int | None
+    world_size: int | None = None
+    backend: str | None = None
+    devices: list[str] = field(default_factory=list)  # deviceProperties names
+    time_unit: str = "us"  # unit found in the file ("ns" files are scaled to µs)
+    names: list[str] = field(default_factory=list)  # interned names; ``name`` indexes into it
+    cat: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    name: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    start_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    dur_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    device: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # GPU id, -1 for CPU events
+    nbytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))  # memcpy/memset bytes, else 0
+    events_in_file: int = 0
+    complete: bool = True  # False when the file was truncated or broken
+
+    @property
+    def end_us(self) -> np.ndarray:
+        return self.start_us + self.dur_us
+
+    def rows(self, *cats: int) -> np.ndarray:
+        return np.isin(self.cat, np.asarray(cats, dtype=np.int8))
+
+
+def _file_label(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".json", ".pt.trace", ".trace"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or path.name
+
+
+def rank_from_name(path: Path) -> int | None:
+    match = re.search(r"rank[-_]?(\d+)", path.name, re.IGNORECASE)
+    return int(match.group(1)) if match else None
+
+
+def _read_bytes(path: Path, problems: ProblemLog) -> tuple[bytes, bool]:
+    """The file's bytes, gunzipped when gzip; a broken stream keeps what was decompressed."""
+    raw = path.read_bytes()
+    if not raw:
+        problems.add(path, None, "empty file")
+        return b"", False
+    if raw[:2] != b"\x1f\x8b":
+        return raw, True
+    out, ok = [], True
+    data = raw
+    while data:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out.append(inflater.decompress(data))
+            out.append(inflater.flush())
+        except zlib.error:
+            problems.add(path, None, "broken gzip stream")
+            ok = False
+            break
+        if not inflater.eof:
+            problems.add(path, None, "broken gzip stream")
+            ok = False
+            break
+        data = inflater.unused_data
+    return b"".join(out), ok
+
+
+def _salvage(text: str, path: Path, problems: ProblemLog) -> tuple[dict, list]:
+    """Events before the first break in the ``traceEvents`` array, plus the metadata we can find."""
+    decoder = json.JSONDecoder()
+    meta: dict = {}
+    for key in _META_KEYS:
+        match = re.search(r'"%s"\s*:\s*' % key, text)
+        if match:
+            try:
+                meta[key], _ = decoder.raw_decode(text, match.end())
+            except json.JSONDecodeError:
+                pass
+    match = re.search(r'"traceEvents"\s*:\s*\[', text)
+    if match is None:
+        stripped = text.lstrip()
+        if not stripped.startswith("["):
+            problems.add(path, None, "not a Chrome trace (no traceEvents array)")
+            return meta, []
+        pos = len(text) - len(stripped) + 1
+    else:
+        pos = match.end()
+    events = []
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= n or text[pos] == "]":
+            break
+        try:
+            event, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        events.append(event)
+    problems.add(path, len(events) + 1, f"truncated or corrupt JSON array ({len(events)} events before the break kept)")
+    return meta, events
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        return number if np.isfinite(number) else None
+    return None
+
+
+def read_trace(path: Path, problems: ProblemLog | None = None) -> KinetoTrace:
+    """Read one Kineto trace file; never raises on bad content."""
+    path = Path(path)
+    problems = problems if problems is not None else ProblemLog()
+    try:
+        data, complete = _read_bytes(path, problems)
+    except OSError as err:
+        problems.add(path, None, f"unreadable file ({err.strerror or err})")
+        return KinetoTrace(path, _file_label(path), rank_from_name(path), complete=False)
+    text = data.decode("utf-8", errors="replace")
+    if "\ufffd" in text:
+        problems.add(path, None, "non-UTF-8 bytes (replaced)")
+    meta: dict
+    events: list
+    try:
+        doc = json.loads(text) if text.strip() else {}
+        if isinstance(doc, list):
+            meta, events = {}, doc
+        elif isinstance(doc, dict) and isinstance(doc.get("traceEvents", []), list):
+            meta, events = doc, doc.get("traceEvents", [])
+        else:
+            problems.add(path, None, "not a Chrome trace (no traceEvents array)")
+            meta, events = {}, []
+    except json.JSONDecodeError:
+        meta, events = _salvage(text, path, problems)
+        complete = False
+    del text, data
+    return _columns(path, meta, events, complete, problems)
+
+
+def _columns(path: Path, meta: dict, events: list, complete: bool, problems: ProblemLog) -> KinetoTrace:
+    info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    rank = info.get("rank") if isinstance(info.get("rank"), int) and not isinstance(info.get("rank"), bool) else None
+    if rank is None:
+        rank = rank_from_name(path)
+    props = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
+    trace = KinetoTrace(
+        path=path, label=str(rank) if rank is not None else _file_label(path), rank=rank,
+        world_size=info.get("world_size") if isinstance(info.get("world_size"), int) else None,
+        backend=str(info["backend"]) if info.get("backend") else None,
+        devices=[str(p.get("name", "?")) for p in props if isinstance(p, dict)],
+        events_in_file=len(events), complete=complete,
+    )
+    names: dict[str, int] = {}
+    cat, name, start, dur, device, nbytes = [], [], [], [], [], []
+    open_b: dict[tuple, list] = {}
+    bad_time = 0
+    negative = 0
+
+    def add(e: dict, ts: float, d: float) -> None:
+        c = _CATEGORIES.get(str(e.get("cat", "")).lower(), OTHER)
+        label = str(e.get("name", ""))
+        idx = names.get(label)
+        if idx is None:
+            idx = names[label] = len(names)
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        dev = -1
+        if c in GPU_CATEGORIES or c == GPU_ANNOTATION:
+            value = args.get("device", e.get("pid"))
+            dev = int(value) if isinstance(value, int) and not isinstance(value, bool) else -1
+        moved = _number(args.get("bytes")) if c in (MEMCPY, MEMSET) else None
+        cat.append(c)
+        name.append(idx)
+        start.append(ts)
+        dur.append(d)
+        device.append(dev)
+        nbytes.append(moved or 0.0)
+
+    for e in events:
+        if not isinstance(e, dict):
+            bad_time += 1
+            continue
+        ph = e.get("ph")
+        if ph == "X":
+            ts, d = _number(e.get("ts")), _number(e.get("dur"))
+            if ts is None or d is None:
+                bad_time += 1
+                continue
+            if d < 0:
+                negative += 1
+                continue
+            add(e, ts, d)
+        elif ph == "B":
+            ts = _number(e.get("ts"))
+            if ts is None:
+                bad_time += 1
+                continue
+            open_b.setdefault((e.get("pid"), e.get("tid")), []).append((e, ts))
+        elif ph == "E":
+            stack = open_b.get((e.get("pid"), e.get("tid")))
+            ts = _number(e.get("ts"))
+            if not stack or ts is None:
+                problems.add(path, None, "E event without matching B")
+                continue
+            begin, bts = stack.pop()
+            if ts >= bts:
+                add(begin, bts, ts - bts)
+            else:
+                negative += 1
+    unclosed = sum(len(stack) for stack in open_b.values())
+    if unclosed:
+        problems.add(path, None, "unclosed B event (no matching E; dropped)", count=unclosed)
+    if bad_time:
+        problems.add(path, None, "event without numeric ts/dur (dropped)", count=bad_time)
+    if negative:
+        problems.add(path, None, "negative duration (dropped)", count=negative)
+    ts_arr = np.asarray(start, dtype=np.float64)
+    dur_arr = np.asarray(dur, dtype=np.float64)
+    if ts_arr.size and float(np.nanmax(ts_arr)) > NS_THRESHOLD:
+        trace.time_unit = "ns"
+        ts_arr = ts_arr / 1000.0
+        dur_arr = dur_arr / 1000.0
+    base = _number(meta.get("baseTimeNanoseconds"))
+    if base is not None and ts_arr.size and float(ts_arr.max()) < 1e15:  # relative to the base
+        ts_arr = ts_arr + base / 1000.0
+    order = np.argsort(ts_arr, kind="stable")
+    trace.names = list(names)
+    trace.cat = np.asarray(cat, dtype=np.int8)[order]
+    trace.name = np.asarray(name, dtype=np.int32)[order]
+    trace.start_us = ts_arr[order]
+    trace.dur_us = dur_arr[order]
+    trace.device = np.asarray(device, dtype=np.int32)[order]
+    trace.nbytes = np.asarray(nbytes, dtype=np.float64)[order]
+    if not len(order):
+        problems.add(path, None, "no complete events in the trace")
+    return trace

@@ -1,0 +1,175 @@
+"""GPU kernels and operators from PyTorch profiler (Kineto) traces, per rank and ranks side by side.
+
+Built from ``kineto.json`` (written by ``reportgen.kineto`` next to ``profiler-reports/``): the
+view SageMaker's Profiler dashboard gave (GPU active vs idle, top kernels, activity mix, memory
+operations, precision) plus the comparison of ranks that exposes a straggler.
+"""
+
+from __future__ import annotations
+
+from reportgen.report import charts
+from reportgen.report.model import Chart, ChartRow, Heading, Section, Table, Text
+from reportgen.report.util import as_dict, number, slug
+from reportgen.rule_outputs import RuleOutputs
+
+SECTION_ID = "gpu-kernels-operators"
+DETAILED_RANKS = 8
+NO_JS = "Chart (needs JavaScript); the numbers are in the tables of this section."
+
+
+def _ms(value) -> float | None:
+    return number(value)
+
+
+def _rank_order(ranks: dict, straggler) -> list[str]:
+    labels = list(ranks)
+    if len(labels) <= DETAILED_RANKS:
+        return labels
+    chosen = labels[:DETAILED_RANKS]
+    if straggler in ranks and straggler not in chosen:
+        chosen = [straggler, *chosen[: DETAILED_RANKS - 1]]
+    return chosen
+
+
+def _ranks_table(ranks: dict) -> Table:
+    rows = []
+    for label, r in ranks.items():
+        r = as_dict(r)
+        stats = as_dict(r.get("step_stats_ms"))
+        gpu = as_dict(r.get("gpu"))
+        kernels = as_dict(r.get("kernels"))
+        rows.append([str(label), str(r.get("file", "")), len(r.get("steps") or []), number(stats.get("mean")),
+                     number(stats.get("max")), number(gpu.get("active_pct")), number(gpu.get("idle_ms")),
+                     number(kernels.get("total_ms")), kernels.get("count", 0),
+                     number(as_dict(r.get("dataloader")).get("total_ms"))])
+    return Table("kineto-ranks", ["Rank", "Trace file", "Steps", "Mean step (ms)", "Max step (ms)", "GPU active",
+                                  "GPU idle (ms)", "Kernel time (ms)", "Kernel launches", "DataLoader (ms)"],
+                 rows, ["text", "text", "int", "num2", "num2", "pct", "num2", "num2", "int", "num2"])
+
+
+def _rank_blocks(label: str, r: dict) -> list:
+    blocks: list = [Heading(f"Rank {label}", 3)]
+    gpu = as_dict(r.get("gpu"))
+    devices = r.get("devices") or []
+    gpu_ids = r.get("gpu_ids") or []
+    where = ""
+    if gpu_ids and devices:
+        names = sorted({devices[i] for i in gpu_ids if isinstance(i, int) and 0 <= i < len(devices)})
+        where = f" on {', '.join(names)}" if names else ""
+    span = number(r.get("span_ms"), 0.0)
+    if gpu.get("has_gpu_activity"):
+        blocks.append(Text(
+            f"The trace of rank {label} ({r.get('file', '')}) spans {span:.2f} ms. The GPU{where} was active "
+            f"{number(gpu.get('active_ms'), 0.0):.2f} ms ({number(gpu.get('active_pct'), 0.0):.1f} %: union of kernels, "
+            f"memory copies, memsets and syncs on every stream) and idle {number(gpu.get('idle_ms'), 0.0):.2f} ms.",
+            tone="finding" if number(gpu.get("active_pct"), 100.0) < 50 else "plain"))
+    else:
+        blocks.append(Text(f"The trace of rank {label} ({r.get('file', '')}) spans {span:.2f} ms and holds no GPU "
+                           "activity (a CPU-only run, or CUDA activities were not recorded).", tone="note"))
+    kernels = as_dict(r.get("kernels"))
+    top = [as_dict(k) for k in kernels.get("top") or []]
+    sid = slug(label)
+    if top:
+        blocks.append(Table(
+            f"kineto-kernels-{sid}", ["Kernel", "Time (ms)", "Launches", "Mean (µs)", "Share of kernel time"],
+            [[str(k.get("name", "")), number(k.get("total_ms")), k.get("launches", 0), number(k.get("mean_us")),
+              number(k.get("pct"))] for k in top],
+            ["text", "num2", "int", "num2", "pct"],
+            caption=(f"Top {len(top)} of {kernels.get('distinct', len(top))} distinct kernels by total time; all "
+                     f"kernels: {number(kernels.get('total_ms'), 0.0):.2f} ms in {kernels.get('count', 0)} launches")))
+        blocks.append(Chart(f"kineto-kernels-chart-{sid}",
+                            charts.hbar([_short(k.get("name", "")) for k in top], [number(k.get("total_ms")) for k in top],
+                                        f"Top kernels of rank {label}", "Time in ms"), NO_JS))
+    pies = []
+    mix = {k: v for k, v in as_dict(r.get("gpu_mix_ms")).items() if number(v)}
+    if mix:
+        pies.append(Chart(f"kineto-gpu-mix-{sid}", charts.pie(mix, f"GPU time by activity, rank {label} (ms)"), NO_JS))
+    precision = {k: v for k, v in as_dict(r.get("precision_ms")).items() if number(v)}
+    if precision:
+        pies.append(Chart(f"kineto-precision-{sid}", charts.pie(precision, f"Kernel time by precision, rank {label} (ms)"),
+                          NO_JS))
+    if mix:
+        blocks.append(Table(f"kineto-gpu-mix-table-{sid}", ["GPU activity", "Time (ms)"],
+                            [[k, number(v)] for k, v in mix.items()], ["text", "num2"]))
+    if precision:
+        blocks.append(Table(f"kineto-precision-table-{sid}", ["Precision (from kernel names)", "Kernel time (ms)"],
+                            [[k, number(v)] for k, v in precision.items()], ["text", "num2"],
+                            caption="Told by the kernel names (e.g. fp16/half, bf16, tf32 tensor-op GEMMs, float "
+                                    "templates); 'unknown' when a name does not say."))
+    if pies:
+        blocks.append(ChartRow(pies))
+    memory = [as_dict(m) for m in r.get("memory_ops") or []]
+    if memory:
+        blocks.append(Table(f"kineto-memory-{sid}", ["Memory operation", "Count", "Time (ms)", "Bytes (MB)"],
+                            [[str(m.get("kind", "")), m.get("count", 0), number(m.get("total_ms")),
+                              (number(m.get("bytes"), 0.0)) / 1e6] for m in memory],
+                            ["text", "int", "num2", "num2"]))
+    ops = as_dict(r.get("cpu_ops"))
+    top_ops = [as_dict(o) for o in ops.get("top") or []]
+    if top_ops:
+        blocks.append(Table(
+            f"kineto-ops-{sid}", ["CPU operator", "Total time (ms)", "Calls", "Mean (µs)"],
+            [[str(o.get("name", "")), number(o.get("total_ms")), o.get("calls", 0), number(o.get("mean_us"))]
+             for o in top_ops],
+            ["text", "num2", "int", "num2"],
+            caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators by total "
+                     "inclusive time (a parent's time includes its children's)")))
+    steps = [as_dict(s) for s in r.get("steps") or []]
+    if steps:
+        blocks.append(Table(f"kineto-steps-{sid}", ["Step", "Starts at (ms into the trace)", "Duration (ms)"],
+                            [[f"ProfilerStep#{s.get('step')}", number(s.get("start_ms")), number(s.get("dur_ms"))]
+                             for s in steps[:200]], ["text", "num2", "num2"]))
+    return blocks
+
+
+def _short(name: str, limit: int = 80) -> str:
+    name = str(name)
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def build(outputs: RuleOutputs) -> Section:
+    section = Section(SECTION_ID, "GPU kernels and operators (PyTorch profiler)")
+    doc = as_dict(getattr(outputs, "kineto", None))
+    ranks = as_dict(doc.get("ranks"))
+    if not ranks:
+        return section.missing("No PyTorch profiler (Kineto) traces were given: point reportgen at a folder with "
+                               "*.pt.trace.json(.gz) files to see GPU kernels and operators per rank.")
+    comparison = as_dict(doc.get("comparison"))
+    section.add(Text(
+        f"From {len(doc.get('files') or ranks)} PyTorch profiler trace file(s), one per rank: what each GPU ran "
+        "(kernels, memory copies, memsets), how long it sat idle, which CPU operators cost most, and the "
+        "ranks side by side so a straggler stands out."))
+    section.add(Heading("Ranks side by side", 3))
+    straggler = comparison.get("straggler")
+    if straggler is not None:
+        section.add(Text(
+            f"Rank {straggler} is a straggler: its mean step takes {number(comparison.get('slowest_excess_pct'), 0.0):.1f} % "
+            f"longer than the median of the ranks ({number(comparison.get('median_step_ms'), 0.0):.2f} ms). In a "
+            "synchronous job every other rank waits for it.", tone="finding"))
+    elif comparison.get("slowest") is not None:
+        section.add(Text(
+            f"No straggler: the slowest rank ({comparison['slowest']}) is "
+            f"{number(comparison.get('slowest_excess_pct'), 0.0):.1f} % above the median mean step time "
+            f"(threshold {number(comparison.get('margin_pct'), 5.0):.0f} %).", tone="ok"))
+    section.add(_ranks_table(ranks))
+    means = {label: number(as_dict(r.get("step_stats_ms")).get("mean")) for label, r in ranks.items()}
+    means = {k: v for k, v in means.items() if v is not None}
+    if len(means) >= 2:
+        section.add(Chart("kineto-step-by-rank", charts.hbar([f"rank {k}" for k in means], list(means.values()),
+                                                             "Mean step time per rank", "ms"), NO_JS))
+    hists = {}
+    for label, r in ranks.items():
+        h = as_dict(as_dict(r).get("step_hist"))
+        if h.get("counts") and h.get("edges"):
+            hists[f"rank {label}"] = (h["counts"], h["edges"])
+    if hists:
+        section.add(Chart("kineto-step-hist", charts.histograms(hists, "Step-time distribution (ProfilerStep#N)",
+                                                                "Step duration in ms"), NO_JS))
+    shown = _rank_order(ranks, straggler)
+    if len(shown) < len(ranks):
+        section.add(Text(f"Details follow for {len(shown)} of {len(ranks)} ranks (the straggler, if any, first); "
+                         "report.json holds every rank.", tone="note"))
+    for label in shown:
+        section.add(*_rank_blocks(str(label), as_dict(ranks[label])))
+    section.data = {"comparison": comparison, "ranks": ranks}
+    return section
