@@ -297,6 +297,7 @@ class SystemReader:
         self.con = duckdb.connect()
         self.con.execute("SET threads=2")
         self.con.execute("SET preserve_insertion_order=false")  # order is not relied upon
+        self.con.execute("SET enable_progress_bar=false")  # no terminal output from a library
         self._duck_error = duckdb.Error
 
     # -- per-node fast path ----------------------------------------------------------------------
