@@ -103,9 +103,33 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
+_NUMERIC = {"start_us": np.int64, "end_us": np.int64, "dur_us": np.int64, "pid": np.int64, "tid": np.int64,
+            "arg_pid": np.int64, "num_workers": np.float64, "pin_memory": np.int8}
+
+
 class _Columns:
+    """Column lists for the file being read; ``flush()`` turns them into numpy chunks (numbers) and
+    int32 codes into per-column string dictionaries (text), so memory holds ~40 bytes per event
+    instead of a dozen Python objects, whatever the number of files."""
+
     def __init__(self):
         self.cols = {c: [] for c in COLUMNS}
+        self.chunks = {c: [] for c in COLUMNS}
+        self.dicts = {c: {} for c in CATEGORICAL}
+
+    def flush(self) -> None:
+        if not self.cols["start_us"]:
+            return
+        for c in COLUMNS:
+            vals = self.cols[c]
+            if c in _NUMERIC:
+                self.chunks[c].append(np.asarray(vals, dtype=_NUMERIC[c]))
+            else:
+                d = self.dicts[c]
+                codes, uniq = pd.factorize(np.asarray(vals, dtype=object))  # all str, never missing
+                glob = np.array([d.setdefault(u, len(d)) for u in uniq], dtype=np.int32)
+                self.chunks[c].append(glob[codes])
+            self.cols[c] = []
 
     def append(self, start, end, name, phase, node, ftype, step, pid, tid, args):
         c = self.cols
@@ -234,6 +258,12 @@ class FrameworkReader:
 
     # -- events ----------------------------------------------------------------------------------
     def read_file(self, path: Path) -> None:
+        try:
+            self._read_file(path)
+        finally:
+            self.out.flush()
+
+    def _read_file(self, path: Path) -> None:
         ftype = file_type_of(path)
         if ftype is None:
             return
@@ -318,12 +348,13 @@ class FrameworkReader:
 
     def _read_simple(self, events: list, base: int, node: str, ftype: str) -> bool:
         """Column-wise path for the common file shape (only well-formed X / i events after the
-        metadata, each pid declared once, one base time): list comprehensions instead of a
-        per-event loop. Returns False (nothing appended) when the file needs the general path."""
-        meta = [e for e in events if isinstance(e, dict) and e.get("ph") == "M"]
-        body = [e for e in events if isinstance(e, dict) and e.get("ph") != "M"]
-        if len(meta) + len(body) != len(events):
-            return False
+        metadata, each pid declared once, one base time): one tight loop into local lists, times
+        rounded with numpy. Returns False (nothing appended) when the file needs the general path."""
+        meta, body = [], []
+        for e in events:
+            if type(e) is not dict:
+                return False
+            (meta if e.get("ph") == "M" else body).append(e)
         phase_of_pid: dict = {}
         bases = 0
         for e in meta:
@@ -336,35 +367,93 @@ class FrameworkReader:
                     if e.get("pid") in phase_of_pid and phase_of_pid[e.get("pid")] != str(args["name"]):
                         return False
                     phase_of_pid[e.get("pid")] = str(args["name"])
-        if bases > 1 or any(e.get("ph") not in ("X", "i", "I") for e in body):
+        if bases > 1:
             return False
-        ts = [e.get("ts") for e in body]
-        dur = [e.get("dur", 0) if e.get("ph") == "X" else 0 for e in body]
-        if not all(_number(t) for t in ts) or not all(_number(d) and d >= 0 for d in dur):
-            return False
-        c = self.out.cols
-        starts = [int(round(base + t)) for t in ts]
-        ends = [st + int(round(d)) for st, d in zip(starts, dur)]
+        ts, dur, names, phases, steps, pids, tids, apids, nws, pms = ([] for _ in range(10))
+        num = (int, float)
+        empty: dict = {}
+        nan = np.nan
+        get_phase = phase_of_pid.get
+        for e in body:
+            ph = e.get("ph")
+            t = e.get("ts")
+            if ph == "X":
+                d = e.get("dur", 0)
+            elif ph == "i" or ph == "I":
+                d = 0
+            else:
+                return False
+            if type(t) not in num or type(d) not in num or d < 0:
+                return False
+            ts.append(t)
+            dur.append(d)
+            name = e.get("name")
+            names.append(name if type(name) is str else ("" if name is None else str(name)))
+            pid = e.get("pid")
+            phases.append(get_phase(pid, "Unknown"))
+            pids.append(pid if type(pid) is int else _int(pid, -1))
+            tid = e.get("tid")
+            tids.append(tid if type(tid) is int else -1 if tid is None else _int(tid, -1))
+            a = e.get("args")
+            if type(a) is not dict:
+                a = empty
+            sn = a.get("step_num")
+            steps.append("" if sn is None else sn if type(sn) is str else str(sn))
+            ap = a.get("pid")
+            apids.append(int(ap) if type(ap) in num else -1)
+            nw = a.get("num_workers")
+            nws.append(float(nw) if type(nw) in num else nan)
+            pm = a.get("pin_memory")
+            pms.append(-1 if pm is None else int(pm in (True, "True", "true", 1)))
         n = len(body)
-        args = [e.get("args") if isinstance(e.get("args"), dict) else {} for e in body]
+        # int(round(base + t)) exactly: float64 holds base + t exactly below 2**53 (int t), and
+        # float t is added in float64 like Python does; np.rint rounds half to even like round().
+        ts_a = np.asarray(ts, dtype=np.float64)
+        dur_a = np.asarray(dur, dtype=np.float64)
+        if n and (np.abs(ts_a).max() + abs(base) >= 2.0**52 or dur_a.max() >= 2.0**52):
+            starts = [int(round(base + t)) for t in ts]
+            ends = [st + int(round(d)) for st, d in zip(starts, dur)]
+        else:
+            st = np.rint(base + ts_a).astype(np.int64)
+            starts, ends = st.tolist(), (st + np.rint(dur_a).astype(np.int64)).tolist()
+        c = self.out.cols
         c["start_us"] += starts
         c["end_us"] += ends
-        c["dur_us"] += [en - st for st, en in zip(starts, ends)]
-        c["name"] += ["" if e.get("name") is None else str(e.get("name")) for e in body]
-        c["phase"] += [phase_of_pid.get(e.get("pid"), "Unknown") for e in body]
+        c["dur_us"] += [en - s for s, en in zip(starts, ends)]
+        c["name"] += names
+        c["phase"] += phases
         c["node_id"] += [node] * n
         c["file_type"] += [ftype] * n
-        c["step_num"] += ["" if a.get("step_num") is None else str(a.get("step_num")) for a in args]
-        c["pid"] += [_int(e.get("pid"), -1) for e in body]
-        c["tid"] += [_int(e.get("tid"), -1) for e in body]
-        c["arg_pid"] += [int(a["pid"]) if _number(a.get("pid")) else -1 for a in args]
-        c["num_workers"] += [float(a["num_workers"]) if _number(a.get("num_workers")) else np.nan for a in args]
-        c["pin_memory"] += [-1 if a.get("pin_memory") is None else int(a.get("pin_memory") in (True, "True", "true", 1))
-                            for a in args]
+        c["step_num"] += steps
+        c["pid"] += pids
+        c["tid"] += tids
+        c["arg_pid"] += apids
+        c["num_workers"] += nws
+        c["pin_memory"] += pms
         return True
 
     def table(self) -> pd.DataFrame:
-        return events_frame(self.out.cols)
+        self.out.flush()
+        ch, dicts = self.out.chunks, self.out.dicts
+        cols = {}
+        for c in COLUMNS:
+            arr = np.concatenate(ch[c]) if ch[c] else np.zeros(0, _NUMERIC.get(c, np.int32))
+            ch[c] = []
+            if c in CATEGORICAL:
+                # Sorted categories, exactly what pd.Categorical(list of str) builds.
+                cats = np.array(list(dicts[c]), dtype=object)
+                order = np.argsort(cats.astype(str), kind="stable") if len(cats) else np.zeros(0, np.int64)
+                remap = np.empty(len(cats), np.int32)
+                remap[order] = np.arange(len(cats), dtype=np.int32)
+                arr = pd.Categorical.from_codes(remap[arr] if len(arr) else arr, categories=list(cats[order]))
+            cols[c] = arr
+        return _frame(cols)
+
+
+def _frame(cols: dict) -> pd.DataFrame:
+    """Columns (numpy / Categorical) -> DataFrame sorted by start time."""
+    df = pd.DataFrame({c: cols[c] for c in COLUMNS})
+    return df.sort_values("start_us", kind="stable").reset_index(drop=True)
 
 
 def events_frame(cols: dict) -> pd.DataFrame:

@@ -1,10 +1,14 @@
 """System metrics (JSON lines, spec A.2) -> one per-tick table per node.
 
-Fast path: DuckDB's ``read_json`` parses batches of files in C++ and hands back four numeric columns
-(series hash, timestamp, value, "bad row" flag), so no Python object is made per record. A batch with
-any anomaly is re-read file by file; a file that DuckDB rejects or that holds anomalies is parsed
-line by line in Python (``_careful_parse``) so every valid line is kept and every bad one is recorded
-with its line number. Records of one sampling instant carry timestamps a few ms apart; they are
+Fast path: one DuckDB ``read_json`` query per node (all of the node's files at once, scanned by
+every thread) groups the records by series in C++ and hands back, per series, its identity, a numpy
+array of timestamps, one of values and a count of anomalous rows, so no Python object is made per
+record. The node's tick table is built right away and the raw records are dropped, so memory holds
+one node's records at a time plus the (compact) tick tables. A node with any anomaly (DuckDB parse
+error, empty file, missing field, unknown type, non-finite, negative or >100 % value) goes through
+the batch path instead: batches of files, then file by file; a file that DuckDB rejects or that holds
+anomalies is parsed line by line in Python (``_careful``) so every valid line is kept and every bad
+one is recorded with its line number. Records of one sampling instant carry timestamps a few ms apart; they are
 grouped into ticks by clustering the node's sorted distinct timestamps (gap > threshold = new tick),
 which is robust to sampler drift.
 """
@@ -43,6 +47,18 @@ SELECT hash(NodeId, Type, Name, Dimension) AS h,
         OR NOT isfinite(Value) OR NOT isfinite(Timestamp) OR Value < 0)::TINYINT AS bad
 FROM {_READ}
 """
+# Per-node fast path: records grouped by series, timestamps and values as lists (numpy arrays in
+# Python), anomalous rows counted (any count > 0 sends the node to the batch path).
+_GROUPED_SQL = f"""
+SELECT NodeId, Type, Name, Dimension,
+       list(coalesce(Timestamp, 0.0)) AS ts,
+       list(coalesce(Value, 0.0)) AS v,
+       count_if(NodeId IS NULL OR Type IS NULL OR Name IS NULL OR Dimension IS NULL OR Value IS NULL
+                OR Timestamp IS NULL OR Type NOT IN ({_TYPES_SQL})
+                OR NOT isfinite(Value) OR NOT isfinite(Timestamp) OR Value < 0) AS bad
+FROM {_READ}
+GROUP BY ALL
+"""
 _CATALOG_SQL = f"""
 SELECT DISTINCT hash(NodeId, Type, Name, Dimension) AS h, NodeId, Type, Name, Dimension
 FROM {_READ}
@@ -58,20 +74,111 @@ def _natural_key(s: str):
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
 
 
-@dataclass
-class NodeSystem:
-    """Per-tick table of one node: ``values[tick, column]``, NaN where a series has no sample."""
+_SCALES = (100.0, 1.0)  # decimal scales tried for the integer encodings (100 covers 0-2 decimals)
 
-    node: str
-    interval_s: float
-    tick_ts: np.ndarray  # float64 seconds: earliest record timestamp of each tick (sorted)
-    columns: list[str]  # e.g. "cpu0/CPUUtilization", "gpu1/GPUMemoryUtilization", "MemoryUsedPercent"
-    types: list[str]
-    names: list[str]
-    dims: list[str]
-    values: np.ndarray  # float64 (ticks x columns)
-    first_ts: float = math.nan  # earliest / latest raw record timestamp (s)
-    last_ts: float = math.nan
+
+def _encode_columns(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    """Per column the smallest LOSSLESS representation: ``(int16|int32 codes, scale)`` when every
+    value is exactly ``code / scale`` (NaN = the dtype's minimum), else ``(float32, 0)`` when float32
+    round-trips every value, else ``(float64, 0)``. Decoding gives back the identical float64 bits,
+    so the rules see exactly the parsed values (real metrics have 0-2 decimals: 2 bytes per value)."""
+    out: list = []
+    for b in range(0, values.shape[1], _ENCODE_BLOCK):  # blocks bound the temporaries
+        out += _encode_block(values[:, b : b + _ENCODE_BLOCK])
+    return out
+
+
+_ENCODE_BLOCK = 32
+
+
+def _encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    n, k = values.shape
+    out: list = [None] * k
+    nan = np.isnan(values)
+    todo = np.arange(k)
+    with np.errstate(invalid="ignore", over="ignore"):
+        negzero = ((values == 0) & np.signbit(values)).any(axis=0)
+        for scale in _SCALES:
+            if not len(todo):
+                break
+            m = values[:, todo]
+            codes = np.rint(m * scale)
+            exact = ((codes / scale == m) | nan[:, todo]).all(axis=0) & ~negzero[todo]
+            lo = np.where(nan[:, todo], 0, codes).min(axis=0, initial=0)
+            hi = np.where(nan[:, todo], 0, codes).max(axis=0, initial=0)
+            for j in np.nonzero(exact)[0]:
+                for dt in (np.int16, np.int32):
+                    info = np.iinfo(dt)
+                    if info.min < lo[j] and hi[j] <= info.max:
+                        c = codes[:, j]
+                        arr = np.where(nan[:, todo[j]], info.min, np.nan_to_num(c)).astype(dt)
+                        out[todo[j]] = (arr, scale)
+                        break
+            todo = np.array([j for j in todo if out[j] is None], dtype=np.int64)
+    for j in todo:
+        col = values[:, j]
+        f32 = col.astype(np.float32)
+        with np.errstate(invalid="ignore"):
+            same = (f32.astype(np.float64) == col) | nan[:, j]
+        out[j] = (f32, 0.0) if same.all() else (np.ascontiguousarray(col), 0.0)
+    return out
+
+
+def _decode(arr: np.ndarray, scale: float, dst: np.ndarray) -> None:
+    if scale:
+        np.divide(arr, scale, out=dst, dtype=np.float64)
+        dst[arr == np.iinfo(arr.dtype).min] = np.nan
+    else:
+        dst[:] = arr
+
+
+class NodeSystem:
+    """Per-tick table of one node: ``values[tick, column]``, NaN where a series has no sample.
+
+    The table is stored column by column in a lossless compact encoding (see ``_encode_columns``);
+    ``take(idx)`` / ``select(...)`` decode only the columns asked for, ``values`` decodes all."""
+
+    def __init__(self, node: str, interval_s: float, tick_ts: np.ndarray, columns: list[str], types: list[str],
+                 names: list[str], dims: list[str], values: np.ndarray, first_ts: float = math.nan,
+                 last_ts: float = math.nan):
+        self.node = node
+        self.interval_s = interval_s
+        self.tick_ts = tick_ts  # float64 seconds: earliest record timestamp of each tick (sorted)
+        self.columns = columns  # e.g. "cpu0/CPUUtilization", "gpu1/GPUMemoryUtilization", "MemoryUsedPercent"
+        self.types = types
+        self.names = names
+        self.dims = dims
+        self.first_ts = first_ts  # earliest / latest raw record timestamp (s)
+        self.last_ts = last_ts
+        values = np.asarray(values, dtype=np.float64).reshape(len(tick_ts), len(columns))
+        self._n = values.shape[0]
+        self._store = _encode_columns(values)
+
+    def __repr__(self) -> str:
+        return f"NodeSystem({self.node!r}, ticks={self._n}, columns={len(self.columns)}, {self.nbytes / 1e6:.1f} MB)"
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a, _ in self._store) + self.tick_ts.nbytes)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._n, len(self.columns)
+
+    def take(self, idx) -> np.ndarray:
+        """float64 (ticks x len(idx)) matrix of the given column indices, Fortran-ordered exactly like
+        the ``matrix[:, idx]`` copy it replaces, so reductions along rows add in the same order and
+        give bit-identical results."""
+        idx = list(idx)
+        out = np.empty((self._n, len(idx)), dtype=np.float64, order="F")
+        for k, j in enumerate(idx):
+            _decode(*self._store[j], out[:, k])
+        return out
+
+    @property
+    def values(self) -> np.ndarray:
+        """The whole table as a C-ordered float64 array (a fresh copy on every access)."""
+        return np.ascontiguousarray(self.take(range(len(self.columns))))
 
     def select(self, dimension: str | None = None, name: str | None = None) -> tuple[list[str], np.ndarray]:
         """Names and the sub-matrix of the columns with that dimension (and/or name)."""
@@ -80,7 +187,7 @@ class NodeSystem:
             for i in range(len(self.columns))
             if (dimension is None or self.dims[i] == dimension) and (name is None or self.names[i] == name)
         ]
-        return [self.names[i] for i in idx], self.values[:, idx]
+        return [self.names[i] for i in idx], self.take(idx)
 
 
 @dataclass
@@ -118,6 +225,7 @@ class _Accumulator:
         self._lookup = None
         self._node_of_sid: list[int] = []
         self.chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self.built: set[str] = set()  # nodes whose tick table is final (streaming mode)
 
     def rel(self, path: Path) -> str:
         try:
@@ -162,8 +270,14 @@ class _Accumulator:
         node_codes = self.node_index()[sids]
         present = np.unique(node_codes)
         for n in present:
+            if self.node_names[n] in self.built:
+                raise _Restart(self.node_names[n])
             m = slice(None) if len(present) == 1 else node_codes == n
             self.chunks.setdefault(self.node_names[n], []).append((sids[m], ts[m], vals[m]))
+
+
+class _Restart(Exception):
+    """Records of a node turned up after its table was built (a file named for another node)."""
 
 
 def _is_percent(key: tuple) -> bool:
@@ -172,18 +286,47 @@ def _is_percent(key: tuple) -> bool:
 
 
 class SystemReader:
-    def __init__(self, root: Path, problems: ProblemLog):
+    def __init__(self, root: Path, problems: ProblemLog, streaming: bool = True):
         import duckdb
 
         self.root = root
+        self.streaming = streaming
+        self.out: dict[str, NodeSystem] = {}
         self.problems = problems
         self.acc = _Accumulator(problems, root)
         self.con = duckdb.connect()
         self.con.execute("SET threads=2")
         self.con.execute("SET preserve_insertion_order=false")  # order is not relied upon
+        self.con.execute("SET enable_progress_bar=false")  # no terminal output from a library
         self._duck_error = duckdb.Error
 
-    # -- fast path -------------------------------------------------------------------------------
+    # -- per-node fast path ----------------------------------------------------------------------
+    def _grouped(self, files: list[Path]):
+        """``(sids, ts, values)`` of all ``files`` from one grouped query, or None when DuckDB
+        rejects them or anything looks anomalous (then the batch path takes over)."""
+        if not files or any(f.stat().st_size == 0 for f in files):
+            return None
+        try:
+            r = self.con.execute(_GROUPED_SQL, {"files": [str(f) for f in files]}).fetchnumpy()
+        except self._duck_error:
+            return None
+        if np.asarray(r["bad"]).any():
+            return None
+        keys = list(zip(r["NodeId"].tolist(), r["Type"].tolist(), r["Name"].tolist(), r["Dimension"].tolist()))
+        ts_l, v_l = list(r["ts"]), list(r["v"])
+        if not keys:
+            return None
+        for key, v in zip(keys, v_l):
+            if len(v) and _is_percent(key) and np.max(v) > 100.0:
+                return None
+        sids = np.array([self.acc.sid(k) for k in keys], dtype=np.int32)
+        lens = np.array([len(t) for t in ts_l], dtype=np.int64)
+        ts = np.concatenate(ts_l).astype(np.float64, copy=False)
+        del ts_l, r
+        vals = np.concatenate(v_l).astype(np.float64, copy=False)
+        return np.repeat(sids, lens), ts, vals
+
+    # -- batch path ------------------------------------------------------------------------------
     def _fast(self, files: list[Path], retry: bool = True):
         """Numeric columns for ``files`` or None if DuckDB rejects them or any row looks anomalous."""
         names = [str(f) for f in files]
@@ -292,6 +435,33 @@ class SystemReader:
             self.acc.add(*r)
 
     def read(self, files: list[Path]) -> None:
+        """Node by node (files grouped by the node in their name): one grouped query, or the batch
+        path when it reports anomalies; in streaming mode each node's table is built right after."""
+        groups: dict[str, list[Path]] = {}
+        for f in files:
+            m = SYSTEM_FILE_RE.match(f.name)
+            groups.setdefault(m.group(2) if m else "", []).append(f)
+        order = sorted(groups, key=_natural_key)
+        for i, g in enumerate(order):
+            r = self._grouped(groups[g])
+            if r is None:
+                self._read_batches(groups[g])
+            else:
+                self.acc.add(*r)
+                del r
+            if self.streaming:
+                later = set(order[i + 1 :])
+                for node in [n for n in self.acc.chunks if n not in later]:
+                    self._finish(node)
+
+    def _finish(self, node: str) -> None:
+        chunks = self.acc.chunks.pop(node)
+        self.acc.built.add(node)
+        table = _build_table(node, chunks, self.acc.keys, self.problems)
+        if table is not None:
+            self.out[node] = table
+
+    def _read_batches(self, files: list[Path]) -> None:
         for i in range(0, len(files), BATCH_FILES):
             batch = files[i : i + BATCH_FILES]
             nonempty = [f for f in batch if f.stat().st_size > 0]
@@ -304,17 +474,9 @@ class SystemReader:
 
     # -- tick tables -----------------------------------------------------------------------------
     def tables(self) -> dict[str, NodeSystem]:
-        out = {}
-        for node in sorted(self.acc.chunks, key=_natural_key):
-            chunks = self.acc.chunks.pop(node)
-            sids = np.concatenate([c[0] for c in chunks])
-            ts = np.concatenate([c[1] for c in chunks])
-            vals = np.concatenate([c[2] for c in chunks])
-            del chunks
-            if len(sids) == 0:
-                continue
-            out[node] = _build_table(node, sids, ts, vals, self.acc.keys, self.problems)
-        return out
+        for node in list(self.acc.chunks):
+            self._finish(node)
+        return {node: self.out[node] for node in sorted(self.out, key=_natural_key)}
 
 
 def _is_number(x) -> bool:
@@ -324,7 +486,14 @@ def _is_number(x) -> bool:
 _TYPE_ORDER = {t: i for i, t in enumerate(KNOWN_TYPES)}
 
 
-def _build_table(node, sids, ts, vals, keys, problems: ProblemLog) -> NodeSystem:
+def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem | None:
+    """Tick table from the node's record chunks (the list is emptied to free them early)."""
+    sids = np.concatenate([c[0] for c in chunks])
+    ts = np.concatenate([c[1] for c in chunks])
+    vals = np.concatenate([c[2] for c in chunks])
+    chunks.clear()
+    if len(sids) == 0:
+        return None
     node_sids = np.unique(sids)
     order = sorted(
         node_sids.tolist(),
@@ -351,8 +520,11 @@ def _build_table(node, sids, ts, vals, keys, problems: ProblemLog) -> NodeSystem
     dups = int((counts[counts > 1] - 1).sum())
     if dups:
         problems.add(f"system/{node}", None, "duplicate sample for a series within one tick (last kept)", dups)
+    del counts, tick
     values = np.full((n_ticks, n_cols), np.nan)
     values.reshape(-1)[flat] = vals
+    first_ts, last_ts = float(uniq[0]), float(uniq[-1])
+    del flat, vals, ts, sids, uniq, gaps, cols
     return NodeSystem(
         node=node,
         interval_s=interval,
@@ -362,8 +534,8 @@ def _build_table(node, sids, ts, vals, keys, problems: ProblemLog) -> NodeSystem
         names=[keys[s][2] for s in order],
         dims=[keys[s][3] for s in order],
         values=values,
-        first_ts=float(uniq[0]),
-        last_ts=float(uniq[-1]),
+        first_ts=first_ts,
+        last_ts=last_ts,
     )
 
 
@@ -374,7 +546,21 @@ def read_system(root: Path, problems: ProblemLog) -> SystemData:
         return data
     data.first_file_key_us = files[0][0]
     data.last_file_key_us = files[-1][0]
-    reader = SystemReader(root, problems)
-    reader.read([p for _, p in files])
-    data.nodes = reader.tables()
+    paths = [p for _, p in files]
+    # Problems go to a local log first, so a restart does not report them twice.
+    local = ProblemLog(cap=problems.cap)
+    try:
+        reader = SystemReader(root, local, streaming=True)
+        reader.read(paths)
+        data.nodes = reader.tables()
+    except _Restart:
+        # A node's records turned up in another node's files after its table was built: read
+        # everything again and build all tables at the end (memory then grows with the data).
+        local = ProblemLog(cap=problems.cap)
+        reader = SystemReader(root, local, streaming=False)
+        reader.read(paths)
+        data.nodes = reader.tables()
+    for reason, n in local.counts.items():
+        problems.counts[reason] += n
+    problems.items.extend(local.items[: max(problems.cap - len(problems.items), 0)])
     return data

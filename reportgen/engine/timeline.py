@@ -42,7 +42,7 @@ def _bucket_reduce(values: np.ndarray, bstart: np.ndarray) -> tuple[np.ndarray, 
 def _agg_series(ns, cols_idx, how):
     if not cols_idx:
         return None
-    m = ns.values[:, cols_idx]
+    m = ns.take(cols_idx)
     with np.errstate(invalid="ignore"):
         if how == "sum":
             allnan = np.isnan(m).all(axis=1)

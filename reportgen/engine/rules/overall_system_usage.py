@@ -30,7 +30,7 @@ def _per_tick(ns, metric):
         reduce = np.nanmean
     if not idx:
         return None
-    mat = ns.values[:, idx]
+    mat = ns.take(idx)
     has = ~np.isnan(mat).all(axis=1)
     if not has.any():
         return None
