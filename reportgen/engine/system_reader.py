@@ -297,7 +297,10 @@ class SystemReader:
         self.con = duckdb.connect()
         self.con.execute("SET threads=2")
         self.con.execute("SET preserve_insertion_order=false")  # order is not relied upon
-        self.con.execute("SET enable_progress_bar=false")  # no terminal output from a library
+        try:  # no terminal output from a library; in Jupyter DuckDB refuses the change without ipywidgets
+            self.con.execute("SET enable_progress_bar=false")
+        except duckdb.Error:
+            pass
         self._duck_error = duckdb.Error
 
     # -- per-node fast path ----------------------------------------------------------------------
