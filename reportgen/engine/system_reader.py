@@ -491,9 +491,12 @@ _TYPE_ORDER = {t: i for i, t in enumerate(KNOWN_TYPES)}
 
 def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem | None:
     """Tick table from the node's record chunks (the list is emptied to free them early)."""
-    sids = np.concatenate([c[0] for c in chunks])
-    ts = np.concatenate([c[1] for c in chunks])
-    vals = np.concatenate([c[2] for c in chunks])
+    if len(chunks) == 1:  # the per-node fast path: no copy
+        sids, ts, vals = chunks[0]
+    else:
+        sids = np.concatenate([c[0] for c in chunks])
+        ts = np.concatenate([c[1] for c in chunks])
+        vals = np.concatenate([c[2] for c in chunks])
     chunks.clear()
     if len(sids) == 0:
         return None
@@ -516,6 +519,7 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
     if len(starts) > 1:
         interval = float(np.median(np.diff(starts)))
     tick = np.searchsorted(starts, ts, side="right") - 1
+    del ts
     n_ticks, n_cols = len(starts), len(order)
 
     flat = tick.astype(np.int64) * n_cols + cols
@@ -527,7 +531,7 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
     values = np.full((n_ticks, n_cols), np.nan)
     values.reshape(-1)[flat] = vals
     first_ts, last_ts = float(uniq[0]), float(uniq[-1])
-    del flat, vals, ts, sids, uniq, gaps, cols
+    del flat, vals, sids, uniq, gaps, cols
     return NodeSystem(
         node=node,
         interval_s=interval,

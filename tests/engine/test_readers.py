@@ -165,3 +165,31 @@ def test_broken_gzip_is_recorded_and_salvaged(tmp_path):
     df = read_framework(tmp_path, pl)
     assert any(r.startswith("broken gzip stream") for r in pl.counts)
     assert 0 < len(df) < 50
+
+
+def test_fast_decoder_and_stdlib_decoder_give_the_same_table(tmp_path, monkeypatch):
+    """orjson is only a faster decoder: files it rejects or would read differently (NaN literal,
+    integers beyond 64 bits, invalid UTF-8) go through the stdlib parser, and every table equals
+    the stdlib-only one."""
+    import reportgen.engine.framework_reader as fr
+
+    body = [{"name": f"op{i}", "pid": 1, "ph": "X", "ts": i * 7, "dur": 3, "args": {"step_num": i, "pid": 5,
+             "num_workers": 2, "pin_memory": "true"}} for i in range(20)]
+    write_trace(tmp_path, "1700000001000000_1-algo-1_pythontimeline.json", HEAD + body)
+    write_trace(tmp_path, "1700000002000000_1-algo-1_model_timeline.json", None,
+                raw=json.dumps(HEAD + body[:3])[:-1] + ', {"name": "x", "pid": 1, "ph": "X", "ts": NaN, "dur": 1}]')
+    write_trace(tmp_path, "1700000003000000_1-algo-1_pythontimeline.json", None,
+                raw=json.dumps(HEAD + body[:2])[:-1] + ', {"name": "big", "pid": 1, "ph": "i", "ts": 18446744073709551616}]')
+    p = write_trace(tmp_path, "1700000004000000_1-algo-2_pythontimeline.json", HEAD + body[:4])
+    p.write_bytes(p.read_bytes().replace(b'"op1"', b'"op\xff1"'))
+
+    pl_fast = ProblemLog()
+    fast = read_framework(tmp_path, pl_fast)
+    monkeypatch.setattr(fr, "_orjson", None)
+    pl_std = ProblemLog()
+    std = read_framework(tmp_path, pl_std)
+    assert fast.equals(std) and dict(pl_fast.counts) == dict(pl_std.counts)
+    # The NaN and the 2**64 time are unusable: reported with their line, the rest of those files kept.
+    assert len(fast) == 20 + 3 + 2 + 4
+    assert pl_fast.counts["event without numeric ts"] == 2
+    assert "op\ufffd1" in set(fast["name"].astype(str)) and pl_fast.counts["non-UTF-8 bytes (replaced)"] == 1
