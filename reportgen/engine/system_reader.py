@@ -532,7 +532,7 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
     values.reshape(-1)[flat] = vals
     first_ts, last_ts = float(uniq[0]), float(uniq[-1])
     del flat, vals, sids, uniq, gaps, cols
-    return NodeSystem(
+    table = NodeSystem(
         node=node,
         interval_s=interval,
         tick_ts=starts.astype(np.float64),
@@ -544,6 +544,27 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
         first_ts=first_ts,
         last_ts=last_ts,
     )
+    del values
+    _trim_heap()
+    return table
+
+
+def _trim_heap() -> None:
+    """Give the freed heap pages of the node's raw records back to the OS (glibc keeps them
+    otherwise, so the peak RSS would carry every node's temporaries); a no-op elsewhere."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
 
 
 def read_system(root: Path, problems: ProblemLog) -> SystemData:

@@ -193,3 +193,43 @@ def test_fast_decoder_and_stdlib_decoder_give_the_same_table(tmp_path, monkeypat
     assert len(fast) == 20 + 3 + 2 + 4
     assert pl_fast.counts["event without numeric ts"] == 2
     assert "op\ufffd1" in set(fast["name"].astype(str)) and pl_fast.counts["non-UTF-8 bytes (replaced)"] == 1
+
+
+def test_large_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch):
+    """Above STREAM_BYTES a trace is decoded element by element from a small window and converted
+    in chunks; with tiny limits every file here goes that way and must give the table and the
+    problems (with their lines) of the whole-file read."""
+    import reportgen.engine.framework_reader as fr
+
+    body = [{"name": f"op{i}", "pid": 1 + i % 2, "ph": "X", "ts": 1_000_003 * i + 0.5 * (i % 3), "dur": 10 + i,
+             "args": {"step_num": str(i), "pid": 40 + i % 4}} for i in range(40)]
+    be = [{"name": "AR", "pid": 2, "ph": "B", "ts": 5}, {"name": "", "pid": 2, "ph": "E", "ts": 9},
+          {"name": "odd", "pid": 2, "ph": "Q", "ts": 11}, {"name": "", "pid": 3, "ph": "E", "ts": 12}]
+    write_trace(tmp_path, "1700000001000000_1-algo-1_pythontimeline.json", HEAD + body)
+    write_trace(tmp_path, "1700000002000000_1-algo-1_horovod_timeline.json", HEAD + body[:7] + be + body[7:12])
+    text = json.dumps(HEAD + body[:9], indent=1)
+    write_trace(tmp_path, "1700000003000000_2-algo-1_pythontimeline.json", None,
+                raw=text[: text.rindex('"step_num": "7"')])
+    p = write_trace(tmp_path, "1700000004000000_1-algo-2_model_timeline.json", HEAD + body[:5])
+    p.write_bytes(p.read_bytes().replace(b'"op3"', b'"op\xfe3"'))
+
+    pl_whole = ProblemLog()
+    whole = read_framework(tmp_path, pl_whole)
+    monkeypatch.setattr(fr, "STREAM_BYTES", 0)
+    monkeypatch.setattr(fr, "STREAM_BLOCK", 64)
+    monkeypatch.setattr(fr, "STREAM_EVENTS", 3)
+    calls = []
+    orig = fr.FrameworkReader._read_streamed
+    monkeypatch.setattr(fr.FrameworkReader, "_read_streamed", lambda self, path, *a: calls.append(path) or orig(self, path, *a))
+    pl_stream = ProblemLog()
+    streamed = read_framework(tmp_path, pl_stream)
+    assert len(calls) == 4
+
+    assert streamed.equals(whole)
+    assert len(whole) == 40 + 12 + 1 + 7 + 5  # the B/E pair is one event; 7 complete steps before the cut
+    key = lambda pr: (pr.file, pr.line, pr.reason)  # noqa: E731
+    assert sorted(map(key, pl_stream.items)) == sorted(map(key, pl_whole.items))
+    reasons = {pr.reason for pr in pl_whole.items}
+    assert {"unknown event phase 'Q'", "E event without matching B", "non-UTF-8 bytes (replaced)"} <= reasons
+    cut = [pr for pr in pl_stream.items if pr.reason.startswith("truncated or corrupt JSON array")]
+    assert len(cut) == 1 and cut[0].line > 1 and "(10 events before the break kept)" in cut[0].reason
