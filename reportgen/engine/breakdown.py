@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reportgen.engine.rules._common import text_match
 from reportgen.engine.stats import merged_segments, union_length
 
 CPU, GPU, STEP, FWD, BWD, GENERAL, HOROVOD = range(7)
@@ -37,7 +38,7 @@ def classify(events: pd.DataFrame) -> np.ndarray:
         elif p == "Backward-SubModuleInternal":
             base[i] = BWD
     cls = base[phase.codes]
-    horovod = (events["file_type"].astype(str).to_numpy() == "") & (cls == GENERAL)
+    horovod = text_match(events["file_type"], lambda s: s == "") & (cls == GENERAL)
     cls[horovod] = HOROVOD
     return cls
 
@@ -91,7 +92,7 @@ def breakdown(events: pd.DataFrame, with_others: bool) -> dict:
     steps = events[cls == STEP]
     step_sums = _sums(steps, "phase")
     if with_others and len(steps):
-        with_num = steps[steps["step_num"].astype(str).to_numpy() != ""]
+        with_num = steps[text_match(steps["step_num"], lambda s: s != "")]
         if len(with_num):
             step_sums = pd.concat([step_sums, pd.Series({"others": others_time(with_num)})])
     out["phase"] = _normalise(step_sums)

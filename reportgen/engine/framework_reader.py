@@ -9,12 +9,13 @@ the break is kept and the break is recorded as a problem.
 
 from __future__ import annotations
 
+import codecs
+import gc
 import gzip
 import json
 import re
 import zlib
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,14 @@ def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+_TIME_LIMIT = 2**61  # µs; beyond it (or NaN / infinity) a time is unusable: base + ts must fit in int64
+
+
+def _time(x) -> bool:
+    """A usable ts / dur: a finite number of plausible magnitude."""
+    return _number(x) and -_TIME_LIMIT < x < _TIME_LIMIT
+
+
 def _salvage_array(text: str, start: int) -> tuple[list, int | None]:
     """Decode the complete elements of a JSON array beginning at ``text[start] == '['``.
 
@@ -99,12 +108,62 @@ def _salvage_array(text: str, start: int) -> tuple[list, int | None]:
         items.append(obj)
 
 
+try:  # optional: ~2x faster decoding of the trace files; the stdlib parser is the reference
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    _orjson = None
+
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _fast_loads(raw: bytes):
+    """The document as ``json.loads`` would return it, decoded by orjson, or None to let the stdlib
+    path (with its salvage and problem reporting) handle the file. orjson rejects what the stdlib
+    parser would need special handling for (invalid UTF-8, NaN / Infinity literals, lone
+    surrogates, a BOM); it turns integers beyond 64 bits into floats where the stdlib keeps ints, so
+    a file with a run of 19+ digits is left to the stdlib parser too."""
+    if _orjson is None or raw.translate(_DIGITS).find(b"0" * 19) >= 0:
+        return None
+    try:
+        return _orjson.loads(raw)
+    except _orjson.JSONDecodeError:
+        return None
+
+
+def _window_elements(piece: str) -> list | None:
+    """The array elements in ``piece`` (complete elements separated by commas), decoded at once by
+    orjson, or None when that is not possible or might differ from the stdlib decoder."""
+    piece = piece.rstrip()
+    if piece.endswith(","):
+        piece = piece[:-1]
+    if _orjson is None or not piece:
+        return None
+    raw = piece.encode("utf-8", "surrogatepass")  # invalid UTF-8 was already replaced while decoding
+    if raw.translate(_DIGITS).find(b"0" * 19) >= 0:
+        return None
+    try:
+        got = _orjson.loads(b"[" + raw + b"]")
+    except _orjson.JSONDecodeError:
+        return None
+    return got
+
+
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
+_NUM_TYPES = {int, float}
 _NUMERIC = {"start_us": np.int64, "end_us": np.int64, "dur_us": np.int64, "pid": np.int64, "tid": np.int64,
             "arg_pid": np.int64, "num_workers": np.float64, "pin_memory": np.int8}
+
+
+class _Same:
+    """A text column holding one value ``n`` times (node id and file type of one file)."""
+
+    __slots__ = ("value", "n")
+
+    def __init__(self, value: str, n: int):
+        self.value, self.n = value, n
 
 
 class _Columns:
@@ -118,12 +177,15 @@ class _Columns:
         self.dicts = {c: {} for c in CATEGORICAL}
 
     def flush(self) -> None:
-        if not self.cols["start_us"]:
+        if not len(self.cols["start_us"]):
             return
         for c in COLUMNS:
             vals = self.cols[c]
             if c in _NUMERIC:
                 self.chunks[c].append(np.asarray(vals, dtype=_NUMERIC[c]))
+            elif isinstance(vals, _Same):
+                d = self.dicts[c]
+                self.chunks[c].append(np.full(vals.n, d.setdefault(vals.value, len(d)), dtype=np.int32))
             else:
                 d = self.dicts[c]
                 codes, uniq = pd.factorize(np.asarray(vals, dtype=object))  # all str, never missing
@@ -165,6 +227,31 @@ def _int(x, default=0) -> int:
     return default
 
 
+# Trace files above this size are streamed (bounded memory) instead of decoded whole.
+STREAM_BYTES = 64 << 20
+STREAM_BLOCK = 8 << 20  # bytes read at a time
+STREAM_EVENTS = 50_000  # events decoded before they are turned into columns
+STREAM_MAX_ELEMENT = 64 << 20  # an array element this long without parsing is corrupt
+
+
+class _TraceState:
+    """What the event-by-event path carries from one event to the next."""
+
+    def __init__(self, base: int):
+        self.base = base
+        self.phase_of_pid: dict = {}
+        self.stacks: dict = defaultdict(list)
+
+
+def _starts_with_bracket(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.lstrip()[:1] == b"["
+
+
 class FrameworkReader:
     def __init__(self, root: Path, problems: ProblemLog):
         self.root = root
@@ -190,6 +277,11 @@ class FrameworkReader:
             except OSError as e:
                 self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
                 return []
+        doc = _fast_loads(raw)
+        if isinstance(doc, list):
+            return doc
+        if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+            return doc["traceEvents"]
         text = raw.decode("utf-8", errors="replace")
         if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
             self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
@@ -275,13 +367,21 @@ class FrameworkReader:
         else:
             base = 0
             node = rewrite_node_id(path.name.split("_")[1])
+        if not is_tf and path.stat().st_size > STREAM_BYTES and _starts_with_bracket(path):
+            self._read_streamed(path, rel, node, ftype)
+            return
         events = self._load_events(path)
         if not is_tf and self._read_simple(events, base, node, ftype):
             return
-        phase_of_pid: dict = {}
-        stacks: dict = defaultdict(list)
+        st = _TraceState(base)
+        self._general(events, 0, st, rel, node, ftype, is_tf)
+        self._unclosed(st, rel)
+
+    def _general(self, events: list, idx0: int, st: "_TraceState", rel: str, node: str, ftype: str, is_tf: bool) -> None:
+        """Event by event, in order (a metadata event applies to the events after it); problems are
+        recorded with the event's position ``idx0 + index + 1``."""
         out = self.out
-        for idx, e in enumerate(events):
+        for idx, e in enumerate(events, start=idx0):
             if not isinstance(e, dict):
                 self.problems.add(rel, idx + 1, "event is not a JSON object")
                 continue
@@ -290,13 +390,13 @@ class FrameworkReader:
             pid = e.get("pid")
             if ph == "M":
                 if e.get("name") == "process_name" and isinstance(args, dict):
-                    if _number(args.get("start_time_since_epoch_in_micros")):
-                        base = int(args["start_time_since_epoch_in_micros"])
+                    if _time(args.get("start_time_since_epoch_in_micros")):
+                        st.base = int(args["start_time_since_epoch_in_micros"])
                     if "name" in args:
-                        phase_of_pid[pid] = str(args["name"])
+                        st.phase_of_pid[pid] = str(args["name"])
                 continue
             ts = e.get("ts")
-            if not _number(ts):
+            if not _time(ts):
                 self.problems.add(rel, idx + 1, "event without numeric ts")
                 continue
             name = e.get("name")
@@ -304,26 +404,26 @@ class FrameworkReader:
             tid = e.get("tid")
             if ph == "X":
                 dur = e.get("dur", 0)
-                if not _number(dur) or dur < 0:
+                if not _time(dur) or dur < 0:
                     self.problems.add(rel, idx + 1, "X event with missing or negative dur")
                     continue
-                start = int(round(base + ts))
+                start = int(round(st.base + ts))
                 end = start + int(round(dur))
             elif ph in ("i", "I"):
-                start = end = int(round(base + ts))
+                start = end = int(round(st.base + ts))
             elif ph == "B":
-                stacks[pid].append(e)
+                st.stacks[pid].append(e)
                 continue
             elif ph == "E":
-                if not stacks[pid]:
+                if not st.stacks[pid]:
                     self.problems.add(rel, idx + 1, "E event without matching B")
                     continue
-                b = stacks[pid].pop()
+                b = st.stacks[pid].pop()
                 if ts < b["ts"]:
                     self.problems.add(rel, idx + 1, "B/E pair with negative duration")
                     continue
-                start = int(round(base + b["ts"]))
-                end = int(round(base + ts))
+                start = int(round(st.base + b["ts"]))
+                end = int(round(st.base + ts))
                 bname = b.get("name")
                 name = "" if bname is None else str(bname)
             else:
@@ -339,28 +439,161 @@ class FrameworkReader:
                     epid = args.get("pid", pid)
                     etid = args.get("thread_id", tid)
             out.append(
-                start, end, name, phase_of_pid.get(pid, "Unknown"), node, ftype, step,
+                start, end, name, st.phase_of_pid.get(pid, "Unknown"), node, ftype, step,
                 _int(epid, -1), _int(etid, -1), args,
             )
-        for pid, st in stacks.items():
-            for b in st:
+
+    def _unclosed(self, st: "_TraceState", rel: str) -> None:
+        for pid, stack in st.stacks.items():
+            for b in stack:
                 self.problems.add(rel, None, f"unclosed B event {b.get('name')!r} (dropped)")
+
+    # -- very large traces ------------------------------------------------------------------------
+    def _read_streamed(self, path: Path, rel: str, node: str, ftype: str) -> None:
+        """A trace file larger than STREAM_BYTES, read in bounded memory: the array is decoded
+        element by element from a sliding text window (at most STREAM_BLOCK plus one element) and
+        handled in chunks of STREAM_EVENTS events, each converted to columns before the next is
+        read. Events are taken in file order (as the general path does): a chunk without metadata
+        events and of the common shape goes column-wise, any other chunk event by event; a
+        truncated or corrupt array keeps the events before the break, as for smaller files."""
+        self._utf8_check(path, rel)
+        st = _TraceState(0)
+        idx0 = 0
+        for chunk in self._stream_array(path, rel):
+            phs = [e.get("ph") if type(e) is dict else None for e in chunk]
+            if None in phs or "M" in phs or not self._simple_body(chunk, phs, st.base, st.phase_of_pid, node, ftype):
+                self._general(chunk, idx0, st, rel, node, ftype, False)
+            self.out.flush()
+            idx0 += len(chunk)
+        self._unclosed(st, rel)
+
+    def _utf8_check(self, path: Path, rel: str) -> None:
+        """The small-file rule in one streaming pass: invalid UTF-8 (and no literal U+FFFD) -> problem."""
+        dec = codecs.getincrementaldecoder("utf-8")()
+        invalid = literal = False
+        tail = b""
+        with path.open("rb") as f:
+            while not (invalid and literal):
+                block = f.read(STREAM_BLOCK)
+                if not block:
+                    break
+                literal = literal or b"\xef\xbf\xbd" in tail + block
+                tail = block[-2:]
+                if not invalid:
+                    try:
+                        dec.decode(block)
+                    except UnicodeDecodeError:
+                        invalid = True
+            if not invalid:
+                try:
+                    dec.decode(b"", final=True)
+                except UnicodeDecodeError:
+                    invalid = True
+        if invalid and not literal:
+            self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
+
+    def _stream_array(self, path: Path, rel: str):
+        """Yield the elements of the JSON array in ``path`` in lists of at most STREAM_EVENTS."""
+        dec = json.JSONDecoder()
+        text_dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        buf, pos, lines_before, eof = "", 0, 0, False
+        items: list = []
+        n_items = 0
+        retry_after = 0
+        with path.open("rb") as f:
+
+            def refill():
+                nonlocal buf, pos, lines_before, eof, retry_after
+                block = f.read(STREAM_BLOCK)
+                eof = not block
+                lines_before += buf.count("\n", 0, pos)
+                retry_after -= pos
+                buf = buf[pos:] + text_dec.decode(block, final=eof)
+                pos = 0
+
+            refill()
+            while True:  # the opening bracket (the caller checked that it comes first)
+                pos = len(buf) - len(buf[pos:].lstrip())
+                if pos < len(buf) or eof:
+                    break
+                refill()
+            pos += 1
+            while True:
+                while pos < len(buf) and buf[pos] in " \t\r\n,":
+                    pos += 1
+                if pos >= len(buf) - 1 and not eof:  # keep one char of look-ahead for numbers
+                    refill()
+                    continue
+                if pos >= len(buf):
+                    bad_at = pos
+                    break
+                if buf[pos] == "]":
+                    bad_at = None
+                    break
+                if pos >= retry_after:
+                    # Fast: every complete line of the window at once. A raw newline never occurs
+                    # inside a JSON string, so cutting there is cutting between tokens; when the
+                    # cut falls inside an element (pretty-printed files) or anything else fails,
+                    # the elements are decoded one by one up to that cut.
+                    cut = buf.rfind("\n", pos)
+                    got = _window_elements(buf[pos:cut]) if cut > pos else None
+                    if got is None:
+                        retry_after = max(cut, pos + 1)
+                    else:
+                        items += got
+                        n_items += len(got)
+                        pos = cut
+                        if len(items) >= STREAM_EVENTS:
+                            yield items
+                            items = []
+                        continue
+                try:
+                    obj, end = dec.raw_decode(buf, pos)
+                except ValueError:
+                    if not eof and len(buf) - pos < STREAM_MAX_ELEMENT:
+                        refill()  # most likely an element cut by the window: read on
+                        continue
+                    bad_at = pos
+                    break
+                if end >= len(buf) and not eof:  # a number may go on in the next block
+                    refill()
+                    continue
+                items.append(obj)
+                n_items += 1
+                pos = end
+                if len(items) >= STREAM_EVENTS:
+                    yield items
+                    items = []
+                if pos > STREAM_BLOCK:
+                    lines_before += buf.count("\n", 0, pos)
+                    retry_after -= pos
+                    buf, pos = buf[pos:], 0
+        if items:
+            yield items
+        if bad_at is not None:
+            line = lines_before + buf.count("\n", 0, bad_at) + 1
+            self.problems.add(rel, line, f"truncated or corrupt JSON array ({n_items} events before the break kept)")
 
     def _read_simple(self, events: list, base: int, node: str, ftype: str) -> bool:
         """Column-wise path for the common file shape (only well-formed X / i events after the
-        metadata, each pid declared once, one base time): one tight loop into local lists, times
-        rounded with numpy. Returns False (nothing appended) when the file needs the general path."""
-        meta, body = [], []
-        for e in events:
-            if type(e) is not dict:
-                return False
-            (meta if e.get("ph") == "M" else body).append(e)
+        metadata, each pid declared once, one base time): each column filled by one comprehension,
+        times rounded with numpy. Returns False (nothing appended) when any event needs the general
+        path's handling; the whole file then takes it."""
+        if any(type(e) is not dict for e in events):
+            return False
+        phs = [e.get("ph") for e in events]
+        meta = [e for e, ph in zip(events, phs) if ph == "M"]
+        if meta:
+            body = [e for e, ph in zip(events, phs) if ph != "M"]
+            phs = [ph for ph in phs if ph != "M"]
+        else:
+            body = events
         phase_of_pid: dict = {}
         bases = 0
         for e in meta:
             args = e.get("args")
             if e.get("name") == "process_name" and isinstance(args, dict):
-                if _number(args.get("start_time_since_epoch_in_micros")):
+                if _time(args.get("start_time_since_epoch_in_micros")):
                     base = int(args["start_time_since_epoch_in_micros"])
                     bases += 1
                 if "name" in args:
@@ -369,91 +602,96 @@ class FrameworkReader:
                     phase_of_pid[e.get("pid")] = str(args["name"])
         if bases > 1:
             return False
-        ts, dur, names, phases, steps, pids, tids, apids, nws, pms = ([] for _ in range(10))
+        return self._simple_body(body, phs, base, phase_of_pid, node, ftype)
+
+    def _simple_body(self, body: list, phs: list, base: int, phase_of_pid: dict, node: str, ftype: str) -> bool:
+        """Columns of ``body`` (dicts with their ``ph`` values in ``phs``, no metadata) when every
+        event is a well-formed X / i event; False (nothing appended) otherwise."""
+        kinds = set(phs)
+        if not kinds <= {"X", "i", "I"}:
+            return False
         num = (int, float)
-        empty: dict = {}
-        nan = np.nan
+        ts = [e.get("ts") for e in body]
+        if kinds == {"X"}:
+            dur = [e.get("dur", 0) for e in body]
+        else:
+            dur = [e.get("dur", 0) if ph == "X" else 0 for e, ph in zip(body, phs)]
+        if not set(map(type, ts)) <= _NUM_TYPES or not set(map(type, dur)) <= _NUM_TYPES:
+            return False
+        if any(d < 0 for d in dur):
+            return False
+        names = [e.get("name") for e in body]
+        if set(map(type, names)) - {str}:
+            names = [x if type(x) is str else ("" if x is None else str(x)) for x in names]
+        pids = [e.get("pid") for e in body]
         get_phase = phase_of_pid.get
-        for e in body:
-            ph = e.get("ph")
-            t = e.get("ts")
-            if ph == "X":
-                d = e.get("dur", 0)
-            elif ph == "i" or ph == "I":
-                d = 0
-            else:
-                return False
-            if type(t) not in num or type(d) not in num or d < 0:
-                return False
-            ts.append(t)
-            dur.append(d)
-            name = e.get("name")
-            names.append(name if type(name) is str else ("" if name is None else str(name)))
-            pid = e.get("pid")
-            phases.append(get_phase(pid, "Unknown"))
-            pids.append(pid if type(pid) is int else _int(pid, -1))
-            tid = e.get("tid")
-            tids.append(tid if type(tid) is int else -1 if tid is None else _int(tid, -1))
-            a = e.get("args")
-            if type(a) is not dict:
-                a = empty
-            sn = a.get("step_num")
-            steps.append("" if sn is None else sn if type(sn) is str else str(sn))
-            ap = a.get("pid")
-            apids.append(int(ap) if type(ap) in num else -1)
-            nw = a.get("num_workers")
-            nws.append(float(nw) if type(nw) in num else nan)
-            pm = a.get("pin_memory")
-            pms.append(-1 if pm is None else int(pm in (True, "True", "true", 1)))
+        phases = [get_phase(x, "Unknown") for x in pids]
+        if set(map(type, pids)) - {int}:
+            pids = [x if type(x) is int else _int(x, -1) for x in pids]
+        tids = [e.get("tid") for e in body]
+        if set(map(type, tids)) - {int}:
+            tids = [x if type(x) is int else -1 if x is None else _int(x, -1) for x in tids]
+        empty: dict = {}
+        args_l = [e.get("args") for e in body]
+        if set(map(type, args_l)) - {dict}:
+            args_l = [a if type(a) is dict else empty for a in args_l]
+        steps = [a.get("step_num") for a in args_l]
+        if set(map(type, steps)) - {str}:
+            steps = ["" if x is None else x if type(x) is str else str(x) for x in steps]
+        apids = [int(x) if type(x) in num else -1 for x in [a.get("pid") for a in args_l]]
+        nan = np.nan
+        nws = [float(x) if type(x) in num else nan for x in [a.get("num_workers") for a in args_l]]
+        pms = [-1 if x is None else int(x in (True, "True", "true", 1)) for x in [a.get("pin_memory") for a in args_l]]
         n = len(body)
         # int(round(base + t)) exactly: float64 holds base + t exactly below 2**53 (int t), and
         # float t is added in float64 like Python does; np.rint rounds half to even like round().
         ts_a = np.asarray(ts, dtype=np.float64)
         dur_a = np.asarray(dur, dtype=np.float64)
+        if n and not (np.abs(ts_a).max() < _TIME_LIMIT and dur_a.max() < _TIME_LIMIT):
+            return False  # NaN, infinity or absurd magnitudes: the general path reports them
         if n and (np.abs(ts_a).max() + abs(base) >= 2.0**52 or dur_a.max() >= 2.0**52):
             starts = [int(round(base + t)) for t in ts]
             ends = [st + int(round(d)) for st, d in zip(starts, dur)]
+            durs = [en - st for st, en in zip(starts, ends)]
         else:
-            st = np.rint(base + ts_a).astype(np.int64)
-            starts, ends = st.tolist(), (st + np.rint(dur_a).astype(np.int64)).tolist()
+            starts = np.rint(base + ts_a).astype(np.int64)
+            ends = starts + np.rint(dur_a).astype(np.int64)
+            durs = ends - starts
+        # read_file flushes after every file, so the column buffers are empty here: hand over whole
+        # columns (arrays, lists, or one repeated value) for flush() to encode.
+        if len(self.out.cols["start_us"]):
+            self.out.flush()
         c = self.out.cols
-        c["start_us"] += starts
-        c["end_us"] += ends
-        c["dur_us"] += [en - s for s, en in zip(starts, ends)]
-        c["name"] += names
-        c["phase"] += phases
-        c["node_id"] += [node] * n
-        c["file_type"] += [ftype] * n
-        c["step_num"] += steps
-        c["pid"] += pids
-        c["tid"] += tids
-        c["arg_pid"] += apids
-        c["num_workers"] += nws
-        c["pin_memory"] += pms
+        c.update(start_us=starts, end_us=ends, dur_us=durs, name=names, phase=phases, node_id=_Same(node, n),
+                 file_type=_Same(ftype, n), step_num=steps, pid=pids, tid=tids, arg_pid=apids, num_workers=nws,
+                 pin_memory=pms)
         return True
 
     def table(self) -> pd.DataFrame:
+        """The event table sorted by start time (stable). The sort order is computed once from the
+        start column and each column is concatenated, permuted and its chunks dropped in turn, so
+        the peak is about two copies of the events instead of four (concatenate, frame, sort,
+        reset_index)."""
         self.out.flush()
         ch, dicts = self.out.chunks, self.out.dicts
+        start = np.concatenate(ch["start_us"]) if ch["start_us"] else np.zeros(0, np.int64)
+        order = np.argsort(start, kind="stable")
+        del start
         cols = {}
         for c in COLUMNS:
             arr = np.concatenate(ch[c]) if ch[c] else np.zeros(0, _NUMERIC.get(c, np.int32))
             ch[c] = []
+            arr = arr[order]
             if c in CATEGORICAL:
                 # Sorted categories, exactly what pd.Categorical(list of str) builds.
                 cats = np.array(list(dicts[c]), dtype=object)
-                order = np.argsort(cats.astype(str), kind="stable") if len(cats) else np.zeros(0, np.int64)
+                corder = np.argsort(cats.astype(str), kind="stable") if len(cats) else np.zeros(0, np.int64)
                 remap = np.empty(len(cats), np.int32)
-                remap[order] = np.arange(len(cats), dtype=np.int32)
-                arr = pd.Categorical.from_codes(remap[arr] if len(arr) else arr, categories=list(cats[order]))
+                remap[corder] = np.arange(len(cats), dtype=np.int32)
+                arr = pd.Categorical.from_codes(remap[arr] if len(arr) else arr, categories=list(cats[corder]))
             cols[c] = arr
-        return _frame(cols)
-
-
-def _frame(cols: dict) -> pd.DataFrame:
-    """Columns (numpy / Categorical) -> DataFrame sorted by start time."""
-    df = pd.DataFrame({c: cols[c] for c in COLUMNS})
-    return df.sort_values("start_us", kind="stable").reset_index(drop=True)
+        del order
+        return pd.DataFrame({c: cols.pop(c) for c in COLUMNS})
 
 
 def events_frame(cols: dict) -> pd.DataFrame:
@@ -480,6 +718,15 @@ def empty_events() -> pd.DataFrame:
 
 def read_framework(root: Path, problems: ProblemLog) -> pd.DataFrame:
     reader = FrameworkReader(root, problems)
-    for p in list_framework_files(root):
-        reader.read_file(p)
+    # Decoding makes millions of short-lived dicts and lists, none in a reference cycle: with the
+    # cyclic garbage collector paused they are still freed (reference counting), and the collector
+    # does not rescan the growing heap over and over (a third of the reading time on big traces).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for p in list_framework_files(root):
+            reader.read_file(p)
+    finally:
+        if was_enabled:
+            gc.enable()
     return reader.table()

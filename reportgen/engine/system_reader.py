@@ -491,9 +491,12 @@ _TYPE_ORDER = {t: i for i, t in enumerate(KNOWN_TYPES)}
 
 def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem | None:
     """Tick table from the node's record chunks (the list is emptied to free them early)."""
-    sids = np.concatenate([c[0] for c in chunks])
-    ts = np.concatenate([c[1] for c in chunks])
-    vals = np.concatenate([c[2] for c in chunks])
+    if len(chunks) == 1:  # the per-node fast path: no copy
+        sids, ts, vals = chunks[0]
+    else:
+        sids = np.concatenate([c[0] for c in chunks])
+        ts = np.concatenate([c[1] for c in chunks])
+        vals = np.concatenate([c[2] for c in chunks])
     chunks.clear()
     if len(sids) == 0:
         return None
@@ -516,6 +519,7 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
     if len(starts) > 1:
         interval = float(np.median(np.diff(starts)))
     tick = np.searchsorted(starts, ts, side="right") - 1
+    del ts
     n_ticks, n_cols = len(starts), len(order)
 
     flat = tick.astype(np.int64) * n_cols + cols
@@ -527,8 +531,8 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
     values = np.full((n_ticks, n_cols), np.nan)
     values.reshape(-1)[flat] = vals
     first_ts, last_ts = float(uniq[0]), float(uniq[-1])
-    del flat, vals, ts, sids, uniq, gaps, cols
-    return NodeSystem(
+    del flat, vals, sids, uniq, gaps, cols
+    table = NodeSystem(
         node=node,
         interval_s=interval,
         tick_ts=starts.astype(np.float64),
@@ -540,6 +544,27 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
         first_ts=first_ts,
         last_ts=last_ts,
     )
+    del values
+    _trim_heap()
+    return table
+
+
+def _trim_heap() -> None:
+    """Give the freed heap pages of the node's raw records back to the OS (glibc keeps them
+    otherwise, so the peak RSS would carry every node's temporaries); a no-op elsewhere."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
 
 
 def read_system(root: Path, problems: ProblemLog) -> SystemData:

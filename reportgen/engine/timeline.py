@@ -101,29 +101,42 @@ PHASE_KINDS = (
 )
 
 
+def _coded(col) -> tuple[np.ndarray, list[str]]:
+    """Integer codes and their strings for a text column (missing -> the string "nan", as
+    ``astype(str)`` writes it): the per-kind tests then run once per distinct string."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes, cats = col.cat.codes.to_numpy(), [str(c) for c in col.cat.categories]
+    else:
+        codes, uniq = pd.factorize(col.astype(str).to_numpy())
+        cats = [str(u) for u in uniq]
+    codes = np.where(codes < 0, len(cats), codes)
+    return codes, cats + ["nan"]
+
+
 def phase_timeline(events: pd.DataFrame, t_first: float, t_last: float, budget: int = BUCKETS) -> dict:
     """Merged TRAIN / EVAL / dataloading intervals per worker (seconds since epoch)."""
     out: dict = {}
     if len(events) == 0:
         return out
     min_gap = max((t_last - t_first) / budget, 0) * 1e6
-    names = events["name"].astype(str).to_numpy()
-    phases = events["phase"].astype(str).to_numpy()
-    nodes = events["node_id"].astype(str).to_numpy()
+    name_c, name_s = _coded(events["name"])
+    phase_c, phase_s = _coded(events["phase"])
+    node_c, node_s = _coded(events["node_id"])
     s_all, e_all = events["start_us"].to_numpy(), events["end_us"].to_numpy()
     for kind, pred in PHASE_KINDS:
-        cats_n = pd.unique(names)
-        cats_p = pd.unique(phases)
-        ok_n = {n for n in cats_n if pred(n, None)}
-        ok_p = {p for p in cats_p if pred("", p)}
-        mask = np.isin(names, list(ok_n)) | np.isin(phases, list(ok_p))
+        ok_n = np.array([pred(n, None) for n in name_s], dtype=bool)
+        ok_p = np.array([pred("", p) for p in phase_s], dtype=bool)
+        mask = ok_n[name_c] | ok_p[phase_c]
         if not mask.any():
             continue
-        for node in pd.unique(nodes[mask]):
-            m = mask & (nodes == node)
-            s, e = merged_segments(s_all[m], e_all[m] + int(min_gap))
+        sel = np.nonzero(mask)[0]
+        nodes_sel = node_c[sel]
+        uniq, first = np.unique(nodes_sel, return_index=True)
+        for code in uniq[np.argsort(first)]:  # workers in order of first appearance
+            rows = sel[nodes_sel == code]
+            s, e = merged_segments(s_all[rows], e_all[rows] + int(min_gap))
             e = e - int(min_gap)
-            out.setdefault(str(node), {})[kind] = [[round(a / 1e6, 3), round(b / 1e6, 3)] for a, b in zip(s, e)]
+            out.setdefault(node_s[code], {})[kind] = [[round(a / 1e6, 3), round(b / 1e6, 3)] for a, b in zip(s, e)]
     return out
 
 

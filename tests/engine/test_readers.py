@@ -165,3 +165,71 @@ def test_broken_gzip_is_recorded_and_salvaged(tmp_path):
     df = read_framework(tmp_path, pl)
     assert any(r.startswith("broken gzip stream") for r in pl.counts)
     assert 0 < len(df) < 50
+
+
+def test_fast_decoder_and_stdlib_decoder_give_the_same_table(tmp_path, monkeypatch):
+    """orjson is only a faster decoder: files it rejects or would read differently (NaN literal,
+    integers beyond 64 bits, invalid UTF-8) go through the stdlib parser, and every table equals
+    the stdlib-only one."""
+    import reportgen.engine.framework_reader as fr
+
+    body = [{"name": f"op{i}", "pid": 1, "ph": "X", "ts": i * 7, "dur": 3, "args": {"step_num": i, "pid": 5,
+             "num_workers": 2, "pin_memory": "true"}} for i in range(20)]
+    write_trace(tmp_path, "1700000001000000_1-algo-1_pythontimeline.json", HEAD + body)
+    write_trace(tmp_path, "1700000002000000_1-algo-1_model_timeline.json", None,
+                raw=json.dumps(HEAD + body[:3])[:-1] + ', {"name": "x", "pid": 1, "ph": "X", "ts": NaN, "dur": 1}]')
+    write_trace(tmp_path, "1700000003000000_1-algo-1_pythontimeline.json", None,
+                raw=json.dumps(HEAD + body[:2])[:-1] + ', {"name": "big", "pid": 1, "ph": "i", "ts": 18446744073709551616}]')
+    p = write_trace(tmp_path, "1700000004000000_1-algo-2_pythontimeline.json", HEAD + body[:4])
+    p.write_bytes(p.read_bytes().replace(b'"op1"', b'"op\xff1"'))
+
+    pl_fast = ProblemLog()
+    fast = read_framework(tmp_path, pl_fast)
+    monkeypatch.setattr(fr, "_orjson", None)
+    pl_std = ProblemLog()
+    std = read_framework(tmp_path, pl_std)
+    assert fast.equals(std) and dict(pl_fast.counts) == dict(pl_std.counts)
+    # The NaN and the 2**64 time are unusable: reported with their line, the rest of those files kept.
+    assert len(fast) == 20 + 3 + 2 + 4
+    assert pl_fast.counts["event without numeric ts"] == 2
+    assert "op\ufffd1" in set(fast["name"].astype(str)) and pl_fast.counts["non-UTF-8 bytes (replaced)"] == 1
+
+
+def test_large_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch):
+    """Above STREAM_BYTES a trace is decoded element by element from a small window and converted
+    in chunks; with tiny limits every file here goes that way and must give the table and the
+    problems (with their lines) of the whole-file read."""
+    import reportgen.engine.framework_reader as fr
+
+    body = [{"name": f"op{i}", "pid": 1 + i % 2, "ph": "X", "ts": 1_000_003 * i + 0.5 * (i % 3), "dur": 10 + i,
+             "args": {"step_num": str(i), "pid": 40 + i % 4}} for i in range(40)]
+    be = [{"name": "AR", "pid": 2, "ph": "B", "ts": 5}, {"name": "", "pid": 2, "ph": "E", "ts": 9},
+          {"name": "odd", "pid": 2, "ph": "Q", "ts": 11}, {"name": "", "pid": 3, "ph": "E", "ts": 12}]
+    write_trace(tmp_path, "1700000001000000_1-algo-1_pythontimeline.json", HEAD + body)
+    write_trace(tmp_path, "1700000002000000_1-algo-1_horovod_timeline.json", HEAD + body[:7] + be + body[7:12])
+    text = json.dumps(HEAD + body[:9], indent=1)
+    write_trace(tmp_path, "1700000003000000_2-algo-1_pythontimeline.json", None,
+                raw=text[: text.rindex('"step_num": "7"')])
+    p = write_trace(tmp_path, "1700000004000000_1-algo-2_model_timeline.json", HEAD + body[:5])
+    p.write_bytes(p.read_bytes().replace(b'"op3"', b'"op\xfe3"'))
+
+    pl_whole = ProblemLog()
+    whole = read_framework(tmp_path, pl_whole)
+    monkeypatch.setattr(fr, "STREAM_BYTES", 0)
+    monkeypatch.setattr(fr, "STREAM_BLOCK", 64)
+    monkeypatch.setattr(fr, "STREAM_EVENTS", 3)
+    calls = []
+    orig = fr.FrameworkReader._read_streamed
+    monkeypatch.setattr(fr.FrameworkReader, "_read_streamed", lambda self, path, *a: calls.append(path) or orig(self, path, *a))
+    pl_stream = ProblemLog()
+    streamed = read_framework(tmp_path, pl_stream)
+    assert len(calls) == 4
+
+    assert streamed.equals(whole)
+    assert len(whole) == 40 + 12 + 1 + 7 + 5  # the B/E pair is one event; 7 complete steps before the cut
+    key = lambda pr: (pr.file, pr.line, pr.reason)  # noqa: E731
+    assert sorted(map(key, pl_stream.items)) == sorted(map(key, pl_whole.items))
+    reasons = {pr.reason for pr in pl_whole.items}
+    assert {"unknown event phase 'Q'", "E event without matching B", "non-UTF-8 bytes (replaced)"} <= reasons
+    cut = [pr for pr in pl_stream.items if pr.reason.startswith("truncated or corrupt JSON array")]
+    assert len(cut) == 1 and cut[0].line > 1 and "(10 events before the break kept)" in cut[0].reason

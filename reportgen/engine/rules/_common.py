@@ -30,3 +30,14 @@ def series(data: AnalysisData, dimension: str):
             col = mat[:, j]
             ok = ~np.isnan(col)
             yield node, name, col[ok], win[ok]
+
+
+def text_match(col, pred) -> np.ndarray:
+    """Boolean mask ``pred(str(value))`` over a text column of the event table. On a categorical
+    column ``pred`` runs once per category (missing values give False) instead of once per event."""
+    import pandas as pd
+
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        lut = np.array([bool(pred(str(c))) for c in col.cat.categories] + [False], dtype=bool)
+        return lut[col.cat.codes.to_numpy()]  # code -1 (missing) -> the trailing False
+    return np.array([bool(pred(str(x))) for x in col.to_numpy()], dtype=bool)

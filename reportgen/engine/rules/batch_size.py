@@ -12,7 +12,7 @@ import numpy as np
 
 from reportgen.engine.params import BatchSizeParams
 from reportgen.engine.rules._common import result
-from reportgen.engine.stats import box, window_ends
+from reportgen.engine.stats import box, percentile_windows, window_ends
 
 Params = BatchSizeParams
 
@@ -57,28 +57,43 @@ def evaluate(data, params: BatchSizeParams | None = None) -> dict:
         if not gpus:
             continue
         cpu_ends = window_ends(cpu_win, nw)
-        prev = 0
-        for k, n in enumerate(cpu_ends):
-            if n == prev:
+        # Windows with new CPU samples once more than ``window`` and ``patience`` exist, whose CPU
+        # p95 over the last ``window`` values is not >= cpu_threshold_p95.
+        new = np.diff(cpu_ends, prepend=0) > 0
+        ks = np.nonzero(new & (cpu_ends > p.window) & (cpu_ends > p.patience))[0]
+        if not len(ks):
+            continue
+        cpu95 = percentile_windows(cpu_total, cpu_ends[ks], p.window, [95])[:, 0]
+        ks = ks[~(cpu95 >= p.cpu_threshold_p95)]
+        hits = []  # (window, gpu position, gpu samples, memory samples) of each violation
+        for gi, (gname, (u, _), (m, _), u_end, m_end) in enumerate(gpus):
+            a, b = u_end[ks], m_end[ks]
+            sel = (a > p.window) & (b != 0)
+            if not sel.any():
                 continue
-            prev = n
-            if n <= p.window or n <= p.patience:
-                continue
-            if np.percentile(cpu_total[n - p.window:n], 95) >= p.cpu_threshold_p95:
-                continue
-            for gname, (u, _), (m, _), u_end, m_end in gpus:
-                a, b = u_end[k], m_end[k]
-                if a <= p.window or b == 0:
-                    continue
-                g95 = np.percentile(u[a - p.window:a], 95)
-                m95 = np.percentile(m[max(0, b - p.window):b], 95)
-                if g95 < p.gpu_threshold_p95 and m95 < p.gpu_memory_threshold_p95:
-                    violations += 1
-                    last_window = k if last_window is None else max(last_window, k)
-                    nd = details.setdefault(node, {})
-                    nd["cpu"] = _box6(cpu_total[:n])
-                    nd[gname] = _box6(u[:a])
-                    nd[gname + "_memory"] = _box6(m[:b])
+            g95 = percentile_windows(u, a[sel], p.window, [95])[:, 0]
+            m95 = percentile_windows(m, b[sel], p.window, [95])[:, 0]
+            viol = (g95 < p.gpu_threshold_p95) & (m95 < p.gpu_memory_threshold_p95)
+            hits += zip(ks[sel][viol].tolist(), [gi] * int(viol.sum()), a[sel][viol].tolist(), b[sel][viol].tolist())
+        if not hits:
+            continue
+        hits.sort(key=lambda h: (h[0], h[1]))  # the original loop order: window, then GPU
+        violations += len(hits)
+        k_last = hits[-1][0]
+        last_window = k_last if last_window is None else max(last_window, k_last)
+        # Keys in order of first insertion, values from the last violation (as repeated updates give).
+        nd = details.setdefault(node, {})
+        last: dict = {}
+        for k, gi, a, b in hits:
+            nd.setdefault("cpu", None)
+            nd.setdefault(gpus[gi][0], None)
+            nd.setdefault(gpus[gi][0] + "_memory", None)
+            last[gi] = (a, b)
+        nd["cpu"] = _box6(cpu_total[: cpu_ends[k_last]])
+        for gi, (a, b) in last.items():
+            gname, (u, _), (m, _) = gpus[gi][:3]
+            nd[gname] = _box6(u[:a])
+            nd[gname + "_memory"] = _box6(m[:b])
     if last_window is not None:
         details["last_timestamp"] = data.window_start(last_window)
     return result(violations, violations, details, datapoints, p)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.engine.params import DataloaderParams
-from reportgen.engine.rules._common import result
+from reportgen.engine.rules._common import result, text_match
 from reportgen.engine.stats import hist100, window_ends
 
 Params = DataloaderParams
@@ -25,11 +25,10 @@ def evaluate(data, params: DataloaderParams | None = None) -> dict:
     details: dict = {}
     if len(ev) == 0:
         return result(0, 0, details, 0, p)
-    phase = ev["phase"].astype(str).to_numpy()
-    loaders = ev[np.isin(phase, LOADER_PHASES)]
+    loaders = ev[text_match(ev["phase"], lambda s: s in LOADER_PHASES)]
     if len(loaders) == 0:
         return result(0, 0, details, 0, p)
-    init = ev[phase == "DataLoaderIterInitialize"]
+    init = ev[text_match(ev["phase"], lambda s: s == "DataLoaderIterInitialize")]
     pin = init["pin_memory"].to_numpy()
     pin = pin[pin >= 0]
     workers = init["num_workers"].to_numpy()
@@ -38,7 +37,7 @@ def evaluate(data, params: DataloaderParams | None = None) -> dict:
         details["pin_memory"] = bool(pin[-1])
     if len(workers):
         details["num_workers"] = int(workers[-1])
-    if ev["name"].astype(str).str.contains("Prefetch", regex=False).any():
+    if text_match(ev["name"], lambda s: "Prefetch" in s).any():
         details["prefetch"] = True
     cores = max((len(ns.select("CPUUtilization")[0]) for ns in data.nodes.values()), default=0)
 
@@ -46,8 +45,12 @@ def evaluate(data, params: DataloaderParams | None = None) -> dict:
     pid = loaders["arg_pid"].to_numpy()
     ok = pid >= 0
     sec = s[ok] // 1_000_000
-    pairs = np.unique(np.stack([sec, pid[ok]], axis=1), axis=0) if ok.any() else np.zeros((0, 2), np.int64)
-    secs, parallel = np.unique(pairs[:, 0], return_counts=True)
+    pid = pid[ok]
+    # Distinct (second, pid) pairs, then pairs per second (a lexsort instead of np.unique(axis=0)).
+    o = np.lexsort((pid, sec))
+    sec, pid = sec[o], pid[o]
+    first = np.r_[True, (sec[1:] != sec[:-1]) | (pid[1:] != pid[:-1])] if len(sec) else np.zeros(0, bool)
+    secs, parallel = np.unique(sec[first], return_counts=True)
     violations = 0
     med = None
     if len(secs):

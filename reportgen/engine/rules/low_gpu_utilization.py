@@ -11,7 +11,7 @@ import numpy as np
 
 from reportgen.engine.params import LowGPUUtilizationParams
 from reportgen.engine.rules._common import result, series
-from reportgen.engine.stats import box, window_ends
+from reportgen.engine.stats import box, percentile_windows, window_ends
 
 Params = LowGPUUtilizationParams
 
@@ -25,19 +25,21 @@ def evaluate(data, params: LowGPUUtilizationParams | None = None) -> dict:
     for node, gpu, v, win in series(data, "GPUUtilization"):
         datapoints = len(v)
         ends = window_ends(win, data.n_windows)
-        prev = 0
+        # Windows with new samples for this GPU, once more than ``patience`` samples exist.
+        new = np.diff(ends, prepend=0) > 0
+        ks = np.nonzero(new & (ends > p.patience))[0]
         last_m = None
         last_q = None
-        for k, m in enumerate(ends):
-            if m == prev:
-                continue  # no new samples for this GPU in window k
-            prev = m
-            if m <= p.patience:
-                continue
-            q95, q5 = np.percentile(v[max(0, m - p.window):m], [95, 5])
-            if q95 < p.threshold_p95 or (q95 > p.threshold_p95 and q5 < p.threshold_p5):
-                violations += 1
-                last_m, last_q = m, (q95, q5)
+        if len(ks):
+            q = percentile_windows(v, ends[ks], p.window, [95, 5])
+            q95, q5 = q[:, 0], q[:, 1]
+            viol = (q95 < p.threshold_p95) | ((q95 > p.threshold_p95) & (q5 < p.threshold_p5))
+            hit = np.nonzero(viol)[0]
+            if len(hit):
+                violations += len(hit)
+                j = hit[-1]
+                last_m, last_q = int(ends[ks[j]]), (q95[j], q5[j])
+                k = int(ks[j])
                 last_window = k if last_window is None else max(last_window, k)
         if last_m is not None:
             hist = v[:last_m]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.engine.params import MaxInitializationTimeParams
-from reportgen.engine.rules._common import result
+from reportgen.engine.rules._common import result, text_match
 
 Params = MaxInitializationTimeParams
 
@@ -19,8 +19,7 @@ Params = MaxInitializationTimeParams
 def step_events(events):
     if len(events) == 0:
         return events
-    names = events["name"].astype(str)
-    return events[names.str.contains("Step:ModeKeys", regex=False).to_numpy()]
+    return events[text_match(events["name"], lambda s: "Step:ModeKeys" in s)]
 
 
 def evaluate(data, params: MaxInitializationTimeParams | None = None) -> dict:

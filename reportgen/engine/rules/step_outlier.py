@@ -13,7 +13,7 @@ import numpy as np
 
 from reportgen.engine.breakdown import breakdown, events_in_intervals
 from reportgen.engine.params import StepOutlierParams
-from reportgen.engine.rules._common import result
+from reportgen.engine.rules._common import result, text_match
 from reportgen.engine.rules.max_initialization_time import step_events
 from reportgen.engine.stats import hist100, window_ends
 
@@ -31,7 +31,7 @@ def evaluate(data, params: StepOutlierParams | None = None) -> dict:
     p = params or StepOutlierParams()
     steps = step_events(data.events)
     if p.mode and len(steps):
-        steps = steps[steps["name"].astype(str).str.contains(p.mode, regex=False).to_numpy()]
+        steps = steps[text_match(steps["name"], lambda s: p.mode in s)]
     details: dict = {"step_details": {}}
     triggered = 0
     violations = 0
