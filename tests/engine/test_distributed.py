@@ -233,21 +233,29 @@ def test_cli_without_dask_installed_exits_2(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "r.html").exists()
 
 
-def test_runs_without_scheduler_never_import_dask(tmp_path):
-    """A plain `generate` (and the engine with --incremental) must not import Dask at all."""
+def test_generate_without_scheduler_never_imports_dask_and_incremental_rereads_nothing(tmp_path):
+    """Through the command line in a fresh interpreter: a plain `generate`, then two `generate
+    --incremental` runs (the second on the unchanged folder parses 0 system files, as its progress
+    line and GenerateResult say); Dask is never imported by any of them."""
     prof = make_profile(tmp_path / "p", nodes=1, cores=2, gpus=1, duration_s=180)
+    cache = tmp_path / "cache"
     code = (
         "import sys\n"
-        "from pathlib import Path\n"
         "from reportgen.cli import main\n"
-        f"rc = main(['generate', {str(prof)!r}, '-o', {str(tmp_path / 'r.html')!r}, '-q'])\n"
-        "from reportgen.engine import analyze\n"
-        f"r = analyze(Path({str(prof)!r}), Path({str(tmp_path / 'a')!r}), cache_root=Path({str(tmp_path / 'c')!r}))\n"
+        f"args = ['generate', {str(prof)!r}, '--cache-dir', {str(cache)!r}]\n"
+        f"rcs = [main(args + ['-o', {str(tmp_path)!r} + f'/r{{i}}.html'] + extra)\n"
+        "       for i, extra in enumerate([[], ['--incremental'], ['--incremental']])]\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'))\n"
-        "print(rc, r.system_files_read, loaded)\n"
+        "print(rcs, loaded)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == "0 3 []"
-    assert (tmp_path / "r.html").stat().st_size > 100_000
+    assert proc.stdout.strip().splitlines()[-1] == "[0, 0, 0] []"
+    counts = [line for line in proc.stderr.splitlines() if "system metrics:" in line]
+    assert counts == [f"reportgen: system metrics: 3 of 3 files read, the rest from the cache in {cache}",
+                      f"reportgen: system metrics: 0 of 3 files read, the rest from the cache in {cache}"]
+    for i in range(3):
+        assert (tmp_path / f"r{i}.html").stat().st_size > 100_000
+    assert json.loads((tmp_path / "r2.json").read_text())["sections"] == \
+        json.loads((tmp_path / "r0.json").read_text())["sections"]
