@@ -56,7 +56,7 @@ def main():
     client = cluster = None
     if mode == "dask":
         from dask.distributed import Client, LocalCluster
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR)
         client = Client(cluster)
     res["setup_s"] = time.perf_counter() - t

@@ -139,6 +139,9 @@ def prepare_rule_outputs(source: str, work_dir: Path, *, cache_dir: Path | None 
     progress(resolved.description)
     kineto = tuple(resolved.kineto_files or ())
     if resolved.rule_output_dir is not None and not recompute:
+        if engine is not None and (engine.scheduler or engine.cache_root):
+            progress("--scheduler/--incremental not used: the source has rule outputs, no raw data is analysed "
+                     "(--recompute analyses the raw data)")
         if kineto:
             from reportgen.kineto.outputs import with_rule_outputs
 

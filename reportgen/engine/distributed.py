@@ -90,7 +90,7 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
     try:
         if sched.local:
             n = sched.workers or os.cpu_count() or 1
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                                    silence_logs=logging.ERROR)
             client = Client(cluster)
         else:

@@ -61,7 +61,7 @@ def cluster():
 
     import logging
 
-    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                      silence_logs=logging.ERROR)
     try:
         yield c

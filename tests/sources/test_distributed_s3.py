@@ -2,7 +2,7 @@
 
 The profile is a small synthetic one (2 nodes, 4 cores, 1 GPU, 5 minutes: 10 system files and their
 framework traces) uploaded to a moto server; the local Dask cluster (2 worker processes) is started
-inside each test, after the fake AWS environment is set, so its workers see the same endpoint.
+once for the module, after the fake AWS environment is set, so its workers see the same endpoint.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def profile(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def uploaded(moto_endpoint, profile) -> str:
     s3 = client("s3")
     if DASK_BUCKET not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
@@ -47,11 +47,13 @@ def uploaded(moto_endpoint, profile) -> str:
     return f"s3://{DASK_BUCKET}/{PREFIX}/"
 
 
-@pytest.fixture
-def cluster(uploaded):
+@pytest.fixture(scope="module")
+def cluster(moto_endpoint):
+    """Started after the session's moto fixture put the fake credentials and AWS_ENDPOINT_URL in
+    os.environ, so the worker processes inherit them."""
     from dask.distributed import Client, LocalCluster
 
-    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                      silence_logs=logging.ERROR)
     cl = Client(c)
     try:
@@ -110,3 +112,31 @@ def test_generate_pipeline_leaves_system_metrics_in_s3(uploaded, profile, tmp_pa
     assert len(rule_files) == 11
     for name in rule_files:
         assert (prepared.rule_dir / name).read_bytes() == (ref / "profiler-reports" / name).read_bytes(), name
+
+
+def test_incremental_with_s3_workers_fingerprints_by_etag(uploaded, profile, cluster, tmp_path):
+    """--incremental with S3 on the workers: pieces keyed by key + size + ETag; a second run fetches nothing."""
+    s3 = client("s3")
+    listed = s3.list_objects_v2(Bucket=DASK_BUCKET, Prefix=f"{PREFIX}/system/")["Contents"]
+    objects = tuple((o["Key"], o["Size"], o["ETag"].strip('"')) for o in listed if o["Key"].endswith(".json"))
+    spec = S3System(DASK_BUCKET, PREFIX, objects, region=REGION)
+    root = tmp_path / "local-part"
+    root.mkdir()
+    first, info1 = read_pieces(root, ProblemLog(), client=cluster, s3=spec, cache_root=tmp_path / "cache")
+    second, info2 = read_pieces(root, ProblemLog(), client=cluster, s3=spec, cache_root=tmp_path / "cache")
+    assert (first.files_read, second.files_read) == (10, 0)
+    assert info2.cached_pieces == info1.pieces == 4  # per node: older files + the newest one
+    assert info2.stats == []  # no task ran
+    local = read_system(profile, ProblemLog())
+    for node in local.nodes:
+        assert second.nodes[node].values.tobytes() == local.nodes[node].values.tobytes()
+    # objects rewritten in S3 (new ETag): algo-1's newest file (a piece of its own) and algo-2's oldest
+    # (in the piece of its 4 older files) -> 1 + 4 files fetched and parsed again, nothing else
+    a1 = sorted(k for k, _, _ in objects if k.endswith(".algo-1.json"))
+    a2 = sorted(k for k, _, _ in objects if k.endswith(".algo-2.json"))
+    assert len(a1) == len(a2) == 5
+    rewritten = {a1[-1], a2[0]}
+    changed = tuple((k, s, "0" * 32 if k in rewritten else e) for k, s, e in objects)
+    third, info3 = read_pieces(root, ProblemLog(), client=cluster, s3=S3System(DASK_BUCKET, PREFIX, changed, region=REGION),
+                               cache_root=tmp_path / "cache")
+    assert third.files_read == 5 and info3.cached_pieces == 2
