@@ -10,9 +10,11 @@ For each raw folder and mode, one fresh child process runs the engine exactly as
 * ``setup_s``: starting the local Dask cluster (``LocalCluster``, ``--workers`` processes, 1 thread each);
 * ``ingest_s``: the system-metrics ingest (``read_system``), the step Dask distributes;
 * ``rest_s``: framework traces + rules + timeline + writing, always on the client;
-* CPU seconds (user + system) of the client process and of the workers (the workers are the
-  client's child processes, so ``RUSAGE_CHILDREN`` after the cluster is closed sums them), and peak
-  RSS of the client and of the largest worker.
+* CPU seconds (user + system) of the ingest alone, in the client and summed over the workers (each
+  worker's own ``RUSAGE_SELF`` before and after, so worker start-up is not counted); the whole run's
+  CPU of the client process and of the workers (the workers are the client's child processes, so
+  ``RUSAGE_CHILDREN`` after the cluster is closed sums them: start-up and the overhead probe
+  included), and peak RSS of the client and of the largest worker.
 
 Modes: ``single`` (no Dask), ``dask`` (``--scheduler local:N``), ``incremental`` (two runs with
 ``--incremental`` into a fresh cache: the second one's ingest is what a report of an unchanged
@@ -61,10 +63,14 @@ def main():
         client = Client(cluster)
     res["setup_s"] = time.perf_counter() - t
     problems = ProblemLog()
+    cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])  # noqa: E731  user + system
+    workers_cpu = lambda: sum(client.run(cpu).values()) if client is not None else 0.0  # noqa: E731
+    c0, w0 = cpu(), workers_cpu()
     t = time.perf_counter()
     cache_root = Path(cache) if mode == "incremental" else None
     system = read_system(root, problems, client=client, cache_root=cache_root)
     res["ingest_s"] = time.perf_counter() - t
+    res["ingest_client_cpu_s"], res["ingest_workers_cpu_s"] = cpu() - c0, workers_cpu() - w0
     res["files"], res["files_read"] = system.files, system.files_read
     res["table_mb"] = sum(n.nbytes for n in system.nodes.values()) / 1e6
     res["values"] = sum(n.shape[0] * n.shape[1] for n in system.nodes.values())
@@ -181,15 +187,16 @@ def main(argv: list[str] | None = None) -> int:
                 for label, rs in by_mode.items():
                     rows.append((root.name, label, rs))
     print()
-    print("| data | mode | wall s | setup s | ingest s | rest s | client CPU s | workers CPU s | client peak MB "
-          "| worker peak MB | files read | byte-equal | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| data | mode | wall s | setup s | ingest s | ingest CPU s (client + workers) | rest s | client CPU s "
+          "| workers CPU s | client peak MB | worker peak MB | files read | byte-equal | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, label, rs in rows:
         med = lambda k: statistics.median(r.get(k, 0.0) or 0.0 for r in rs)  # noqa: E731
         eq = {None: "(reference)", True: "yes", False: "NO"}[rs[-1].get("byte_equal")]
         tov = f" (task overhead {med('task_overhead_ms'):.2f} ms)" if any("task_overhead_ms" in r for r in rs) else ""
         wpk = f"{med('worker_peak_rss_mb'):.0f}" if any("worker_peak_rss_mb" in r for r in rs) else "-"
         print(f"| {name} | {label} | {med('wall_s'):.1f} | {med('setup_s'):.1f} | {med('ingest_s'):.1f} | "
+              f"{med('ingest_client_cpu_s'):.1f} + {med('ingest_workers_cpu_s'):.1f} | "
               f"{med('rest_s'):.1f} | {med('client_cpu_s'):.1f} | {med('workers_cpu_s'):.1f} | "
               f"{med('client_peak_rss_mb'):.0f} | {wpk} | {rs[-1]['files_read']}/{rs[-1]['files']} | {eq} | "
               f"{rs[0]['load_before']:.1f}-{rs[-1]['load_after']:.1f} |{tov}")

@@ -43,6 +43,9 @@ from reportgen.errors import InputError
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
 _TCP_RE = re.compile(r"^(tcp|tls)://[^\s/:]+:\d{1,5}/?$")
 INSTALL_HINT = "pip install 'reportgen[dask]'"
+# DuckDB threads per Dask task: the cluster provides the parallelism (run workers with one thread
+# each and as many processes as cores); $REPORTGEN_DASK_DUCKDB_THREADS overrides it.
+DASK_DUCKDB_THREADS = int(os.environ.get("REPORTGEN_DASK_DUCKDB_THREADS", "1") or 1)
 
 
 # ------------------------------------------------------------------------------------ scheduler
@@ -177,8 +180,10 @@ class PieceStats:
     peak_rss: int = 0
 
 
-def reduce_piece(root: str, rels: list[str], cap: int, want_records: bool, s3: S3System | None = None) -> Records:
-    """Worker side: read one piece's files and reduce them (see the module docstring)."""
+def reduce_piece(root: str, rels: list[str], cap: int, want_records: bool, s3: S3System | None = None,
+                 duckdb_threads: int | None = None) -> Records:
+    """Worker side: read one piece's files and reduce them (see the module docstring).
+    ``duckdb_threads``: DuckDB threads for this task (None: the reader's own setting)."""
     from reportgen.engine.system_reader import SystemReader
 
     started = time.perf_counter()
@@ -191,6 +196,10 @@ def reduce_piece(root: str, rels: list[str], cap: int, want_records: bool, s3: S
             read_root = Path(root)
             paths = [read_root / r for r in rels]
         reader = SystemReader(read_root, local, streaming=False)
+        if duckdb_threads:
+            # The parallelism is Dask's (one task per worker thread): DuckDB threads beyond that only
+            # oversubscribe the cores. Results do not depend on it (row order is never relied upon).
+            reader.con.execute(f"SET threads={int(duckdb_threads)}")
         try:
             reader.read(paths)
             seen = [n for n, c in reader.acc.chunks.items() if c]
@@ -340,7 +349,8 @@ def _run(plan: list[list[str]], root: str, cap: int, want_records: bool, s3, cli
         return []
     if client is None:
         return [reduce_piece(root, files, cap, want_records, s3) for files in plan]
-    futures = [client.submit(reduce_piece, root, files, cap, want_records, s3, pure=False) for files in plan]
+    futures = [client.submit(reduce_piece, root, files, cap, want_records, s3, DASK_DUCKDB_THREADS, pure=False)
+               for files in plan]
     try:
         return client.gather(futures)
     finally:
