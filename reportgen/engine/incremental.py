@@ -75,7 +75,6 @@ def tables_from_records(pieces: list[Records], problems: ProblemLog) -> dict:
     """Tick tables of every node from the records of all pieces (pieces in file order)."""
     from reportgen.engine.system_reader import _build_table, _natural_key
 
-    keys: list[tuple] = []
     sid_of: dict[tuple, int] = {}
     chunks: dict[str, list] = {}
     for rec in pieces:
