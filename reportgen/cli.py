@@ -58,7 +58,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="override a rule parameter, e.g. LowGPUUtilization.threshold_p95=80 (repeatable)")
     gen.add_argument("--config", type=Path, default=None, help="TOML or YAML file with rule parameters")
     gen.add_argument("--cache-dir", type=Path, default=None,
-                     help="where S3 downloads are cached (default: ~/.cache/reportgen or $XDG_CACHE_HOME)")
+                     help="where S3 downloads (and the --incremental records) are cached "
+                          "(default: $REPORTGEN_CACHE_DIR, else ~/.cache/reportgen or $XDG_CACHE_HOME/reportgen)")
+    gen.add_argument("--scheduler", default=None, metavar="local[:N]|tcp://HOST:PORT",
+                     help="reduce the raw system metrics on Dask: a local cluster of N worker processes (default: "
+                          "one per core) or an existing scheduler; needs pip install 'reportgen[dask]' "
+                          "(see docs/distributed.md)")
+    gen.add_argument("--incremental", action="store_true",
+                     help="cache the parsed system metrics per file group, so the next report of a live job reads "
+                          "only new or grown files (cache under CACHE_DIR/system-records; see docs/distributed.md)")
     gen.add_argument("--profile", default=None, help="AWS profile to use (default: the usual boto3 lookup)")
     gen.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     gen.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -188,11 +196,22 @@ def _run(args, say) -> int:
         if path:
             _check_writable(Path(path))
     rule_params = _rule_params(args.config, args.rule_param)
+    engine = None
+    if args.scheduler is not None or args.incremental:
+        from reportgen.pipeline import EngineOptions
+
+        cache_root = None
+        if args.incremental:
+            from reportgen.sources.s3 import default_cache_dir
+
+            cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
+        engine = EngineOptions(scheduler=args.scheduler, cache_root=cache_root)
     result = generate(args.source, args.output, job_name=args.job_name, json_path=args.json_path,
                       keep_notebook=args.keep_notebook, progress=say, cache_dir=args.cache_dir,
                       recompute=args.recompute, rule_params=rule_params,
                       session_kwargs={"profile_name": args.profile} if args.profile else None,
-                      instance=args.instance, count=args.count, region=args.region, prices_file=args.prices)
+                      instance=args.instance, count=args.count, region=args.region, prices_file=args.prices,
+                      engine=engine)
     say(f"wrote {result.html_path} ({result.html_bytes / 1e6:.1f} MB) and {result.json_path} "
         f"in {result.seconds:.1f} s")
     if not (args.junit or args.markdown or args.fail_on_parsed != "none"

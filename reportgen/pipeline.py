@@ -30,6 +30,8 @@ class GenerateResult:
     rule_output_dir: Path
     used: str  # "rule outputs" or "raw data"
     notes: list[str] = field(default_factory=list)
+    system_files: int | None = None  # raw data analysed: system files in the profile
+    system_files_read: int | None = None  # ... of which parsed by this run (the rest from the --incremental cache)
 
 
 def _silent(_: str) -> None:
@@ -65,11 +67,46 @@ def _download_progress(progress: Progress):
     return report
 
 
-def _analyse_raw(raw_dir: Path, work_dir: Path, rule_params, progress: Progress) -> Path:
+@dataclass(frozen=True)
+class EngineOptions:
+    """How the engine reads raw data: ``scheduler`` (``local[:N]`` / ``tcp://host:port``: system
+    metrics reduced on Dask), ``cache_root`` (``--incremental``: records of unchanged files reused)."""
+
+    scheduler: str | None = None
+    cache_root: Path | None = None
+
+
+def check_engine_options(options: EngineOptions | None) -> None:
+    """Fail before any work on a malformed --scheduler or a missing Dask (nothing imported from it)."""
+    if options is not None and options.scheduler is not None:
+        from reportgen.engine.distributed import check_dask_installed, parse_scheduler
+
+        parse_scheduler(options.scheduler)
+        check_dask_installed()
+
+
+def _analyse_raw(raw_dir: Path, work_dir: Path, rule_params, progress: Progress, engine: EngineOptions | None = None,
+                 resolved=None, session_kwargs: dict | None = None, stats: dict | None = None) -> Path:
     from reportgen.engine import analyze
 
-    progress(f"analysing raw profiler data in {raw_dir}")
-    result = analyze(raw_dir, work_dir / "analysis", params=rule_params, progress=None)
+    engine = engine or EngineOptions()
+    s3_system = None
+    if engine.scheduler is not None and resolved is not None and resolved.system_objects is not None:
+        from reportgen.engine.distributed import S3System
+
+        bucket, root, objects = resolved.system_objects
+        s3_system = S3System(bucket, root, objects, region=resolved.region, session_kwargs=session_kwargs)
+        progress(f"{len(objects)} system-metrics objects stay in s3://{bucket}/{root + '/' if root else ''}system/: "
+                 "the Dask workers read them")
+    where = f" on Dask ({engine.scheduler})" if engine.scheduler else ""
+    progress(f"analysing raw profiler data in {raw_dir}{where}")
+    result = analyze(raw_dir, work_dir / "analysis", params=rule_params, progress=None, scheduler=engine.scheduler,
+                     cache_root=engine.cache_root, s3_system=s3_system)
+    if engine.cache_root is not None:
+        progress(f"system metrics: {result.system_files_read} of {result.system_files} files read, "
+                 f"the rest from the cache in {engine.cache_root}")
+    if stats is not None:
+        stats.update(system_files=result.system_files, system_files_read=result.system_files_read)
     return result.report_dir
 
 
@@ -90,15 +127,21 @@ class Prepared:
 
 def prepare_rule_outputs(source: str, work_dir: Path, *, cache_dir: Path | None = None, recompute: bool = False,
                          rule_params=None, session_kwargs: dict | None = None,
-                         progress: Progress = _silent) -> Prepared:
+                         progress: Progress = _silent, engine: EngineOptions | None = None,
+                         stats: dict | None = None) -> Prepared:
     """Any source -> a local folder of rule outputs (SageMaker's, or our engine's from raw data)."""
     from reportgen.sources import resolve_source
 
+    defer = engine is not None and engine.scheduler is not None
     resolved = resolve_source(str(source), cache_dir=cache_dir, recompute=recompute,
-                              progress=_download_progress(progress), session_kwargs=session_kwargs)
+                              progress=_download_progress(progress), session_kwargs=session_kwargs,
+                              **({"defer_system": True} if defer else {}))
     progress(resolved.description)
     kineto = tuple(resolved.kineto_files or ())
     if resolved.rule_output_dir is not None and not recompute:
+        if engine is not None and (engine.scheduler or engine.cache_root):
+            progress("--scheduler/--incremental not used: the source has rule outputs, no raw data is analysed "
+                     "(--recompute analyses the raw data)")
         if kineto:
             from reportgen.kineto.outputs import with_rule_outputs
 
@@ -106,7 +149,8 @@ def prepare_rule_outputs(source: str, work_dir: Path, *, cache_dir: Path | None 
                                                   rule_params, progress), "rule outputs and PyTorch profiler traces")
         return Prepared(resolved, resolved.rule_output_dir, "rule outputs")
     if resolved.raw_dir is not None:
-        rule_dir = _analyse_raw(resolved.raw_dir, work_dir, rule_params, progress)
+        rule_dir = _analyse_raw(resolved.raw_dir, work_dir, rule_params, progress, engine, resolved,
+                                session_kwargs, stats)
         if kineto:
             return Prepared(resolved, _add_kineto(kineto, rule_dir.parent, rule_params, progress),
                             "raw data and PyTorch profiler traces")
@@ -146,17 +190,20 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
              keep_notebook: Path | None = None, progress: Progress = _silent, cache_dir: Path | None = None,
              recompute: bool = False, rule_params=None, session_kwargs: dict | None = None,
              instance: str | None = None, count: int | None = None, region: str | None = None,
-             prices_file: Path | None = None) -> GenerateResult:
+             prices_file: Path | None = None, engine: EngineOptions | None = None) -> GenerateResult:
     started = time.perf_counter()
     output = Path(output)
     json_path = Path(json_path) if json_path else output.with_suffix(".json")
     _check_writable(output)
+    check_engine_options(engine)
+    stats: dict = {}
     if prices_file or instance or count is not None:
         _check_cost_options(instance, count, prices_file)
     with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
         work_dir = Path(work)
         prepared = prepare_rule_outputs(source, work_dir, cache_dir=cache_dir, recompute=recompute,
-                                        rule_params=rule_params, session_kwargs=session_kwargs, progress=progress)
+                                        rule_params=rule_params, session_kwargs=session_kwargs, progress=progress,
+                                        engine=engine, stats=stats)
         resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used
         notes = list(resolved.notes)
         # Read once here so bad input fails fast with a one-line error, before the notebook starts.
@@ -185,4 +232,5 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
         if keep_notebook:
             shutil.copyfile(executed, keep_notebook)
     seconds = time.perf_counter() - started
-    return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, rule_dir, used, notes)
+    return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, rule_dir, used, notes,
+                          stats.get("system_files"), stats.get("system_files_read"))

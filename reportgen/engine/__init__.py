@@ -38,6 +38,8 @@ class AnalysisResult:
     timeline_path: Path
     nodes: list[str] = field(default_factory=list)
     n_events: int = 0
+    system_files: int = 0  # system files in the profile
+    system_files_read: int = 0  # of which parsed by this run (the rest came from the --incremental cache)
 
 
 def is_raw_profile(path) -> bool:
@@ -51,17 +53,35 @@ def write_json_atomic(path: Path, obj) -> None:
     write_text_atomic(path, json.dumps(obj))
 
 
-def load_data(raw_root: Path, problems: ProblemLog | None = None) -> tuple[AnalysisData, ProblemLog]:
+def load_data(raw_root: Path, problems: ProblemLog | None = None, *, scheduler: str | None = None,
+              cache_root: Path | None = None, s3_system=None) -> tuple[AnalysisData, ProblemLog]:
+    """Read a raw profile. ``scheduler`` (``local[:N]`` or ``tcp://host:port``) reads the system
+    metrics on a Dask cluster, ``cache_root`` reuses the records of unchanged files (``--incremental``),
+    ``s3_system`` (a ``distributed.S3System``) lets the Dask workers fetch the system files from S3
+    themselves. See docs/distributed.md."""
+    data, problems, _ = _load(raw_root, problems, scheduler, cache_root, s3_system)
+    return data, problems
+
+
+def _load(raw_root, problems, scheduler, cache_root, s3_system):
     raw_root = Path(raw_root)
     problems = problems or ProblemLog()
     if not raw_root.is_dir():
         raise InputError(f"raw profiler folder not found: {raw_root}")
-    system = read_system(raw_root, problems)
+    if scheduler is not None:
+        from reportgen.engine.distributed import dask_client, parse_scheduler
+
+        with dask_client(parse_scheduler(scheduler)) as client:
+            system = read_system(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system)
+    elif s3_system is not None:
+        raise InputError("system metrics in S3 are read by Dask workers: give --scheduler")
+    else:
+        system = read_system(raw_root, problems, cache_root=cache_root)
     events = read_framework(raw_root, problems)
     if not system.nodes and len(events) == 0:
         raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework traces)")
     t0, n_windows = time_axis(system.nodes, events, system.first_file_key_us)
-    return AnalysisData(nodes=system.nodes, events=events, t0_us=t0, n_windows=n_windows), problems
+    return AnalysisData(nodes=system.nodes, events=events, t0_us=t0, n_windows=n_windows), problems, system
 
 
 def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,
@@ -76,12 +96,15 @@ def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,
 
 
 def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | None = None,
-            progress: Callable[[str], None] | None = None) -> AnalysisResult:
-    """Read ``raw_root``, run all rules, write the rule JSONs, data-quality.json and timeline.json."""
+            progress: Callable[[str], None] | None = None, scheduler: str | None = None,
+            cache_root: Path | None = None, s3_system=None) -> AnalysisResult:
+    """Read ``raw_root``, run all rules, write the rule JSONs, data-quality.json and timeline.json.
+
+    ``scheduler``, ``cache_root``, ``s3_system``: see :func:`load_data`."""
     out_dir = Path(out_dir)
     if progress:
         progress("reading raw profiler data")
-    data, problems = load_data(Path(raw_root))
+    data, problems, system = _load(Path(raw_root), None, scheduler, cache_root, s3_system)
     rules = run_rules(data, params, progress)
     report_dir = out_dir / "profiler-reports"
     paths = {}
@@ -95,4 +118,5 @@ def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | No
     tl = out_dir / "timeline.json"
     write_json_atomic(tl, build_timeline(data.nodes, data.events))
     return AnalysisResult(rules=rules, problems=problems, report_dir=report_dir, rule_paths=paths,
-                          data_quality_path=dq, timeline_path=tl, nodes=list(data.nodes), n_events=len(data.events))
+                          data_quality_path=dq, timeline_path=tl, nodes=list(data.nodes), n_events=len(data.events),
+                          system_files=system.files, system_files_read=system.files_read)

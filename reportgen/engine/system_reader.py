@@ -196,6 +196,7 @@ class SystemData:
     first_file_key_us: int | None = None
     last_file_key_us: int | None = None
     files: int = 0
+    files_read: int = 0  # system files actually parsed by this run (0 when all came from the cache)
 
 
 def list_system_files(root: Path) -> list[tuple[int, Path]]:
@@ -292,6 +293,7 @@ class SystemReader:
         self.root = root
         self.streaming = streaming
         self.out: dict[str, NodeSystem] = {}
+        self.files_read = 0  # files handed to ``read`` (what incremental mode is checked by)
         self.problems = problems
         self.acc = _Accumulator(problems, root)
         self.con = duckdb.connect()
@@ -440,6 +442,7 @@ class SystemReader:
     def read(self, files: list[Path]) -> None:
         """Node by node (files grouped by the node in their name): one grouped query, or the batch
         path when it reports anomalies; in streaming mode each node's table is built right after."""
+        self.files_read += len(files)
         groups: dict[str, list[Path]] = {}
         for f in files:
             m = SYSTEM_FILE_RE.match(f.name)
@@ -567,7 +570,19 @@ def _trim_heap() -> None:
 _MALLOC_TRIM = None
 
 
-def read_system(root: Path, problems: ProblemLog) -> SystemData:
+def read_system(root: Path, problems: ProblemLog, *, client=None, cache_root: Path | None = None,
+                s3=None) -> SystemData:
+    """All system metrics of ``root`` as per-node tick tables.
+
+    Without options: this process reads node by node (below). ``client`` (a ``dask.distributed``
+    Client), ``cache_root`` (``--incremental``: reuse the records of unchanged files) or ``s3``
+    (objects the Dask workers fetch themselves) hand the work to ``reportgen.engine.distributed``,
+    which reads the same pieces with the same reader and gives identical tables."""
+    if client is not None or cache_root is not None or s3 is not None:
+        from reportgen.engine.distributed import read_pieces
+
+        data, _ = read_pieces(root, problems, client=client, cache_root=cache_root, s3=s3)
+        return data
     files = list_system_files(root)
     data = SystemData(files=len(files))
     if not files:
@@ -581,13 +596,16 @@ def read_system(root: Path, problems: ProblemLog) -> SystemData:
         reader = SystemReader(root, local, streaming=True)
         reader.read(paths)
         data.nodes = reader.tables()
+        data.files_read = reader.files_read
     except _Restart:
         # A node's records turned up in another node's files after its table was built: read
         # everything again and build all tables at the end (memory then grows with the data).
         local = ProblemLog(cap=problems.cap)
+        first = reader.files_read
         reader = SystemReader(root, local, streaming=False)
         reader.read(paths)
         data.nodes = reader.tables()
+        data.files_read = first + reader.files_read
     for reason, n in local.counts.items():
         problems.counts[reason] += n
     problems.items.extend(local.items[: max(problems.cap - len(problems.items), 0)])

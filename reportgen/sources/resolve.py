@@ -45,6 +45,9 @@ class ResolvedSource:
     refused_keys: tuple[str, ...] = ()  # S3 keys skipped because they could not be stored safely
     bytes_downloaded: int = 0
     kineto_files: tuple[Path, ...] = ()  # PyTorch profiler (Kineto) traces found in a local folder
+    # With ``defer_system``: the raw data's system/ objects, left in S3 for Dask workers to fetch
+    # (bucket, profile-root key, ((key, size, etag), ...)); raw_dir then holds everything else.
+    system_objects: tuple | None = None
 
 
 # ------------------------------------------------------------------------------------ entry point
@@ -77,6 +80,7 @@ def resolve_source(
     progress: Any = None,
     session_kwargs: dict[str, Any] | None = None,
     max_workers: int = 8,
+    defer_system: bool = False,
 ) -> ResolvedSource:
     """Resolve ``source`` to local folders.
 
@@ -84,11 +88,15 @@ def resolve_source(
     otherwise rule outputs are preferred and raw data is downloaded only when there are none.
     ``progress``: called with :class:`reportgen.sources.s3.Progress` snapshots while downloading.
     ``session_kwargs``: passed to :class:`boto3.Session` (e.g. ``{"profile_name": "dev"}`` for ``--profile``).
+    ``defer_system``: do not download the raw data's system metrics (``system/``); list them in
+    ``system_objects`` instead, for Dask workers that read S3 themselves (``--scheduler``).
     """
     kind = classify(source)
     if kind == "local":
         return resolve_local(Path(source.strip()).expanduser(), recompute=recompute, source=source)
-    return _Remote(source.strip(), cache_dir, recompute, progress, session_kwargs, max_workers).resolve(kind)
+    remote = _Remote(source.strip(), cache_dir, recompute, progress, session_kwargs, max_workers)
+    remote.defer_system = defer_system
+    return remote.resolve(kind)
 
 
 # ------------------------------------------------------------------------------------ local folders
@@ -264,6 +272,8 @@ class _Remote:
         self.notes: list[str] = []
         self._s3 = None
         self._s3_region: str | None = None
+        self.defer_system = False
+        self.system_objects: tuple | None = None
 
     def s3_cache(self, region: str | None):
         from reportgen.sources.aws import make_client
@@ -303,9 +313,20 @@ class _Remote:
         return cache.local_path(bucket, group)
 
     def _fetch_raw(self, cache, bucket: str, objects: list[Any], root: str) -> Path:
-        self._sync(cache, bucket, objects, (root + "/") if root else None)
         from reportgen.sources.s3 import S3Uri
 
+        if self.defer_system:
+            system = (root + "/system/") if root else "system/"
+            def is_metrics(o) -> bool:  # the JSON-lines files; small markers (training_job_end.ts) are fetched
+                return o.key.startswith(system) and o.key.endswith(".json")
+
+            self.system_objects = (bucket, root, tuple((o.key, o.size, o.etag) for o in objects if is_metrics(o)))
+            objects = [o for o in objects if not is_metrics(o)]
+            self._sync(cache, bucket, objects, None)  # no prune: cached system files stay for later runs
+            folder = cache.prefix_dir(S3Uri(bucket, root))
+            folder.mkdir(parents=True, exist_ok=True)
+            return folder
+        self._sync(cache, bucket, objects, (root + "/") if root else None)
         return cache.prefix_dir(S3Uri(bucket, root))
 
     # -- s3://
@@ -460,6 +481,7 @@ class _Remote:
             refused_keys=tuple(self.refused),
             bytes_downloaded=self.bytes,
             end_marker=_end_marker(raw_dir) if raw_dir is not None else None,
+            system_objects=self.system_objects,
             **extra,
         )
 

@@ -1,0 +1,358 @@
+"""System-metrics ingest split into pieces of work: on a Dask cluster (``--scheduler``), and/or with
+the per-piece cache of ``--incremental``.
+
+Only imported when one of those is asked for; Dask itself only inside :func:`dask_client`.
+
+A piece is a list of system files, normally all files of one node (the node in the file names).
+``reduce_piece`` runs on a worker: it reads the files with the same ``SystemReader`` as the
+single-machine path (DuckDB per node, the careful line-by-line fallback) and returns
+
+* the node's finished tick table (``NodeSystem``, ~2 bytes per value) when the files held records
+  of exactly that one node: the table *is* the mergeable summary. Every percentile, mean and
+  threshold count the rules compute is then computed on the client from the very same table a
+  single-machine read builds, so results are exact (rule JSONs byte-equal), not approximate;
+* the parsed records (series catalog, timestamps, values) when the piece held records of several
+  nodes, or when the caller caches records (``--incremental``). The client concatenates the records
+  of every piece that holds a node and builds that node's table (same ``_build_table``).
+
+If a node's records turn up in more than one piece (a file named for another node), the pieces
+that already built a table for it are run again in records mode, so such a node is still built
+from all of its records at once, as in the single-machine ``_Restart`` fallback.
+
+S3 sources: the client lists the objects and passes keys to the workers; each worker downloads its
+own piece's objects into its local temporary folder, reduces them and deletes them. No system
+metrics pass through the client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reportgen.engine.incremental import (Records, RecordCache, cache_folder, local_fingerprint, merge_problems,
+                                          records_from_reader, tables_from_records)
+from reportgen.engine.problems import ProblemLog
+from reportgen.errors import InputError
+
+_LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
+_TCP_RE = re.compile(r"^(tcp|tls)://[^\s/:]+:\d{1,5}/?$")
+INSTALL_HINT = "pip install 'reportgen[dask]'"
+# DuckDB threads per Dask task: the cluster provides the parallelism (run workers with one thread
+# each and as many processes as cores); $REPORTGEN_DASK_DUCKDB_THREADS overrides it.
+DASK_DUCKDB_THREADS = int(os.environ.get("REPORTGEN_DASK_DUCKDB_THREADS", "1") or 1)
+
+
+# ------------------------------------------------------------------------------------ scheduler
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    spec: str
+    workers: int | None = None  # local cluster size (None: one per CPU core)
+    address: str | None = None  # tcp://host:port of an existing scheduler
+
+    @property
+    def local(self) -> bool:
+        return self.address is None
+
+
+def parse_scheduler(spec: str) -> Scheduler:
+    """``local``, ``local:N`` or ``tcp://host:port`` (also ``tls://``); anything else is a usage error."""
+    text = str(spec).strip()
+    m = _LOCAL_RE.match(text)
+    if m:
+        n = int(m.group(1)) if m.group(1) else None
+        if n is not None and not 1 <= n <= 1024:
+            raise InputError(f"--scheduler {text}: the number of local workers must be between 1 and 1024")
+        return Scheduler(text, workers=n)
+    if _TCP_RE.match(text):
+        return Scheduler(text, address=text.rstrip("/"))
+    raise InputError(f"--scheduler {text!r}: expected local, local:N or tcp://host:port")
+
+
+def check_dask_installed() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("dask") is None or importlib.util.find_spec("distributed") is None:
+        raise InputError(f"--scheduler needs Dask, which is not installed: {INSTALL_HINT}")
+
+
+@contextlib.contextmanager
+def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
+    """A ``dask.distributed.Client``: a fresh local cluster (closed on exit) or the given scheduler."""
+    check_dask_installed()
+    from dask.distributed import Client, LocalCluster
+
+    cluster = None
+    try:
+        if sched.local:
+            n = sched.workers or os.cpu_count() or 1
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                   silence_logs=logging.ERROR)
+            client = Client(cluster)
+        else:
+            client = Client(sched.address, timeout=connect_timeout)
+    except (OSError, TimeoutError) as err:
+        if cluster is not None:
+            cluster.close()
+        where = "start a local Dask cluster" if sched.local else f"reach the Dask scheduler at {sched.address}"
+        raise InputError(f"--scheduler: cannot {where} ({type(err).__name__}: {err})") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# ------------------------------------------------------------------------------------ sources
+
+
+@dataclass(frozen=True)
+class S3System:
+    """System-metrics objects in S3 that the workers fetch themselves."""
+
+    bucket: str
+    root_key: str  # the profile root ("" or ".../profiler-output"), no trailing slash
+    objects: tuple[tuple[str, int, str], ...]  # (key, size, etag) of every object under <root>/system/
+    region: str | None = None
+    session_kwargs: dict | None = None
+
+    @property
+    def source_id(self) -> str:
+        return f"s3://{self.bucket}/{self.root_key}"
+
+    def rel(self, key: str) -> str:
+        return key[len(self.root_key) + 1:] if self.root_key else key
+
+    def key(self, rel: str) -> str:
+        return f"{self.root_key}/{rel}" if self.root_key else rel
+
+
+def _s3_listing(s3: S3System) -> tuple[list[tuple[int, str]], dict[str, tuple]]:
+    """``(minute key µs, relative key)`` of the system files, sorted, and their fingerprints."""
+    from reportgen.engine.system_reader import SYSTEM_FILE_RE
+
+    files, fps = [], {}
+    for key, size, etag in s3.objects:
+        rel = s3.rel(key)
+        m = SYSTEM_FILE_RE.match(rel.rsplit("/", 1)[-1])
+        if m and rel.startswith("system/"):
+            files.append((int(m.group(1)) * 1_000_000, rel))
+            fps[rel] = (rel, int(size), str(etag))
+    files.sort(key=lambda kp: (kp[0], kp[1]))
+    return files, fps
+
+
+def _download(s3: S3System, rels: list[str], dest: Path) -> list[Path]:
+    from reportgen.sources.aws import aws_errors, make_client, make_session
+    from reportgen.sources.s3 import UnsafeKey, key_segments
+
+    client = make_client(make_session(s3.session_kwargs), "s3", s3.region)
+    out = []
+    for rel in rels:
+        try:
+            path = dest.joinpath(*key_segments(rel))
+        except UnsafeKey:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with aws_errors(f"downloading s3://{s3.bucket}/{s3.key(rel)}"):
+            client.download_file(s3.bucket, s3.key(rel), str(path))
+        out.append(path)
+    return out
+
+
+# ------------------------------------------------------------------------------------ the task
+
+
+@dataclass
+class PieceStats:
+    files: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    worker_pid: int = 0
+    peak_rss: int = 0
+
+
+def reduce_piece(root: str, rels: list[str], cap: int, want_records: bool, s3: S3System | None = None,
+                 duckdb_threads: int | None = None) -> Records:
+    """Worker side: read one piece's files and reduce them (see the module docstring).
+    ``duckdb_threads``: DuckDB threads for this task (None: the reader's own setting)."""
+    from reportgen.engine.system_reader import SystemReader
+
+    started = time.perf_counter()
+    local = ProblemLog(cap=cap)
+    with contextlib.ExitStack() as stack:
+        if s3 is not None:
+            read_root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reportgen-s3-")))
+            paths = _download(s3, rels, read_root)
+        else:
+            read_root = Path(root)
+            paths = [read_root / r for r in rels]
+        reader = SystemReader(read_root, local, streaming=False)
+        if duckdb_threads:
+            # The parallelism is Dask's (one task per worker thread): DuckDB threads beyond that only
+            # oversubscribe the cores. Results do not depend on it (row order is never relied upon).
+            reader.con.execute(f"SET threads={int(duckdb_threads)}")
+        try:
+            reader.read(paths)
+            seen = [n for n, c in reader.acc.chunks.items() if c]
+            if want_records or len(seen) > 1:
+                rec = records_from_reader(reader, local, reader.files_read)
+            else:
+                tables = reader.tables()
+                rec = Records(keys=[], nodes={}, problem_counts=dict(local.counts),
+                              problem_items=[(p.file, p.line, p.reason) for p in local.items],
+                              files_read=reader.files_read, tables=tables)
+        finally:
+            reader.con.close()
+        nbytes = sum(p.stat().st_size for p in paths if p.exists())
+    rec.stats = PieceStats(files=len(paths), bytes=nbytes, seconds=time.perf_counter() - started,
+                           worker_pid=os.getpid(), peak_rss=_peak_rss())
+    return rec
+
+
+def _peak_rss() -> int:
+    try:
+        import resource
+
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(kb) * (1 if os.uname().sysname == "Darwin" else 1024)
+    except (ImportError, AttributeError, OSError):
+        return 0
+
+
+# ------------------------------------------------------------------------------------ the client
+
+
+@dataclass
+class PiecesResult:
+    nodes: dict
+    files_read: int
+    pieces: int
+    cached_pieces: int
+    stats: list[PieceStats] = field(default_factory=list)
+
+
+def _node_of(rel: str) -> str:
+    from reportgen.engine.system_reader import SYSTEM_FILE_RE
+
+    m = SYSTEM_FILE_RE.match(rel.rsplit("/", 1)[-1])
+    return m.group(2) if m else ""
+
+
+def _plan(files: list[str], covered: set[str], split_tail: bool) -> list[list[str]]:
+    """Pieces of the files not ``covered``: per node (file-name node, natural order), and with
+    ``split_tail`` the node's newest file as a piece of its own (a live job may still append to it)."""
+    from reportgen.engine.system_reader import _natural_key
+
+    groups: dict[str, list[str]] = {}
+    for rel in files:
+        groups.setdefault(_node_of(rel), []).append(rel)
+    pieces = []
+    for node in sorted(groups, key=_natural_key):
+        todo = [f for f in groups[node] if f not in covered]
+        if not todo:
+            continue
+        newest = groups[node][-1]
+        if split_tail and newest in todo and len(todo) > 1:
+            pieces += [todo[:-1], [newest]]
+        else:
+            pieces.append(todo)
+    return pieces
+
+
+def read_pieces(root: Path, problems: ProblemLog, *, client=None, cache_root: Path | None = None,
+                s3: S3System | None = None, local_files: list[tuple[int, Path]] | None = None):
+    """Read every system file of the profile piece by piece; returns ``(SystemData, PiecesResult)``."""
+    from reportgen.engine.system_reader import SystemData, _natural_key, list_system_files
+
+    root = Path(root)
+    if s3 is not None:
+        listing, fingerprints = _s3_listing(s3)
+        source_id = s3.source_id
+    else:
+        found = local_files if local_files is not None else list_system_files(root)
+        listing = []
+        for key_us, path in found:
+            try:
+                listing.append((key_us, str(path.relative_to(root))))
+            except ValueError:
+                continue
+        fingerprints = {}
+        source_id = str(root.resolve())
+        if cache_root is not None:
+            for _, rel in listing:
+                try:
+                    fingerprints[rel] = local_fingerprint(root, root / rel)
+                except OSError:
+                    pass  # vanished since the listing: the reader records it
+    data = SystemData(files=len(listing))
+    if not listing:
+        return data, PiecesResult({}, 0, 0, 0)
+    data.first_file_key_us, data.last_file_key_us = listing[0][0], listing[-1][0]
+    order = {rel: i for i, (_, rel) in enumerate(listing)}
+    rels = [rel for _, rel in listing]
+
+    cache = None
+    cached: list[tuple[list[str], Records]] = []
+    covered: set[str] = set()
+    if cache_root is not None:
+        cache = RecordCache(cache_folder(cache_root, source_id), source_id)
+        cached, covered = cache.lookup(fingerprints)
+    want_records = cache is not None
+    plan = _plan(rels, covered, split_tail=cache is not None)
+
+    results = _run(plan, str(root), problems.cap, want_records, s3, client)
+    if cache is not None:
+        for files, rec in zip(plan, results):
+            fps = [fingerprints[f] for f in files if f in fingerprints]
+            if len(fps) == len(files):  # a file that vanished mid-run is not cached
+                cache.store(fps, rec)
+
+    # Nodes whose records are in several pieces: pieces that built a table for one of them redo it as records.
+    holders: dict[str, list[int]] = {}
+    for i, rec in enumerate(results):
+        for node in (*rec.tables, *rec.nodes):
+            holders.setdefault(node, []).append(i)
+    shared = {n for n, where in holders.items() if len(where) > 1}
+    redo = [i for i, rec in enumerate(results) if shared.intersection(rec.tables)]
+    if redo:
+        again = _run([plan[i] for i in redo], str(root), problems.cap, True, s3, client)
+        for i, rec in zip(redo, again):
+            rec.files_read += results[i].files_read
+            results[i] = rec
+
+    pieces = [(order[files[0]], files, rec, False) for files, rec in zip(plan, results)]
+    pieces += [(min(order[f] for f in files), files, rec, True) for files, rec in cached]
+    pieces.sort(key=lambda p: p[0])
+    nodes: dict = {}
+    for _, _, rec, _ in pieces:
+        merge_problems(problems, rec.problem_counts, rec.problem_items)
+        nodes.update(rec.tables)
+    nodes.update(tables_from_records([rec for _, _, rec, _ in pieces if rec.nodes], problems))
+    data.nodes = {n: nodes[n] for n in sorted(nodes, key=_natural_key)}
+    files_read = sum(rec.files_read for rec in results)
+    data.files_read = files_read
+    return data, PiecesResult(data.nodes, files_read, len(plan), len(cached),
+                              [getattr(r, "stats", None) for r in results if getattr(r, "stats", None)])
+
+
+def _run(plan: list[list[str]], root: str, cap: int, want_records: bool, s3, client) -> list[Records]:
+    if not plan:
+        return []
+    if client is None:
+        return [reduce_piece(root, files, cap, want_records, s3) for files in plan]
+    futures = [client.submit(reduce_piece, root, files, cap, want_records, s3, DASK_DUCKDB_THREADS, pure=False)
+               for files in plan]
+    try:
+        return client.gather(futures)
+    finally:
+        for f in futures:
+            f.release()

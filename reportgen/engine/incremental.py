@@ -1,0 +1,219 @@
+"""Per-file-group results of the system reader ("records") and their on-disk cache for live jobs.
+
+A *piece* of work is a list of system files (normally one node's files). Reading it gives
+:class:`Records`: the series catalog, per node the parsed ``(series id, timestamp, value)`` arrays
+and the data problems met. Records of several pieces concatenate exactly: ``tables_from_records``
+hands every node's chunks, in piece order, to the same ``_build_table`` the single-machine path
+uses, so the tick tables are the ones a single read of all files gives.
+
+``--incremental`` keeps the records of every piece in a :class:`RecordCache`, keyed by the
+fingerprints of its files (path relative to the profile root + size + mtime for local files;
+key + size + ETag for S3 objects). A piece is reused only when every one of its files still has
+the fingerprint it had when it was read. The newest file of each node is always a piece of its own
+(the one a live job may still be appending to), so when it grows only that file is read again and
+the node's older files keep their cached piece.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from reportgen.engine.problems import DataProblem, ProblemLog
+
+# Bump when what the reader produces for the same bytes changes (parsing rules, problem reasons):
+# cached pieces of another version are ignored.
+CACHE_VERSION = 1
+CACHE_SUBDIR = "system-records"
+
+
+@dataclass
+class Records:
+    """What reading one piece gave: records by node, the series catalog they index, problems."""
+
+    keys: list[tuple[str, str, str, str]]  # series id -> (node, type, name, dimension)
+    nodes: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # node -> (series ids, ts, values)
+    problem_counts: dict[str, int] = field(default_factory=dict)
+    problem_items: list[tuple[str, int | None, str]] = field(default_factory=list)
+    files_read: int = 0
+    # Set instead of ``nodes`` when the worker built the node's tick table itself (see distributed.py)
+    tables: dict = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for arrs in self.nodes.values() for a in arrs)
+
+
+def records_from_reader(reader, problems: ProblemLog, files_read: int) -> Records:
+    """Take the parsed, not yet tabled, chunks out of a ``SystemReader`` (``streaming=False``)."""
+    nodes = {}
+    for node, chunks in reader.acc.chunks.items():
+        if not chunks:
+            continue
+        nodes[node] = tuple(np.concatenate([c[i] for c in chunks]) for i in range(3))
+        chunks.clear()
+    return Records(keys=list(reader.acc.keys), nodes=nodes, problem_counts=dict(problems.counts),
+                   problem_items=[(p.file, p.line, p.reason) for p in problems.items], files_read=files_read)
+
+
+def merge_problems(into: ProblemLog, counts: dict[str, int], items) -> None:
+    for reason, n in counts.items():
+        into.counts[reason] += n
+    room = max(into.cap - len(into.items), 0)
+    into.items.extend(DataProblem(f, line, reason) for f, line, reason in list(items)[:room])
+
+
+def tables_from_records(pieces: list[Records], problems: ProblemLog) -> dict:
+    """Tick tables of every node from the records of all pieces (pieces in file order)."""
+    from reportgen.engine.system_reader import _build_table, _natural_key
+
+    sid_of: dict[tuple, int] = {}
+    chunks: dict[str, list] = {}
+    for rec in pieces:
+        remap = np.array([sid_of.setdefault(k, len(sid_of)) for k in rec.keys], dtype=np.int32)
+        for node, (sids, ts, vals) in rec.nodes.items():
+            chunks.setdefault(node, []).append((remap[sids] if len(sids) else sids, ts, vals))
+    keys = list(sid_of)  # insertion-ordered: position == global series id
+    out = {}
+    for node in sorted(chunks, key=_natural_key):
+        table = _build_table(node, chunks.pop(node), keys, problems)
+        if table is not None:
+            out[node] = table
+    return out
+
+
+# ------------------------------------------------------------------------------------------ cache
+
+
+def local_fingerprint(root: Path, path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    try:
+        rel = str(path.relative_to(root))
+    except ValueError:
+        rel = str(path)
+    return rel, int(st.st_size), int(st.st_mtime_ns)
+
+
+def cache_folder(cache_root: Path, source_id: str) -> Path:
+    """One folder per profile (its absolute path, or s3://bucket/prefix) under the cache root."""
+    digest = hashlib.sha256(source_id.encode("utf-8")).hexdigest()[:20]
+    return Path(cache_root) / CACHE_SUBDIR / digest
+
+
+class RecordCache:
+    """Cached :class:`Records` of pieces of one profile, in ``folder``.
+
+    Each piece is ``<id>.npz`` (the arrays) + ``<id>.json`` (fingerprints of its files, series
+    catalog, problems), both written to a temporary name and renamed into place, the JSON last: a
+    piece exists once its JSON does. Two runs sharing the folder never write the same file (ids are
+    random); if both read the same new files, a later run uses one of the two pieces and removes
+    the other. Pieces whose files changed or vanished are removed by the next run that sees it.
+    """
+
+    def __init__(self, folder: Path, source_id: str):
+        self.folder = Path(folder)
+        self.source_id = source_id
+        self.hits = 0  # pieces reused by the last ``lookup``
+        self.stored = 0
+
+    def _entries(self) -> list[tuple[str, dict]]:
+        out = []
+        if not self.folder.is_dir():
+            return out
+        for meta in sorted(self.folder.glob("*.json")):
+            try:
+                doc = json.loads(meta.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if doc.get("version") != CACHE_VERSION or doc.get("source") != self.source_id:
+                continue
+            out.append((meta.stem, doc))
+        return out
+
+    def lookup(self, fingerprints: dict[str, tuple]) -> tuple[list[tuple[list[str], Records]], set[str]]:
+        """Cached pieces whose every file is unchanged: ``([(files, records)], covered files)``.
+
+        ``fingerprints``: file id (relative path or key) -> its current fingerprint."""
+        usable, stale = [], []
+        for sid, doc in self._entries():
+            files = [tuple(f) for f in doc.get("files", [])]
+            if files and all(fingerprints.get(f[0]) == f for f in files):
+                usable.append((sid, doc, [f[0] for f in files]))
+            else:
+                stale.append(sid)
+        covered: set[str] = set()
+        chosen = []
+        # bigger pieces first, so a duplicate small piece (two runs raced) is the one dropped
+        for sid, doc, names in sorted(usable, key=lambda u: (-len(u[2]), u[0])):
+            if covered.intersection(names):
+                stale.append(sid)
+                continue
+            rec = self._load(sid, doc)
+            if rec is None:
+                stale.append(sid)
+                continue
+            covered.update(names)
+            chosen.append((names, rec))
+        for sid in stale:
+            self._remove(sid)
+        self.hits = len(chosen)
+        return chosen, covered
+
+    def _load(self, sid: str, doc: dict) -> Records | None:
+        try:
+            with np.load(self.folder / f"{sid}.npz") as z:
+                nodes = {node: (z[f"s{i}"], z[f"t{i}"], z[f"v{i}"]) for i, node in enumerate(doc["nodes"])}
+        except (OSError, ValueError, KeyError):
+            return None
+        return Records(keys=[tuple(k) for k in doc["keys"]], nodes=nodes,
+                       problem_counts=dict(doc.get("problem_counts", {})),
+                       problem_items=[tuple(p) for p in doc.get("problem_items", [])], files_read=0)
+
+    def store(self, files: list[tuple], rec: Records) -> None:
+        """Keep ``rec`` for the files with these fingerprints (best effort: a full disk only costs
+        the caching)."""
+        sid = uuid.uuid4().hex
+        names = list(rec.nodes)
+        arrays = {}
+        for i, node in enumerate(names):
+            s, t, v = rec.nodes[node]
+            arrays[f"s{i}"], arrays[f"t{i}"], arrays[f"v{i}"] = s, t, v
+        doc = {"version": CACHE_VERSION, "source": self.source_id, "files": [list(f) for f in files],
+               "nodes": names, "keys": [list(k) for k in rec.keys], "problem_counts": rec.problem_counts,
+               "problem_items": [list(p) for p in rec.problem_items]}
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{sid}.", suffix=".npz.tmp")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    np.savez(handle, **arrays)
+                os.replace(tmp, self.folder / f"{sid}.npz")
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            from reportgen.atomic import write_text_atomic
+
+            write_text_atomic(self.folder / f"{sid}.json", json.dumps(doc))
+            self.stored += 1
+        except OSError:
+            self._remove(sid)
+
+    def _remove(self, sid: str) -> None:
+        for suffix in (".json", ".npz"):  # the JSON first: without it the piece no longer exists
+            try:
+                (self.folder / f"{sid}{suffix}").unlink()
+            except OSError:
+                pass
+
+
+def clear_cache(cache_root: Path) -> None:
+    """Remove every cached piece of every profile under ``cache_root``."""
+    shutil.rmtree(Path(cache_root) / CACHE_SUBDIR, ignore_errors=True)
