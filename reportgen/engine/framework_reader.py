@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 import zlib
 from collections import defaultdict
@@ -73,29 +74,42 @@ def _file_key(p: Path) -> int:
 
 
 def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    """A finite int or float (NaN and Infinity parse from JSON but are no time or duration)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _salvage_array(text: str, start: int) -> tuple[list, int | None]:
+# Event times beyond this (µs; ~146,000 years) cannot be held as int64 µs with their duration.
+MAX_ABS_US = 2**62
+_NEXT_EVENT = re.compile(r"\n[ \t]*\{")
+
+
+def _salvage_array(text: str, start: int) -> tuple[list, list[int], int | None]:
     """Decode the complete elements of a JSON array beginning at ``text[start] == '['``.
 
-    Returns the elements and the character offset of the first undecodable element (None if the
-    array is complete)."""
+    An element that does not decode is skipped up to the next line that starts an object (writers
+    put one event per line), so a corrupt event costs that event only. Returns the elements, the
+    offsets of the skipped elements and the offset where the array breaks off (None if it is closed)."""
     dec = json.JSONDecoder()
-    items = []
+    items: list = []
+    skipped: list[int] = []
     i = start + 1
     n = len(text)
     while True:
         while i < n and text[i] in " \t\r\n,":
             i += 1
         if i >= n:
-            return items, i
+            return items, skipped, i
         if text[i] == "]":
-            return items, None
+            return items, skipped, None
         try:
             obj, i = dec.raw_decode(text, i)
         except ValueError:
-            return items, i
+            nxt = _NEXT_EVENT.search(text, i)
+            if nxt is None:
+                return items, skipped, i
+            skipped.append(i)
+            i = nxt.start() + 1
+            continue
         items.append(obj)
 
 
@@ -105,6 +119,14 @@ def _line_of(text: str, offset: int) -> int:
 
 _NUMERIC = {"start_us": np.int64, "end_us": np.int64, "dur_us": np.int64, "pid": np.int64, "tid": np.int64,
             "arg_pid": np.int64, "num_workers": np.float64, "pin_memory": np.int8}
+
+
+def _numeric_array(vals: list, dtype) -> np.ndarray:
+    try:
+        return np.asarray(vals, dtype=dtype)
+    except OverflowError:  # a pid/tid beyond int64 in the data (times are range-checked before): -1
+        info = np.iinfo(dtype)
+        return np.asarray([v if info.min <= v <= info.max else -1 for v in vals], dtype=dtype)
 
 
 class _Columns:
@@ -123,7 +145,7 @@ class _Columns:
         for c in COLUMNS:
             vals = self.cols[c]
             if c in _NUMERIC:
-                self.chunks[c].append(np.asarray(vals, dtype=_NUMERIC[c]))
+                self.chunks[c].append(_numeric_array(vals, _NUMERIC[c]))
             else:
                 d = self.dicts[c]
                 codes, uniq = pd.factorize(np.asarray(vals, dtype=object))  # all str, never missing
@@ -214,7 +236,9 @@ class FrameworkReader:
         if start < 0:
             self.problems.add(rel, 1, "not a JSON array")
             return []
-        items, bad_at = _salvage_array(text, start)
+        items, skipped, bad_at = _salvage_array(text, start)
+        for at in skipped:
+            self.problems.add(rel, _line_of(text, at), "corrupt JSON event (skipped)")
         if bad_at is not None:
             self.problems.add(
                 rel, _line_of(text, bad_at), f"truncated or corrupt JSON array ({len(items)} events before the break kept)"
@@ -329,6 +353,9 @@ class FrameworkReader:
             else:
                 self.problems.add(rel, idx + 1, f"unknown event phase {ph!r}")
                 continue
+            if not (-MAX_ABS_US < start <= end < MAX_ABS_US):
+                self.problems.add(rel, idx + 1, "event time out of range")
+                continue
             step = ""
             epid, etid = pid, tid
             if isinstance(args, dict):
@@ -410,12 +437,12 @@ class FrameworkReader:
         # float t is added in float64 like Python does; np.rint rounds half to even like round().
         ts_a = np.asarray(ts, dtype=np.float64)
         dur_a = np.asarray(dur, dtype=np.float64)
+        if n and not (np.isfinite(ts_a).all() and np.isfinite(dur_a).all()):
+            return False  # NaN/Infinity: the general path counts them
         if n and (np.abs(ts_a).max() + abs(base) >= 2.0**52 or dur_a.max() >= 2.0**52):
-            starts = [int(round(base + t)) for t in ts]
-            ends = [st + int(round(d)) for st, d in zip(starts, dur)]
-        else:
-            st = np.rint(base + ts_a).astype(np.int64)
-            starts, ends = st.tolist(), (st + np.rint(dur_a).astype(np.int64)).tolist()
+            return False  # exact integer arithmetic and the range check of the general path
+        st = np.rint(base + ts_a).astype(np.int64)
+        starts, ends = st.tolist(), (st + np.rint(dur_a).astype(np.int64)).tolist()
         c = self.out.cols
         c["start_us"] += starts
         c["end_us"] += ends

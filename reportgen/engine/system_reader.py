@@ -31,6 +31,9 @@ KNOWN_TYPES = ("cpu", "gpu", "memory", "i/o", "network")
 PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization"}
 PERCENT_NAMES = {"MemoryUsedPercent"}
 BATCH_FILES = 48
+# Smaller files cannot hold one record (~100 bytes): they go to the careful path, which reports
+# blank/whitespace-only files (DuckDB reads them as zero rows) and files that vanished.
+MIN_RECORD_BYTES = 48
 
 _COLUMNS = "{Type:'VARCHAR',Name:'VARCHAR',Dimension:'VARCHAR',Value:'DOUBLE',NodeId:'VARCHAR',Timestamp:'DOUBLE'}"
 _TYPES_SQL = ", ".join(f"'{t}'" for t in KNOWN_TYPES)
@@ -307,7 +310,7 @@ class SystemReader:
     def _grouped(self, files: list[Path]):
         """``(sids, ts, values)`` of all ``files`` from one grouped query, or None when DuckDB
         rejects them or anything looks anomalous (then the batch path takes over)."""
-        if not files or any(f.stat().st_size == 0 for f in files):
+        if not files or any(_size(f) < MIN_RECORD_BYTES for f in files):
             return None
         try:
             r = self.con.execute(_GROUPED_SQL, {"files": [str(f) for f in files]}).fetchnumpy()
@@ -373,6 +376,8 @@ class SystemReader:
         except OSError as e:
             self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
             return
+        if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (written on Windows) is not data
+            data = data[3:]
         if not data.strip():
             self.problems.add(rel, None, "empty file")
             return
@@ -428,10 +433,11 @@ class SystemReader:
         self.acc.add(np.array(sids, np.int32), np.array(tss, np.float64), np.array(vals, np.float64))
 
     def _single(self, path: Path) -> None:
-        if path.stat().st_size == 0:
+        size = _size(path)
+        if size == 0:
             self.problems.add(self.acc.rel(path), None, "empty file")
             return
-        r = self._fast([path])
+        r = self._fast([path]) if size >= MIN_RECORD_BYTES else None
         if r is None:
             self._careful(path)
         else:
@@ -467,7 +473,7 @@ class SystemReader:
     def _read_batches(self, files: list[Path]) -> None:
         for i in range(0, len(files), BATCH_FILES):
             batch = files[i : i + BATCH_FILES]
-            nonempty = [f for f in batch if f.stat().st_size > 0]
+            nonempty = [f for f in batch if _size(f) >= MIN_RECORD_BYTES]
             r = self._fast(nonempty) if len(nonempty) == len(batch) else None
             if r is None:
                 for f in batch:
@@ -480,6 +486,15 @@ class SystemReader:
         for node in list(self.acc.chunks):
             self._finish(node)
         return {node: self.out[node] for node in sorted(self.out, key=_natural_key)}
+
+
+def _size(path: Path) -> int:
+    """Size in bytes, -1 when the file cannot be stat'ed (vanished, dangling link): the careful
+    path then records it as unreadable."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
 
 
 def _is_number(x) -> bool:

@@ -141,15 +141,26 @@ def _salvage(text: str, path: Path, problems: ProblemLog) -> tuple[dict, list]:
     while True:
         while pos < n and text[pos] in " \t\r\n,":
             pos += 1
-        if pos >= n or text[pos] == "]":
+        if pos < n and text[pos] == "]":
+            return meta, events  # closed: only single events were corrupt
+        if pos >= n:
             break
         try:
             event, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError:
-            break
+            # Kineto writes one event per line: skip to the next line that starts an object.
+            nxt = _NEXT_EVENT.search(text, pos)
+            if nxt is None:
+                break
+            problems.add(path, text.count("\n", 0, pos) + 1, "corrupt JSON event (skipped)")
+            pos = nxt.start() + 1
+            continue
         events.append(event)
     problems.add(path, len(events) + 1, f"truncated or corrupt JSON array ({len(events)} events before the break kept)")
     return meta, events
+
+
+_NEXT_EVENT = re.compile(r"\n[ \t]*\{")
 
 
 def _number(value) -> float | None:
