@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from reportgen.engine.framework_reader import read_framework
+from reportgen.engine.clock import drop_clock_outliers, file_time_range_us
+from reportgen.engine.framework_reader import _file_key, list_framework_files, read_framework
 from reportgen.engine.model import AnalysisData, time_axis
 from reportgen.engine.params import RuleParams, default_params, load_config, parse_overrides
 from reportgen.engine.problems import DataProblem, ProblemLog
 from reportgen.engine.rules import rule_module
-from reportgen.engine.system_reader import read_system
+from reportgen.engine.system_reader import list_system_files, read_system
 from reportgen.engine.timeline import build_timeline
 from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
@@ -58,9 +59,16 @@ def load_data(raw_root: Path, problems: ProblemLog | None = None) -> tuple[Analy
         raise InputError(f"raw profiler folder not found: {raw_root}")
     system = read_system(raw_root, problems)
     events = read_framework(raw_root, problems)
+    # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
+    sys_keys = [k for k, _ in list_system_files(raw_root)]
+    span = file_time_range_us(sys_keys + [_file_key(p) for p in list_framework_files(raw_root)])
+    system.nodes, events = drop_clock_outliers(system.nodes, events, span, problems)
+    first_key = system.first_file_key_us
+    if span is not None:
+        first_key = min((k for k in sys_keys if span[0] <= k <= span[1]), default=None)
     if not system.nodes and len(events) == 0:
         raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework traces)")
-    t0, n_windows = time_axis(system.nodes, events, system.first_file_key_us)
+    t0, n_windows = time_axis(system.nodes, events, first_key)
     return AnalysisData(nodes=system.nodes, events=events, t0_us=t0, n_windows=n_windows), problems
 
 
