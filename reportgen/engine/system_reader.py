@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -369,68 +370,80 @@ class SystemReader:
 
     # -- careful path ----------------------------------------------------------------------------
     def _careful(self, path: Path) -> None:
-        """Line-by-line parse of one file: keep every valid line, record every bad one."""
+        """Line-by-line parse of one file: keep every valid line, record every bad one.
+
+        Streams the file (one line in memory at a time) into compact arrays (20 bytes per record),
+        so a multi-GB file with one bad line costs about what its records take, not 10x the file."""
         rel = self.acc.rel(path)
+        sids, tss, vals = array("i"), array("d"), array("d")
+        last_ts_of_node: dict[str, float] = {}
+        seen_data = False
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                for i, raw in enumerate(fh, start=1):
+                    if i == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is not data
+                        raw = raw[3:]
+                    if not raw.strip():
+                        continue
+                    seen_data = True
+                    rec = self._record(rel, i, raw, last_ts_of_node)
+                    if rec is not None:
+                        sids.append(rec[0])
+                        tss.append(rec[1])
+                        vals.append(rec[2])
         except OSError as e:
             self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
-            return
-        if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (written on Windows) is not data
-            data = data[3:]
-        if not data.strip():
+            if not seen_data:
+                return
+        if not seen_data:
             self.problems.add(rel, None, "empty file")
             return
-        lines = data.split(b"\n")
-        ends_with_newline = data.endswith(b"\n")
-        if ends_with_newline:
-            lines = lines[:-1]
-        sids, tss, vals = [], [], []
-        last_ts_of_node: dict[str, float] = {}
-        n_lines = len(lines)
-        for i, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            is_last = i == n_lines and not ends_with_newline
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                self.problems.add(rel, i, "non-UTF-8 bytes")
-                continue
-            try:
-                rec = json.loads(text)
-            except ValueError:
-                self.problems.add(rel, i, "truncated last line" if is_last else "malformed JSON line")
-                continue
-            if not isinstance(rec, dict):
-                self.problems.add(rel, i, "record is not a JSON object")
-                continue
-            typ, name, dim, node = rec.get("Type"), rec.get("Name"), rec.get("Dimension"), rec.get("NodeId")
-            value, ts = rec.get("Value"), rec.get("Timestamp")
-            if not all(isinstance(x, str) for x in (typ, name, dim, node)):
-                self.problems.add(rel, i, "missing or non-string Type/Name/Dimension/NodeId")
-                continue
-            if typ not in KNOWN_TYPES:
-                self.problems.add(rel, i, "unknown record type")
-                continue
-            if not _is_number(value) or not _is_number(ts):
-                self.problems.add(rel, i, "missing or non-numeric Value/Timestamp")
-                continue
+        self.acc.add(np.frombuffer(sids, np.int32) if len(sids) else np.zeros(0, np.int32),
+                     np.frombuffer(tss, np.float64) if len(tss) else np.zeros(0),
+                     np.frombuffer(vals, np.float64) if len(vals) else np.zeros(0))
+
+    def _record(self, rel: str, i: int, raw: bytes, last_ts_of_node: dict) -> tuple[int, float, float] | None:
+        """One line -> (series id, timestamp, value), or None with the problem recorded."""
+        is_last = not raw.endswith(b"\n")  # only the last line can lack its newline
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.problems.add(rel, i, "non-UTF-8 bytes")
+            return None
+        try:
+            rec = json.loads(text)
+        except ValueError:
+            self.problems.add(rel, i, "truncated last line" if is_last else "malformed JSON line")
+            return None
+        if not isinstance(rec, dict):
+            self.problems.add(rel, i, "record is not a JSON object")
+            return None
+        typ, name, dim, node = rec.get("Type"), rec.get("Name"), rec.get("Dimension"), rec.get("NodeId")
+        value, ts = rec.get("Value"), rec.get("Timestamp")
+        if not all(isinstance(x, str) for x in (typ, name, dim, node)):
+            self.problems.add(rel, i, "missing or non-string Type/Name/Dimension/NodeId")
+            return None
+        if typ not in KNOWN_TYPES:
+            self.problems.add(rel, i, "unknown record type")
+            return None
+        if not _is_number(value) or not _is_number(ts):
+            self.problems.add(rel, i, "missing or non-numeric Value/Timestamp")
+            return None
+        try:
             value, ts = float(value), float(ts)
-            if not (math.isfinite(value) and math.isfinite(ts)):
-                self.problems.add(rel, i, "non-finite value (dropped)")
-                continue
-            key = (node, typ, name, dim)
-            if value < 0 or (_is_percent(key) and value > 100.0):
-                self.problems.add(rel, i, "out-of-range value (kept)")
-            prev = last_ts_of_node.get(node)
-            if prev is not None and ts < prev - 0.05:
-                self.problems.add(rel, i, "out-of-order timestamp (kept, re-sorted)")
-            last_ts_of_node[node] = ts if prev is None else max(prev, ts)
-            sids.append(self.acc.sid(key))
-            tss.append(ts)
-            vals.append(value)
-        self.acc.add(np.array(sids, np.int32), np.array(tss, np.float64), np.array(vals, np.float64))
+        except OverflowError:  # an integer literal beyond any float (1 followed by 400 digits)
+            value = ts = math.inf
+        if not (math.isfinite(value) and math.isfinite(ts)):
+            self.problems.add(rel, i, "non-finite value (dropped)")
+            return None
+        key = (node, typ, name, dim)
+        if value < 0 or (_is_percent(key) and value > 100.0):
+            self.problems.add(rel, i, "out-of-range value (kept)")
+        prev = last_ts_of_node.get(node)
+        if prev is not None and ts < prev - 0.05:
+            self.problems.add(rel, i, "out-of-order timestamp (kept, re-sorted)")
+        last_ts_of_node[node] = ts if prev is None else max(prev, ts)
+        return self.acc.sid(key), ts, value
 
     def _single(self, path: Path) -> None:
         size = _size(path)

@@ -382,6 +382,19 @@ def _(f):
     return {"system_values": len(lines), "events": good_framework(f)}
 
 
+@case("sys_huge_integer", exit=0, problems={NONFINITE: 2})
+def _(f):
+    """A Value and a Timestamp written as 400-digit integers (no float holds them): counted, not an OverflowError."""
+    lines = instants(10)
+    big = "1" + "0" * 400
+    bad = ['{"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": %s, "NodeId": "algo-1", '
+           '"Timestamp": 1700000041.0}' % big,
+           '{"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": 5, "NodeId": "algo-1", '
+           '"Timestamp": %s}' % big]
+    sys_file(f, lines[:20] + bad + lines[20:])
+    return {"system_values": len(lines), "events": good_framework(f)}
+
+
 @case("sys_unknown_record_type", exit=0, problems={UNKNOWN_TYPE: 2})
 def _(f):
     """A newer agent writes a record type this version does not know."""
