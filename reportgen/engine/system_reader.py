@@ -305,7 +305,9 @@ class SystemReader:
             self.con.execute("SET enable_progress_bar=false")
         except duckdb.Error:
             pass
-        self._duck_error = duckdb.Error
+        # DuckDB's error text quotes the bad line cut at a byte count; when the cut splits a UTF-8
+        # character, building the message raises UnicodeDecodeError instead (found by fuzzing).
+        self._duck_error = (duckdb.Error, UnicodeDecodeError)
 
     # -- per-node fast path ----------------------------------------------------------------------
     def _grouped(self, files: list[Path]):

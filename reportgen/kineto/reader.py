@@ -163,6 +163,11 @@ def _salvage(text: str, path: Path, problems: ProblemLog) -> tuple[dict, list]:
 _NEXT_EVENT = re.compile(r"\n[ \t]*\{")
 
 
+def _key(value):
+    """A pid/tid usable as a dict key (a list or object in the data becomes its JSON text)."""
+    return value if value is None or isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True, default=str)
+
+
 def _number(value) -> float | None:
     if isinstance(value, bool):
         return None
@@ -264,9 +269,9 @@ def _columns(path: Path, meta: dict, events: list, complete: bool, problems: Pro
             if ts is None:
                 bad_time += 1
                 continue
-            open_b.setdefault((e.get("pid"), e.get("tid")), []).append((e, ts))
+            open_b.setdefault((_key(e.get("pid")), _key(e.get("tid"))), []).append((e, ts))
         elif ph == "E":
-            stack = open_b.get((e.get("pid"), e.get("tid")))
+            stack = open_b.get((_key(e.get("pid")), _key(e.get("tid"))))
             ts = _number(e.get("ts"))
             if not stack or ts is None:
                 problems.add(path, None, "E event without matching B")

@@ -395,6 +395,17 @@ def _(f):
     return {"system_values": len(lines), "events": good_framework(f)}
 
 
+@case("sys_fuzz_duckdb_message", exit=0, problems={MISSING_STR: 1})
+def _(f):
+    """Found by fuzzing: a record whose Value is an object with escaped control and non-ASCII keys made
+    DuckDB's error message cut a UTF-8 character (UnicodeDecodeError instead of a DuckDB error)."""
+    lines = instants(10)
+    bad = json.dumps({"Type": None, "Name": None, "Dimension": None,
+                      "Value": {"00000\x1f\x1f\u0800": None, "00\x1f0": [None], "\x80": None}})
+    sys_file(f, lines + [bad], newline=False)
+    return {"system_values": len(lines), "events": good_framework(f)}
+
+
 @case("sys_unknown_record_type", exit=0, problems={UNKNOWN_TYPE: 2})
 def _(f):
     """A newer agent writes a record type this version does not know."""
@@ -510,6 +521,18 @@ def _(f):
     ]
     fw_file(f, fw_text(ev))
     return {"system_values": good_system(f), "events": 4}
+
+
+@case("fw_fuzz_unhashable_pid", exit=0, problems={"E event without matching B": 1, "unclosed B event 'b' (dropped)": 1})
+def _(f):
+    """Found by fuzzing: pids that are lists or objects (unhashable) in B/E/X events."""
+    ev = fw_meta() + fw_events(4) + [
+        {"name": "x", "ph": "X", "pid": [1], "ts": 5, "dur": 5},
+        {"name": "e", "ph": "E", "pid": [], "ts": 7},
+        {"name": "b", "ph": "B", "pid": {"a": 1}, "ts": 8},
+    ]
+    fw_file(f, fw_text(ev))
+    return {"system_values": good_system(f), "events": 5}
 
 
 @case("fw_nan_inf_times", exit=0, problems={"event without numeric ts": 2, "X event with missing or negative dur": 2})
@@ -658,6 +681,17 @@ def _(f):
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "soon", "dur": 5},
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": T * 1_000_000, "dur": -5},
     ]
+    write(f, KINETO, kineto_text(doc))
+    return {"kineto_events": 10}
+
+
+@case("kineto_fuzz_unhashable_pid", exit=0, kineto_only=True,
+      problems={"E event without matching B": 1, "unclosed B event (no matching E; dropped)": 1})
+def _(f):
+    """Found by fuzzing: Kineto B/E events whose pid is a list (TypeError: unhashable type)."""
+    doc = kineto_doc()
+    doc["traceEvents"] += [{"ph": "E", "name": "X", "pid": []},
+                           {"ph": "B", "cat": "cpu_op", "name": "b", "pid": [1], "tid": {}, "ts": T * 1_000_000}]
     write(f, KINETO, kineto_text(doc))
     return {"kineto_events": 10}
 
