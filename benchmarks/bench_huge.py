@@ -9,6 +9,7 @@ Writes, under --dir (reused when already complete):
   sys/    system/.../<T>.algo-1.json   one file of --sys-gb GB (32 series per 500 ms instant)
   trace/  framework/pevents/.../<END>_27-algo-1_pythontimeline.json   one file of --trace-gb GB
   small/  the same trace layout at --full-load-mb MB, read once streamed and once loaded whole
+  kineto/, kineto-small/   a PyTorch profiler (Kineto) trace of --trace-gb GB and of --full-load-mb MB
 and runs ``reportgen.engine.analyze`` on each in a fresh child process, reporting wall time, CPU
 time (user+sys) and peak RSS (``ru_maxrss`` of the child), plus the 1-minute load average.
 Cases:
@@ -16,6 +17,7 @@ Cases:
   system, 3 bad lines    the same file with 3 corrupt lines appended: the careful (line-by-line) path
   trace, streamed        default: traces above REPORTGEN_STREAM_TRACE_MB (256) are decoded event by event
   small trace, streamed / loaded whole   the ratio of the two ways on a file that fits either way
+  kineto trace, streamed; small kineto trace, streamed / loaded whole   the same for Kineto (read + analysis)
 Nothing here is a test: numbers go to benchmarks/README.md.
 """
 
@@ -112,13 +114,65 @@ def write_trace(path: Path, megabytes: float) -> int:
     return n
 
 
+def write_kineto(path: Path, megabytes: float) -> int:
+    """A PyTorch profiler (Kineto) trace: CPU operators and GPU kernels, one event per line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = int(megabytes * 1e6)
+    base = T * 1_000_000
+    n = written = 0
+    with open(path, "w", encoding="utf-8", buffering=1 << 24) as fh:
+        fh.write('{"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1}, '
+                 '"deviceProperties": [{"name": "NVIDIA A100"}], "traceEvents": [\n')
+        while written < target:
+            block = []
+            for _ in range(5000):
+                if n % 1000 == 0:
+                    block.append(f'{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{n // 1000}", '
+                                 f'"pid": 1, "tid": 1, "ts": {base + n * 3}, "dur": 2990}},\n')
+                cat = "kernel" if n % 2 else "cpu_op"
+                block.append(f'{{"ph": "X", "cat": "{cat}", "name": "op_{n % 300}", "pid": {n % 2}, "tid": 7, '
+                             f'"ts": {base + n * 3}, "dur": 2, "args": {{"device": 0}}}},\n')
+                n += 1
+            text = "".join(block)
+            fh.write(text)
+            written += len(text)
+        fh.write(f'{{"ph": "X", "cat": "cpu_op", "name": "last", "pid": 1, "tid": 1, "ts": {base + n * 3}, "dur": 1}}\n]}}\n')
+    return n + n // 1000 + 1
+
+
+_KINETO = r"""
+import json, sys
+from pathlib import Path
+from reportgen.kineto.analysis import analyze_trace
+from reportgen.kineto.reader import read_trace
+from reportgen.engine.problems import ProblemLog
+log = ProblemLog()
+trace = read_trace(Path(sys.argv[1]), log)  # what analyze_job does per rank file
+events = len(trace.start_us)
+rank = analyze_trace(trace)
+print(json.dumps({"events": events, "problems": log.total, "label": trace.label}))
+"""
+
+
+def measure_kineto(path: Path, env_extra: dict | None = None) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
+    load = os.getloadavg()[0]
+    proc = subprocess.run([sys.executable, "-c", _CHILD, sys.executable, "-c", _KINETO, str(path)],
+                          capture_output=True, text=True, env=env, cwd=str(REPO))
+    res = json.loads(proc.stdout)
+    res["load_1m_before"] = round(load, 2)
+    if res["rc"] == 0:
+        res.update(json.loads(res.pop("stdout").strip().splitlines()[-1]))
+    return res
+
+
 def measure(root: Path, env_extra: dict | None = None) -> dict:
     out = root.parent / (root.name + "-out")
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
     load = os.getloadavg()[0]
     proc = subprocess.run([sys.executable, "-c", _CHILD, sys.executable, "-c", _ANALYZE, str(root), str(out)],
-                          capture_output=True, text=True, env=env)
+                          capture_output=True, text=True, env=env, cwd=str(REPO))
     res = json.loads(proc.stdout)
     res["load_1m_before"] = round(load, 2)
     if res["rc"] == 0:
@@ -133,7 +187,7 @@ def main() -> None:
     ap.add_argument("--sys-gb", type=float, default=2.0)
     ap.add_argument("--trace-gb", type=float, default=1.0)
     ap.add_argument("--full-load-mb", type=float, default=200.0)
-    ap.add_argument("--only", default="system,bad,trace,small", help="comma-separated cases to run")
+    ap.add_argument("--only", default="system,bad,trace,small,kineto", help="comma-separated cases to run")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -189,6 +243,25 @@ def main() -> None:
         results["small trace, loaded whole"] = {**measure(sm_root, {"REPORTGEN_STREAM_TRACE_MB": "100000"}),
                                                 "file_mb": mb, "events_written": n}
         print(json.dumps(results["small trace, loaded whole"]), flush=True)
+    if "kineto" in only:
+        kpath = args.dir / "kineto" / "rank-0.pt.trace.json"
+        if not kpath.exists():
+            n = write_kineto(kpath, args.trace_gb * 1000)
+            (args.dir / "kineto" / ".events").write_text(str(n))
+        n = int((args.dir / "kineto" / ".events").read_text())
+        results["kineto trace, streamed"] = {**measure_kineto(kpath), "file_gb": round(kpath.stat().st_size / 1e9, 2),
+                                             "events_written": n}
+        print(json.dumps(results["kineto trace, streamed"]), flush=True)
+        small = args.dir / "kineto-small" / "rank-0.pt.trace.json"
+        if not small.exists():
+            m = write_kineto(small, args.full_load_mb)
+            (small.parent / ".events").write_text(str(m))
+        m = int((small.parent / ".events").read_text())
+        mb = round(small.stat().st_size / 1e6)
+        for label, env in (("streamed", "0"), ("loaded whole", "100000")):
+            results[f"small kineto trace, {label}"] = {**measure_kineto(small, {"REPORTGEN_STREAM_TRACE_MB": env}),
+                                                       "file_mb": mb, "events_written": m}
+            print(json.dumps(results[f"small kineto trace, {label}"]), flush=True)
     print("\n| case | file | records / events written | used | wall s | CPU s | peak RSS MB | problems | load |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in results.items():

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import os
 import re
 import zlib
 from collections import defaultdict
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reportgen.engine.json_stream import TraceStream, is_big
 from reportgen.engine.problems import ProblemLog
 
 FILE_TYPES = (
@@ -82,19 +82,6 @@ def _key(value):
 def _number(x) -> bool:
     """A finite int or float (NaN and Infinity parse from JSON but are no time or duration)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-# Plain traces larger than this are decoded event by event instead of loaded whole (stdlib JSON
-# needs ~10x the file in RAM); REPORTGEN_STREAM_TRACE_MB sets it.
-STREAM_TRACE_MB = 256
-MAX_EVENT_BYTES = 16 << 20  # one event larger than this is treated as corrupt when streaming
-
-
-def stream_bytes() -> int:
-    try:
-        return int(float(os.environ.get("REPORTGEN_STREAM_TRACE_MB", STREAM_TRACE_MB)) * (1 << 20))
-    except ValueError:
-        return STREAM_TRACE_MB << 20
 
 
 # Event times beyond this (µs; ~146,000 years) cannot be held as int64 µs with their duration.
@@ -223,11 +210,7 @@ class FrameworkReader:
         """The file's events: a list, or for a plain trace above ``stream_bytes()`` an iterator that
         decodes them one at a time (see ``_stream_events``)."""
         rel = self.rel(path)
-        try:
-            big = not path.name.endswith(".gz") and path.stat().st_size > stream_bytes()
-        except OSError:
-            big = False
-        if big:
+        if is_big(path):
             return self._stream_events(path)
         if path.name.endswith(".gz"):
             raw = self._gunzip(path)
@@ -272,82 +255,23 @@ class FrameworkReader:
             )
         return items
 
-    def _stream_events(self, path: Path, chunk: int = 1 << 22):
-        """Events of a JSON array decoded one at a time from 4 MB reads, for traces too large to load
-        whole (stdlib JSON needs ~10x the file in RAM). Works for any layout as long as one event is
-        under ``MAX_EVENT_BYTES``; a corrupt event is skipped to the next line that starts an object,
-        a truncated end is recorded. The columns are flushed to numpy every 100,000 events, so memory
-        stays at ~40 bytes per event kept plus one read buffer."""
-        import codecs
-
+    def _stream_events(self, path: Path):
+        """Events decoded one at a time (``reportgen.engine.json_stream``), for traces too large to
+        load whole; the columns are flushed to numpy every 100,000 events, so memory stays at ~40 bytes
+        per event kept plus one read buffer."""
         rel = self.rel(path)
-        dec = json.JSONDecoder()
-        utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        buf, pos, eof, lines_before, count, replaced = "", 0, False, 1, 0, False
+        stream = TraceStream(path, self.problems, rel, on_every=self.out.flush)
         try:
-            fh = open(path, "rb")
+            yield from stream
         except OSError as e:
             self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
             return
-        with fh:
-            def more() -> bool:
-                nonlocal buf, pos, eof, lines_before, replaced
-                if eof:
-                    return False
-                data = fh.read(chunk)
-                eof = not data
-                text = utf8.decode(data, final=eof)
-                replaced = replaced or "\ufffd" in text
-                lines_before += buf.count("\n", 0, pos)
-                buf = buf[pos:] + text
-                pos = 0
-                return bool(data)
-
-            while True:  # the opening bracket (of the array, or of a traceEvents array)
-                m = re.search(r'"traceEvents"\s*:\s*\[', buf) or (re.match(r"\s*\[", buf) if buf.strip() else None)
-                if m:
-                    pos = m.end()
-                    break
-                if not more() or len(buf) > MAX_EVENT_BYTES:
-                    head = buf.lstrip()
-                    self.problems.add(rel, None if not head or head[0] == "{" else 1,
-                                      "empty file" if not head else "JSON object without a traceEvents array"
-                                      if head[0] == "{" else "not a JSON array")
-                    return
-            while True:
-                while pos < len(buf) and buf[pos] in " \t\r\n,":
-                    pos += 1
-                if pos >= len(buf):
-                    if more():
-                        continue
-                    self.problems.add(rel, lines_before + buf.count("\n", 0, pos),
-                                      f"truncated or corrupt JSON array ({count} events before the break kept)")
-                    break
-                if buf[pos] == "]":
-                    break
-                try:
-                    obj, end = dec.raw_decode(buf, pos)
-                except ValueError:
-                    if not eof and len(buf) - pos < MAX_EVENT_BYTES:
-                        more()  # maybe only cut by the read: decode again with more text
-                        continue
-                    nxt = _NEXT_EVENT.search(buf, pos)
-                    if nxt is None:
-                        self.problems.add(rel, lines_before + buf.count("\n", 0, pos),
-                                          f"truncated or corrupt JSON array ({count} events before the break kept)")
-                        break
-                    self.problems.add(rel, lines_before + buf.count("\n", 0, pos), "corrupt JSON event (skipped)")
-                    pos = nxt.start() + 1
-                    continue
-                if end == len(buf) and not eof and not isinstance(obj, (dict, list)):
-                    more()  # a bare number may continue in the next read
-                    continue
-                pos = end
-                count += 1
-                yield obj
-                if count % 100_000 == 0:
-                    self.out.flush()
-        if replaced:
+        if not stream.found:
+            head = stream.head.lstrip()
+            self.problems.add(rel, None if not head or head[0] == "{" else 1,
+                              "empty file" if not head else "JSON object without a traceEvents array"
+                              if head[0] == "{" else "not a JSON array")
+        if stream.replaced:
             self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
 
     def _gunzip(self, path: Path) -> bytes | None:

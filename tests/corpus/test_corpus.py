@@ -9,6 +9,7 @@ A few cases also run through ``python -m reportgen generate`` in a subprocess, p
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from markupsafe import escape
@@ -139,3 +140,32 @@ def test_corpus_generator_is_deterministic(tmp_path):
         files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a" / name).rglob("*") if p.is_file())
         for rel in files_a:
             assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
+
+
+STREAMABLE = [name for name in CASES if name.split("_")[0] in ("fw", "kineto") and not CASES[name].get("hook")]
+
+
+@pytest.mark.parametrize("name", STREAMABLE)
+def test_trace_case_streamed(corpus, name, tmp_path, monkeypatch):
+    """The same trace cases with every plain trace decoded event by event (the path of traces above
+    REPORTGEN_STREAM_TRACE_MB): the same problems and the same records used."""
+    from reportgen.engine import json_stream
+
+    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")
+    streamed = []
+    real_init = json_stream.TraceStream.__init__
+    monkeypatch.setattr(json_stream.TraceStream, "__init__",
+                        lambda self, path, *a, **k: (streamed.append(path), real_init(self, path, *a, **k))[1])
+    root, manifest = corpus
+    expected = manifest[name]
+    source = root / name
+    outcome = run_in_process(source, tmp_path / "out" / "report.html", None, source)
+    assert outcome.traceback is None, outcome.traceback
+    assert outcome.exit == expected["exit"], outcome.stderr
+    _check_data_quality(outcome, expected)
+    non_empty = [p for p in source.rglob("*.json") if p.stat().st_size and p.parent.name != "profiler-reports"]
+    assert {p for p in non_empty if "framework" in p.parts or p.name.endswith(".pt.trace.json")} <= set(map(Path, streamed))
+    used = records_used(source)
+    for key in ("events", "kineto_events"):
+        if expected.get(key) is not None:
+            assert used.get(key, 0) == expected[key], (key, used)
