@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from reportgen import __version__
-from reportgen.errors import EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, ReportgenError
+from reportgen.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, ReportgenError
 
 EXIT_CODES_HELP = ("exit codes: 0 done; 1 a rule listed in --fail-on fired (every output was still written); "
                    "2 usage or input error (one line on stderr); 3 internal error")
@@ -236,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     except ReportgenError as err:
         print(f"reportgen: error: {err}", file=sys.stderr)
         return err.exit_code
+    except OSError as err:  # the environment, not a bug: disk full, read-only or vanished files
+        where = f": {err.filename}" if err.filename else ""
+        print(f"reportgen: error: {err.strerror or err}{where}", file=sys.stderr)
+        return EXIT_INPUT
     except KeyboardInterrupt:
         print("reportgen: interrupted; nothing was written", file=sys.stderr)
         return 130

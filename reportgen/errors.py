@@ -7,9 +7,10 @@ code  meaning
 ====  ==========================================================================================
 0     done: every requested output was written (rules may have fired; ``--fail-on none``)
 1     a rule listed in ``--fail-on`` fired (``any``: any rule); every output was written first
-2     usage or input error: bad source, unreadable report.json, unknown rule in ``--fail-on``
-      (one line on stderr; found before any work, so nothing is written — except an unwritable
-      $GITHUB_STEP_SUMMARY, found after the report was written)
+2     no report could be made: usage or input error (bad source, nothing usable in it, unreadable
+      report.json, unknown rule in ``--fail-on``) or an OSError of the environment (disk full,
+      read-only output folder, a file vanished); one line on stderr, nothing half-written (an
+      unwritable $GITHUB_STEP_SUMMARY is found after the report was written)
 3     internal error (a bug, or the notebook/HTML conversion failed); nothing half-written
 130   interrupted (Ctrl-C)
 ====  ==========================================================================================

@@ -6,7 +6,6 @@ everything is produced in a private work folder and moved into place at the end.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import threading
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.errors import InputError, RenderError
+from reportgen.locking import folder_lock
 from reportgen.render.html import execute_notebook, notebook_to_html, write_atomically
 from reportgen.rule_outputs import load_rule_outputs
 
@@ -227,10 +227,14 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
         produced_json = work_dir / "report.json"
         if not produced_json.is_file():  # checked before anything is written: both files or neither
             raise RenderError(f"the analysis notebook did not write report.json into {work_dir}")
-        write_atomically(output, html)
-        shutil.move(str(produced_json), str(json_path))
+        # Two runs writing the same report: each file is replaced atomically, and the pair is written
+        # under a lock on its folder, so report.html and report.json always come from the same run.
+        json_text = produced_json.read_text(encoding="utf-8")
+        with folder_lock(output.parent if str(output.parent) else Path(".")):
+            write_atomically(output, html)
+            write_atomically(json_path, json_text)
         if keep_notebook:
-            shutil.copyfile(executed, keep_notebook)
+            write_atomically(Path(keep_notebook), executed.read_text(encoding="utf-8"))
     seconds = time.perf_counter() - started
     return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, rule_dir, used, notes,
                           stats.get("system_files"), stats.get("system_files_read"))

@@ -2,7 +2,8 @@
 
 The same loader serves SageMaker's own rule outputs and the ones our engine writes, so a
 report always goes through one code path. Unknown or missing fields are tolerated and
-reported as data-quality notes; a file that is not JSON at all is an input error.
+reported as data-quality notes; a rule file that is not a JSON object costs that rule (a note), and
+only a folder where no rule output can be read is an input error.
 """
 
 from __future__ import annotations
@@ -150,14 +151,22 @@ def load_rule_output(path: Path, notes: list[str]) -> RuleOutput:
 def load_rule_outputs(folder: Path) -> RuleOutputs:
     """Load every known rule JSON in ``folder``; other JSON files are noted and skipped."""
     outputs = RuleOutputs(folder=folder)
+    first_error: InputError | None = None
     for path in sorted(folder.glob("*.json")):
         if path.name in ("timeline.json", "data-quality.json", "kineto.json"):
             continue
         if path.stem not in RULE_ORDER:
             outputs.notes.append(f"{path.name}: not a ProfilerReport rule output; skipped")
             continue
-        outputs.rules[path.stem] = load_rule_output(path, outputs.notes)
+        try:
+            outputs.rules[path.stem] = load_rule_output(path, outputs.notes)
+        except InputError as err:  # one unreadable rule output costs that rule, not the report
+            first_error = first_error or err
+            why = str(err).removeprefix(f"{path}: ")
+            outputs.notes.append(f"{path.name}: {why}; this rule is left out")
     if not outputs.rules:
+        if first_error is not None:
+            raise first_error
         raise InputError(f"{folder}: no rule outputs (expected files like LowGPUUtilization.json)")
     # Keep ProfilerReport's order so every consumer iterates the same way.
     outputs.rules = {name: outputs.rules[name] for name in RULE_ORDER if name in outputs.rules}

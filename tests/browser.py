@@ -23,6 +23,7 @@ def chromium_path() -> str:
 class PageVisit:
     console_errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)  # alert/confirm/prompt opened by the page
     dom: dict = field(default_factory=dict)
 
 
@@ -45,6 +46,7 @@ def visit(html_path: Path, *, javascript: bool = True, screenshot: Path | None =
         page.on("console", lambda msg: msg.type == "error" and result.console_errors.append(msg.text))
         page.on("pageerror", lambda err: result.console_errors.append(f"pageerror: {err}"))
         page.on("request", lambda req: result.requests.append(req.url))
+        page.on("dialog", lambda dialog: (result.dialogs.append(dialog.message), dialog.dismiss()))
         page.goto(html_path.resolve().as_uri())
         page.wait_for_load_state("load")
         page.wait_for_timeout(300)

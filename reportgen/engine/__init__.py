@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from reportgen.engine.framework_reader import read_framework
+from reportgen.engine.clock import drop_clock_outliers, file_time_range_us
+from reportgen.engine.framework_reader import _file_key, list_framework_files, read_framework
 from reportgen.engine.model import AnalysisData, time_axis
 from reportgen.engine.params import RuleParams, default_params, load_config, parse_overrides
 from reportgen.engine.problems import DataProblem, ProblemLog
@@ -78,9 +79,16 @@ def _load(raw_root, problems, scheduler, cache_root, s3_system):
     else:
         system = read_system(raw_root, problems, cache_root=cache_root)
     events = read_framework(raw_root, problems)
+    # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
+    sys_keys = system.file_keys_us
+    span = file_time_range_us(sys_keys + [_file_key(p) for p in list_framework_files(raw_root)])
+    system.nodes, events = drop_clock_outliers(system.nodes, events, span, problems)
+    first_key = system.first_file_key_us
+    if span is not None:
+        first_key = min((k for k in sys_keys if span[0] <= k <= span[1]), default=None)
     if not system.nodes and len(events) == 0:
         raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework traces)")
-    t0, n_windows = time_axis(system.nodes, events, system.first_file_key_us)
+    t0, n_windows = time_axis(system.nodes, events, first_key)
     return AnalysisData(nodes=system.nodes, events=events, t0_us=t0, n_windows=n_windows), problems, system
 
 

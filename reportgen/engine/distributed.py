@@ -293,7 +293,7 @@ def read_pieces(root: Path, problems: ProblemLog, *, client=None, cache_root: Pa
                     fingerprints[rel] = local_fingerprint(root, root / rel)
                 except OSError:
                     pass  # vanished since the listing: the reader records it
-    data = SystemData(files=len(listing))
+    data = SystemData(files=len(listing), file_keys_us=[k for k, _ in listing])
     if not listing:
         return data, PiecesResult({}, 0, 0, 0)
     data.first_file_key_us, data.last_file_key_us = listing[0][0], listing[-1][0]

@@ -9,10 +9,11 @@ the break is kept and the break is recorded as a problem.
 
 from __future__ import annotations
 
-import codecs
 import gc
 import gzip
+import itertools
 import json
+import math
 import re
 import zlib
 from collections import defaultdict
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reportgen.engine.json_stream import TraceStream, is_big
 from reportgen.engine.problems import ProblemLog
 
 FILE_TYPES = (
@@ -73,38 +75,53 @@ def _file_key(p: Path) -> int:
     return int(head) if head.isdigit() else 0
 
 
+def _key(value):
+    """A pid usable as a dict key (a list or object in the data becomes its JSON text)."""
+    return value if value is None or isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True, default=str)
+
+
 def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    """A finite int or float (NaN and Infinity parse from JSON but are no time or duration)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-_TIME_LIMIT = 2**61  # µs; beyond it (or NaN / infinity) a time is unusable: base + ts must fit in int64
+_TIME_LIMIT = 2**61  # µs; a base time or a column-wise time beyond it goes to the checked general path
+# Event times beyond this (µs; ~146,000 years) cannot be held as int64 µs with their duration.
+MAX_ABS_US = 2**62
+_NEXT_EVENT = re.compile(r"\n[ \t]*\{")
 
 
-def _time(x) -> bool:
-    """A usable ts / dur: a finite number of plausible magnitude."""
+def _base_time(x) -> bool:
     return _number(x) and -_TIME_LIMIT < x < _TIME_LIMIT
 
 
-def _salvage_array(text: str, start: int) -> tuple[list, int | None]:
+def _salvage_array(text: str, start: int) -> tuple[list, list[int], int | None]:
     """Decode the complete elements of a JSON array beginning at ``text[start] == '['``.
 
-    Returns the elements and the character offset of the first undecodable element (None if the
-    array is complete)."""
+    An element that does not decode is skipped up to the next line that starts an object (writers
+    put one event per line), so a corrupt event costs that event only. Returns the elements, the
+    offsets of the skipped elements and the offset where the array breaks off (None if it is closed)."""
     dec = json.JSONDecoder()
-    items = []
+    items: list = []
+    skipped: list[int] = []
     i = start + 1
     n = len(text)
     while True:
         while i < n and text[i] in " \t\r\n,":
             i += 1
         if i >= n:
-            return items, i
+            return items, skipped, i
         if text[i] == "]":
-            return items, None
+            return items, skipped, None
         try:
             obj, i = dec.raw_decode(text, i)
         except ValueError:
-            return items, i
+            nxt = _NEXT_EVENT.search(text, i)
+            if nxt is None:
+                return items, skipped, i
+            skipped.append(i)
+            i = nxt.start() + 1
+            continue
         items.append(obj)
 
 
@@ -130,23 +147,6 @@ def _fast_loads(raw: bytes):
         return None
 
 
-def _window_elements(piece: str) -> list | None:
-    """The array elements in ``piece`` (complete elements separated by commas), decoded at once by
-    orjson, or None when that is not possible or might differ from the stdlib decoder."""
-    piece = piece.rstrip()
-    if piece.endswith(","):
-        piece = piece[:-1]
-    if _orjson is None or not piece:
-        return None
-    raw = piece.encode("utf-8", "surrogatepass")  # invalid UTF-8 was already replaced while decoding
-    if raw.translate(_DIGITS).find(b"0" * 19) >= 0:
-        return None
-    try:
-        got = _orjson.loads(b"[" + raw + b"]")
-    except _orjson.JSONDecodeError:
-        return None
-    return got
-
 
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
@@ -155,6 +155,14 @@ def _line_of(text: str, offset: int) -> int:
 _NUM_TYPES = {int, float}
 _NUMERIC = {"start_us": np.int64, "end_us": np.int64, "dur_us": np.int64, "pid": np.int64, "tid": np.int64,
             "arg_pid": np.int64, "num_workers": np.float64, "pin_memory": np.int8}
+
+
+def _numeric_array(vals, dtype) -> np.ndarray:
+    try:
+        return np.asarray(vals, dtype=dtype)
+    except OverflowError:  # a pid/tid beyond int64 in the data (times are range-checked before): -1
+        info = np.iinfo(dtype)
+        return np.asarray([v if info.min <= v <= info.max else -1 for v in vals], dtype=dtype)
 
 
 class _Same:
@@ -182,7 +190,7 @@ class _Columns:
         for c in COLUMNS:
             vals = self.cols[c]
             if c in _NUMERIC:
-                self.chunks[c].append(np.asarray(vals, dtype=_NUMERIC[c]))
+                self.chunks[c].append(_numeric_array(vals, _NUMERIC[c]))
             elif isinstance(vals, _Same):
                 d = self.dicts[c]
                 self.chunks[c].append(np.full(vals.n, d.setdefault(vals.value, len(d)), dtype=np.int32))
@@ -227,11 +235,9 @@ def _int(x, default=0) -> int:
     return default
 
 
-# Trace files above this size are streamed (bounded memory) instead of decoded whole.
-STREAM_BYTES = 64 << 20
-STREAM_BLOCK = 8 << 20  # bytes read at a time
+# Trace files above json_stream.stream_bytes() (REPORTGEN_STREAM_TRACE_MB) are streamed.
+STREAM_BLOCK = 4 << 20  # bytes read at a time
 STREAM_EVENTS = 50_000  # events decoded before they are turned into columns
-STREAM_MAX_ELEMENT = 64 << 20  # an array element this long without parsing is corrupt
 
 
 class _TraceState:
@@ -242,14 +248,6 @@ class _TraceState:
         self.phase_of_pid: dict = {}
         self.stacks: dict = defaultdict(list)
 
-
-def _starts_with_bracket(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return head.lstrip()[:1] == b"["
 
 
 class FrameworkReader:
@@ -306,7 +304,9 @@ class FrameworkReader:
         if start < 0:
             self.problems.add(rel, 1, "not a JSON array")
             return []
-        items, bad_at = _salvage_array(text, start)
+        items, skipped, bad_at = _salvage_array(text, start)
+        for at in skipped:
+            self.problems.add(rel, _line_of(text, at), "corrupt JSON event (skipped)")
         if bad_at is not None:
             self.problems.add(
                 rel, _line_of(text, bad_at), f"truncated or corrupt JSON array ({len(items)} events before the break kept)"
@@ -367,7 +367,7 @@ class FrameworkReader:
         else:
             base = 0
             node = rewrite_node_id(path.name.split("_")[1])
-        if not is_tf and path.stat().st_size > STREAM_BYTES and _starts_with_bracket(path):
+        if not is_tf and is_big(path):
             self._read_streamed(path, rel, node, ftype)
             return
         events = self._load_events(path)
@@ -387,16 +387,16 @@ class FrameworkReader:
                 continue
             ph = e.get("ph")
             args = e.get("args")
-            pid = e.get("pid")
+            pid = _key(e.get("pid"))
             if ph == "M":
                 if e.get("name") == "process_name" and isinstance(args, dict):
-                    if _time(args.get("start_time_since_epoch_in_micros")):
+                    if _base_time(args.get("start_time_since_epoch_in_micros")):
                         st.base = int(args["start_time_since_epoch_in_micros"])
                     if "name" in args:
                         st.phase_of_pid[pid] = str(args["name"])
                 continue
             ts = e.get("ts")
-            if not _time(ts):
+            if not _number(ts):
                 self.problems.add(rel, idx + 1, "event without numeric ts")
                 continue
             name = e.get("name")
@@ -404,7 +404,7 @@ class FrameworkReader:
             tid = e.get("tid")
             if ph == "X":
                 dur = e.get("dur", 0)
-                if not _time(dur) or dur < 0:
+                if not _number(dur) or dur < 0:
                     self.problems.add(rel, idx + 1, "X event with missing or negative dur")
                     continue
                 start = int(round(st.base + ts))
@@ -429,6 +429,9 @@ class FrameworkReader:
             else:
                 self.problems.add(rel, idx + 1, f"unknown event phase {ph!r}")
                 continue
+            if not (-MAX_ABS_US < start <= end < MAX_ABS_US):
+                self.problems.add(rel, idx + 1, "event time out of range")
+                continue
             step = ""
             epid, etid = pid, tid
             if isinstance(args, dict):
@@ -450,136 +453,42 @@ class FrameworkReader:
 
     # -- very large traces ------------------------------------------------------------------------
     def _read_streamed(self, path: Path, rel: str, node: str, ftype: str) -> None:
-        """A trace file larger than STREAM_BYTES, read in bounded memory: the array is decoded
-        element by element from a sliding text window (at most STREAM_BLOCK plus one element) and
-        handled in chunks of STREAM_EVENTS events, each converted to columns before the next is
-        read. Events are taken in file order (as the general path does): a chunk without metadata
-        events and of the common shape goes column-wise, any other chunk event by event; a
-        truncated or corrupt array keeps the events before the break, as for smaller files."""
-        self._utf8_check(path, rel)
+        """A trace above the streaming threshold, in bounded memory: ``json_stream.TraceStream``
+        decodes one event at a time from a STREAM_BLOCK read buffer (a corrupt event costs that event,
+        a cut array keeps the events before the cut) and the events are handled in chunks of
+        STREAM_EVENTS, each turned into columns before the next is decoded. Chunks keep file order:
+        a chunk without metadata events and of the common shape goes column-wise, any other chunk
+        event by event, so the result equals reading the file whole."""
+        stream = TraceStream(path, self.problems, rel, chunk=STREAM_BLOCK)
         st = _TraceState(0)
         idx0 = 0
-        for chunk in self._stream_array(path, rel):
-            phs = [e.get("ph") if type(e) is dict else None for e in chunk]
-            if None in phs or "M" in phs or not self._simple_body(chunk, phs, st.base, st.phase_of_pid, node, ftype):
-                self._general(chunk, idx0, st, rel, node, ftype, False)
-            self.out.flush()
-            idx0 += len(chunk)
-        self._unclosed(st, rel)
-
-    def _utf8_check(self, path: Path, rel: str) -> None:
-        """The small-file rule in one streaming pass: invalid UTF-8 (and no literal U+FFFD) -> problem."""
-        dec = codecs.getincrementaldecoder("utf-8")()
-        invalid = literal = False
-        tail = b""
-        with path.open("rb") as f:
-            while not (invalid and literal):
-                block = f.read(STREAM_BLOCK)
-                if not block:
-                    break
-                literal = literal or b"\xef\xbf\xbd" in tail + block
-                tail = block[-2:]
-                if not invalid:
-                    try:
-                        dec.decode(block)
-                    except UnicodeDecodeError:
-                        invalid = True
-            if not invalid:
-                try:
-                    dec.decode(b"", final=True)
-                except UnicodeDecodeError:
-                    invalid = True
-        if invalid and not literal:
+        events = iter(stream)
+        try:
+            while chunk := list(itertools.islice(events, STREAM_EVENTS)):
+                phs = [e.get("ph") if type(e) is dict and type(e.get("pid")) not in (list, dict) else None
+                       for e in chunk]
+                if None in phs or "M" in phs or not self._simple_body(chunk, phs, st.base, st.phase_of_pid, node, ftype):
+                    self._general(chunk, idx0, st, rel, node, ftype, False)
+                self.out.flush()
+                idx0 += len(chunk)
+        except OSError as e:
+            self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
+            return
+        if not stream.found:
+            head = stream.head.lstrip()
+            self.problems.add(rel, None if not head or head[0] == "{" else 1,
+                              "empty file" if not head else "JSON object without a traceEvents array"
+                              if head[0] == "{" else "not a JSON array")
+        if stream.replaced:
             self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
-
-    def _stream_array(self, path: Path, rel: str):
-        """Yield the elements of the JSON array in ``path`` in lists of at most STREAM_EVENTS."""
-        dec = json.JSONDecoder()
-        text_dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        buf, pos, lines_before, eof = "", 0, 0, False
-        items: list = []
-        n_items = 0
-        retry_after = 0
-        with path.open("rb") as f:
-
-            def refill():
-                nonlocal buf, pos, lines_before, eof, retry_after
-                block = f.read(STREAM_BLOCK)
-                eof = not block
-                lines_before += buf.count("\n", 0, pos)
-                retry_after -= pos
-                buf = buf[pos:] + text_dec.decode(block, final=eof)
-                pos = 0
-
-            refill()
-            while True:  # the opening bracket (the caller checked that it comes first)
-                pos = len(buf) - len(buf[pos:].lstrip())
-                if pos < len(buf) or eof:
-                    break
-                refill()
-            pos += 1
-            while True:
-                while pos < len(buf) and buf[pos] in " \t\r\n,":
-                    pos += 1
-                if pos >= len(buf) - 1 and not eof:  # keep one char of look-ahead for numbers
-                    refill()
-                    continue
-                if pos >= len(buf):
-                    bad_at = pos
-                    break
-                if buf[pos] == "]":
-                    bad_at = None
-                    break
-                if pos >= retry_after:
-                    # Fast: every complete line of the window at once. A raw newline never occurs
-                    # inside a JSON string, so cutting there is cutting between tokens; when the
-                    # cut falls inside an element (pretty-printed files) or anything else fails,
-                    # the elements are decoded one by one up to that cut.
-                    cut = buf.rfind("\n", pos)
-                    got = _window_elements(buf[pos:cut]) if cut > pos else None
-                    if got is None:
-                        retry_after = max(cut, pos + 1)
-                    else:
-                        items += got
-                        n_items += len(got)
-                        pos = cut
-                        if len(items) >= STREAM_EVENTS:
-                            yield items
-                            items = []
-                        continue
-                try:
-                    obj, end = dec.raw_decode(buf, pos)
-                except ValueError:
-                    if not eof and len(buf) - pos < STREAM_MAX_ELEMENT:
-                        refill()  # most likely an element cut by the window: read on
-                        continue
-                    bad_at = pos
-                    break
-                if end >= len(buf) and not eof:  # a number may go on in the next block
-                    refill()
-                    continue
-                items.append(obj)
-                n_items += 1
-                pos = end
-                if len(items) >= STREAM_EVENTS:
-                    yield items
-                    items = []
-                if pos > STREAM_BLOCK:
-                    lines_before += buf.count("\n", 0, pos)
-                    retry_after -= pos
-                    buf, pos = buf[pos:], 0
-        if items:
-            yield items
-        if bad_at is not None:
-            line = lines_before + buf.count("\n", 0, bad_at) + 1
-            self.problems.add(rel, line, f"truncated or corrupt JSON array ({n_items} events before the break kept)")
+        self._unclosed(st, rel)
 
     def _read_simple(self, events: list, base: int, node: str, ftype: str) -> bool:
         """Column-wise path for the common file shape (only well-formed X / i events after the
         metadata, each pid declared once, one base time): each column filled by one comprehension,
         times rounded with numpy. Returns False (nothing appended) when any event needs the general
         path's handling; the whole file then takes it."""
-        if any(type(e) is not dict for e in events):
+        if any(type(e) is not dict or type(e.get("pid")) in (list, dict) for e in events):
             return False
         phs = [e.get("ph") for e in events]
         meta = [e for e, ph in zip(events, phs) if ph == "M"]
@@ -593,7 +502,7 @@ class FrameworkReader:
         for e in meta:
             args = e.get("args")
             if e.get("name") == "process_name" and isinstance(args, dict):
-                if _time(args.get("start_time_since_epoch_in_micros")):
+                if _base_time(args.get("start_time_since_epoch_in_micros")):
                     base = int(args["start_time_since_epoch_in_micros"])
                     bases += 1
                 if "name" in args:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,9 @@ KNOWN_TYPES = ("cpu", "gpu", "memory", "i/o", "network")
 PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization"}
 PERCENT_NAMES = {"MemoryUsedPercent"}
 BATCH_FILES = 48
+# Smaller files cannot hold one record (~100 bytes): they go to the careful path, which reports
+# blank/whitespace-only files (DuckDB reads them as zero rows) and files that vanished.
+MIN_RECORD_BYTES = 48
 
 _COLUMNS = "{Type:'VARCHAR',Name:'VARCHAR',Dimension:'VARCHAR',Value:'DOUBLE',NodeId:'VARCHAR',Timestamp:'DOUBLE'}"
 _TYPES_SQL = ", ".join(f"'{t}'" for t in KNOWN_TYPES)
@@ -197,6 +201,7 @@ class SystemData:
     last_file_key_us: int | None = None
     files: int = 0
     files_read: int = 0  # system files actually parsed by this run (0 when all came from the cache)
+    file_keys_us: list[int] = field(default_factory=list)  # minute key of every file (clock-jump check)
 
 
 def list_system_files(root: Path) -> list[tuple[int, Path]]:
@@ -303,13 +308,15 @@ class SystemReader:
             self.con.execute("SET enable_progress_bar=false")
         except duckdb.Error:
             pass
-        self._duck_error = duckdb.Error
+        # DuckDB's error text quotes the bad line cut at a byte count; when the cut splits a UTF-8
+        # character, building the message raises UnicodeDecodeError instead (found by fuzzing).
+        self._duck_error = (duckdb.Error, UnicodeDecodeError)
 
     # -- per-node fast path ----------------------------------------------------------------------
     def _grouped(self, files: list[Path]):
         """``(sids, ts, values)`` of all ``files`` from one grouped query, or None when DuckDB
         rejects them or anything looks anomalous (then the batch path takes over)."""
-        if not files or any(f.stat().st_size == 0 for f in files):
+        if not files or any(_size(f) < MIN_RECORD_BYTES for f in files):
             return None
         try:
             r = self.con.execute(_GROUPED_SQL, {"files": [str(f) for f in files]}).fetchnumpy()
@@ -368,72 +375,87 @@ class SystemReader:
 
     # -- careful path ----------------------------------------------------------------------------
     def _careful(self, path: Path) -> None:
-        """Line-by-line parse of one file: keep every valid line, record every bad one."""
+        """Line-by-line parse of one file: keep every valid line, record every bad one.
+
+        Streams the file (one line in memory at a time) into compact arrays (20 bytes per record),
+        so a multi-GB file with one bad line costs about what its records take, not 10x the file."""
         rel = self.acc.rel(path)
+        sids, tss, vals = array("i"), array("d"), array("d")
+        last_ts_of_node: dict[str, float] = {}
+        seen_data = False
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                for i, raw in enumerate(fh, start=1):
+                    if i == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is not data
+                        raw = raw[3:]
+                    if not raw.strip():
+                        continue
+                    seen_data = True
+                    rec = self._record(rel, i, raw, last_ts_of_node)
+                    if rec is not None:
+                        sids.append(rec[0])
+                        tss.append(rec[1])
+                        vals.append(rec[2])
         except OSError as e:
             self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
-            return
-        if not data.strip():
+            if not seen_data:
+                return
+        if not seen_data:
             self.problems.add(rel, None, "empty file")
             return
-        lines = data.split(b"\n")
-        ends_with_newline = data.endswith(b"\n")
-        if ends_with_newline:
-            lines = lines[:-1]
-        sids, tss, vals = [], [], []
-        last_ts_of_node: dict[str, float] = {}
-        n_lines = len(lines)
-        for i, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            is_last = i == n_lines and not ends_with_newline
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                self.problems.add(rel, i, "non-UTF-8 bytes")
-                continue
-            try:
-                rec = json.loads(text)
-            except ValueError:
-                self.problems.add(rel, i, "truncated last line" if is_last else "malformed JSON line")
-                continue
-            if not isinstance(rec, dict):
-                self.problems.add(rel, i, "record is not a JSON object")
-                continue
-            typ, name, dim, node = rec.get("Type"), rec.get("Name"), rec.get("Dimension"), rec.get("NodeId")
-            value, ts = rec.get("Value"), rec.get("Timestamp")
-            if not all(isinstance(x, str) for x in (typ, name, dim, node)):
-                self.problems.add(rel, i, "missing or non-string Type/Name/Dimension/NodeId")
-                continue
-            if typ not in KNOWN_TYPES:
-                self.problems.add(rel, i, "unknown record type")
-                continue
-            if not _is_number(value) or not _is_number(ts):
-                self.problems.add(rel, i, "missing or non-numeric Value/Timestamp")
-                continue
+        self.acc.add(np.frombuffer(sids, np.int32) if len(sids) else np.zeros(0, np.int32),
+                     np.frombuffer(tss, np.float64) if len(tss) else np.zeros(0),
+                     np.frombuffer(vals, np.float64) if len(vals) else np.zeros(0))
+
+    def _record(self, rel: str, i: int, raw: bytes, last_ts_of_node: dict) -> tuple[int, float, float] | None:
+        """One line -> (series id, timestamp, value), or None with the problem recorded."""
+        is_last = not raw.endswith(b"\n")  # only the last line can lack its newline
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.problems.add(rel, i, "non-UTF-8 bytes")
+            return None
+        try:
+            rec = json.loads(text)
+        except ValueError:
+            self.problems.add(rel, i, "truncated last line" if is_last else "malformed JSON line")
+            return None
+        if not isinstance(rec, dict):
+            self.problems.add(rel, i, "record is not a JSON object")
+            return None
+        typ, name, dim, node = rec.get("Type"), rec.get("Name"), rec.get("Dimension"), rec.get("NodeId")
+        value, ts = rec.get("Value"), rec.get("Timestamp")
+        if not all(isinstance(x, str) for x in (typ, name, dim, node)):
+            self.problems.add(rel, i, "missing or non-string Type/Name/Dimension/NodeId")
+            return None
+        if typ not in KNOWN_TYPES:
+            self.problems.add(rel, i, "unknown record type")
+            return None
+        if not _is_number(value) or not _is_number(ts):
+            self.problems.add(rel, i, "missing or non-numeric Value/Timestamp")
+            return None
+        try:
             value, ts = float(value), float(ts)
-            if not (math.isfinite(value) and math.isfinite(ts)):
-                self.problems.add(rel, i, "non-finite value (dropped)")
-                continue
-            key = (node, typ, name, dim)
-            if value < 0 or (_is_percent(key) and value > 100.0):
-                self.problems.add(rel, i, "out-of-range value (kept)")
-            prev = last_ts_of_node.get(node)
-            if prev is not None and ts < prev - 0.05:
-                self.problems.add(rel, i, "out-of-order timestamp (kept, re-sorted)")
-            last_ts_of_node[node] = ts if prev is None else max(prev, ts)
-            sids.append(self.acc.sid(key))
-            tss.append(ts)
-            vals.append(value)
-        self.acc.add(np.array(sids, np.int32), np.array(tss, np.float64), np.array(vals, np.float64))
+        except OverflowError:  # an integer literal beyond any float (1 followed by 400 digits)
+            value = ts = math.inf
+        if not (math.isfinite(value) and math.isfinite(ts)):
+            self.problems.add(rel, i, "non-finite value (dropped)")
+            return None
+        key = (node, typ, name, dim)
+        if value < 0 or (_is_percent(key) and value > 100.0):
+            self.problems.add(rel, i, "out-of-range value (kept)")
+        prev = last_ts_of_node.get(node)
+        if prev is not None and ts < prev - 0.05:
+            self.problems.add(rel, i, "out-of-order timestamp (kept, re-sorted)")
+        last_ts_of_node[node] = ts if prev is None else max(prev, ts)
+        return self.acc.sid(key), ts, value
 
     def _single(self, path: Path) -> None:
-        if path.stat().st_size == 0:
+        size = _size(path)
+        if size == 0:
             self.problems.add(self.acc.rel(path), None, "empty file")
             return
-        r = self._fast([path])
+        r = self._fast([path]) if size >= MIN_RECORD_BYTES else None
         if r is None:
             self._careful(path)
         else:
@@ -470,7 +492,7 @@ class SystemReader:
     def _read_batches(self, files: list[Path]) -> None:
         for i in range(0, len(files), BATCH_FILES):
             batch = files[i : i + BATCH_FILES]
-            nonempty = [f for f in batch if f.stat().st_size > 0]
+            nonempty = [f for f in batch if _size(f) >= MIN_RECORD_BYTES]
             r = self._fast(nonempty) if len(nonempty) == len(batch) else None
             if r is None:
                 for f in batch:
@@ -483,6 +505,15 @@ class SystemReader:
         for node in list(self.acc.chunks):
             self._finish(node)
         return {node: self.out[node] for node in sorted(self.out, key=_natural_key)}
+
+
+def _size(path: Path) -> int:
+    """Size in bytes, -1 when the file cannot be stat'ed (vanished, dangling link): the careful
+    path then records it as unreadable."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
 
 
 def _is_number(x) -> bool:
@@ -584,7 +615,7 @@ def read_system(root: Path, problems: ProblemLog, *, client=None, cache_root: Pa
         data, _ = read_pieces(root, problems, client=client, cache_root=cache_root, s3=s3)
         return data
     files = list_system_files(root)
-    data = SystemData(files=len(files))
+    data = SystemData(files=len(files), file_keys_us=[k for k, _ in files])
     if not files:
         return data
     data.first_file_key_us = files[0][0]

@@ -19,11 +19,13 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from reportgen.engine.json_stream import TraceStream, is_big
 from reportgen.engine.problems import ProblemLog
 
 # Canonical categories. Kineto's 2021 traces use Operator/Runtime/Kernel/Memcpy/Memset.
@@ -141,15 +143,31 @@ def _salvage(text: str, path: Path, problems: ProblemLog) -> tuple[dict, list]:
     while True:
         while pos < n and text[pos] in " \t\r\n,":
             pos += 1
-        if pos >= n or text[pos] == "]":
+        if pos < n and text[pos] == "]":
+            return meta, events  # closed: only single events were corrupt
+        if pos >= n:
             break
         try:
             event, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError:
-            break
+            # Kineto writes one event per line: skip to the next line that starts an object.
+            nxt = _NEXT_EVENT.search(text, pos)
+            if nxt is None:
+                break
+            problems.add(path, text.count("\n", 0, pos) + 1, "corrupt JSON event (skipped)")
+            pos = nxt.start() + 1
+            continue
         events.append(event)
     problems.add(path, len(events) + 1, f"truncated or corrupt JSON array ({len(events)} events before the break kept)")
     return meta, events
+
+
+_NEXT_EVENT = re.compile(r"\n[ \t]*\{")
+
+
+def _key(value):
+    """A pid/tid usable as a dict key (a list or object in the data becomes its JSON text)."""
+    return value if value is None or isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True, default=str)
 
 
 def _number(value) -> float | None:
@@ -170,6 +188,8 @@ def read_trace(path: Path, problems: ProblemLog | None = None) -> KinetoTrace:
     """Read one Kineto trace file; never raises on bad content."""
     path = Path(path)
     problems = problems if problems is not None else ProblemLog()
+    if is_big(path):
+        return _read_streamed(path, problems)
     try:
         data, complete = _read_bytes(path, problems)
     except OSError as err:
@@ -196,7 +216,73 @@ def read_trace(path: Path, problems: ProblemLog | None = None) -> KinetoTrace:
     return _columns(path, meta, events, complete, problems)
 
 
-def _columns(path: Path, meta: dict, events: list, complete: bool, problems: ProblemLog) -> KinetoTrace:
+def _read_streamed(path: Path, problems: ProblemLog) -> KinetoTrace:
+    """A plain trace above the streaming threshold: events decoded one at a time (bounded memory,
+    ``reportgen.engine.json_stream``); the metadata is looked for before and after the events."""
+    stream = TraceStream(path, problems, path)
+    try:
+        trace = _columns(path, {}, stream, True, problems, meta_from=stream)
+    except OSError as err:
+        problems.add(path, None, f"unreadable file ({err.strerror or err})")
+        return KinetoTrace(path, _file_label(path), rank_from_name(path), complete=False)
+    if not stream.found:
+        problems.add(path, None, "not a Chrome trace (no traceEvents array)")
+    if stream.replaced:
+        problems.add(path, None, "non-UTF-8 bytes (replaced)")
+    return trace
+
+
+def _stream_meta(path: Path, stream) -> dict:
+    """``_META_KEYS`` from the text before the events and from the file's last 64 KB."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 65536))
+            tail = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        tail = ""
+    decoder = json.JSONDecoder()
+    meta: dict = {}
+    for key in _META_KEYS:
+        for text in (stream.head, tail):
+            match = re.search(r'"%s"\s*:\s*' % key, text)
+            if match:
+                try:
+                    meta[key], _ = decoder.raw_decode(text, match.end())
+                    break
+                except json.JSONDecodeError:
+                    pass
+    return meta
+
+
+def _columns(path: Path, meta: dict, events, complete: bool, problems: ProblemLog,
+             meta_from=None) -> KinetoTrace:
+    if meta_from is not None:  # a stream: read the events first, then its metadata
+        return _columns_streamed(path, events, problems)
+    return _columns_of(path, meta, events, complete, problems)
+
+
+def _columns_streamed(path: Path, stream, problems: ProblemLog) -> KinetoTrace:
+    trace = _columns_of(path, None, stream, True, problems)
+    meta = _stream_meta(path, stream)
+    info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    rank = info.get("rank") if isinstance(info.get("rank"), int) and not isinstance(info.get("rank"), bool) else None
+    if rank is not None:
+        trace.rank, trace.label = rank, str(rank)
+    trace.world_size = info.get("world_size") if isinstance(info.get("world_size"), int) else None
+    trace.backend = str(info["backend"]) if info.get("backend") else None
+    props = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
+    trace.devices = [str(p.get("name", "?")) for p in props if isinstance(p, dict)]
+    trace.events_in_file = stream.count
+    trace.complete = stream.complete
+    base = _number(meta.get("baseTimeNanoseconds"))
+    if base is not None and trace.start_us.size and float(trace.start_us.max()) < 1e15:
+        trace.start_us = trace.start_us + base / 1000.0
+    return trace
+
+
+def _columns_of(path: Path, meta: dict | None, events, complete: bool, problems: ProblemLog) -> KinetoTrace:
+    streamed = meta is None
+    meta = meta or {}
     info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
     rank = info.get("rank") if isinstance(info.get("rank"), int) and not isinstance(info.get("rank"), bool) else None
     if rank is None:
@@ -207,10 +293,11 @@ def _columns(path: Path, meta: dict, events: list, complete: bool, problems: Pro
         world_size=info.get("world_size") if isinstance(info.get("world_size"), int) else None,
         backend=str(info["backend"]) if info.get("backend") else None,
         devices=[str(p.get("name", "?")) for p in props if isinstance(p, dict)],
-        events_in_file=len(events), complete=complete,
+        events_in_file=0 if streamed else len(events), complete=complete,
     )
     names: dict[str, int] = {}
-    cat, name, start, dur, device, nbytes = [], [], [], [], [], []
+    # compact columns (~37 bytes per event instead of Python objects), for huge traces
+    cat, name, start, dur, device, nbytes = array("b"), array("i"), array("d"), array("d"), array("i"), array("d")
     open_b: dict[tuple, list] = {}
     bad_time = 0
     negative = 0
@@ -225,7 +312,7 @@ def _columns(path: Path, meta: dict, events: list, complete: bool, problems: Pro
         dev = -1
         if c in GPU_CATEGORIES or c == GPU_ANNOTATION:
             value = args.get("device", e.get("pid"))
-            dev = int(value) if isinstance(value, int) and not isinstance(value, bool) else -1
+            dev = int(value) if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31 else -1
         moved = _number(args.get("bytes")) if c in (MEMCPY, MEMSET) else None
         cat.append(c)
         name.append(idx)
@@ -253,9 +340,9 @@ def _columns(path: Path, meta: dict, events: list, complete: bool, problems: Pro
             if ts is None:
                 bad_time += 1
                 continue
-            open_b.setdefault((e.get("pid"), e.get("tid")), []).append((e, ts))
+            open_b.setdefault((_key(e.get("pid")), _key(e.get("tid"))), []).append((e, ts))
         elif ph == "E":
-            stack = open_b.get((e.get("pid"), e.get("tid")))
+            stack = open_b.get((_key(e.get("pid")), _key(e.get("tid"))))
             ts = _number(e.get("ts"))
             if not stack or ts is None:
                 problems.add(path, None, "E event without matching B")

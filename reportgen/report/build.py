@@ -52,7 +52,7 @@ def data_quality_section(notes: list[str], engine: dict | None = None) -> Sectio
                               caption=f"The first {len(listed)} of {total} problems"))
     if not notes and not total:
         section.add(Text("Every input file was read completely; nothing was skipped.", tone="ok"))
-    else:
+    elif notes:
         section.add(Text(f"{len(notes)} problem(s) were found while reading the input; everything else was used:",
                          tone="note"))
         for note in notes[:200]:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import urlparse
 
 from reportgen.errors import InputError
+from reportgen.locking import folder_lock
 from reportgen.sources.aws import aws_errors
 
 CHUNK = 1024 * 1024
@@ -265,7 +266,14 @@ class S3Cache:
 
     # sync
     def sync(self, bucket: str, objects: Iterable[S3Object], progress: ProgressCallback | None = None) -> SyncResult:
-        """Make every object available locally; download only what is missing or changed."""
+        """Make every object available locally; download only what is missing or changed.
+
+        Two runs sharing the cache take turns per bucket (a lock on the bucket's folder): the second
+        finds the files the first downloaded, so no ``.part`` file or manifest is written by both."""
+        with folder_lock(self.bucket_dir(bucket)):
+            return self._sync(bucket, list(objects), progress)
+
+    def _sync(self, bucket: str, objects: list[S3Object], progress: ProgressCallback | None) -> SyncResult:
         result = SyncResult()
         manifest = self._load_manifest(bucket)
         updates: dict[str, dict[str, Any] | None] = {}
@@ -430,6 +438,10 @@ class S3Cache:
         base = self.prefix_dir(uri)
         if not base.is_dir():
             return 0
+        with folder_lock(self.bucket_dir(uri.bucket)):
+            return self._prune(base, uri, keep)
+
+    def _prune(self, base: Path, uri: S3Uri, keep: Iterable[str]) -> int:
         wanted = set()
         for key in keep:
             try:
