@@ -516,7 +516,10 @@ class FrameworkReader:
     def _simple_body(self, body: list, phs: list, base: int, phase_of_pid: dict, node: str, ftype: str) -> bool:
         """Columns of ``body`` (dicts with their ``ph`` values in ``phs``, no metadata) when every
         event is a well-formed X / i event; False (nothing appended) otherwise."""
-        kinds = set(phs)
+        try:
+            kinds = set(phs)
+        except TypeError:  # a list or object as "ph": the general path reports it
+            return False
         if not kinds <= {"X", "i", "I"}:
             return False
         num = (int, float)

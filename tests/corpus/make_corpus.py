@@ -535,6 +535,17 @@ def _(f):
     return {"system_values": good_system(f), "events": 5}
 
 
+@case("fw_fuzz_unhashable_phase", exit=0, problems={"unknown event phase []": 1, "unknown event phase {'x': 1}": 1})
+def _(f):
+    """Found by fuzzing (after the merge of the column-wise reader): a list or object as "ph"."""
+    ev = fw_meta() + fw_events(4) + [
+        {"name": "X", "ph": [], "pid": 1, "ts": 5, "dur": 5},
+        {"name": "Y", "ph": {"x": 1}, "pid": 1, "ts": 6},
+    ]
+    fw_file(f, fw_text(ev))
+    return {"system_values": good_system(f), "events": 4}
+
+
 @case("fw_nan_inf_times", exit=0, problems={"event without numeric ts": 2, "X event with missing or negative dur": 2})
 def _(f):
     """NaN/Infinity timestamps and durations (bare words, as Python's json writes them), a negative duration."""
