@@ -2,6 +2,9 @@
 
 ``analyze(raw_root, out_dir)`` reads the system metrics and framework traces, runs every rule and
 writes ``profiler-reports/<Rule>.json``, ``data-quality.json`` and ``timeline.json``.
+
+The readers (and pandas with them) are imported when first used, not with this package: the
+system-metrics read then starts right away and pandas is imported beside it (see ``_read_both``).
 """
 
 from __future__ import annotations
@@ -11,14 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from reportgen.engine.clock import drop_clock_outliers, file_time_range_us
-from reportgen.engine.framework_reader import _file_key, list_framework_files, read_framework
-from reportgen.engine.model import AnalysisData, time_axis
 from reportgen.engine.params import RuleParams, default_params, load_config, parse_overrides
 from reportgen.engine.problems import DataProblem, ProblemLog
 from reportgen.engine.rules import rule_module
-from reportgen.engine.system_reader import read_system
-from reportgen.engine.timeline import build_timeline
 from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
 from reportgen.rule_names import RULE_ORDER
@@ -69,16 +67,13 @@ def _load(raw_root, problems, scheduler, cache_root, s3_system):
     problems = problems or ProblemLog()
     if not raw_root.is_dir():
         raise InputError(f"raw profiler folder not found: {raw_root}")
-    if scheduler is not None:
-        from reportgen.engine.distributed import dask_client, parse_scheduler
-
-        with dask_client(parse_scheduler(scheduler)) as client:
-            system = read_system(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system)
-    elif s3_system is not None:
+    if s3_system is not None and scheduler is None:
         raise InputError("system metrics in S3 are read by Dask workers: give --scheduler")
-    else:
-        system = read_system(raw_root, problems, cache_root=cache_root)
-    events = read_framework(raw_root, problems)
+    system, events = _read_both(raw_root, problems, scheduler, cache_root, s3_system)
+    from reportgen.engine.clock import drop_clock_outliers, file_time_range_us
+    from reportgen.engine.framework_reader import _file_key, list_framework_files
+    from reportgen.engine.model import AnalysisData, time_axis
+
     # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
     sys_keys = system.file_keys_us
     span = file_time_range_us(sys_keys + [_file_key(p) for p in list_framework_files(raw_root)])
@@ -90,6 +85,44 @@ def _load(raw_root, problems, scheduler, cache_root, s3_system):
         raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework traces)")
     t0, n_windows = time_axis(system.nodes, events, first_key)
     return AnalysisData(nodes=system.nodes, events=events, t0_us=t0, n_windows=n_windows), problems, system
+
+
+def _read_traces(raw_root: Path, problems: ProblemLog, stop):
+    from reportgen.engine.framework_reader import read_framework  # pandas: imported in this thread
+
+    return read_framework(raw_root, problems, stop)
+
+
+def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system):
+    """System metrics in this thread, framework traces in a helper thread at the same time.
+
+    The system side spends most of its time inside DuckDB (or waiting for Dask workers), which runs
+    without the GIL, so the Python decoding of the traces fills the otherwise idle core. The
+    traces' problems are kept apart and appended after the system ones: data-quality.json lists
+    them in the same order as a one-after-the-other read."""
+    from concurrent.futures import ThreadPoolExecutor
+    import threading
+
+    from reportgen.engine.system_reader import read_system
+
+    fw_problems = ProblemLog(cap=problems.cap)
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-traces") as pool:
+        traces = pool.submit(_read_traces, raw_root, fw_problems, stop)
+        try:
+            if scheduler is not None:
+                from reportgen.engine.distributed import dask_client, parse_scheduler
+
+                with dask_client(parse_scheduler(scheduler)) as client:
+                    system = read_system(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system)
+            else:
+                system = read_system(raw_root, problems, cache_root=cache_root)
+        except BaseException:
+            stop.set()  # do not keep a failed or interrupted run waiting for the traces
+            raise
+        events = traces.result()
+    problems.merge(fw_problems)
+    return system, events
 
 
 def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,
@@ -123,6 +156,8 @@ def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | No
         progress("writing timeline")
     dq = out_dir / "data-quality.json"
     write_json_atomic(dq, problems.to_json())
+    from reportgen.engine.timeline import build_timeline
+
     tl = out_dir / "timeline.json"
     write_json_atomic(tl, build_timeline(data.nodes, data.events))
     return AnalysisResult(rules=rules, problems=problems, report_dir=report_dir, rule_paths=paths,

@@ -628,7 +628,9 @@ def empty_events() -> pd.DataFrame:
     return events_frame({c: [] for c in COLUMNS})
 
 
-def read_framework(root: Path, problems: ProblemLog) -> pd.DataFrame:
+def read_framework(root: Path, problems: ProblemLog, stop=None) -> pd.DataFrame:
+    """Every framework trace under ``root`` as one event table. ``stop`` (a ``threading.Event``):
+    checked between files, so a caller reading this in a thread can abandon it (Ctrl-C)."""
     reader = FrameworkReader(root, problems)
     # Decoding makes millions of short-lived dicts and lists, none in a reference cycle: with the
     # cyclic garbage collector paused they are still freed (reference counting), and the collector
@@ -637,6 +639,8 @@ def read_framework(root: Path, problems: ProblemLog) -> pd.DataFrame:
     gc.disable()
     try:
         for p in list_framework_files(root):
+            if stop is not None and stop.is_set():
+                break
             reader.read_file(p)
     finally:
         if was_enabled:

@@ -32,6 +32,11 @@ class ProblemLog:
         if len(self.items) < self.cap:
             self.items.append(DataProblem(str(file), line, reason))
 
+    def merge(self, other: "ProblemLog") -> None:
+        """Append another log's problems (as if they had been added here after ours)."""
+        self.counts.update(other.counts)
+        self.items.extend(other.items[: max(self.cap - len(self.items), 0)])
+
     @property
     def total(self) -> int:
         return sum(self.counts.values())

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from reportgen.engine.problems import ProblemLog
 
@@ -52,14 +51,15 @@ SELECT hash(NodeId, Type, Name, Dimension) AS h,
 FROM {_READ}
 """
 # Per-node fast path: records grouped by series, timestamps and values as lists (numpy arrays in
-# Python), anomalous rows counted (any count > 0 sends the node to the batch path).
+# Python). Anomalies are judged per group from cheap aggregates and the keys (NULLs counted by
+# ``count``, unknown types and NULL keys seen in the group keys, non-finite or negative values found
+# with numpy): a per-row condition costs a third of the query. Any anomaly sends the node to the
+# batch path, which reports it line by line.
 _GROUPED_SQL = f"""
 SELECT NodeId, Type, Name, Dimension,
-       list(coalesce(Timestamp, 0.0)) AS ts,
-       list(coalesce(Value, 0.0)) AS v,
-       count_if(NodeId IS NULL OR Type IS NULL OR Name IS NULL OR Dimension IS NULL OR Value IS NULL
-                OR Timestamp IS NULL OR Type NOT IN ({_TYPES_SQL})
-                OR NOT isfinite(Value) OR NOT isfinite(Timestamp) OR Value < 0) AS bad
+       list(Timestamp) AS ts,
+       list(Value) AS v,
+       count(*) AS n, count(Value) AS nv, count(Timestamp) AS nt
 FROM {_READ}
 GROUP BY ALL
 """
@@ -143,8 +143,8 @@ class NodeSystem:
     ``take(idx)`` / ``select(...)`` decode only the columns asked for, ``values`` decodes all."""
 
     def __init__(self, node: str, interval_s: float, tick_ts: np.ndarray, columns: list[str], types: list[str],
-                 names: list[str], dims: list[str], values: np.ndarray, first_ts: float = math.nan,
-                 last_ts: float = math.nan):
+                 names: list[str], dims: list[str], values: np.ndarray | None, first_ts: float = math.nan,
+                 last_ts: float = math.nan, store: list | None = None):
         self.node = node
         self.interval_s = interval_s
         self.tick_ts = tick_ts  # float64 seconds: earliest record timestamp of each tick (sorted)
@@ -154,6 +154,10 @@ class NodeSystem:
         self.dims = dims
         self.first_ts = first_ts  # earliest / latest raw record timestamp (s)
         self.last_ts = last_ts
+        if store is not None:  # columns already encoded (``_by_series`` builds them block by block)
+            self._n = len(tick_ts)
+            self._store = store
+            return
         values = np.asarray(values, dtype=np.float64).reshape(len(tick_ts), len(columns))
         self._n = values.shape[0]
         self._store = _encode_columns(values)
@@ -282,6 +286,43 @@ class _Accumulator:
             self.chunks.setdefault(self.node_names[n], []).append((sids[m], ts[m], vals[m]))
 
 
+    def add_series(self, chunk: "_SeriesChunk") -> None:
+        """Records of a grouped query, series by series. Kept as they are when they are the node's
+        first records (then ``_build_table`` places whole series at once); otherwise flattened into
+        ``(sids, ts, values)`` like every other chunk."""
+        nodes = {self.keys[s][0] for s in chunk.sids.tolist()}
+        node = next(iter(nodes))
+        if len(nodes) > 1 or node in self.chunks:
+            self.add(*chunk.flat())
+            return
+        if node in self.built:
+            raise _Restart(node)
+        self.chunks[node] = [chunk]
+
+
+class _SeriesChunk:
+    """One grouped query's records: series ``sids[g]`` has timestamps ``ts[g]`` and values
+    ``vals[g]``. Indexing gives the flat ``(sids, ts, values)`` triple every chunk is read as."""
+
+    __slots__ = ("sids", "ts", "vals", "_flat")
+
+    def __init__(self, sids: np.ndarray, ts: list[np.ndarray], vals: list[np.ndarray]):
+        self.sids, self.ts, self.vals = sids, ts, vals
+        self._flat = None
+
+    def flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._flat is None:
+            lens = np.array([len(t) for t in self.ts], dtype=np.int64)
+            self._flat = (np.repeat(self.sids, lens), np.concatenate(self.ts), np.concatenate(self.vals))
+        return self._flat
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.flat()[i]
+
+    def __len__(self) -> int:
+        return 3
+
+
 class _Restart(Exception):
     """Records of a node turned up after its table was built (a file named for another node)."""
 
@@ -313,30 +354,38 @@ class SystemReader:
         self._duck_error = (duckdb.Error, UnicodeDecodeError)
 
     # -- per-node fast path ----------------------------------------------------------------------
-    def _grouped(self, files: list[Path]):
-        """``(sids, ts, values)`` of all ``files`` from one grouped query, or None when DuckDB
-        rejects them or anything looks anomalous (then the batch path takes over)."""
+    def _query_grouped(self, con, files: list[Path]):
+        """The grouped query's raw result for one node's ``files`` (runs in the prefetch thread,
+        DuckDB releases the GIL), or None when DuckDB rejects them."""
         if not files or any(_size(f) < MIN_RECORD_BYTES for f in files):
             return None
         try:
-            r = self.con.execute(_GROUPED_SQL, {"files": [str(f) for f in files]}).fetchnumpy()
+            return con.execute(_GROUPED_SQL, {"files": [str(f) for f in files]}).fetchnumpy()
         except self._duck_error:
             return None
-        if np.asarray(r["bad"]).any():
-            return None
+
+    def _grouped(self, r) -> bool:
+        """Add the records of one grouped query result; False (nothing added) when DuckDB rejected
+        the files or anything looks anomalous (then the batch path takes over)."""
+        if r is None:
+            return False
+        n = np.asarray(r["n"])
+        if not len(n) or (np.asarray(r["nv"]) != n).any() or (np.asarray(r["nt"]) != n).any():
+            return False
         keys = list(zip(r["NodeId"].tolist(), r["Type"].tolist(), r["Name"].tolist(), r["Dimension"].tolist()))
-        ts_l, v_l = list(r["ts"]), list(r["v"])
-        if not keys:
-            return None
-        for key, v in zip(keys, v_l):
-            if len(v) and _is_percent(key) and np.max(v) > 100.0:
-                return None
+        if any(None in k or k[1] not in KNOWN_TYPES for k in keys):
+            return False
+        ts_l = [np.asarray(t, dtype=np.float64) for t in r["ts"]]
+        v_l = [np.asarray(v, dtype=np.float64) for v in r["v"]]
+        del r
+        for key, t, v in zip(keys, ts_l, v_l):
+            if not (np.isfinite(t).all() and np.isfinite(v).all()) or (v < 0).any():
+                return False
+            if _is_percent(key) and v.max() > 100.0:
+                return False
         sids = np.array([self.acc.sid(k) for k in keys], dtype=np.int32)
-        lens = np.array([len(t) for t in ts_l], dtype=np.int64)
-        ts = np.concatenate(ts_l).astype(np.float64, copy=False)
-        del ts_l, r
-        vals = np.concatenate(v_l).astype(np.float64, copy=False)
-        return np.repeat(sids, lens), ts, vals
+        self.acc.add_series(_SeriesChunk(sids, ts_l, v_l))
+        return True
 
     # -- batch path ------------------------------------------------------------------------------
     def _fast(self, files: list[Path], retry: bool = True):
@@ -463,24 +512,44 @@ class SystemReader:
 
     def read(self, files: list[Path]) -> None:
         """Node by node (files grouped by the node in their name): one grouped query, or the batch
-        path when it reports anomalies; in streaming mode each node's table is built right after."""
+        path when it reports anomalies; in streaming mode each node's table is built right after.
+
+        The next node's query runs in a helper thread while this thread builds the current node's
+        table (DuckDB parses outside the GIL), so the cores are not idle between queries; two
+        nodes' records are in memory at most."""
         self.files_read += len(files)
         groups: dict[str, list[Path]] = {}
         for f in files:
             m = SYSTEM_FILE_RE.match(f.name)
             groups.setdefault(m.group(2) if m else "", []).append(f)
         order = sorted(groups, key=_natural_key)
-        for i, g in enumerate(order):
-            r = self._grouped(groups[g])
-            if r is None:
-                self._read_batches(groups[g])
-            else:
-                self.acc.add(*r)
-                del r
-            if self.streaming:
-                later = set(order[i + 1 :])
-                for node in [n for n in self.acc.chunks if n not in later]:
-                    self._finish(node)
+        if not order:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        cursor = self.con.cursor()  # a connection object is not shared between threads
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-duckdb") as pool:
+            ahead = pool.submit(self._query_grouped, cursor, groups[order[0]])
+            try:
+                for i, g in enumerate(order):
+                    result = ahead.result()
+                    ahead = pool.submit(self._query_grouped, cursor, groups[order[i + 1]]) if i + 1 < len(order) else None
+                    taken = self._grouped(result)
+                    del result  # the raw query result; what was taken is in the accumulator
+                    if not taken:
+                        self._read_batches(groups[g])
+                    if self.streaming:
+                        later = set(order[i + 1 :])
+                        for node in [n for n in self.acc.chunks if n not in later]:
+                            self._finish(node)
+            finally:
+                if ahead is not None:
+                    ahead.cancel()
+                    try:
+                        ahead.result()
+                    except BaseException:  # noqa: BLE001 - only waiting for the thread to let go
+                        pass
+                cursor.close()
 
     def _finish(self, node: str) -> None:
         chunks = self.acc.chunks.pop(node)
@@ -525,47 +594,38 @@ _TYPE_ORDER = {t: i for i, t in enumerate(KNOWN_TYPES)}
 
 def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem | None:
     """Tick table from the node's record chunks (the list is emptied to free them early)."""
-    if len(chunks) == 1:  # the per-node fast path: no copy
-        sids, ts, vals = chunks[0]
+    series = chunks[0] if len(chunks) == 1 and isinstance(chunks[0], _SeriesChunk) else None
+    if series is not None:
+        node_sids = np.unique(series.sids)
+        if not len(node_sids):
+            chunks.clear()
+            return None
     else:
-        sids = np.concatenate([c[0] for c in chunks])
-        ts = np.concatenate([c[1] for c in chunks])
-        vals = np.concatenate([c[2] for c in chunks])
+        if len(chunks) == 1:  # one chunk: no copy
+            sids, ts, vals = chunks[0][0], chunks[0][1], chunks[0][2]
+        else:
+            sids = np.concatenate([c[0] for c in chunks])
+            ts = np.concatenate([c[1] for c in chunks])
+            vals = np.concatenate([c[2] for c in chunks])
+        if len(sids) == 0:
+            chunks.clear()
+            return None
+        node_sids = np.unique(sids)
     chunks.clear()
-    if len(sids) == 0:
-        return None
-    node_sids = np.unique(sids)
     order = sorted(
         node_sids.tolist(),
         key=lambda s: (_TYPE_ORDER.get(keys[s][1], 9), keys[s][3], _natural_key(keys[s][2])),
     )
     col_of_sid = np.full(len(keys), -1, np.int32)
     col_of_sid[order] = np.arange(len(order), dtype=np.int32)
-    cols = col_of_sid[sids]
-
-    uniq = np.sort(pd.unique(ts))
-    gaps = np.diff(uniq)
-    big = gaps[gaps > 0.02]
-    interval = float(np.median(big)) if len(big) else 0.5
-    # Records of one instant are a few ms apart (<= ~5 ms seen); instants are >= 100 ms apart.
-    threshold = min(max(0.02, 0.25 * interval), 0.05)
-    starts = uniq[np.r_[True, gaps > threshold]]
-    if len(starts) > 1:
-        interval = float(np.median(np.diff(starts)))
-    tick = np.searchsorted(starts, ts, side="right") - 1
-    del ts
-    n_ticks, n_cols = len(starts), len(order)
-
-    flat = tick.astype(np.int64) * n_cols + cols
-    counts = np.bincount(flat, minlength=n_ticks * n_cols)
-    dups = int((counts[counts > 1] - 1).sum())
-    if dups:
-        problems.add(f"system/{node}", None, "duplicate sample for a series within one tick (last kept)", dups)
-    del counts, tick
-    values = np.full((n_ticks, n_cols), np.nan)
-    values.reshape(-1)[flat] = vals
-    first_ts, last_ts = float(uniq[0]), float(uniq[-1])
-    del flat, vals, sids, uniq, gaps, cols
+    placed = _by_series(series, col_of_sid, len(order)) if series is not None else None
+    if placed is None:
+        if series is not None:
+            sids, ts, vals = series.flat()
+        placed = _by_record(node, sids, ts, vals, col_of_sid, len(order), problems)
+        del sids, ts, vals
+    starts, interval, store, first_ts, last_ts = placed
+    del series, placed
     table = NodeSystem(
         node=node,
         interval_s=interval,
@@ -574,13 +634,131 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
         types=[keys[s][1] for s in order],
         names=[keys[s][2] for s in order],
         dims=[keys[s][3] for s in order],
-        values=values,
+        values=None,
         first_ts=first_ts,
         last_ts=last_ts,
+        store=store,
     )
-    del values
     _trim_heap()
     return table
+
+
+def _ticks(uniq: np.ndarray) -> tuple[np.ndarray, float]:
+    """Tick start times and the sampling interval from the node's sorted distinct timestamps.
+
+    Records of one instant are a few ms apart (<= ~5 ms seen); instants are >= 100 ms apart, so a
+    gap above a threshold (a quarter of the interval, clamped to 20-50 ms) starts a new tick."""
+    gaps = np.diff(uniq)
+    big = gaps[gaps > 0.02]
+    interval = float(np.median(big)) if len(big) else 0.5
+    threshold = min(max(0.02, 0.25 * interval), 0.05)
+    starts = uniq[np.r_[True, gaps > threshold]]
+    if len(starts) > 1:
+        interval = float(np.median(np.diff(starts)))
+    return starts, interval
+
+
+def _by_record(node, sids, ts, vals, col_of_sid, n_cols, problems):
+    """General placement, record by record (any mix of chunks; duplicates counted, last kept)."""
+    import pandas as pd  # only on this path: hashing beats sorting a million timestamps
+
+    cols = col_of_sid[sids]
+    uniq = np.sort(pd.unique(ts))
+    starts, interval = _ticks(uniq)
+    tick = np.searchsorted(starts, ts, side="right") - 1
+    n_ticks = len(starts)
+    flat = tick.astype(np.int64) * n_cols + cols
+    del tick, cols
+    counts = np.bincount(flat, minlength=n_ticks * n_cols)
+    dups = int((counts[counts > 1] - 1).sum())
+    if dups:
+        problems.add(f"system/{node}", None, "duplicate sample for a series within one tick (last kept)", dups)
+    del counts
+    values = np.full((n_ticks, n_cols), np.nan)
+    values.reshape(-1)[flat] = vals
+    del flat
+    store = _encode_columns(values)
+    return starts, interval, store, float(uniq[0]), float(uniq[-1])
+
+
+def _by_series(chunk: _SeriesChunk, col_of_sid, n_cols):
+    """Placement series by series for one grouped query's records, each column encoded straight
+    from its series (no whole float64 table in memory). Series sampled at the same instants (every
+    core of a node, say) share one timestamp array: the distinct arrays are found by content, and
+    sorting and tick lookup are done once per distinct array instead of once per series. Gives
+    exactly what ``_by_record`` gives, or None (use that) when a series has two samples in one
+    tick, where its record-order rule applies."""
+    sids, ts_l, v_l = chunk.sids, chunk.ts, chunk.vals
+    distinct: dict[tuple[int, int], list[int]] = {}  # (length, content hash) -> representative series
+    rep_of = np.empty(len(sids), np.int64)
+    reps: list[int] = []
+    for g, seg in enumerate(ts_l):
+        key = (len(seg), hash(seg.tobytes()))
+        for r in distinct.get(key, ()):
+            if np.array_equal(ts_l[r], seg):
+                rep_of[g] = r
+                break
+        else:
+            distinct.setdefault(key, []).append(g)
+            rep_of[g] = g
+            reps.append(g)
+    # DuckDB's parallel list() keeps no row order: each distinct array is sorted by time once and
+    # the values of every series that shares it are permuted alike.
+    perm: dict[int, np.ndarray | None] = {}
+    sorted_ts: dict[int, np.ndarray] = {}
+    for r in reps:
+        seg = ts_l[r]
+        if len(seg) > 1 and (seg[1:] < seg[:-1]).any():
+            perm[r] = np.argsort(seg, kind="stable")
+            sorted_ts[r] = seg[perm[r]]
+        else:
+            perm[r], sorted_ts[r] = None, seg
+    uniq = np.unique(np.concatenate([sorted_ts[r] for r in reps]))
+    starts, interval = _ticks(uniq)
+    n_ticks = len(starts)
+    tick_of: dict[int, np.ndarray] = {}
+    for r in reps:
+        t = np.searchsorted(starts, sorted_ts[r], side="right") - 1
+        if len(t) > 1 and (np.diff(t) <= 0).any():
+            return None
+        tick_of[r] = t
+    series_of_col = np.full(n_cols, -1, np.int64)
+    series_of_col[col_of_sid[sids]] = np.arange(len(sids))
+    store: list = []
+    for col in range(n_cols):
+        g = int(series_of_col[col])
+        r = int(rep_of[g])
+        v = v_l[g] if perm[r] is None else v_l[g][perm[r]]
+        store.append(_encode_placed(v, tick_of[r], n_ticks))
+    return starts, interval, store, float(uniq[0]), float(uniq[-1])
+
+
+def _encode_placed(v: np.ndarray, tick: np.ndarray, n: int) -> tuple[np.ndarray, float]:
+    """``_encode_block``'s choice for one column whose ticks ``tick`` hold the finite values ``v``
+    and whose other ticks are empty (NaN), computed from ``v`` alone: the same representation,
+    dtype and scale, bit for bit, without building the float64 column first."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if not ((v == 0) & np.signbit(v)).any():
+            for scale in _SCALES:
+                codes = np.rint(v * scale)
+                if not (codes / scale == v).all():
+                    continue
+                lo = min(float(codes.min(initial=0)), 0.0)
+                hi = max(float(codes.max(initial=0)), 0.0)
+                for dt in (np.int16, np.int32):
+                    info = np.iinfo(dt)
+                    if info.min < lo and hi <= info.max:
+                        arr = np.full(n, info.min, dtype=dt)
+                        arr[tick] = codes.astype(dt)
+                        return arr, scale
+        f32 = v.astype(np.float32)
+        if (f32.astype(np.float64) == v).all():
+            arr = np.full(n, np.nan, dtype=np.float32)
+            arr[tick] = f32
+            return arr, 0.0
+    arr = np.full(n, np.nan)
+    arr[tick] = v
+    return arr, 0.0
 
 
 def _trim_heap() -> None:
@@ -637,7 +815,5 @@ def read_system(root: Path, problems: ProblemLog, *, client=None, cache_root: Pa
         reader.read(paths)
         data.nodes = reader.tables()
         data.files_read = first + reader.files_read
-    for reason, n in local.counts.items():
-        problems.counts[reason] += n
-    problems.items.extend(local.items[: max(problems.cap - len(problems.items), 0)])
+    problems.merge(local)
     return data
