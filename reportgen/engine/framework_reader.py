@@ -24,6 +24,7 @@ import pandas as pd
 
 from reportgen.engine.json_stream import TraceStream, is_big
 from reportgen.engine.problems import ProblemLog
+from reportgen.engine.system_reader import trim_heap
 
 FILE_TYPES = (
     ("pythontimeline.json", "PythontimelineMetrics"),
@@ -593,6 +594,7 @@ class FrameworkReader:
         for c in COLUMNS:
             arr = np.concatenate(ch[c]) if ch[c] else np.zeros(0, _NUMERIC.get(c, np.int32))
             ch[c] = []
+            trim_heap()  # the per-file chunks live on the heap: hand their pages back as they go
             arr = arr[order]
             if c in CATEGORICAL:
                 # Sorted categories, exactly what pd.Categorical(list of str) builds.
@@ -603,7 +605,8 @@ class FrameworkReader:
                 arr = pd.Categorical.from_codes(remap[arr] if len(arr) else arr, categories=list(cats[corder]))
             cols[c] = arr
         del order
-        return pd.DataFrame({c: cols.pop(c) for c in COLUMNS})
+        # copy=False: the columns are fresh arrays; copying them into pandas blocks would double the peak.
+        return pd.DataFrame({c: cols.pop(c) for c in COLUMNS}, copy=False)
 
 
 def events_frame(cols: dict) -> pd.DataFrame:

@@ -31,6 +31,8 @@ KNOWN_TYPES = ("cpu", "gpu", "memory", "i/o", "network")
 PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization"}
 PERCENT_NAMES = {"MemoryUsedPercent"}
 BATCH_FILES = 48
+# Bytes of JSON lines per grouped query (a node's files are queried in slices of about this size).
+GROUPED_QUERY_BYTES = 192 << 20
 # Smaller files cannot hold one record (~100 bytes): they go to the careful path, which reports
 # blank/whitespace-only files (DuckDB reads them as zero rows) and files that vanished.
 MIN_RECORD_BYTES = 48
@@ -121,8 +123,8 @@ def _encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
             todo = np.array([j for j in todo if out[j] is None], dtype=np.int64)
     for j in todo:
         col = values[:, j]
-        f32 = col.astype(np.float32)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # beyond float32: inf, then not "same"
+            f32 = col.astype(np.float32)
             same = (f32.astype(np.float64) == col) | nan[:, j]
         out[j] = (f32, 0.0) if same.all() else (np.ascontiguousarray(col), 0.0)
     return out
@@ -300,6 +302,42 @@ class _Accumulator:
         self.chunks[node] = [chunk]
 
 
+def _join_slices(parts: list[dict]) -> dict:
+    """Grouped-query results of several file slices of one node as one result (same columns):
+    each series' timestamps and values concatenated, its counts added."""
+    index: dict[tuple, int] = {}
+    keys: list[tuple] = []
+    ts: list[list] = []
+    vs: list[list] = []
+    counts: list[list[int]] = []
+    for r in parts:
+        rows = zip(r["NodeId"].tolist(), r["Type"].tolist(), r["Name"].tolist(), r["Dimension"].tolist())
+        for i, key in enumerate(rows):
+            j = index.get(key)
+            if j is None:
+                j = index[key] = len(keys)
+                keys.append(key)
+                ts.append([])
+                vs.append([])
+                counts.append([0, 0, 0])
+            ts[j].append(r["ts"][i])
+            vs[j].append(r["v"][i])
+            c = counts[j]
+            c[0] += int(r["n"][i])
+            c[1] += int(r["nv"][i])
+            c[2] += int(r["nt"][i])
+    parts.clear()
+    if not keys:
+        return {"n": np.zeros(0, np.int64)}  # no records at all: _grouped hands the node to the batch path
+    cols = list(zip(*keys))
+    out = {name: np.array(col, dtype=object) for name, col in zip(("NodeId", "Type", "Name", "Dimension"), cols)}
+    out["ts"] = [np.concatenate(t) if len(t) > 1 else t[0] for t in ts]
+    out["v"] = [np.concatenate(v) if len(v) > 1 else v[0] for v in vs]
+    n, nv, nt = (np.array(c, dtype=np.int64) for c in zip(*counts))
+    out.update(n=n, nv=nv, nt=nt)
+    return out
+
+
 class _SeriesChunk:
     """One grouped query's records: series ``sids[g]`` has timestamps ``ts[g]`` and values
     ``vals[g]``. Indexing gives the flat ``(sids, ts, values)`` triple every chunk is read as."""
@@ -355,14 +393,28 @@ class SystemReader:
 
     # -- per-node fast path ----------------------------------------------------------------------
     def _query_grouped(self, con, files: list[Path]):
-        """The grouped query's raw result for one node's ``files`` (runs in the prefetch thread,
-        DuckDB releases the GIL), or None when DuckDB rejects them."""
-        if not files or any(_size(f) < MIN_RECORD_BYTES for f in files):
+        """The grouped query's result for one node's ``files`` (runs in the prefetch thread; DuckDB
+        releases the GIL), or None when DuckDB rejects them. A node's files are queried in slices
+        of about GROUPED_QUERY_BYTES and the slices' series joined, which bounds DuckDB's working
+        memory (its list aggregation holds several copies of the records) whatever the job length."""
+        sizes = [_size(f) for f in files]
+        if not files or min(sizes) < MIN_RECORD_BYTES:
             return None
-        try:
-            return con.execute(_GROUPED_SQL, {"files": [str(f) for f in files]}).fetchnumpy()
-        except self._duck_error:
-            return None
+        slices, cur, acc = [], [], 0
+        for f, n in zip(files, sizes):
+            if cur and acc + n > GROUPED_QUERY_BYTES:
+                slices.append(cur)
+                cur, acc = [], 0
+            cur.append(str(f))
+            acc += n
+        slices.append(cur)
+        parts = []
+        for names in slices:
+            try:
+                parts.append(con.execute(_GROUPED_SQL, {"files": names}).fetchnumpy())
+            except self._duck_error:
+                return None
+        return parts[0] if len(parts) == 1 else _join_slices(parts)
 
     def _grouped(self, r) -> bool:
         """Add the records of one grouped query result; False (nothing added) when DuckDB rejected
@@ -639,7 +691,7 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
         last_ts=last_ts,
         store=store,
     )
-    _trim_heap()
+    trim_heap()
     return table
 
 
@@ -761,7 +813,7 @@ def _encode_placed(v: np.ndarray, tick: np.ndarray, n: int) -> tuple[np.ndarray,
     return arr, 0.0
 
 
-def _trim_heap() -> None:
+def trim_heap() -> None:
     """Give the freed heap pages of the node's raw records back to the OS (glibc keeps them
     otherwise, so the peak RSS would carry every node's temporaries); a no-op elsewhere."""
     global _MALLOC_TRIM
