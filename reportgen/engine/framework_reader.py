@@ -489,7 +489,7 @@ class FrameworkReader:
         metadata, each pid declared once, one base time): each column filled by one comprehension,
         times rounded with numpy. Returns False (nothing appended) when any event needs the general
         path's handling; the whole file then takes it."""
-        if any(type(e) is not dict or type(e.get("pid")) in (list, dict) for e in events):
+        if set(map(type, events)) - {dict} or {list, dict} & {type(e.get("pid")) for e in events}:
             return False
         phs = [e.get("ph") for e in events]
         meta = [e for e, ph in zip(events, phs) if ph == "M"]
