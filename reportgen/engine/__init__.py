@@ -126,32 +126,53 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
 
 
 RULE_THREADS = 2  # the rules are pure functions of read-only data; numpy lets two run at once
+# With two threads the rules run in two lanes: those that build big temporaries from the event table
+# (up to ~210 MB each on the large benchmark profile) one after another in one lane, the
+# system-table rules (and the timeline, in ``analyze``) in the other, so the peak memory stays that
+# of one heavy rule at a time.
+EVENT_LANE = ("OverallFrameworkMetrics", "StepOutlier", "Dataloader", "CPUBottleneck", "IOBottleneck",
+              "MaxInitializationTime")
 
 
 def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,
               progress: Callable[[str], None] | None = None, threads: int = RULE_THREADS) -> dict[str, dict]:
-    """All 11 rules, in ``RULE_ORDER``. With ``threads`` > 1 they run side by side (their big array
-    operations release the GIL: 4.0-4.8 -> 2.3-2.8 s on the large benchmark profile); the result is
-    the same dict, in the same order."""
-    params = {**default_params(), **(params or {})}
+    """All 11 rules; the result is ordered as ``RULE_ORDER``. With ``threads`` > 1 they run in two
+    lanes side by side (their big array operations release the GIL: 4.0-4.8 -> 2.3-2.8 s on the
+    large benchmark profile); the results are the same."""
+    rules, _ = _evaluate(data, params, progress, threads, timeline=False)
+    return rules
 
-    def one(name: str) -> dict:
-        return rule_module(name).evaluate(data, params[name])
+
+def _evaluate(data, params, progress, threads: int, timeline: bool) -> tuple[dict[str, dict], dict | None]:
+    """The rules (and the timeline document when asked), sequentially or in two lanes."""
+    params = {**default_params(), **(params or {})}
+    out: dict[str, dict] = {}
+
+    def lane(names: list[str], with_timeline: bool):
+        for name in names:
+            if progress and threads <= 1:
+                progress(f"rule {name}")
+            out[name] = rule_module(name).evaluate(data, params[name])
+        if with_timeline:
+            from reportgen.engine.timeline import build_timeline
+
+            return build_timeline(data.nodes, data.events)
+        return None
 
     if threads <= 1:
-        out = {}
-        for name in RULE_ORDER:
-            if progress:
-                progress(f"rule {name}")
-            out[name] = one(name)
-        return out
-    from concurrent.futures import ThreadPoolExecutor
+        doc = lane(list(RULE_ORDER), timeline)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
 
-    if progress:
-        progress(f"running the {len(RULE_ORDER)} rules ({threads} threads)")
-
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="reportgen-rule") as pool:
-        return dict(zip(RULE_ORDER, pool.map(one, RULE_ORDER)))
+        if progress:
+            progress(f"running the {len(RULE_ORDER)} rules (2 threads)")
+        events = [n for n in RULE_ORDER if n in EVENT_LANE]
+        system = [n for n in RULE_ORDER if n not in EVENT_LANE]
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-rules") as pool:
+            first = pool.submit(lane, events, False)
+            doc = lane(system, timeline)
+            first.result()
+    return {name: out[name] for name in RULE_ORDER}, doc
 
 
 def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | None = None,
@@ -164,14 +185,7 @@ def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | No
     if progress:
         progress("reading raw profiler data")
     data, problems, system = _load(Path(raw_root), None, scheduler, cache_root, s3_system)
-    from concurrent.futures import ThreadPoolExecutor
-
-    from reportgen.engine.timeline import build_timeline
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-timeline") as side:
-        timeline = side.submit(build_timeline, data.nodes, data.events)  # beside the rules
-        rules = run_rules(data, params, progress)
-        timeline_doc = timeline.result()
+    rules, timeline_doc = _evaluate(data, params, progress, RULE_THREADS, timeline=True)
     report_dir = out_dir / "profiler-reports"
     paths = {}
     for name, doc in rules.items():
