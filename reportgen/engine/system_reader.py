@@ -156,7 +156,7 @@ class NodeSystem:
         self.dims = dims
         self.first_ts = first_ts  # earliest / latest raw record timestamp (s)
         self.last_ts = last_ts
-        if store is not None:  # columns already encoded (``_by_series`` builds them block by block)
+        if store is not None:  # columns already encoded (``_by_series`` encodes them series by series)
             self._n = len(tick_ts)
             self._store = store
             return
@@ -356,9 +356,6 @@ class _SeriesChunk:
 
     def __getitem__(self, i: int) -> np.ndarray:
         return self.flat()[i]
-
-    def __len__(self) -> int:
-        return 3
 
 
 class _Restart(Exception):
