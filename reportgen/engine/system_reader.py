@@ -1,16 +1,16 @@
 """System metrics (JSON lines, spec A.2) -> one per-tick table per node.
 
-Fast path: one DuckDB ``read_json`` query per node (all of the node's files at once, scanned by
-every thread) groups the records by series in C++ and hands back, per series, its identity, a numpy
-array of timestamps, one of values and a count of anomalous rows, so no Python object is made per
-record. The node's tick table is built right away and the raw records are dropped, so memory holds
-one node's records at a time plus the (compact) tick tables. A node with any anomaly (DuckDB parse
-error, empty file, missing field, unknown type, non-finite, negative or >100 % value) goes through
-the batch path instead: batches of files, then file by file; a file that DuckDB rejects or that holds
-anomalies is parsed line by line in Python (``_careful``) so every valid line is kept and every bad
-one is recorded with its line number. Records of one sampling instant carry timestamps a few ms apart; they are
-grouped into ticks by clustering the node's sorted distinct timestamps (gap > threshold = new tick),
-which is robust to sampler drift.
+Fast path: per node, DuckDB ``read_json`` (all of the node's files, scanned by every thread) hands
+back three numbers per record in file order - a hash of its series identity, its timestamp and its
+value - and numpy groups them by series, so no Python object is made per record. The node's tick
+table is built right away and the raw records are dropped, so memory holds one node's records at
+a time plus the (compact) tick tables. A node with any anomaly (DuckDB parse error, empty file,
+missing field, unknown type, non-finite, negative or >100 % value) goes through the batch path
+instead: batches of files, then file by file; a file that DuckDB rejects or that holds anomalies is
+parsed line by line in Python (``_careful``) so every valid line is kept and every bad one is
+recorded with its line number. Records of one sampling instant carry timestamps a few ms apart; they
+are grouped into ticks by clustering the node's sorted distinct timestamps (gap > threshold = new
+tick), which is robust to sampler drift.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ _TYPES_SQL = ", ".join(f"'{t}'" for t in KNOWN_TYPES)
 _READ = f"read_json($files, format='newline_delimited', columns={_COLUMNS})"
 # Python gets only numbers: a hash of the series identity (mapped to our series id with a sorted
 # lookup), timestamp, value and a ``bad`` flag for rows the careful path must look at (missing
-# fields, unknown type, non-finite or negative values). Row order is NOT guaranteed.
+# fields, unknown type, non-finite or negative values). Row order is not relied upon.
 _FAST_SQL = f"""
 SELECT hash(NodeId, Type, Name, Dimension) AS h,
        coalesce(Timestamp, 0.0) AS ts,
@@ -52,18 +52,17 @@ SELECT hash(NodeId, Type, Name, Dimension) AS h,
         OR NOT isfinite(Value) OR NOT isfinite(Timestamp) OR Value < 0)::TINYINT AS bad
 FROM {_READ}
 """
-# Per-node fast path: records grouped by series, timestamps and values as lists (numpy arrays in
-# Python). Anomalies are judged per group from cheap aggregates and the keys (NULLs counted by
-# ``count``, unknown types and NULL keys seen in the group keys, non-finite or negative values found
-# with numpy): a per-row condition costs a third of the query. Any anomaly sends the node to the
-# batch path, which reports it line by line.
-_GROUPED_SQL = f"""
-SELECT NodeId, Type, Name, Dimension,
-       list(Timestamp) AS ts,
-       list(Value) AS v,
-       count(*) AS n, count(Value) AS nv, count(Timestamp) AS nt
+# Per-node fast path: every record as three numbers, in file order (DuckDB's default
+# ``preserve_insertion_order``): a hash of the series identity, the timestamp and the value. numpy
+# groups them by series (``_group_rows``): a sampler writes its series in the same order at every
+# instant, so the hashes usually repeat with a fixed period and the grouping is a reshape. This
+# costs ~25 % less CPU than a ``GROUP BY ... list()`` query (3.0 -> 2.3 CPU s per 760 MB node). The
+# identities of the hashes come from ``_CATALOG_SQL`` over the node's first file (all its files when
+# a series starts later). NULL numbers come back masked; a NULL or unknown identity field gives a
+# hash with no catalog entry; both send the node to the batch path, which reports them line by line.
+_ROWS_SQL = f"""
+SELECT hash(NodeId, Type, Name, Dimension) AS h, Timestamp AS ts, Value AS v
 FROM {_READ}
-GROUP BY ALL
 """
 _CATALOG_SQL = f"""
 SELECT DISTINCT hash(NodeId, Type, Name, Dimension) AS h, NodeId, Type, Name, Dimension
@@ -302,40 +301,61 @@ class _Accumulator:
         self.chunks[node] = [chunk]
 
 
-def _join_slices(parts: list[dict]) -> dict:
-    """Grouped-query results of several file slices of one node as one result (same columns):
-    each series' timestamps and values concatenated, its counts added."""
-    index: dict[tuple, int] = {}
-    keys: list[tuple] = []
+def _group_rows(h: np.ndarray, ts, v) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]] | None:
+    """One query slice's records grouped by series: the distinct hashes in order of first
+    appearance and, per hash, its timestamps and values in file order. None when a timestamp or a
+    value is NULL (DuckDB hands those columns back masked)."""
+    if isinstance(ts, np.ma.MaskedArray) or isinstance(v, np.ma.MaskedArray):
+        return None
+    h, ts, v = np.asarray(h), np.asarray(ts, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    period = _period(h)
+    if period:  # the common case: the same series in the same order at every instant
+        t2, v2 = ts.reshape(-1, period), v.reshape(-1, period)
+        return h[:period].copy(), [t2[:, j].copy() for j in range(period)], [v2[:, j].copy() for j in range(period)]
+    import pandas as pd  # hashing beats sorting the records
+
+    codes, uniq = pd.factorize(h)
+    if len(uniq) < 2**15:  # a 16-bit key is sorted by radix sort
+        codes = codes.astype(np.int16)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=len(uniq)))[:-1]
+    return np.asarray(uniq, dtype=np.uint64), np.split(ts[order], bounds), np.split(v[order], bounds)
+
+
+_MAX_PERIOD = 1 << 16  # series per node and instant, far above any real sampler (~200 on 96 cores)
+
+
+def _period(h: np.ndarray) -> int:
+    """``p`` when the hashes repeat with period ``p`` (``h[i] == h[i % p]``, the first ``p``
+    distinct, whole periods only); 0 otherwise."""
+    if not len(h):
+        return 0
+    hits = np.flatnonzero(h[: _MAX_PERIOD + 1] == h[0])
+    p = int(hits[1]) if len(hits) > 1 else len(h) if len(h) <= _MAX_PERIOD else 0
+    if not p or len(h) % p or len(set(h[:p].tolist())) != p:
+        return 0
+    return p if (h.reshape(-1, p) == h[:p]).all() else 0
+
+
+def _join_groups(parts: list) -> tuple[list[int], list[np.ndarray], list[np.ndarray]]:
+    """Grouped slices of one node as one: each series' timestamps and values concatenated in slice
+    (that is, file) order."""
+    index: dict[int, int] = {}
     ts: list[list] = []
     vs: list[list] = []
-    counts: list[list[int]] = []
-    for r in parts:
-        rows = zip(r["NodeId"].tolist(), r["Type"].tolist(), r["Name"].tolist(), r["Dimension"].tolist())
-        for i, key in enumerate(rows):
-            j = index.get(key)
+    for uniq, t_l, v_l in parts:
+        for hh, t, v in zip(uniq.tolist(), t_l, v_l):
+            j = index.get(hh)
             if j is None:
-                j = index[key] = len(keys)
-                keys.append(key)
-                ts.append([])
-                vs.append([])
-                counts.append([0, 0, 0])
-            ts[j].append(r["ts"][i])
-            vs[j].append(r["v"][i])
-            c = counts[j]
-            c[0] += int(r["n"][i])
-            c[1] += int(r["nv"][i])
-            c[2] += int(r["nt"][i])
+                index[hh] = len(ts)
+                ts.append([t])
+                vs.append([v])
+            else:
+                ts[j].append(t)
+                vs[j].append(v)
     parts.clear()
-    if not keys:
-        return {"n": np.zeros(0, np.int64)}  # no records at all: _grouped hands the node to the batch path
-    cols = list(zip(*keys))
-    out = {name: np.array(col, dtype=object) for name, col in zip(("NodeId", "Type", "Name", "Dimension"), cols)}
-    out["ts"] = [np.concatenate(t) if len(t) > 1 else t[0] for t in ts]
-    out["v"] = [np.concatenate(v) if len(v) > 1 else v[0] for v in vs]
-    n, nv, nt = (np.array(c, dtype=np.int64) for c in zip(*counts))
-    out.update(n=n, nv=nv, nt=nt)
-    return out
+    join = lambda chunks: np.concatenate(chunks) if len(chunks) > 1 else chunks[0]  # noqa: E731
+    return list(index), [join(t) for t in ts], [join(v) for v in vs]
 
 
 class _SeriesChunk:
@@ -379,7 +399,6 @@ class SystemReader:
         self.acc = _Accumulator(problems, root)
         self.con = duckdb.connect()
         self.con.execute("SET threads=2")
-        self.con.execute("SET preserve_insertion_order=false")  # order is not relied upon
         try:  # no terminal output from a library; in Jupyter DuckDB refuses the change without ipywidgets
             self.con.execute("SET enable_progress_bar=false")
         except duckdb.Error:
@@ -389,11 +408,12 @@ class SystemReader:
         self._duck_error = (duckdb.Error, UnicodeDecodeError)
 
     # -- per-node fast path ----------------------------------------------------------------------
-    def _query_grouped(self, con, files: list[Path]):
-        """The grouped query's result for one node's ``files`` (runs in the prefetch thread; DuckDB
-        releases the GIL), or None when DuckDB rejects them. A node's files are queried in slices
-        of about GROUPED_QUERY_BYTES and the slices' series joined, which bounds DuckDB's working
-        memory (its list aggregation holds several copies of the records) whatever the job length."""
+    def _query_rows(self, con, files: list[Path]):
+        """One node's records grouped by series, ``(keys, timestamps, values)`` with one entry per
+        series (its identity tuple, or None when the catalog does not know its hash), or None when
+        DuckDB rejects the files or a number is NULL. Runs in the prefetch thread (DuckDB and most of
+        numpy release the GIL). The files are queried in slices of about GROUPED_QUERY_BYTES, each
+        grouped before the next is read, which bounds the memory whatever the job length."""
         sizes = [_size(f) for f in files]
         if not files or min(sizes) < MIN_RECORD_BYTES:
             return None
@@ -406,27 +426,46 @@ class SystemReader:
             acc += n
         slices.append(cur)
         parts = []
-        for names in slices:
-            try:
-                parts.append(con.execute(_GROUPED_SQL, {"files": names}).fetchnumpy())
-            except self._duck_error:
-                return None
-        return parts[0] if len(parts) == 1 else _join_slices(parts)
+        try:
+            for names in slices:
+                r = con.execute(_ROWS_SQL, {"files": names}).fetchnumpy()
+                part = _group_rows(r["h"], r["ts"], r["v"])
+                del r
+                if part is None:
+                    return None
+                parts.append(part)
+            hashes, ts_l, v_l = _join_groups(parts)
+            if not hashes:
+                return None  # no records at all: the batch path reports the files
+            catalog = self._catalog(con, [str(files[0])], hashes)
+            if catalog is not None and len(catalog) < len(hashes):  # a series that starts later
+                catalog = self._catalog(con, [str(f) for f in files], hashes)
+        except self._duck_error:
+            return None
+        if catalog is None:
+            return None
+        return [catalog.get(hh) for hh in hashes], ts_l, v_l
+
+    @staticmethod
+    def _catalog(con, names: list[str], hashes: list[int]) -> dict[int, tuple] | None:
+        """Identity of each of ``hashes`` found in ``names``; None when two identities share a hash."""
+        wanted = set(hashes)
+        out: dict[int, tuple] = {}
+        for hh, *key in con.execute(_CATALOG_SQL, {"files": names}).fetchall():
+            if hh in wanted:
+                if out.setdefault(hh, tuple(key)) != tuple(key):
+                    return None
+        return out
 
     def _grouped(self, r) -> bool:
-        """Add the records of one grouped query result; False (nothing added) when DuckDB rejected
+        """Add the records of one node's grouped rows; False (nothing added) when DuckDB rejected
         the files or anything looks anomalous (then the batch path takes over)."""
         if r is None:
             return False
-        n = np.asarray(r["n"])
-        if not len(n) or (np.asarray(r["nv"]) != n).any() or (np.asarray(r["nt"]) != n).any():
-            return False
-        keys = list(zip(r["NodeId"].tolist(), r["Type"].tolist(), r["Name"].tolist(), r["Dimension"].tolist()))
-        if any(None in k or k[1] not in KNOWN_TYPES for k in keys):
-            return False
-        ts_l = [np.asarray(t, dtype=np.float64) for t in r["ts"]]
-        v_l = [np.asarray(v, dtype=np.float64) for v in r["v"]]
+        keys, ts_l, v_l = r
         del r
+        if any(k is None or k[1] not in KNOWN_TYPES for k in keys):
+            return False
         for key, t, v in zip(keys, ts_l, v_l):
             if not (np.isfinite(t).all() and np.isfinite(v).all()) or (v < 0).any():
                 return False
@@ -578,11 +617,11 @@ class SystemReader:
 
         cursor = self.con.cursor()  # a connection object is not shared between threads
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-duckdb") as pool:
-            ahead = pool.submit(self._query_grouped, cursor, groups[order[0]])
+            ahead = pool.submit(self._query_rows, cursor, groups[order[0]])
             try:
                 for i, g in enumerate(order):
                     result = ahead.result()
-                    ahead = pool.submit(self._query_grouped, cursor, groups[order[i + 1]]) if i + 1 < len(order) else None
+                    ahead = pool.submit(self._query_rows, cursor, groups[order[i + 1]]) if i + 1 < len(order) else None
                     taken = self._grouped(result)
                     del result  # the raw query result; what was taken is in the accumulator
                     if not taken:
@@ -751,8 +790,9 @@ def _by_series(chunk: _SeriesChunk, col_of_sid, n_cols):
             distinct.setdefault(key, []).append(g)
             rep_of[g] = g
             reps.append(g)
-    # DuckDB's parallel list() keeps no row order: each distinct array is sorted by time once and
-    # the values of every series that shares it are permuted alike.
+    # Records come in file order, so a series' timestamps are sorted unless the files are not (a
+    # clock step back, a file named out of order): each distinct array is then sorted by time once
+    # and the values of every series that shares it are permuted alike.
     perm: dict[int, np.ndarray | None] = {}
     sorted_ts: dict[int, np.ndarray] = {}
     for r in reps:

@@ -5,7 +5,10 @@
   when DuckDB hands a series' records back out of order;
 - the framework traces, read in a thread beside the system metrics, keep their problems after the
   system ones;
-- importing the engine does not import pandas (it is imported while DuckDB parses).
+- importing the engine does not import pandas (it is imported while DuckDB parses);
+- the per-node rows in file order: grouped by a reshape when the series repeat with a fixed period,
+  by hashing otherwise (real smdebug files list the series in a new order at every instant), with
+  the same result either way, over any number of query slices, and with series that start late.
 """
 
 import json
@@ -113,6 +116,96 @@ def test_series_path_is_taken_for_regular_nodes(tmp_path, monkeypatch):
     monkeypatch.setattr(sr, "_by_series", lambda *a: calls.append(1) or real(*a))
     read_system(tmp_path, ProblemLog())
     assert len(calls) == 3
+
+
+@pytest.mark.parametrize("h, want", [
+    ([5, 6, 7, 5, 6, 7], 3),
+    ([5, 6, 7], 3),  # one instant: every series once
+    ([9], 1),
+    ([9, 9, 9], 1),
+    ([5, 6, 7, 5, 6], 0),  # a partial last instant
+    ([5, 6, 7, 5, 7, 6], 0),  # another order
+    ([5, 6, 5, 7, 5, 6, 5, 7], 0),  # a series twice in one period
+    ([], 0),
+])
+def test_period_of_row_hashes(h, want):
+    assert sr._period(np.array(h, dtype=np.uint64)) == want
+
+
+def _grouped_dict(res):
+    uniq, ts_l, v_l = res
+    return {int(h): (t.tolist(), v.tolist()) for h, t, v in zip(uniq, ts_l, v_l)}
+
+
+def test_group_rows_reshape_equals_hashing(monkeypatch):
+    rng = np.random.default_rng(11)
+    series = rng.integers(0, 2**63, 37, dtype=np.uint64)
+    h = np.tile(series, 50)
+    ts = np.arange(len(h), dtype=np.float64) * 0.01
+    v = rng.random(len(h))
+    by_reshape = sr._group_rows(h, ts, v)
+    assert sr._period(h) == 37 and [int(x) for x in by_reshape[0]] == series.tolist()
+    monkeypatch.setattr(sr, "_period", lambda h: 0)
+    by_hashing = sr._group_rows(h, ts, v)
+    assert _grouped_dict(by_hashing) == _grouped_dict(by_reshape)
+    first = _grouped_dict(by_reshape)[int(series[0])]
+    assert first[0] == ts[::37].tolist() and first[1] == v[::37].tolist()
+
+
+def test_group_rows_refuses_null_numbers():
+    h = np.array([1, 2], dtype=np.uint64)
+    v = np.ma.masked_array([1.0, 2.0], mask=[False, True])
+    assert sr._group_rows(h, np.array([1.0, 2.0]), v) is None
+
+
+@pytest.mark.parametrize("slice_bytes", [1, 10**9])
+def test_rows_path_over_slices_equals_record_placement(tmp_path, monkeypatch, slice_bytes):
+    """Per-instant shuffled lines (the real layout) read as one query or one query per file."""
+    _profile(tmp_path, shuffle=True)
+    monkeypatch.setattr(sr, "GROUPED_QUERY_BYTES", slice_bytes)
+    fast, fast_dq = _tables(tmp_path)
+    slow, slow_dq = _tables(tmp_path, monkeypatch, force_records=True)
+    assert fast == slow and fast_dq == slow_dq
+
+
+def test_series_that_starts_in_a_later_file_is_kept_on_the_fast_path(tmp_path, monkeypatch):
+    for minute in range(3):
+        t0 = T + 60 * minute
+        lines = [l for k in range(10) for l in instant(t0 + 0.5 * k)]
+        if minute == 2:  # a second GPU shows up in the last file only
+            lines += [rec("gpu", "gpu1", "GPUUtilization", 40.0 + k, t0 + 0.5 * k + 0.012) for k in range(10)]
+        write_sys(tmp_path, t0, lines)
+    batches = []
+    monkeypatch.setattr(sr.SystemReader, "_read_batches", lambda self, files: batches.append(files))
+    pl = ProblemLog()
+    ns = read_system(tmp_path, pl).nodes["algo-1"]
+    assert batches == [] and pl.to_json()["total"] == 0
+    assert ns.values.shape == (30, 7)
+    gpu1 = ns.values[:, ns.columns.index("gpu1/GPUUtilization")]
+    assert np.isnan(gpu1[:20]).all() and gpu1[20:].tolist() == [40.0 + k for k in range(10)]
+
+
+def test_null_value_sends_the_node_to_the_batch_path(tmp_path):
+    lines = [l for k in range(4) for l in instant(T + 0.5 * k)]
+    lines[8] = lines[8].replace('"Value": 25.0', '"Value": null')  # cpu1 of the second instant
+    assert '"Value": null' in lines[8]
+    write_sys(tmp_path, T, lines)
+    pl = ProblemLog()
+    ns = read_system(tmp_path, pl).nodes["algo-1"]
+    assert [(p.line, p.reason) for p in pl.items] == [(9, "missing or non-numeric Value/Timestamp")]
+    cpu1 = ns.values[:, ns.columns.index("cpu1/CPUUtilization")]
+    assert cpu1[0] == 25.0 and np.isnan(cpu1[1]) and cpu1[2:].tolist() == [25.0, 25.0]
+
+
+def test_catalog_refuses_two_identities_with_one_hash():
+    class Con:
+        def execute(self, sql, params):
+            rows = [(7, "algo-1", "cpu", "cpu0", "CPUUtilization"), (7, "algo-1", "cpu", "cpu1", "CPUUtilization"),
+                    (8, "algo-1", "memory", "MemoryUsedPercent", "")]
+            return type("R", (), {"fetchall": lambda self: rows})()
+
+    assert sr.SystemReader._catalog(Con(), ["f"], [7, 8]) is None
+    assert sr.SystemReader._catalog(Con(), ["f"], [8]) == {8: ("algo-1", "memory", "MemoryUsedPercent", "")}
 
 
 def test_trace_problems_follow_system_problems(tmp_path):
