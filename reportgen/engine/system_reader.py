@@ -358,6 +358,118 @@ def _join_groups(parts: list) -> tuple[list[int], list[np.ndarray], list[np.ndar
     return list(index), [join(t) for t in ts], [join(v) for v in vs]
 
 
+def _catalog_of(rows, hashes: list[int]) -> dict[int, tuple] | None:
+    """Identity of each of ``hashes`` from ``_CATALOG_SQL`` rows; None when two identities share a hash."""
+    wanted = set(hashes)
+    out: dict[int, tuple] = {}
+    for hh, *key in rows:
+        if hh in wanted and out.setdefault(hh, tuple(key)) != tuple(key):
+            return None
+    return out
+
+
+def _slices(files: list[Path]) -> list[list[str]] | None:
+    """A node's files in slices of about GROUPED_QUERY_BYTES, one row query each (which bounds the
+    memory whatever the job length); None when a file is too small to hold a record or is gone."""
+    sizes = [_size(f) for f in files]
+    if not files or min(sizes) < MIN_RECORD_BYTES:
+        return None
+    slices, cur, acc = [], [], 0
+    for f, n in zip(files, sizes):
+        if cur and acc + n > GROUPED_QUERY_BYTES:
+            slices.append(cur)
+            cur, acc = [], 0
+        cur.append(str(f))
+        acc += n
+    slices.append(cur)
+    return slices
+
+
+class _RowFeed:
+    """DuckDB's side of the fast path, in a helper thread: the row query of every slice of every
+    node, back to back, handed over through a one-slot queue, then each node's catalog rows. DuckDB
+    keeps parsing (without the GIL, on every core it has) while the reading thread groups the
+    previous slice and builds the previous node's table, so the cores are not left idle between
+    queries; about three slices of records are in memory besides the node being grouped."""
+
+    def __init__(self, cursor, nodes: list[list[Path]], duck_error):
+        import queue
+        import threading
+
+        self._queue: queue.Queue = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._cursor = cursor
+        self._nodes = nodes
+        self._next = 0
+        self._thread = threading.Thread(target=self._run, args=(duck_error,), name="reportgen-duckdb", daemon=True)
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        import queue
+
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, duck_error) -> None:
+        try:
+            for files in self._nodes:
+                slices = _slices(files)
+                item = ("fail", None)
+                if slices is not None:
+                    try:
+                        for names in slices:
+                            if not self._put(("rows", self._cursor.execute(_ROWS_SQL, {"files": names}).fetchnumpy())):
+                                return
+                        item = ("catalog", self._cursor.execute(_CATALOG_SQL, {"files": slices[0][:1]}).fetchall())
+                    except duck_error:
+                        item = ("fail", None)
+                if not self._put(item):
+                    return
+        except BaseException as e:  # noqa: BLE001 - handed to the reading thread, which raises it
+            self._put(("error", e))
+
+    def next_node(self):
+        """``(grouped slices, catalog rows of its first file, its files)`` for the next node, or
+        None when DuckDB rejected a file or a number is NULL."""
+        files = self._nodes[self._next]
+        self._next += 1
+        parts: list | None = []
+        while True:
+            kind, payload = self._queue.get()
+            if kind == "error":
+                raise payload
+            if kind == "rows":
+                part = _group_rows(payload["h"], payload["ts"], payload["v"]) if parts is not None else None
+                del payload
+                parts = None if part is None else parts + [part]
+                continue
+            if kind == "fail" or parts is None:
+                return None
+            return parts, payload, [str(f) for f in files]
+
+    def close(self) -> None:
+        """Stop the thread (interrupting a running query) and wait for it."""
+        import queue
+
+        self._stop.set()
+        if self._thread.is_alive():
+            try:
+                self._cursor.interrupt()
+            except Exception:  # noqa: BLE001 - best effort: the query then runs to its end
+                pass
+        while self._thread.is_alive():
+            try:
+                self._queue.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self._thread.join()
+
+
 class _SeriesChunk:
     """One grouped query's records: series ``sids[g]`` has timestamps ``ts[g]`` and values
     ``vals[g]``. Indexing gives the flat ``(sids, ts, values)`` triple every chunk is read as."""
@@ -408,54 +520,26 @@ class SystemReader:
         self._duck_error = (duckdb.Error, UnicodeDecodeError)
 
     # -- per-node fast path ----------------------------------------------------------------------
-    def _query_rows(self, con, files: list[Path]):
-        """One node's records grouped by series, ``(keys, timestamps, values)`` with one entry per
-        series (its identity tuple, or None when the catalog does not know its hash), or None when
-        DuckDB rejects the files or a number is NULL. Runs in the prefetch thread (DuckDB and most of
-        numpy release the GIL). The files are queried in slices of about GROUPED_QUERY_BYTES, each
-        grouped before the next is read, which bounds the memory whatever the job length."""
-        sizes = [_size(f) for f in files]
-        if not files or min(sizes) < MIN_RECORD_BYTES:
+    def _node_rows(self, feed: "_RowFeed"):
+        """The next node's records from ``feed``, grouped by series: ``(keys, timestamps, values)``
+        with one entry per series (its identity tuple, or None when no catalog knows its hash), or
+        None when DuckDB rejected the files or a number is NULL (the batch path then reads them)."""
+        got = feed.next_node()
+        if got is None:
             return None
-        slices, cur, acc = [], [], 0
-        for f, n in zip(files, sizes):
-            if cur and acc + n > GROUPED_QUERY_BYTES:
-                slices.append(cur)
-                cur, acc = [], 0
-            cur.append(str(f))
-            acc += n
-        slices.append(cur)
-        parts = []
-        try:
-            for names in slices:
-                r = con.execute(_ROWS_SQL, {"files": names}).fetchnumpy()
-                part = _group_rows(r["h"], r["ts"], r["v"])
-                del r
-                if part is None:
-                    return None
-                parts.append(part)
-            hashes, ts_l, v_l = _join_groups(parts)
-            if not hashes:
-                return None  # no records at all: the batch path reports the files
-            catalog = self._catalog(con, [str(files[0])], hashes)
-            if catalog is not None and len(catalog) < len(hashes):  # a series that starts later
-                catalog = self._catalog(con, [str(f) for f in files], hashes)
-        except self._duck_error:
-            return None
+        parts, catalog_rows, files = got
+        hashes, ts_l, v_l = _join_groups(parts)
+        if not hashes:
+            return None  # no records at all: the batch path reports the files
+        catalog = _catalog_of(catalog_rows, hashes)
+        if catalog is not None and len(catalog) < len(hashes):  # a series that starts after the first file
+            try:
+                catalog = _catalog_of(self.con.execute(_CATALOG_SQL, {"files": files}).fetchall(), hashes)
+            except self._duck_error:
+                return None
         if catalog is None:
             return None
         return [catalog.get(hh) for hh in hashes], ts_l, v_l
-
-    @staticmethod
-    def _catalog(con, names: list[str], hashes: list[int]) -> dict[int, tuple] | None:
-        """Identity of each of ``hashes`` found in ``names``; None when two identities share a hash."""
-        wanted = set(hashes)
-        out: dict[int, tuple] = {}
-        for hh, *key in con.execute(_CATALOG_SQL, {"files": names}).fetchall():
-            if hh in wanted:
-                if out.setdefault(hh, tuple(key)) != tuple(key):
-                    return None
-        return out
 
     def _grouped(self, r) -> bool:
         """Add the records of one node's grouped rows; False (nothing added) when DuckDB rejected
@@ -599,12 +683,10 @@ class SystemReader:
             self.acc.add(*r)
 
     def read(self, files: list[Path]) -> None:
-        """Node by node (files grouped by the node in their name): one grouped query, or the batch
-        path when it reports anomalies; in streaming mode each node's table is built right after.
-
-        The next node's query runs in a helper thread while this thread builds the current node's
-        table (DuckDB parses outside the GIL), so the cores are not idle between queries; two
-        nodes' records are in memory at most."""
+        """Node by node (files grouped by the node in their name): the row queries, or the batch
+        path when they show an anomaly; in streaming mode each node's table is built right after.
+        DuckDB runs the queries in a helper thread (``_RowFeed``) while this thread groups the
+        records and builds the tables."""
         self.files_read += len(files)
         groups: dict[str, list[Path]] = {}
         for f in files:
@@ -613,31 +695,20 @@ class SystemReader:
         order = sorted(groups, key=_natural_key)
         if not order:
             return
-        from concurrent.futures import ThreadPoolExecutor
-
         cursor = self.con.cursor()  # a connection object is not shared between threads
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-duckdb") as pool:
-            ahead = pool.submit(self._query_rows, cursor, groups[order[0]])
-            try:
-                for i, g in enumerate(order):
-                    result = ahead.result()
-                    ahead = pool.submit(self._query_rows, cursor, groups[order[i + 1]]) if i + 1 < len(order) else None
-                    taken = self._grouped(result)
-                    del result  # the raw query result; what was taken is in the accumulator
-                    if not taken:
-                        self._read_batches(groups[g])
-                    if self.streaming:
-                        later = set(order[i + 1 :])
-                        for node in [n for n in self.acc.chunks if n not in later]:
-                            self._finish(node)
-            finally:
-                if ahead is not None:
-                    ahead.cancel()
-                    try:
-                        ahead.result()
-                    except BaseException:  # noqa: BLE001 - only waiting for the thread to let go
-                        pass
-                cursor.close()
+        feed = _RowFeed(cursor, [groups[g] for g in order], self._duck_error)
+        try:
+            for i, g in enumerate(order):
+                taken = self._grouped(self._node_rows(feed))
+                if not taken:
+                    self._read_batches(groups[g])
+                if self.streaming:
+                    later = set(order[i + 1 :])
+                    for node in [n for n in self.acc.chunks if n not in later]:
+                        self._finish(node)
+        finally:
+            feed.close()
+            cursor.close()
 
     def _finish(self, node: str) -> None:
         chunks = self.acc.chunks.pop(node)

@@ -198,14 +198,28 @@ def test_null_value_sends_the_node_to_the_batch_path(tmp_path):
 
 
 def test_catalog_refuses_two_identities_with_one_hash():
-    class Con:
-        def execute(self, sql, params):
-            rows = [(7, "algo-1", "cpu", "cpu0", "CPUUtilization"), (7, "algo-1", "cpu", "cpu1", "CPUUtilization"),
-                    (8, "algo-1", "memory", "MemoryUsedPercent", "")]
-            return type("R", (), {"fetchall": lambda self: rows})()
+    rows = [(7, "algo-1", "cpu", "cpu0", "CPUUtilization"), (7, "algo-1", "cpu", "cpu1", "CPUUtilization"),
+            (8, "algo-1", "memory", "MemoryUsedPercent", "")]
+    assert sr._catalog_of(rows, [7, 8]) is None
+    assert sr._catalog_of(rows, [8]) == {8: ("algo-1", "memory", "MemoryUsedPercent", "")}
 
-    assert sr.SystemReader._catalog(Con(), ["f"], [7, 8]) is None
-    assert sr.SystemReader._catalog(Con(), ["f"], [8]) == {8: ("algo-1", "memory", "MemoryUsedPercent", "")}
+
+def test_feed_stops_cleanly_when_the_reader_fails(tmp_path, monkeypatch):
+    """An exception while a node is taken (here: its records turn up after its table was built)
+    stops the DuckDB thread, and the restart reads everything again with the same result."""
+    _profile(tmp_path, shuffle=False)
+    # a record of algo-1 in algo-3's file: algo-1's table is built by then, so the read restarts
+    write_sys(tmp_path, T + 60 * 5, [rec("cpu", "cpu0", "CPUUtilization", 1.0, T + 60 * 5, "algo-1")], node="algo-3")
+    import threading
+
+    readers = []
+    real_init = sr.SystemReader.__init__
+    monkeypatch.setattr(sr.SystemReader, "__init__", lambda self, *a, **k: readers.append(k) or real_init(self, *a, **k))
+    data = read_system(tmp_path, ProblemLog())
+    assert readers == [{"streaming": True}, {"streaming": False}]  # the first read gave up, the second did it
+    assert "reportgen-duckdb" not in {t.name for t in threading.enumerate()}
+    assert sorted(data.nodes) == ["algo-1", "algo-2", "algo-3"]
+    assert data.nodes["algo-1"].values.shape[0] == 121  # the stray record is an extra tick of algo-1
 
 
 def test_trace_problems_follow_system_problems(tmp_path):
