@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import math
+import queue
 import re
+import threading
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -393,9 +395,6 @@ class _RowFeed:
     queries; about three slices of records are in memory besides the node being grouped."""
 
     def __init__(self, cursor, nodes: list[list[Path]], duck_error):
-        import queue
-        import threading
-
         self._queue: queue.Queue = queue.Queue(maxsize=1)
         self._stop = threading.Event()
         self._cursor = cursor
@@ -405,8 +404,6 @@ class _RowFeed:
         self._thread.start()
 
     def _put(self, item) -> bool:
-        import queue
-
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.1)
@@ -454,8 +451,6 @@ class _RowFeed:
 
     def close(self) -> None:
         """Stop the thread (interrupting a running query) and wait for it."""
-        import queue
-
         self._stop.set()
         if self._thread.is_alive():
             try:
