@@ -168,3 +168,19 @@ def test_header_shows_the_incomplete_banner_and_the_source_description():
     html = render_header(report, "now", "0")
     assert 'class="banner-incomplete" role="alert">The training job was still running' in html
     assert "Source: training job job-1: rule outputs in s3://b/p" in html
+
+
+def test_box_plot_marks_a_maximum_beyond_the_upper_whisker():
+    """Known gap (GPU memory on sample_data: max 93 % over a 34 % whisker): the maximum gets its own
+    marker when, and only when, it lies beyond the whisker."""
+    from reportgen.report.charts import boxes
+
+    stats = {"gpu0": {"p25": 29.0, "p50": 30.0, "p75": 31.0, "lower": 26.0, "upper": 34.0, "gpu_max": 93.0},
+             "gpu1": {"p25": 2.0, "p50": 83.0, "p75": 86.0, "lower": 0.0, "upper": 99.0, "gpu_max": 99.0},
+             "gpu<2>": {"p25": 1.0, "p50": 2.0, "p75": 3.0, "upper": 6.0, "max": 40.0}}
+    fig = boxes(stats, "t")
+    kinds = [(t["type"], t["x"][0]) for t in fig["data"]]
+    assert kinds == [("box", "gpu0"), ("scatter", "gpu0"), ("box", "gpu1"), ("box", "gpu&lt;2&gt;"),
+                     ("scatter", "gpu&lt;2&gt;")]
+    assert [t["y"] for t in fig["data"] if t["type"] == "scatter"] == [[93.0], [40.0]]
+    assert fig["data"][1]["marker"]["color"] == fig["data"][0]["marker"]["color"]

@@ -51,21 +51,36 @@ def pie(values: dict, title: str) -> dict:
 
 
 def boxes(stats: dict[str, dict], title: str, yaxis: str = "Utilization in %") -> dict:
-    """One box per item from precomputed quartiles and whiskers (p25/p50/p75/lower/upper)."""
+    """One box per item from precomputed quartiles and whiskers (p25/p50/p75/lower/upper).
+
+    The rules put the whiskers at the Tukey fences (1.5 x IQR), not at the extremes, so a maximum
+    beyond the upper fence (``gpu_max`` or ``max`` in the stats) is drawn as an open circle above
+    its box: otherwise a 93 % peak over a 34 % whisker would show only in the text."""
     traces = []
     for i, (name, s) in enumerate(stats.items()):
         q1, med, q3 = s.get("p25"), s.get("p50"), s.get("p75")
         if None in (q1, med, q3):
             continue
+        color = PALETTE[i % len(PALETTE)]
+        upper = s.get("upper", q3)
         traces.append({
             "type": "box",
             "name": safe(name),
             "x": [safe(name)],
             "q1": [q1], "median": [med], "q3": [q3],
-            "lowerfence": [s.get("lower", q1)], "upperfence": [s.get("upper", q3)],
-            "marker": {"color": PALETTE[i % len(PALETTE)]},
+            "lowerfence": [s.get("lower", q1)], "upperfence": [upper],
+            "marker": {"color": color},
             "hoverinfo": "y+name",
         })
+        peak = _finite([s.get("gpu_max", s.get("max"))])[0]
+        if peak is not None and isinstance(upper, (int, float)) and peak > upper:
+            traces.append({
+                "type": "scatter", "mode": "markers",
+                "name": safe(name) + " maximum",
+                "x": [safe(name)], "y": [peak],
+                "marker": {"color": color, "symbol": "circle-open", "size": 10},
+                "hovertemplate": "maximum %{y}<extra>" + safe(name) + "</extra>",
+            })
     return {"data": traces, "layout": _layout(title, showlegend=False, yaxis={"title": yaxis})}
 
 

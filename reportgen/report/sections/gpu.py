@@ -8,7 +8,8 @@ from reportgen.report.model import Chart, Heading, Section, Table, Text
 from reportgen.report.util import as_dict, number, slug
 from reportgen.rule_outputs import RuleOutputs
 
-BOX_NOTE = "Box plot (needs JavaScript); the key values are given in the text."
+BOX_NOTE = ("Box plot (needs JavaScript): whiskers at 1.5 x the interquartile range, an open circle marks a "
+            "maximum beyond them; the key values are given in the text.")
 
 
 def last_triggered(details: dict) -> str:
