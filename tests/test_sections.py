@@ -184,3 +184,16 @@ def test_box_plot_marks_a_maximum_beyond_the_upper_whisker():
                      ("scatter", "gpu&lt;2&gt;")]
     assert [t["y"] for t in fig["data"] if t["type"] == "scatter"] == [[93.0], [40.0]]
     assert fig["data"][1]["marker"]["color"] == fig["data"][0]["marker"]["color"]
+
+
+def test_axis_titles_use_the_object_form_plotly_4_draws():
+    """plotly.js 3+ ignores ``"title": "text"`` on an axis: every axis title must be ``{"text": ...}``."""
+    from reportgen.report.charts import boxes, histograms, hbar, time_lines
+
+    figures = [boxes({"g": {"p25": 1, "p50": 2, "p75": 3}}, "t", "Memory in %"),
+               histograms({"n": ([1], [0, 1])}, "t", "Step <s>"), hbar(["a"], [1], "t", "Time in µs"),
+               time_lines([0.0], {"s": {"mean": [1], "min": [0], "max": [2]}}, "t", "%", band="s")]
+    titles = [fig["layout"][ax]["title"] for fig in figures for ax in ("xaxis", "yaxis")
+              if "title" in fig["layout"].get(ax, {})]
+    assert titles == [{"text": "Memory in %"}, {"text": "Step &lt;s&gt;"}, {"text": "Occurrences"},
+                      {"text": "Time in µs"}, {"text": "%"}]

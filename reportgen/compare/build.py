@@ -93,7 +93,7 @@ def _grouped_bars(categories: list[str], series: dict[str, list], title: str, ya
                "y": charts._finite(values), "marker": {"color": charts.PALETTE[(1 + 2 * i) % len(charts.PALETTE)]},
                "hovertemplate": "%{x}: %{y:.2f}<extra>" + charts.safe(name) + "</extra>"}
               for i, (name, values) in enumerate(series.items())]
-    return {"data": traces, "layout": charts._layout(title, barmode="group", yaxis={"title": yaxis})}
+    return {"data": traces, "layout": charts._layout(title, barmode="group", yaxis=charts._axis(yaxis))}
 
 
 # ------------------------------------------------------------------------------------------ sections

@@ -30,6 +30,12 @@ def _layout(title: str, **extra) -> dict:
     return layout
 
 
+def _axis(text: str, **extra) -> dict:
+    """An axis with a title. plotly.js 3+ (we ship 4.1) ignores a plain-string ``title``: it must be
+    ``{"text": ...}``, or the axis shows no title at all."""
+    return {"title": {"text": safe(text)}, **extra}
+
+
 def _finite(values) -> list:
     return [v if isinstance(v, (int, float)) and math.isfinite(v) else None for v in values]
 
@@ -81,7 +87,7 @@ def boxes(stats: dict[str, dict], title: str, yaxis: str = "Utilization in %") -
                 "marker": {"color": color, "symbol": "circle-open", "size": 10},
                 "hovertemplate": "maximum %{y}<extra>" + safe(name) + "</extra>",
             })
-    return {"data": traces, "layout": _layout(title, showlegend=False, yaxis={"title": yaxis})}
+    return {"data": traces, "layout": _layout(title, showlegend=False, yaxis=_axis(yaxis))}
 
 
 def histograms(series: dict[str, tuple[list, list]], title: str, xaxis: str, yaxis: str = "Occurrences") -> dict:
@@ -102,7 +108,7 @@ def histograms(series: dict[str, tuple[list, list]], title: str, xaxis: str, yax
         })
     return {
         "data": traces,
-        "layout": _layout(title, barmode="overlay", bargap=0, xaxis={"title": xaxis}, yaxis={"title": yaxis}),
+        "layout": _layout(title, barmode="overlay", bargap=0, xaxis=_axis(xaxis), yaxis=_axis(yaxis)),
     }
 
 
@@ -115,7 +121,7 @@ def hbar(labels: list, values: list, title: str, xaxis: str) -> dict:
             "marker": {"color": PALETTE[2]},
             "hovertemplate": "%{y}: %{x:.2f}<extra></extra>",
         }],
-        "layout": _layout(title, height=max(260, 28 * len(labels) + 90), xaxis={"title": xaxis},
+        "layout": _layout(title, height=max(260, 28 * len(labels) + 90), xaxis=_axis(xaxis),
                           yaxis={"automargin": True}),
     }
 
@@ -138,7 +144,7 @@ def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, band: s
                            "name": safe(f"{name} min-max"), "hoverinfo": "skip"})
         traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg.get("mean", [])),
                        "name": safe(name), "line": {"color": color, "width": 1.5}})
-    return {"data": traces, "layout": _layout(title, xaxis={"type": "date"}, yaxis={"title": yaxis},
+    return {"data": traces, "layout": _layout(title, xaxis={"type": "date"}, yaxis=_axis(yaxis),
                                               hovermode="x unified", legend={"orientation": "h", "y": -0.2})}
 
 
