@@ -187,6 +187,9 @@ class _Columns:
 
     def flush(self) -> None:
         if not len(self.cols["start_us"]):
+            # A column-wise file without events leaves empty arrays behind: reset them, the next
+            # file may append event by event.
+            self.cols = {c: [] for c in COLUMNS}
             return
         for c in COLUMNS:
             vals = self.cols[c]

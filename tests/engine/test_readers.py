@@ -135,6 +135,21 @@ def test_truncated_array_keeps_complete_events(tmp_path):
     assert "truncated or corrupt JSON array" in pl.items[0].reason
 
 
+def test_metadata_only_trace_then_a_be_trace_regression(tmp_path):
+    """A trace holding only metadata events (or ``[]``) took the column-wise path and left empty
+    arrays where the next file appends event by event: a B/E trace after it crashed with
+    AttributeError ('numpy.ndarray' object has no attribute 'append')."""
+    write_trace(tmp_path, "1700000001000000_7-algo-1_pythontimeline.json", HEAD)
+    write_trace(tmp_path, "1700000001000001_7-algo-1_pythontimeline.json", [])
+    write_trace(tmp_path, "1700000002000000_7-algo-1_pythontimeline.json", HEAD[:1] + [
+        {"name": "fetch", "pid": 1, "ph": "B", "ts": 100}, {"name": "", "pid": 1, "ph": "E", "ts": 350}])
+    pl = ProblemLog()
+    df = read_framework(tmp_path, pl)
+    assert pl.total == 0
+    assert [(r.name, r.start_us - 1_700_000_000_000_000, r.dur_us, r.phase, r.node_id) for r in df.itertuples()] == [
+        ("fetch", 100, 250, "Unknown", "algo-1-7")]
+
+
 def _tf_trace(tmp_path, payload: bytes, metadata=True):
     step = tmp_path / "framework" / "tensorflow" / "detailed_profiling" / "2020080513" / "000000001"
     prof = step / "plugins" / "profile" / "2020_08_05_13_37_44"
