@@ -84,6 +84,8 @@ PROBE = """async () => {
     pwned: typeof window.PWNED,
     scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
     mainRight: main.right,
+    cellsOverflowing: Array.from(document.querySelectorAll('table.data-table td, table.data-table th'))
+      .filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent.slice(0, 40)),
     overflowing: Array.from(document.querySelectorAll('main > *, .report-section > *, .table-wrap, figure.chart'))
       .filter(e => e.getBoundingClientRect().right > main.right + 1).map(e => e.className || e.tagName),
     charts: document.querySelectorAll('figure.chart').length,
@@ -122,6 +124,7 @@ def test_nothing_executes_and_layout_holds_in_chromium(hostile, tmp_path):
     # the 10,000-character names wrap or scroll inside their box: the page keeps the window's width
     assert dom["scrollWidth"] <= dom["innerWidth"]
     assert dom["overflowing"] == []
+    assert dom["cellsOverflowing"] == []  # no name runs over the next cells of its table
 
 
 def test_nothing_loads_without_javascript(hostile):

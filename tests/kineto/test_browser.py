@@ -27,3 +27,18 @@ def test_kineto_report_draws_without_errors_or_network(tmp_path):
     assert {"kineto-ranks", "kineto-kernels-0", "kineto-kernels-1", "kineto-ops-0", "kineto-ops-1",
             "step-durations-rank-0"} <= set(page.dom["tables"])
     assert {"kineto-step-by-rank", "kineto-step-hist", "kineto-gpu-mix-0", "kineto-precision-0"} <= set(page.dom["charts"])
+
+
+CELLS = """() => Array.from(document.querySelectorAll('table.data-table td, table.data-table th'))
+  .filter(c => c.scrollWidth > c.clientWidth + 1).map(c => [c.closest('table').id, c.textContent.slice(0, 60)])"""
+
+
+@pytest.mark.browser
+def test_long_kernel_names_wrap_inside_their_cells_regression(tmp_path):
+    """Kernel signatures of 100-450 characters sat in a no-wrap first column capped at 60ch, so
+    they ran over the Time / Launches / Mean columns of the kernel tables (18 cells on this trace)."""
+    out = tmp_path / "report.html"
+    generate(str(need(RAW / "kineto-resnet50-num-workers-0")), out)
+    page = visit(out, probe=CELLS)
+    assert page.dom == []
+    assert "void cudnn::detail::dgrad_engine&lt;float, 512, 6, 5, 3, 3, 3, false&gt;" in out.read_text(encoding="utf-8")
