@@ -45,6 +45,8 @@ class ReportSession:
         """Display sections; in live Jupyter also draw their charts with plotly's own renderer."""
         for section_id in section_ids:
             section = self.report.section(section_id)
+            if section.hidden:
+                continue
             self._display(render_section(section),
                           {"role": "section", "id": section.id, "title": section.title, "level": section.level})
             if not self.standalone:

@@ -197,3 +197,37 @@ def test_axis_titles_use_the_object_form_plotly_4_draws():
               if "title" in fig["layout"].get(ax, {})]
     assert titles == [{"text": "Memory in %"}, {"text": "Step &lt;s&gt;"}, {"text": "Occurrences"},
                       {"text": "Time in µs"}, {"text": "%"}]
+
+
+KINETO = {"ranks": {"0": {"file": "rank0.pt.trace.json.gz", "span_ms": 10.0, "steps": {}, "kernels": {}}}, "files": ["rank0.pt.trace.json.gz"]}
+
+
+def _shown(report) -> list[str]:
+    return [s.id for s in report.sections if not s.hidden]
+
+
+def test_pytorch_traces_alone_hide_the_sagemaker_only_sections():
+    made = outputs(StepOutlier={"details": {}})
+    made.kineto = KINETO
+    report = build_report(made)
+    hidden = [s.id for s in report.sections if s.hidden]
+    assert hidden == ["training-job-summary", "system-usage-statistics", "utilization-over-time",
+                      "framework-metrics-summary", "cpu-operators-overview", "gpu-operators-overview",
+                      "gpu-utilization-analysis", "workload-balancing", "dataloading-analysis", "batch-size",
+                      "cpu-bottlenecks", "io-bottlenecks", "gpu-memory", "initialization-time"]
+    assert _shown(report) == ["gpu-kernels-operators", "rules-summary-section", "training-loop-analysis",
+                              "step-duration-analysis", "data-quality"]
+    note = texts(report.section("gpu-kernels-operators"))[0]
+    assert note.startswith("This report was made from PyTorch profiler traces only. The 14 sections")
+    assert "Training job summary, System usage statistics" in note and note.endswith("Initialization time.")
+    assert all(report.section(i).data["available"] is False for i in hidden)  # still in report.json
+
+
+def test_pytorch_traces_beside_sagemaker_outputs_hide_nothing():
+    made = outputs(StepOutlier={"details": {}}, LowGPUUtilization={"details": {}})
+    made.kineto = KINETO
+    assert all(not s.hidden for s in build_report(made).sections)
+    plain = outputs(StepOutlier={"details": {}})
+    report = build_report(plain)  # no PyTorch traces: every "missing" line stays where it was
+    assert all(not s.hidden for s in report.sections)
+    assert texts(report.section("batch-size")) == ["No BatchSize output was found."]

@@ -30,7 +30,37 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
             failed = Section(section_id, section_id.replace("-", " ").capitalize(), 3)
             sections.append(failed.missing(f"This section could not be built from the data ({message})."))
     sections.append(data_quality_section(notes, outputs.data_quality))
+    fold_inapplicable(sections, outputs)
     return Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder))
+
+
+# What reportgen.kineto derives from PyTorch profiler traces; every other rule needs SageMaker Debugger data.
+KINETO_RULES = frozenset({"StepOutlier"})
+
+
+def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> None:
+    """A report made from PyTorch profiler traces alone hides the sections that need SageMaker
+    Debugger's system metrics or framework traces: a dozen "No ... output was found" lines said
+    nothing about the job. One text at the top of the PyTorch section names them instead; they stay
+    in report.json with ``available: false``."""
+    kineto = outputs.kineto if isinstance(outputs.kineto, dict) else {}
+    if not kineto.get("ranks") or set(outputs.rules) - KINETO_RULES or (outputs.timeline or {}).get("nodes"):
+        return
+    folded = [s for s in sections if s.data.get("available") is False]
+    if not folded:
+        return
+    for section in folded:
+        section.hidden = True
+    host = next((s for s in sections if s.id == "gpu-kernels-operators"), None)
+    if host is not None:
+        names = ", ".join(s.title for s in folded)
+        host.blocks.insert(0, Text(
+            f"This report was made from PyTorch profiler traces only. The {len(folded)} sections that need "
+            f"SageMaker Debugger's system metrics or framework traces are left out: {names}.", tone="note"))
+    loop = next((s for s in sections if s.id == "training-loop-analysis"), None)
+    if loop is not None:
+        loop.blocks = [Text("The following sections look at the training loop rule by rule. From PyTorch profiler "
+                            "traces, that is the step durations.")]
 
 
 def data_quality_section(notes: list[str], engine: dict | None = None) -> Section:

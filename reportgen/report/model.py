@@ -62,6 +62,9 @@ class Section:
     level: int = 2
     blocks: list[Block] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)  # machine-readable numbers for report.json
+    # Not shown (nor listed in the contents) but kept in report.json: a section that cannot apply to
+    # this kind of input (see build.fold_inapplicable).
+    hidden: bool = False
 
     def add(self, *blocks: Block) -> "Section":
         self.blocks.extend(blocks)

@@ -93,3 +93,13 @@ def test_kernel_and_operator_tables_match_an_independent_reading(generated):
             assert float(row[1]) == pytest.approx(total, abs=0.006)
             assert int(row[2]) == count
         assert len(ops_rows) == min(15, len(truth["ops"]))
+
+
+def test_sections_needing_sagemaker_data_are_left_out_and_named(generated):
+    folder, out = generated
+    html = out.read_text(encoding="utf-8")
+    assert "output was found" not in html and 'id="sec-batch-size"' not in html
+    assert 'id="sec-gpu-kernels-operators"' in html and 'id="sec-step-duration-analysis"' in html
+    assert "This report was made from PyTorch profiler traces only. The 14 sections that need" in html
+    sections = json.loads(out.with_suffix(".json").read_text())["sections"]
+    assert sections["batch-size"] == {"available": False} and sections["gpu-kernels-operators"]["ranks"]
