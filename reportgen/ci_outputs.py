@@ -195,10 +195,15 @@ def junit_xml(data: dict) -> bytes:
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!@])")
 
 
-def md(value) -> str:
+NAME_CHARS = 120  # a job or node name longer than this is cut in the Markdown summary (report.json keeps it whole)
+
+
+def md(value, limit: int | None = None) -> str:
     """Data text made inert for inline use in Markdown: one line, HTML escaped, markup characters
-    backslash-escaped, no autolinks."""
+    backslash-escaped, no autolinks; cut to ``limit`` characters (with an ellipsis) when given."""
     text = " ".join(_text(value).split())
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return text.replace("://", "&#58;//").replace("www.", "www&#46;")
@@ -242,7 +247,7 @@ def markdown_summary(data: dict) -> str:
     """A compact, link-free summary: job, duration, key percentiles per node, rules that fired."""
     sections = data.get("sections") or {}
     job = data.get("job") or {}
-    lines = [f"## Profiling report: {md(job.get('name') or 'unnamed job')}", ""]
+    lines = [f"## Profiling report: {md(job.get('name') or 'unnamed job', NAME_CHARS)}", ""]
     if job.get("incomplete"):
         lines += ["The job was still running: the report covers the data written so far.", ""]
 
@@ -264,7 +269,7 @@ def markdown_summary(data: dict) -> str:
                   "|---|" + "---:|" * len(header)]
         for node, metrics in nodes:
             cells = [_num((metrics.get(m) or {}).get(p)) for m in KEY_METRICS for p in KEY_PERCENTILES]
-            lines.append(f"| {md(node)} | " + " | ".join(cells) + " |")
+            lines.append(f"| {md(node, NAME_CHARS)} | " + " | ".join(cells) + " |")
         lines.append("")
     else:
         lines += ["No system usage statistics were recorded.", ""]

@@ -290,6 +290,19 @@ def test_hostile_strings_are_escaped_in_markdown(hostile):
             assert cells in (3, 7), line
 
 
+def test_markdown_cuts_huge_job_and_node_names_regression(sample):
+    """A 10,000-character job or node name was copied whole into the step summary's heading and table."""
+    data = copy.deepcopy(sample[2])
+    data["job"]["name"] = "J" * 10_000
+    for row in data["sections"]["system-usage-statistics"]["rows"]:
+        row["node"] = "<" + "N" * 9_999
+    text = markdown_summary(data)
+    assert f"## Profiling report: {'J' * 119}…\n" in text
+    row = next(line for line in text.splitlines() if line.startswith("| &lt;NNN"))
+    assert row.startswith(f"| &lt;{'N' * 118}… | ")  # cut before escaping: no entity is split
+    assert max(map(len, text.splitlines())) < 400
+
+
 # ----------------------------------------------------------------------------------------- JSON Schema
 
 
