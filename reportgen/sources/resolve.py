@@ -189,6 +189,7 @@ class _Selection:
     rule_groups: dict[str, list[Any]] = field(default_factory=dict)  # parent key -> rule JSON objects
     raw_roots: dict[str, list[Any]] = field(default_factory=dict)  # root key ("" or ".../") -> objects
     refused: list[str] = field(default_factory=list)  # "key (reason)" for keys that cannot be stored safely
+    traces: list[Any] = field(default_factory=list)  # PyTorch profiler traces (by name: *.pt.trace.json[.gz])
 
 
 def _select(objects: Iterable[Any], base_key: str) -> _Selection:
@@ -196,8 +197,11 @@ def _select(objects: Iterable[Any], base_key: str) -> _Selection:
 
     Rule JSONs: ``<Rule>.json`` (a known ProfilerReport sub-rule) in any folder, preferring
     ``profiler-reports/``. Raw data: keys under ``<root>/system/`` or ``<root>/framework/`` where
-    ``<root>`` is the listed prefix itself or a ``.../profiler-output`` folder in it.
+    ``<root>`` is the listed prefix itself or a ``.../profiler-output`` folder in it. PyTorch profiler
+    traces: ``*.pt.trace.json[.gz]`` outside those trees (in S3 a trace is known by its name only; a
+    local folder is also sniffed, see ``reportgen.kineto.discover``).
     """
+    from reportgen.kineto.discover import SKIP_DIRS, TRACE_SUFFIXES
     from reportgen.sources.s3 import UnsafeKey, key_segments
 
     sel = _Selection()
@@ -216,6 +220,9 @@ def _select(objects: Iterable[Any], base_key: str) -> _Selection:
             sel.rule_groups.setdefault(str(path.parent), []).append(obj)
             continue
         parts = key.split("/")
+        if path.name.endswith(TRACE_SUFFIXES) and not SKIP_DIRS.intersection(parts[:-1]):
+            sel.traces.append(obj)
+            continue
         for i, part in enumerate(parts[:-1]):
             if part not in RAW_DIR_NAMES:
                 continue
@@ -342,18 +349,20 @@ class _Remote:
         group, notes = _pick_rule_group(sel, where)
         root = _pick_raw_root(sel, where)
         self.notes += notes
-        if group is None and root is None:
+        if group is None and root is None and not sel.traces:
             raise InputError(
                 f"No profiler data under {prefix}: {len(objects)} object{'' if len(objects) == 1 else 's'} but no rule outputs "
-                "(profiler-output/profiler-reports/*.json) and no raw profiler data (profiler-output/system/, framework/)."
+                "(profiler-output/profiler-reports/*.json), no raw profiler data (profiler-output/system/, framework/) "
+                "and no PyTorch profiler traces (*.pt.trace.json[.gz])."
             )
         rule_dir = raw_dir = None
         if group is not None:
             rule_dir = self._fetch_rules(cache, prefix.bucket, sel.rule_groups[group], group)
-        if self.recompute or group is None:
+        if self.recompute or (group is None and root is not None):
             if root is None:
                 raise InputError(f"--recompute needs raw profiler data (system/, framework/) but none is under {prefix}.")
             raw_dir = self._fetch_raw(cache, prefix.bucket, sel.raw_roots[root], root)
+        traces = self._fetch_traces(cache, prefix.bucket, sel.traces)
         job = _job_from_key(group or root or prefix.key)
         parts = []
         if group is not None:
@@ -361,6 +370,10 @@ class _Remote:
         if root is not None:
             state = "" if raw_dir is not None else " (not downloaded)"
             parts.append(f"raw profiler data at s3://{prefix.bucket}/{root + '/' if root else ''}{state}")
+        if traces:
+            folder = str(PurePosixPath(sel.traces[0].key).parent)
+            parts.append(f"{len(traces)} PyTorch profiler trace file(s) from s3://{prefix.bucket}/"
+                         + (f"{folder}/" if folder != "." else ""))
         return self._result(
             kind="s3",
             rule_dir=rule_dir,
@@ -370,7 +383,16 @@ class _Remote:
             rule_output_uri=f"s3://{prefix.bucket}/{group}/" if group is not None else None,
             raw_uri=f"s3://{prefix.bucket}/{root + '/' if root else ''}" if root is not None else None,
             raw_available=root is not None,
+            kineto_files=traces,
         )
+
+    def _fetch_traces(self, cache, bucket: str, objects: list[Any]) -> tuple[Path, ...]:
+        """Download the PyTorch profiler traces (into the cache, like everything else); their local paths."""
+        if not objects:
+            return ()
+        self._sync(cache, bucket, objects, None)
+        paths = (cache.local_path(bucket, o.key) for o in objects)
+        return tuple(sorted(p for p in paths if p.is_file()))  # a refused key has no local file
 
     # -- jobs
     def _resolve_job(self, kind: str) -> ResolvedSource:

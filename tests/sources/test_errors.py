@@ -74,7 +74,8 @@ def test_prefix_not_found(world, tmp_path):
 def test_prefix_without_profiler_data(world, tmp_path):
     _fails(f"s3://{world.bucket}/models/{world.training_job}/output",
            f"No profiler data under s3://{world.bucket}/models/{world.training_job}/output/: 1 object but no rule outputs "
-           "(profiler-output/profiler-reports/*.json) and no raw profiler data (profiler-output/system/, framework/).",
+           "(profiler-output/profiler-reports/*.json), no raw profiler data (profiler-output/system/, framework/) "
+           "and no PyTorch profiler traces (*.pt.trace.json[.gz]).",
            cache_dir=tmp_path)
     assert not any(p.is_file() for p in tmp_path.rglob("*") if "/s3/" in p.as_posix())
 

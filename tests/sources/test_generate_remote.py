@@ -71,3 +71,33 @@ def test_compare_takes_the_instances_of_an_arn_source_from_its_job(world, rule_f
     assert a["duration_s"] == b["duration_s"]  # the same rule outputs on both sides
     assert data["sections"]["cost"]["saving_pct"] == pytest.approx((3.825 - 1.408) / 3.825 * 100)
     assert "| A | ml.p3.2xlarge | 1 | us-east-1 | $3.825 |" in out.read_text(encoding="utf-8")
+
+
+def test_pytorch_traces_from_s3_give_the_local_report(world, tmp_path, monkeypatch):
+    """PyTorch profiler traces under an s3:// prefix are downloaded (cache) and analysed like a local folder."""
+    from sources_testlib import client
+    from tests.conftest import RAW, need
+
+    folder = need(RAW / "kineto-resnet50-num-workers-0")
+    traces = sorted(folder.glob("*.pt.trace.json.gz"))
+    assert len(traces) == 2
+    s3 = client("s3")
+    for path in traces:
+        s3.put_object(Bucket=world.bucket, Key=f"pytorch/run-7/traces/{path.name}", Body=path.read_bytes())
+    s3.put_object(Bucket=world.bucket, Key="pytorch/run-7/notes.txt", Body=b"not a trace")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    local = generate(str(folder), tmp_path / "local.html")
+    messages = []
+    result = generate(f"s3://{world.bucket}/pytorch/run-7", tmp_path / "s3.html", cache_dir=tmp_path / "cache",
+                      progress=messages.append)
+    assert result.used == "PyTorch profiler traces"
+    assert any(m.startswith("downloaded 2/2 files") for m in messages)
+    assert any(f"2 PyTorch profiler trace file(s) from s3://{world.bucket}/pytorch/run-7/traces/" in m for m in messages)
+    got, want = sections(result.json_path), sections(local.json_path)
+    assert got["gpu-kernels-operators"] == want["gpu-kernels-operators"]
+    assert got["step-duration-analysis"] == want["step-duration-analysis"]
+    again = []
+    generate(f"s3://{world.bucket}/pytorch/run-7/", tmp_path / "again.html", cache_dir=tmp_path / "cache",
+             progress=again.append)
+    assert not any(m.startswith("downloaded") for m in again)
+
