@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from reportgen.pipeline import generate
@@ -72,6 +74,25 @@ def test_sample_report_from_raw_data_draws_its_time_series(sample_report, tmp_pa
         '#sec-utilization-over-time figure.chart')).map(f => f.id)""").dom
     assert {"timeline-util-algo-1", "timeline-util-algo-2", "timeline-cpu_heatmap-algo-1",
             "timeline-gpu_heatmap-algo-2", "timeline-phases"} <= set(timeline)
+
+
+def test_time_series_and_phases_share_one_time_axis_regression(sample_report):
+    """The phases chart spanned the training loop only and every chart sized its own margins (heatmaps
+    lost width to their colour bar, the phases to their lane names), so one instant sat at different
+    places in the charts said to share "the same time axis". Now each plot area spans the same pixels
+    and the same instants: 22:14:00-22:26:59 of sample_data."""
+    dom = visit(sample_report, probe="""() => Array.from(document.querySelectorAll(
+        '#sec-utilization-over-time figure.chart')).map(f => {
+          const box = f.querySelector('.nsewdrag').getBoundingClientRect();
+          const gd = f.querySelector('.js-plotly-plot');
+          return [f.id, Math.round(box.left), Math.round(box.right), gd.layout.xaxis.range.map(String)];
+        })""").dom
+    assert len(dom) == 9  # per node: utilization, network, CPU cores, GPUs; then the phases
+    assert len({(left, right) for _, left, right, _ in dom}) == 1, dom
+    assert len({tuple(r) for *_, r in dom}) == 1, dom
+    start, end = (float(v) / 1000.0 for v in dom[0][3])  # epoch ms
+    assert (time.strftime("%H:%M:%S", time.gmtime(start)), time.strftime("%H:%M:%S", time.gmtime(end))) == \
+        ("22:14:00", "22:26:58")
 
 
 NO_JS_PROBE = """() => {

@@ -159,6 +159,23 @@ def heatmap(t: list, rows: list, z: list, title: str) -> dict:
     }
 
 
+def share_time_axis(figures: list[dict], start_s: float, end_s: float, labels: list[str]) -> None:
+    """Give charts stacked on one page the same time axis: the same x range and the same left and
+    right margins (instead of margins sized per chart to its own labels and colour bar), so an
+    instant sits at the same horizontal position in every chart. ``labels``: every y-axis label of
+    the figures; the left margin fits the longest (SVG clips beyond 40 characters)."""
+    widest = max((len(str(label)) for label in labels), default=0)
+    left = max(60, min(7 * min(widest, 40) + 30, 320))
+    for figure in figures:
+        layout = figure["layout"]
+        layout["xaxis"] = {**layout.get("xaxis", {}), "range": [start_s * 1000.0, end_s * 1000.0]}
+        layout["yaxis"] = {**layout.get("yaxis", {}), "automargin": False}
+        layout["margin"] = {**layout.get("margin", _LAYOUT["margin"]), "l": left, "r": 80}
+        for trace in figure["data"]:
+            if trace.get("type") == "heatmap":  # the colour bar sits in the shared right margin
+                trace["colorbar"] = {**trace.get("colorbar", {}), "x": 1.01, "xanchor": "left", "thickness": 12}
+
+
 def intervals(lanes: dict[str, list], title: str) -> dict:
     """Horizontal bars of [start, end] intervals (seconds) per lane, on a date axis."""
     traces = []

@@ -81,5 +81,18 @@ def build(outputs: RuleOutputs) -> Section:
                          "the charts above: gaps in the training lane are time spent outside steps."))
         section.add(Chart("timeline-phases", charts.intervals(lanes, "Framework phases over time"),
                               no_js("Framework phases over time")))
+    _align(section)
     section.data = {"nodes": sorted(nodes), "buckets_per_series": budget}
     return section
+
+
+def _align(section: Section) -> None:
+    """Every chart of the section on one time axis: from the first to the last instant any of them shows."""
+    figures = [b.figure for b in section.blocks if isinstance(b, Chart)]
+    xs = [x for f in figures for trace in f["data"] for x in trace.get("x", []) if isinstance(x, (int, float))]
+    if not xs:
+        return
+    labels = [y for f in figures for trace in f["data"] if trace.get("type") == "heatmap" for y in trace["y"]]
+    labels += [y for f in figures for trace in f["data"] if trace.get("type") != "heatmap"
+               for y in trace.get("y", []) if isinstance(y, str)]
+    charts.share_time_axis(figures, min(xs) / 1000.0, max(xs) / 1000.0, labels + ["100M"])
