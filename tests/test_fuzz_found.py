@@ -186,7 +186,6 @@ def _sys_line(k: int, **over) -> dict:
     return rec
 
 
-@BUG
 def test_system_reader_survives_deeply_nested_line(tmp_path):
     p = tmp_path / "system/incremental/2023111422" / f"{T}.algo-1.json"
     p.parent.mkdir(parents=True)
@@ -196,7 +195,6 @@ def test_system_reader_survives_deeply_nested_line(tmp_path):
     assert int(np.count_nonzero(~np.isnan(data.nodes["algo-1"].values))) == 3
 
 
-@BUG
 @pytest.mark.parametrize("field,value", [
     ("NodeId", 12), ("NodeId", {}), ("Name", [1]), ("Dimension", True),
     ("Value", "16.4"), ("Value", True), ("Timestamp", False),
@@ -225,3 +223,22 @@ def test_truncated_object_form_pevents_file_salvages_the_trace_events(tmp_path):
     table, log = read_fw(tmp_path)
     assert len(table) == 5
     assert any("truncated" in reason for reason in log.counts)
+
+
+def test_cut_last_line_of_a_middle_file_is_always_reported(tmp_path):
+    """DuckDB with two threads dropped the cut last line of a node's middle file without raising in
+    10-17 % of runs (no problem recorded). Files whose last line is not a whole JSON object now go to
+    the careful path: the line is reported on every run."""
+    d = tmp_path / "system/incremental/2023111422"
+    d.mkdir(parents=True)
+    for f in range(3):
+        text = "\n".join(json.dumps(_sys_line(10 * f + k)) for k in range(10)) + "\n"
+        if f == 1:
+            text += '{"Type": "network", "Name": "Algorithm", "Dimension": "Recei'
+        (d / f"{T + 60 * f}.algo-1.json").write_text(text)
+    for _ in range(12):
+        log = ProblemLog()
+        data = read_system(tmp_path, log)
+        assert int(np.count_nonzero(~np.isnan(data.nodes["algo-1"].values))) == 30
+        assert [(p.file, p.line, p.reason) for p in log.items] == [
+            (f"system/incremental/2023111422/{T + 60}.algo-1.json", 11, "truncated last line")]

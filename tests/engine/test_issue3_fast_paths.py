@@ -198,10 +198,16 @@ def test_null_value_sends_the_node_to_the_batch_path(tmp_path):
 
 
 def test_catalog_refuses_two_identities_with_one_hash():
-    rows = [(7, "algo-1", "cpu", "cpu0", "CPUUtilization"), (7, "algo-1", "cpu", "cpu1", "CPUUtilization"),
-            (8, "algo-1", "memory", "MemoryUsedPercent", "")]
+    rows = [(7, "algo-1", "cpu", "cpu0", "CPUUtilization", True), (7, "algo-1", "cpu", "cpu1", "CPUUtilization", True),
+            (8, "algo-1", "memory", "MemoryUsedPercent", "", True)]
     assert sr._catalog_of(rows, [7, 8]) is None
     assert sr._catalog_of(rows, [8]) == {8: ("algo-1", "memory", "MemoryUsedPercent", "")}
+
+
+def test_catalog_refuses_a_series_with_fields_of_the_wrong_json_type():
+    rows = [(7, "algo-1", "cpu", "cpu0", "CPUUtilization", True), (8, "12", "memory", "MemoryUsedPercent", "", False)]
+    assert sr._catalog_of(rows, [7, 8]) is None
+    assert sr._catalog_of(rows, [7]) == {7: ("algo-1", "cpu", "cpu0", "CPUUtilization")}
 
 
 def test_feed_stops_cleanly_when_the_reader_fails(tmp_path, monkeypatch):
