@@ -195,14 +195,14 @@ def test_step_outlier_triggers_with_exact_outliers():
     assert r["RuleParameters"] == "threshold:3\nmode:None\nn_outliers:10\nstddev:3"
 
 
-def _loader_events(pids, seconds=30):
+def _loader_events(pids, seconds=30, rows_only=False):
     rows = [{"start_us": us(T0 + 0.5), "end_us": us(T0 + 0.6), "name": "_MultiProcessingDataLoaderIter.__init__",
              "phase": "DataLoaderIterInitialize", "num_workers": float(len(pids)), "pin_memory": 0}]
     for s in range(seconds):
         for p in pids:
             rows.append({"start_us": us(T0 + 1 + s), "end_us": us(T0 + 1.25 + s), "name": "DataLoaderWorker::fetch",
                          "phase": "DataLoaderWorker", "arg_pid": p})
-    return events(rows)
+    return rows if rows_only else events(rows)
 
 
 def test_dataloader_too_few_workers():
@@ -214,6 +214,16 @@ def test_dataloader_too_few_workers():
     assert d["dataloading_time"]["p50"] == 0.25 and sum(d["dataloading_time"]["probs"]) == 60
     r = dataloader.evaluate(data([n], _loader_events(list(range(8)))))
     assert (r["RuleTriggered"], r["Violations"], r["Details"]["dataloaders"]) == (0, 0, 8)
+
+
+def test_dataloader_ignores_an_infinite_worker_count_regression():
+    """``"num_workers": Infinity`` in a trace reached int() in the rule: OverflowError, no report."""
+    ev = _loader_events([11, 12], rows_only=True) + [
+        {"start_us": us(T0 + 0.7), "end_us": us(T0 + 0.8), "name": "_MultiProcessingDataLoaderIter.__init__",
+         "phase": "DataLoaderIterInitialize", "num_workers": math.inf, "pin_memory": 0}]
+    n = node(ticks(10), {f"cpu{i}/CPUUtilization": 5.0 for i in range(8)})
+    r = dataloader.evaluate(data([n], events(ev)))
+    assert (r["RuleTriggered"], r["Details"]["num_workers"], r["Details"]["dataloaders"]) == (1, 2, 2)
 
 
 def test_overall_framework_metrics_others_ratio_and_zero_groups():

@@ -32,7 +32,7 @@ def evaluate(data, params: DataloaderParams | None = None) -> dict:
     pin = init["pin_memory"].to_numpy()
     pin = pin[pin >= 0]
     workers = init["num_workers"].to_numpy()
-    workers = workers[~np.isnan(workers)]
+    workers = workers[np.isfinite(workers)]  # an Infinity in the trace is no worker count (int() would raise)
     if len(pin):
         details["pin_memory"] = bool(pin[-1])
     if len(workers):
