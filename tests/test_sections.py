@@ -221,6 +221,7 @@ def test_pytorch_traces_alone_hide_the_sagemaker_only_sections():
     assert note.startswith("This report was made from PyTorch profiler traces only. The 14 sections")
     assert "Training job summary, System usage statistics" in note and note.endswith("Initialization time.")
     assert all(report.section(i).data["available"] is False for i in hidden)  # still in report.json
+    assert report.intro.startswith("This report summarises PyTorch profiler traces, one per rank")
 
 
 def test_pytorch_traces_beside_sagemaker_outputs_hide_nothing():
@@ -229,5 +230,5 @@ def test_pytorch_traces_beside_sagemaker_outputs_hide_nothing():
     assert all(not s.hidden for s in build_report(made).sections)
     plain = outputs(StepOutlier={"details": {}})
     report = build_report(plain)  # no PyTorch traces: every "missing" line stays where it was
-    assert all(not s.hidden for s in report.sections)
+    assert all(not s.hidden for s in report.sections) and report.intro == ""
     assert texts(report.section("batch-size")) == ["No BatchSize output was found."]

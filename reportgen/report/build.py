@@ -30,25 +30,28 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
             failed = Section(section_id, section_id.replace("-", " ").capitalize(), 3)
             sections.append(failed.missing(f"This section could not be built from the data ({message})."))
     sections.append(data_quality_section(notes, outputs.data_quality))
-    fold_inapplicable(sections, outputs)
-    return Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder))
+    intro = KINETO_INTRO if fold_inapplicable(sections, outputs) else ""
+    return Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder), intro=intro)
 
 
 # What reportgen.kineto derives from PyTorch profiler traces; every other rule needs SageMaker Debugger data.
 KINETO_RULES = frozenset({"StepOutlier"})
+KINETO_INTRO = ("This report summarises PyTorch profiler traces, one per rank: what each GPU ran and how long it "
+                "sat idle, which CPU operators cost most, how long each step took, and which rank lags behind.")
 
 
-def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> None:
+def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> bool:
     """A report made from PyTorch profiler traces alone hides the sections that need SageMaker
     Debugger's system metrics or framework traces: a dozen "No ... output was found" lines said
     nothing about the job. One text at the top of the PyTorch section names them instead; they stay
-    in report.json with ``available: false``."""
+    in report.json with ``available: false``. True when it folded any (the header then says what the
+    report covers: ``KINETO_INTRO``)."""
     kineto = outputs.kineto if isinstance(outputs.kineto, dict) else {}
     if not kineto.get("ranks") or set(outputs.rules) - KINETO_RULES or (outputs.timeline or {}).get("nodes"):
-        return
+        return False
     folded = [s for s in sections if s.data.get("available") is False]
     if not folded:
-        return
+        return False
     for section in folded:
         section.hidden = True
     host = next((s for s in sections if s.id == "gpu-kernels-operators"), None)
@@ -61,6 +64,7 @@ def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> None:
     if loop is not None:
         loop.blocks = [Text("The following sections look at the training loop rule by rule. From PyTorch profiler "
                             "traces, that is the step durations.")]
+    return True
 
 
 def data_quality_section(notes: list[str], engine: dict | None = None) -> Section:

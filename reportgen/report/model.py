@@ -85,6 +85,7 @@ class Report:
     source: str = ""
     description: str = ""  # what the source resolved to, e.g. "processing job X: rule outputs in s3://..."
     incomplete: bool = False  # the job was still running: data so far only
+    intro: str = ""  # the header's first paragraph when the default one does not fit the input
 
     def section(self, section_id: str) -> Section:
         for section in self.sections:
