@@ -10,18 +10,17 @@ the break is kept and the break is recorded as a problem.
 from __future__ import annotations
 
 import gc
-import gzip
 import itertools
 import json
 import math
 import re
-import zlib
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from reportgen.engine.gunzip import GunzipStream
 from reportgen.engine.json_stream import TraceStream, is_big
 from reportgen.engine.problems import ProblemLog
 from reportgen.engine.system_reader import trim_heap
@@ -318,25 +317,18 @@ class FrameworkReader:
         return items
 
     def _gunzip(self, path: Path) -> bytes | None:
+        """The decompressed file; a broken stream keeps what decompressed before the damage
+        (``gunzip.GunzipStream``, the same steps as a streamed read, so the same bytes)."""
         rel = self.rel(path)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                src = GunzipStream(fh)
+                out = src.read()
         except OSError as e:
             self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
             return None
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error):
-            pass
-        # Keep whatever decompresses before the damage.
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        out = b""
-        try:
-            for i in range(0, len(data), 65536):
-                out += d.decompress(data[i : i + 65536])
-        except zlib.error:
-            pass
-        self.problems.add(rel, None, f"broken gzip stream ({len(out)} bytes recovered)")
+        if src.broken:
+            self.problems.add(rel, None, f"broken gzip stream ({len(out)} bytes recovered)")
         return out
 
     def _tf_base(self, path: Path) -> tuple[int, str | None]:

@@ -4,9 +4,9 @@ A file is decoded once (stdlib JSON) and turned into a few numpy columns, one ro
 event: category code, interned name, start and duration in µs, GPU device and bytes moved. What is
 kept is only what the analysis needs; the decoded dicts are dropped file by file.
 
-Bad input never raises: a truncated gzip stream keeps what was decompressed, a broken JSON array
-keeps the events before the break, unclosed ``B`` events and events without a numeric time are
-skipped; each case is counted in the shared :class:`~reportgen.engine.problems.ProblemLog`.
+Bad input never raises: a damaged gzip stream keeps what decompressed before the damage, a broken
+JSON array keeps the events before the break, unclosed ``B`` events and events without a numeric
+time are skipped; each case is counted in the shared :class:`~reportgen.engine.problems.ProblemLog`.
 
 Timestamps: the Chrome trace format says µs, and Kineto writes µs (recent versions with a
 fractional part, i.e. ns resolution). A file whose timestamps are larger than 1e17 can only be
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from reportgen.engine.gunzip import MAGIC, GunzipStream
 from reportgen.engine.json_stream import TraceStream, is_big
 from reportgen.engine.problems import ProblemLog
 
@@ -92,30 +92,20 @@ def rank_from_name(path: Path) -> int | None:
 
 
 def _read_bytes(path: Path, problems: ProblemLog) -> tuple[bytes, bool]:
-    """The file's bytes, gunzipped when gzip; a broken stream keeps what was decompressed."""
-    raw = path.read_bytes()
-    if not raw:
-        problems.add(path, None, "empty file")
-        return b"", False
-    if raw[:2] != b"\x1f\x8b":
-        return raw, True
-    out, ok = [], True
-    data = raw
-    while data:
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            out.append(inflater.decompress(data))
-            out.append(inflater.flush())
-        except zlib.error:
-            problems.add(path, None, "broken gzip stream")
-            ok = False
-            break
-        if not inflater.eof:
-            problems.add(path, None, "broken gzip stream")
-            ok = False
-            break
-        data = inflater.unused_data
-    return b"".join(out), ok
+    """The file's bytes, gunzipped when gzip; a broken stream keeps what was decompressed before the
+    damage (``gunzip.GunzipStream``, the same steps as a streamed read)."""
+    with open(path, "rb") as fh:
+        if fh.peek(2)[:2] != MAGIC:
+            raw = fh.read()
+            if not raw:
+                problems.add(path, None, "empty file")
+                return b"", False
+            return raw, True
+        src = GunzipStream(fh)
+        data = src.read()
+    if src.broken:
+        problems.add(path, None, "broken gzip stream")
+    return data, not src.broken
 
 
 def _salvage(text: str, path: Path, problems: ProblemLog) -> tuple[dict, list]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 
 import pytest
 
+from reportgen.engine import gunzip
 from reportgen.engine.problems import ProblemLog
 from reportgen.kineto import analyze_job, find_traces, read_trace
 from reportgen.kineto.classify import kernel_precision, memory_op_kind
@@ -105,3 +107,36 @@ def test_precision_from_kernel_names(name, precision):
 def test_memory_op_kinds():
     assert memory_op_kind("Memcpy DtoH (Device -> Pageable)", False) == "DtoH"
     assert memory_op_kind("Memset (Device)", True) == "Memset"
+
+
+def _gz_damaged_after(head: bytes, rest: bytes) -> bytes:
+    """gzip of head + rest with an invalid deflate block (reserved type) where ``rest`` starts."""
+    co = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+    first = co.compress(head) + co.flush(zlib.Z_FULL_FLUSH)  # ends on a byte boundary
+    return first + b"\x07" + (co.compress(rest) + co.flush())[1:]
+
+
+def _kineto_lines(n: int, offset: int = 0) -> list[str]:
+    return [json.dumps({"ph": "X", "cat": "kernel", "name": f"k{i % 50}", "pid": 0, "tid": 7,
+                        "ts": BASE_US + 10 * i, "dur": 5, "args": {"device": 0}}) for i in range(offset, offset + n)]
+
+
+def test_gzip_damage_in_the_middle_keeps_the_events_before_it(tmp_path):
+    """A corrupt deflate block costs what follows it (at most gunzip.STEP bytes before it), not the
+    whole member; zero padding after a member is no damage."""
+    head = '{"schemaVersion": 1, "distributedInfo": {"rank": 3}, "traceEvents": [\n' + ",\n".join(_kineto_lines(20_000))
+    rest = ",\n" + ",\n".join(_kineto_lines(5_000, 20_000)) + "\n]}"
+    path = tmp_path / "rank-3.pt.trace.json.gz"
+    path.write_bytes(_gz_damaged_after(head.encode(), rest.encode()))
+    problems = ProblemLog()
+    trace = read_trace(path, problems)
+    lost = gunzip.STEP // len(_kineto_lines(1)[0]) + 1
+    assert 20_000 - lost <= trace.cat.size < 20_000 and trace.rank == 3 and not trace.complete
+    assert dict(problems.counts) == {"broken gzip stream": 1,
+                                     f"truncated or corrupt JSON array ({trace.cat.size} events before the break kept)": 1}
+
+    padded = tmp_path / "rank-4.pt.trace.json.gz"
+    padded.write_bytes(gzip.compress((head + rest).encode(), mtime=0) + b"\0" * 512)
+    problems = ProblemLog()
+    trace = read_trace(padded, problems)
+    assert trace.cat.size == 25_000 and trace.complete and problems.total == 0
