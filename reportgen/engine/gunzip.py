@@ -6,10 +6,11 @@ CRC or size mismatch, bytes after a member that are not gzip): it stops there an
 having handed out every byte decompressed before. Members are read in turn and zero padding after
 a member is skipped, as ``gzip.decompress`` does, so an undamaged file gives exactly its bytes.
 
-zlib is called in fixed steps (``BLOCK`` compressed bytes in, at most ``STEP`` bytes out) whatever
-the caller reads at a time, so what survives damage does not depend on how the file is read (whole or
-as a stream). zlib drops the output of the step in which it finds an error: at most ``STEP`` bytes
-decoded just before the damage are lost (a cut file loses nothing).
+zlib is called in steps (``BLOCK`` compressed bytes in, at most ``STEP`` bytes out), so memory holds
+one step whatever the caller reads at a time. zlib hands out nothing of a call that fails, so a step
+is taken on a copy of zlib's state (~2 µs) and a failed one redone from it a byte of output at a time:
+every byte zlib decodes before the damage is kept but the last (zlib may write it in the call that
+meets the damage), and what survives does not depend on how the file is read (whole or as a stream).
 
 ``isize`` reads the size field of the gzip trailer, a cheap guess of the decompressed size
 (``json_stream.is_big`` says when it is trusted).
@@ -68,17 +69,35 @@ class GunzipStream:
             data = d.unconsumed_tail or self.fh.read(BLOCK)
         try:
             if data:
+                before = d.copy()
                 out = d.decompress(data, STEP)
             else:  # the file ends inside a member: what zlib still holds, then stop
                 out = d.flush()
                 self.broken = self._done = not d.eof
         except zlib.error:
             self.broken = self._done = True
-            return b""
+            out = _until_error(before, data) if data else b""
+            self.produced += len(out)
+            return out
         if d.eof:
             self._d, self._input = None, d.unused_data
         self.produced += len(out)
         return out
+
+
+def _until_error(d, data: bytes) -> bytes:
+    """What zlib decodes of ``data`` before its error, one byte per call (only the failed step)."""
+    out = bytearray()
+    try:
+        while data and not d.eof:
+            piece = d.decompress(data, 1)
+            if not piece and d.unconsumed_tail == data:
+                break
+            out += piece
+            data = d.unconsumed_tail
+    except zlib.error:
+        pass
+    return bytes(out)
 
 
 def isize(path: Path) -> int | None:
