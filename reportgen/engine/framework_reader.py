@@ -1,10 +1,11 @@
 """Framework traces (spec A.3-A.6) -> one columnar event table (pandas, categorical text columns).
 
 Trace files are Chrome-trace JSON arrays (smdebug writer, Horovod re-emission) or gzip'd TF profiler
-traces. They are much smaller than the system metrics, so each file is decoded with the stdlib JSON
-parser and its events are appended straight into column lists; the table is built once at the end.
-A file that does not parse (truncated array, broken gzip) is salvaged: every complete event before
-the break is kept and the break is recorded as a problem.
+traces. They are much smaller than the system metrics, so each file is decoded whole (orjson, or the
+stdlib JSON parser) and its events are appended straight into column lists; the table is built once at
+the end. A trace whose text is above the streaming threshold (plain or gzip'd) is decoded event by event
+instead (``_read_streamed``), with the same result. A file that does not parse (truncated array, broken
+gzip) is salvaged: every complete event before the break is kept and the break is recorded as a problem.
 """
 
 from __future__ import annotations
@@ -238,7 +239,8 @@ def _int(x, default=0) -> int:
     return default
 
 
-# Trace files above json_stream.stream_bytes() (REPORTGEN_STREAM_TRACE_MB) are streamed.
+# Trace files whose text is above json_stream.stream_bytes() (REPORTGEN_STREAM_TRACE_MB), plain or
+# gzip'd (json_stream.is_big says how a .gz file's text size is judged), are streamed.
 STREAM_BLOCK = 4 << 20  # bytes read at a time
 STREAM_EVENTS = 50_000  # events decoded before they are turned into columns
 

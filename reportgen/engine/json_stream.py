@@ -36,6 +36,7 @@ from reportgen.engine.problems import ProblemLog
 STREAM_TRACE_MB = 64
 MAX_EVENT_BYTES = 16 << 20  # one event larger than this is treated as corrupt
 TAIL_CHARS = 1 << 16  # text kept from after the events array
+MAX_RATIO = 1032  # deflate's largest compression ratio: the text is at most this times the .gz file
 _NEXT_EVENT = re.compile(r"\n[ \t]*\{")
 _OPEN = re.compile(r'"traceEvents"\s*:\s*\[')
 _FFFD = "\ufffd".encode()
@@ -49,11 +50,30 @@ def stream_bytes() -> int:
 
 
 def is_big(path: Path) -> bool:
-    """A plain trace file above the streaming threshold."""
+    """A trace whose text may be above the streaming threshold ``stream_bytes()``.
+
+    A plain file: its size. A gzip'd file (name ending in ``.gz``), judged without decompressing:
+    streamed when the compressed size is above the threshold (the text is larger still), or when the
+    trailer's ISIZE (the decompressed size modulo 2**32, of the last member only) is above it. An
+    ISIZE below the compressed size cannot be a JSON text's size (the field wrapped past 4 GiB, the
+    file holds several members, is cut or is not gzip): it is not trusted, and the file streamed
+    when it could hold more than the threshold (compressed size x ``MAX_RATIO``). Not caught: a
+    file whose last member is small after big ones, or whose text exceeds a multiple of 4 GiB by
+    less than the threshold, all within a compressed size under the threshold (trace writers emit
+    one member, and traces compress ~10x, far from the 64x needed at 64 MB). Either way round the
+    result is the same: a wrong guess costs time (streamed) or memory (read whole), nothing else.
+    """
     try:
-        return not path.name.endswith(".gz") and path.stat().st_size > stream_bytes()
+        size = path.stat().st_size
     except OSError:
         return False
+    limit = stream_bytes()
+    if not path.name.endswith(".gz") or size > limit:
+        return size > limit
+    text = gunzip.isize(path)
+    if text is None or text < size:
+        return size * MAX_RATIO > limit
+    return text > limit
 
 
 class TraceStream:
