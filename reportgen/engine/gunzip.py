@@ -42,13 +42,14 @@ class GunzipStream:
         """Up to ``n`` decompressed bytes (all that is left if ``n < 0``); b"" at the end or at damage."""
         have = len(self._left) - self._at
         if n < 0 or n > have:
-            parts = [self._left[self._at:]]
-            while (n < 0 or have < n) and not self._done:
-                out = self._step()
-                parts.append(out)
-                have += len(out)
-            self._left, self._at = b"".join(parts), 0
-            n = have if n < 0 else min(n, have)
+            # One growing buffer rather than a list of steps: a whole file's steps would leave their
+            # freed pages in the heap, unused by what is decoded next.
+            buf = bytearray(self._left[self._at:])
+            while (n < 0 or len(buf) < n) and not self._done:
+                buf += self._step()
+            self._left, self._at = bytes(buf), 0
+            del buf
+            n = len(self._left) if n < 0 else min(n, len(self._left))
         data = self._left[self._at:self._at + n]
         self._at += n
         return data
