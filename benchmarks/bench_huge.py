@@ -3,13 +3,14 @@ framework trace (issue 8: bounded memory, a too-large trace summarised rather th
 
 Usage:
     python benchmarks/bench_huge.py [--dir /tmp/reportgen-huge] [--sys-gb 2] [--trace-gb 1]
-                                    [--full-load-mb 200] [--keep]
+                                    [--full-load-mb 200] [--gz-mb 500] [--only CASES] [--keep]
 
 Writes, under --dir (reused when already complete):
   sys/    system/.../<T>.algo-1.json   one file of --sys-gb GB (32 series per 500 ms instant)
   trace/  framework/pevents/.../<END>_27-algo-1_pythontimeline.json   one file of --trace-gb GB
   small/  the same trace layout at --full-load-mb MB, read once streamed and once loaded whole
   kineto/, kineto-small/   a PyTorch profiler (Kineto) trace of --trace-gb GB and of --full-load-mb MB
+  tfgz/, kinetogz/   a gzip'd TF profiler trace (.trace.json.gz) and a gzip'd Kineto trace of --gz-mb MB of text
 and runs ``reportgen.engine.analyze`` on each in a fresh child process, reporting wall time, CPU
 time (user+sys) and peak RSS (``ru_maxrss`` of the child), plus the 1-minute load average.
 Cases:
@@ -18,6 +19,9 @@ Cases:
   trace, streamed        default: traces above REPORTGEN_STREAM_TRACE_MB (256) are decoded event by event
   small trace, streamed / loaded whole   the ratio of the two ways on a file that fits either way
   kineto trace, streamed; small kineto trace, streamed / loaded whole   the same for Kineto (read + analysis)
+  TF trace .gz / Kineto trace .gz, streamed / loaded whole   (--only tfgz,kinetogz) gzip'd traces above the
+                         threshold, decompressed as a stream (default) vs decompressed and loaded whole
+                         (REPORTGEN_STREAM_TRACE_MB=100000, what every .gz got before streaming them)
 Nothing here is a test: numbers go to benchmarks/README.md.
 """
 
@@ -140,6 +144,52 @@ def write_kineto(path: Path, megabytes: float) -> int:
     return n + n // 1000 + 1
 
 
+def write_tf_gz(path: Path, megabytes: float) -> tuple[int, int]:
+    """A TF profiler trace as the smdebug TF plugin leaves it: gzip'd, metadata events for a host and a
+    GPU stream, then complete events one per line (pid / thread in the args); the step's .metadata
+    marker four levels up. Returns (events, bytes of text)."""
+    import gzip
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    step = path.parents[3]
+    (step / f"algo-1_{T * 1_000_000}_{T * 1_000_000 + 3_600_000_000}.metadata").write_text("")
+    target = int(megabytes * 1e6)
+    head = [{"ph": "M", "pid": p, "name": "process_name", "args": {"name": n}}
+            for p, n in ((1, "/host:CPU"), (2, "/device:GPU:0/stream:all"))]
+    n = written = 0
+    with gzip.open(path, "wb", compresslevel=6) as fh:
+        text = '{"displayTimeUnit": "ns", "metadata": {"highres-ticks": true}, "traceEvents": [\n'
+        text += ",\n".join(json.dumps(e) for e in head)
+        fh.write(text.encode())
+        written += len(text)
+        while written < target:
+            block = []
+            for _ in range(5000):
+                pid = 1 + n % 2
+                block.append(f',\n{{"ph": "X", "pid": {pid}, "tid": {n % 8}, "ts": {n * 20}, "dur": {15 + n % 5}, '
+                             f'"name": "{("MatMul", "Conv2D", "Relu", "AddV2")[n % 4]}_{n % 97}", '
+                             f'"args": {{"step_num": "{n // 500}", "pid": {pid}, "thread_id": {n % 8}}}}}')
+                n += 1
+            text = "".join(block)
+            fh.write(text.encode())
+            written += len(text)
+        fh.write(b"\n]}\n")
+    return n, written + 4
+
+
+def write_kineto_gz(path: Path, megabytes: float) -> tuple[int, int]:
+    """write_kineto's trace, gzip'd (as torch.profiler's tensorboard handler writes .pt.trace.json.gz)."""
+    import gzip
+
+    plain = path.with_suffix("")
+    n = write_kineto(plain, megabytes)
+    with open(plain, "rb") as src, gzip.open(path, "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst, 1 << 24)
+    size = plain.stat().st_size
+    plain.unlink()
+    return n, size
+
+
 _KINETO = r"""
 import json, sys
 from pathlib import Path
@@ -187,7 +237,9 @@ def main() -> None:
     ap.add_argument("--sys-gb", type=float, default=2.0)
     ap.add_argument("--trace-gb", type=float, default=1.0)
     ap.add_argument("--full-load-mb", type=float, default=200.0)
-    ap.add_argument("--only", default="system,bad,trace,small,kineto", help="comma-separated cases to run")
+    ap.add_argument("--gz-mb", type=float, default=500.0, help="text size of the gzip'd traces (tfgz, kinetogz)")
+    ap.add_argument("--only", default="system,bad,trace,small,kineto",
+                    help="comma-separated cases to run (also: tfgz, kinetogz)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -262,6 +314,33 @@ def main() -> None:
             results[f"small kineto trace, {label}"] = {**measure_kineto(small, {"REPORTGEN_STREAM_TRACE_MB": env}),
                                                        "file_mb": mb, "events_written": m}
             print(json.dumps(results[f"small kineto trace, {label}"]), flush=True)
+    if "tfgz" in only:
+        tf_root = args.dir / "tfgz"
+        tf_file = (tf_root / "framework" / "tensorflow" / "detailed_profiling" / "2023111422" / "000000000001" /
+                   "plugins" / "profile" / "2023_11_14_22_00_45" / "algo-1.trace.json.gz")
+        if not (tf_root / ".complete").exists():
+            t = time.perf_counter()
+            n, text = write_tf_gz(tf_file, args.gz_mb)
+            (tf_root / ".complete").write_text(f"{n} {text}")
+            print(f"wrote {tf_file} ({tf_file.stat().st_size / 1e6:.0f} MB, {text / 1e6:.0f} MB of text, {n} events) in "
+                  f"{time.perf_counter() - t:.0f} s", flush=True)
+        n, text = map(int, (tf_root / ".complete").read_text().split())
+        for label, env in (("streamed", None), ("loaded whole", "100000")):
+            results[f"TF trace .gz ({text / 1e6:.0f} MB text), {label}"] = {
+                **measure(tf_root, {"REPORTGEN_STREAM_TRACE_MB": env} if env else None),
+                "file_mb": round(tf_file.stat().st_size / 1e6), "events_written": n}
+            print(json.dumps(results[f"TF trace .gz ({text / 1e6:.0f} MB text), {label}"]), flush=True)
+    if "kinetogz" in only:
+        kgz = args.dir / "kinetogz" / "rank-0.pt.trace.json.gz"
+        if not kgz.exists():
+            n, text = write_kineto_gz(kgz, args.gz_mb)
+            (kgz.parent / ".events").write_text(f"{n} {text}")
+        n, text = map(int, (kgz.parent / ".events").read_text().split())
+        for label, env in (("streamed", None), ("loaded whole", "100000")):
+            name = f"Kineto trace .gz ({text / 1e6:.0f} MB text), {label}"
+            results[name] = {**measure_kineto(kgz, {"REPORTGEN_STREAM_TRACE_MB": env} if env else None),
+                             "file_mb": round(kgz.stat().st_size / 1e6), "events_written": n}
+            print(json.dumps(results[name]), flush=True)
     print("\n| case | file | records / events written | used | wall s | CPU s | peak RSS MB | problems | load |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in results.items():

@@ -170,6 +170,53 @@ def test_framework_and_kineto_readers_survive_any_events_and_cuts(events, cut, g
         _rmtree(root)
 
 
+
+def _read_both_ways(root: Path, k: Path) -> list:
+    """The framework table and the Kineto trace with their problems, read whole and then streamed."""
+    out = []
+    for threshold in ("100000", "0"):
+        os.environ["REPORTGEN_STREAM_TRACE_MB"] = threshold
+        try:
+            fw_log, k_log = ProblemLog(), ProblemLog()
+            table = read_framework(root, fw_log)
+            trace = read_trace(k, k_log)
+        finally:
+            del os.environ["REPORTGEN_STREAM_TRACE_MB"]
+        out.append((table, [(p.file, p.line, p.reason) for p in fw_log.items], dict(fw_log.counts),
+                    {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in vars(trace).items()},
+                    [(p.file, p.line, p.reason) for p in k_log.items], dict(k_log.counts)))
+    return out
+
+
+@FUZZ
+@given(events=st.lists(st.one_of(event_like, json_values), max_size=15), cut=st.integers(0, 10_000),
+       garbage=st.integers(-1, 15))
+def test_gz_traces_streamed_give_the_whole_file_result(events, cut, garbage):
+    """A gzip'd TF trace and a gzip'd Kineto trace (one event per line, any events, maybe a garbage
+    line, the gzip stream maybe cut anywhere) give the same table / trace and the same problems, in
+    the same order, streamed as read whole."""
+    import gzip
+
+    lines = [json.dumps(e) for e in events]
+    if 0 <= garbage <= len(lines):
+        lines.insert(garbage, '{"ph": "X", "name": ]]]}')
+    text = ('{"displayTimeUnit": "ns", "traceEvents": [\n' + ",\n".join(lines) + '\n], "schemaVersion": 1}').encode()
+    data = gzip.compress(text, mtime=0)
+    data = data[: cut % (len(data) + 1)] if cut % 3 else data
+    root = _folder()
+    try:
+        tf = root / "framework/tensorflow/detailed_profiling/2023111422/000000000005/plugins/profile/x/algo-1.trace.json.gz"
+        tf.parent.mkdir(parents=True)
+        tf.write_bytes(data)
+        k = root / "rank-0.pt.trace.json.gz"
+        k.write_bytes(data)
+        whole, streamed = _read_both_ways(root, k)
+        assert whole[0].equals(streamed[0])
+        assert whole[1:] == streamed[1:]
+    finally:
+        _rmtree(root)
+
+
 @FUZZ
 @given(docs=st.dictionaries(st.sampled_from(["CPUBottleneck", "StepOutlier", "LowGPUUtilization", "LoadBalancing",
                                              "OverallSystemUsage", "OverallFrameworkMetrics", "BatchSize"]),

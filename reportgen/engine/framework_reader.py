@@ -1,27 +1,27 @@
 """Framework traces (spec A.3-A.6) -> one columnar event table (pandas, categorical text columns).
 
 Trace files are Chrome-trace JSON arrays (smdebug writer, Horovod re-emission) or gzip'd TF profiler
-traces. They are much smaller than the system metrics, so each file is decoded with the stdlib JSON
-parser and its events are appended straight into column lists; the table is built once at the end.
-A file that does not parse (truncated array, broken gzip) is salvaged: every complete event before
-the break is kept and the break is recorded as a problem.
+traces. They are much smaller than the system metrics, so each file is decoded whole (orjson, or the
+stdlib JSON parser) and its events are appended straight into column lists; the table is built once at
+the end. A trace whose text is above the streaming threshold (plain or gzip'd) is decoded event by event
+instead (``_read_streamed``), with the same result. A file that does not parse (truncated array, broken
+gzip) is salvaged: every complete event before the break is kept and the break is recorded as a problem.
 """
 
 from __future__ import annotations
 
 import gc
-import gzip
 import itertools
 import json
 import math
 import re
-import zlib
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from reportgen.engine.gunzip import GunzipStream
 from reportgen.engine.json_stream import TraceStream, is_big
 from reportgen.engine.problems import ProblemLog
 from reportgen.engine.system_reader import trim_heap
@@ -239,7 +239,8 @@ def _int(x, default=0) -> int:
     return default
 
 
-# Trace files above json_stream.stream_bytes() (REPORTGEN_STREAM_TRACE_MB) are streamed.
+# Trace files whose text is above json_stream.stream_bytes() (REPORTGEN_STREAM_TRACE_MB), plain or
+# gzip'd (json_stream.is_big says how a .gz file's text size is judged), are streamed.
 STREAM_BLOCK = 4 << 20  # bytes read at a time
 STREAM_EVENTS = 50_000  # events decoded before they are turned into columns
 
@@ -285,7 +286,13 @@ class FrameworkReader:
         if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
             return doc["traceEvents"]
         text = raw.decode("utf-8", errors="replace")
-        if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+        return self._text_events(rel, text, "\ufffd" in text and b"\xef\xbf\xbd" not in raw, path.name.endswith(".gz"))
+
+    def _text_events(self, rel: str, text: str, replaced: bool, gz: bool) -> list:
+        """The events of a file's text (stdlib JSON), salvaged up to a break; ``replaced``: the
+        text holds replaced non-UTF-8 bytes. Also judges a streamed file in which no array was
+        found, from its whole text."""
+        if replaced:
             self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
         if not text.strip():
             self.problems.add(rel, None, "empty file")
@@ -303,7 +310,7 @@ class FrameworkReader:
             self.problems.add(rel, None, "JSON object without a traceEvents array")
             return []
         # Salvage the complete events before the break.
-        m = re.search(r'"traceEvents"\s*:\s*\[', text) if path.name.endswith(".gz") else None
+        m = re.search(r'"traceEvents"\s*:\s*\[', text) if gz else None
         start = m.end() - 1 if m else text.find("[")
         if start < 0:
             self.problems.add(rel, 1, "not a JSON array")
@@ -318,25 +325,18 @@ class FrameworkReader:
         return items
 
     def _gunzip(self, path: Path) -> bytes | None:
+        """The decompressed file; a broken stream keeps what decompressed before the damage
+        (``gunzip.GunzipStream``, the same steps as a streamed read, so the same bytes)."""
         rel = self.rel(path)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                src = GunzipStream(fh)
+                out = src.read()
         except OSError as e:
             self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
             return None
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error):
-            pass
-        # Keep whatever decompresses before the damage.
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        out = b""
-        try:
-            for i in range(0, len(data), 65536):
-                out += d.decompress(data[i : i + 65536])
-        except zlib.error:
-            pass
-        self.problems.add(rel, None, f"broken gzip stream ({len(out)} bytes recovered)")
+        if src.broken:
+            self.problems.add(rel, None, f"broken gzip stream ({len(out)} bytes recovered)")
         return out
 
     def _tf_base(self, path: Path) -> tuple[int, str | None]:
@@ -371,23 +371,30 @@ class FrameworkReader:
         else:
             base = 0
             node = rewrite_node_id(path.name.split("_")[1])
-        if not is_tf and is_big(path):
-            self._read_streamed(path, rel, node, ftype)
+        if is_big(path):
+            self._read_streamed(path, rel, node, ftype, base, is_tf)
             return
-        events = self._load_events(path)
+        self._convert(self._load_events(path), rel, node, ftype, base, is_tf)
+
+    def _convert(self, events: list, rel: str, node: str, ftype: str, base: int, is_tf: bool) -> None:
+        """A whole file's events into columns: column-wise when it has the common shape (not TF
+        traces, whose pid and tid come from the args), else event by event."""
         if not is_tf and self._read_simple(events, base, node, ftype):
             return
         st = _TraceState(base)
         self._general(events, 0, st, rel, node, ftype, is_tf)
         self._unclosed(st, rel)
 
-    def _general(self, events: list, idx0: int, st: "_TraceState", rel: str, node: str, ftype: str, is_tf: bool) -> None:
+    def _general(self, events: list, idx0: int, st: "_TraceState", rel: str, node: str, ftype: str, is_tf: bool,
+                 problems: ProblemLog | None = None) -> None:
         """Event by event, in order (a metadata event applies to the events after it); problems are
-        recorded with the event's position ``idx0 + index + 1``."""
+        recorded (in ``problems``, by default the reader's log) with the event's position
+        ``idx0 + index + 1``."""
         out = self.out
+        log = self.problems if problems is None else problems
         for idx, e in enumerate(events, start=idx0):
             if not isinstance(e, dict):
-                self.problems.add(rel, idx + 1, "event is not a JSON object")
+                log.add(rel, idx + 1, "event is not a JSON object")
                 continue
             ph = e.get("ph")
             args = e.get("args")
@@ -401,7 +408,7 @@ class FrameworkReader:
                 continue
             ts = e.get("ts")
             if not _number(ts):
-                self.problems.add(rel, idx + 1, "event without numeric ts")
+                log.add(rel, idx + 1, "event without numeric ts")
                 continue
             name = e.get("name")
             name = "" if name is None else str(name)
@@ -409,7 +416,7 @@ class FrameworkReader:
             if ph == "X":
                 dur = e.get("dur", 0)
                 if not _number(dur) or dur < 0:
-                    self.problems.add(rel, idx + 1, "X event with missing or negative dur")
+                    log.add(rel, idx + 1, "X event with missing or negative dur")
                     continue
                 start = int(round(st.base + ts))
                 end = start + int(round(dur))
@@ -420,21 +427,21 @@ class FrameworkReader:
                 continue
             elif ph == "E":
                 if not st.stacks[pid]:
-                    self.problems.add(rel, idx + 1, "E event without matching B")
+                    log.add(rel, idx + 1, "E event without matching B")
                     continue
                 b = st.stacks[pid].pop()
                 if ts < b["ts"]:
-                    self.problems.add(rel, idx + 1, "B/E pair with negative duration")
+                    log.add(rel, idx + 1, "B/E pair with negative duration")
                     continue
                 start = int(round(st.base + b["ts"]))
                 end = int(round(st.base + ts))
                 bname = b.get("name")
                 name = "" if bname is None else str(bname)
             else:
-                self.problems.add(rel, idx + 1, f"unknown event phase {ph!r}")
+                log.add(rel, idx + 1, f"unknown event phase {ph!r}")
                 continue
             if not (-MAX_ABS_US < start <= end < MAX_ABS_US):
-                self.problems.add(rel, idx + 1, "event time out of range")
+                log.add(rel, idx + 1, "event time out of range")
                 continue
             step = ""
             epid, etid = pid, tid
@@ -456,35 +463,45 @@ class FrameworkReader:
                 self.problems.add(rel, None, f"unclosed B event {b.get('name')!r} (dropped)")
 
     # -- very large traces ------------------------------------------------------------------------
-    def _read_streamed(self, path: Path, rel: str, node: str, ftype: str) -> None:
-        """A trace above the streaming threshold, in bounded memory: ``json_stream.TraceStream``
-        decodes one event at a time from a STREAM_BLOCK read buffer (a corrupt event costs that event,
-        a cut array keeps the events before the cut) and the events are handled in chunks of
-        STREAM_EVENTS, each turned into columns before the next is decoded. Chunks keep file order:
-        a chunk without metadata events and of the common shape goes column-wise, any other chunk
-        event by event, so the result equals reading the file whole."""
-        stream = TraceStream(path, self.problems, rel, chunk=STREAM_BLOCK)
-        st = _TraceState(0)
+    def _read_streamed(self, path: Path, rel: str, node: str, ftype: str, base: int, is_tf: bool) -> None:
+        """A trace above the streaming threshold (plain or gzip'd), in bounded memory:
+        ``json_stream.TraceStream`` decodes one event at a time from a STREAM_BLOCK read buffer (a
+        corrupt event costs that event, a cut array or gzip stream keeps the events before the cut)
+        and the events are handled in chunks of STREAM_EVENTS, each turned into columns before the
+        next is decoded. Chunks keep file order: a chunk without metadata events and of the common
+        shape goes column-wise, any other chunk (and every chunk of a TF trace) event by event, so
+        the table equals reading the file whole. So do the problems: those found on the way are held
+        in two capped logs and recorded at the end in the whole-file read's order (gzip damage,
+        non-UTF-8 bytes, JSON breaks, events)."""
+        breaks, bad_events = ProblemLog(self.problems.cap), ProblemLog(self.problems.cap)
+        stream = TraceStream(path, breaks, rel, chunk=STREAM_BLOCK, gz=path.name.endswith(".gz"))
+        st = _TraceState(base)
         idx0 = 0
         events = iter(stream)
         try:
             while chunk := list(itertools.islice(events, STREAM_EVENTS)):
                 phs = [e.get("ph") if type(e) is dict and type(e.get("pid")) not in (list, dict) else None
                        for e in chunk]
-                if None in phs or "M" in phs or not self._simple_body(chunk, phs, st.base, st.phase_of_pid, node, ftype):
-                    self._general(chunk, idx0, st, rel, node, ftype, False)
+                if (is_tf or None in phs or "M" in phs
+                        or not self._simple_body(chunk, phs, st.base, st.phase_of_pid, node, ftype)):
+                    self._general(chunk, idx0, st, rel, node, ftype, is_tf, bad_events)
                 self.out.flush()
                 idx0 += len(chunk)
         except OSError as e:
+            self.problems.merge(breaks)
+            self.problems.merge(bad_events)
             self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
             return
-        if not stream.found:
-            head = stream.head.lstrip()
-            self.problems.add(rel, None if not head or head[0] == "{" else 1,
-                              "empty file" if not head else "JSON object without a traceEvents array"
-                              if head[0] == "{" else "not a JSON array")
-        if stream.replaced:
+        if stream.broken:
+            self.problems.add(rel, None, f"broken gzip stream ({stream.unzipped} bytes recovered)")
+        replaced = stream.replaced and not stream.literal
+        if not stream.found:  # then the head is the whole text (a file without an array is small)
+            self._convert(self._text_events(rel, stream.head, replaced, stream.gz), rel, node, ftype, base, is_tf)
+            return
+        if replaced:
             self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
+        self.problems.merge(breaks)
+        self.problems.merge(bad_events)
         self._unclosed(st, rel)
 
     def _read_simple(self, events: list, base: int, node: str, ftype: str) -> bool:

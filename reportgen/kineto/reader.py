@@ -4,9 +4,9 @@ A file is decoded once (stdlib JSON) and turned into a few numpy columns, one ro
 event: category code, interned name, start and duration in µs, GPU device and bytes moved. What is
 kept is only what the analysis needs; the decoded dicts are dropped file by file.
 
-Bad input never raises: a truncated gzip stream keeps what was decompressed, a broken JSON array
-keeps the events before the break, unclosed ``B`` events and events without a numeric time are
-skipped; each case is counted in the shared :class:`~reportgen.engine.problems.ProblemLog`.
+Bad input never raises: a damaged gzip stream keeps what decompressed before the damage, a broken
+JSON array keeps the events before the break, unclosed ``B`` events and events without a numeric
+time are skipped; each case is counted in the shared :class:`~reportgen.engine.problems.ProblemLog`.
 
 Timestamps: the Chrome trace format says µs, and Kineto writes µs (recent versions with a
 fractional part, i.e. ns resolution). A file whose timestamps are larger than 1e17 can only be
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from reportgen.engine.gunzip import MAGIC, GunzipStream
 from reportgen.engine.json_stream import TraceStream, is_big
 from reportgen.engine.problems import ProblemLog
 
@@ -92,30 +92,20 @@ def rank_from_name(path: Path) -> int | None:
 
 
 def _read_bytes(path: Path, problems: ProblemLog) -> tuple[bytes, bool]:
-    """The file's bytes, gunzipped when gzip; a broken stream keeps what was decompressed."""
-    raw = path.read_bytes()
-    if not raw:
-        problems.add(path, None, "empty file")
-        return b"", False
-    if raw[:2] != b"\x1f\x8b":
-        return raw, True
-    out, ok = [], True
-    data = raw
-    while data:
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            out.append(inflater.decompress(data))
-            out.append(inflater.flush())
-        except zlib.error:
-            problems.add(path, None, "broken gzip stream")
-            ok = False
-            break
-        if not inflater.eof:
-            problems.add(path, None, "broken gzip stream")
-            ok = False
-            break
-        data = inflater.unused_data
-    return b"".join(out), ok
+    """The file's bytes, gunzipped when gzip; a broken stream keeps what was decompressed before the
+    damage (``gunzip.GunzipStream``, the same steps as a streamed read)."""
+    with open(path, "rb") as fh:
+        if fh.peek(2)[:2] != MAGIC:
+            raw = fh.read()
+            if not raw:
+                problems.add(path, None, "empty file")
+                return b"", False
+            return raw, True
+        src = GunzipStream(fh)
+        data = src.read()
+    if src.broken:
+        problems.add(path, None, "broken gzip stream")
+    return data, not src.broken
 
 
 def _salvage(text: str, path: Path, problems: ProblemLog) -> tuple[dict, list]:
@@ -196,54 +186,63 @@ def read_trace(path: Path, problems: ProblemLog | None = None) -> KinetoTrace:
         problems.add(path, None, f"unreadable file ({err.strerror or err})")
         return KinetoTrace(path, _file_label(path), rank_from_name(path), complete=False)
     text = data.decode("utf-8", errors="replace")
+    del data
+    meta, events, whole = _parse(path, text, problems)
+    del text
+    return _columns_of(path, meta, events, complete and whole, problems)
+
+
+def _parse(path: Path, text: str, problems: ProblemLog) -> tuple[dict, list, bool]:
+    """The metadata and events of a trace's text, and whether it parsed whole (else it was salvaged).
+    Also judges a streamed file in which no events array was found, from its whole text."""
     if "\ufffd" in text:
         problems.add(path, None, "non-UTF-8 bytes (replaced)")
-    meta: dict
-    events: list
     try:
         doc = json.loads(text) if text.strip() else {}
-        if isinstance(doc, list):
-            meta, events = {}, doc
-        elif isinstance(doc, dict) and isinstance(doc.get("traceEvents", []), list):
-            meta, events = doc, doc.get("traceEvents", [])
-        else:
-            problems.add(path, None, "not a Chrome trace (no traceEvents array)")
-            meta, events = {}, []
     except json.JSONDecodeError:
         meta, events = _salvage(text, path, problems)
-        complete = False
-    del text, data
-    return _columns(path, meta, events, complete, problems)
+        return meta, events, False
+    if isinstance(doc, list):
+        return {}, doc, True
+    if isinstance(doc, dict) and isinstance(doc.get("traceEvents", []), list):
+        return doc, doc.get("traceEvents", []), True
+    problems.add(path, None, "not a Chrome trace (no traceEvents array)")
+    return {}, [], True
 
 
 def _read_streamed(path: Path, problems: ProblemLog) -> KinetoTrace:
-    """A plain trace above the streaming threshold: events decoded one at a time (bounded memory,
-    ``reportgen.engine.json_stream``); the metadata is looked for before and after the events."""
-    stream = TraceStream(path, problems, path)
+    """A trace above the streaming threshold (plain or gzip'd): events decoded one at a time (bounded
+    memory, ``reportgen.engine.json_stream``); the metadata is looked for before and after the
+    events. The result equals the whole-file read's: problems found on the way are held in two capped
+    logs and recorded at the end in its order (gzip damage, non-UTF-8 bytes, JSON breaks, events)."""
+    breaks, bad_events = ProblemLog(problems.cap), ProblemLog(problems.cap)
+    stream = TraceStream(path, breaks, path, cut_line="event")
     try:
-        trace = _columns(path, {}, stream, True, problems, meta_from=stream)
+        trace = _columns_of(path, lambda: _stream_meta(stream), stream, True, bad_events)
     except OSError as err:
+        problems.merge(breaks)
+        problems.merge(bad_events)
         problems.add(path, None, f"unreadable file ({err.strerror or err})")
         return KinetoTrace(path, _file_label(path), rank_from_name(path), complete=False)
-    if not stream.found:
-        problems.add(path, None, "not a Chrome trace (no traceEvents array)")
+    if stream.broken:
+        problems.add(path, None, "broken gzip stream")
+    if not stream.found:  # then the head is the whole text (up to json_stream.MAX_EVENT_BYTES)
+        meta, events, whole = _parse(path, stream.head, problems)
+        return _columns_of(path, meta, events, whole and not stream.broken, problems)
     if stream.replaced:
         problems.add(path, None, "non-UTF-8 bytes (replaced)")
+    problems.merge(breaks)
+    problems.merge(bad_events)
+    trace.complete = stream.complete and not stream.skipped and not stream.broken
     return trace
 
 
-def _stream_meta(path: Path, stream) -> dict:
-    """``_META_KEYS`` from the text before the events and from the file's last 64 KB."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, path.stat().st_size - 65536))
-            tail = fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        tail = ""
+def _stream_meta(stream: TraceStream) -> dict:
+    """``_META_KEYS`` from the text before the events and from the text after them."""
     decoder = json.JSONDecoder()
     meta: dict = {}
     for key in _META_KEYS:
-        for text in (stream.head, tail):
+        for text in (stream.head, stream.tail):
             match = re.search(r'"%s"\s*:\s*' % key, text)
             if match:
                 try:
@@ -254,47 +253,9 @@ def _stream_meta(path: Path, stream) -> dict:
     return meta
 
 
-def _columns(path: Path, meta: dict, events, complete: bool, problems: ProblemLog,
-             meta_from=None) -> KinetoTrace:
-    if meta_from is not None:  # a stream: read the events first, then its metadata
-        return _columns_streamed(path, events, problems)
-    return _columns_of(path, meta, events, complete, problems)
-
-
-def _columns_streamed(path: Path, stream, problems: ProblemLog) -> KinetoTrace:
-    trace = _columns_of(path, None, stream, True, problems)
-    meta = _stream_meta(path, stream)
-    info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
-    rank = info.get("rank") if isinstance(info.get("rank"), int) and not isinstance(info.get("rank"), bool) else None
-    if rank is not None:
-        trace.rank, trace.label = rank, str(rank)
-    trace.world_size = info.get("world_size") if isinstance(info.get("world_size"), int) else None
-    trace.backend = str(info["backend"]) if info.get("backend") else None
-    props = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
-    trace.devices = [str(p.get("name", "?")) for p in props if isinstance(p, dict)]
-    trace.events_in_file = stream.count
-    trace.complete = stream.complete
-    base = _number(meta.get("baseTimeNanoseconds"))
-    if base is not None and trace.start_us.size and float(trace.start_us.max()) < 1e15:
-        trace.start_us = trace.start_us + base / 1000.0
-    return trace
-
-
-def _columns_of(path: Path, meta: dict | None, events, complete: bool, problems: ProblemLog) -> KinetoTrace:
-    streamed = meta is None
-    meta = meta or {}
-    info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
-    rank = info.get("rank") if isinstance(info.get("rank"), int) and not isinstance(info.get("rank"), bool) else None
-    if rank is None:
-        rank = rank_from_name(path)
-    props = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
-    trace = KinetoTrace(
-        path=path, label=str(rank) if rank is not None else _file_label(path), rank=rank,
-        world_size=info.get("world_size") if isinstance(info.get("world_size"), int) else None,
-        backend=str(info["backend"]) if info.get("backend") else None,
-        devices=[str(p.get("name", "?")) for p in props if isinstance(p, dict)],
-        events_in_file=0 if streamed else len(events), complete=complete,
-    )
+def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) -> KinetoTrace:
+    """``events`` as columns. ``meta``: the document's metadata, or a function giving it once the
+    events are read (a stream: a trace's metadata may follow its events)."""
     names: dict[str, int] = {}
     # compact columns (~37 bytes per event instead of Python objects), for huge traces
     cat, name, start, dur, device, nbytes = array("b"), array("i"), array("d"), array("d"), array("i"), array("d")
@@ -359,6 +320,20 @@ def _columns_of(path: Path, meta: dict | None, events, complete: bool, problems:
         problems.add(path, None, "event without numeric ts/dur (dropped)", count=bad_time)
     if negative:
         problems.add(path, None, "negative duration (dropped)", count=negative)
+    if callable(meta):
+        meta = meta()
+    info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    rank = info.get("rank") if isinstance(info.get("rank"), int) and not isinstance(info.get("rank"), bool) else None
+    if rank is None:
+        rank = rank_from_name(path)
+    props = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
+    trace = KinetoTrace(
+        path=path, label=str(rank) if rank is not None else _file_label(path), rank=rank,
+        world_size=info.get("world_size") if isinstance(info.get("world_size"), int) else None,
+        backend=str(info["backend"]) if info.get("backend") else None,
+        devices=[str(p.get("name", "?")) for p in props if isinstance(p, dict)],
+        events_in_file=len(events) if isinstance(events, list) else events.count, complete=complete,
+    )
     ts_arr = np.asarray(start, dtype=np.float64)
     dur_arr = np.asarray(dur, dtype=np.float64)
     if ts_arr.size and float(np.nanmax(ts_arr)) > NS_THRESHOLD:

@@ -142,13 +142,13 @@ def test_corpus_generator_is_deterministic(tmp_path):
             assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
 
 
-STREAMABLE = [name for name in CASES if name.split("_")[0] in ("fw", "kineto") and not CASES[name].get("hook")]
+STREAMABLE = [name for name in CASES if name.split("_")[0] in ("fw", "tf", "kineto") and not CASES[name].get("hook")]
 
 
 @pytest.mark.parametrize("name", STREAMABLE)
 def test_trace_case_streamed(corpus, name, tmp_path, monkeypatch):
-    """The same trace cases with every plain trace decoded event by event (the path of traces above
-    REPORTGEN_STREAM_TRACE_MB): the same problems and the same records used."""
+    """The same trace cases with every trace, plain or gzip'd, decoded event by event (the path of
+    traces above REPORTGEN_STREAM_TRACE_MB): the same problems and the same records used."""
     from reportgen.engine import json_stream
 
     monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")
@@ -163,8 +163,11 @@ def test_trace_case_streamed(corpus, name, tmp_path, monkeypatch):
     assert outcome.traceback is None, outcome.traceback
     assert outcome.exit == expected["exit"], outcome.stderr
     _check_data_quality(outcome, expected)
-    non_empty = [p for p in source.rglob("*.json") if p.stat().st_size and p.parent.name != "profiler-reports"]
-    assert {p for p in non_empty if "framework" in p.parts or p.name.endswith(".pt.trace.json")} <= set(map(Path, streamed))
+    non_empty = [p for p in source.rglob("*.json*") if p.stat().st_size and p.parent.name != "profiler-reports"]
+    traces = {p for p in non_empty if "framework" in p.parts or ".pt.trace.json" in p.name}
+    assert traces <= set(map(Path, streamed))
+    if name.startswith("tf_") or name == "kineto_broken_gz":
+        assert any(p.name.endswith(".gz") for p in traces)
     used = records_used(source)
     for key in ("events", "kineto_events"):
         if expected.get(key) is not None:

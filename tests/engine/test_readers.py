@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -243,8 +244,151 @@ def test_large_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch):
     assert streamed.equals(whole)
     assert len(whole) == 40 + 12 + 1 + 7 + 5  # the B/E pair is one event; 7 complete steps before the cut
     key = lambda pr: (pr.file, pr.line, pr.reason)  # noqa: E731
-    assert sorted(map(key, pl_stream.items)) == sorted(map(key, pl_whole.items))
+    assert list(map(key, pl_stream.items)) == list(map(key, pl_whole.items))  # in the same order
+    assert pl_stream.counts == pl_whole.counts
     reasons = {pr.reason for pr in pl_whole.items}
     assert {"unknown event phase 'Q'", "E event without matching B", "non-UTF-8 bytes (replaced)"} <= reasons
     cut = [pr for pr in pl_stream.items if pr.reason.startswith("truncated or corrupt JSON array")]
     assert len(cut) == 1 and cut[0].line > 1 and "(10 events before the break kept)" in cut[0].reason
+
+
+TF_STEP = "framework/tensorflow/detailed_profiling/2020080513/000000001"
+TF_BASE = 1596634664000000
+
+
+def _tf_events() -> list:
+    """A TF profiler trace's events: two processes, complete events whose pid / thread come from the
+    args, a B/E pair and, at fixed places, an unknown phase, an event without ts and an unmatched E."""
+    ev = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
+          {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/device:GPU:0"}}]
+    ev += [{"ph": "X", "pid": 1 + i % 2, "tid": 9, "name": f"op{i}", "ts": 100 * i + 0.5 * (i % 3), "dur": 20 + i,
+            "args": {"step_num": str(i // 10), "pid": 40 + i % 2, "thread_id": 70 + i % 3}} for i in range(60)]
+    ev[10:10] = [{"ph": "B", "pid": 1, "name": "Allreduce", "ts": 1005}]
+    ev[13:13] = [{"ph": "E", "pid": 1, "ts": 1090}]
+    ev[20:20] = [{"ph": "Q", "pid": 1, "name": "odd", "ts": 1500}]
+    ev[25:25] = [{"ph": "X", "pid": 1, "name": "no ts", "dur": 4}]
+    ev[30:30] = [{"ph": "E", "pid": 2, "ts": 2500}]
+    return ev
+
+
+def _tf_text(events: list, corrupt_at: int | None = None) -> bytes:
+    """The profiler's layout: one event per line after the opening line; a garbage line before event
+    ``corrupt_at``."""
+    lines = [json.dumps(e) for e in events]
+    if corrupt_at is not None:
+        lines.insert(corrupt_at, '{"ph": "X", "name": ]]]}')
+    return ('{"displayTimeUnit": "ns", "traceEvents": [\n' + ",\n".join(lines) + '\n], "metadata": {"x": 1}}\n').encode()
+
+
+def _tf_traces(root: Path, files: dict) -> None:
+    step = root / TF_STEP
+    (step / "plugins" / "profile" / "2020_08_05_13_37_44").mkdir(parents=True)
+    (step / f"algo-1_{TF_BASE}_{TF_BASE + 1_000_000}.metadata").write_text("")
+    for node, data in files.items():
+        (step / "plugins" / "profile" / "2020_08_05_13_37_44" / f"{node}.trace.json.gz").write_bytes(data)
+
+
+def _read_streamed_and_whole(root: Path, monkeypatch, *, expect_streamed: int):
+    """read_framework twice: every trace read whole, then every trace streamed with tiny read and chunk
+    sizes; returns both tables and problem logs."""
+    import reportgen.engine.framework_reader as fr
+
+    calls = []
+    orig = fr.FrameworkReader._read_streamed
+    monkeypatch.setattr(fr.FrameworkReader, "_read_streamed", lambda self, path, *a: calls.append(path) or orig(self, path, *a))
+    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "100000")  # (a cut file's trailer is no size: force)
+    pl_whole = ProblemLog()
+    whole = read_framework(root, pl_whole)
+    assert calls == []
+    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")
+    monkeypatch.setattr(fr, "STREAM_BLOCK", 64)
+    monkeypatch.setattr(fr, "STREAM_EVENTS", 3)
+    pl_stream = ProblemLog()
+    streamed = read_framework(root, pl_stream)
+    assert len(calls) == expect_streamed
+    return whole, pl_whole, streamed, pl_stream
+
+
+def _items(log: ProblemLog) -> list:
+    return [(p.file, p.line, p.reason) for p in log.items]
+
+
+def test_large_gz_tf_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch):
+    """A gzip'd TF trace above the threshold is decompressed and decoded as a stream: the same table
+    (TF pid / thread from the args, the step's base time) and the same problems, in the same order, as
+    the whole-file read, for a clean file, one with a corrupt event, non-UTF-8 bytes and a gzip stream
+    cut in the middle, and one whose deflate data breaks mid-member."""
+    events = _tf_events()
+    clean = _tf_text(events)
+    dirty = _tf_text(events, corrupt_at=40).replace(b'"op5"', b'"op\xff5"')
+    cut_gz = gzip.compress(dirty, mtime=0)
+    cut_gz = cut_gz[: len(cut_gz) * 3 // 4]
+    recovered = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(cut_gz)
+    co = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)  # a reserved deflate block type after op47's line
+    split = clean.index(b"\n", clean.index(b'"op47"')) + 1
+    broken_mid = co.compress(clean[:split]) + co.flush(zlib.Z_FULL_FLUSH) + b"\x07" + co.compress(clean[split:]) + co.flush()
+    _tf_traces(tmp_path, {"algo-1": gzip.compress(clean, mtime=0), "algo-2": cut_gz, "algo-3": broken_mid})
+
+    whole, pl_whole, streamed, pl_stream = _read_streamed_and_whole(tmp_path, monkeypatch, expect_streamed=3)
+    assert streamed.equals(whole)
+    assert _items(pl_stream) == _items(pl_whole) and pl_stream.counts == pl_whole.counts
+
+    one = whole[whole["node_id"] == "algo-1"]
+    assert len(one) == 60 + 1  # the X events and the B/E pair
+    first = one.iloc[0]
+    assert (first.start_us, first.dur_us, first.phase, first.pid, first.tid, first.step_num) == (
+        TF_BASE, 20, "/host:CPU", 40, 70, "0")
+    pair = one[one["name"] == "Allreduce"].iloc[0]
+    assert (pair.start_us, pair.end_us) == (TF_BASE + 1005, TF_BASE + 1090)
+
+    # algo-2: events before the cut, the corrupt line skipped, the replaced byte kept in the name.
+    lines = recovered.decode("utf-8", errors="replace").split("\n")
+    complete_lines = lines[1:-1]  # the last line is cut
+    kept = sum(1 for x in complete_lines if not x.startswith('{"ph": "X", "name": ]]]'))
+    two = whole[whole["node_id"] == "algo-2"]
+    assert "op\ufffd5" in set(two["name"].astype(str))
+    rel2 = f"{TF_STEP}/plugins/profile/2020_08_05_13_37_44/algo-2.trace.json.gz"
+    rel1 = rel2.replace("algo-2", "algo-1")
+    general = [(rel2, 21, "unknown event phase 'Q'"), (rel2, 26, "event without numeric ts"),
+               (rel2, 31, "E event without matching B")]
+    expected = [(rel1, *p[1:]) for p in general]
+    expected += [(rel2, None, f"broken gzip stream ({len(recovered)} bytes recovered)"),
+                 (rel2, None, "non-UTF-8 bytes (replaced)"),
+                 (rel2, 42, "corrupt JSON event (skipped)"),
+                 (rel2, len(lines), f"truncated or corrupt JSON array ({kept} events before the break kept)")]
+    expected += general
+    rel3 = rel2.replace("algo-2", "algo-3")
+    assert _items(pl_whole)[: len(expected)] == expected
+    assert len(two) == kept - 2 - 3 - 1  # of the events kept: 2 M, Q, no ts, unmatched E no rows; B + E one row
+    # algo-3: every event up to op47 (the damage costs only the newline zlib decodes as it meets it).
+    three = whole[whole["node_id"] == "algo-3"]
+    assert len(three) == 48 + 1 and three["name"].astype(str).iloc[-1] == "op47"
+    assert [p for p in _items(pl_whole) if p[0] == rel3] == [
+        (rel3, None, f"broken gzip stream ({split - 1} bytes recovered)"),
+        (rel3, 56, "truncated or corrupt JSON array (55 events before the break kept)"),  # on op47's line
+    ] + [(rel3, *p[1:]) for p in general]
+
+
+def test_gz_traces_are_streamed_by_their_text_size(tmp_path, monkeypatch):
+    """json_stream.is_big: a .gz file by the size in its trailer (ISIZE), not trusted when below the
+    compressed size (several members, a wrapped field, not gzip), and always when the compressed size
+    alone is above the threshold; a plain file by its size."""
+    import os
+
+    from reportgen.engine.json_stream import is_big
+
+    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "1")
+    text = _tf_text(_tf_events()) * 200  # 1.4 MB of text, ~20 KB compressed
+    files = {
+        "small.trace.json.gz": gzip.compress(text[:500_000], mtime=0),  # ISIZE 0.5 MB
+        "big.trace.json.gz": gzip.compress(text, mtime=0),  # ISIZE 1.4 MB, compressed 0.02 MB
+        "two-members.trace.json.gz": gzip.compress(text, mtime=0) + gzip.compress(b"[]", mtime=0),  # ISIZE 2
+        "tiny-two-members.trace.json.gz": gzip.compress(b"[", mtime=0) + gzip.compress(b"]", mtime=0),
+        "incompressible.trace.json.gz": gzip.compress(os.urandom(1_200_000), mtime=0),  # compressed > 1 MB
+        "plain.json": text, "small-plain.json": text[:900_000],
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    assert {name for name in files if is_big(tmp_path / name)} == {
+        "big.trace.json.gz", "two-members.trace.json.gz", "incompressible.trace.json.gz", "plain.json"}
+    assert not is_big(tmp_path / "missing.trace.json.gz")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 
 import pytest
 
+from reportgen.engine.json_stream import TraceStream
 from reportgen.engine.problems import ProblemLog
 from reportgen.kineto import analyze_job, find_traces, read_trace
 from reportgen.kineto.classify import kernel_precision, memory_op_kind
@@ -105,3 +107,118 @@ def test_precision_from_kernel_names(name, precision):
 def test_memory_op_kinds():
     assert memory_op_kind("Memcpy DtoH (Device -> Pageable)", False) == "DtoH"
     assert memory_op_kind("Memset (Device)", True) == "Memset"
+
+
+def _gz_damaged_after(head: bytes, rest: bytes) -> bytes:
+    """gzip of head + rest with an invalid deflate block (reserved type) where ``rest`` starts."""
+    co = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+    first = co.compress(head) + co.flush(zlib.Z_FULL_FLUSH)  # ends on a byte boundary
+    return first + b"\x07" + (co.compress(rest) + co.flush())[1:]
+
+
+def _kineto_lines(n: int, offset: int = 0) -> list[str]:
+    return [json.dumps({"ph": "X", "cat": "kernel", "name": f"k{i % 50}", "pid": 0, "tid": 7,
+                        "ts": BASE_US + 10 * i, "dur": 5, "args": {"device": 0}}) for i in range(offset, offset + n)]
+
+
+def test_gzip_damage_in_the_middle_keeps_the_events_before_it(tmp_path):
+    """A corrupt deflate block costs what follows it (and the byte zlib decodes as it meets the damage:
+    the last event's closing brace), not the whole member; zero padding after a member is no damage."""
+    head = '{"schemaVersion": 1, "distributedInfo": {"rank": 3}, "traceEvents": [\n' + ",\n".join(_kineto_lines(20_000))
+    rest = ",\n" + ",\n".join(_kineto_lines(5_000, 20_000)) + "\n]}"
+    path = tmp_path / "rank-3.pt.trace.json.gz"
+    path.write_bytes(_gz_damaged_after(head.encode(), rest.encode()))
+    problems = ProblemLog()
+    trace = read_trace(path, problems)
+    assert trace.cat.size == 19_999 and trace.rank == 3 and not trace.complete
+    assert trace.start_us[-1] == BASE_US + 10 * 19_998
+    assert dict(problems.counts) == {"broken gzip stream": 1,
+                                     "truncated or corrupt JSON array (19999 events before the break kept)": 1}
+
+    padded = tmp_path / "rank-4.pt.trace.json.gz"
+    padded.write_bytes(gzip.compress((head + rest).encode(), mtime=0) + b"\0" * 512)
+    problems = ProblemLog()
+    trace = read_trace(padded, problems)
+    assert trace.cat.size == 25_000 and trace.complete and problems.total == 0
+
+
+BASE_NS = 1_700_000_000_000_000_000
+
+
+def _kineto_text(corrupt_at: int | None = None) -> bytes:
+    """Kineto's layout: metadata, one event per line, then more metadata (the base time) after the
+    events; relative µs times. Oddities at fixed places: a B/E pair, an E without B, a string time, a
+    negative duration, optionally a garbage line before event ``corrupt_at``."""
+    ev = [{"ph": "X", "cat": ("kernel", "cpu_op", "gpu_memcpy")[i % 3], "name": f"op{i % 7}", "pid": i % 2, "tid": 7,
+           "ts": 1000 + 10 * i + 0.25 * (i % 4), "dur": 5 + i % 3, "args": {"device": 0, "bytes": 64 * i}}
+          for i in range(80)]
+    ev[5:5] = [{"ph": "B", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1000}]
+    ev[40:40] = [{"ph": "E", "pid": 1, "tid": 1, "ts": 1400}]
+    ev[10:10] = [{"ph": "E", "pid": 3, "tid": 3, "ts": 1100}, {"ph": "X", "cat": "kernel", "name": "late", "ts": "soon", "dur": 1},
+                 {"ph": "X", "cat": "kernel", "name": "back", "ts": 1101, "dur": -2}]
+    lines = [json.dumps(e) for e in ev]
+    if corrupt_at is not None:
+        lines.insert(corrupt_at, '{"ph": "X", "cat": "kernel", "name": ]]]}')
+    return ('{"schemaVersion": 1, "deviceProperties": [{"name": "NVIDIA A100"}],\n'
+            ' "distributedInfo": {"rank": 5, "world_size": 8, "backend": "nccl"},\n "traceEvents": [\n'
+            + ",\n".join(lines) + '\n],\n "traceName": "t", "baseTimeNanoseconds": %d}\n' % BASE_NS).encode()
+
+
+def _fields(trace) -> dict:
+    return {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in vars(trace).items()}
+
+
+def test_large_gz_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch):
+    """A gzip'd Kineto trace above the threshold is decompressed and decoded as a stream: the same
+    trace (metadata from before and after the events, base time, ranks, flags) and the same problems,
+    in the same order, as the whole-file read: clean, with a corrupt event and a non-UTF-8 byte, cut
+    in the middle of the gzip stream; a plain file too."""
+    import reportgen.kineto.reader as reader
+
+    clean = _kineto_text()
+    dirty = _kineto_text(corrupt_at=30).replace(b'"op3"', b'"op\xfe3"')
+    cut = gzip.compress(dirty, mtime=0)
+    cut = cut[: len(cut) * 2 // 3]
+    recovered = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(cut)
+    files = {"clean.pt.trace.json.gz": gzip.compress(clean, mtime=0), "dirty.pt.trace.json.gz": gzip.compress(dirty, mtime=0),
+             "cut.pt.trace.json.gz": cut, "plain.pt.trace.json": dirty}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+
+    streamed = []
+    monkeypatch.setattr(reader, "TraceStream", lambda *a, **k: streamed.append(a[0]) or TraceStream(*a, chunk=64, **k))
+    results = {}
+    for threshold in ("100000", "0"):
+        monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", threshold)
+        for name in files:
+            problems = ProblemLog()
+            trace = read_trace(tmp_path / name, problems)
+            results[threshold, name] = (_fields(trace), [(p.file, p.line, p.reason) for p in problems.items])
+    assert sorted(p.name for p in streamed) == sorted(files)  # each once, with the threshold at 0
+    for name in files:
+        assert results["0", name] == results["100000", name], name
+
+    fields, problems = results["0", "clean.pt.trace.json.gz"]
+    assert (fields["rank"], fields["world_size"], fields["backend"], fields["devices"]) == (5, 8, "nccl", ["NVIDIA A100"])
+    assert fields["start_us"][0] == BASE_NS / 1000 + 1000 and fields["complete"] and fields["events_in_file"] == 85
+    assert len(fields["start_us"]) == 80 + 1  # the X events and the B/E pair
+    path = tmp_path / "clean.pt.trace.json.gz"
+    assert problems == [(str(path), None, "E event without matching B"),
+                        (str(path), None, "event without numeric ts/dur (dropped)"),
+                        (str(path), None, "negative duration (dropped)")]
+
+    fields, problems = results["0", "dirty.pt.trace.json.gz"]
+    path = str(tmp_path / "dirty.pt.trace.json.gz")
+    assert not fields["complete"] and len(fields["start_us"]) == 81 and "op\ufffd3" in fields["names"]
+    assert problems == [(path, None, "non-UTF-8 bytes (replaced)"), (path, 34, "corrupt JSON event (skipped)"),
+                        (path, None, "E event without matching B"), (path, None, "event without numeric ts/dur (dropped)"),
+                        (path, None, "negative duration (dropped)")]
+
+    fields, problems = results["0", "cut.pt.trace.json.gz"]
+    path = str(tmp_path / "cut.pt.trace.json.gz")
+    kept = recovered.count(b"\n") - 3 - 1  # complete event lines: less the 3 head lines and the garbage line
+    assert not fields["complete"] and fields["events_in_file"] == kept and fields["rank"] == 5
+    assert fields["start_us"][0] == 1000  # the base time was after the cut
+    assert problems[:4] == [(path, None, "broken gzip stream"), (path, None, "non-UTF-8 bytes (replaced)"),
+                            (path, 34, "corrupt JSON event (skipped)"),
+                            (path, kept + 1, f"truncated or corrupt JSON array ({kept} events before the break kept)")]
