@@ -1,9 +1,8 @@
-"""Reader bugs found by fuzzing (branch ``fuzz``), one minimal reproducer each.
+"""Reader bugs found by fuzzing (2026-11-22), one minimal reproducer each, now regression tests.
 
-Every test states the project's rule (bad input never raises, never loses data silently, and the
-streamed path reads a file exactly like the whole-file path) for one input that breaks it today, so
-each is ``xfail(strict=True)``: when a fix lands the test passes, strict xfail turns that into a
-failure, and the marker is to be removed. Deterministic, no hypothesis, well under a second each.
+Each test states the project's rule (bad input never raises, never loses data silently, and the
+streamed path reads a file exactly like the whole-file path) for one input that broke it. The list
+of the bugs and their fixes is in docs/reliability.md (Fuzzing). Deterministic, no hypothesis.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from reportgen.engine.problems import ProblemLog
 from reportgen.engine.system_reader import read_system
 from reportgen.kineto.reader import read_trace
 
-BUG = pytest.mark.xfail(strict=True, reason="found by fuzzing, not fixed yet")
 T = 1_700_000_000
 BASE = T * 1_000_000
 FW = "framework/pevents/2023111422"
@@ -63,7 +61,6 @@ def good_lines(n=5) -> list[str]:
 
 # -- framework reader: exceptions on numbers Python parses but floats cannot hold --------------------
 
-@BUG
 @pytest.mark.parametrize("bad", [
     '{"name": "a", "ph": "X", "pid": 1, "tid": 1, "ts": %s, "dur": 5}' % BIG,            # _simple_body ts
     '{"name": "a", "ph": "X", "pid": 1, "tid": 1, "ts": 5, "dur": %s}' % BIG,            # _simple_body dur
@@ -80,7 +77,6 @@ def test_framework_reader_survives_huge_and_nonfinite_numbers(tmp_path, bad):
     assert sorted(n for n in table["name"].astype(str) if n.startswith("op")) == [f"op{k}" for k in range(5)]
 
 
-@BUG
 def test_framework_reader_survives_deeply_nested_json(tmp_path):
     write_fw(tmp_path, lines(good_lines() + ["[" * 5000 + "]" * 5000]))
     table, log = read_fw(tmp_path)  # RecursionError from json.loads today
@@ -88,7 +84,6 @@ def test_framework_reader_survives_deeply_nested_json(tmp_path):
     assert log.total >= 1
 
 
-@BUG
 def test_num_workers_infinity_is_read_like_the_general_path(tmp_path):
     # _simple_body keeps float('inf'); _general (_number) turns it into NaN; the Dataloader rule
     # then calls int(inf) and the whole report fails with an internal error.
@@ -104,7 +99,6 @@ def _rows(table):
     return sorted(zip(table["start_us"].tolist(), table["end_us"].tolist(), table["name"].astype(str)))
 
 
-@BUG
 @pytest.mark.parametrize("text", [
     b"\xef\xbb\xbf" + lines(good_lines()).encode(),  # UTF-8 byte-order mark before the array
     b"\x00" + lines(good_lines()).encode(),          # a stray byte before the array
@@ -118,7 +112,6 @@ def test_streamed_framework_file_equals_whole_file(tmp_path, monkeypatch, text):
     assert _rows(streamed) == _rows(whole)  # streamed: 0 events ("not a JSON array")
 
 
-@BUG
 def test_streamed_number_cut_by_the_read_buffer_does_not_end_the_file(tmp_path, monkeypatch):
     # One-line file; a stray number "3.7" whose "3." ends exactly at a read-buffer boundary: the
     # stream decodes 3, then fails on ".7" and, with no newline to resync on, drops the rest.
@@ -132,7 +125,6 @@ def test_streamed_number_cut_by_the_read_buffer_does_not_end_the_file(tmp_path, 
     assert _rows(streamed) == _rows(whole)  # streamed keeps 3 of 8 today
 
 
-@BUG
 def test_metadata_after_events_gives_the_same_times_on_every_path(tmp_path, monkeypatch):
     # _read_simple applies the process_name base time to every event of the file, _general (and so
     # the streamed path, and the whole file as soon as any one event needs _general) only to the
@@ -155,7 +147,6 @@ KERNELS = [{"ph": "X", "cat": "kernel", "name": f"k{k}", "pid": 0, "tid": 7, "ts
            for k in range(5)]
 
 
-@BUG
 @pytest.mark.parametrize("text", [
     '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "a", "ts": %s, "dur": 1}]}' % BIG,
     '{"traceEvents": [{"ph": "X", "cat": "gpu_memcpy", "name": "a", "ts": 1, "dur": 1, "args": {"bytes": %s}}]}' % BIG,
@@ -166,7 +157,6 @@ def test_kineto_reader_never_raises(tmp_path, text):
     _kineto(tmp_path, text)  # TypeError from np.isfinite(int) / RecursionError today
 
 
-@BUG
 def test_streamed_kineto_plain_array_with_traceevents_key_in_args(tmp_path, monkeypatch):
     events = KERNELS[:2] + [{**KERNELS[2], "args": {"traceEvents": [7]}}] + KERNELS[3:]
     text = lines([json.dumps(e) for e in events])
@@ -213,7 +203,6 @@ def test_system_fast_path_rejects_wrongly_typed_fields_like_the_careful_path(tmp
     assert log.total == 1
 
 
-@BUG
 def test_truncated_object_form_pevents_file_salvages_the_trace_events(tmp_path):
     # _load_events salvages a non-gz file from text.find("["): the first array of the document, here
     # otherData.version, not traceEvents. 0 of 5 events kept and no truncation problem recorded.

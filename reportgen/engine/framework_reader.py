@@ -13,8 +13,8 @@ from __future__ import annotations
 import gc
 import itertools
 import json
-import math
 import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.engine.gunzip import GunzipStream
-from reportgen.engine.json_stream import TraceStream, is_big
+from reportgen.engine.json_stream import TraceStream, events_array_start, is_big
 from reportgen.engine.problems import ProblemLog
 from reportgen.engine.system_reader import trim_heap
 
@@ -81,9 +81,13 @@ def _key(value):
     return value if value is None or isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True, default=str)
 
 
+_FLOAT_MAX = sys.float_info.max
+
+
 def _number(x) -> bool:
-    """A finite int or float (NaN and Infinity parse from JSON but are no time or duration)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A finite int or float that a float can hold (NaN and Infinity parse from JSON but are no time
+    or duration; an integer of 400 digits does too, and ``math.isfinite`` raises on it)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and -_FLOAT_MAX <= x <= _FLOAT_MAX
 
 
 _TIME_LIMIT = 2**61  # µs; a base time or a column-wise time beyond it goes to the checked general path
@@ -116,7 +120,7 @@ def _salvage_array(text: str, start: int) -> tuple[list, list[int], int | None]:
             return items, skipped, None
         try:
             obj, i = dec.raw_decode(text, i)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting too deep for the stdlib parser
             nxt = _NEXT_EVENT.search(text, i)
             if nxt is None:
                 return items, skipped, i
@@ -255,6 +259,26 @@ class _TraceState:
 
 
 
+def _metadata_leads(events: list, phs: list) -> bool:
+    """Whether every metadata event comes before the events it describes, so that applying it to the
+    whole file (the column-wise path) gives what applying it from its place on (the event-by-event
+    and the streamed paths) gives. smdebug writes a pid's ``process_name`` just before its first
+    event, mid-file: that is fine; a base time, or a pid's name, after events it applies to is not."""
+    first_body = next((i for i, ph in enumerate(phs) if ph != "M"), len(phs))
+    last_meta = max(i for i, ph in enumerate(phs) if ph == "M")
+    seen: set = set()  # pids of the events so far
+    for i in range(first_body, last_meta + 1):
+        e = events[i]
+        if phs[i] != "M":
+            seen.add(e.get("pid"))
+            continue
+        args = e.get("args")
+        if e.get("name") == "process_name" and isinstance(args, dict):
+            if _base_time(args.get("start_time_since_epoch_in_micros")) or ("name" in args and e.get("pid") in seen):
+                return False
+    return True
+
+
 class FrameworkReader:
     def __init__(self, root: Path, problems: ProblemLog):
         self.root = root
@@ -299,7 +323,7 @@ class FrameworkReader:
             return []
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting too deep for the stdlib parser
             doc = None
         if isinstance(doc, list):
             return doc
@@ -309,10 +333,9 @@ class FrameworkReader:
                 return ev
             self.problems.add(rel, None, "JSON object without a traceEvents array")
             return []
-        # Salvage the complete events before the break.
-        m = re.search(r'"traceEvents"\s*:\s*\[', text) if gz else None
-        start = m.end() - 1 if m else text.find("[")
-        if start < 0:
+        # Salvage the complete events before the break, from the events array's own bracket.
+        start = events_array_start(text)
+        if start is None:
             self.problems.add(rel, 1, "not a JSON array")
             return []
         items, skipped, bad_at = _salvage_array(text, start)
@@ -513,6 +536,8 @@ class FrameworkReader:
             return False
         phs = [e.get("ph") for e in events]
         meta = [e for e, ph in zip(events, phs) if ph == "M"]
+        if meta and not _metadata_leads(events, phs):
+            return False
         if meta:
             body = [e for e, ph in zip(events, phs) if ph != "M"]
             phs = [ph for ph in phs if ph != "M"]
@@ -571,15 +596,21 @@ class FrameworkReader:
         steps = [a.get("step_num") for a in args_l]
         if set(map(type, steps)) - {str}:
             steps = ["" if x is None else x if type(x) is str else str(x) for x in steps]
-        apids = [int(x) if type(x) in num else -1 for x in [a.get("pid") for a in args_l]]
+        # As _Columns.append: NaN, Infinity and integers beyond a float are no pid / worker count.
+        fmax = _FLOAT_MAX
+        apids = [int(x) if type(x) in num and -fmax <= x <= fmax else -1 for x in [a.get("pid") for a in args_l]]
         nan = np.nan
-        nws = [float(x) if type(x) in num else nan for x in [a.get("num_workers") for a in args_l]]
+        nws = [float(x) if type(x) in num and -fmax <= x <= fmax else nan
+               for x in [a.get("num_workers") for a in args_l]]
         pms = [-1 if x is None else int(x in (True, "True", "true", 1)) for x in [a.get("pin_memory") for a in args_l]]
         n = len(body)
         # int(round(base + t)) exactly: float64 holds base + t exactly below 2**53 (int t), and
         # float t is added in float64 like Python does; np.rint rounds half to even like round().
-        ts_a = np.asarray(ts, dtype=np.float64)
-        dur_a = np.asarray(dur, dtype=np.float64)
+        try:
+            ts_a = np.asarray(ts, dtype=np.float64)
+            dur_a = np.asarray(dur, dtype=np.float64)
+        except OverflowError:  # an integer beyond any float: the general path reports the event
+            return False
         if n and not (np.abs(ts_a).max() < _TIME_LIMIT and dur_a.max() < _TIME_LIMIT):
             return False  # NaN, infinity or absurd magnitudes: the general path reports them
         if n and (np.abs(ts_a).max() + abs(base) >= 2.0**52 or dur_a.max() >= 2.0**52):

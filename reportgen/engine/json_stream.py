@@ -42,6 +42,26 @@ _OPEN = re.compile(r'"traceEvents"\s*:\s*\[')
 _FFFD = "\ufffd".encode()
 
 
+_BRACKET = re.compile(r"[\[{]")
+
+
+def events_array_start(text: str) -> int | None:
+    """Index of the ``[`` that opens a trace's events in ``text``, None when it is not (yet) there.
+
+    The document's first bracket decides: ``[``, the document is the array; ``{``, it is an object
+    and the array follows its ``"traceEvents":``. Whatever comes before that bracket (a BOM, a stray
+    byte) is passed over. Searching ``"traceEvents"`` from the start of any text instead finds such
+    a key inside an event's ``args`` first, and taking the first ``[`` of an object finds an array in
+    its metadata (``"version": [1, 2]``): both lost every event (found by fuzzing)."""
+    first = _BRACKET.search(text)
+    if first is None:
+        return None
+    if text[first.start()] == "[":
+        return first.start()
+    m = _OPEN.search(text, first.start())
+    return m.end() - 1 if m else None
+
+
 def stream_bytes() -> int:
     try:
         return int(float(os.environ.get("REPORTGEN_STREAM_TRACE_MB", STREAM_TRACE_MB)) * (1 << 20))
@@ -134,9 +154,11 @@ class TraceStream:
 
         while True:  # the opening bracket: of a "traceEvents" array, or of a top-level array
             buf = state["buf"]
-            m = _OPEN.search(buf) or (re.match(r"\s*\[", buf) if buf.strip() else None)
-            if m:
-                self.found, self.head, state["pos"] = True, buf[: m.start()], m.end()
+            start = events_array_start(buf)
+            if start is not None:
+                m = _OPEN.search(buf, 0, start + 1)  # an object's "traceEvents": key is not head text
+                self.found, self.head = True, buf[: m.start()] if m and m.end() == start + 1 else buf[:start]
+                state["pos"] = start + 1
                 break
             if not more() or len(state["buf"]) > MAX_EVENT_BYTES:
                 self.head = state["buf"][:MAX_EVENT_BYTES]
@@ -158,7 +180,7 @@ class TraceStream:
                 return
             try:
                 obj, end = dec.raw_decode(buf, pos)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nesting too deep for the stdlib parser
                 if not state["eof"] and len(buf) - pos < MAX_EVENT_BYTES:
                     more()  # maybe only cut by the read: decode again with more text
                     continue
@@ -170,8 +192,8 @@ class TraceStream:
                 self.problems.add(self.rel, line(), "corrupt JSON event (skipped)")
                 state["pos"] = nxt.start() + 1
                 continue
-            if end == len(buf) and not state["eof"] and not isinstance(obj, (dict, list)):
-                more()  # a bare number may continue in the next read
+            if len(buf) - end < 64 and not state["eof"] and not isinstance(obj, (dict, list)):
+                more()  # a bare value near the end of the read may go on in the next ("3." + "7")
                 continue
             state["pos"] = end
             self.count += 1

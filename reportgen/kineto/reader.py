@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.engine.gunzip import MAGIC, GunzipStream
-from reportgen.engine.json_stream import TraceStream, is_big
+from reportgen.engine.json_stream import TraceStream, events_array_start, is_big
 from reportgen.engine.problems import ProblemLog
 
 # Canonical categories. Kineto's 2021 traces use Operator/Runtime/Kernel/Memcpy/Memset.
@@ -117,17 +118,13 @@ def _salvage(text: str, path: Path, problems: ProblemLog) -> tuple[dict, list]:
         if match:
             try:
                 meta[key], _ = decoder.raw_decode(text, match.end())
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 pass
-    match = re.search(r'"traceEvents"\s*:\s*\[', text)
-    if match is None:
-        stripped = text.lstrip()
-        if not stripped.startswith("["):
-            problems.add(path, None, "not a Chrome trace (no traceEvents array)")
-            return meta, []
-        pos = len(text) - len(stripped) + 1
-    else:
-        pos = match.end()
+    start = events_array_start(text)
+    if start is None:
+        problems.add(path, None, "not a Chrome trace (no traceEvents array)")
+        return meta, []
+    pos = start + 1
     events = []
     n = len(text)
     while True:
@@ -139,7 +136,7 @@ def _salvage(text: str, path: Path, problems: ProblemLog) -> tuple[dict, list]:
             break
         try:
             event, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             # Kineto writes one event per line: skip to the next line that starts an object.
             nxt = _NEXT_EVENT.search(text, pos)
             if nxt is None:
@@ -160,11 +157,14 @@ def _key(value):
     return value if value is None or isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True, default=str)
 
 
+_FLOAT_MAX = sys.float_info.max
+
+
 def _number(value) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value) if np.isfinite(value) else None
+    if isinstance(value, (int, float)):  # an integer of 400 digits is no float (np.isfinite raises on it)
+        return float(value) if -_FLOAT_MAX <= value <= _FLOAT_MAX else None
     if isinstance(value, str):
         try:
             number = float(value)
@@ -199,7 +199,7 @@ def _parse(path: Path, text: str, problems: ProblemLog) -> tuple[dict, list, boo
         problems.add(path, None, "non-UTF-8 bytes (replaced)")
     try:
         doc = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting too deep for the stdlib parser
         meta, events = _salvage(text, path, problems)
         return meta, events, False
     if isinstance(doc, list):
@@ -248,7 +248,7 @@ def _stream_meta(stream: TraceStream) -> dict:
                 try:
                     meta[key], _ = decoder.raw_decode(text, match.end())
                     break
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     pass
     return meta
 
