@@ -17,6 +17,7 @@ ns since the epoch (as µs that would be the year 5138), so it is scaled to µs.
 from __future__ import annotations
 
 import json
+import math
 import re
 from array import array
 from dataclasses import dataclass, field
@@ -164,7 +165,11 @@ def _number(value) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value) if np.isfinite(value) else None
+        try:
+            number = float(value)  # np.isfinite raises TypeError on an int beyond 64 bits
+        except OverflowError:  # an int beyond float's range
+            return None
+        return number if math.isfinite(number) else None
     if isinstance(value, str):
         try:
             number = float(value)
