@@ -222,3 +222,20 @@ def test_large_gz_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch
     assert problems[:4] == [(path, None, "broken gzip stream"), (path, None, "non-UTF-8 bytes (replaced)"),
                             (path, 34, "corrupt JSON event (skipped)"),
                             (path, kept + 1, f"truncated or corrupt JSON array ({kept} events before the break kept)")]
+
+
+def test_integers_beyond_64_bits_are_read_not_raised(tmp_path):
+    """JSON integers have no size limit: a ts / dur beyond 64 bits or float's range (found by the
+    fuzzing) is a number or is dropped as not numeric, never a TypeError from numpy."""
+    events = _events() + [
+        {"ph": "X", "cat": "kernel", "name": "far", "pid": 0, "tid": 7, "ts": -2**63 - 1, "dur": 2**64},
+        {"ph": "X", "cat": "kernel", "name": "beyond", "pid": 0, "tid": 7, "ts": 10**400, "dur": 1},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": BASE_US, "dur": 1,
+         "args": {"bytes": 10**400}},
+    ]
+    path = tmp_path / "rank-0.pt.trace.json"
+    path.write_text(json.dumps(_trace(events)))
+    problems = ProblemLog()
+    trace = read_trace(path, problems)
+    assert trace.cat.size == len(_events()) + 2 and dict(problems.counts) == {"event without numeric ts/dur (dropped)": 1}
+    assert trace.start_us[0] == float(-2**63 - 1) and trace.dur_us[0] == float(2**64) and trace.nbytes.max() == 4096
