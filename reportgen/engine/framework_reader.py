@@ -310,9 +310,9 @@ class FrameworkReader:
         if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
             return doc["traceEvents"]
         text = raw.decode("utf-8", errors="replace")
-        return self._text_events(rel, text, "\ufffd" in text and b"\xef\xbf\xbd" not in raw, path.name.endswith(".gz"))
+        return self._text_events(rel, text, "\ufffd" in text and b"\xef\xbf\xbd" not in raw)
 
-    def _text_events(self, rel: str, text: str, replaced: bool, gz: bool) -> list:
+    def _text_events(self, rel: str, text: str, replaced: bool) -> list:
         """The events of a file's text (stdlib JSON), salvaged up to a break; ``replaced``: the
         text holds replaced non-UTF-8 bytes. Also judges a streamed file in which no array was
         found, from its whole text."""
@@ -519,7 +519,7 @@ class FrameworkReader:
             self.problems.add(rel, None, f"broken gzip stream ({stream.unzipped} bytes recovered)")
         replaced = stream.replaced and not stream.literal
         if not stream.found:  # then the head is the whole text (a file without an array is small)
-            self._convert(self._text_events(rel, stream.head, replaced, stream.gz), rel, node, ftype, base, is_tf)
+            self._convert(self._text_events(rel, stream.head, replaced), rel, node, ftype, base, is_tf)
             return
         if replaced:
             self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
