@@ -68,7 +68,7 @@ def drop_clock_outliers(nodes: dict[str, NodeSystem], events: pd.DataFrame, time
     if len(events):
         start = events["start_us"].to_numpy()
         end = events["end_us"].to_numpy()
-        # Events before 2001 have no absolute time (a TF trace without its base time): kept, as before.
+        # Events before PLAUSIBLE_EPOCH_US have no absolute time (a TF trace without its base time): kept.
         bad = (start >= PLAUSIBLE_EPOCH_US) & ((start < lo_s * 1e6) | (end > hi_s * 1e6))
         bad |= (start < PLAUSIBLE_EPOCH_US) & (end > hi_s * 1e6)
         if bad.any():

@@ -278,7 +278,7 @@ def read_pieces(root: Path, problems: ProblemLog, *, client=None, cache_root: Pa
         listing, fingerprints = _s3_listing(s3)
         source_id = s3.source_id
     else:
-        found = local_files if local_files is not None else list_system_files(root)
+        found = local_files if local_files is not None else list_system_files(root, problems)
         listing = []
         for key_us, path in found:
             try:

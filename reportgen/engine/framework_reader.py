@@ -23,6 +23,7 @@ import pandas as pd
 
 from reportgen.engine.gunzip import GunzipStream
 from reportgen.engine.json_stream import TraceStream, events_array_start, is_big
+from reportgen.engine.listing import walk_files
 from reportgen.engine.problems import ProblemLog
 from reportgen.engine.system_reader import trim_heap
 
@@ -56,12 +57,14 @@ def rewrite_node_id(raw: str) -> str:
     return f"{m.group(2)}-{m.group(1)}" if m else raw
 
 
-def list_framework_files(root: Path) -> list[Path]:
+def list_framework_files(root: Path, problems: ProblemLog | None = None) -> list[Path]:
+    """Trace files under framework/, in file-name time order; a folder that cannot be listed is
+    recorded in ``problems`` (see ``listing.walk_files``)."""
     fw = root / "framework"
     if not fw.is_dir():
         return []
     out = []
-    for p in fw.rglob("*"):
+    for p in walk_files(fw, root, problems):
         if not p.is_file():
             continue
         if p.name.endswith(".trace.json.gz"):
@@ -692,7 +695,7 @@ def read_framework(root: Path, problems: ProblemLog, stop=None) -> pd.DataFrame:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for p in list_framework_files(root):
+        for p in list_framework_files(root, problems):
             if stop is not None and stop.is_set():
                 break
             reader.read_file(p)

@@ -7,8 +7,8 @@ hands every node's chunks, in piece order, to the same ``_build_table`` the sing
 uses, so the tick tables are the ones a single read of all files gives.
 
 ``--incremental`` keeps the records of every piece in a :class:`RecordCache`, keyed by the
-fingerprints of its files (path relative to the profile root + size + mtime for local files;
-key + size + ETag for S3 objects). A piece is reused only when every one of its files still has
+fingerprints of its files (path relative to the profile root + size + mtime + a digest of the
+file's first and last 64 KiB for local files; key + size + ETag for S3 objects). A piece is reused only when every one of its files still has
 the fingerprint it had when it was read. The newest file of each node is always a piece of its own
 (the one a live job may still be appending to), so when it grows only that file is read again and
 the node's older files keep their cached piece.
@@ -31,7 +31,7 @@ from reportgen.engine.problems import DataProblem, ProblemLog
 
 # Bump when what the reader produces for the same bytes changes (parsing rules, problem reasons):
 # cached pieces of another version are ignored.
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: local fingerprints carry a content digest
 CACHE_SUBDIR = "system-records"
 
 
@@ -93,13 +93,31 @@ def tables_from_records(pieces: list[Records], problems: ProblemLog) -> dict:
 # ------------------------------------------------------------------------------------------ cache
 
 
-def local_fingerprint(root: Path, path: Path) -> tuple[str, int, int]:
-    st = path.stat()
+# Bytes hashed at each end of a local file for its fingerprint (see ``local_fingerprint``).
+CONTENT_BLOCK = 64 << 10
+
+
+def local_fingerprint(root: Path, path: Path) -> tuple[str, int, int, str]:
+    """``(relative path, size, mtime ns, content digest)``.
+
+    Size and mtime alone miss a file rewritten in place with both kept (``cp -p``, ``rsync -t``,
+    a restored backup), and the cache would serve the old file's numbers. The digest (BLAKE2b of
+    the first and last CONTENT_BLOCK bytes) catches any such rewrite that changes either end; a
+    metrics file smaller than 128 KiB (a minute of a node, usually) is hashed whole. It cannot see a
+    same-size change that touches only the middle of a bigger file with the mtime put back; reading
+    whole files would (``--incremental`` would then cost a full read of every file)."""
     try:
         rel = str(path.relative_to(root))
     except ValueError:
         rel = str(path)
-    return rel, int(st.st_size), int(st.st_mtime_ns)
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(fh.read(CONTENT_BLOCK))
+        if st.st_size > CONTENT_BLOCK:
+            fh.seek(max(CONTENT_BLOCK, st.st_size - CONTENT_BLOCK))
+            digest.update(fh.read(CONTENT_BLOCK))
+    return rel, int(st.st_size), int(st.st_mtime_ns), digest.hexdigest()
 
 
 def cache_folder(cache_root: Path, source_id: str) -> Path:

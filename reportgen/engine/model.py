@@ -10,9 +10,12 @@ import pandas as pd
 from reportgen.engine.system_reader import NodeSystem
 
 SCAN_INTERVAL_US = 60_000_000
-# Events with a start before 2001-09-09 (e.g. a TF trace without its .metadata base time) have no
-# usable absolute time; they are kept in the table but do not move the time axis.
-PLAUSIBLE_EPOCH_US = 1_000_000_000_000_000
+# Events with a start before 1973-03-03 (1e8 s; e.g. a TF trace without its .metadata base time,
+# whose times count from the process start) have no usable absolute time; they are kept in the
+# table but do not move the time axis. A clock set to the 1990s (8-9 digit epoch seconds) is a
+# real clock: the bound was 2001-09-09 (1e9 s) and such a job lost its time axis (a framework-only
+# one then crashed in StepOutlier).
+PLAUSIBLE_EPOCH_US = 100_000_000_000_000
 
 
 @dataclass
@@ -53,6 +56,8 @@ def time_axis(nodes: dict[str, NodeSystem], events: pd.DataFrame, first_file_key
         ends.append(int(ns.last_ts * 1e6))
     if len(events):
         ok = events["start_us"].to_numpy() >= PLAUSIBLE_EPOCH_US
+        if not ok.any() and not starts:  # only relative times (no base time anywhere): use them
+            ok = np.ones(len(events), dtype=bool)
         if ok.any():
             starts.append(int(events["start_us"].to_numpy()[ok].min()))
             ends.append(int(events["end_us"].to_numpy()[ok].max()))

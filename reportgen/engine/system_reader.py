@@ -26,9 +26,20 @@ from pathlib import Path
 
 import numpy as np
 
+from reportgen.engine.listing import walk_files
 from reportgen.engine.problems import ProblemLog
 
-SYSTEM_FILE_RE = re.compile(r"^(\d{10})\.([A-Za-z0-9_.\-]+)\.json$")
+# ``<epoch seconds>.<node>.json``. The epoch has 10 digits from 2001-09-09 on; a node whose clock
+# was set to the 1990s (or to 1970 after a reset) writes 8 or 9 digits, and such files are still
+# the job's data. The node part is any text (spaces, non-ASCII, a newline, U+202E: a copied or
+# renamed file is still data, and the node in the report comes from the records' NodeId).
+SYSTEM_FILE_RE = re.compile(r"^(\d{1,11})\.(.+)\.json$", re.DOTALL)
+# Characters DuckDB reads as a glob pattern in a file name: such a file goes line by line (a name
+# like ``1700000040.algo*.json`` would otherwise read every matching file).
+_GLOB_CHARS = frozenset("*?[]{}\\")
+# A longer line is no record (a real one is ~150 bytes): the careful path skips it (reading it in
+# bounded pieces) instead of holding it whole, so a 2 GB file without a newline costs one piece.
+MAX_LINE_BYTES = 1 << 20
 KNOWN_TYPES = ("cpu", "gpu", "memory", "i/o", "network")
 PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization"}
 PERCENT_NAMES = {"MemoryUsedPercent"}
@@ -224,15 +235,18 @@ class SystemData:
     file_keys_us: list[int] = field(default_factory=list)  # minute key of every file (clock-jump check)
 
 
-def list_system_files(root: Path) -> list[tuple[int, Path]]:
-    """``(minute key in µs, path)`` sorted by key then path, for every ``<epoch>.<node>.json`` under system/."""
+def list_system_files(root: Path, problems: ProblemLog | None = None) -> list[tuple[int, Path]]:
+    """``(minute key in µs, path)`` sorted by key then path, for every ``<epoch>.<node>.json`` under system/.
+
+    A folder that cannot be listed (an ``<hour>/`` folder of mode 000 copied from another user) is
+    recorded in ``problems`` as an unreadable folder: its files would otherwise vanish unnoticed."""
     out = []
     sysdir = root / "system"
     if not sysdir.is_dir():
         return out
-    for p in sysdir.rglob("*.json"):
+    for p in walk_files(sysdir, root, problems):
         m = SYSTEM_FILE_RE.match(p.name)
-        if m and p.is_file():
+        if m and p.name.endswith(".json") and p.is_file():
             out.append((int(m.group(1)) * 1_000_000, p))
     out.sort(key=lambda kp: (kp[0], str(kp[1])))
     return out
@@ -408,8 +422,10 @@ def _ends_with_a_record(path: Path, size: int) -> bool:
 
 
 def _plain(path: Path, size: int) -> bool:
-    """Whether a DuckDB query may take the file: big enough to hold a record, and whole at its end."""
-    return size >= MIN_RECORD_BYTES and _ends_with_a_record(path, size)
+    """Whether a DuckDB query may take the file: big enough to hold a record, whole at its end, and
+    named without glob characters (DuckDB expands them)."""
+    return (size >= MIN_RECORD_BYTES and _GLOB_CHARS.isdisjoint(str(path))
+            and _ends_with_a_record(path, size))
 
 
 def _slices(files: list[Path]) -> list[list[str]] | None:
@@ -644,7 +660,11 @@ class SystemReader:
         seen_data = False
         try:
             with open(path, "rb") as fh:
-                for i, raw in enumerate(fh, start=1):
+                for i, raw in enumerate(_bounded_lines(fh), start=1):
+                    if raw is None:  # longer than MAX_LINE_BYTES: skipped without being held
+                        seen_data = True
+                        self.problems.add(rel, i, f"line longer than {MAX_LINE_BYTES >> 20} MiB (skipped)")
+                        continue
                     if i == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is not data
                         raw = raw[3:]
                     if not raw.strip():
@@ -771,6 +791,21 @@ class SystemReader:
         for node in list(self.acc.chunks):
             self._finish(node)
         return {node: self.out[node] for node in sorted(self.out, key=_natural_key)}
+
+
+def _bounded_lines(fh):
+    """The lines of a binary file, as iterating it gives them, except that a line longer than
+    MAX_LINE_BYTES is read in MAX_LINE_BYTES pieces to its end and given as None."""
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = fh.readline(MAX_LINE_BYTES)
+            yield None
+            continue
+        yield raw
 
 
 def _size(path: Path) -> int:
@@ -993,7 +1028,7 @@ def read_system(root: Path, problems: ProblemLog, *, client=None, cache_root: Pa
 
         data, _ = read_pieces(root, problems, client=client, cache_root=cache_root, s3=s3)
         return data
-    files = list_system_files(root)
+    files = list_system_files(root, problems)
     data = SystemData(files=len(files), file_keys_us=[k for k, _ in files])
     if not files:
         return data

@@ -724,6 +724,86 @@ def _(f):
     return {"kineto_events": 10}
 
 
+# ---- round 2: clocks before 2001, odd file names, unreadable folders, huge lines
+
+T_1999 = 968_895_960  # 2000-09-14: a node clock set back (9-digit epoch names)
+SYS_DIR_1999 = "system/incremental/2000091401"
+FW_DIR_1999 = "framework/pevents/2000091401"
+UNREADABLE = "unreadable folder: Permission denied"
+
+
+@case("sys_pre2001_clock", exit=0, problems={}, cli=True)
+def _(f):
+    """A job whose clock read 2000 (9-digit epoch file names): the files were skipped without a note
+    and StepOutlier crashed (IndexError); now every record counts."""
+    lines = instants(20, start=T_1999)
+    write(f, f"{SYS_DIR_1999}/{T_1999}.algo-1.json", "\n".join(lines) + "\n")
+    events = fw_meta(start_us=T_1999 * 1_000_000) + fw_events(120)
+    write(f, f"{FW_DIR_1999}/{T_1999 * 1_000_000 + 60_000_000}_27-algo-1_pythontimeline.json", fw_text(events))
+    return {"system_values": len(lines), "events": 120}
+
+
+@case("fw_pre2001_clock", exit=0, problems={})
+def _(f):
+    """Framework traces only, clock in 2000: the time axis was empty and StepOutlier raised IndexError."""
+    events = fw_meta(start_us=T_1999 * 1_000_000) + fw_events(120)
+    write(f, f"{FW_DIR_1999}/{T_1999 * 1_000_000 + 60_000_000}_27-algo-1_pythontimeline.json", fw_text(events))
+    return {"events": 120}
+
+
+@case("tf_relative_times_only", exit=0, problems={"TF trace without .metadata file (base time 0)": 1})
+def _(f):
+    """A TF trace without its base time and nothing else: relative times only, still one report."""
+    tf_trace(f, gzip.compress(tf_doc(12), mtime=0), metadata=False)
+    return {"events": 12}
+
+
+ODD_NODES = ("algo-1 (copy)", "algø-2", "algo\n3", "\u202ealgo-4", "algo*5", "algo[6]")
+
+
+@case("sys_odd_node_names", exit=0, problems={})
+def _(f):
+    """Node names with a space, non-ASCII, a newline, U+202E and glob characters in the file names:
+    each was ignored and the whole node left the report; now every node is read (and the glob
+    characters do not make DuckDB read other files)."""
+    n = 0
+    for k, node in enumerate(ODD_NODES):
+        lines = instants(10, node=f"node-{k}")
+        write(f, f"{SYS_DIR}/{T}.{node}.json", "\n".join(lines) + "\n")
+        n += len(lines)
+    return {"system_values": n, "events": good_framework(f)}
+
+
+@case("sys_unreadable_hour_folder", exit=0, problems={f"{UNREADABLE}": 1},
+      hook="unreadable:system/incremental/2023111423")
+def _(f):
+    """An <hour>/ folder of mode 000 (copied from another user's job): its files were lost without a
+    note; now the folder is counted under Data quality and the other hours are used."""
+    n = good_system(f)
+    lines = instants(10, start=T + 3600)
+    write(f, f"system/incremental/2023111423/{T + 3600}.algo-1.json", "\n".join(lines) + "\n")
+    return {"system_values": n, "events": good_framework(f)}
+
+
+@case("fw_unreadable_hour_folder", exit=0, problems={f"{UNREADABLE}": 1},
+      hook="unreadable:framework/pevents/2023111423")
+def _(f):
+    """A framework/pevents/<hour>/ folder of mode 000: counted, the readable traces used."""
+    n = good_framework(f)
+    write(f, f"framework/pevents/2023111423/{T * 1_000_000 + 3_660_000_000}_27-algo-1_pythontimeline.json",
+          fw_text(fw_meta() + fw_events(5)))
+    return {"system_values": good_system(f), "events": n}
+
+
+@case("sys_line_without_newline_huge", exit=0, problems={"line longer than 1 MiB (skipped)": 1})
+def _(f):
+    """A 3 MB metrics file that is one line without a newline (a 2 GB one held 4 GB before the fix):
+    skipped in bounded pieces and counted; the node's other file is used."""
+    n = good_system(f)
+    write(f, f"{SYS_DIR}/{T + 60}.algo-1.json", b'{"Type": "cpu", "Name": "' + b"x" * (3 << 20))
+    return {"system_values": n, "events": good_framework(f)}
+
+
 # ---- rule outputs (SageMaker's schema)
 
 @case("rules_unknown_and_missing_fields", exit=0, problems={}, rules_only=True,

@@ -63,6 +63,9 @@ def hook(spec: str | None, case_dir: Path, out_dir: Path):
     if spec.startswith("vanish:"):
         with _vanish(case_dir / spec.split(":", 1)[1]):
             yield
+    elif spec.startswith("unreadable:"):
+        with _unreadable(case_dir / spec.split(":", 1)[1]):
+            yield
     elif spec == "readonly-output":
         with _readonly(out_dir):
             yield
@@ -94,6 +97,28 @@ def _vanish(victim: Path):
     finally:
         setattr(module, name, original)
         victim.write_bytes(saved)
+
+
+@contextlib.contextmanager
+def _unreadable(folder: Path):
+    """chmod 000 (what a normal user meets); root reads such a folder anyway, so listing it is also
+    refused with EACCES at the ``os.scandir`` boundary (``tests/test_reliability_round2.py`` checks
+    the real thing as an unprivileged user)."""
+    folder.chmod(0)
+    real_scandir = os.scandir
+    target = os.path.realpath(folder)
+
+    def guarded(path=".", *args, **kwargs):
+        if not isinstance(path, int) and os.path.realpath(os.fspath(path)) == target:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_scandir(path, *args, **kwargs)
+
+    os.scandir = guarded
+    try:
+        yield
+    finally:
+        os.scandir = real_scandir
+        folder.chmod(0o755)
 
 
 @contextlib.contextmanager
@@ -221,7 +246,7 @@ def records_used(source: Path, hook_spec: str | None = None) -> dict:
     from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
 
     used: dict = {}
-    with hook(hook_spec if hook_spec and hook_spec.startswith("vanish:") else None, source, source):
+    with hook(hook_spec if hook_spec and hook_spec.startswith(("vanish:", "unreadable:")) else None, source, source):
         if (source / "system").is_dir() or (source / "framework").is_dir():
             try:
                 data, _ = load_data(source)

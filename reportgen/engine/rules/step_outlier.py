@@ -36,7 +36,7 @@ def evaluate(data, params: StepOutlierParams | None = None) -> dict:
     triggered = 0
     violations = 0
     corr_s, corr_e = [], []
-    nw = data.n_windows
+    nw = max(data.n_windows, 1)  # a job whose every time is unknown still has one window
     for node, g in steps.groupby("node_id", observed=True, sort=True):
         by_phase = {ph: gg for ph, gg in g.groupby("name", observed=True, sort=False)}
         best = max(by_phase, key=lambda ph: len(by_phase[ph]))
