@@ -2,16 +2,21 @@
 
 Definitions (also in docs/beyond-sagemaker.md):
 
-* **Trace span**: first start to last end over every complete event of the file (CPU and GPU).
+* **Rank**: the files of one process (torch writes one per profiling cycle), merged
+  (``reportgen.kineto.ranks``).
+* **Trace span**: first start to last end over every complete event, summed over the rank's
+  profiling cycles (the unprofiled time between cycles never counts).
 * **GPU active**: length of the union of all GPU activity intervals (kernels, memcpy, memset, sync)
-  on any stream of the rank; **GPU idle** = span - active.
+  on any stream of the rank; **GPU idle** = span - active. Idle within the GPU's active window and
+  its split into host wait / kernel wait / other: ``reportgen.kineto.gpu_idle``.
 * **Kernel time**: sum of kernel durations (overlapping streams are counted twice, as in Kineto's
   own kernel view); a kernel's launches = its number of kernel events.
 * **CPU operators**: ``cpu_op`` events (``Operator`` in 2021 traces) other than ``ProfilerStep#N``,
   ranked by total *inclusive* time (a parent's time includes its children's).
 * **Steps**: ``ProfilerStep#N`` annotations on the CPU side.
-* **Straggler**: with two or more ranks, the rank with the largest mean step time when that mean is
-  more than ``STRAGGLER_MARGIN`` above the median of the ranks' means.
+* **Data loading** and **collectives**: outermost intervals per thread, never summed nested events
+  (``reportgen.kineto.regions``).
+* **Straggler**: ``reportgen.kineto.straggler`` (collective wait first, step times otherwise).
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ from collections import defaultdict
 import numpy as np
 
 from reportgen.kineto import reader as k
+from reportgen.kineto import regions
 from reportgen.kineto.classify import PRECISIONS, is_communication_kernel, kernel_precision, memory_op_kind
+from reportgen.kineto.gpu_idle import gpu_idle
+from reportgen.kineto.straggler import find_straggler
 
 TOP_KERNELS = 15
 TOP_OPS = 15
-STRAGGLER_MARGIN = 0.05
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
-_DATALOADER = re.compile(r"dataloader", re.I)
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -83,7 +89,8 @@ def analyze_trace(trace: k.KinetoTrace) -> dict:
     ends = trace.end_us
     span_start = float(trace.start_us.min()) if trace.start_us.size else 0.0
     span_end = float(ends.max()) if ends.size else 0.0
-    span = span_end - span_start
+    cycles = list(getattr(trace, "cycles", None) or ([(span_start, span_end)] if ends.size else []))
+    span = float(sum(hi - lo for lo, hi in cycles))
     gpu = trace.rows(*k.GPU_CATEGORIES)
     active = union_length(trace.start_us[gpu], ends[gpu])
     kernels = trace.rows(k.KERNEL)
@@ -132,10 +139,12 @@ def analyze_trace(trace: k.KinetoTrace) -> dict:
     step_ms = np.array([s["dur_us"] / 1000.0 for s in steps])
     hist_counts, hist_edges = (np.histogram(step_ms, bins=min(20, max(1, len(step_ms)))) if len(step_ms)
                                else (np.zeros(0), np.zeros(0)))
-    dl_ids = np.fromiter((i for i, n in enumerate(trace.names) if _DATALOADER.search(n)), dtype=np.int32)
-    dl = ~trace.rows(*k.GPU_CATEGORIES, k.GPU_ANNOTATION) & np.isin(trace.name, dl_ids)
+    idle = gpu_idle(trace, cycles)
     return {
         "file": trace.path.name,
+        "files": list(getattr(trace, "files", None) or [trace.path.name]),
+        "cycles": len(cycles),
+        "workers": list(getattr(trace, "workers", None) or []),
         "rank": trace.rank,
         "world_size": trace.world_size,
         "backend": trace.backend,
@@ -147,7 +156,9 @@ def analyze_trace(trace: k.KinetoTrace) -> dict:
         "start_us": span_start,
         "span_ms": span / 1000.0,
         "gpu": {"active_ms": active / 1000.0, "idle_ms": max(span - active, 0.0) / 1000.0,
-                "active_pct": 100.0 * active / span if span else 0.0, "has_gpu_activity": bool(gpu.any())},
+                "active_pct": 100.0 * active / span if span else 0.0, "has_gpu_activity": bool(gpu.any()),
+                **{key: idle[key] for key in ("window_ms", "window_idle_ms", "window_idle_share",
+                                              "window_idle_split_ms", "kernel_wait_threshold_us") if key in idle}},
         "gpu_mix_ms": mix,
         "kernels": {"total_ms": kernel_total / 1000.0, "count": int(kernels.sum()), "distinct": int(names.size),
                     "top": top},
@@ -158,20 +169,11 @@ def analyze_trace(trace: k.KinetoTrace) -> dict:
                   for s in steps],
         "step_stats_ms": _stats(step_ms),
         "step_hist": {"counts": [int(c) for c in hist_counts], "edges": [float(e) for e in hist_edges]},
-        "dataloader": {"count": int(dl.sum()), "total_ms": float(trace.dur_us[dl].sum()) / 1000.0},
+        "dataloader": regions.dataloader(trace, steps),
+        "collectives": regions.collectives(trace, steps),
     }
 
 
 def compare_ranks(ranks: dict[str, dict]) -> dict:
-    """Ranks side by side: who is slowest, and by how much."""
-    means = {label: r["step_stats_ms"]["mean"] for label, r in ranks.items() if r.get("step_stats_ms")}
-    out = {"ranks": len(ranks), "ranks_with_steps": len(means), "straggler": None, "median_step_ms": None,
-           "slowest": None, "slowest_excess_pct": None, "margin_pct": STRAGGLER_MARGIN * 100}
-    if len(means) >= 2:
-        median = float(np.median(list(means.values())))
-        slowest = max(means, key=lambda label: means[label])
-        excess = 100.0 * (means[slowest] / median - 1.0) if median else 0.0
-        out.update(median_step_ms=median, slowest=slowest, slowest_excess_pct=excess)
-        if excess > STRAGGLER_MARGIN * 100:
-            out["straggler"] = slowest
-    return out
+    """Ranks side by side: who holds the others back, how it was told, and by how much."""
+    return find_straggler(ranks)

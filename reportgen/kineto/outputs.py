@@ -15,6 +15,7 @@ from reportgen.engine.params import StepOutlierParams
 from reportgen.engine.problems import ProblemLog
 from reportgen.engine.stats import hist100
 from reportgen.kineto.analysis import analyze_trace, compare_ranks
+from reportgen.kineto.ranks import ranks_of
 from reportgen.kineto.reader import read_trace
 
 KINETO_JSON = "kineto.json"
@@ -33,20 +34,33 @@ def _unique_labels(traces) -> None:
 
 
 def analyze_job(files: list[Path], problems: ProblemLog | None = None) -> tuple[dict, ProblemLog]:
-    """Read every rank file of one job and analyse each; returns the ``kineto.json`` document."""
+    """Read every trace file of one job, group the files into ranks (one file per profiling cycle,
+    ``reportgen.kineto.ranks``) and analyse each rank; returns the ``kineto.json`` document."""
     problems = problems if problems is not None else ProblemLog()
+    traces = [read_trace(Path(path), problems) for path in files]
+    merged = ranks_of(traces)
+    del traces
+    _unique_labels(merged)
+    for rank in merged:
+        if len(rank.workers) > 1:
+            problems.add(rank.path, None, f"rank {rank.label}: trace files of {len(rank.workers)} processes "
+                         f"({', '.join(rank.workers[:4])}) merged; a folder reused by several runs?")
     ranks: dict[str, dict] = {}
-    traces = []
-    for path in files:
-        traces.append(read_trace(Path(path), problems))
-    _unique_labels(traces)
-    traces.sort(key=lambda t: (t.rank is None, t.rank if t.rank is not None else 0, t.label))
-    for trace in traces:
-        ranks[trace.label] = analyze_trace(trace)
-        del trace  # columns are dropped rank by rank
-    doc = {"version": 1, "files": [str(Path(f).name) for f in files], "ranks": ranks,
+    while merged:
+        rank = merged.pop(0)  # columns are dropped rank by rank
+        ranks[rank.label] = analyze_trace(rank)
+    doc = {"version": 2, "files": [str(Path(f).name) for f in files], "ranks": ranks,
            "comparison": compare_ranks(ranks)}
+    doc["straggler"] = straggler_summary(doc["comparison"])
     return doc, problems
+
+
+def straggler_summary(comparison: dict) -> dict | None:
+    """The top-level ``straggler`` of kineto.json: rank, reason, evidence, method (None: none found)."""
+    if comparison.get("straggler") is None:
+        return None
+    return {"rank": comparison["straggler"], "reason": comparison.get("reason"),
+            "evidence": list(comparison.get("evidence") or []), "method": comparison.get("method")}
 
 
 def step_outlier_rule(doc: dict, params: StepOutlierParams | None = None) -> dict:

@@ -68,6 +68,8 @@ class KinetoTrace:
     dur_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     device: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # GPU id, -1 for CPU events
     nbytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))  # memcpy/memset bytes, else 0
+    tid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # thread (CPU) or stream (GPU)
+    corr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # args.correlation, -1 when absent
     events_in_file: int = 0
     complete: bool = True  # False when the file was truncated or broken
 
@@ -259,6 +261,8 @@ def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) 
     names: dict[str, int] = {}
     # compact columns (~37 bytes per event instead of Python objects), for huge traces
     cat, name, start, dur, device, nbytes = array("b"), array("i"), array("d"), array("d"), array("i"), array("d")
+    tids, corrs = array("q"), array("q")
+    tid_ids: dict = {}  # a tid that is no 64-bit integer (a string, a list) gets a negative id of its own
     open_b: dict[tuple, list] = {}
     bad_time = 0
     negative = 0
@@ -275,6 +279,12 @@ def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) 
             value = args.get("device", e.get("pid"))
             dev = int(value) if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31 else -1
         moved = _number(args.get("bytes")) if c in (MEMCPY, MEMSET) else None
+        tid = e.get("tid")
+        if not (isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < 2**62):
+            tid = tid_ids.setdefault(_key(tid), -1 - len(tid_ids))
+        corr = args.get("correlation")
+        tids.append(tid)
+        corrs.append(corr if isinstance(corr, int) and not isinstance(corr, bool) and 0 <= corr < 2**62 else -1)
         cat.append(c)
         name.append(idx)
         start.append(ts)
@@ -351,6 +361,8 @@ def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) 
     trace.dur_us = dur_arr[order]
     trace.device = np.asarray(device, dtype=np.int32)[order]
     trace.nbytes = np.asarray(nbytes, dtype=np.float64)[order]
+    trace.tid = np.asarray(tids, dtype=np.int64)[order]
+    trace.corr = np.asarray(corrs, dtype=np.int64)[order]
     if not len(order):
         problems.add(path, None, "no complete events in the trace")
     return trace

@@ -57,12 +57,23 @@ def generated(request, tmp_path_factory):
 
 
 def _label(path: Path, rank, ranks: dict) -> str:
+    """The rank a file belongs to, told independently: distributedInfo.rank, a rank number in the name,
+    else torch's ``<worker>.<timestamp>.pt.trace.json`` worker part (one file per profiling cycle)."""
     if rank is not None and str(rank) in ranks:
         return str(rank)
     match = re.search(r"rank[-_]?(\d+)", path.name)
     if match and match.group(1) in ranks:
         return match.group(1)
+    worker = re.match(r"^(.+)\.\d{10,}\.pt\.trace\.json", path.name)
+    if worker and worker.group(1) in ranks:
+        return worker.group(1)
     return path.name.split(".pt.trace")[0].split(".json")[0]
+
+
+def _merge(into: dict, table: dict) -> None:
+    for name, (total, count) in table.items():
+        into[name][0] += total
+        into[name][1] += count
 
 
 def test_kernel_and_operator_tables_match_an_independent_reading(generated):
@@ -70,12 +81,20 @@ def test_kernel_and_operator_tables_match_an_independent_reading(generated):
     tables = read_tables(out.read_text(encoding="utf-8"))
     data = json.loads(out.with_suffix(".json").read_text())["sections"]["gpu-kernels-operators"]
     files = sorted(folder.glob("*.json.gz"))
-    assert files and len(data["ranks"]) == len(files)
-    assert "kineto-ranks" in tables and len(tables["kineto-ranks"]) == len(files) + 1
+    by_rank: dict[str, dict] = {}
     for path in files:
         truth = independent(path)
         label = _label(path, truth["rank"], data["ranks"])
+        rank_truth = by_rank.setdefault(label, {"kernels": defaultdict(lambda: [0.0, 0]),
+                                                "ops": defaultdict(lambda: [0.0, 0]), "files": []})
+        _merge(rank_truth["kernels"], truth["kernels"])
+        _merge(rank_truth["ops"], truth["ops"])
+        rank_truth["files"].append(path.name)
+    assert files and sorted(data["ranks"]) == sorted(by_rank)
+    assert "kineto-ranks" in tables and len(tables["kineto-ranks"]) == len(by_rank) + 1
+    for label, truth in by_rank.items():
         rank = data["ranks"][label]
+        assert sorted(rank["files"]) == sorted(truth["files"]) and rank["cycles"] == len(truth["files"])
         expected_total = sum(t for t, _ in truth["kernels"].values())
         assert rank["kernels"]["total_ms"] == pytest.approx(expected_total, rel=1e-9, abs=1e-9)
         assert rank["kernels"]["count"] == sum(c for _, c in truth["kernels"].values())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Text
+from reportgen.report.trace_facts import dataloader_sentence, trace_facts
 from reportgen.report.util import as_dict, number
 from reportgen.rule_outputs import RuleOutputs
 
@@ -21,6 +22,17 @@ def build(outputs: RuleOutputs) -> Section:
         f"work on the CPU. It analysed {rule.datapoints} datapoints and fired {rule.triggered} times.",
         tone="finding" if rule.triggered else "plain"))
     details = as_dict(rule.details)
+    facts = trace_facts(outputs)
+    if not details and facts.dataloader_share is not None:
+        section.add(Text("SageMaker Debugger recorded no data-loading events; the PyTorch profiler traces did. "
+                         + dataloader_sentence(facts), tone="finding" if facts.dataloader_share >= 0.3 else "plain"))
+        if facts.workers is False and facts.dataloader_share >= 0.3:
+            section.add(Text("The data is loaded in the training process itself, one batch after the other: "
+                             "set num_workers of the DataLoader (e.g. to the number of free cores) so that worker "
+                             "processes prepare the next batches while the model trains.", tone="finding"))
+        section.data = {"trace_dataloader_share": facts.dataloader_share, "iterator": facts.iterator,
+                        "workers": facts.workers}
+        return section
     if not details:
         return section.missing("No data-loading events were recorded for this job.")
     cores, loaders = number(details.get("cores")), number(details.get("dataloaders"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, ChartRow, Heading, Section, Text
+from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import int_pct, numeric_items, slug
 from reportgen.rule_outputs import RuleOutputs
 
@@ -75,6 +76,11 @@ def build(outputs: RuleOutputs) -> Section:
     if rule is None:
         return section.missing("No framework metrics output (OverallFrameworkMetrics) was found.")
     blocks = framework_blocks(rule.details, "fw")
+    facts = trace_facts(outputs)
+    if not blocks and facts.any:
+        return section.missing(
+            "SageMaker Debugger's framework metrics were not recorded; the PyTorch profiler traces hold "
+            f"{facts.steps} profiled step(s) and {facts.cpu_ops} CPU operator calls ({facts.pointer()}).")
     if not blocks:
         return section.missing("No framework metrics were recorded for this job (framework profiling was off "
                                "or produced no events).")

@@ -31,20 +31,51 @@ def _rank_order(ranks: dict, straggler) -> list[str]:
     return chosen
 
 
+def _pct(share) -> float | None:
+    share = number(share)
+    return None if share is None else 100.0 * share
+
+
 def _ranks_table(ranks: dict) -> Table:
+    """The columns that tell the story first (steps, data loading, collective wait), GPU after."""
     rows = []
     for label, r in ranks.items():
         r = as_dict(r)
         stats = as_dict(r.get("step_stats_ms"))
         gpu = as_dict(r.get("gpu"))
-        kernels = as_dict(r.get("kernels"))
-        rows.append([str(label), str(r.get("file", "")), len(r.get("steps") or []), number(stats.get("mean")),
-                     number(stats.get("max")), number(gpu.get("active_pct")), number(gpu.get("idle_ms")),
-                     number(kernels.get("total_ms")), kernels.get("count", 0),
-                     number(as_dict(r.get("dataloader")).get("total_ms"))])
-    return Table("kineto-ranks", ["Rank", "Trace file", "Steps", "Mean step (ms)", "Max step (ms)", "GPU active",
-                                  "GPU idle (ms)", "Kernel time (ms)", "Kernel launches", "DataLoader (ms)"],
-                 rows, ["text", "text", "int", "num2", "num2", "pct", "num2", "num2", "int", "num2"])
+        loader = as_dict(r.get("dataloader"))
+        collectives = as_dict(r.get("collectives"))
+        rows.append([str(label), int(number(r.get("cycles"), 1)), len(r.get("steps") or []),
+                     number(stats.get("mean")), number(stats.get("max")), _pct(loader.get("step_share")),
+                     number(loader.get("per_step_ms")), _pct(collectives.get("step_share")),
+                     number(gpu.get("active_pct")) if gpu.get("has_gpu_activity") else None,
+                     _pct(gpu.get("window_idle_share"))])
+    return Table("kineto-ranks", ["Rank", "Cycles", "Steps", "Mean step (ms)", "Max step (ms)", "DataLoader share",
+                                  "DataLoader per step (ms)", "Collective wait", "GPU active (trace)",
+                                  "GPU idle (active window)"],
+                 rows, ["text", "int", "int", "num2", "num2", "pct", "num2", "pct", "pct", "pct"],
+                 caption=("DataLoader share and collective wait: share of the profiled step time (nested events "
+                          "counted once). GPU active over the whole trace; GPU idle within the window from the "
+                          "first to the last GPU activity, as HTA and TensorBoard count it. Empty: not in the "
+                          "trace."))
+
+
+def _gpu_idle_text(label: str, gpu: dict) -> Text | None:
+    window, idle = number(gpu.get("window_ms")), number(gpu.get("window_idle_ms"))
+    if window is None or idle is None:
+        return None
+    split = as_dict(gpu.get("window_idle_split_ms"))
+    parts = ", ".join(f"{name} {number(split.get(key), 0.0):.2f} ms" for key, name in
+                      (("host_wait", "host wait"), ("kernel_wait", "kernel wait"), ("other", "other")))
+    threshold = number(gpu.get("kernel_wait_threshold_us"), 30.0)
+    return Text(
+        f"GPU idle two ways, rank {label}. Over the whole trace: {number(gpu.get('idle_ms'), 0.0):.2f} ms "
+        f"({100 - number(gpu.get('active_pct'), 0.0):.1f} %), including CPU-only stretches before the first and "
+        f"after the last GPU activity. Within the GPU's active window (first to last kernel, copy or memset, "
+        f"{window:.2f} ms): {idle:.2f} ms ({100 * number(gpu.get('window_idle_share'), 0.0):.1f} %) - the figure "
+        f"Holistic Trace Analysis (temporal breakdown) and TensorBoard report. Split as HTA does: {parts} "
+        f"(host wait: the CPU launched the next kernel only after the GPU went idle; kernel wait: a gap under "
+        f"{threshold:.0f} µs between queued kernels; other: synchronisation and the rest).")
 
 
 def _rank_blocks(label: str, r: dict) -> list:
@@ -57,15 +88,38 @@ def _rank_blocks(label: str, r: dict) -> list:
         names = sorted({devices[i] for i in gpu_ids if isinstance(i, int) and 0 <= i < len(devices)})
         where = f" on {', '.join(names)}" if names else ""
     span = number(r.get("span_ms"), 0.0)
+    files = [str(f) for f in r.get("files") or [r.get("file", "")]]
+    cycles = (f"{len(files)} profiling cycles: {', '.join(files[:3])}{', ...' if len(files) > 3 else ''}"
+              if len(files) > 1 else str(files[0]) if files else "")
     if gpu.get("has_gpu_activity"):
         blocks.append(Text(
-            f"The trace of rank {label} ({r.get('file', '')}) spans {span:.2f} ms. The GPU{where} was active "
+            f"The trace of rank {label} ({cycles}) spans {span:.2f} ms. The GPU{where} was active "
             f"{number(gpu.get('active_ms'), 0.0):.2f} ms ({number(gpu.get('active_pct'), 0.0):.1f} %: union of kernels, "
             f"memory copies, memsets and syncs on every stream) and idle {number(gpu.get('idle_ms'), 0.0):.2f} ms.",
             tone="finding" if number(gpu.get("active_pct"), 100.0) < 50 else "plain"))
+        idle_text = _gpu_idle_text(label, gpu)
+        if idle_text is not None:
+            blocks.append(idle_text)
     else:
-        blocks.append(Text(f"The trace of rank {label} ({r.get('file', '')}) spans {span:.2f} ms and holds no GPU "
+        blocks.append(Text(f"The trace of rank {label} ({cycles}) spans {span:.2f} ms and holds no GPU "
                            "activity (a CPU-only run, or CUDA activities were not recorded).", tone="note"))
+    loader = as_dict(r.get("dataloader"))
+    share = number(loader.get("step_share"))
+    if share is not None and number(loader.get("total_ms"), 0.0) > 0:
+        how = {False: "in the training process, num_workers=0", True: "by DataLoader worker processes"}.get(
+            loader.get("workers"), "")
+        blocks.append(Text(
+            f"Data loading (DataLoader): {number(loader.get('in_steps_ms'), 0.0):.2f} ms of the profiled steps, "
+            f"{100 * share:.1f} % of step time, {number(loader.get('per_step_ms'), 0.0):.2f} ms per step"
+            + (f", loaded {how}, iterator {loader.get('iterator')}" if how and loader.get("iterator") else "") + ".",
+            tone="finding" if share >= 0.3 else "plain"))
+    collectives = as_dict(r.get("collectives"))
+    if number(collectives.get("count"), 0):
+        names = ", ".join(str(n) for n in collectives.get("names") or [])
+        blocks.append(Text(
+            f"Collectives ({collectives.get('source', '')}: {names}): in flight "
+            f"{number(collectives.get('in_steps_ms'), 0.0):.2f} ms of the profiled steps "
+            f"({100 * number(collectives.get('step_share'), 0.0):.1f} % of step time)."))
     kernels = as_dict(r.get("kernels"))
     top = [as_dict(k) for k in kernels.get("top") or []]
     sid = slug(label)
@@ -135,17 +189,32 @@ def build(outputs: RuleOutputs) -> Section:
         return section.missing("No PyTorch profiler (Kineto) traces were given: point reportgen at a folder with "
                                "*.pt.trace.json(.gz) files to see GPU kernels and operators per rank.")
     comparison = as_dict(doc.get("comparison"))
+    n_files = len(doc.get("files") or ranks)
     section.add(Text(
-        f"From {len(doc.get('files') or ranks)} PyTorch profiler trace file(s), one per rank: what each GPU ran "
-        "(kernels, memory copies, memsets), how long it sat idle, which CPU operators cost most, and the "
-        "ranks side by side so a straggler stands out."))
+        f"From {n_files} PyTorch profiler trace file(s) of {len(ranks)} rank(s) (torch writes one file per "
+        "profiling cycle; a rank's cycles are merged): what each GPU ran (kernels, memory copies, memsets), how "
+        "long it sat idle, how much of each step went to data loading and to waiting in collectives, which CPU "
+        "operators cost most, and the ranks side by side so a straggler stands out."))
     section.add(Heading("Ranks side by side", 3))
     straggler = comparison.get("straggler")
-    if straggler is not None:
+    if straggler is not None and comparison.get("method") == "collective wait":
+        evidence = "; ".join(str(e) for e in comparison.get("evidence") or [])
+        section.add(Text(
+            f"Rank {straggler} is the straggler: {comparison.get('reason', '')}. The other ranks wait for it in the "
+            f"collectives ({evidence}). In synchronous training the step times are equal on all ranks, so the "
+            "wait is what shows it.", tone="finding"))
+    elif straggler is not None:
         section.add(Text(
             f"Rank {straggler} is a straggler: its mean step takes {number(comparison.get('slowest_excess_pct'), 0.0):.1f} % "
             f"longer than the median of the ranks ({number(comparison.get('median_step_ms'), 0.0):.2f} ms). In a "
             "synchronous job every other rank waits for it.", tone="finding"))
+    elif comparison.get("method") == "collective wait":
+        detail = as_dict(comparison.get("detail"))
+        section.add(Text(
+            f"No straggler: the ranks wait about equally in collectives (least: rank {detail.get('rank')}, "
+            f"{100 * number(detail.get('its_wait_share'), 0.0):.1f} % of step time; the others' median "
+            f"{100 * number(detail.get('others_median_wait_share'), 0.0):.1f} %; threshold "
+            f"{number(comparison.get('wait_gap_pct'), 10.0):.0f} points).", tone="ok"))
     elif comparison.get("slowest") is not None:
         section.add(Text(
             f"No straggler: the slowest rank ({comparison['slowest']}) is "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Table, Text
+from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, number
 from reportgen.rule_outputs import RuleOutputs
 
@@ -29,6 +30,10 @@ def _build(outputs: RuleOutputs, kind: str) -> Section:
     section = Section(f"{kind.lower()}-operators-overview", f"Overview: {device} operators", level=3)
     rule = outputs.get("OverallFrameworkMetrics")
     rows = operator_rows(rule.details, kind) if rule else []
+    facts = trace_facts(outputs)
+    if not rows and facts.any and (device == "CPU" and facts.cpu_ops):
+        return section.missing(f"SageMaker Debugger recorded no {device} operators; the PyTorch profiler traces "
+                               f"hold {facts.cpu_ops} CPU operator calls, ranked per rank ({facts.pointer()}).")
     if not rows:
         return section.missing(f"No {device} operators were recorded (detailed framework profiling was off, "
                                "or no operator took more than 2 % of the time).")

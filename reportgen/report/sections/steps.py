@@ -5,6 +5,7 @@ from __future__ import annotations
 from reportgen.report import charts
 from reportgen.report.model import Chart, Heading, Section, Table, Text
 from reportgen.report.sections.framework import framework_blocks
+from reportgen.report.trace_facts import steps_sentence, trace_facts
 from reportgen.report.util import as_dict, number, slug
 from reportgen.rule_outputs import RuleOutputs
 
@@ -17,17 +18,20 @@ def build(outputs: RuleOutputs) -> Section:
     if rule is None:
         return section.missing("No StepOutlier output was found.")
     stddev = rule.param("stddev", 3)
-    mode = rule.param("mode", "None")
+    mode = rule.param("mode", None)
+    mode = "" if mode in (None, "None", "") else f" Mode: {mode}."
     n_outliers = rule.param("n_outliers", 10)
     section.add(Text(
         f"The StepOutlier rule measures step durations and flags a step as an outlier when it is longer "
-        f"than the mean plus {stddev} standard deviations. Mode: {mode}. The rule fires when more than "
+        f"than the mean plus {stddev} standard deviations.{mode} The rule fires when more than "
         f"{n_outliers} outliers are found. It analysed {rule.datapoints} datapoints and fired "
         f"{rule.triggered} times.", tone="finding" if rule.triggered else "plain"))
     details = as_dict(rule.details)
     per_node = as_dict(details.get("step_details"))
     if not per_node:
-        section.missing("No step information was profiled from this training job.")
+        facts = trace_facts(outputs)
+        section.missing(steps_sentence(facts) if facts.steps else "No step information was profiled from this "
+                        "training job.")
         section.data = {"datapoints": rule.datapoints, "triggered": rule.triggered, "nodes": {}}
         return section
     nodes_data, hist = {}, {}
@@ -37,14 +41,20 @@ def build(outputs: RuleOutputs) -> Section:
         node = str(node)
         n_out = info.get("number_of_outliers", 0)
         std = number(info.get("stddev"), 0.0)
-        section.add(Heading(f"Step durations on node {node}", 4))
+        # PyTorch profiler steps last milliseconds: shown in ms (SageMaker's own tables keep seconds).
+        in_ms = info.get("phase") == "ProfilerStep"
+        unit, scale = ("ms", 1000.0) if in_ms else ("s", 1.0)
+        where = "rank" if in_ms and node.startswith("rank-") else "node"
+        name = node[len("rank-"):] if where == "rank" else node
+        section.add(Heading(f"Step durations on {where} {name}", 4))
         mean = stats["mean"]
         section.add(Text(
-            f"Steps of phase {info.get('phase', 'unknown')} on node {node}: the average step took "
-            f"{mean if mean is None else f'{mean:.2f}'} s. {n_out} steps were outliers (longer than "
-            f"the mean plus {stddev} times the standard deviation of {std:.2f} s)."))
+            f"Steps of phase {info.get('phase', 'unknown')} on {where} {name}: the average step took "
+            f"{mean if mean is None else f'{mean * scale:.2f}'} {unit}. {n_out} steps were outliers (longer than "
+            f"the mean plus {stddev} times the standard deviation of {std * scale:.2f} {unit})."))
         section.add(Table(f"step-durations-{slug(node)}", ["", *STAT_KEYS],
-                          [["Step Durations in [s]", *[stats[k] for k in STAT_KEYS]]],
+                          [[f"Step Durations in [{unit}]",
+                            *[None if stats[k] is None else stats[k] * scale for k in STAT_KEYS]]],
                           ["text"] + ["num2"] * len(STAT_KEYS), row_header=True))
         probs, edges = info.get("probs"), info.get("binedges")
         if isinstance(probs, list) and isinstance(edges, list):

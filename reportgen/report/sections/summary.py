@@ -7,6 +7,7 @@ import math
 from reportgen.formatting import day_and_hour, timestamp
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Table, Text
+from reportgen.report.trace_facts import steps_sentence, trace_facts
 from reportgen.rule_outputs import RuleOutputs
 
 
@@ -82,6 +83,10 @@ def build(outputs: RuleOutputs) -> Section:
         }
         section.add(Chart("job-phases", charts.pie(phases, "Time spent in each phase of the job (%)"),
                           "Chart of the phase split; the same numbers are in the table above."))
+    elif trace_facts(outputs).steps:
+        section.add(Text(
+            "The system metrics hold no step boundaries, so the training loop, initialization and finalization "
+            "times cannot be computed. " + steps_sentence(trace_facts(outputs)), tone="note"))
     else:
         section.add(Text(
             "No step information was profiled from this training job, so the training loop, "

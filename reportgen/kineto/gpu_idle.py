@@ -1,0 +1,84 @@
+"""GPU idle time two ways, and the in-window idle split the way Holistic Trace Analysis (HTA) splits it.
+
+* **Over the trace**: the profiled span (first to last event of each profiling cycle, CPU and GPU)
+  minus the time any GPU activity ran. It includes CPU-only stretches (start-up, data loading
+  before the first kernel) and is what a reader of the whole trace sees.
+* **In the GPU's active window**: from the first to the last GPU activity of each cycle (kernels,
+  memory copies and memsets), minus the time any of them ran. This is HTA's temporal breakdown
+  ("idle time") and TensorBoard's GPU idle; compare it with those tools.
+
+The in-window idle time is split into the categories HTA defines, on the union of the GPU's
+activity over all streams (HTA classifies each stream separately; on a one-stream trace both are
+the same):
+
+* **host wait**: the next kernel was launched (its ``cudaLaunchKernel`` or other runtime call,
+  matched by correlation id, started) only after the GPU had gone idle: the CPU did not enqueue
+  work fast enough;
+* **kernel wait**: a gap shorter than ``KERNEL_WAIT_US`` (HTA's default 30 µs) between kernels
+  that were already queued: launch overhead between back-to-back kernels;
+* **other**: the rest (waiting on events, synchronisation, a launch whose runtime call is unknown).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reportgen.kineto import reader as k
+
+KERNEL_WAIT_US = 30.0
+_ACTIVITY = (k.KERNEL, k.MEMCPY, k.MEMSET)
+
+
+def _launch_starts(trace: k.KinetoTrace, lo: float, hi: float) -> dict[int, float]:
+    """Start of the CPU runtime/driver call of each correlation id within [lo, hi]."""
+    rows = trace.rows(k.RUNTIME, k.DRIVER) & (trace.start_us >= lo) & (trace.start_us <= hi)
+    if trace.corr.size != trace.cat.size:
+        return {}
+    rows &= trace.corr >= 0
+    return dict(zip(trace.corr[rows].tolist(), trace.start_us[rows].tolist()))
+
+
+def gpu_idle(trace: k.KinetoTrace, cycles: list[tuple[float, float]]) -> dict:
+    """Both idle figures (ms and shares) and the in-window split; summed over profiling cycles."""
+    span = window = active = 0.0
+    split = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
+    activity = trace.rows(*_ACTIVITY)
+    for lo, hi in cycles:
+        span += hi - lo
+        rows = activity & (trace.start_us >= lo) & (trace.start_us <= hi)
+        if not rows.any():
+            continue
+        starts, ends = trace.start_us[rows], trace.end_us[rows]
+        corr = trace.corr[rows] if trace.corr.size == trace.cat.size else np.full(starts.size, -1)
+        order = np.argsort(starts, kind="stable")
+        starts, ends, corr = starts[order], ends[order], corr[order]
+        run_end = np.maximum.accumulate(ends)
+        window += float(run_end[-1] - starts[0])
+        gaps = np.nonzero(starts[1:] > run_end[:-1])[0] + 1  # rows that start after an idle gap
+        idle_here = float((starts[gaps] - run_end[gaps - 1]).sum()) if gaps.size else 0.0
+        active += float(run_end[-1] - starts[0]) - idle_here
+        launches = _launch_starts(trace, lo, hi)
+        for i in gaps.tolist():
+            gap = float(starts[i] - run_end[i - 1])
+            launched = launches.get(int(corr[i]))
+            if launched is not None and launched > run_end[i - 1]:
+                split["host_wait"] += gap
+            elif gap < KERNEL_WAIT_US:
+                split["kernel_wait"] += gap
+            else:
+                split["other"] += gap
+    if window <= 0:
+        return {"has_gpu_activity": False, "span_ms": span / 1000.0}
+    in_window_idle = window - active
+    return {
+        "has_gpu_activity": True,
+        "span_ms": span / 1000.0,
+        "active_ms": active / 1000.0,
+        "trace_idle_ms": max(span - active, 0.0) / 1000.0,
+        "trace_idle_share": max(span - active, 0.0) / span if span else None,
+        "window_ms": window / 1000.0,
+        "window_idle_ms": in_window_idle / 1000.0,
+        "window_idle_share": in_window_idle / window,
+        "window_idle_split_ms": {key: value / 1000.0 for key, value in split.items()},
+        "kernel_wait_threshold_us": KERNEL_WAIT_US,
+    }

@@ -1,0 +1,88 @@
+"""Which rank holds the others back.
+
+In synchronous data-parallel training every rank meets the others in each collective
+(all-reduce of the gradients), so step times come out equal on all ranks and cannot show a slow
+one. What differs is how long each rank *waits* in the collectives: the fast ranks arrive early
+and wait; the slow rank arrives last and hardly waits. So, as Holistic Trace Analysis does, the
+straggler is the rank with the least collective wait, when the other ranks wait clearly longer:
+their median wait exceeds its wait by more than ``WAIT_GAP`` of the profiled step time.
+
+Without collectives in the traces (no ``torch.distributed``, or ranks profiled separately), the
+rank with the largest mean step time is a straggler when that mean is more than
+``STEP_MARGIN`` above the median of the ranks' means.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+WAIT_GAP = 0.10  # of the profiled step time
+STEP_MARGIN = 0.05
+
+
+def _share(value, total) -> float | None:
+    return value / total if total else None
+
+
+def _why(label: str, ranks: dict, others: list[str]) -> str:
+    """What the straggler spends longer on than the others (from what the traces measured)."""
+    mine = ranks[label].get("dataloader") or {}
+    theirs = [ranks[o].get("dataloader") or {} for o in others]
+    mine_ms = mine.get("per_step_ms")
+    their_ms = [t.get("per_step_ms") for t in theirs if t.get("per_step_ms") is not None]
+    if mine_ms is not None and their_ms and mine_ms - float(np.median(their_ms)) > 0:
+        median = float(np.median(their_ms))
+        if mine_ms > 1.2 * median and mine_ms - median >= 1.0:
+            return (f"its data loading takes {mine_ms:.0f} ms per step against {median:.0f} ms on the other "
+                    f"rank{'s' if len(others) > 1 else ''}")
+    return "it reaches the collectives last: its work between them takes longer"
+
+
+def find_straggler(ranks: dict[str, dict]) -> dict:
+    """``comparison`` of kineto.json: the straggler (or None), how it was told, and the figures."""
+    means = {label: r["step_stats_ms"]["mean"] for label, r in ranks.items() if r.get("step_stats_ms")}
+    out = {"ranks": len(ranks), "ranks_with_steps": len(means), "straggler": None, "median_step_ms": None,
+           "slowest": None, "slowest_excess_pct": None, "margin_pct": STEP_MARGIN * 100, "method": None,
+           "collective_wait_ms": {}, "wait_gap_pct": WAIT_GAP * 100, "detail": None}
+    if len(means) >= 2:
+        median = float(np.median(list(means.values())))
+        slowest = max(means, key=lambda label: means[label])
+        excess = 100.0 * (means[slowest] / median - 1.0) if median else 0.0
+        out.update(median_step_ms=median, slowest=slowest, slowest_excess_pct=excess)
+    waits = {label: r["collectives"] for label, r in ranks.items()
+             if (r.get("collectives") or {}).get("count") and r["collectives"].get("step_share") is not None}
+    out["collective_wait_ms"] = {label: w["in_steps_ms"] for label, w in waits.items()}
+    if len(waits) >= 2:
+        out["method"] = "collective wait"
+        least = min(waits, key=lambda label: (waits[label]["step_share"], label))
+        others = [label for label in waits if label != least]
+        median_share = float(np.median([waits[o]["step_share"] for o in others]))
+        gap = median_share - waits[least]["step_share"]
+        out["detail"] = {"rank": least, "its_wait_share": waits[least]["step_share"],
+                         "others_median_wait_share": median_share,
+                         "its_wait_ms": waits[least]["in_steps_ms"],
+                         "others_median_wait_ms": float(np.median([waits[o]["in_steps_ms"] for o in others])),
+                         "source": waits[least].get("source"), "names": waits[least].get("names", [])}
+        if gap > WAIT_GAP:
+            out["straggler"] = least
+            out["reason"] = _why(least, ranks, others)
+            out["evidence"] = [
+                f"rank {o} waits {waits[o]['in_steps_ms']:.0f} ms of its {_step_total(ranks[o]):.0f} ms of profiled "
+                f"steps ({100 * waits[o]['step_share']:.0f} %) in collectives ({', '.join(waits[o].get('names') or [])})"
+                for o in others[:3]] + [
+                f"rank {least} waits {waits[least]['in_steps_ms']:.0f} ms ({100 * waits[least]['step_share']:.0f} %): "
+                "the others wait for it"]
+        return out
+    if len(means) >= 2:
+        out["method"] = "step time"
+        if out["slowest_excess_pct"] > STEP_MARGIN * 100:
+            out["straggler"] = out["slowest"]
+            out["reason"] = (f"its mean step takes {out['slowest_excess_pct']:.1f} % longer than the median of the "
+                             f"ranks ({out['median_step_ms']:.1f} ms)")
+            out["evidence"] = [f"mean step {means[out['slowest']]:.1f} ms against a median of "
+                               f"{out['median_step_ms']:.1f} ms over {len(means)} ranks"]
+    return out
+
+
+def _step_total(rank: dict) -> float:
+    return float(sum(s.get("dur_ms", 0.0) for s in rank.get("steps") or []))

@@ -1,0 +1,76 @@
+"""What the PyTorch profiler traces (``kineto.json``) provide, for the sections that would otherwise
+say "no steps" or "no CPU operators" right above the PyTorch section that lists them.
+
+SageMaker Debugger's sections read its own framework data (OverallFrameworkMetrics, Dataloader,
+step_num); when a job has PyTorch profiler traces instead, those sections say so and point at the
+traces' numbers rather than claiming nothing was recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reportgen.report.util import as_dict, number
+from reportgen.rule_outputs import RuleOutputs
+
+PYTORCH_SECTION = "gpu-kernels-operators"
+PYTORCH_TITLE = "GPU kernels and operators (PyTorch profiler)"
+
+
+@dataclass
+class TraceFacts:
+    ranks: int = 0
+    steps: int = 0
+    cpu_ops: int = 0
+    mean_step_ms: float | None = None
+    dataloader_share: float | None = None  # largest over ranks, 0..1
+    dataloader_per_step_ms: float | None = None
+    iterator: str | None = None
+    workers: bool | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.ranks > 0
+
+    def pointer(self) -> str:
+        return f"see \u201c{PYTORCH_TITLE}\u201d"
+
+
+def trace_facts(outputs: RuleOutputs) -> TraceFacts:
+    doc = as_dict(getattr(outputs, "kineto", None))
+    ranks = [as_dict(r) for r in as_dict(doc.get("ranks")).values()]
+    facts = TraceFacts(ranks=len(ranks))
+    if not ranks:
+        return facts
+    facts.steps = sum(len(r.get("steps") or []) for r in ranks)
+    facts.cpu_ops = sum(int(number(as_dict(r.get("cpu_ops")).get("count"), 0)) for r in ranks)
+    means = [number(as_dict(r.get("step_stats_ms")).get("mean")) for r in ranks]
+    means = [m for m in means if m is not None]
+    facts.mean_step_ms = sum(means) / len(means) if means else None
+    loaders = [as_dict(r.get("dataloader")) for r in ranks]
+    shares = [(number(d.get("step_share")), d) for d in loaders if number(d.get("step_share")) is not None]
+    if shares:
+        share, top = max(shares, key=lambda pair: pair[0])
+        facts.dataloader_share = share
+        facts.dataloader_per_step_ms = number(top.get("per_step_ms"))
+        facts.iterator = top.get("iterator") if isinstance(top.get("iterator"), str) else None
+        facts.workers = top.get("workers") if isinstance(top.get("workers"), bool) else None
+    return facts
+
+
+def steps_sentence(facts: TraceFacts) -> str:
+    mean = f", {facts.mean_step_ms:.0f} ms per step on average" if facts.mean_step_ms is not None else ""
+    return (f"The PyTorch profiler traces hold {facts.steps} profiled step(s) over {facts.ranks} rank(s){mean} "
+            f"({facts.pointer()}); they cover only the profiled steps, not the whole loop.")
+
+
+def dataloader_sentence(facts: TraceFacts) -> str:
+    if facts.dataloader_share is None:
+        return ""
+    how = {False: " in the training process, without DataLoader workers (num_workers=0)",
+           True: " with DataLoader worker processes"}.get(facts.workers, "")
+    per_step = (f", {facts.dataloader_per_step_ms:.0f} ms per step" if facts.dataloader_per_step_ms is not None
+                else "")
+    iterator = f"; iterator {facts.iterator}" if facts.iterator else ""
+    return (f"Data loading took {100 * facts.dataloader_share:.0f} % of the profiled step time{per_step}, "
+            f"loaded{how}{iterator}.")

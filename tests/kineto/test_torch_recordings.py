@@ -1,0 +1,135 @@
+"""PyTorch profiler output as torch writes it: one file per profiling cycle, nested regions, DDP ranks.
+
+The three shared recordings (``../shared/fixtures/raw/torch-cpu-record-*``, read in place) were made
+with ``reportgen record`` around a real CPU training run; their SOURCE.md says what was measured
+outside reportgen. Synthetic traces below plant the shapes torch produces (many cycles, with_stack
+nesting, gzip, a cut file) with known answers.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen.kineto import analyze_job, find_traces
+from reportgen.kineto.ranks import worker_of
+from tests.conftest import RAW, need
+
+
+def _job(name: str) -> dict:
+    doc, problems = analyze_job(find_traces(need(RAW / name)))
+    assert problems.total == 0
+    return doc
+
+
+def test_input_bound_recording_is_one_rank_spending_four_fifths_of_each_step_loading_data():
+    doc = _job("torch-cpu-record-inputbound")
+    assert list(doc["ranks"]) == ["vm_29949"]  # two cycle files of one process (host vm, pid 29949)
+    rank = doc["ranks"]["vm_29949"]
+    assert rank["cycles"] == 2 and [s["step"] for s in rank["steps"]] == [2, 3, 4, 7, 8, 9]
+    loader = rank["dataloader"]
+    # SOURCE.md: the DataLoader takes 81-82 % of each profiled step (423 of 521 ms, 414 of 503 ms).
+    assert loader["step_share"] == pytest.approx(0.817, abs=0.005)
+    assert loader["iterator"] == "_SingleProcessDataLoaderIter" and loader["workers"] is False
+    assert loader["in_steps_ms"] <= sum(s["dur_ms"] for s in rank["steps"])
+    assert doc["comparison"]["straggler"] is None and doc["straggler"] is None
+
+
+def test_two_worker_recording_is_one_rank_without_straggler_and_little_loading():
+    doc = _job("torch-cpu-record-workers2")
+    assert list(doc["ranks"]) == ["vm_30238"]
+    loader = doc["ranks"]["vm_30238"]["dataloader"]
+    assert 0.04 <= loader["step_share"] <= 0.09  # SOURCE.md: 4-9 % of each profiled step
+    assert loader["iterator"] == "_MultiProcessingDataLoaderIter" and loader["workers"] is True
+    assert doc["straggler"] is None and doc["comparison"]["straggler"] is None
+
+
+def test_ddp_recording_has_two_ranks_and_rank_0_is_the_straggler_by_collective_wait():
+    doc = _job("torch-cpu-record-ddp2")
+    assert sorted(doc["ranks"]) == ["0", "1"] and all(r["cycles"] == 2 for r in doc["ranks"].values())
+    wait = {label: r["collectives"] for label, r in doc["ranks"].items()}
+    # SOURCE.md: rank 1 waits 918 of 1073 ms of its first cycle's steps in gloo:all_reduce for rank 0.
+    assert wait["1"]["in_steps_ms"] > 3 * wait["0"]["in_steps_ms"]
+    assert wait["1"]["step_share"] == pytest.approx(0.41, abs=0.02)
+    assert "gloo:all_reduce" in wait["1"]["names"]
+    straggler = doc["straggler"]
+    assert straggler["rank"] == "0" and straggler["method"] == "collective wait"
+    assert "data loading" in straggler["reason"]
+    assert any("rank 1 waits" in e and "collectives" in e for e in straggler["evidence"])
+    # Step times alone would not tell: they are equal within ~2 % in synchronous training.
+    assert doc["comparison"]["slowest_excess_pct"] < 5
+
+
+# --- synthetic traces with the shapes torch writes -----------------------------------------------
+
+def _event(name, ts, dur, cat="user_annotation", tid=100, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 100, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _cycle(first_step: int, t0: float, steps: int = 3, step_us: float = 100_000.0, load_us: float = 60_000.0,
+           with_stack: bool = True, rank=None) -> dict:
+    events = []
+    for i in range(steps):
+        start = t0 + i * step_us
+        events.append(_event(f"ProfilerStep#{first_step + i}", start, step_us))
+        events.append(_event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", start + 10, load_us))
+        if with_stack:  # the same time again as Python frames, nested two deep
+            events.append(_event("torch/utils/data/dataloader.py(631): __next__", start + 20, load_us - 20,
+                                 cat="python_function"))
+            events.append(_event("torch/utils/data/dataloader.py(675): _next_data", start + 30, load_us - 40,
+                                 cat="python_function"))
+        events.append(_event("aten::conv2d", start + load_us + 100, step_us - load_us - 200, cat="cpu_op"))
+    doc = {"schemaVersion": 1, "traceEvents": events}
+    if rank is not None:
+        doc["distributedInfo"] = {"backend": "gloo", "rank": rank, "world_size": 2}
+    return doc
+
+
+def _write(path: Path, doc: dict, gz: bool = False) -> Path:
+    data = json.dumps(doc).encode()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def test_nested_same_region_events_are_counted_once_within_the_trace_span(tmp_path):
+    _write(tmp_path / "host_7.1795443941801144852.pt.trace.json", _cycle(1, 1_000_000.0, with_stack=True))
+    doc, _ = analyze_job(find_traces(tmp_path))
+    rank = doc["ranks"]["host_7"]
+    loader = rank["dataloader"]
+    assert loader["events"] == 9 and loader["count"] == 3  # 9 nested events, 3 outermost intervals
+    assert loader["total_ms"] == pytest.approx(180.0)  # 3 x 60 ms, not 3 x (60 + 59.98 + 59.96)
+    assert loader["total_ms"] <= rank["span_ms"]
+    assert loader["step_share"] == pytest.approx(0.6)
+
+
+def test_one_process_with_many_gzip_cycles_is_one_rank_and_time_between_cycles_never_counts(tmp_path):
+    for i in range(8):  # repeat=0: a cycle every 5 s, three profiled steps each
+        _write(tmp_path / f"vm_42.{1795443941801144852 + i}.pt.trace.json.gz",
+               _cycle(1 + 5 * i, 1_000_000.0 + i * 5_000_000.0), gz=True)
+    _write(tmp_path / "vm_43.1795443941801144852.pt.trace.json", _cycle(1, 1_000_000.0))  # another process
+    doc, problems = analyze_job(find_traces(tmp_path))
+    assert sorted(doc["ranks"]) == ["vm_42", "vm_43"] and problems.total == 0
+    rank = doc["ranks"]["vm_42"]
+    assert rank["cycles"] == 8 and len(rank["steps"]) == 24
+    assert rank["span_ms"] == pytest.approx(8 * 300.0, rel=1e-6)  # not the 35 s from first to last cycle
+    assert rank["dataloader"]["step_share"] == pytest.approx(0.6)
+
+
+def test_interrupted_ddp_run_keeps_both_ranks_and_notes_the_cut_file(tmp_path):
+    for rank in (0, 1):
+        _write(tmp_path / f"vm_{10 + rank}.1795443941801144852.pt.trace.json", _cycle(1, 1e6, rank=rank))
+    cut = json.dumps(_cycle(6, 2e6, rank=1))
+    (tmp_path / "vm_11.1795443942801144852.pt.trace.json").write_text(cut[: len(cut) // 2])
+    doc, problems = analyze_job(find_traces(tmp_path))
+    assert sorted(doc["ranks"]) == ["0", "1"]
+    assert doc["ranks"]["1"]["cycles"] == 2 and doc["ranks"]["1"]["complete"] is False
+    assert problems.total >= 1
+
+
+def test_worker_names_follow_torchs_trace_handler():
+    assert worker_of(Path("vm_763.1795444171301055440.pt.trace.json")) == "vm_763"
+    assert worker_of(Path("my.host_12.1623143089861.pt.trace.json.gz")) == "my.host_12"
+    assert worker_of(Path("rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")) is None
