@@ -133,3 +133,27 @@ def test_worker_names_follow_torchs_trace_handler():
     assert worker_of(Path("vm_763.1795444171301055440.pt.trace.json")) == "vm_763"
     assert worker_of(Path("my.host_12.1623143089861.pt.trace.json.gz")) == "my.host_12"
     assert worker_of(Path("rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")) is None
+
+
+# --- GPU idle two ways, against Holistic Trace Analysis -------------------------------------------
+
+# HolisticTraceAnalysis 0.5.0 on this fixture (installed outside the project, not a dependency):
+# TraceAnalysis(trace_dir, include_last_profiler_step=True).get_temporal_breakdown() with
+# HTA_DISABLE_NS_ROUNDING=1 (HTA otherwise ceils ns-resolution starts and floors ends to whole µs, which
+# widens every gap) gives idle_time 7574.786 µs of kernel_time 480029.227 µs (1.58 %); its idle time
+# breakdown: host_wait 1290.81 µs, kernel_wait 6283.98 µs, other 0.
+HTA_WINDOW_US, HTA_IDLE_US = 480029.227, 7574.786
+
+
+def test_gpu_idle_within_the_active_window_equals_htas_temporal_breakdown():
+    doc = _job("hta-resnet-v100-1gpu")
+    gpu = doc["ranks"]["0"]["gpu"]
+    assert gpu["window_ms"] * 1000 == pytest.approx(HTA_WINDOW_US, rel=1e-6)
+    assert gpu["window_idle_share"] == pytest.approx(HTA_IDLE_US / HTA_WINDOW_US, rel=0.01)
+    split = gpu["window_idle_split_ms"]
+    assert sum(split.values()) == pytest.approx(gpu["window_idle_ms"], rel=1e-9)
+    assert split["host_wait"] * 1000 == pytest.approx(1290.81, rel=0.05)
+    assert split["kernel_wait"] * 1000 == pytest.approx(6283.98, rel=0.05) and split["other"] == 0
+    # Over the whole trace the GPU is idle far longer: CPU-only time before the first kernel counts there.
+    assert 100 - gpu["active_pct"] == pytest.approx(20.0, abs=0.05)
+    assert 100 * gpu["window_idle_share"] == pytest.approx(1.58, abs=0.005)
