@@ -217,3 +217,38 @@ p = pathlib.Path({str(traces)!r}); p.mkdir()
     assert data["utilization-over-time"]["nodes"] == ["algo-1"]
     assert list(data["gpu-kernels-operators"]["ranks"]) == ["host_1"]
     assert "rank-host_1" in data["step-duration-analysis"]["nodes"]
+
+
+def test_stale_traces_in_the_trace_dir_are_skipped_and_counted(tmp_path):
+    """A reused --trace-dir: traces of an earlier run (older than the command) and of a process that is
+    not the command's are left where they are, counted in recording.json; the command's own trace is copied."""
+    import socket
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    host = socket.gethostname()
+    trace = json.dumps({"schemaVersion": 1, "traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1e15, "dur": 9}]})
+    old = time.time() - 3600
+    for name in (f"{host}_111.1795443941801144852.pt.trace.json", f"{host}_111.1795443942801144852.pt.trace.json.gz",
+                 "rank0.json"):
+        (traces / name).write_text(trace)
+        os.utime(traces / name, (old, old))
+    script = f"""
+import os, pathlib, time
+time.sleep(0.5)
+p = pathlib.Path({str(traces)!r})
+(p / f"{host}_1.1795443943801144852.pt.trace.json").write_text({trace!r})  # pid 1: not the command
+(p / f"{host}_{{os.getpid()}}.1795443944801144852.pt.trace.json").write_text({trace!r})
+"""
+    out = tmp_path / "rec"
+    result = record([sys.executable, "-c", script], out, interval_s=0.2, trace_dir=traces)
+    assert len(result.traces_copied) == 1 and result.traces_copied[0].startswith(f"pytorch-traces/{host}_")
+    assert "_1.1795443943801144852" not in result.traces_copied[0]
+    assert len(result.traces_skipped) == 4
+    assert result.traces_skipped_why == {"written before the command started": 3,
+                                         "written by a process that is not the command's": 1}
+    saved = json.loads((out / "recording.json").read_text())
+    assert saved["traces_skipped_why"] == result.traces_skipped_why
+    assert sorted(p.name for p in (out / "pytorch-traces").iterdir()) == [Path(result.traces_copied[0]).name]
+    assert len(list(traces.iterdir())) == 5  # nothing removed from the user's folder

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -26,6 +27,10 @@ from reportgen.recorder.writer import MetricsWriter
 
 GRACE_S = 10.0
 TRACE_FOLDER = "pytorch-traces"
+# A trace last modified this long before the command started is left from an earlier run (the slack
+# covers file systems with coarse timestamps and clocks that differ slightly, e.g. on NFS).
+MTIME_SLACK_S = 2.0
+_TRACE_WORKER = re.compile(r"^(?P<host>.+)_(?P<pid>\d+)\.\d{10,}\.pt\.trace\.json(?:\.gz)?$")
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.I)
 
 
@@ -58,6 +63,8 @@ class RecordResult:
     gpu_note: str
     metric_files: list[str] = field(default_factory=list)
     traces_copied: list[str] = field(default_factory=list)
+    traces_skipped: list[str] = field(default_factory=list)  # in --trace-dir, not written by this command
+    traces_skipped_why: dict = field(default_factory=dict)  # reason -> count
 
 
 def _exit_code(returncode: int | None) -> int:
@@ -66,18 +73,56 @@ def _exit_code(returncode: int | None) -> int:
     return 128 - returncode if returncode < 0 else returncode  # killed by signal N -> 128 + N
 
 
-def _copy_traces(trace_dir: Path, out_dir: Path) -> list[str]:
+def _written_by_another_process(name: str, pids: set[int]) -> bool:
+    """torch's default trace name ``<host>_<pid>.<ns>.pt.trace.json`` names the writer: on this host, a pid
+    that was never among the command's processes means another run wrote it."""
+    match = _TRACE_WORKER.match(name)
+    if not match or not pids or match.group("host") != socket.gethostname():
+        return False
+    return int(match.group("pid")) not in pids
+
+
+def copy_traces(trace_dir: Path, out_dir: Path, *, since: float | None = None,
+                pids: set[int] | None = None) -> tuple[list[str], list[str], dict]:
+    """Copy the traces the recorded command wrote: files modified since ``since`` (the command's start,
+    less ``MTIME_SLACK_S``) and, for torch's ``<host>_<pid>`` names on this host, by one of ``pids``.
+    Returns (copied, skipped, skipped count per reason)."""
     if not trace_dir.is_dir():
-        return []
+        return [], [], {}
     target = out_dir / TRACE_FOLDER
-    copied = []
+    copied, skipped, why = [], [], {}
     for path in sorted(trace_dir.rglob("*")):
-        if path.is_file() and (path.name.endswith(".json") or path.name.endswith(".json.gz")):
-            dest = target / path.relative_to(trace_dir)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dest)
-            copied.append(str(dest.relative_to(out_dir)))
-    return copied
+        if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
+            continue
+        try:
+            if not path.is_file():
+                continue
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        reason = None
+        if since is not None and mtime < since - MTIME_SLACK_S:
+            reason = "written before the command started"
+        elif _written_by_another_process(path.name, pids or set()):
+            reason = "written by a process that is not the command's"
+        if reason is not None:
+            skipped.append(str(path.relative_to(trace_dir)))
+            why[reason] = why.get(reason, 0) + 1
+            continue
+        dest = target / path.relative_to(trace_dir)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
+        copied.append(str(dest.relative_to(out_dir)))
+    return copied, skipped, why
+
+
+def _family(psutil, pid: int) -> set[int]:
+    """The pid and its descendants now (torchrun's workers, DataLoader workers)."""
+    try:
+        proc = psutil.Process(pid)
+        return {pid, *(child.pid for child in proc.children(recursive=True))}
+    except Exception:  # gone already, or not permitted
+        return {pid}
 
 
 def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_dir: Path | None = None,
@@ -111,6 +156,7 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
         raise InputError(f"record: cannot run {command[0]!r} ({err.strerror or err})") from None
     progress(f"recording {' '.join(command)} (pid {child.pid}) every {interval_s * 1000:.0f} ms into {out_dir}")
     forwarded_at = None
+    pids = {child.pid}
     next_tick = time.monotonic() + interval_s
     last_sample = time.monotonic()
     try:
@@ -134,6 +180,7 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
             final = child.poll() is not None and time.monotonic() - last_sample >= interval_s / 2
             if due or final:
                 writer.write(sampler.sample())
+                pids |= _family(sampler.psutil, child.pid)
                 last_sample = time.monotonic()
                 next_tick += interval_s
                 if next_tick < time.monotonic():  # fell behind (suspended machine): skip, do not burst
@@ -148,13 +195,14 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
         sampler.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
-    traces = _copy_traces(Path(trace_dir), out_dir) if trace_dir is not None else []
+    traces, skipped, why = (copy_traces(Path(trace_dir), out_dir, since=started, pids=pids)
+                            if trace_dir is not None else ([], [], {}))
     result = RecordResult(
         out_dir=str(out_dir), command=list(command), exit_code=_exit_code(child.returncode),
         interrupted=stop["signal"] is not None, interval_s=interval_s, samples=writer.samples, started=started,
         ended=ended, wall_s=wall, sampler_cpu_s=cpu, sampler_cpu_pct_of_one_core=100.0 * cpu / wall if wall else 0.0,
         gpus=len(sampler.gpus), gpu_note=gpu_note, metric_files=[str(p.relative_to(out_dir)) for p in writer.files],
-        traces_copied=traces)
+        traces_copied=traces, traces_skipped=skipped, traces_skipped_why=why)
     (out_dir / "recording.json").write_text(json.dumps(asdict(result), indent=1))
     return result
 
@@ -168,9 +216,13 @@ def main(args, say) -> int:
     out = Path(args.out) if args.out else Path(time.strftime("reportgen-recording-%Y%m%d-%H%M%S"))
     result = record(command, out, interval_s=interval, trace_dir=Path(args.trace_dir) if args.trace_dir else None,
                     progress=say)
-    gpus = f"{result.gpus} GPU(s)" if result.gpus else f"no GPU metrics ({result.gpu_note})"
-    say(f"recorded {result.samples} samples over {result.wall_s:.1f} s into {result.out_dir} ({gpus}"
-        + (f", {len(result.traces_copied)} trace file(s) copied" if result.traces_copied else "") + ")")
+    gpus = f"{result.gpus} GPU(s)" if result.gpus else f"no GPU metrics: {result.gpu_note}"
+    say(f"recorded {result.samples} samples over {result.wall_s:.1f} s into {result.out_dir}; {gpus}")
+    if result.traces_copied or result.traces_skipped:
+        why = "; ".join(f"{count} {reason}" for reason, count in result.traces_skipped_why.items())
+        say(f"{len(result.traces_copied)} trace file(s) copied into {TRACE_FOLDER}/"
+            + (f", {len(result.traces_skipped)} left in {args.trace_dir} as not from this run ({why})"
+               if result.traces_skipped else ""))
     say(f"sampler cost: {result.sampler_cpu_pct_of_one_core:.2f} % of one core "
         f"({result.sampler_cpu_s:.3f} s CPU over {result.wall_s:.1f} s); "
         f"command exit code {result.exit_code}; next: reportgen generate {result.out_dir}")
