@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reportgen.compare import traces
 from reportgen.cost import PriceTable, RunCost, compare_costs, load_prices, make_run_cost, price_note
 from reportgen.report import charts
 from reportgen.report.build import build_report
@@ -53,6 +54,10 @@ class Side:
     def available(self, section_id: str) -> bool:
         data = self.data(section_id)
         return bool(data) and data.get("available") is not False
+
+    def traces(self) -> dict | None:
+        """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""
+        return traces.summarize(self.outputs.kineto, self.data("training-job-summary").get("job_duration_s"))
 
     def meta(self) -> dict:
         return {"label": self.label, "name": self.name, "source": self.source, "description": self.description,
@@ -151,6 +156,10 @@ def _phases(a: Side, b: Side) -> Section:
         if not side.available("training-job-summary"):
             section.add(Text(f"{side.label} has no job start and end times (training job summary missing).",
                              tone="missing"))
+        elif "training_loop_duration_s" not in data and side.traces():
+            section.add(Text(f"{side.label}'s system metrics hold no step boundaries, so its phases are unknown; its "
+                             f"PyTorch profiler traces hold {side.traces()['profiled_steps']:.0f} profiled steps per "
+                             "rank (see Step durations).", tone="missing"))
         elif "training_loop_duration_s" not in data:
             section.add(Text(f"{side.label} has no step information, so its phases are unknown.", tone="missing"))
     rows, data_rows = [], []
@@ -321,6 +330,13 @@ def _steps(a: Side, b: Side) -> Section:
                               "Histogram (needs JavaScript); the statistics are in the table above."))
     else:
         section.data["available"] = False
+    trace_blocks, trace_data = traces.steps_blocks(a.traces(), b.traces(),
+                                                   a.data("training-job-summary").get("job_duration_s"),
+                                                   b.data("training-job-summary").get("job_duration_s"))
+    if trace_blocks:
+        section.add(*trace_blocks)
+        section.data.pop("available", None)
+    section.data["traces"] = trace_data or None
     section.data.update({"a": {"nodes": na, "summary": sa}, "b": {"nodes": nb, "summary": sb},
                          "delta": {k: delta(sa.get(k), sb.get(k)) for k in sa} if na and nb else None})
     return section
@@ -354,6 +370,7 @@ def _framework(a: Side, b: Side) -> Section:
 def _operators(a: Side, b: Side) -> Section:
     section = Section("operators", "Top operators")
     data = {}
+    trace_blocks, trace_data = traces.operators_blocks(a.traces(), b.traces())
     for kind in ("cpu", "gpu"):
         sid = f"{kind}-operators-overview"
         ra = (a.data(sid).get("rows") or [])[:TOP_OPERATORS]
@@ -361,9 +378,14 @@ def _operators(a: Side, b: Side) -> Section:
         section.add(Heading(f"{kind.upper()} operators", 4))
         data[kind] = {"a": ra, "b": rb}
         for side, rows in ((a, ra), (b, rb)):
-            if not rows:
+            if not rows and kind == "cpu" and (side.traces() or {}).get("op_ms_per_step"):
+                section.add(Text(f"{side.label} has no SageMaker Debugger CPU operator data; its PyTorch profiler "
+                                 "traces' CPU operators are compared below.", tone="note"))
+            elif not rows:
                 section.add(Text(f"{side.label} has no {kind.upper()} operator data (detailed framework profiling "
                                  "was off, or no operator took more than 2 % of the time).", tone="missing"))
+        if kind == "cpu" and trace_blocks:
+            section.add(*trace_blocks)
         if not (ra or rb):
             continue
         table_rows = []
@@ -374,9 +396,10 @@ def _operators(a: Side, b: Side) -> Section:
                                xb.get("percentage")])
         section.add(Table(f"{kind}-operators-compare", ["Rank", "A operator", "A %", "B operator", "B %"],
                           table_rows, ["int", "text", "num2", "text", "num2"]))
-    if not any(v["a"] or v["b"] for v in data.values()):
+    if not any(v["a"] or v["b"] for v in data.values()) and not trace_blocks:
         section.data["available"] = False
     section.data.update(data)
+    section.data["traces"] = trace_data or None
     return section
 
 
@@ -454,6 +477,17 @@ def _verdict(a: Side, b: Side, phases: Section, usage: Section, rules: Section, 
     else:
         sentences.append("The durations cannot be compared: " + " and ".join(
             f"{s.label} has no job start and end times" for s, d in ((a, da), (b, db)) if d is None) + ".")
+    ta, tb = a.traces(), b.traces()
+    rate = traces.throughput(ta, tb, da, db)
+    data["throughput"] = rate
+    if rate["job_same_work_change_pct"] is not None and (ta or tb):
+        cover = " and ".join(f"{100 * t['coverage']:.1f} % of {s.label}" for s, t in ((a, ta), (b, tb))
+                             if t and t.get("coverage") is not None)
+        sentences.append(
+            f"For the same work, that is {signed(rate['job_same_work_change_pct'], 1)} % throughput (steps and "
+            f"samples per second). The profiled steps cover only {cover}: in them B runs "
+            f"{signed(rate['profiled_change_pct'], 1)} % steps per second, a sample, not the job's figure.")
+        data["profiled_coverage"] = {"a": (ta or {}).get("coverage"), "b": (tb or {}).get("coverage")}
     overall = {o["metric"]: o for o in usage.data.get("overall", [])}
     util = {}
     for metric in ("GPU", "CPU"):

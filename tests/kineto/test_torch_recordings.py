@@ -157,3 +157,30 @@ def test_gpu_idle_within_the_active_window_equals_htas_temporal_breakdown():
     # Over the whole trace the GPU is idle far longer: CPU-only time before the first kernel counts there.
     assert 100 - gpu["active_pct"] == pytest.approx(20.0, abs=0.05)
     assert 100 * gpu["window_idle_share"] == pytest.approx(1.58, abs=0.005)
+
+
+# --- compare of two recordings ------------------------------------------------------------------
+
+def test_compare_of_the_input_bound_and_two_worker_runs_reports_duration_throughput_and_coverage(tmp_path):
+    from reportgen.compare.run import compare
+
+    out = tmp_path / "compare.html"
+    compare(str(need(RAW / "torch-cpu-record-inputbound")), str(need(RAW / "torch-cpu-record-workers2")), out)
+    sections = json.loads(out.with_suffix(".json").read_text())["sections"]
+    verdict = sections["verdict"]
+    assert verdict["duration_a_s"] == 53 and verdict["duration_b_s"] == 44
+    assert round(verdict["duration_delta_pct"]) == -17  # SOURCE.md: 17 % shorter
+    # Same work in 44 s instead of 53 s: 53/44 - 1 = +20.5 % (SOURCE.md measured 21 % more samples/s).
+    assert verdict["throughput"]["job_same_work_change_pct"] == pytest.approx(20.45, abs=0.01)
+    assert "+20.5 % throughput" in verdict["text"]
+    traces = sections["step-durations"]["traces"]
+    # The profiled steps (6 of 250 per run, ~1 s) cover 1-2 % of each job.
+    assert 0.015 < traces["a"]["coverage"] < 0.025 and 0.01 < traces["b"]["coverage"] < 0.02
+    assert "1.9 % of A and 1.4 % of B" in verdict["text"]
+    assert traces["a"]["dataloader_share"] == pytest.approx(0.817, abs=0.005)
+    assert traces["b"]["iterators"] == ["_MultiProcessingDataLoaderIter"]
+    ops = sections["operators"]["traces"]["rows"]
+    assert len(ops) == 10 and all(r["a_ms_per_step"] and r["b_ms_per_step"] for r in ops)
+    html = out.read_text(encoding="utf-8")
+    assert "has no CPU operator data" not in html and "no step information" not in html.lower()
+    assert 'id="trace-steps-compare"' in html or "trace-steps-compare" in html

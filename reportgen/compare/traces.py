@@ -1,0 +1,158 @@
+"""Two runs' PyTorch profiler traces side by side: steps, throughput, data loading, CPU operators.
+
+The profiled steps are a sample: ``schedule(wait=1, warmup=1, active=3, repeat=2)`` profiles six steps,
+usually at the start of the job. Their change between two runs need not be the job's (a run whose
+workers warm up looks far better in its first steps than over the whole job), so every figure says
+which share of the job it covers, and the job's duration stays the verdict. Throughput is given in
+the profiled steps (steps per second = 1000 / mean step ms, per rank; ranks step together) and, for
+the whole job, as the change the duration implies for the same work (same steps, same batch size).
+"""
+
+from __future__ import annotations
+
+from reportgen.report.model import Table, Text
+from reportgen.report.util import as_dict, number
+
+TOP_OPERATORS = 10
+
+
+def _mean(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def summarize(kineto, job_s) -> dict | None:
+    """One run's traces in a few numbers (None without profiled steps)."""
+    ranks = [as_dict(r) for r in as_dict(as_dict(kineto).get("ranks")).values()]
+    ranks = [r for r in ranks if r.get("steps")]
+    if not ranks:
+        return None
+    profiled_s = _mean([sum(number(s.get("dur_ms"), 0.0) for s in r["steps"]) / 1000.0 for r in ranks])
+    mean_ms = _mean([number(as_dict(r.get("step_stats_ms")).get("mean")) for r in ranks])
+    numbers = sorted({int(s["step"]) for r in ranks for s in r["steps"] if isinstance(s.get("step"), int)})
+    loaders = [as_dict(r.get("dataloader")) for r in ranks]
+    iterators = sorted({str(d["iterator"]) for d in loaders if d.get("iterator")})
+    steps = _mean([len(r["steps"]) for r in ranks])
+    ops: dict[str, float] = {}
+    for r in ranks:
+        for op in as_dict(r.get("cpu_ops")).get("top") or []:
+            op = as_dict(op)
+            total = number(op.get("total_ms"))
+            if total is not None:
+                ops[str(op.get("name"))] = ops.get(str(op.get("name")), 0.0) + total / len(r["steps"]) / len(ranks)
+    job_s = number(job_s)
+    return {
+        "ranks": len(ranks),
+        "profiled_steps": steps,
+        "step_numbers": [numbers[0], numbers[-1]] if numbers else None,
+        "profiled_s": profiled_s,
+        "job_s": job_s,
+        "coverage": profiled_s / job_s if job_s and profiled_s is not None else None,
+        "mean_step_ms": mean_ms,
+        "steps_per_s": 1000.0 / mean_ms if mean_ms else None,
+        "dataloader_share": _mean([number(d.get("step_share")) for d in loaders]),
+        "dataloader_per_step_ms": _mean([number(d.get("per_step_ms")) for d in loaders]),
+        "iterators": iterators,
+        "collective_share": _mean([number(as_dict(r.get("collectives")).get("step_share")) for r in ranks]),
+        "op_ms_per_step": ops,
+    }
+
+
+def _pct_change(a, b) -> float | None:
+    a, b = number(a), number(b)
+    return None if a is None or b is None or a == 0 else (b - a) / a * 100.0
+
+
+def throughput(ta: dict | None, tb: dict | None, job_a, job_b) -> dict:
+    """Steps per second in the profiled steps, and the whole job's change for the same work."""
+    out = {"profiled_a": (ta or {}).get("steps_per_s"), "profiled_b": (tb or {}).get("steps_per_s"),
+           "profiled_change_pct": None, "job_same_work_change_pct": None}
+    out["profiled_change_pct"] = _pct_change(out["profiled_a"], out["profiled_b"])
+    job_a, job_b = number(job_a), number(job_b)
+    if job_a and job_b:
+        out["job_same_work_change_pct"] = (job_a / job_b - 1.0) * 100.0
+    return out
+
+
+def _signed(value, digits=1) -> str:
+    return "n/a" if value is None else f"{'+' if value > 0 else '−' if value < 0 else ''}{abs(value):.{digits}f}"
+
+
+def _coverage_text(label: str, t: dict) -> str:
+    numbers = t.get("step_numbers")
+    which = f" (#{numbers[0]}–#{numbers[1]})" if numbers else ""
+    cover = (f", {100 * t['coverage']:.1f} % of its {t['job_s']:.0f} s" if t.get("coverage") is not None else "")
+    return f"{label}: {t['profiled_steps']:.0f} profiled steps{which}, {t['profiled_s']:.2f} s{cover}"
+
+
+def steps_blocks(ta: dict | None, tb: dict | None, job_a, job_b) -> tuple[list, dict]:
+    """Blocks for the step-durations section and their data (``traces`` in compare.json)."""
+    if ta is None and tb is None:
+        return [], {}
+    rate = throughput(ta, tb, job_a, job_b)
+    blocks: list = []
+    covered = "; ".join(_coverage_text(label, t) for label, t in (("A", ta), ("B", tb)) if t)
+    change = _pct_change((ta or {}).get("mean_step_ms"), (tb or {}).get("mean_step_ms"))
+    job_change = _pct_change(job_a, job_b)
+    if ta and tb:
+        blocks.append(Text(
+            f"From the PyTorch profiler traces. {covered}. The profiled steps are a small sample of each job, "
+            f"often its first steps: their mean changed by {_signed(change)} % while the job's duration changed by "
+            f"{_signed(job_change)} %; judge the runs by the duration.", tone="note"))
+    else:
+        blocks.append(Text(f"From the PyTorch profiler traces ({covered}); the other run has none.", tone="note"))
+    rows = []
+
+    def row(title, key, fmt_pct=False, scale=1.0):
+        va = None if ta is None or ta.get(key) is None else ta[key] * scale
+        vb = None if tb is None or tb.get(key) is None else tb[key] * scale
+        d = None if va is None or vb is None else vb - va
+        rows.append([title, va, vb, None if d is None else (_signed(d, 2) if not fmt_pct else _signed(d, 1)),
+                     None if fmt_pct else _signed(_pct_change(va, vb))])
+
+    row("Ranks", "ranks")
+    row("Profiled steps per rank", "profiled_steps")
+    row("Profiled time per rank (s)", "profiled_s")
+    row("Share of the job profiled (%)", "coverage", True, 100.0)
+    row("Mean profiled step (ms)", "mean_step_ms")
+    row("Throughput in the profiled steps (steps/s)", "steps_per_s")
+    row("DataLoader share of step time (%)", "dataloader_share", True, 100.0)
+    row("DataLoader per step (ms)", "dataloader_per_step_ms")
+    row("Collective wait (% of step time)", "collective_share", True, 100.0)
+    blocks.append(Table("trace-steps-compare", ["From the traces", "A", "B", "Δ (B − A)", "Δ (%)"], rows,
+                        ["text", "num2", "num2", "text", "text"], row_header=True,
+                        caption="Per rank, averaged over ranks; percentages in points for the Δ of shares."))
+    if rate["job_same_work_change_pct"] is not None:
+        blocks.append(Text(
+            f"Throughput: for the same work (same number of steps and batch size), B processes "
+            f"{_signed(rate['job_same_work_change_pct'])} % more steps and samples per second than A over the whole "
+            f"job ({number(job_a):.0f} s → {number(job_b):.0f} s); in the profiled steps alone "
+            f"{_fmt(rate['profiled_a'])} → {_fmt(rate['profiled_b'])} steps/s ({_signed(rate['profiled_change_pct'])} %).",
+            tone="plain"))
+    for label, t in (("A", ta), ("B", tb)):
+        if t and t.get("iterators"):
+            how = ("in the training process (num_workers=0)" if "_SingleProcessDataLoaderIter" in t["iterators"]
+                   else "by worker processes" if "_MultiProcessingDataLoaderIter" in t["iterators"] else "")
+            if how:
+                blocks.append(Text(f"{label} loads its data {how}: {', '.join(t['iterators'])}."))
+    data = {"a": ta, "b": tb, "throughput": rate, "mean_step_change_pct": change, "job_change_pct": job_change}
+    return blocks, data
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def operators_blocks(ta: dict | None, tb: dict | None) -> tuple[list, dict]:
+    """The traces' top CPU operators, in ms per profiled step so runs with different step counts compare."""
+    oa, ob = (ta or {}).get("op_ms_per_step") or {}, (tb or {}).get("op_ms_per_step") or {}
+    if not (oa or ob):
+        return [], {}
+    names = sorted(set(oa) | set(ob), key=lambda n: -max(oa.get(n, 0.0), ob.get(n, 0.0)))[:TOP_OPERATORS]
+    rows = [[n, oa.get(n), ob.get(n), None if n not in oa or n not in ob else _signed(ob[n] - oa[n], 2)]
+            for n in names]
+    blocks = [Text("CPU operators from the PyTorch profiler traces: inclusive time per profiled step (ms), the "
+                   f"{len(names)} most expensive in either run; empty where an operator is not among a run's top 15."),
+              Table("trace-operators-compare", ["CPU operator", "A (ms/step)", "B (ms/step)", "Δ (ms/step)"], rows,
+                    ["text", "num2", "num2", "text"])]
+    return blocks, {"rows": [{"operator": r[0], "a_ms_per_step": r[1], "b_ms_per_step": r[2]} for r in rows]}
