@@ -68,10 +68,10 @@ def find_straggler(ranks: dict[str, dict]) -> dict:
             out["reason"] = _why(least, ranks, others)
             out["evidence"] = [
                 f"rank {o} waits {waits[o]['in_steps_ms']:.0f} ms of its {_step_total(ranks[o]):.0f} ms of profiled "
-                f"steps ({100 * waits[o]['step_share']:.0f} %) in collectives ({', '.join(waits[o].get('names') or [])})"
+                f"steps in collectives, {100 * waits[o]['step_share']:.0f} %: {', '.join(waits[o].get('names') or [])}"
                 for o in others[:3]] + [
-                f"rank {least} waits {waits[least]['in_steps_ms']:.0f} ms ({100 * waits[least]['step_share']:.0f} %): "
-                "the others wait for it"]
+                f"rank {least} waits only {waits[least]['in_steps_ms']:.0f} ms, "
+                f"{100 * waits[least]['step_share']:.0f} % of its profiled steps"]
         return out
     if len(means) >= 2:
         out["method"] = "step time"

@@ -42,3 +42,26 @@ def test_long_kernel_names_wrap_inside_their_cells_regression(tmp_path):
     page = visit(out, probe=CELLS)
     assert page.dom == []
     assert "void cudnn::detail::dgrad_engine&lt;float, 512, 6, 5, 3, 3, 3, false&gt;" in out.read_text(encoding="utf-8")
+
+
+COLUMNS = """() => {
+  const table = document.getElementById('kineto-ranks');
+  const wrap = table.closest('.table-wrap') || table.parentElement;
+  return Array.from(table.querySelectorAll('thead th')).map(th => {
+    const r = th.getBoundingClientRect();
+    return [th.textContent, Math.round(r.right), Math.round(wrap.getBoundingClientRect().right), window.innerWidth];
+  });
+}"""
+
+
+@pytest.mark.browser
+def test_dataloader_column_of_the_ranks_table_is_on_screen_at_1400px(tmp_path):
+    """The DataLoader share, the number that shows an input-bound run, was the 10th column behind a long
+    trace-file name and off-screen at 1400 px."""
+    out = tmp_path / "report.html"
+    generate(str(need(RAW / "torch-cpu-record-ddp2")), out)
+    page = visit(out, probe=COLUMNS, screenshot=tmp_path / "ranks.png")
+    columns = {name: (right, wrap, width) for name, right, wrap, width in page.dom}
+    for name in ("DataLoader share", "DataLoader per step (ms)", "Collective wait"):
+        right, wrap, width = columns[name]
+        assert right <= min(wrap, width), (name, right, wrap, width)

@@ -201,7 +201,7 @@ def build(outputs: RuleOutputs) -> Section:
         evidence = "; ".join(str(e) for e in comparison.get("evidence") or [])
         section.add(Text(
             f"Rank {straggler} is the straggler: {comparison.get('reason', '')}. The other ranks wait for it in the "
-            f"collectives ({evidence}). In synchronous training the step times are equal on all ranks, so the "
+            f"collectives: {evidence}. In synchronous training the step times are equal on all ranks, so the "
             "wait is what shows it.", tone="finding"))
     elif straggler is not None:
         section.add(Text(
