@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("source", metavar="SOURCE",
                      help="a local folder (rule outputs or raw profiler data), an s3:// URI, a processing-job "
-                          "or training-job ARN, or a training-job name")
+                          "or training-job ARN, or job:NAME for a training-job name (a bare word is a local folder)")
     gen.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                      help="HTML file to write (default: report.html)")
     gen.add_argument("--json", type=Path, default=None, dest="json_path",

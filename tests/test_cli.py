@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-
+from pathlib import Path
 
 from tests.conftest import REAL, need
 
@@ -34,7 +34,7 @@ def test_help_lists_generate():
 
 def test_missing_folder(tmp_path):
     line = one_line_error(run_quiet("generate", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html")))
-    assert "nope' is not an existing local folder, an s3:// URI, a SageMaker ARN or a training-job name" in line
+    assert line == f"reportgen: error: no folder {tmp_path / 'nope'} here ({Path.cwd()})"
     assert list(tmp_path.iterdir()) == []
 
 

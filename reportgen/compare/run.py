@@ -14,7 +14,7 @@ from pathlib import Path
 
 from reportgen.atomic import write_text_atomic
 from reportgen.cost import load_prices
-from reportgen.errors import InputError
+from reportgen.errors import InputError, RenderError
 from reportgen.pipeline import Progress, _check_writable, _local_name, _silent, prepare_rule_outputs
 from reportgen.rule_outputs import load_rule_outputs
 
@@ -76,7 +76,9 @@ def compare(source_a: str, source_b: str, output: Path, *, fmt: str = "html", js
     prepare = {"cache_dir": cache_dir, "recompute": recompute, "rule_params": rule_params,
                "session_kwargs": session_kwargs}
     with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
-        work_dir = Path(work)
+        # absolute: the notebook runs with its own folder as the working directory, where a relative
+        # output_dir would name a folder inside itself (compare.json was lost with a relative -o)
+        work_dir = Path(work).resolve()
         a = _side_spec("A", source_a, work_dir, instance_a, count_a, region, progress, **prepare)
         b = _side_spec("B", source_b, work_dir, instance_b, count_b, region, progress, **prepare)
         prices = str(Path(prices_file).resolve()) if prices_file else ""
@@ -84,8 +86,9 @@ def compare(source_a: str, source_b: str, output: Path, *, fmt: str = "html", js
             progress("building the comparison")
             session = open_comparison(a, b, prices_file=prices, standalone=True)
             text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
-            write_text_atomic(output, text)
             session.save_json(work_dir)
+            produced = _produced_json(work_dir)
+            write_text_atomic(output, text)
         else:
             executed = work_dir / "compare.ipynb"
             progress("executing the comparison notebook")
@@ -93,10 +96,15 @@ def compare(source_a: str, source_b: str, output: Path, *, fmt: str = "html", js
                               "standalone": True}, executed, notebook=compare_notebook_path())
             progress("converting to HTML")
             text = notebook_to_html(executed)
+            produced = _produced_json(work_dir)
             write_text_atomic(output, text)
-        produced = work_dir / "compare.json"
-        if produced.is_file():
-            shutil.move(str(produced), str(json_path))
+        shutil.move(str(produced), str(json_path))
     return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started)
 
 
+def _produced_json(work_dir: Path) -> Path:
+    """compare.json as the comparison wrote it; checked before anything is written (both files or neither)."""
+    produced = work_dir / "compare.json"
+    if not produced.is_file():
+        raise RenderError(f"the comparison did not write compare.json into {work_dir}")
+    return produced

@@ -50,6 +50,23 @@ def is_job_name(text: str) -> bool:
     return bool(JOB_NAME_RE.match(text))
 
 
+# A bare word is a local folder; a training-job name is asked for with this prefix (or by its ARN),
+# so a mistyped folder name is reported as a missing folder, not sent to AWS.
+JOB_PREFIX = "job:"
+
+
+def job_name_of(text: str) -> str | None:
+    """The training-job name in ``job:<name>``; None when ``text`` does not start with ``job:``.
+    A malformed name after the prefix is an input error."""
+    if not text.lower().startswith(JOB_PREFIX):
+        return None
+    name = text[len(JOB_PREFIX):].strip()
+    if not is_job_name(name):
+        raise InputError(f"{_short(text)}: {_short(name)} is not a SageMaker training-job name "
+                         "(1-63 letters, digits and hyphens, starting and ending with a letter or digit)")
+    return name
+
+
 def _short(text: str, limit: int = 120) -> str:
     """Quote user input for an error message without letting it span lines or pages."""
     shown = text if len(text) <= limit else text[: limit - 3] + "..."

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from reportgen.errors import InputError
 from reportgen.rule_names import RULE_ORDER
-from reportgen.sources.arn import is_job_name, looks_like_arn, parse_arn
+from reportgen.sources.arn import JOB_PREFIX, is_job_name, job_name_of, looks_like_arn, parse_arn
 
 KINDS = ("local", "s3", "processing-job", "training-job")
 RULE_JSON_NAMES = frozenset(f"{name}.json" for name in RULE_ORDER)
@@ -65,11 +65,17 @@ def classify(source: str) -> str:
     path = Path(text).expanduser()
     if path.exists():
         return "local"
-    if is_job_name(text):
+    if job_name_of(text) is not None:
         return "training-job"
-    raise InputError(
-        f"Source {text!r} is not an existing local folder, an s3:// URI, a SageMaker ARN or a training-job name."
-    )
+    # Anything else names a local path: a typo must read as a missing folder, never reach AWS unasked.
+    hint = (f"; for the SageMaker training job of that name write {JOB_PREFIX}{text} (or give its ARN)"
+            if is_job_name(text) else "")
+    raise InputError(f"no folder {_quoted(text)} here ({Path.cwd()}){hint}")
+
+
+def _quoted(text: str) -> str:
+    """A user's path in a one-line message: as typed when plain, else repr'd (no newline can split the line)."""
+    return text if text.isprintable() and len(text) <= 200 and " " not in text else repr(text[:200])
 
 
 def resolve_source(
@@ -407,7 +413,7 @@ class _Remote:
         else:
             sm = make_client(self.session, "sagemaker")
             region = sm.meta.region_name
-            info = describe_training_job(sm, self.source, region)
+            info = describe_training_job(sm, job_name_of(self.source), region)
         self.notes += list(info.notes)
         cache = self.s3_cache(region)
 

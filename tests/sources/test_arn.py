@@ -1,5 +1,7 @@
 """ARN parsing: valid forms and the exact one-line errors."""
 
+from pathlib import Path
+
 import pytest
 
 from reportgen.errors import EXIT_INPUT, InputError
@@ -91,9 +93,7 @@ def test_unsupported_resource(arn, message):
 def test_classify_without_aws(tmp_path):
     assert classify(str(tmp_path)) == "local"
     assert classify("s3://bucket/prefix") == "s3"
-    assert classify("my-training-job-1") == "training-job"
+    assert classify("job:my-training-job-1") == "training-job"
     with pytest.raises(InputError) as info:
         classify("./no/such/folder")
-    assert str(info.value) == (
-        "Source './no/such/folder' is not an existing local folder, an s3:// URI, a SageMaker ARN or a training-job name."
-    )
+    assert str(info.value) == f"no folder ./no/such/folder here ({Path.cwd()})"

@@ -31,10 +31,10 @@ def snapshot(root):
 
 
 def test_second_run_downloads_nothing(world, tmp_path):
-    first = resolve_source(world.training_job, cache_dir=tmp_path, recompute=True)
+    first = resolve_source(f"job:{world.training_job}", cache_dir=tmp_path, recompute=True)
     assert first.downloads == 16
     calls = []
-    second = resolve_source(world.training_job, cache_dir=tmp_path, recompute=True, progress=calls.append)
+    second = resolve_source(f"job:{world.training_job}", cache_dir=tmp_path, recompute=True, progress=calls.append)
     assert second.downloads == 0
     assert second.bytes_downloaded == 0
     assert calls == []

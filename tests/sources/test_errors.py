@@ -42,14 +42,14 @@ def test_unknown_profile(tmp_path):
 def test_no_region_for_bare_job_name(tmp_path, monkeypatch):
     monkeypatch.delenv("AWS_REGION")
     monkeypatch.delenv("AWS_DEFAULT_REGION")
-    _fails("some-job", "No AWS region configured: set AWS_REGION (or a region in your AWS profile), or give the job's full ARN.",
+    _fails("job:some-job", "No AWS region configured: set AWS_REGION (or a region in your AWS profile), or give the job's full ARN.",
            cache_dir=tmp_path)
 
 
 @pytest.mark.parametrize(
     "source, message",
     [
-        ("missing-training-job", "Training job 'missing-training-job' not found in region us-east-1."),
+        ("job:missing-training-job", "Training job 'missing-training-job' not found in region us-east-1."),
         ("arn:aws:sagemaker:us-east-1:123456789012:training-job/missing-training-job",
          "Training job 'missing-training-job' not found in region us-east-1."),
         ("arn:aws:sagemaker:us-east-1:123456789012:processing-job/missing-rule-job",
@@ -101,7 +101,7 @@ def test_training_job_without_profiler_data(world, tmp_path):
         StoppingCondition={"MaxRuntimeInSeconds": 60},
     )
     sagemaker_backends["123456789012"]["us-east-1"].training_jobs["no-profiler-job"].profiling_status = "Disabled"
-    _fails("no-profiler-job",
+    _fails("job:no-profiler-job",
            "No profiler data for training job no-profiler-job (us-east-1, Completed): no profiler locations "
            "(profiling is disabled for this training job (ProfilingStatus: Disabled); "
            "the training job has no ProfilerReport rule).",
@@ -144,7 +144,7 @@ def iam_user(world, monkeypatch):
 
 def test_access_denied_on_s3(world, tmp_path, iam_user):
     iam_user("sagemaker-only")
-    err = _fails(world.training_job, str_message := (
+    err = _fails(f"job:{world.training_job}", str_message := (
         f"Access denied while listing s3://{world.bucket}/{world.job_prefix}/rule-output/{world.rule}/ (AccessDenied: Access Denied): "
         "check that your AWS identity may read it (s3:ListBucket, s3:GetObject, kms:Decrypt for encrypted outputs, sagemaker:Describe*)."),
         cache_dir=tmp_path)

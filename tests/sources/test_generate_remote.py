@@ -29,7 +29,7 @@ def test_remote_sources_give_the_local_report(world, local_report, tmp_path, mon
     source = {
         "processing_arn": world.processing_by_uris,
         "training_arn": world.training_arn,
-        "training_name": world.training_job,
+        "training_name": f"job:{world.training_job}",
         "s3_rules": f"s3://{world.bucket}/{world.rule_prefix}/",
     }[form]
     messages = []

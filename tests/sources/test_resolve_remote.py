@@ -47,7 +47,7 @@ def test_processing_job_arn(world, tmp_path, which):
 
 @pytest.mark.parametrize("form", ["arn", "name"])
 def test_training_job(world, tmp_path, form):
-    source = world.training_arn if form == "arn" else world.training_job
+    source = world.training_arn if form == "arn" else f"job:{world.training_job}"
     resolved = resolve_source(source, cache_dir=tmp_path)
     assert resolved.kind == "training-job"
     _assert_rule_outputs(resolved, world)
@@ -64,7 +64,7 @@ def test_training_job(world, tmp_path, form):
 
 
 def test_training_job_recompute_downloads_raw(world, tmp_path):
-    resolved = resolve_source(world.training_job, cache_dir=tmp_path, recompute=True)
+    resolved = resolve_source(f"job:{world.training_job}", cache_dir=tmp_path, recompute=True)
     _assert_rule_outputs(resolved, world)
     assert resolved.raw_dir is not None and resolved.raw_dir.name == "profiler-output"
     assert tree(resolved.raw_dir) == world.raw_files
@@ -104,7 +104,7 @@ def test_s3_job_prefix_recompute(world, tmp_path):
 
 def test_progress_reports_bytes_and_files(world, tmp_path):
     seen = []
-    resolve_source(world.training_job, cache_dir=tmp_path, progress=seen.append)
+    resolve_source(f"job:{world.training_job}", cache_dir=tmp_path, progress=seen.append)
     assert seen[0].files_done == 0 and seen[0].bytes_done == 0
     assert seen[-1].files_done == seen[-1].files_total == 11
     assert seen[-1].bytes_done == seen[-1].bytes_total == sum(len(b) for b in world.rule_files.values())
@@ -112,7 +112,7 @@ def test_progress_reports_bytes_and_files(world, tmp_path):
 
 def test_default_cache_dir_respects_xdg(world, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    resolved = resolve_source(world.training_job)
+    resolved = resolve_source(f"job:{world.training_job}")
     assert resolved.rule_output_dir.is_relative_to(tmp_path / "xdg" / "reportgen" / "s3")
 
 
@@ -143,7 +143,7 @@ def test_running_job_is_incomplete_and_uses_raw_data(world, tmp_path):
                                          "RuleParameters": {"rule_to_invoke": "ProfilerReport"}}]
     job.profiler_rule_evaluation_statuses = [{"RuleConfigurationName": "ProfilerReport", "RuleEvaluationStatus": "InProgress",
                                               "LastModifiedTime": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)}]
-    resolved = resolve_source(name, cache_dir=tmp_path)
+    resolved = resolve_source(f"job:{name}", cache_dir=tmp_path)
     assert resolved.incomplete is True
     assert resolved.rule_output_dir is None
     assert tree(resolved.raw_dir) == {rel: world.raw_files[rel]}
