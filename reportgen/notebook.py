@@ -16,10 +16,12 @@ from pathlib import Path
 
 from reportgen import __version__
 from reportgen.atomic import write_text_atomic
+from reportgen.errors import InputError
 from reportgen.render.blocks import render_header, render_section
 from reportgen.report.build import build_report
 from reportgen.report.json_output import report_data
 from reportgen.report.model import Chart, ChartRow, Report
+from reportgen.report.sections import OPTIONAL
 from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
 
 
@@ -42,8 +44,12 @@ class ReportSession:
                        "version": __version__})
 
     def show(self, *section_ids: str) -> None:
-        """Display sections; in live Jupyter also draw their charts with plotly's own renderer."""
+        """Display sections; in live Jupyter also draw their charts with plotly's own renderer.
+        An optional section this report does not have (``cost`` without an instance type) shows nothing."""
+        present = {section.id for section in self.report.sections}
         for section_id in section_ids:
+            if section_id in OPTIONAL and section_id not in present:
+                continue
             section = self.report.section(section_id)
             if section.hidden:
                 continue
@@ -80,6 +86,13 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
     reportgen's pipeline passes a ready rule-output folder; in Jupyter any source works (raw data is
     analysed by the engine into a temporary folder that lives as long as the kernel).
     """
+    if not str(source).strip():  # the notebook's default
+        from reportgen.resources import sample_data_dir
+
+        try:
+            source = sample_data_dir()
+        except FileNotFoundError as err:
+            raise InputError(str(err)) from None
     folder = Path(source).expanduser()
     rule_dir = find_rule_output_dir(folder) if folder.is_dir() else None
     if rule_dir is None:
@@ -93,16 +106,10 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
         job_name = job_name or prepared.resolved.job_name or ""
     outputs = load_rule_outputs(rule_dir)
     name = job_name or _guess_job_name(folder)
-    report = build_report(outputs, job_name=name, extra_notes=notes)
+    report = build_report(outputs, job_name=name, extra_notes=notes, cost=cost or None)
     report.description = description
     report.source = source_label or report.source
     report.incomplete = incomplete
-    if cost:  # instance known: a cost section after the summary (see reportgen.cost)
-        from reportgen.cost import cost_section
-
-        duration = report.section("training-job-summary").data.get("job_duration_s")
-        at = [s.id for s in report.sections].index("training-job-summary") + 1
-        report.sections.insert(at, cost_section(duration, **cost))
     return ReportSession(report, standalone)
 
 

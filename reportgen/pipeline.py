@@ -6,6 +6,8 @@ everything is produced in a private work folder and moved into place at the end.
 
 from __future__ import annotations
 
+import errno
+import os
 import tempfile
 import threading
 import time
@@ -15,8 +17,7 @@ from typing import Callable
 
 from reportgen.errors import InputError, RenderError
 from reportgen.locking import folder_lock
-from reportgen.render.html import execute_notebook, notebook_to_html, write_atomically
-from reportgen.rule_outputs import load_rule_outputs
+from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html, write_atomically
 
 Progress = Callable[[str], None]
 
@@ -48,6 +49,20 @@ def _check_writable(path: Path) -> None:
         probe.close()
     except OSError as err:
         raise InputError(f"{path}: cannot write to {parent} ({err.strerror or err})") from None
+
+
+def move_into_place(produced: Path, target: Path) -> None:
+    """A file made in the work folder takes its place by a rename (it is written once); on another
+    file system, or over anything but a plain file, by ``write_atomically`` (which decides about those)."""
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        write_atomically(target, produced.read_text(encoding="utf-8"))
+        return
+    try:
+        os.replace(produced, target)
+    except OSError as err:
+        if err.errno != errno.EXDEV:
+            raise
+        write_atomically(target, produced.read_text(encoding="utf-8"))
 
 
 def _download_progress(progress: Progress):
@@ -200,28 +215,31 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
     if prices_file or instance or count is not None:
         _check_cost_options(instance, count, prices_file)
     with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
-        work_dir = Path(work)
-        prepared = prepare_rule_outputs(source, work_dir, cache_dir=cache_dir, recompute=recompute,
-                                        rule_params=rule_params, session_kwargs=session_kwargs, progress=progress,
-                                        engine=engine, stats=stats)
-        resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used
-        notes = list(resolved.notes)
-        # Read once here so bad input fails fast with a one-line error, before the notebook starts.
-        outputs = load_rule_outputs(rule_dir)
-        progress(f"rule outputs: {rule_dir} ({len(outputs.rules)} rules, from {used})")
-        description = f"{resolved.description} — report made from the {used}"
-        if used == "rule outputs" and resolved.raw_available:
-            description += " (raw profiler data is also available: --recompute analyses it with reportgen's engine)"
-        if resolved.incomplete:
-            notes.insert(0, "The job was still running: this report covers the data written so far.")
-        executed = work_dir / "report.ipynb"
-        progress("executing the analysis notebook")
-        execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir.resolve()),
-                          "job_name": job_name or resolved.job_name or _local_name(source), "standalone": True,
-                          "notes": notes, "description": description, "incomplete": resolved.incomplete,
-                          "source_label": str(source),
-                          "cost": _cost_parameter(resolved, instance, count, region, prices_file)},
-                         executed)
+        work_dir = Path(work).resolve()
+        kernel = NotebookKernel(work_dir)  # starts up while the engine runs
+        try:
+            prepared = prepare_rule_outputs(source, work_dir, cache_dir=cache_dir, recompute=recompute,
+                                            rule_params=rule_params, session_kwargs=session_kwargs,
+                                            progress=progress, engine=engine, stats=stats)
+            resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used
+            notes = list(resolved.notes)
+            progress(f"rule outputs from the {used}")
+            description = f"{resolved.description} — report made from the {used}"
+            if used == "rule outputs" and resolved.raw_available:
+                description += " (raw profiler data is also available: --recompute analyses it with reportgen's engine)"
+            if resolved.incomplete:
+                notes.insert(0, "The job was still running: this report covers the data written so far.")
+            progress("executing the analysis notebook")
+            # The notebook reads the rule outputs (once; an unreadable one is an InputError) and writes
+            # report.json into the work folder.
+            executed = execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir),
+                                         "job_name": job_name or resolved.job_name or _local_name(source),
+                                         "standalone": True, "notes": notes, "description": description,
+                                         "incomplete": resolved.incomplete, "source_label": str(source),
+                                         "cost": _cost_parameter(resolved, instance, count, region, prices_file)},
+                                        kernel=kernel)
+        finally:
+            kernel.close()
         progress("converting to HTML")
         html = notebook_to_html(executed)
         produced_json = work_dir / "report.json"
@@ -229,12 +247,13 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
             raise RenderError(f"the analysis notebook did not write report.json into {work_dir}")
         # Two runs writing the same report: each file is replaced atomically, and the pair is written
         # under a lock on its folder, so report.html and report.json always come from the same run.
-        json_text = produced_json.read_text(encoding="utf-8")
         with folder_lock(output.parent if str(output.parent) else Path(".")):
             write_atomically(output, html)
-            write_atomically(json_path, json_text)
+            move_into_place(produced_json, json_path)
         if keep_notebook:
-            write_atomically(Path(keep_notebook), executed.read_text(encoding="utf-8"))
+            import nbformat
+
+            write_atomically(Path(keep_notebook), nbformat.writes(executed))
     seconds = time.perf_counter() - started
     return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, rule_dir, used, notes,
                           stats.get("system_files"), stats.get("system_files_read"))

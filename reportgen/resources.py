@@ -23,6 +23,16 @@ def compare_notebook_path() -> Path:
     return bundled("notebooks") / "compare_report.ipynb"
 
 
+def sample_data_dir() -> Path:
+    """The notebook's default source: ``sample_data/`` seen from where a user runs it (the repository root or
+    ``notebooks/``), else beside this source checkout. A wheel does not carry it: give ``source`` there."""
+    for candidate in (Path("sample_data"), Path("..") / "sample_data", _PACKAGE.parent / "sample_data"):
+        if candidate.is_dir():
+            return candidate.resolve()
+    raise FileNotFoundError("no sample_data/ folder here, in the parent folder or beside reportgen: set the "
+                            "notebook's source parameter (papermill ... -p source <folder>)")
+
+
 def template_dir() -> Path:
     return bundled("templates")
 

@@ -1,13 +1,13 @@
-"""Regenerate notebooks/profiler_report.ipynb (one cell per report section).
+"""Regenerate notebooks/profiler_report.ipynb: one cell per report section, in ``SECTIONS`` order.
 
-The notebook is committed; this script keeps its cells in step with the section registry.
+The notebook is committed; tests/test_notebook_path.py fails while it differs from what this script makes.
 """
 
 from pathlib import Path
 
 import nbformat
 
-from reportgen.report.sections import BUILDERS
+from reportgen.report.sections import SECTION_IDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,22 +22,29 @@ def new_notebook(intro: str, parameters: str) -> tuple[nbformat.NotebookNode, li
     return nb, [nbformat.v4.new_markdown_cell(intro), params]
 
 
-def write(nb: nbformat.NotebookNode, cells: list, path: Path) -> None:
+def finish(nb: nbformat.NotebookNode, cells: list) -> nbformat.NotebookNode:
     """Stable cell ids, so regenerating an unchanged notebook changes nothing."""
     for number, cell in enumerate(cells):
         cell.id = f"cell-{number:02d}"
     nb.cells = cells
-    nbformat.write(nb, path)
+    return nb
 
 
-def main() -> None:
+def write(nb: nbformat.NotebookNode, cells: list, path: Path) -> None:
+    nbformat.write(finish(nb, cells), path)
+
+
+def analysis_notebook() -> nbformat.NotebookNode:
+    """The analysis notebook as it must be committed."""
     nb, cells = new_notebook(
         "# Profiling report\n\n"
         "The analysis notebook of **reportgen**. `reportgen generate` runs it with papermill; you can also run it "
-        "here against any ProfilerReport output folder: set `source` below and run all cells. Every table, text "
-        "and chart comes from the `reportgen` package (`reportgen.report`), so this notebook stays thin.",
+        "here: set `source` below (or `papermill profiler_report.ipynb out.ipynb -p source <folder>`) and run all "
+        "cells. Every table, text and chart comes from the `reportgen` package (`reportgen.report`), so this "
+        "notebook stays thin. `report.figures(\"gpu-memory\")` gives a section's charts as plotly figures to "
+        "restyle and `.show()`.",
         "# Parameters (papermill injects new values below this cell)\n"
-        "source = \"../sample_data\"  # rule outputs or raw profiler data: a folder, s3:// URI, ARN or job name\n"
+        "source = \"\"  # rule outputs or raw profiler data: a folder, s3:// URI, ARN or job:NAME; empty: sample_data/\n"
         "output_dir = \"\"  # where report.json is written; empty: not written\n"
         "job_name = \"\"  # shown in the header; empty: guessed from the folder\n"
         "standalone = False  # True when rendered to HTML by reportgen (charts drawn by the page)\n"
@@ -52,15 +59,16 @@ def main() -> None:
         "                     description=description, incomplete=incomplete, source_label=source_label,\n"
         "                     cost=cost)\n"
         "report.header()"))
-    for section_id, _builder in BUILDERS:
-        if section_id == "step-duration-analysis":
-            cells.append(nbformat.v4.new_code_cell('report.show("training-loop-analysis")'))
-        cells.append(nbformat.v4.new_code_cell(f'report.show("{section_id}")'))
-        if section_id == "training-job-summary":
-            cells.append(nbformat.v4.new_code_cell('if cost:\n    report.show("cost")'))
-    cells.append(nbformat.v4.new_code_cell('report.show("data-quality")'))
+    cells += [nbformat.v4.new_code_cell(f'report.show("{section_id}")') for section_id in SECTION_IDS]
     cells.append(nbformat.v4.new_code_cell("if output_dir:\n    report.save_json(output_dir)"))
-    write(nb, cells, ROOT / "notebooks" / "profiler_report.ipynb")
+    return finish(nb, cells)
+
+
+NOTEBOOK = ROOT / "notebooks" / "profiler_report.ipynb"
+
+
+def main() -> None:
+    nbformat.write(analysis_notebook(), NOTEBOOK)
 
 
 if __name__ == "__main__":

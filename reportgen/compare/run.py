@@ -6,6 +6,7 @@ Each side goes through ``prepare_rule_outputs`` exactly as ``generate``'s source
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -60,7 +61,7 @@ def compare(source_a: str, source_b: str, output: Path, *, fmt: str = "html", js
             rule_params=None, session_kwargs: dict | None = None) -> CompareResult:
     from reportgen.compare.output import to_markdown
     from reportgen.compare.session import open_comparison
-    from reportgen.render.html import execute_notebook, notebook_to_html
+    from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html
     from reportgen.resources import compare_notebook_path
 
     if fmt not in FORMATS:
@@ -79,25 +80,25 @@ def compare(source_a: str, source_b: str, output: Path, *, fmt: str = "html", js
         # absolute: the notebook runs with its own folder as the working directory, where a relative
         # output_dir would name a folder inside itself (compare.json was lost with a relative -o)
         work_dir = Path(work).resolve()
-        a = _side_spec("A", source_a, work_dir, instance_a, count_a, region, progress, **prepare)
-        b = _side_spec("B", source_b, work_dir, instance_b, count_b, region, progress, **prepare)
-        prices = str(Path(prices_file).resolve()) if prices_file else ""
-        if fmt == "md":
-            progress("building the comparison")
-            session = open_comparison(a, b, prices_file=prices, standalone=True)
-            text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
-            session.save_json(work_dir)
-            produced = _produced_json(work_dir)
-            write_text_atomic(output, text)
-        else:
-            executed = work_dir / "compare.ipynb"
-            progress("executing the comparison notebook")
-            execute_notebook({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
-                              "standalone": True}, executed, notebook=compare_notebook_path())
+        # the HTML page's kernel starts up while both sides are prepared
+        with NotebookKernel(work_dir) if fmt == "html" else contextlib.nullcontext() as kernel:
+            a = _side_spec("A", source_a, work_dir, instance_a, count_a, region, progress, **prepare)
+            b = _side_spec("B", source_b, work_dir, instance_b, count_b, region, progress, **prepare)
+            prices = str(Path(prices_file).resolve()) if prices_file else ""
+            if fmt == "md":
+                progress("building the comparison")
+                session = open_comparison(a, b, prices_file=prices, standalone=True)
+                text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
+                session.save_json(work_dir)
+            else:
+                progress("executing the comparison notebook")
+                executed = execute_notebook({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
+                                             "standalone": True}, notebook=compare_notebook_path(), kernel=kernel)
+        if fmt == "html":
             progress("converting to HTML")
             text = notebook_to_html(executed)
-            produced = _produced_json(work_dir)
-            write_text_atomic(output, text)
+        produced = _produced_json(work_dir)
+        write_text_atomic(output, text)
         shutil.move(str(produced), str(json_path))
     return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started)
 

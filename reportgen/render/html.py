@@ -3,42 +3,90 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 from reportgen.atomic import write_text_atomic
-from reportgen.errors import RenderError
+from reportgen.errors import InputError, RenderError
 from reportgen.render import disclaimer
 from reportgen.render.kernel import KERNEL_NAME, ThisPythonKernelManager
 from reportgen.resources import notebook_path, plotly_js, template_dir
 
 
-def execute_notebook(parameters: dict, executed_path: Path, notebook: Path | None = None) -> None:
-    """Run the report notebook (or ``notebook``); a failing cell is recorded in the notebook, not raised."""
+class NotebookKernel:
+    """The analysis notebook's kernel, launched before the engine runs so that its start-up and imports
+    (``reportgen.notebook``, pandas, IPython's display) overlap the engine's work instead of following it.
+    ``close()`` ends it; papermill does not, as it did not start it."""
+
+    def __init__(self, cwd: Path):
+        from jupyter_core.utils import run_sync
+
+        self.manager = ThisPythonKernelManager(warm_imports=True)
+        run_sync(self.manager.start_kernel)(cwd=str(cwd))
+
+    def __enter__(self) -> NotebookKernel:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        from jupyter_core.utils import run_sync
+
+        if self.manager.has_kernel:
+            run_sync(self.manager.shutdown_kernel)(now=True)  # also removes its connection file
+
+
+def execute_notebook(parameters: dict, notebook: Path | None = None, kernel: NotebookKernel | None = None,
+                     cwd: Path | None = None):
+    """Run the report notebook (or ``notebook``) with papermill and return the executed notebook (in memory:
+    papermill saves nothing, neither per cell nor at the end). ``kernel``: one started beforehand (see
+    ``NotebookKernel``); without it papermill starts one on this interpreter, in ``cwd``.
+
+    A failing cell fails the run, naming the section its cell shows: an ``InputError`` raised in the notebook
+    (an unreadable rule output) stays an ``InputError`` (exit code 2), anything else is a ``RenderError``."""
     import papermill
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
+    engine = {"km": kernel.manager} if kernel is not None else {"kernel_manager_class": ThisPythonKernelManager}
     try:
-        papermill.execute_notebook(
+        return papermill.execute_notebook(
             str(notebook or notebook_path()),
-            str(executed_path),
+            None,
             parameters=parameters,
             kernel_name=KERNEL_NAME,
-            kernel_manager_class=ThisPythonKernelManager,
+            request_save_on_cell_execute=False,
             progress_bar=False,
             log_output=False,
-            cwd=str(executed_path.parent),
+            cwd=str(cwd) if cwd else None,
+            **engine,
         )
     except papermill.PapermillExecutionError as err:
-        raise RenderError(f"the report notebook failed in cell {err.exec_count}: {err.ename}: {err.evalue}") from None
+        if err.ename == "InputError":
+            raise InputError(err.evalue) from None
+        raise RenderError(f"the analysis notebook failed in {_failed_part(err.source, err.exec_count)}: "
+                          f"{err.ename}: {err.evalue}") from None
 
 
-def notebook_to_html(executed_path: Path) -> str:
-    """nbconvert with our template; plotly.js, CSS and the chart loader are inlined once."""
-    import nbformat
+_SHOWN = re.compile(r'report\.show\("([a-z0-9-]+)"\)')
+
+
+def _failed_part(source: str, exec_count) -> str:
+    """What a failing cell makes: 'section <id>' for a section's cell, the opening cell, else its number."""
+    shown = _SHOWN.search(source or "")
+    if shown:
+        return f"section {shown.group(1)}"
+    if "open_report(" in (source or ""):
+        return "its opening cell (reading the rule outputs)"
+    return f"cell {exec_count}"
+
+
+def notebook_to_html(nb) -> str:
+    """The executed notebook (a node) through nbconvert with our template; plotly.js, CSS and the chart
+    loader are inlined once."""
     from nbconvert import HTMLExporter
 
     templates = template_dir()
-    nb = nbformat.read(str(executed_path), as_version=4)
     exporter = HTMLExporter(template_name="reportgen", extra_template_basedirs=[str(templates)],
                             exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     resources = {"reportgen": {

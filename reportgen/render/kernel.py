@@ -14,6 +14,7 @@ from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
+from traitlets import Bool
 
 KERNEL_NAME = "reportgen-python"
 
@@ -25,13 +26,21 @@ def _pythonpath() -> str:
     return os.pathsep.join([here, *[str(Path(p).resolve()) for p in rest]])
 
 
+# What the report notebook imports first: run by a kernel started ahead of time (``warm_imports``) while it
+# waits for its first cell.
+WARM_IMPORTS = "import reportgen.notebook, IPython.display"
+
+
 class ThisPythonKernelManager(AsyncKernelManager):
     """An ipykernel on this interpreter; its stderr (startup chatter) is discarded."""
 
+    warm_imports = Bool(False, help="import the notebook's modules at kernel start-up").tag(config=True)
+
     @property
     def kernel_spec(self) -> KernelSpec:
+        warm = [f"--IPKernelApp.exec_lines={WARM_IMPORTS}"] if self.warm_imports else []
         return KernelSpec(
-            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", *warm],
             display_name="Python (reportgen)",
             language="python",
             resource_dir="",

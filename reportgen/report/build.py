@@ -5,33 +5,54 @@ from __future__ import annotations
 import traceback
 
 from reportgen.report.model import Report, Section, Table, Text
-from reportgen.report.sections import BUILDERS
+from reportgen.report.sections import SECTIONS
 from reportgen.rule_outputs import RuleOutputs
 
-# The deep dives below are grouped under this heading, as in the original report.
-LOOP_HEADING_BEFORE = "step-duration-analysis"
+
+def loop_intro() -> Section:
+    """The heading the deep dives are grouped under, as in the original report."""
+    return Section("training-loop-analysis", "Analyzing the training loop", 2, [Text(
+        "The following sections look at the training loop rule by rule: step durations, GPU use, "
+        "data loading, batch size, bottlenecks and memory.")])
 
 
-def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str] | None = None) -> Report:
-    """Run every section builder; a failing builder costs its section, not the report."""
+def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str] | None = None,
+                 cost: dict | None = None) -> Report:
+    """Every section in ``SECTIONS`` order; a failing builder costs its section, not the report.
+    ``cost``: ``reportgen.cost.cost_section``'s arguments (instance type, count, region, prices file), when
+    the instance type is known; the run's duration comes from the summary built before it."""
     notes = list(outputs.notes) + list(extra_notes or [])
-    sections: list[Section] = []
-    for section_id, builder in BUILDERS:
-        if section_id == LOOP_HEADING_BEFORE:
-            sections.append(Section("training-loop-analysis", "Analyzing the training loop", 2, [Text(
-                "The following sections look at the training loop rule by rule: step durations, GPU use, "
-                "data loading, batch size, bottlenecks and memory.")]))
-        try:
-            sections.append(builder(outputs))
-        except Exception as err:  # keep the rest of the report; say what went wrong
-            last = traceback.extract_tb(err.__traceback__)[-1]
-            message = f"{type(err).__name__}: {err} (at {last.name}:{last.lineno})"
-            notes.append(f"section {section_id} could not be built: {message}")
-            failed = Section(section_id, section_id.replace("-", " ").capitalize(), 3)
-            sections.append(failed.missing(f"This section could not be built from the data ({message})."))
-    sections.append(data_quality_section(notes, outputs.data_quality))
+    sections: list[Section | None] = []
+    for section_id, builder in SECTIONS:
+        if section_id == "data-quality":
+            sections.append(None)  # built last, once every builder's notes are in
+        elif section_id == "cost":
+            sections += [_cost(sections, cost)] if cost else []
+        elif section_id == "training-loop-analysis":
+            sections.append(loop_intro())
+        else:
+            sections.append(_build(section_id, builder, outputs, notes))
+    sections = [s if s is not None else data_quality_section(notes, outputs.data_quality) for s in sections]
     intro = KINETO_INTRO if fold_inapplicable(sections, outputs) else ""
     return Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder), intro=intro)
+
+
+def _cost(built: list[Section | None], cost: dict) -> Section:
+    from reportgen.cost import cost_section
+
+    summary = next((s for s in built if s is not None and s.id == "training-job-summary"), None)
+    return cost_section(summary.data.get("job_duration_s") if summary else None, **cost)
+
+
+def _build(section_id: str, builder, outputs: RuleOutputs, notes: list[str]) -> Section:
+    try:
+        return builder(outputs)
+    except Exception as err:  # keep the rest of the report; say what went wrong
+        last = traceback.extract_tb(err.__traceback__)[-1]
+        message = f"{type(err).__name__}: {err} (at {last.name}:{last.lineno})"
+        notes.append(f"section {section_id} could not be built: {message}")
+        failed = Section(section_id, section_id.replace("-", " ").capitalize(), 3)
+        return failed.missing(f"This section could not be built from the data ({message}).")
 
 
 # What reportgen.kineto derives from PyTorch profiler traces; every other rule needs SageMaker Debugger data.

@@ -180,18 +180,25 @@ def _fake_kernel():
     from reportgen.notebook import open_report
     from reportgen.render.blocks import render_header, render_section
 
-    def execute_notebook(parameters: dict, executed_path: Path, notebook=None) -> None:
+    class NoKernel:
+        def __init__(self, cwd):
+            pass
+
+        def close(self):
+            pass
+
+    def execute_notebook(parameters: dict, notebook=None, kernel=None) -> str:
         keys = ("job_name", "standalone", "notes", "description", "incomplete", "source_label", "cost")
         session = open_report(parameters["source"], **{k: parameters[k] for k in keys if k in parameters})
         page = [render_header(session.report, session.generated_at, "test")]
         page += [render_section(s) for s in session.report.sections]
         session.save_json(parameters["output_dir"])
-        Path(executed_path).write_text("\n".join(page), encoding="utf-8")
+        return "\n".join(page)
 
-    def notebook_to_html(executed_path: Path) -> str:
-        return Path(executed_path).read_text(encoding="utf-8")
+    def notebook_to_html(page: str) -> str:
+        return page
 
-    return execute_notebook, notebook_to_html
+    return NoKernel, execute_notebook, notebook_to_html
 
 
 def run_in_process(source: Path, out_html: Path, hook_spec: str | None = None, case_dir: Path | None = None) -> Outcome:
@@ -199,15 +206,15 @@ def run_in_process(source: Path, out_html: Path, hook_spec: str | None = None, c
 
     err = io.StringIO()
     tb = None
-    saved = pipeline.execute_notebook, pipeline.notebook_to_html
-    pipeline.execute_notebook, pipeline.notebook_to_html = _fake_kernel()
+    saved = pipeline.NotebookKernel, pipeline.execute_notebook, pipeline.notebook_to_html
+    pipeline.NotebookKernel, pipeline.execute_notebook, pipeline.notebook_to_html = _fake_kernel()
     try:
         with hook(hook_spec, case_dir or source, out_html.parent), contextlib.redirect_stderr(err):
             code = cli.main(["generate", str(source), "-o", str(out_html), "-q", "--no-step-summary"])
     except BaseException:  # noqa: BLE001 - a traceback is exactly what the corpus hunts for
         code, tb = -1, traceback.format_exc()
     finally:
-        pipeline.execute_notebook, pipeline.notebook_to_html = saved
+        pipeline.NotebookKernel, pipeline.execute_notebook, pipeline.notebook_to_html = saved
     return _collect(code, err.getvalue(), tb, out_html)
 
 
