@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from reportgen.synthetic import Scenario, generate  # noqa: E402
+from testdata.synthetic import Scenario, generate  # noqa: E402
 
 # A busy but imperfect data-parallel job: some CPU bottlenecks, a few outliers and memory jumps.
 BENCH_SCENARIO = Scenario(

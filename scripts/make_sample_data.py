@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from reportgen.synthetic import DEFAULT_START_EPOCH, Scenario, generate  # noqa: E402
+from testdata.synthetic import DEFAULT_START_EPOCH, Scenario, generate  # noqa: E402
 
 #: The planted scenario (also imported by tests/test_synthetic.py).
 SAMPLE_SCENARIO = Scenario(

@@ -1,4 +1,4 @@
-"""Tests of the synthetic raw-profile generator (reportgen.synthetic) and of sample_data/.
+"""Tests of the synthetic raw-profile generator (testdata.synthetic) and of sample_data/.
 
 The checks re-read the written files with the standard ``json`` module (independently of the
 generator's numpy formatter) and recompute the planted conditions from them.
@@ -18,7 +18,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from reportgen.synthetic import Scenario, generate, records_per_tick
+from testdata.synthetic import Scenario, generate, records_per_tick
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "sample_data")

@@ -43,7 +43,7 @@ def _bench_scenario():
 
 
 def make_profile(folder: Path, *, nodes=4, cores=8, gpus=2, duration_s=1200) -> Path:
-    from reportgen.synthetic import generate
+    from testdata.synthetic import generate
 
     generate(folder, nodes=nodes, cores=cores, gpus=gpus, duration_s=duration_s, interval_ms=500, seed=3,
              scenario=_bench_scenario())

@@ -28,7 +28,7 @@ PREFIX = "jobs/dask-job-2026/profiler-output"
 
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory) -> Path:
-    from reportgen.synthetic import generate
+    from testdata.synthetic import generate
 
     folder = tmp_path_factory.mktemp("s3dask") / "profile"
     generate(folder, nodes=2, cores=4, gpus=1, duration_s=300, interval_ms=500, seed=5)
