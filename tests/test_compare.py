@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from reportgen.cli import main
-from reportgen.compare.build import build_comparison, load_side, rule_status
+from reportgen.compare.build import build_comparison
+from reportgen.compare.sections.rules import rule_status
+from reportgen.compare.side import load_side
 from reportgen.compare.output import md_escape, to_markdown
 from reportgen.cost import compare_costs, load_prices, make_run_cost, money, run_cost
 from tests.conftest import REAL, ROOT, need

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from reportgen import __version__
 from reportgen.atomic import write_text_atomic
-from reportgen.compare.build import build_comparison, load_side
+from reportgen.compare.build import build_comparison
+from reportgen.compare.side import load_side
 from reportgen.compare.output import compare_data
 from reportgen.cost import load_prices
 from reportgen.notebook import ReportSession

@@ -1,0 +1,20 @@
+"""Whether each run's input files were read completely."""
+
+from __future__ import annotations
+
+from reportgen.compare.side import Side
+from reportgen.report.model import Section, Text
+
+
+def build(a: Side, b: Side) -> Section:
+    section = Section("data-quality", "Data quality")
+    data = {}
+    for side in (a, b):
+        dq = side.data("data-quality")
+        data[side.label.lower()] = {"problems": dq.get("problems", 0)}
+        n = dq.get("problems", 0)
+        section.add(Text(f"{side.label}: " + ("every input file was read completely." if not n else
+                                               f"{n} problem(s) met while reading; see its own report."),
+                         tone="ok" if not n else "note"))
+    section.data = data
+    return section

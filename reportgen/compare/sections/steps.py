@@ -1,0 +1,75 @@
+"""Step durations of A and B per node, their difference and overlaid histograms (and the PyTorch traces' steps)."""
+
+from __future__ import annotations
+
+from reportgen.compare import traces
+from reportgen.compare.common import delta, signed
+from reportgen.compare.side import Side
+from reportgen.report import charts
+from reportgen.report.model import Chart, Section, Table, Text
+from reportgen.report.util import as_dict, number
+
+
+def _step_summary(nodes: dict) -> dict:
+    """Mean over nodes of each step statistic (a single node's own statistics)."""
+    out = {}
+    for key in ("mean", "max", "p99", "p95", "p50", "min"):
+        values = [number(as_dict(n.get("stats")).get(key)) for n in nodes.values()]
+        values = [v for v in values if v is not None]
+        out[key] = sum(values) / len(values) if values else None
+    return out
+
+
+def _histogram(side: Side) -> dict:
+    rule = side.outputs.get("StepOutlier")
+    series = {}
+    for node, info in as_dict(as_dict(rule.details).get("step_details") if rule else {}).items():
+        probs, edges = as_dict(info).get("probs"), as_dict(info).get("binedges")
+        if isinstance(probs, list) and isinstance(edges, list) and probs:
+            total = sum(p for p in probs if number(p) is not None) or 1
+            series[f"{side.label}: {node}"] = ([(number(p, 0.0) / total) * 100 for p in probs], edges)
+    return series
+
+
+def build(a: Side, b: Side) -> Section:
+    section = Section("step-durations", "Step durations")
+    na = as_dict(a.data("step-duration-analysis").get("nodes"))
+    nb = as_dict(b.data("step-duration-analysis").get("nodes"))
+    for side, nodes in ((a, na), (b, nb)):
+        if not nodes:
+            section.add(Text(f"{side.label} has no step durations (no StepOutlier output or no steps profiled).",
+                             tone="missing"))
+    keys = ("mean", "p50", "p95", "p99", "max")
+    rows = []
+    for side, nodes in ((a, na), (b, nb)):
+        for node, info in nodes.items():
+            stats = as_dict(info.get("stats"))
+            rows.append([side.label, node, *[stats.get(k) for k in keys], info.get("number_of_outliers")])
+    sa, sb = _step_summary(na), _step_summary(nb)
+    if na and nb:
+        d = {k: delta(sa[k], sb[k]) for k in keys}
+        rows.append(["Δ (B − A)", "mean over nodes" if len(na) > 1 or len(nb) > 1 else "",
+                     *[signed(d[k], 4) for k in keys], None])
+    if rows:
+        section.add(Text("Step durations in seconds per node, as each run's StepOutlier rule measured them."))
+        section.add(Table("step-stats", ["Run", "Node", *keys, "Outliers"], rows,
+                          ["text", "text", *["num2"] * len(keys), "int"]))
+        series = {**_histogram(a), **_histogram(b)}
+        if series:
+            section.add(Text("Distributions of step durations overlaid (outliers excluded, as in each report), "
+                             "as a share of each node's steps so runs of different lengths compare."))
+            section.add(Chart("step-hist", charts.histograms(series, "Step durations, A vs B", "Step duration in [s]",
+                                                             "Share of steps (%)"),
+                              "Histogram (needs JavaScript); the statistics are in the table above."))
+    else:
+        section.data["available"] = False
+    trace_blocks, trace_data = traces.steps_blocks(a.traces(), b.traces(),
+                                                   a.data("training-job-summary").get("job_duration_s"),
+                                                   b.data("training-job-summary").get("job_duration_s"))
+    if trace_blocks:
+        section.add(*trace_blocks)
+        section.data.pop("available", None)
+    section.data["traces"] = trace_data or None
+    section.data.update({"a": {"nodes": na, "summary": sa}, "b": {"nodes": nb, "summary": sb},
+                         "delta": {k: delta(sa.get(k), sb.get(k)) for k in sa} if na and nb else None})
+    return section

@@ -1,0 +1,98 @@
+"""Utilization percentiles of A and B, over all nodes and per node."""
+
+from __future__ import annotations
+
+from reportgen.compare.common import SHOWN_STATS, STATS, delta, grouped_bars, signed
+from reportgen.compare.side import Side
+from reportgen.report.model import Chart, Heading, Section, Table, Text
+from reportgen.report.util import number
+
+
+def _usage_index(side: Side) -> dict[tuple[str, str], dict]:
+    rows = side.data("system-usage-statistics").get("rows") or []
+    return {(r["metric"], r["node"]): r for r in rows}
+
+
+def overall_usage(index: dict[tuple[str, str], dict]) -> dict[str, dict]:
+    """Per metric over all nodes: max of the maxima, min of the minima, mean of the per-node percentiles.
+
+    With one node this is that node's row. (The rule outputs carry per-node percentiles only, so a
+    true all-nodes percentile cannot be computed; the mean is labelled as such.)
+    """
+    by_metric: dict[str, list[dict]] = {}
+    for (metric, _node), row in index.items():
+        by_metric.setdefault(metric, []).append(row)
+    result = {}
+    for metric, rows in by_metric.items():
+        stats = {}
+        for key in STATS:
+            values = [number(r.get(key)) for r in rows if number(r.get(key)) is not None]
+            if not values:
+                continue
+            stats[key] = max(values) if key == "max" else min(values) if key == "min" else sum(values) / len(values)
+        result[metric] = {"unit": rows[0].get("unit"), "nodes": len(rows), **stats}
+    return result
+
+
+def _usage_rows(keys, ia: dict, ib: dict, with_node: bool) -> tuple[list, list]:
+    rows, data = [], []
+    for key in keys:
+        ra, rb = ia.get(key) or {}, ib.get(key) or {}
+        metric = key[0] if with_node else key
+        unit = ra.get("unit") or rb.get("unit")
+        cells = [metric] + ([key[1]] if with_node else []) + [unit]
+        entry = {"metric": metric, "unit": unit, "a": {}, "b": {}, "delta": {}}
+        if with_node:
+            entry["node"] = key[1]
+        for stat in STATS:
+            entry["a"][stat], entry["b"][stat] = number(ra.get(stat)), number(rb.get(stat))
+            entry["delta"][stat] = delta(ra.get(stat), rb.get(stat))
+        for stat in SHOWN_STATS:
+            cells += [entry["a"][stat], entry["b"][stat], signed(entry["delta"][stat])]
+        rows.append(cells)
+        data.append(entry)
+    return rows, data
+
+
+def build(a: Side, b: Side) -> Section:
+    section = Section("utilization", "Utilization: overall and per node")
+    ia, ib = _usage_index(a), _usage_index(b)
+    for side, index in ((a, ia), (b, ib)):
+        if not index:
+            section.add(Text(f"{side.label} has no system metrics (OverallSystemUsage output missing or empty).",
+                             tone="missing"))
+    oa, ob = overall_usage(ia), overall_usage(ib)
+    for metric in ("GPU", "GPU memory"):
+        for side, other, own in ((a, ob, oa), (b, oa, ob)):
+            if other.get(metric) and own and metric not in own:
+                section.add(Text(f"{side.label} has no {metric} data (a CPU-only instance, or {metric} metrics "
+                                 f"were not recorded): {metric} cannot be compared.", tone="missing"))
+    stat_columns = [f"{s} {x}" for x in SHOWN_STATS for s in ("A", "B", "Δ")]
+    fmts = ["num2"] * len(stat_columns)
+    metrics = list(dict.fromkeys(list(oa) + list(ob)))
+    overall_rows, overall_data = _usage_rows(metrics, oa, ob, with_node=False)
+    node_keys = list(dict.fromkeys(list(ia) + list(ib)))
+    node_rows, node_data = _usage_rows(node_keys, ia, ib, with_node=True)
+    if overall_rows:
+        multi = max([o.get("nodes", 1) for o in list(oa.values()) + list(ob.values())] or [1]) > 1
+        section.add(Text("Percentiles of each metric, A and B side by side, with the change Δ = B − A "
+                         "(utilization in percentage points; network in bytes per second)."
+                         + (" Over all nodes: the highest maximum, the mean of the per-node percentiles and the "
+                            "lowest minimum." if multi else "")))
+        section.add(Heading("All nodes", 4))
+        section.add(Table("utilization-overall", ["Metric", "Unit", *stat_columns], overall_rows,
+                          ["text", "text", *fmts], row_header=True))
+        p95 = [m for m in metrics if oa.get(m, {}).get("unit", "percentage") == "percentage"
+               and ob.get(m, {}).get("unit", "percentage") == "percentage"]
+        section.add(Chart("utilization-p95-chart",
+                          grouped_bars(p95, {f"A: {a.name}": [oa.get(m, {}).get("p95") for m in p95],
+                                              f"B: {b.name}": [ob.get(m, {}).get("p95") for m in p95]},
+                                        "95th percentile of utilization, A vs B (%)", "%"),
+                          "Bar chart (needs JavaScript); the same numbers are in the table above."))
+        section.add(Heading("Per node", 4))
+        section.add(Table("utilization-nodes", ["Metric", "Node", "Unit", *stat_columns], node_rows,
+                          ["text", "text", "text", *fmts], row_header=True))
+    else:
+        section.data["available"] = False
+    section.data.update({"overall": overall_data, "nodes": node_data})
+    return section

@@ -1,0 +1,61 @@
+"""One run of a comparison: its own report, built exactly as ``generate`` builds it, plus its instances.
+
+The comparison sections only read these reports' section ``data``, so a comparison's numbers are
+each side's own report's numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reportgen.compare import traces
+from reportgen.report.build import build_report
+from reportgen.report.model import Report
+from reportgen.rule_outputs import RuleOutputs, load_rule_outputs
+
+
+@dataclass
+class Side:
+    """One run: its own report (built as ``generate`` builds it) plus what is known about its instances."""
+
+    label: str  # "A" or "B"
+    name: str
+    source: str
+    description: str
+    report: Report
+    outputs: RuleOutputs
+    instance_type: str | None = None
+    instance_count: int | None = None
+    instance_from: str = ""
+    region: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def data(self, section_id: str) -> dict:
+        try:
+            return self.report.section(section_id).data
+        except KeyError:
+            return {}
+
+    def available(self, section_id: str) -> bool:
+        data = self.data(section_id)
+        return bool(data) and data.get("available") is not False
+
+    def traces(self) -> dict | None:
+        """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""
+        return traces.summarize(self.outputs.kineto, self.data("training-job-summary").get("job_duration_s"))
+
+    def meta(self) -> dict:
+        return {"label": self.label, "name": self.name, "source": self.source, "description": self.description,
+                "instance_type": self.instance_type, "instance_count": self.instance_count,
+                "instance_from": self.instance_from or None, "region": self.region}
+
+
+def load_side(label: str, rule_dir: str | Path, *, name: str = "", source: str = "", description: str = "",
+              instance_type: str | None = None, instance_count: int | None = None, instance_from: str = "",
+              region: str | None = None, notes: list[str] | None = None) -> Side:
+    outputs = load_rule_outputs(Path(rule_dir))
+    report = build_report(outputs, job_name=name, extra_notes=notes)
+    return Side(label, name or Path(rule_dir).name, source or str(rule_dir), description, report, outputs,
+                instance_type or None, int(instance_count) if instance_count else None, instance_from,
+                region or None, list(notes or []))
