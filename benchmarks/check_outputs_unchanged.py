@@ -1,0 +1,167 @@
+#!/usr/bin/env python
+"""Show that a refactoring left the outputs unchanged: rule outputs, report.json and the HTML's tables.
+
+    python benchmarks/check_outputs_unchanged.py --base main [--profiles small,medium] [--real 10]
+                                                 [--keep DIR]
+
+The script exports the ``--base`` commit into a temporary folder (``git archive``), then runs the same
+inputs through that code and through the working tree, each in its own process (``PYTHONPATH`` picks
+the tree; the notebook kernel inherits it), and compares byte for byte:
+
+* the rule outputs the engine writes (``profiler-reports/*.json``, ``data-quality.json``,
+  ``timeline.json``) for every raw profile;
+* ``report.json`` of ``reportgen generate`` with ``generator.generated_at`` blanked;
+* every ``<table>…</table>`` of the HTML report, in order.
+
+Inputs: ``sample_data``, the synthetic benchmark profiles named by ``--profiles`` (written once with
+``benchmarks/generate_data.py``, deterministic), every raw fixture in ``../shared/fixtures/raw`` and
+the first ``--real`` jobs of ``../shared/fixtures/real`` (rule outputs only).  Run it against the commit
+your branch was rebased onto: other changes on ``main`` alter outputs on purpose.  Exit 0 when every
+output is identical, 1 otherwise (the differing files are listed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+TABLE = re.compile(r"<table\b.*?</table>", re.S)
+
+
+def export_tree(ref: str, dest: Path) -> None:
+    """The files of commit ``ref`` under ``dest`` (no worktree bookkeeping left behind)."""
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref], check=True,
+                          capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def inputs(work: Path, profiles: list[str], n_real: int) -> list[tuple[str, Path]]:
+    found = [("sample_data", ROOT / "sample_data")]
+    for size in profiles:
+        out = work / "profiles" / size
+        if not out.exists():
+            subprocess.run([sys.executable, str(ROOT / "benchmarks" / "generate_data.py"), "--size", size,
+                            "--out", str(out)], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                           stdout=subprocess.DEVNULL)
+        found.append((f"profile-{size}", out))
+    raw = FIXTURES / "raw"
+    if raw.is_dir():
+        found += [(f"raw-{p.name}", p) for p in sorted(raw.iterdir()) if p.is_dir() and not p.name.startswith("_")]
+    real = FIXTURES / "real"
+    if real.is_dir():
+        found += [(f"real-{p.name}", p / "profiler-reports") for p in sorted(real.iterdir())
+                  if (p / "profiler-reports").is_dir()][:n_real]
+    return found
+
+
+def dump(out: Path, named: list[tuple[str, Path]]) -> None:
+    """Run in a child whose ``PYTHONPATH`` is the tree under test: write every output under ``out``."""
+    import reportgen
+    from reportgen.engine import analyze, is_raw_profile
+
+    print(f"  code: {Path(reportgen.__file__).parent}", flush=True)
+    for name, src in named:
+        dest = out / name
+        dest.mkdir(parents=True, exist_ok=True)
+        if is_raw_profile(src):
+            work = Path(tempfile.mkdtemp(prefix="rg-eq-"))
+            try:
+                analyze(src, work)
+                for path in sorted(work.rglob("*.json")):
+                    target = dest / "rules" / path.relative_to(work)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, target)
+            except Exception as exc:  # the same failure on both sides is "unchanged"
+                (dest / "analyze-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        html, js = dest / "report.html", dest / "report.json"
+        run = subprocess.run([sys.executable, "-m", "reportgen", "generate", str(src), "-o", str(html),
+                              "--json", str(js), "-q"], capture_output=True, text=True)
+        (dest / "generate-exit.txt").write_text(f"{run.returncode}\n{run.stderr.replace(str(src), 'SRC')}")
+        if js.exists():
+            data = json.loads(js.read_text())
+            data.get("generator", {}).pop("generated_at", None)
+            js.write_text(json.dumps(data, indent=1, sort_keys=True))
+        if html.exists():
+            (dest / "tables.html").write_text("\n".join(TABLE.findall(html.read_text())))
+            html.unlink()
+        print(f"  {name}", flush=True)
+
+
+def run_tree(tree: Path, out: Path, named: list[tuple[str, Path]]) -> float:
+    spec = json.dumps([[n, str(p)] for n, p in named])
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--dump", str(out), "--inputs", spec],
+                   check=True, env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree)
+    return time.perf_counter() - start
+
+
+def compare(a: Path, b: Path) -> list[str]:
+    files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
+    files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
+    differ = [f"only in base: {p}" for p in sorted(files_a - files_b)]
+    differ += [f"only in tree: {p}" for p in sorted(files_b - files_a)]
+    differ += [f"differs: {p}" for p in sorted(files_a & files_b) if (a / p).read_bytes() != (b / p).read_bytes()]
+    return differ
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base", default="main", help="commit to compare against (default: main)")
+    ap.add_argument("--head", default=None,
+                    help="commit to check instead of the working tree (lets you keep editing while it runs)")
+    ap.add_argument("--profiles", default="small", help="benchmark profiles, comma-separated (small,medium)")
+    ap.add_argument("--real", type=int, default=10, help="how many real rule-output jobs (default 10)")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the outputs (and generated profiles) here")
+    ap.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--inputs", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.dump:
+        dump(args.dump, [(n, Path(p)) for n, p in json.loads(args.inputs)])
+        return 0
+    work = args.keep or Path(tempfile.mkdtemp(prefix="rg-unchanged-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        base_tree = work / "base-tree"
+        shutil.rmtree(base_tree, ignore_errors=True)
+        export_tree(args.base, base_tree)
+        shutil.rmtree(work / "base", ignore_errors=True)
+        shutil.rmtree(work / "tree", ignore_errors=True)
+        head_tree = ROOT
+        if args.head:
+            head_tree = work / "head-tree"
+            shutil.rmtree(head_tree, ignore_errors=True)
+            export_tree(args.head, head_tree)
+        named = inputs(work, [p for p in args.profiles.split(",") if p], args.real)
+        print(f"{len(named)} inputs; base {args.base}, checked {args.head or 'working tree'}")
+        t_base = run_tree(base_tree, work / "base", named)
+        t_tree = run_tree(head_tree, work / "tree", named)
+        differ = compare(work / "base", work / "tree")
+        n_files = sum(1 for p in (work / "tree").rglob("*") if p.is_file())
+        print(f"{n_files} output files compared over {len(named)} inputs "
+              f"(base {t_base:.0f} s, tree {t_tree:.0f} s): " + ("all identical" if not differ else
+                                                                f"{len(differ)} differ"))
+        for line in differ:
+            print("  " + line)
+        return 1 if differ else 0
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
