@@ -154,6 +154,7 @@ def analyze_trace(trace: k.KinetoTrace) -> dict:
         "complete": trace.complete,
         "events": int(trace.cat.size),
         "start_us": span_start,
+        "end_us": span_end,
         "span_ms": span / 1000.0,
         "gpu": {"active_ms": active / 1000.0, "idle_ms": max(span - active, 0.0) / 1000.0,
                 "active_pct": 100.0 * active / span if span else 0.0, "has_gpu_activity": bool(gpu.any()),

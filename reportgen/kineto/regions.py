@@ -100,8 +100,9 @@ def dataloader(trace: k.KinetoTrace, steps: list[dict]) -> dict:
         "events": int(mask.sum()),
         "total_ms": total / 1000.0,
         "in_steps_ms": in_steps / 1000.0,
-        "step_share": min(in_steps / step_total, 1.0) if step_total > 0 else None,
-        "per_step_ms": in_steps / 1000.0 / len(steps) if steps else None,
+        # No DataLoader event: unknown (older torch, or data fed another way), not "0 % loading".
+        "step_share": min(in_steps / step_total, 1.0) if step_total > 0 and threads else None,
+        "per_step_ms": in_steps / 1000.0 / len(steps) if steps and threads else None,
         "iterator": iterator,
         "workers": ITERATOR_WORKERS.get(iterator) if iterator else None,
     }

@@ -9,7 +9,9 @@ their median wait exceeds its wait by more than ``WAIT_GAP`` of the profiled ste
 
 Without collectives in the traces (no ``torch.distributed``, or ranks profiled separately), the
 rank with the largest mean step time is a straggler when that mean is more than
-``STEP_MARGIN`` above the median of the ranks' means.
+``STEP_MARGIN`` above the median of the ranks' means - only when the ranks ran at the same time:
+processes whose profiled time ranges do not overlap are separate runs (a folder reused by several
+runs), never compared.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ def find_straggler(ranks: dict[str, dict]) -> dict:
         slowest = max(means, key=lambda label: means[label])
         excess = 100.0 * (means[slowest] / median - 1.0) if median else 0.0
         out.update(median_step_ms=median, slowest=slowest, slowest_excess_pct=excess)
+    if len(means) >= 2 and not _concurrent([ranks[label] for label in means]):
+        out["method"] = "not compared"
+        out["detail"] = {"why": f"the traces come from {len(means)} processes that ran at different times "
+                                "(separate runs, e.g. a reused trace folder): their steps are not compared"}
+        out["slowest"] = out["slowest_excess_pct"] = out["median_step_ms"] = None
+        return out
     waits = {label: r["collectives"] for label, r in ranks.items()
              if (r.get("collectives") or {}).get("count") and r["collectives"].get("step_share") is not None}
     out["collective_wait_ms"] = {label: w["in_steps_ms"] for label, w in waits.items()}
@@ -82,6 +90,14 @@ def find_straggler(ranks: dict[str, dict]) -> dict:
             out["evidence"] = [f"mean step {means[out['slowest']]:.1f} ms against a median of "
                                f"{out['median_step_ms']:.1f} ms over {len(means)} ranks"]
     return out
+
+
+def _concurrent(ranks: list[dict]) -> bool:
+    """Whether every rank's profiled time range overlaps the others' (one job's ranks run together)."""
+    spans = [(r.get("start_us"), r.get("end_us")) for r in ranks]
+    if any(not isinstance(s, (int, float)) or not isinstance(e, (int, float)) for s, e in spans):
+        return True  # unknown: assume one job
+    return max(s for s, _ in spans) < min(e for _, e in spans)
 
 
 def _step_total(rank: dict) -> float:

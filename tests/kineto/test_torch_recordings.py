@@ -184,3 +184,17 @@ def test_compare_of_the_input_bound_and_two_worker_runs_reports_duration_through
     html = out.read_text(encoding="utf-8")
     assert "has no CPU operator data" not in html and "no step information" not in html.lower()
     assert 'id="trace-steps-compare"' in html or "trace-steps-compare" in html
+
+
+def test_reused_folder_with_gzip_traces_of_two_runs_is_not_a_straggler(tmp_path):
+    """Two single-process runs wrote into the same folder, minutes apart, one twice as slow: two processes,
+    not two ranks of one job; their steps are never compared (no false straggler)."""
+    for i in range(2):
+        _write(tmp_path / f"vm_500.{1795443941801144852 + i}.pt.trace.json.gz",
+               _cycle(1 + 5 * i, 1e9 + i * 5e6), gz=True)
+        _write(tmp_path / f"vm_900.{1795444941801144852 + i}.pt.trace.json.gz",
+               _cycle(1 + 5 * i, 1.6e9 + i * 5e6, step_us=200_000.0), gz=True)
+    doc, problems = analyze_job(find_traces(tmp_path))
+    assert sorted(doc["ranks"]) == ["vm_500", "vm_900"] and problems.total == 0
+    assert doc["straggler"] is None and doc["comparison"]["method"] == "not compared"
+    assert all(r["cycles"] == 2 for r in doc["ranks"].values())

@@ -215,6 +215,8 @@ def build(outputs: RuleOutputs) -> Section:
             f"{100 * number(detail.get('its_wait_share'), 0.0):.1f} % of step time; the others' median "
             f"{100 * number(detail.get('others_median_wait_share'), 0.0):.1f} %; threshold "
             f"{number(comparison.get('wait_gap_pct'), 10.0):.0f} points).", tone="ok"))
+    elif comparison.get("method") == "not compared":
+        section.add(Text(f"Ranks not compared: {as_dict(comparison.get('detail')).get('why', '')}.", tone="note"))
     elif comparison.get("slowest") is not None:
         section.add(Text(
             f"No straggler: the slowest rank ({comparison['slowest']}) is "
