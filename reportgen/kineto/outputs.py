@@ -15,7 +15,7 @@ from reportgen.engine.params import StepOutlierParams
 from reportgen.engine.problems import ProblemLog
 from reportgen.engine.stats import hist100
 from reportgen.kineto.analysis import analyze_trace, compare_ranks
-from reportgen.kineto.ranks import ranks_of
+from reportgen.kineto.ranks import group_traces, merge_cycles, rank_label
 from reportgen.kineto.reader import read_trace
 
 KINETO_JSON = "kineto.json"
@@ -23,32 +23,36 @@ STEP_PHASE = "ProfilerStep"
 _EPOCH_US_2001 = 1e15
 
 
-def _unique_labels(traces) -> None:
+def _unique_labels(groups) -> list[str]:
+    """One label per rank group; a label two groups share gets the first file's stem appended."""
+    labels = [rank_label(group) for group in groups]
     seen: dict[str, int] = {}
-    for trace in traces:
-        seen[trace.label] = seen.get(trace.label, 0) + 1
-    for trace in traces:
-        if seen[trace.label] > 1:
-            stem = trace.path.name.split(".json")[0]
-            trace.label = f"{trace.label}-{stem}" if trace.label != stem else stem
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+    out = []
+    for label, group in zip(labels, groups):
+        if seen[label] > 1:
+            stem = group[0].path.name.split(".json")[0]
+            label = f"{label}-{stem}" if label != stem else stem
+        out.append(label)
+    return out
 
 
 def analyze_job(files: list[Path], problems: ProblemLog | None = None) -> tuple[dict, ProblemLog]:
     """Read every trace file of one job, group the files into ranks (one file per profiling cycle,
     ``reportgen.kineto.ranks``) and analyse each rank; returns the ``kineto.json`` document."""
     problems = problems if problems is not None else ProblemLog()
-    traces = [read_trace(Path(path), problems) for path in files]
-    merged = ranks_of(traces)
-    del traces
-    _unique_labels(merged)
-    for rank in merged:
+    groups = group_traces([read_trace(Path(path), problems) for path in files])
+    ranks: dict[str, dict] = {}
+    for group, label in zip(groups, _unique_labels(groups)):
+        rank = merge_cycles(group)
+        group.clear()  # the cycles' own columns go as soon as they are merged
+        rank.label = label
         if len(rank.workers) > 1:
             problems.add(rank.path, None, f"rank {rank.label}: trace files of {len(rank.workers)} processes "
                          f"({', '.join(rank.workers[:4])}) merged; a folder reused by several runs?")
-    ranks: dict[str, dict] = {}
-    while merged:
-        rank = merged.pop(0)  # columns are dropped rank by rank
-        ranks[rank.label] = analyze_trace(rank)
+        ranks[label] = analyze_trace(rank)
+        del rank
     doc = {"version": 2, "files": [str(Path(f).name) for f in files], "ranks": ranks,
            "comparison": compare_ranks(ranks)}
     doc["straggler"] = straggler_summary(doc["comparison"])

@@ -71,7 +71,9 @@ def group_traces(traces: list[KinetoTrace]) -> list[list[KinetoTrace]]:
     return [groups[key] for key in sorted(groups, key=order)]
 
 
-def _label(first: KinetoTrace, members: list[KinetoTrace]) -> str:
+def rank_label(members: list[KinetoTrace]) -> str:
+    """How the report names a rank: its rank number, else torch's worker name, else the file's label."""
+    first = members[0]
     rank = next((t.rank for t in members if t.rank is not None), None)
     if rank is not None:
         return str(rank)
@@ -95,7 +97,7 @@ def merge_cycles(members: list[KinetoTrace]) -> RankTrace:
         if trace.start_us.size:
             cycles.append((float(trace.start_us.min()), float(trace.end_us.max())))
     merged = RankTrace(
-        path=first.path, label=_label(first, members), rank=next((t.rank for t in members if t.rank is not None), None),
+        path=first.path, label=rank_label(members), rank=next((t.rank for t in members if t.rank is not None), None),
         world_size=next((t.world_size for t in members if t.world_size is not None), None),
         backend=next((t.backend for t in members if t.backend), None),
         devices=next((t.devices for t in members if t.devices), []),
@@ -110,7 +112,3 @@ def merge_cycles(members: list[KinetoTrace]) -> RankTrace:
         setattr(merged, key, np.concatenate(columns[key])[order])
     return merged
 
-
-def ranks_of(traces: list[KinetoTrace]) -> list[RankTrace]:
-    """Every rank of a job, its cycles merged, in rank order."""
-    return [merge_cycles(members) for members in group_traces(traces)]
