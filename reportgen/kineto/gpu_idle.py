@@ -29,13 +29,28 @@ KERNEL_WAIT_US = 30.0
 _ACTIVITY = (k.KERNEL, k.MEMCPY, k.MEMSET)
 
 
-def _launch_starts(trace: k.KinetoTrace, lo: float, hi: float) -> dict[int, float]:
-    """Start of the CPU runtime/driver call of each correlation id within [lo, hi]."""
-    rows = trace.rows(k.RUNTIME, k.DRIVER) & (trace.start_us >= lo) & (trace.start_us <= hi)
-    if trace.corr.size != trace.cat.size:
-        return {}
-    rows &= trace.corr >= 0
-    return dict(zip(trace.corr[rows].tolist(), trace.start_us[rows].tolist()))
+def _launch_starts(trace: k.KinetoTrace, lo: float, hi: float, corr: np.ndarray) -> np.ndarray:
+    """For each correlation id in ``corr``: the start of the CPU runtime/driver call with that id within
+    [lo, hi] (NaN when none)."""
+    out = np.full(corr.size, np.nan)
+    if trace.corr.size != trace.cat.size or not corr.size:
+        return out
+    i0, i1 = _slice(trace, lo, hi)
+    rows = trace.rows(k.RUNTIME, k.DRIVER)[i0:i1] & (trace.corr[i0:i1] >= 0)
+    ids, starts = trace.corr[i0:i1][rows], trace.start_us[i0:i1][rows]
+    if not ids.size:
+        return out
+    order = np.argsort(ids, kind="stable")
+    ids, starts = ids[order], starts[order]
+    at = np.clip(np.searchsorted(ids, corr), 0, ids.size - 1)
+    found = (ids[at] == corr) & (corr >= 0)
+    out[found] = starts[at[found]]
+    return out
+
+
+def _slice(trace: k.KinetoTrace, lo: float, hi: float) -> tuple[int, int]:
+    """Rows starting within [lo, hi] (rows are sorted by start)."""
+    return (int(np.searchsorted(trace.start_us, lo, "left")), int(np.searchsorted(trace.start_us, hi, "right")))
 
 
 def gpu_idle(trace: k.KinetoTrace, cycles: list[tuple[float, float]]) -> dict:
@@ -45,11 +60,12 @@ def gpu_idle(trace: k.KinetoTrace, cycles: list[tuple[float, float]]) -> dict:
     activity = trace.rows(*_ACTIVITY)
     for lo, hi in cycles:
         span += hi - lo
-        rows = activity & (trace.start_us >= lo) & (trace.start_us <= hi)
+        i0, i1 = _slice(trace, lo, hi)
+        rows = activity[i0:i1]
         if not rows.any():
             continue
-        starts, ends = trace.start_us[rows], trace.end_us[rows]
-        corr = trace.corr[rows] if trace.corr.size == trace.cat.size else np.full(starts.size, -1)
+        starts, ends = trace.start_us[i0:i1][rows], trace.end_us[i0:i1][rows]
+        corr = trace.corr[i0:i1][rows] if trace.corr.size == trace.cat.size else np.full(starts.size, -1)
         order = np.argsort(starts, kind="stable")
         starts, ends, corr = starts[order], ends[order], corr[order]
         run_end = np.maximum.accumulate(ends)
@@ -57,16 +73,13 @@ def gpu_idle(trace: k.KinetoTrace, cycles: list[tuple[float, float]]) -> dict:
         gaps = np.nonzero(starts[1:] > run_end[:-1])[0] + 1  # rows that start after an idle gap
         idle_here = float((starts[gaps] - run_end[gaps - 1]).sum()) if gaps.size else 0.0
         active += float(run_end[-1] - starts[0]) - idle_here
-        launches = _launch_starts(trace, lo, hi)
-        for i in gaps.tolist():
-            gap = float(starts[i] - run_end[i - 1])
-            launched = launches.get(int(corr[i]))
-            if launched is not None and launched > run_end[i - 1]:
-                split["host_wait"] += gap
-            elif gap < KERNEL_WAIT_US:
-                split["kernel_wait"] += gap
-            else:
-                split["other"] += gap
+        gap = starts[gaps] - run_end[gaps - 1]
+        launched = _launch_starts(trace, lo, hi, corr[gaps])
+        host = launched > run_end[gaps - 1]  # NaN (launch unknown) compares False, as in HTA
+        kernel = ~host & (gap < KERNEL_WAIT_US)
+        split["host_wait"] += float(gap[host].sum())
+        split["kernel_wait"] += float(gap[kernel].sum())
+        split["other"] += float(gap[~host & ~kernel].sum())
     if window <= 0:
         return {"has_gpu_activity": False, "span_ms": span / 1000.0}
     in_window_idle = window - active
