@@ -15,8 +15,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluate_rule
 from reportgen.errors import InputError
-from reportgen.report.rule_texts import finding as finding_text, recommend, rule_status
+from reportgen.report.rule_texts import finding as finding_text, recommend
 from reportgen.rule_names import RULE_ORDER, SUMMARY_RULES
 
 # Rules that can fire (the two usage summaries never do): what --fail-on accepts.
@@ -30,13 +31,15 @@ SUITE = "reportgen.rules"
 @dataclass
 class RuleResult:
     rule: str
-    status: str  # fired | passed | no_data
+    status: str  # fired | passed | not_evaluated
     times_triggered: int
     violations: int
     datapoints: int
     parameters: list[tuple[str, str]] = field(default_factory=list)
     finding: str = ""
     recommendation: str = ""
+    reason: str = ""  # why it was not evaluated
+    cause: dict | None = None  # the diagnosis finding this rule's symptom belongs to
 
 
 def _int(value) -> int:
@@ -62,25 +65,50 @@ def _parameters(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def _state(row: dict, rule: str, triggered: int, datapoints: int, parameters) -> tuple[str, str]:
+    """The row's own status when it agrees with its counts (fired exactly when it triggered); a 1.1
+    ``no_data`` is ``not_evaluated``; anything else is derived from counts and parameters."""
+    status = _text(row.get("status"))
+    status = NOT_EVALUATED if status == "no_data" else status
+    if status in STATES and (status == FIRED) == (triggered > 0):
+        reason = _text(row.get("not_evaluated_reason")) if status == NOT_EVALUATED else ""
+        if status == NOT_EVALUATED and not reason:
+            reason = evaluate_rule(rule, triggered, datapoints, parameters)[1] or "too little data"
+        return status, reason
+    return evaluate_rule(rule, triggered, datapoints, parameters)
+
+
+def diagnosis_findings(data: dict) -> list[dict]:
+    diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
+    return [f for f in diagnosis.get("findings") or [] if isinstance(f, dict) and f.get("cause")]
+
+
 def rule_results(data: dict) -> list[RuleResult]:
     """One result per row of the rules summary, in the report's order (most triggered first)."""
     section = (data.get("sections") or {}).get("rules-summary-section") or {}
+    findings = diagnosis_findings(data)
     results = []
     for row in section.get("rows") or []:
         if not isinstance(row, dict) or not row.get("rule"):
             continue
         rule = _text(row["rule"])
         triggered, violations, datapoints = (_int(row.get(k)) for k in ("times_triggered", "violations", "datapoints"))
+        parameters = _parameters(row.get("parameters"))
+        status, reason = _state(row, rule, triggered, datapoints, parameters)
+        text = _text(row.get("finding"))
+        if not text or (status == NOT_EVALUATED and _text(row.get("status")) == "no_data"):
+            text = finding_text(rule, triggered, violations, datapoints, status, reason)
         results.append(RuleResult(
             rule=rule,
-            # derived from the counts, so a hand-edited or older file cannot disagree with itself
-            status=rule_status(triggered, datapoints),
+            status=status,
             times_triggered=triggered,
             violations=violations,
             datapoints=datapoints,
-            parameters=_parameters(row.get("parameters")),
-            finding=_text(row.get("finding")) or finding_text(rule, triggered, violations, datapoints),
+            parameters=parameters,
+            finding=text,
             recommendation=_text(row.get("recommendation")) or recommend(rule),
+            reason=reason,
+            cause=next((f for f in findings if rule in (f.get("rules") or [])), None),
         ))
     return results
 
@@ -140,7 +168,7 @@ def failing_rules(results: list[RuleResult], fail_on: str | tuple[str, ...]) -> 
     """The fired rules that ``fail_on`` lists (all fired rules for ``any``), in the report's order."""
     if fail_on == "none":
         return []
-    return [r.rule for r in results if r.status == "fired" and (fail_on == "any" or r.rule in fail_on)]
+    return [r.rule for r in results if r.status == FIRED and (fail_on == "any" or r.rule in fail_on)]
 
 
 # ------------------------------------------------------------------------------------------ JUnit XML
@@ -155,10 +183,11 @@ def _x(value) -> str:
 
 
 def junit_xml(data: dict) -> bytes:
-    """One ``<testcase>`` per rule: ``<failure>`` when it fired, ``<skipped>`` when it had no data."""
+    """One ``<testcase>`` per rule: ``<failure>`` when it fired (led by the diagnosed cause and its fix),
+    ``<skipped>`` when it was not evaluated."""
     results = rule_results(data)
-    failures = sum(r.status == "fired" for r in results)
-    skipped = sum(r.status == "no_data" for r in results)
+    failures = sum(r.status == FIRED for r in results)
+    skipped = sum(r.status == NOT_EVALUATED for r in results)
     counts = {"tests": str(len(results)), "failures": str(failures), "errors": "0", "skipped": str(skipped),
               "time": "0"}
     root = ET.Element("testsuites", {"name": "reportgen", **counts})
@@ -178,11 +207,18 @@ def junit_xml(data: dict) -> bytes:
             ET.SubElement(case_props, "property", {"name": name, "value": str(value)})
         for key, value in r.parameters:
             ET.SubElement(case_props, "property", {"name": _x(f"parameter.{key}"), "value": _x(value)})
-        if r.status == "fired":
-            failure = ET.SubElement(case, "failure", {"message": _x(r.finding), "type": "RuleFired"})
-            failure.text = _x(r.finding + (f"\nRecommendation: {r.recommendation}" if r.recommendation else ""))
-        elif r.status == "no_data":
-            ET.SubElement(case, "skipped", {"message": _x(r.finding)})
+        if r.status == FIRED:
+            lead = cause_line(r.cause) if r.cause else r.finding
+            failure = ET.SubElement(case, "failure", {"message": _x(lead), "type": "RuleFired"})
+            body = [lead]
+            if r.cause:
+                body += [f"Fix: {_text(r.cause.get('fix'))}", f"Evidence: {'; '.join(map(_text, r.cause.get('evidence') or []))}",
+                         f"Rule: {r.finding}"]
+            elif r.recommendation:
+                body.append(f"Recommendation: {r.recommendation}")
+            failure.text = _x("\n".join(body))
+        elif r.status == NOT_EVALUATED:
+            ET.SubElement(case, "skipped", {"message": _x(f"not evaluated: {r.reason}" if r.reason else r.finding)})
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
@@ -225,6 +261,38 @@ def _duration(seconds) -> str:
     return f"{seconds} s ({human})" if seconds >= 60 else human
 
 
+def _impact(finding: dict) -> str:
+    impact = finding.get("impact") if isinstance(finding.get("impact"), dict) else {}
+    risk = impact.get("risk") if isinstance(impact.get("risk"), dict) else None
+    if risk is not None:
+        parts = []
+        if isinstance(risk.get("time_to_full_s"), (int, float)):
+            parts.append(f"full in {_duration(risk['time_to_full_s'])} at this rate")
+        if isinstance(risk.get("peak_pct"), (int, float)):
+            parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
+        return "risk, no time lost yet" + (f" ({', '.join(parts)})" if parts else "")
+    share, seconds, cost = impact.get("share"), impact.get("seconds"), impact.get("cost")
+    text = f"up to {_short_duration(seconds)}" if isinstance(seconds, (int, float)) else "impact unknown"
+    if isinstance(share, (int, float)) and math.isfinite(share):
+        text += f" ({share * 100:.0f} % of the job)"
+    if isinstance(cost, (int, float)) and math.isfinite(cost):
+        text += f", about ${cost:,.2f}"
+    return text
+
+
+def cause_line(finding: dict) -> str:
+    """``input-pipeline: The input pipeline starves the GPUs, up to 452 s (58 % of the job). Fix: ...``"""
+    title = _text(finding.get("title")) or _text(finding.get("cause"))
+    return f"{_text(finding.get('cause'))}: {title}, {_impact(finding)}. Fix: {_text(finding.get('fix'))}"
+
+
+def _short_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
 def _seconds(value) -> str:
     return f"{int(round(value))} s" if isinstance(value, (int, float)) and math.isfinite(value) else "unknown"
 
@@ -243,6 +311,29 @@ def node_percentiles(data: dict) -> list[tuple[str, dict[str, dict]]]:
     return list(nodes.items())
 
 
+STATUS_WORDS = {"healthy": "healthy", "problems": "problems found", "insufficient-data": "insufficient data"}
+
+
+def verdict_lines(data: dict) -> list[str]:
+    """The diagnosis first: status, then the top findings with their fix (nothing for an old report.json)."""
+    diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else None
+    if diagnosis is None:
+        return []
+    status = _text(diagnosis.get("status"))
+    lines = [f"**Status: {md(STATUS_WORDS.get(status, status))}**", ""]
+    findings = diagnosis_findings(data)
+    if status == "insufficient-data":
+        lines += ["Nothing could be judged: too little data for any rule or utilization check.", ""]
+    for number, finding in enumerate(findings[:3], 1):
+        lines += [f"{number}. **{md(finding.get('title') or finding.get('cause'))}** "
+                  f"(`{md(finding.get('cause'))}`), {md(_impact(finding))}",
+                  f"   - Fix: {md(finding.get('fix'))}",
+                  f"   - Evidence: {md('; '.join(map(_text, finding.get('evidence') or [])))}"]
+    if findings:
+        lines.append("")
+    return lines
+
+
 def markdown_summary(data: dict) -> str:
     """A compact, link-free summary: job, duration, key percentiles per node, rules that fired."""
     sections = data.get("sections") or {}
@@ -250,6 +341,7 @@ def markdown_summary(data: dict) -> str:
     lines = [f"## Profiling report: {md(job.get('name') or 'unnamed job', NAME_CHARS)}", ""]
     if job.get("incomplete"):
         lines += ["The job was still running: the report covers the data written so far.", ""]
+    lines += verdict_lines(data)
 
     summary = sections.get("training-job-summary") or {}
     if summary.get("available") is False or "job_duration_s" not in summary:
@@ -275,23 +367,25 @@ def markdown_summary(data: dict) -> str:
         lines += ["No system usage statistics were recorded.", ""]
 
     results = rule_results(data)
-    fired = [r for r in results if r.status == "fired"]
+    fired = [r for r in results if r.status == FIRED]
+    skipped = [r for r in results if r.status == NOT_EVALUATED]
+    evaluated = len(results) - len(skipped)
     if not results:
         lines += ["No rule outputs were found.", ""]
     elif not fired:
-        lines += [f"None of the {len(results)} rules fired.", ""]
+        lines += [f"None of the {evaluated} evaluated rules fired." if evaluated else
+                  "No rule could be evaluated.", ""]
     else:
-        lines += [f"**{len(fired)} of {len(results)} rules fired:**", "",
+        lines += [f"**{len(fired)} of the {evaluated} evaluated rules fired:**", "",
                   "| Rule | Times | Recommendation |", "|---|---:|---|"]
         for r in fired:
             lines.append(f"| {md(r.rule)} | {r.times_triggered} | {md(r.recommendation)} |")
         lines.append("")
     passed = [md(r.rule) for r in results if r.status == "passed"]
-    no_data = [md(r.rule) for r in results if r.status == "no_data"]
     if passed and fired:
         lines += [f"Did not fire: {', '.join(passed)}.", ""]
-    if no_data:
-        lines += [f"No data: {', '.join(no_data)}.", ""]
+    if skipped:
+        lines += [f"Not evaluated: {', '.join(f'{md(r.rule)} ({md(r.reason)})' for r in skipped)}.", ""]
 
     problems = (sections.get("data-quality") or {}).get("problems")
     if isinstance(problems, int) and problems:

@@ -69,7 +69,7 @@ def test_generate_writes_every_output_then_exits_1(sample):
         f"reportgen: rules listed in --fail-on fired: {', '.join(fired(data))} (exit code 1)"]
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "rules.xml",
                                                      "step_summary.md", "summary.md"]
-    assert data["schema_version"] == "1.1"
+    assert data["schema_version"] == "1.2"
     assert data["job"]["name"] == "sample_data"  # the folder given, not reportgen's work folder
 
 
@@ -107,14 +107,23 @@ def test_junit_testcase_carries_parameters_datapoints_finding_and_recommendation
         params = [(k[len("parameter."):], v) for k, v in props if k.startswith("parameter.")]
         assert params == [tuple(s.strip() for s in line.split(":", 1)) for line in row["parameters"].splitlines()]
         failure = case.find("failure")
-        if row["times_triggered"]:
+        cause = next((f for f in data["diagnosis"]["findings"] if row["rule"] in f["rules"]), None)
+        if row["times_triggered"] and cause:  # the diagnosed cause and its fix lead; the rule's finding follows
+            assert failure.get("message").startswith(f"{cause['cause']}: {cause['title']}, ")
+            assert failure.get("message").endswith(f"Fix: {cause['fix']}")
+            assert failure.text.startswith(failure.get("message") + f"\nFix: {cause['fix']}\nEvidence: ")
+            assert failure.text.endswith(f"\nRule: {row['finding']}")
+        elif row["times_triggered"]:
             assert failure.get("message") == row["finding"]
             assert failure.text == f"{row['finding']}\nRecommendation: {row['recommendation']}"
         else:
             assert failure is None
+    loader = suite.find("testcase[@name='Dataloader']").find("failure")
+    assert loader.get("message").startswith("input-pipeline: The input pipeline starves the GPUs, up to 7 min 32 s (58 % of the job). Fix: ")
+    assert "num_workers from 1 to 3" in loader.get("message")
     step = suite.find("testcase[@name='StepOutlier']")
-    assert step.find("failure").get("message") == (
-        "StepOutlier fired 11 times (30 violations in 2724 datapoints): some steps took much longer than usual.")
+    assert step.find("failure").text.endswith(
+        "Rule: StepOutlier fired 11 times (30 violations in 2724 datapoints): some steps took much longer than usual.")
     assert ("parameter.stddev", "3") in [(p.get("name"), p.get("value")) for p in step.find("properties")]
 
 
@@ -227,7 +236,7 @@ def test_check_reads_a_1_0_report_json_without_findings(sample, tmp_path):
     (tmp_path / "old.json").write_text(json.dumps(old))
     result = run("check", str(tmp_path / "old.json"), "--junit", str(tmp_path / "old.xml"), "--fail-on", "any", "-q")
     assert result.returncode == 1
-    new = junit_xml(data).decode().replace('value="1.1"', 'value="1.0"')
+    new = junit_xml(data).decode().replace('value="1.2"', 'value="1.0"')
     assert (tmp_path / "old.xml").read_text(encoding="utf-8") == new
 
 
@@ -282,7 +291,7 @@ def test_hostile_strings_are_escaped_in_markdown(hostile):
     assert f"## Profiling report: {escaped}\n" in text
     assert f"| {escaped} | 20 | {escaped} |" in text  # a fired rule with its recommendation
     assert f"| {escaped} | 46.77 | 58.98 | 61.18 | – | – | – |" in text  # node column
-    assert "No data: Quiet&amp;&lt;x&gt;." in text
+    assert "Not evaluated: Quiet&amp;&lt;x&gt; (no datapoints: the data it needs was not recorded)." in text
     # the only raw '|' are the table's own separators: every row keeps 7 or 3 cells
     for line in text.splitlines():
         if line.startswith("|"):
@@ -344,7 +353,10 @@ def test_real_generated_report_json_matches_the_schema(job, tmp_path, validator)
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert errors(validator, data) == []
     suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
-    assert int(suite.get("skipped")) == sum(r["datapoints"] == 0 and not r["times_triggered"] for r in rows(data))
+    assert int(suite.get("skipped")) == sum(r["status"] == "not_evaluated" for r in rows(data))
+    # a rule with no datapoints is never "passed"; one that fired is never skipped
+    assert all(r["status"] == "not_evaluated" for r in rows(data) if r["datapoints"] == 0 and not r["times_triggered"])
+    assert all(r["status"] == "fired" for r in rows(data) if r["times_triggered"])
     assert int(suite.get("failures")) == len(fired(data))
 
 

@@ -75,6 +75,14 @@ def render_section(section: Section) -> str:
     return environment().get_template("section.html.j2").render(section=section, body=body)
 
 
+def render_glance(report: Report) -> str:
+    """The At a glance block (empty when the report has no diagnosis)."""
+    from reportgen.report.glance import glance
+
+    view = glance(report)
+    return environment().get_template("at_a_glance.html.j2").render(g=view) if view else ""
+
+
 def render_header(report: Report, generated_at: str, version: str) -> str:
     return environment().get_template("header.html.j2").render(
-        report=report, generated_at=generated_at, version=version)
+        report=report, generated_at=generated_at, version=version, glance=render_glance(report))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import traceback
 
+from reportgen.diagnosis import NOT_EVALUATED, diagnose
 from reportgen.report.model import Report, Section, Table, Text
 from reportgen.report.sections import SECTIONS
 from reportgen.rule_outputs import RuleOutputs
@@ -34,7 +35,38 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
             sections.append(_build(section_id, builder, outputs, notes))
     sections = [s if s is not None else data_quality_section(notes, outputs.data_quality) for s in sections]
     intro = KINETO_INTRO if fold_inapplicable(sections, outputs) else ""
-    return Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder), intro=intro)
+    report = Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder), intro=intro,
+                    raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
+    cost_data = next((s.data for s in sections if s.id == "cost"), None)
+    attach_diagnosis(report, outputs, cost_data)
+    return report
+
+
+# The deep dive of each rule (a rule that was not evaluated says so at the top of its section).
+RULE_SECTIONS = {
+    "step-duration-analysis": "StepOutlier", "gpu-utilization-analysis": "LowGPUUtilization",
+    "workload-balancing": "LoadBalancing", "dataloading-analysis": "Dataloader", "batch-size": "BatchSize",
+    "cpu-bottlenecks": "CPUBottleneck", "io-bottlenecks": "IOBottleneck", "gpu-memory": "GPUMemoryIncrease",
+    "initialization-time": "MaxInitializationTime",
+}
+
+
+def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = None) -> None:
+    """Diagnose the job (with its cost when the instance and price are known: the cost section's data)
+    and mark the deep dives of rules that could not be evaluated."""
+    cost = cost or {}
+    report.cost = cost
+    report.diagnosis = diagnose(outputs, price_per_hour=cost.get("price_per_hour"),
+                                instance_count=cost.get("instance_count"), job_cost=cost.get("cost"))
+    for section in report.sections:
+        rule = RULE_SECTIONS.get(section.id)
+        state, reason = report.diagnosis.evidence.states.get(rule, (None, ""))
+        if rule is None or state != NOT_EVALUATED or section.data.get("evaluation") == NOT_EVALUATED:
+            continue
+        section.blocks.insert(0, Text(f"{rule} was not evaluated: {reason}. It could not have fired, so the "
+                                      "absence of a finding here says nothing about the job.", tone="missing"))
+        section.data["evaluation"] = NOT_EVALUATED
+        section.data["not_evaluated_reason"] = reason
 
 
 def _cost(built: list[Section | None], cost: dict) -> Section:

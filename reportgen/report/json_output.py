@@ -8,7 +8,8 @@ from reportgen import __version__
 from reportgen.report.model import Report
 
 # 1.1: rules-summary-section rows carry "status" and "finding" (docs/report-json.md).
-SCHEMA_VERSION = "1.1"
+# 1.2: top-level "diagnosis"; row status "not_evaluated" (was "no_data") with "not_evaluated_reason".
+SCHEMA_VERSION = "1.2"
 
 
 def _clean(value):
@@ -30,5 +31,6 @@ def report_data(report: Report, generated_at: str) -> dict:
         "generator": {"name": "reportgen", "version": __version__, "generated_at": generated_at},
         "job": {"name": report.job_name, "source": report.source, "description": report.description,
                 "incomplete": report.incomplete},
+        "diagnosis": report.diagnosis.to_data() if report.diagnosis is not None else None,
         "sections": {section.id: section.data for section in report.sections},
     })

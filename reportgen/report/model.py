@@ -86,6 +86,9 @@ class Report:
     description: str = ""  # what the source resolved to, e.g. "processing job X: rule outputs in s3://..."
     incomplete: bool = False  # the job was still running: data so far only
     intro: str = ""  # the header's first paragraph when the default one does not fit the input
+    diagnosis: Any = None  # reportgen.diagnosis.Diagnosis: the At a glance block and report.json's "diagnosis"
+    raw: bool = False  # made from raw profiler data by reportgen's engine (its corrected rules)
+    cost: dict = field(default_factory=dict)  # the cost section's data when the instance is known
 
     def section(self, section_id: str) -> Section:
         for section in self.sections:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.diagnosis.evaluation import evaluate_rule
+
 DESCRIPTIONS = {
     "CPUBottleneck": (
         "Counts the moments when a CPU core is busy while the GPU is nearly idle: the GPU is then "
@@ -69,25 +71,22 @@ SYMPTOMS = {
 }
 
 
-def rule_status(triggered, datapoints) -> str:
-    """``fired`` when the rule triggered, ``no_data`` when it saw no datapoints, else ``passed``."""
-    if (triggered or 0) > 0:
-        return "fired"
-    if not datapoints:
-        return "no_data"
-    return "passed"
+def rule_status(triggered, datapoints, parameters=(), details=None, rule: str = "", has_gpu=None) -> str:
+    """``fired``, ``passed``, or ``not_evaluated`` (no datapoints, fewer than its patience/window, or data
+    this job cannot have): see ``reportgen.diagnosis.evaluation``."""
+    return evaluate_rule(rule, triggered or 0, datapoints or 0, parameters, details, has_gpu)[0]
 
 
-def finding(rule: str, triggered, violations, datapoints) -> str:
-    """One line saying what the rule found, built from its counts only."""
-    status = rule_status(triggered, datapoints)
+def finding(rule: str, triggered, violations, datapoints, state: str | None = None, reason: str = "") -> str:
+    """One line saying what the rule found, built from its counts (and why it was not evaluated)."""
+    status = state or rule_status(triggered, datapoints)
     counts = f"{violations or 0} violations in {datapoints or 0} datapoints"
     if status == "fired":
         times = "once" if triggered == 1 else f"{triggered} times"
         symptom = SYMPTOMS.get(rule)
         return f"{rule} fired {times} ({counts})" + (f": {symptom}." if symptom else ".")
-    if status == "no_data":
-        return f"{rule} had no data to analyse (0 datapoints)."
+    if status == "not_evaluated":
+        return f"{rule} was not evaluated: {reason or 'it had no datapoints'}."
     return f"{rule} did not fire ({counts})."
 
 

@@ -1,9 +1,14 @@
-"""Rules summary: every rule with its finding count, datapoints and parameters."""
+"""Rules summary: every rule with its finding count, datapoints and parameters.
+
+A rule that could not have fired (no datapoints, fewer than its patience, data this job lacks) is
+"not evaluated", never counted among the rules that passed (see reportgen.diagnosis.evaluation).
+"""
 
 from __future__ import annotations
 
+from reportgen.diagnosis import rule_states
 from reportgen.report.model import Section, Table, Text
-from reportgen.report.rule_texts import describe, finding, recommend, rule_status
+from reportgen.report.rule_texts import describe, finding, recommend
 from reportgen.rule_names import RULE_ORDER, SUMMARY_RULES
 from reportgen.rule_outputs import RuleOutputs
 
@@ -13,8 +18,13 @@ def summary_rows(outputs: RuleOutputs) -> list[dict]:
 
     (The original broke ties by directory-listing order, which is not reproducible.)
     """
-    rows = [
-        {
+    states = rule_states(outputs)
+    rows = []
+    for name, rule in outputs.rules.items():
+        if name in SUMMARY_RULES:
+            continue
+        state, reason = states.get(name, ("not_evaluated", "no output"))
+        rows.append({
             "rule": name,
             "description": describe(name),
             "recommendation": recommend(name),
@@ -22,14 +32,38 @@ def summary_rows(outputs: RuleOutputs) -> list[dict]:
             "violations": rule.violations,
             "datapoints": rule.datapoints,
             "parameters": rule.parameters_text,
-            "status": rule_status(rule.triggered, rule.datapoints),
-            "finding": finding(name, rule.triggered, rule.violations, rule.datapoints),
-        }
-        for name, rule in outputs.rules.items()
-        if name not in SUMMARY_RULES
-    ]
+            "status": state,
+            "not_evaluated_reason": reason or None,
+            "finding": finding(name, rule.triggered, rule.violations, rule.datapoints, state, reason),
+        })
     rows.sort(key=lambda r: (-r["times_triggered"], RULE_ORDER.index(r["rule"])))
     return rows
+
+
+def lead_text(rows: list[dict]) -> Text:
+    """What the rules found, counting only the rules that could judge; never an all-clear over rules
+    that were not evaluated."""
+    fired = [r for r in rows if r["status"] == "fired"]
+    skipped = [r["rule"] for r in rows if r["status"] == "not_evaluated"]
+    evaluated = len(rows) - len(skipped)
+    not_eval = (f" {len(skipped)} could not be evaluated with this data ({', '.join(skipped)}): "
+                "see the Status column." if skipped else "")
+    if fired:
+        return Text(f"{len(fired)} of the {evaluated} evaluated rules fired ({', '.join(r['rule'] for r in fired)})."
+                    f"{not_eval} Which finding matters most is judged in At a glance at the top, by its cost "
+                    "in time, not by how often a rule fired (counts are not comparable between rules).",
+                    tone="finding")
+    if not evaluated:
+        return Text(f"None of the {len(rows)} rules could be evaluated: {not_eval.strip()}", tone="missing")
+    if skipped:
+        return Text(f"None of the {evaluated} evaluated rules fired.{not_eval}", tone="note")
+    return Text(f"None of the {len(rows)} rules fired.", tone="ok")
+
+
+def status_cell(row: dict) -> str:
+    if row["status"] == "not_evaluated":
+        return f"Not evaluated: {row['not_evaluated_reason']}"
+    return "Fired" if row["status"] == "fired" else "Did not fire"
 
 
 def build(outputs: RuleOutputs) -> Section:
@@ -37,24 +71,17 @@ def build(outputs: RuleOutputs) -> Section:
     rows = summary_rows(outputs)
     if not rows:
         return section.missing("No rule outputs besides the usage summaries were found.")
-    fired = [r for r in rows if r["times_triggered"] > 0]
-    if fired:
-        top = fired[0]
-        lead = (f"{len(fired)} of {len(rows)} rules fired. The most frequently triggered was "
-                f"{top['rule']}: it processed {top['datapoints']} datapoints and fired "
-                f"{top['times_triggered']} times.")
-        section.add(Text(lead, tone="finding"))
-    else:
-        section.add(Text(f"None of the {len(rows)} rules fired.", tone="ok"))
+    section.add(lead_text(rows))
     section.add(Text("The table lists the rules sorted by how often they fired, with what each one "
-                     "checks, what to do about it, and the parameters it ran with."))
+                     "checks, what to do about it, and the parameters it ran with. Status says whether a rule "
+                     "fired, did not fire, or could not be evaluated (and why)."))
     section.add(Table(
         "rules-summary",
-        ["Rule", "Description", "Recommendation", "Number of times rule triggered",
+        ["Rule", "Status", "Description", "Recommendation", "Number of times rule triggered",
          "Number of datapoints", "Rule parameters"],
-        [[r["rule"], r["description"], r["recommendation"], r["times_triggered"], r["datapoints"],
+        [[r["rule"], status_cell(r), r["description"], r["recommendation"], r["times_triggered"], r["datapoints"],
           r["parameters"]] for r in rows],
-        ["text", "text", "text", "int", "int", "lines"],
+        ["text", "text", "text", "text", "int", "int", "lines"],
     ))
     section.data = {"rows": rows}
     return section

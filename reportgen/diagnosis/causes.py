@@ -1,0 +1,514 @@
+"""Cause detectors: one small function per root cause, in a registry.
+
+Each detector reads the ``Evidence`` (and the findings of the detectors before it, so a symptom that
+one cause explains is not blamed on another) and returns a ``Finding`` or None. Adding evidence from a
+new source is a few lines in the detector concerned; adding a cause is one decorated function. The
+decision logic is documented in docs/diagnosis.md; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Callable
+
+from reportgen.diagnosis.evaluation import FIRED
+from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
+
+CAUSES = ("input-pipeline", "gpu-underused", "io-bound", "cpu-bound", "straggler", "gpu-memory-growth",
+          "slow-initialization", "step-outliers")
+TITLES = {
+    "input-pipeline": "The input pipeline starves the GPUs",
+    "gpu-underused": "The GPUs are underused",
+    "io-bound": "Training waits for storage",
+    "cpu-bound": "The CPUs are saturated",
+    "straggler": "One worker is slower than the rest",
+    "gpu-memory-growth": "GPU memory is at risk",
+    "slow-initialization": "Slow start before the first step",
+    "step-outliers": "Some steps are much slower than the rest",
+}
+
+# Thresholds (documented in docs/diagnosis.md).
+GPU_IDLE = 0.40  # GPUs idle at least this share of the time: the GPU is not the bottleneck
+CPU_BN = 0.20  # share of samples with a GPU idle while a core is saturated
+IO_BN = 0.20  # share of samples with a GPU idle while a core waits on I/O
+HOT_CORE = 70.0  # a core whose mean over the training loop is above this is busy
+SATURATED = 80.0  # mean of all cores above this: the CPUs are saturated
+LOADER_SHARE = 0.25  # share of step time in the DataLoader (PyTorch traces)
+FEW_LOADERS = 0.70  # parallel data-loading processes below this share of the cores (the Dataloader rule's 70 %)
+STRAGGLER = 0.10  # a worker's median step this much above the median of the workers
+GPU_SPREAD = 15.0  # points between the busiest and the least busy GPU over the loop
+INIT_MIN_S, INIT_SHARE = 120.0, 0.15
+MEMORY_RISE = 10.0  # points of GPU memory gained over the training loop, steadily
+MEMORY_FIT = 0.6  # R² of the linear fit for "steadily"
+MEMORY_FULL = 90.0  # a peak at or above this is a risk of running out
+MINOR = 0.05  # findings below this share of the job do not make a job unhealthy
+
+
+@dataclass
+class Finding:
+    cause: str
+    share: float  # of the job's time (0..1)
+    seconds: float
+    cost: float | None
+    evidence: list[str]
+    fix: str
+    rules: list[str] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)  # raw numbers behind the evidence
+    note: str = ""  # how other rules' advice is reconciled with this cause
+    risk: dict | None = None  # a risk that costs no time yet (GPU memory): its own terms
+    serious: bool | None = None  # None: judged from share
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.cause]
+
+    @property
+    def counts(self) -> bool:
+        """Does this finding make the job unhealthy?"""
+        return self.serious if self.serious is not None else self.share >= MINOR
+
+
+Detector = Callable[[Evidence, dict], "Finding | None"]
+DETECTORS: list[tuple[str, Detector]] = []
+
+
+def detector(cause: str):
+    assert cause in CAUSES, cause
+
+    def register(func: Detector) -> Detector:
+        DETECTORS.append((cause, func))
+        return func
+    return register
+
+
+# ----------------------------------------------------------------------------------------- helpers
+
+
+def pct(value: float | None, digits: int = 0) -> str:
+    return "?" if value is None else f"{value * 100:.{digits}f} %"
+
+
+def secs(value: float | None) -> str:
+    if value is None:
+        return "?"
+    if value >= 120:
+        return f"{value / 60:.1f} min"
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+
+
+def make(ev: Evidence, cause: str, share: float, evidence: list[str], fix: str, **kw) -> Finding:
+    share = min(max(float(share), 0.0), 1.0)
+    seconds = share * ev.duration_s if ev.duration_s else 0.0
+    cost = seconds * ev.price_per_s if ev.price_per_s is not None else None
+    return Finding(cause, share, seconds, cost, [e for e in evidence if e], fix, **kw)
+
+
+def fired(ev: Evidence, *rules: str) -> list[str]:
+    return [r for r in rules if ev.state(r) == FIRED]
+
+
+def gpu_idle_share(ev: Evidence) -> float | None:
+    """How much of the time the GPUs sat (nearly) idle: the larger of the share of samples with a GPU under
+    10 % (CPUBottleneck's count) and 1 - mean utilization over the training loop (timeline)."""
+    if ev.has_gpu is False:
+        return None
+    candidates = [ev.gpu_low_share]
+    if ev.timeline_ok and ev.gpu_mean is not None:
+        candidates.append(1 - ev.gpu_mean / 100)
+    if ev.kineto:
+        active = [r.get("gpu", {}).get("active_pct") for r in ev.kineto.values()
+                  if isinstance(r.get("gpu"), dict) and r["gpu"].get("has_gpu_activity")]
+        active = [a for a in active if isinstance(a, (int, float))]
+        if active:
+            candidates.append(1 - statistics.mean(active) / 100)
+    if not any(c is not None for c in candidates):
+        p50 = ev.usage_stat("GPU", "p50", statistics.median)
+        candidates.append(None if p50 is None else 1 - p50 / 100)
+    values = [c for c in candidates if c is not None]
+    return max(values) if values else None
+
+
+def gpu_busy_text(ev: Evidence) -> str:
+    if ev.timeline_ok and ev.gpu_mean is not None:
+        return f"GPU busy {ev.gpu_mean:.0f} % on average during the training loop"
+    p50 = ev.usage_stat("GPU", "p50", statistics.median)
+    p95 = ev.usage_stat("GPU", "p95", statistics.median)
+    if p50 is not None:
+        return f"GPU utilization median {p50:.0f} %, p95 {p95:.0f} %" if p95 is not None else \
+            f"GPU utilization median {p50:.0f} %"
+    return ""
+
+
+def kineto_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
+    """(largest DataLoader share of step time over the ranks, that rank, its iterator class)."""
+    best = (None, None, None)
+    for label, rank in ev.kineto.items():
+        share = dataloader_step_share(rank)
+        if share is not None and (best[0] is None or share > best[0]):
+            loader = rank.get("dataloader") if isinstance(rank.get("dataloader"), dict) else {}
+            best = (share, label, loader.get("iterator"))
+    return best
+
+
+def suggested_workers(ev: Evidence) -> int:
+    """Data-loading workers per training process: the cores of a node shared by its GPU processes,
+    one core left to each process itself; at least 2 more than today, at most 16."""
+    cores = ev.cores or 8
+    procs = max(ev.gpus_per_node or 1, 1)
+    n = max(cores // procs - 1, 2)
+    if ev.workers is not None:
+        n = max(n, ev.workers + 2)
+    return min(n, 16)
+
+
+# ----------------------------------------------------------------------------------------- detectors
+
+
+@detector("io-bound")
+def io_bound(ev: Evidence, found: dict) -> Finding | None:
+    share = ev.io_bn_share
+    io_p95 = ev.usage_stat("I/O", "p95")
+    waits = [s.io_wait for s in ev.series.values() if s.io_wait is not None] if ev.timeline_ok else []
+    idle = gpu_idle_share(ev)
+    by_series = max(waits) if waits else None
+    if not ((share is not None and share >= IO_BN)
+            or (by_series is not None and by_series >= 20 and (idle or 0) >= GPU_IDLE)):
+        return None
+    share = max(share or 0, (by_series or 0) / 100 if (idle or 0) >= GPU_IDLE else 0)
+    evidence = [f"in {pct(ev.io_bn_share)} of the samples a GPU was nearly idle while a core waited on I/O"
+                if ev.io_bn_share is not None else "",
+                f"I/O wait {by_series:.0f} % on average during the training loop" if by_series is not None else "",
+                f"I/O wait p95 {io_p95:.0f} %" if io_p95 is not None else "",
+                gpu_busy_text(ev)]
+    workers = f" and raise DataLoader num_workers to {suggested_workers(ev)} so reads overlap" \
+        if ev.workers is not None and ev.workers < suggested_workers(ev) else ""
+    fix = ("Read the training data from local NVMe or memory instead of network storage (SageMaker FastFile or "
+           "a copy to the instance's local disk), read fewer, larger files (e.g. WebDataset/TFRecord shards)"
+           f"{workers}.")
+    return make(ev, "io-bound", share, evidence, fix, rules=["IOBottleneck", *fired(ev, "LowGPUUtilization")],
+                sections=["io-bottlenecks", "utilization-over-time", "system-usage-statistics"],
+                metrics={"io_bottleneck_share": ev.io_bn_share, "io_wait_loop_pct": by_series,
+                         "io_wait_p95": io_p95, "gpu_idle_share": idle})
+
+
+@detector("cpu-bound")
+def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
+    if ev.has_gpu is False:
+        return None
+    idle = gpu_idle_share(ev)
+    totals = [s.cpu_total for s in ev.series.values() if s.cpu_total is not None] if ev.timeline_ok else []
+    cpu = max(totals) if totals else ev.usage_stat("CPU", "p50")
+    if cpu is None or cpu < SATURATED or idle is None or idle < GPU_IDLE:
+        return None
+    share = max(ev.cpu_bn_share or 0, idle if ev.cpu_bn_share is None else 0)
+    hot, cores, _, _ = ev.busy_cores(HOT_CORE)
+    evidence = [f"CPU {cpu:.0f} % (mean of all cores) during the training loop" if totals else
+                f"CPU utilization median {cpu:.0f} % (mean of all cores)",
+                f"{hot} of {cores} cores busy above {HOT_CORE:.0f} %" if cores else "",
+                f"in {pct(ev.cpu_bn_share)} of the samples a GPU was nearly idle while a core was saturated"
+                if ev.cpu_bn_share is not None else "",
+                gpu_busy_text(ev)]
+    fix = ("The training processes use every core: move preprocessing and augmentation to the GPU (e.g. NVIDIA "
+           "DALI or GPU tensor transforms), cache decoded/preprocessed samples between epochs, or use an instance "
+           f"with more vCPUs per GPU (today {ev.cores or '?'} cores for {ev.gpus_per_node or '?'} GPU(s) per node).")
+    return make(ev, "cpu-bound", share, evidence, fix,
+                rules=["CPUBottleneck", *fired(ev, "LowGPUUtilization", "BatchSize")],
+                sections=["cpu-bottlenecks", "utilization-over-time", "system-usage-statistics"],
+                metrics={"cpu_pct": cpu, "gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share},
+                note=_smaller_instance_note(ev))
+
+
+def _smaller_instance_note(ev: Evidence) -> str:
+    said = fired(ev, "LowGPUUtilization", "BatchSize")
+    if not said:
+        return ""
+    verb = "suggests" if len(said) == 1 else "suggest"
+    return (f"{' and '.join(said)} {verb} a larger batch or a smaller instance: the GPUs are idle because "
+            "they wait for the CPU side, so neither helps until it keeps up.")
+
+
+@detector("input-pipeline")
+def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
+    if ev.has_gpu is False or "cpu-bound" in found:
+        return None
+    idle = gpu_idle_share(ev)
+    loader_share, loader_rank, iterator = kineto_loader(ev)
+    hot, cores, hot_mean, rest = ev.busy_cores(HOT_CORE)
+    signals = []
+    if ev.cpu_bn_share is not None and ev.cpu_bn_share >= CPU_BN:
+        signals.append("cpu-bottleneck")
+    few_cores_busy = ev.timeline_ok and cores >= 2 and 1 <= hot <= max(1, cores // 4) and (rest or 0) < 50
+    if few_cores_busy:
+        signals.append("few-cores-busy")
+    few_loaders = (ev.loaders is not None and ev.cores and ev.loaders < ev.cores * FEW_LOADERS) or \
+        (ev.workers is not None and ev.workers <= 1)
+    if few_loaders:
+        signals.append("few-workers")
+    if loader_share is not None and loader_share >= LOADER_SHARE:
+        signals.append("dataloader-share")
+    strong = {"cpu-bottleneck", "few-cores-busy", "dataloader-share"} & set(signals)
+    if not strong and not (few_loaders and (idle or 0) >= GPU_IDLE):
+        return None
+    if (idle is None or idle < GPU_IDLE) and "dataloader-share" not in signals:
+        return None
+    share = max(ev.cpu_bn_share or 0, loader_share or 0)
+    if share < MINOR and idle is not None:
+        share = idle
+    io = found.get("io-bound")
+    if io is not None:  # GPU idle time already blamed on storage is not counted twice
+        share = max(share - io.share, 0.0)
+    evidence = [gpu_busy_text(ev)]
+    if ev.cpu_bn_share is not None:
+        cores_txt = f" ({ev.cpu_bn_cores:g} of {ev.cores} cores above 90 %)" if ev.cpu_bn_cores and ev.cores else ""
+        evidence.append(f"in {pct(ev.cpu_bn_share)} of the samples a GPU was nearly idle while a core was "
+                        f"saturated{cores_txt}")
+    if few_cores_busy:
+        evidence.append(f"{hot} of {cores} cores busy at {hot_mean:.0f} % while the rest idle at {rest:.0f} %")
+    if ev.workers is not None:
+        evidence.append(f"DataLoader num_workers = {ev.workers}" + (f" on {ev.cores} cores" if ev.cores else "")
+                        + (f" ({ev.loaders:g} data-loading processes in parallel)" if ev.loaders else ""))
+    if loader_share is not None:
+        evidence.append(f"{pct(loader_share)} of the profiled step time in the DataLoader (rank {loader_rank})"
+                        + (f", iterator {iterator}" if iterator else ""))
+    loading = {k: v for k, v in ev.framework_during_bn.items() if "dataloader" in k.lower()}
+    if loading:
+        evidence.append(f"{sum(loading.values()):.0f} % of the framework time during those samples was data loading")
+    n = suggested_workers(ev)
+    if ev.workers is not None or (iterator and "SingleProcess" in str(iterator)):
+        now = ev.workers if ev.workers is not None else 0
+        fix = f"Raise the DataLoader's num_workers from {now} to {n}"
+    else:
+        fix = f"Load and preprocess data in parallel: a DataLoader with num_workers={n}"
+    fix += f" ({ev.cores} cores per node" + (f", {ev.gpus_per_node} GPU processes" if (ev.gpus_per_node or 0) > 1
+                                              else "") + ")" if ev.cores else ""
+    if ev.pin_memory is False:
+        fix += ", set pin_memory=True"
+    fix += ", and keep batches coming with persistent_workers=True and prefetch_factor≥2."
+    return make(ev, "input-pipeline", share, evidence, fix,
+                rules=["Dataloader", "CPUBottleneck", *fired(ev, "LowGPUUtilization", "BatchSize")],
+                sections=["dataloading-analysis", "cpu-bottlenecks", "utilization-over-time",
+                          *(["gpu-kernels-operators"] if loader_share is not None else [])],
+                metrics={"gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share,
+                         "busy_cores": hot if cores else None, "cores": ev.cores, "num_workers": ev.workers,
+                         "parallel_loaders": ev.loaders, "dataloader_step_share": loader_share,
+                         "suggested_workers": n, "signals": signals},
+                note=_smaller_instance_note(ev))
+
+
+@detector("gpu-underused")
+def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
+    if ev.has_gpu is False or found.keys() & {"input-pipeline", "cpu-bound", "io-bound"}:
+        return None
+    idle = gpu_idle_share(ev)
+    batch = ev.state("BatchSize") == FIRED
+    if not batch and (idle is None or idle < GPU_IDLE):
+        return None
+    hot, cores, _, _ = ev.busy_cores(HOT_CORE)
+    if ev.timeline_ok and hot and cores and hot > max(1, cores // 4):
+        return None  # many cores busy: the CPU side, not the batch (cpu-bound judges)
+    mem95 = ev.usage_stat("GPU memory", "p95")
+    util95 = ev.usage_stat("GPU", "p95")
+    cpu95 = ev.usage_stat("CPU", "p95")
+    mean = ev.gpu_mean if ev.timeline_ok else None
+    share = 1 - mean / 100 if mean is not None else (idle if idle is not None else 0.5)
+    factor = None
+    if mem95:
+        factor = max(2, min(8, int(70 // max(mem95, 1))))
+    evidence = [gpu_busy_text(ev),
+                f"GPU utilization p95 {util95:.0f} %" if util95 is not None and mean is not None else "",
+                f"GPU memory p95 {mem95:.0f} %" if mem95 is not None else "",
+                f"CPU p95 {cpu95:.0f} % (no core saturated)" if cpu95 is not None else "",
+                "BatchSize fired: CPU, GPU and GPU memory all low at once" if batch else ""]
+    gpus = (ev.gpus_per_node or 1) * max(len(ev.nodes), 1)
+    bigger = f"about {factor}×" if factor else "2-4×"
+    fix = (f"Increase the batch size {bigger} (GPU memory p95 is {mem95:.0f} %, so it fits), scaling the learning "
+           "rate with it" if mem95 is not None else f"Increase the batch size {bigger}, scaling the learning rate")
+    fix += (f"; or run on fewer GPUs (today {gpus})" if gpus > 1 else "; or run on a smaller, cheaper GPU instance")
+    fix += "."
+    return make(ev, "gpu-underused", share, evidence, fix,
+                rules=[*fired(ev, "BatchSize", "LowGPUUtilization")],
+                sections=["batch-size", "gpu-utilization-analysis", "system-usage-statistics"],
+                metrics={"gpu_mean_pct": mean, "gpu_p95": util95, "gpu_memory_p95": mem95, "cpu_p95": cpu95,
+                         "batch_factor": factor})
+
+
+@detector("straggler")
+def straggler(ev: Evidence, found: dict) -> Finding | None:
+    best = None
+    medians = {w: s["stats"].get("p50") for w, s in ev.steps.items() if s["stats"].get("p50")}
+    if len(medians) >= 2:
+        mid = statistics.median(medians.values())
+        slow = max(medians, key=medians.get)
+        excess = medians[slow] / mid - 1 if mid else 0
+        if excess >= STRAGGLER:
+            share = (1 - mid / medians[slow]) * ((ev.loop_s or ev.duration_s or 0) / (ev.duration_s or 1))
+            best = (share, slow, [f"median step on {slow}: {medians[slow]:.3f} s vs {mid:.3f} s on the others "
+                                  f"(+{excess * 100:.0f} %)"], "step times")
+    comparison = ev.kineto_comparison
+    if comparison.get("straggler"):
+        rank = str(comparison["straggler"])
+        excess = (comparison.get("slowest_excess_pct") or 0) / 100
+        why = comparison.get("straggler_evidence") or \
+            f"rank {rank}'s mean step is {excess * 100:.0f} % above the median of the ranks"
+        share = excess / (1 + excess) if excess > 0 else float(comparison.get("straggler_share") or 0)
+        if best is None or share > best[0]:
+            best = (share, f"rank {rank}", [str(why)], "ranks")
+    spread = [(node, gpu, value) for node, s in ev.series.items() for gpu, value in s.gpu_util.items()]
+    if best is None and ev.timeline_ok and len(spread) >= 2:
+        top = max(v for _, _, v in spread)
+        low_node, low_gpu, low = min(spread, key=lambda x: x[2])
+        if top - low >= GPU_SPREAD and top > 0:
+            lost = sum(top - v for _, _, v in spread) / (top * len(spread))
+            best = (lost, f"{low_node}/{low_gpu}", [
+                f"{low_node}/{low_gpu} busy {low:.0f} % on average vs {top:.0f} % on the busiest GPU"], "GPUs")
+    if best is None:
+        return None
+    share, who, evidence, kind = best
+    if ev.state("LoadBalancing") == FIRED:
+        evidence.append("LoadBalancing fired: the GPUs' utilization histograms differ")
+    fix = (f"Find why {who} is slower: compare its data shard size, input pipeline and hardware with the others "
+           "(a slower disk or network, thermal throttling, a noisy neighbour); give it less data or replace it.")
+    if kind == "GPUs":
+        fix = (f"Spread the work evenly: {who} gets less work than the busiest GPU; check the data-parallel setup "
+               "(uneven shards or batch sizes per GPU, work pinned to one device).")
+    return make(ev, "straggler", share, evidence, fix,
+                rules=[*fired(ev, "LoadBalancing", "StepOutlier")],
+                sections=["step-duration-analysis", "workload-balancing", "utilization-over-time",
+                          *(["gpu-kernels-operators"] if kind == "ranks" else [])],
+                metrics={"who": who, "compared": kind})
+
+
+def _fit(points: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """(slope per second, R²) of a least-squares line."""
+    if len(points) < 10:
+        return None
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if not sxx or not syy:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return slope, (slope * slope * sxx) / syy
+
+
+@detector("gpu-memory-growth")
+def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
+    growth = None  # (time to full s, node/gpu, rise, last)
+    if ev.timeline_ok:
+        for node, s in ev.series.items():
+            for gpu, points in s.gpu_memory.items():
+                fit = _fit(points)
+                if fit is None:
+                    continue
+                slope, r2 = fit
+                rise = slope * (points[-1][0] - points[0][0])
+                if slope > 0 and rise >= MEMORY_RISE and r2 >= MEMORY_FIT:
+                    last = points[-1][1]
+                    to_full = max(100 - last, 0) / slope
+                    if growth is None or to_full < growth[0]:
+                        growth = (to_full, f"{node}/{gpu}", rise, last, slope)
+    jumps = ev.state("GPUMemoryIncrease") == FIRED
+    rule = ev.rules.get("GPUMemoryIncrease")
+    peak = ev.gpu_memory_peak()
+    if growth is None and not jumps:
+        return None
+    evidence, risk = [], {}
+    if growth:
+        to_full, who, rise, last, slope = growth
+        evidence.append(f"GPU memory on {who} rose steadily by {rise:.0f} points over the training loop, to "
+                        f"{last:.0f} % ({slope * 3600:.0f} points per hour)")
+        evidence.append(f"at this rate it is full in {secs(to_full)}")
+        risk.update(time_to_full_s=to_full, where=who, rise_points=rise, points_per_hour=slope * 3600)
+    if jumps and rule is not None:
+        evidence.append(f"GPUMemoryIncrease fired {rule.triggered} times: sudden jumps in GPU memory")
+    if peak is not None:
+        evidence.append(f"peak GPU memory {peak:.0f} %")
+        risk["peak_pct"] = peak
+    serious = bool(growth and (growth[0] < 10 * (ev.duration_s or growth[0]))) or (peak or 0) >= MEMORY_FULL
+    fix = ("Find what keeps GPU memory alive across steps: tensors kept in lists (losses appended without "
+           ".item()/.detach()), growing caches, or an accumulating graph; check torch.cuda.memory_summary() every N "
+           "steps. Only move to a GPU with more memory once usage is flat." if growth else
+           "Look at the steps where memory jumps (larger or variable-size batches, evaluation, checkpointing); cap "
+           "the largest batch or sequence length so the peak stays under the GPU's memory.")
+    note = ("GPUMemoryIncrease suggests an instance with more GPU memory; a steady rise is a leak that would "
+            "fill any GPU, so fix it first.") if growth and jumps else ""
+    return make(ev, "gpu-memory-growth", 0.0, evidence, fix, rules=[*fired(ev, "GPUMemoryIncrease")],
+                sections=["gpu-memory", "utilization-over-time"], metrics=risk, risk=risk, serious=serious,
+                note=note)
+
+
+@detector("slow-initialization")
+def slow_initialization(ev: Evidence, found: dict) -> Finding | None:
+    init, duration = ev.init_s, ev.duration_s
+    rule_fired = ev.state("MaxInitializationTime") == FIRED
+    if init is None or not duration:
+        return None
+    share = init / duration
+    if not rule_fired and not (init >= INIT_MIN_S and share >= INIT_SHARE):
+        return None
+    downloads = [s.platform_net_init for s in ev.series.values() if s.platform_net_init]
+    evidence = [f"first step {secs(init)} after the job started ({pct(share)} of the job)",
+                f"{max(downloads) / 1e6:.0f} MB/s received before the first step (input download)" if downloads else "",
+                "MaxInitializationTime fired" if rule_fired else ""]
+    fix = ("Stream the input instead of downloading it before training (SageMaker FastFile or Pipe mode), "
+           "start from a container with the dependencies installed, and load the model/checkpoint lazily.")
+    return make(ev, "slow-initialization", share, evidence, fix, rules=[*fired(ev, "MaxInitializationTime")],
+                sections=["initialization-time", "training-job-summary", "utilization-over-time"],
+                metrics={"initialization_s": init, "download_bytes_per_s": max(downloads) if downloads else None})
+
+
+@detector("step-outliers")
+def step_outliers(ev: Evidence, found: dict) -> Finding | None:
+    rule_fired = ev.state("StepOutlier") == FIRED
+    if ev.outliers:
+        by_step: dict[str, float] = {}
+        for o in ev.outliers:  # a step slow on several workers stalls the job once
+            excess = o["duration_s"] - (o["median_s"] or 0)
+            by_step[o["step"]] = max(by_step.get(o["step"], 0.0), excess)
+        seconds = sum(max(v, 0) for v in by_step.values())
+        worst = max(ev.outliers, key=lambda o: o["duration_s"])
+        count = len(ev.outliers)
+        median = worst["median_s"]
+        evidence = [f"{count} outlier steps on {len({o['worker'] for o in ev.outliers})} worker(s)",
+                    f"slowest: step {worst['step']} on {worst['worker']}, {worst['duration_s']:.2f} s vs median "
+                    f"{median:.2f} s" if median else f"slowest: step {worst['step']} ({worst['duration_s']:.2f} s)",
+                    f"{secs(seconds)} lost against the median step"]
+        period = _period([int(o["step"]) for o in ev.outliers if str(o["step"]).isdigit()])
+    else:
+        counted = [(w, s) for w, s in ev.steps.items() if s["outliers"] and s["stats"].get("p99") is not None]
+        if not counted or not rule_fired:
+            return None
+        seconds = sum(s["outliers"] * max(s["stats"]["p99"] - (s["stats"].get("p50") or 0), 0) for _, s in counted)
+        seconds /= max(len(counted), 1)
+        evidence = [f"{s['outliers']} outlier steps on {w} (p99 {s['stats']['p99']:.2f} s vs median "
+                    f"{(s['stats'].get('p50') or 0):.2f} s)" for w, s in counted][:3]
+        evidence.append(f"about {secs(seconds)} lost (estimated from the rule's statistics)")
+        period = None
+    if not ev.duration_s:
+        return None
+    share = seconds / ev.duration_s
+    if not rule_fired and share < 0.01:
+        return None
+    fix = ("Look at what runs during the slow steps (the step-duration section lists them and marks them on the "
+           "timeline): periodic checkpointing, logging or evaluation, garbage collection, or data-loader workers "
+           "restarting; make that work asynchronous or less frequent.")
+    if period:
+        fix = (f"The slow steps come every {period} steps: look for work done every {period} steps (checkpointing, "
+               "logging, evaluation) and make it asynchronous or less frequent.")
+    return make(ev, "step-outliers", share, evidence, fix, rules=[*fired(ev, "StepOutlier")],
+                sections=["step-duration-analysis", "utilization-over-time"],
+                metrics={"outlier_steps": len(ev.outliers) or None, "seconds_lost": seconds, "period": period})
+
+
+def _period(steps: list[int]) -> int | None:
+    """A common interval between outlier steps (e.g. every 500), when there is one."""
+    steps = sorted(set(steps))
+    if len(steps) < 3:
+        return None
+    gaps = {b - a for a, b in zip(steps, steps[1:])}
+    gap = math.gcd(*gaps)
+    return gap if gap > 1 and len(gaps) <= 2 else None

@@ -1,0 +1,70 @@
+"""Could a rule have fired at all? ``fired`` / ``passed`` / ``not_evaluated`` with the reason.
+
+A rule that saw no datapoints, or fewer than it needs before it may trigger (its ``patience`` or
+``window``), or whose input cannot exist in this job (GPU rules on a CPU-only job, a GPU-pair
+comparison with one GPU per node), did not pass: it was not evaluated. Saying "did not fire" there
+would be a false all-clear. This works from a rule's counts, parameters and details alone, so the CI
+outputs can re-derive it from ``report.json``.
+"""
+
+from __future__ import annotations
+
+import math
+
+FIRED, PASSED, NOT_EVALUATED = "fired", "passed", "not_evaluated"
+STATES = (FIRED, PASSED, NOT_EVALUATED)
+
+# Rules that only judge moments when a GPU is nearly idle: without GPU metrics they cannot fire.
+GPU_RULES = ("LowGPUUtilization", "BatchSize", "GPUMemoryIncrease", "LoadBalancing", "CPUBottleneck",
+             "IOBottleneck")
+# StepOutlier (SageMaker's and our engine's) judges a node only once it has more than this many steps.
+STEP_OUTLIER_MIN_STEPS = 100
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(str(value))
+        except (TypeError, ValueError):
+            return None
+    return float(value) if math.isfinite(value) else None
+
+
+def minimum_datapoints(parameters) -> int:
+    """The most datapoints a rule can see without ever being allowed to trigger (patience/window)."""
+    values = dict(parameters or ())
+    bounds = [_number(values.get(key)) for key in ("patience", "window")]
+    return int(max([b for b in bounds if b is not None] or [0]))
+
+
+def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), details: dict | None = None,
+                  has_gpu: bool | None = None) -> tuple[str, str]:
+    """(state, reason). ``reason`` says why a rule was not evaluated ("" otherwise).
+
+    ``has_gpu`` is False when the job is known to have no GPU metrics, None when unknown.
+    """
+    details = details if isinstance(details, dict) else {}
+    if (triggered or 0) > 0:
+        return FIRED, ""
+    if has_gpu is False and rule in GPU_RULES:
+        return NOT_EVALUATED, "no GPU metrics were recorded, and this rule judges GPU use"
+    if not datapoints:
+        return NOT_EVALUATED, "no datapoints: the data it needs was not recorded"
+    minimum = minimum_datapoints(parameters)
+    if minimum and datapoints <= minimum:
+        return NOT_EVALUATED, (f"{datapoints} datapoints, and it may only fire after more than {minimum}, "
+                               "its patience/window")
+    if rule == "StepOutlier" and not details.get("step_details") and datapoints <= STEP_OUTLIER_MIN_STEPS:
+        return NOT_EVALUATED, f"{datapoints} steps; a node is judged only with more than {STEP_OUTLIER_MIN_STEPS}"
+    if rule == "LoadBalancing":
+        gpus = [len(node.get("workloads") or {}) for node in details.values()
+                if isinstance(node, dict) and isinstance(node.get("workloads"), dict)]
+        if gpus and max(gpus) < 2:
+            return NOT_EVALUATED, "every node has one GPU, and this rule compares GPUs of a node"
+    if rule == "Dataloader" and details.get("cores") == 0:
+        return NOT_EVALUATED, "the number of CPU cores is unknown (no system metrics)"
+    return PASSED, ""
+
+
+def state_label(state: str) -> str:
+    return {FIRED: "fired", PASSED: "did not fire", NOT_EVALUATED: "not evaluated"}.get(state, state)

@@ -1,0 +1,303 @@
+"""The numbers a diagnosis reasons from, gathered once from everything the report has.
+
+Sources, each optional: the rule outputs (SageMaker's or our engine's), ``timeline.json`` (our
+engine's per-node series: per-core and per-GPU utilization, GPU memory, I/O wait over time) and
+``kineto.json`` (PyTorch profiler traces per rank). Every field is None / empty when its source is
+absent, and ``not_judged`` says what could therefore not be looked at.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from dataclasses import dataclass, field
+
+from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
+from reportgen.rule_outputs import RuleOutputs
+
+SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
+MIN_TIMELINE_S = 60.0  # a shorter recording is too short to judge utilization from
+_GPU = re.compile(r"^gpu\d+$")
+
+
+def _num(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if _num(v) is not None]
+    return sum(values) / len(values) if values else None
+
+
+@dataclass
+class NodeSeries:
+    """One node's training-loop averages from timeline.json (bucket means, % unless noted)."""
+
+    gpu_util: dict[str, float] = field(default_factory=dict)  # per GPU, mean over the loop
+    gpu_memory: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # per GPU: (t, %) in the loop
+    cores: list[float] = field(default_factory=list)  # per-core mean over the loop
+    cpu_total: float | None = None
+    io_wait: float | None = None
+    platform_net_init: float | None = None  # bytes/s received through the platform before the first step
+
+
+@dataclass
+class Evidence:
+    rules: dict = field(default_factory=dict)  # name -> RuleOutput
+    states: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (state, reason)
+    duration_s: float | None = None
+    init_s: float | None = None
+    loop_s: float | None = None
+    loop: tuple[float, float] | None = None  # epoch seconds
+    nodes: list[str] = field(default_factory=list)
+    gpus_per_node: int | None = None
+    cores: int | None = None
+    has_gpu: bool | None = None
+    usage: dict[str, dict[str, dict]] = field(default_factory=dict)  # OverallSystemUsage: metric -> node -> stats
+    gpu_low_share: float | None = None  # share of snapshots with a GPU nearly idle (CPUBottleneck's count)
+    cpu_bn_share: float | None = None  # ... and a core > its threshold at the same time
+    cpu_bn_cores: float | None = None  # median number of cores above the threshold at those moments
+    io_bn_share: float | None = None
+    framework_during_bn: dict[str, float] = field(default_factory=dict)  # % of framework time, CPU bottlenecks
+    workers: int | None = None  # DataLoader num_workers
+    loaders: float | None = None  # parallel data-loading processes (Dataloader's median)
+    pin_memory: bool | None = None
+    series: dict[str, NodeSeries] = field(default_factory=dict)
+    timeline_s: float | None = None  # span of the timeline
+    steps: dict[str, dict] = field(default_factory=dict)  # worker -> step_stats + outliers
+    outliers: list[dict] = field(default_factory=list)  # {step, worker, duration_s, median_s, start_s}
+    kineto: dict[str, dict] = field(default_factory=dict)  # rank -> analysis
+    kineto_comparison: dict = field(default_factory=dict)
+    price_per_s: float | None = None  # whole job (all instances), when the instance and price are known
+    raw: bool = False  # made from raw data by our engine (timeline.json is there)
+    not_judged: list[str] = field(default_factory=list)
+
+    def state(self, rule: str) -> str:
+        return self.states.get(rule, (NOT_EVALUATED, "no output"))[0]
+
+    def evaluated(self, rule: str) -> bool:
+        return rule in self.states and self.states[rule][0] != NOT_EVALUATED
+
+    def usage_stat(self, metric: str, stat: str, how=max) -> float | None:
+        values = [_num(_dict(v).get(stat)) for v in _dict(self.usage.get(metric)).values()]
+        values = [v for v in values if v is not None]
+        return how(values) if values else None
+
+    def gpu_memory_peak(self) -> float | None:
+        """Highest GPU memory utilization of any single GPU: GPUMemoryIncrease's per-GPU max, else the
+        node-level maximum of OverallSystemUsage (a mean over the node's GPUs)."""
+        rule = self.rules.get("GPUMemoryIncrease")
+        peaks = [_num(_dict(g).get("gpu_max")) for node in _dict(rule.details if rule else {}).values()
+                 if isinstance(node, dict) for g in node.values()]
+        peaks = [p for p in peaks if p is not None]
+        return max(peaks) if peaks else self.usage_stat("GPU memory", "max")
+
+    @property
+    def gpu_mean(self) -> float | None:
+        """Mean GPU utilization over the training loop, all GPUs of all nodes (timeline), else None."""
+        return _mean([v for s in self.series.values() for v in s.gpu_util.values()])
+
+    @property
+    def timeline_ok(self) -> bool:
+        return bool(self.series) and (self.timeline_s or 0) >= MIN_TIMELINE_S
+
+    def busy_cores(self, threshold: float = 70.0) -> tuple[int, int, float | None, float | None]:
+        """(cores whose loop mean is above ``threshold``, cores, their mean, median of the others) on the
+        node with the most such cores."""
+        best = (0, 0, None, None)
+        for s in self.series.values():
+            if not s.cores:
+                continue
+            hot = [c for c in s.cores if c > threshold]
+            rest = [c for c in s.cores if c <= threshold]
+            cand = (len(hot), len(s.cores), _mean(hot), statistics.median(rest) if rest else None)
+            if cand[0] > best[0] or best[1] == 0:
+                best = cand
+        return best
+
+
+def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
+    rule = outputs.get("MaxInitializationTime")
+    details = _dict(rule.details) if rule else {}
+    start, end = _num(details.get("job_start")), _num(details.get("job_end"))
+    if start is not None and end is not None and end >= start:
+        ev.duration_s = end - start
+        steps = _dict(details.get("step_num"))
+        first, last = _num(steps.get("first")), _num(steps.get("last"))
+        if first is not None and last is not None and last >= first:
+            ev.loop = (first / 1e6, last / 1e6)
+            ev.init_s = max(first / 1e6 - start, 0.0)
+            ev.loop_s = (last - first) / 1e6
+    if ev.duration_s is None and ev.kineto:
+        spans = [_num(r.get("span_ms")) for r in ev.kineto.values()]
+        spans = [s for s in spans if s]
+        if spans:
+            ev.duration_s = max(spans) / 1000.0
+            ev.loop_s = ev.duration_s
+    if ev.duration_s is None and ev.timeline_s:
+        ev.duration_s = ev.timeline_s
+
+
+def _system(ev: Evidence, outputs: RuleOutputs) -> None:
+    usage = outputs.get("OverallSystemUsage")
+    ev.usage = {k: _dict(v) for k, v in _dict(usage.details if usage else {}).items() if isinstance(v, dict)}
+    nodes = set(_dict(ev.usage.get("CPU"))) | set(_dict(ev.usage.get("GPU")))
+    low = outputs.get("LowGPUUtilization")
+    gpus = []
+    for node, info in _dict(low.details if low else {}).items():
+        if isinstance(info, dict):
+            nodes.add(node)
+            gpus.append(sum(1 for k in info if _GPU.match(str(k))))
+    if gpus:
+        ev.gpus_per_node = max(gpus)
+    if ev.usage.get("GPU"):
+        ev.has_gpu = True
+    elif ev.usage.get("CPU"):
+        ev.has_gpu = bool(gpus) or bool(low and low.datapoints)
+    ev.nodes = sorted(nodes)
+    loader = outputs.get("Dataloader")
+    if loader:
+        d = _dict(loader.details)
+        ev.cores = int(d["cores"]) if _num(d.get("cores")) else None
+        ev.workers = int(d["num_workers"]) if _num(d.get("num_workers")) is not None else None
+        ev.loaders = _num(d.get("dataloaders"))
+        ev.pin_memory = d.get("pin_memory") if isinstance(d.get("pin_memory"), bool) else None
+    for name, share_attr in (("CPUBottleneck", "cpu_bn_share"), ("IOBottleneck", "io_bn_share")):
+        rule = outputs.get(name)
+        if rule is None or not rule.datapoints or ev.has_gpu is False:
+            continue
+        setattr(ev, share_attr, min(rule.violations / rule.datapoints, 1.0))
+        d = _dict(rule.details)
+        low_count = _num(d.get("low_gpu_utilization"))
+        if low_count is not None and ev.gpu_low_share is None:
+            ev.gpu_low_share = min(low_count / rule.datapoints, 1.0)
+        if name == "CPUBottleneck":
+            counts = [_num(_dict(v).get("CPUs")) for v in _dict(d.get("bottlenecks")).values()]
+            counts = [c for c in counts if c is not None]
+            if counts:
+                ev.cpu_bn_cores = statistics.median(counts)
+            ev.framework_during_bn = {str(k): v for k, v in _dict(d.get("general")).items() if _num(v) is not None}
+
+
+def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
+    timeline = _dict(outputs.timeline)
+    nodes = _dict(timeline.get("nodes"))
+    ev.raw = bool(nodes)
+    spans = []
+    for node, data in nodes.items():
+        data = _dict(data)
+        t = [x for x in data.get("t") or [] if _num(x) is not None]
+        if len(t) < 2:
+            continue
+        spans.append(t[-1] - t[0] + (_num(data.get("bucket_s")) or 0))
+        lo, hi = ev.loop if ev.loop else (t[0], t[-1] + 1)
+        inside = [i for i, x in enumerate(t) if lo <= x <= hi] or list(range(len(t)))
+        before = [i for i, x in enumerate(t) if ev.loop and x < ev.loop[0]]
+        series = _dict(data.get("series"))
+        ns = NodeSeries()
+
+        def loop_mean(key, idx=inside):
+            mean = _dict(series.get(key)).get("mean") or []
+            return _mean([mean[i] for i in idx if i < len(mean)])
+
+        for key in series:
+            gpu, _, dim = str(key).partition("/")
+            if dim == "GPUUtilization":
+                value = loop_mean(key)
+                if value is not None:
+                    ns.gpu_util[gpu] = value
+            elif dim == "GPUMemoryUtilization":
+                mean = _dict(series[key]).get("mean") or []
+                ns.gpu_memory[gpu] = [(t[i], mean[i]) for i in inside if i < len(mean) and _num(mean[i]) is not None]
+        ns.cpu_total = loop_mean("cpu_total")
+        ns.io_wait = loop_mean("io_wait")
+        if before:
+            ns.platform_net_init = loop_mean("network_platform", before)
+        heat = _dict(data.get("cpu_heatmap"))
+        for row in heat.get("mean") or []:
+            value = _mean([row[i] for i in inside if i < len(row)]) if isinstance(row, list) else None
+            if value is not None:
+                ns.cores.append(value)
+        ev.series[str(node)] = ns
+        if ns.gpu_util and ev.has_gpu is None:
+            ev.has_gpu = True
+        ev.gpus_per_node = max(ev.gpus_per_node or 0, len(ns.gpu_util)) or ev.gpus_per_node
+        if ns.cores:
+            ev.cores = ev.cores or len(ns.cores)
+        if str(node) not in ev.nodes:
+            ev.nodes.append(str(node))
+    if spans:
+        ev.timeline_s = max(spans)
+        if ev.has_gpu is None:
+            ev.has_gpu = any(s.gpu_util for s in ev.series.values())
+
+
+def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
+    rule = outputs.get("StepOutlier")
+    for worker, info in _dict(_dict(rule.details if rule else {}).get("step_details")).items():
+        info = _dict(info)
+        stats = {k: _num(v) for k, v in _dict(info.get("step_stats")).items()}
+        ev.steps[str(worker)] = {"stats": stats, "outliers": int(_num(info.get("number_of_outliers")) or 0),
+                                 "steps": _num(info.get("steps"))}
+        median = stats.get("p50")
+        for item in info.get("outliers") or []:
+            item = _dict(item)
+            duration = _num(item.get("duration_s"))
+            if duration is None:
+                continue
+            ev.outliers.append({"step": str(item.get("step", "")), "worker": str(worker), "duration_s": duration,
+                                "median_s": median, "start_s": _num(item.get("start_s"))})
+
+
+def _kineto(ev: Evidence, outputs: RuleOutputs) -> None:
+    kineto = _dict(outputs.kineto)
+    ev.kineto = {str(k): _dict(v) for k, v in _dict(kineto.get("ranks")).items()}
+    ev.kineto_comparison = _dict(kineto.get("comparison"))
+    if ev.kineto and ev.has_gpu is None:
+        ev.has_gpu = any(_dict(r.get("gpu")).get("has_gpu_activity") for r in ev.kineto.values())
+
+
+def dataloader_step_share(rank: dict) -> float | None:
+    """Fraction of profiled step time spent in DataLoader: ``dataloader.step_share`` when the trace analysis
+    gives it (union of intervals), else DataLoader time over the sum of step durations, capped at 1."""
+    loader = _dict(rank.get("dataloader"))
+    share = _num(loader.get("step_share"))
+    if share is not None:
+        return min(max(share, 0.0), 1.0)
+    steps = sum(_num(s.get("dur_ms")) or 0 for s in rank.get("steps") or [] if isinstance(s, dict))
+    total = _num(loader.get("total_ms"))
+    if not steps or total is None:
+        return None
+    return min(total / steps, 1.0)
+
+
+def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
+    """Everything the cause detectors need, from what the report already read."""
+    ev = Evidence(rules=dict(outputs.rules), price_per_s=price_per_s)
+    _kineto(ev, outputs)
+    _system(ev, outputs)
+    _timeline(ev, outputs)
+    _job_times(ev, outputs)
+    _steps(ev, outputs)
+    for name, rule in outputs.rules.items():
+        if name in SUMMARY_RULES:
+            continue
+        ev.states[name] = evaluate_rule(name, rule.triggered, rule.datapoints, rule.parameters, rule.details,
+                                        ev.has_gpu)
+    if not ev.raw:
+        ev.not_judged.append("per-core load (a few cores saturated while the rest idle) and GPU memory over time: "
+                             "they need the raw system metrics")
+        if ev.steps and not ev.outliers:
+            ev.not_judged.append("the durations of individual outlier steps: the rule output keeps only counts")
+    if ev.has_gpu is False:
+        ev.not_judged.append("GPU use: no GPU metrics were recorded")
+    if not ev.steps and not ev.kineto:
+        ev.not_judged.append("step times and stragglers: no step events were recorded")
+    return ev

@@ -1,0 +1,108 @@
+"""The "At a glance" block at the top of the report: who the job is, its status, the top findings.
+
+Only words and numbers already computed (by the diagnosis, the summary and the cost section) are
+put together here, so the block template stays free of logic.
+"""
+
+from __future__ import annotations
+
+from reportgen.report.model import Report
+
+TOP = 3
+STATUS_LABELS = {"healthy": "Healthy", "problems": "Problems found", "insufficient-data": "Insufficient data"}
+DEVIATIONS_DOC = "docs/deviations.md"  # in reportgen's documentation (the report is read offline)
+
+
+def duration_text(seconds) -> str:
+    if not isinstance(seconds, (int, float)):
+        return ""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def money(value) -> str:
+    return f"${value:,.2f}" if isinstance(value, (int, float)) else ""
+
+
+def impact_text(finding, duration) -> str:
+    if finding.risk is not None:
+        risk = finding.risk
+        parts = []
+        if "time_to_full_s" in risk:
+            parts.append(f"full in {duration_text(risk['time_to_full_s'])} at this rate")
+        if "peak_pct" in risk:
+            parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
+        return "Risk, no time lost yet: " + ", ".join(parts) if parts else "Risk, no time lost yet"
+    text = f"{duration_text(finding.seconds)} ({finding.share * 100:.0f} % of the job)"
+    if duration:
+        text = f"up to {text}"
+    if finding.cost is not None:
+        text += f", about {money(finding.cost)}"
+    return text
+
+
+def identity(report: Report) -> list[tuple[str, str]]:
+    """(label, value) pairs of what identifies the job; unknown ones are left out."""
+    diagnosis = report.diagnosis
+    ev = diagnosis.evidence if diagnosis is not None else None
+    items: list[tuple[str, str]] = []
+    cost = report.cost or {}
+    if cost.get("instance_type"):
+        items.append(("Instance", f"{cost['instance_type']} × {cost.get('instance_count') or 1}"))
+    if ev is not None:
+        if ev.nodes:
+            items.append(("Nodes", str(len(ev.nodes))))
+        elif ev.kineto:
+            items.append(("Ranks", str(len(ev.kineto))))
+        if ev.gpus_per_node:
+            items.append(("GPUs per node", str(ev.gpus_per_node)))
+        elif ev.has_gpu is False:
+            items.append(("GPUs", "none recorded"))
+        if ev.cores:
+            items.append(("CPU cores per node", str(ev.cores)))
+        if ev.duration_s is not None:
+            items.append(("Duration", duration_text(ev.duration_s)))
+    if cost.get("cost_rounded") is not None:
+        items.append(("Cost", money(cost["cost_rounded"])))
+    return items
+
+
+def glance(report: Report) -> dict | None:
+    """The view model of templates/blocks/at_a_glance.html.j2."""
+    diagnosis = report.diagnosis
+    if diagnosis is None:
+        return None
+    duration = diagnosis.evidence.duration_s
+    findings = []
+    for finding in diagnosis.findings[:TOP]:
+        findings.append({
+            "cause": finding.cause, "title": finding.title, "impact": impact_text(finding, duration),
+            "evidence": "; ".join(finding.evidence[:3]), "fix": finding.fix, "note": finding.note,
+            "minor": not finding.counts,
+            "links": [(f"#sec-{x.id}", x.title) for s in finding.sections for x in report.sections
+                      if x.id == s and not x.hidden][:3],
+        })
+    if diagnosis.status == "healthy":
+        summary = ("No cause costs 5 % or more of the job." if not findings else
+                   "No cause costs 5 % or more of the job; minor findings:")
+    elif diagnosis.status == "insufficient-data":
+        summary = "Nothing could be judged: too little data for any rule or utilization check."
+    else:
+        summary = f"{sum(f.counts for f in diagnosis.findings)} cause(s) found, most costly first."
+    not_evaluated = list(diagnosis.not_evaluated)
+    return {
+        "status": diagnosis.status,
+        "status_label": STATUS_LABELS.get(diagnosis.status, diagnosis.status),
+        "summary": summary,
+        "identity": identity(report),
+        "findings": findings,
+        "more": max(len(diagnosis.findings) - TOP, 0),
+        "not_evaluated": not_evaluated,
+        "not_judged": diagnosis.not_judged,
+        "raw": report.raw,
+        "deviations": DEVIATIONS_DOC,
+    }

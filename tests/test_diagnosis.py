@@ -1,0 +1,102 @@
+"""The diagnosis: causes from evidence, ordering by impact, "not evaluated", and the At a glance block."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen.diagnosis import diagnose
+from reportgen.diagnosis.evaluation import evaluate_rule
+from reportgen.report.build import build_report
+from reportgen.rule_outputs import RuleOutput, RuleOutputs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def rule(name, triggered=0, violations=0, datapoints=2000, details=None, params=""):
+    return RuleOutput(name, triggered, violations, details or {}, datapoints, params)
+
+
+def outputs(*rules, timeline=None, kineto=None):
+    made = RuleOutputs(folder=Path("."))
+    made.rules = {r.name: r for r in rules}
+    made.timeline, made.kineto = timeline, kineto
+    return made
+
+
+@pytest.fixture(scope="module")
+def sample_outputs(tmp_path_factory):
+    from reportgen.engine import analyze
+    from reportgen.rule_outputs import load_rule_outputs
+
+    out = tmp_path_factory.mktemp("sample") / "analysis"
+    result = analyze(ROOT / "sample_data", out)
+    return load_rule_outputs(result.report_dir)
+
+
+def test_sample_data_is_an_input_pipeline_problem(sample_outputs):
+    diagnosis = diagnose(sample_outputs)
+    assert diagnosis.status == "problems"
+    top = diagnosis.findings[0]
+    assert top.cause == "input-pipeline"
+    assert top.metrics["num_workers"] == 1 and top.metrics["cores"] == 4
+    assert "num_workers from 1 to 3" in top.fix and "pin_memory=True" in top.fix
+    assert 0.55 < top.share < 0.6  # 1810 of 3120 snapshots with a GPU idle while a core was saturated
+    assert top.seconds == pytest.approx(top.share * diagnosis.evidence.duration_s)
+    assert top.cost is None  # no instance, no price
+    assert set(top.rules) >= {"Dataloader", "CPUBottleneck", "LowGPUUtilization"}
+    assert "smaller instance" in top.note  # LowGPUUtilization's advice is reconciled, not repeated
+    shares = [f.share for f in diagnosis.findings if f.risk is None and f.share >= 0.05]
+    assert shares == sorted(shares, reverse=True)
+
+
+def test_cost_is_the_share_of_the_run(sample_outputs):
+    diagnosis = diagnose(sample_outputs, price_per_hour=3.6, instance_count=2)
+    top = diagnosis.findings[0]
+    assert top.cost == pytest.approx(top.seconds * 2 * 3.6 / 3600)
+    assert diagnose(sample_outputs, job_cost=10.0).findings[0].cost == pytest.approx(10.0 * top.share)
+
+
+def test_report_json_carries_the_diagnosis(sample_outputs):
+    from reportgen.report.json_output import report_data
+
+    data = report_data(build_report(sample_outputs, job_name="s"), "2026-01-01 00:00 UTC")
+    diag = json.loads(json.dumps(data, allow_nan=False))["diagnosis"]
+    assert diag["status"] == "problems"
+    assert diag["findings"][0]["cause"] == "input-pipeline"
+    assert set(diag["findings"][0]["impact"]) >= {"seconds", "share", "cost"}
+    assert diag["findings"][0]["sections"][0] == "dataloading-analysis"
+
+
+@pytest.mark.parametrize("args, state", [
+    (("LowGPUUtilization", 0, 0, "patience:1000\nwindow:500"), "not_evaluated"),
+    (("LowGPUUtilization", 0, 1000, "patience:1000\nwindow:500"), "not_evaluated"),
+    (("LowGPUUtilization", 0, 1001, "patience:1000\nwindow:500"), "passed"),
+    (("LowGPUUtilization", 3, 16, "patience:1000"), "fired"),
+    (("CPUBottleneck", 0, 16, "threshold:50\npatience:1000"), "not_evaluated"),
+    (("MaxInitializationTime", 0, 0, "threshold:20"), "not_evaluated"),
+    (("MaxInitializationTime", 0, 12, "threshold:20"), "passed"),
+])
+def test_rule_evaluation_states(args, state):
+    name, triggered, datapoints, params = args
+    pairs = [tuple(line.split(":")) for line in params.splitlines()]
+    assert evaluate_rule(name, triggered, datapoints, pairs)[0] == state
+
+
+def test_gpu_rules_are_not_evaluated_without_gpus():
+    state, reason = evaluate_rule("CPUBottleneck", 0, 5000, [("patience", "1000")], {}, has_gpu=False)
+    assert state == "not_evaluated" and "GPU" in reason
+    one_gpu = {"algo-1": {"workloads": {"gpu0": [1, 2]}}}
+    assert evaluate_rule("LoadBalancing", 0, 5000, [("patience", "1000")], one_gpu)[0] == "not_evaluated"
+
+
+def test_nothing_evaluated_is_insufficient_data_not_healthy():
+    made = outputs(rule("LowGPUUtilization", datapoints=16, params="patience:1000"),
+                   rule("CPUBottleneck", datapoints=16, params="patience:1000"),
+                   rule("Dataloader", datapoints=0), rule("StepOutlier", datapoints=0))
+    diagnosis = diagnose(made)
+    assert diagnosis.status == "insufficient-data"
+    assert diagnosis.findings == []
+    assert set(diagnosis.not_evaluated) == {"LowGPUUtilization", "CPUBottleneck", "Dataloader", "StepOutlier"}
