@@ -93,7 +93,8 @@ class Scenario:
       init_s: seconds from the first system sample to the first training step
         (MaxInitializationTime / report summary "Initialization time").
       final_s: seconds from the last step's end to the end of the job.
-      step_ms: mean TRAIN step duration; step_jitter: relative lognormal sigma of step durations.
+      step_ms: mean TRAIN step duration, per node (a slower node is a straggler); step_jitter:
+        relative lognormal sigma of step durations.
       gap_ms: mean time between two steps (the DataLoaderIter::GetNext call).
       eval_every / eval_steps: after every ``eval_every`` TRAIN steps run ``eval_steps`` EVAL
         steps (0 = no EVAL); EVAL steps take 40 % of a TRAIN step.
@@ -113,6 +114,8 @@ class Scenario:
         +size percentage points lasting ``jump_s`` seconds, evenly spread over
         ``gpu_memory_jump_window`` (fractions of the job duration), on the GPUs listed in
         ``gpu_memory_jump_targets`` ((node, gpu), ...) (GPUMemoryIncrease).
+      gpu_memory_growth: percentage points every GPU's memory gains, linearly, from the first to
+        the last step (a leak: a steady rise that GPUMemoryIncrease's jump test does not see).
 
     CPU / I/O
       cpu_util / cpu_noise: mean and std-dev of per-core CPUUtilization while training (core 0,
@@ -122,6 +125,8 @@ class Scenario:
         No other sample has both a core > 90 % and a GPU < 10 % (CPUBottleneck).
       iowait_spike_fraction: fraction of samples (exact count, per node) where one core has
         I/OWaitPercentage in 55..95 %; every other iowait value is <= 8 % (IOBottleneck).
+      iowait_stalls_gpu: the GPUs idle (< 10 %) in the iowait-spike samples too, as when
+        training waits for storage (then IOBottleneck counts them).
 
     Dataloader
       dataloader_workers: ``num_workers`` of the DataLoader (worker processes in the trace).
@@ -135,7 +140,7 @@ class Scenario:
 
     init_s: float = 60.0
     final_s: float = 4.0
-    step_ms: float = 300.0
+    step_ms: float | tuple[float, ...] = 300.0
     step_jitter: float = 0.04
     gap_ms: float = 12.0
     eval_every: int = 0
@@ -153,11 +158,13 @@ class Scenario:
     gpu_memory_jump_s: float = 20.0
     gpu_memory_jump_window: tuple[float, float] = (0.7, 0.9)
     gpu_memory_jump_targets: tuple[tuple[int, int], ...] = ((0, 0),)
+    gpu_memory_growth: float = 0.0
 
     cpu_util: float = 35.0
     cpu_noise: float = 8.0
     cpu_bottleneck_fraction: float = 0.0
     iowait_spike_fraction: float = 0.0
+    iowait_stalls_gpu: bool = False
 
     dataloader_workers: int = 4
     pin_memory: bool = True
@@ -381,7 +388,8 @@ def _system_values(
     # --- GPU ---
     idle_frac = _per_node(sc.gpu_idle_fraction, node)
     rand_idle = rng.random(n_ticks) < idle_frac
-    busy = training & ~rand_idle & ~bneck
+    stall = io_spike if sc.iowait_stalls_gpu else np.zeros(n_ticks, dtype=bool)
+    busy = training & ~rand_idle & ~bneck & ~stall
     level = _per_node(sc.gpu_util_busy, node)
     gpu_util = np.empty((n_ticks, gpus))
     gpu_mem = np.empty((n_ticks, gpus))
@@ -393,6 +401,9 @@ def _system_values(
         gpu_util[:, g] = np.where(busy, busy_v, np.where(training | bneck, idle_v, 0.0))
         mem = np.clip(np.rint(rng.normal(sc.gpu_memory_base, 1.0, n_ticks)), 0, 100)
         resident = (t_rel >= t0 - 5.0) & (t_rel < t1)
+        if sc.gpu_memory_growth:
+            mem = mem + sc.gpu_memory_growth * np.clip((t_rel - t0) / max(t1 - t0, 1e-9), 0.0, 1.0)
+            mem = np.clip(np.rint(mem), 0, 100)
         mem = np.where(resident, mem, 0.0)
         if sc.gpu_memory_jumps and (node, g) in set(map(tuple, sc.gpu_memory_jump_targets)):
             lo, hi = sc.gpu_memory_jump_window
@@ -497,7 +508,7 @@ def _write_system(
 
 def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_s: float, sc: Scenario):
     """Returns dict of arrays describing the steps of one node's training process."""
-    step_us = sc.step_ms * 1000.0
+    step_us = _per_node(sc.step_ms, node) * 1000.0
     first = start_us + int(sc.init_s * 1e6) + 250_000 * node
     end_limit = start_us + int((duration_s - sc.final_s) * 1e6)
     period = step_us + sc.gap_ms * 1000.0

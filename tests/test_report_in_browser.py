@@ -126,8 +126,9 @@ def test_sample_report_without_javascript_shows_tables_rules_and_findings(sample
     rules = data["sections"]["rules-summary-section"]["rows"]
     assert [row[0] for row in dom["rulesRows"]] == [r["rule"] for r in rules]
     for cells, rule in zip(dom["rulesRows"], rules):
-        assert cells[2] == rule["recommendation"]
-        assert (cells[3], cells[4]) == (str(rule["times_triggered"]), str(rule["datapoints"]))
+        assert cells[1] == {"fired": "Fired", "passed": "Did not fire"}[rule["status"]]
+        assert cells[3] == rule["recommendation"]
+        assert (cells[4], cells[5]) == (str(rule["times_triggered"]), str(rule["datapoints"]))
     # every finding is visible, and each rule that fired has its finding in its deep dive
     assert all(f["visible"] and f["text"] for f in dom["findings"])
     texts = [f["text"] for f in dom["findings"]]
@@ -136,8 +137,10 @@ def test_sample_report_without_javascript_shows_tables_rules_and_findings(sample
     for rule in fired:
         assert any(f"The {rule['rule']} rule" in t and f"fired {rule['times_triggered']} times" in t
                    for t in texts), rule["rule"]
-    assert texts[0] == ("6 of 9 rules fired. The most frequently triggered was LowGPUUtilization: it processed "
-                        "1560 datapoints and fired 20 times.")
+    assert texts[0] == ("6 of the 9 evaluated rules fired (LowGPUUtilization, GPUMemoryIncrease, Dataloader, StepOutlier, "
+                        "CPUBottleneck, LoadBalancing). Which finding matters most is judged in "
+                        "At a glance at the top, by its cost in time, not by how often a rule fired (counts are not "
+                        "comparable between rules).")
     # each chart shrinks to its one-line note: no blank space where the plot would be
     assert len(dom["charts"]) >= 20
     for chart in dom["charts"]:

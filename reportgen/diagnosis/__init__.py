@@ -77,19 +77,23 @@ def diagnose(outputs: RuleOutputs, *, price_per_hour: float | None = None, insta
     ev = gather(outputs, price_per_s)
     if job_cost is not None and ev.duration_s:
         ev.price_per_s = job_cost / ev.duration_s
+    judged = [r for r, (state, _) in ev.states.items() if state != NOT_EVALUATED]
+    not_evaluated = {r: why for r, (state, why) in ev.states.items() if state == NOT_EVALUATED}
+    # Too little data: no rule could judge, no timeline of a minute, no profiled step. A few seconds of
+    # utilization say nothing about a training job, so no cause is concluded from them.
+    # (MaxInitializationTime alone does not count: a first step within 20 minutes says nothing about use.)
+    enough = (set(judged) - {"MaxInitializationTime"} or ev.timeline_ok
+              or any(r.get("steps") for r in ev.kineto.values()))
     found: dict[str, Finding] = {}
-    for cause, detect in DETECTORS:
+    for cause, detect in DETECTORS if enough else ():
         finding = detect(ev, found)
         if finding is not None:
             found[cause] = finding
     findings = _order(list(found.values()))
-    judged = [r for r, (state, _) in ev.states.items() if state != NOT_EVALUATED]
-    not_evaluated = {r: why for r, (state, why) in ev.states.items() if state == NOT_EVALUATED}
-    enough = judged or ev.timeline_ok or any(r.get("steps") for r in ev.kineto.values())
-    if any(f.counts for f in findings):
-        status = PROBLEMS
-    elif not enough:
+    if not enough:
         status = INSUFFICIENT
+    elif any(f.counts for f in findings):
+        status = PROBLEMS
     else:
         status = HEALTHY
     return Diagnosis(status, findings, ev, judged, not_evaluated, list(ev.not_judged))

@@ -203,7 +203,7 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
     cpu = max(totals) if totals else ev.usage_stat("CPU", "p50")
     if cpu is None or cpu < SATURATED or idle is None or idle < GPU_IDLE:
         return None
-    share = max(ev.cpu_bn_share or 0, idle if ev.cpu_bn_share is None else 0)
+    share = max(ev.cpu_bn_share or 0, idle)  # the GPUs wait for the CPUs
     hot, cores, _, _ = ev.busy_cores(HOT_CORE)
     evidence = [f"CPU {cpu:.0f} % (mean of all cores) during the training loop" if totals else
                 f"CPU utilization median {cpu:.0f} % (mean of all cores)",
@@ -250,7 +250,10 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     if loader_share is not None and loader_share >= LOADER_SHARE:
         signals.append("dataloader-share")
     strong = {"cpu-bottleneck", "few-cores-busy", "dataloader-share"} & set(signals)
-    if not strong and not (few_loaders and (idle or 0) >= GPU_IDLE):
+    # Fewer loaders than cores alone is weak (SageMaker's Dataloader rule fires on many healthy jobs); loading
+    # in the training process itself (num_workers 0) with idle GPUs is enough.
+    single = ev.workers == 0 or (iterator is not None and "SingleProcess" in str(iterator))
+    if not strong and not (single and (idle or 0) >= GPU_IDLE):
         return None
     if (idle is None or idle < GPU_IDLE) and "dataloader-share" not in signals:
         return None
@@ -340,8 +343,8 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
     best = None
     medians = {w: s["stats"].get("p50") for w, s in ev.steps.items() if s["stats"].get("p50")}
     if len(medians) >= 2:
-        mid = statistics.median(medians.values())
         slow = max(medians, key=medians.get)
+        mid = statistics.median(v for w, v in medians.items() if w != slow)  # the others
         excess = medians[slow] / mid - 1 if mid else 0
         if excess >= STRAGGLER:
             share = (1 - mid / medians[slow]) * ((ev.loop_s or ev.duration_s or 0) / (ev.duration_s or 1))
@@ -401,13 +404,15 @@ def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
     if ev.timeline_ok:
         for node, s in ev.series.items():
             for gpu, points in s.gpu_memory.items():
+                resident = [i for i, p in enumerate(points) if p[1] > 0]  # the model on the GPU
+                points = points[resident[0]:resident[-1] + 1] if resident else []
                 fit = _fit(points)
                 if fit is None:
                     continue
                 slope, r2 = fit
                 rise = slope * (points[-1][0] - points[0][0])
                 if slope > 0 and rise >= MEMORY_RISE and r2 >= MEMORY_FIT:
-                    last = points[-1][1]
+                    last = max(p[1] for p in points[-max(len(points) // 20, 1):])
                     to_full = max(100 - last, 0) / slope
                     if growth is None or to_full < growth[0]:
                         growth = (to_full, f"{node}/{gpu}", rise, last, slope)

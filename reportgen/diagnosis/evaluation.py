@@ -19,6 +19,9 @@ GPU_RULES = ("LowGPUUtilization", "BatchSize", "GPUMemoryIncrease", "LoadBalanci
              "IOBottleneck")
 # StepOutlier (SageMaker's and our engine's) judges a node only once it has more than this many steps.
 STEP_OUTLIER_MIN_STEPS = 100
+# Dataloader judges once more than this many seconds had data-loading events (its patience; not printed
+# in RuleParameters, as in the original).
+DATALOADER_PATIENCE_S = 10
 
 
 def _number(value) -> float | None:
@@ -38,10 +41,11 @@ def minimum_datapoints(parameters) -> int:
 
 
 def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), details: dict | None = None,
-                  has_gpu: bool | None = None) -> tuple[str, str]:
+                  has_gpu: bool | None = None, duration_s: float | None = None) -> tuple[str, str]:
     """(state, reason). ``reason`` says why a rule was not evaluated ("" otherwise).
 
-    ``has_gpu`` is False when the job is known to have no GPU metrics, None when unknown.
+    ``has_gpu`` is False when the job is known to have no GPU metrics, None when unknown;
+    ``duration_s`` is the job's length when known.
     """
     details = details if isinstance(details, dict) else {}
     if (triggered or 0) > 0:
@@ -62,7 +66,10 @@ def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), det
         if gpus and max(gpus) < 2:
             return NOT_EVALUATED, "every node has one GPU, and this rule compares GPUs of a node"
     if rule == "Dataloader" and details.get("cores") == 0:
-        return NOT_EVALUATED, "the number of CPU cores is unknown (no system metrics)"
+        return NOT_EVALUATED, "the number of CPU cores is unknown: no system metrics"
+    if rule == "Dataloader" and duration_s is not None and duration_s <= DATALOADER_PATIENCE_S:
+        return NOT_EVALUATED, (f"the job lasted {duration_s:.0f} s, and it judges only after more than "
+                               f"{DATALOADER_PATIENCE_S} s of data loading")
     return PASSED, ""
 
 

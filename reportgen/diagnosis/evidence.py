@@ -290,7 +290,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
         if name in SUMMARY_RULES:
             continue
         ev.states[name] = evaluate_rule(name, rule.triggered, rule.datapoints, rule.parameters, rule.details,
-                                        ev.has_gpu)
+                                        ev.has_gpu, ev.duration_s)
     if not ev.raw:
         ev.not_judged.append("per-core load (a few cores saturated while the rest idle) and GPU memory over time: "
                              "they need the raw system metrics")
