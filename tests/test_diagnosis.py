@@ -100,3 +100,45 @@ def test_nothing_evaluated_is_insufficient_data_not_healthy():
     assert diagnosis.status == "insufficient-data"
     assert diagnosis.findings == []
     assert set(diagnosis.not_evaluated) == {"LowGPUUtilization", "CPUBottleneck", "Dataloader", "StepOutlier"}
+
+
+def kineto_outputs(name):
+    from reportgen.kineto.outputs import analyze_job
+    from tests.conftest import RAW, need
+
+    folder = need(RAW / name)
+    files = sorted(p for p in folder.rglob("*") if ".pt.trace.json" in p.name)
+    doc, _ = analyze_job(files)
+    return outputs(kineto=doc)
+
+
+@pytest.mark.fixtures
+def test_torch_input_bound_recording_is_input_pipeline():
+    diagnosis = diagnose(kineto_outputs("torch-cpu-record-inputbound"))
+    top = diagnosis.findings[0]
+    assert diagnosis.status == "problems" and top.cause == "input-pipeline"
+    assert top.metrics["dataloader_step_share"] == pytest.approx(0.817, abs=0.005)  # 82 % of step time
+    assert any("82 % of the profiled step time in the DataLoader" in e for e in top.evidence)
+    assert "num_workers from 0 to" in top.fix and top.title == "Training waits for its input pipeline"
+
+
+@pytest.mark.fixtures
+def test_torch_two_workers_recording_is_healthy():
+    diagnosis = diagnose(kineto_outputs("torch-cpu-record-workers2"))
+    assert diagnosis.status == "healthy" and diagnosis.findings == []
+
+
+@pytest.mark.fixtures
+def test_torch_ddp_recording_names_rank_0_from_collective_wait():
+    diagnosis = diagnose(kineto_outputs("torch-cpu-record-ddp2"))
+    straggler = next(f for f in diagnosis.findings if f.cause == "straggler")
+    assert straggler.metrics["who"] == "rank 0"
+    assert any("waits only 249 ms" in e for e in straggler.evidence)
+    assert straggler.share == pytest.approx(0.41 - 0.11, abs=0.01)  # the other rank's extra wait
+
+
+@pytest.mark.fixtures
+def test_pytorch_gpu_trace_without_workers_is_input_pipeline():
+    top = diagnose(kineto_outputs("kineto-resnet50-num-workers-0")).findings[0]
+    assert top.cause == "input-pipeline" and top.title == "The input pipeline starves the GPUs"
+    assert diagnose(kineto_outputs("kineto-resnet50-num-workers-4")).status == "healthy"

@@ -60,10 +60,11 @@ class Finding:
     note: str = ""  # how other rules' advice is reconciled with this cause
     risk: dict | None = None  # a risk that costs no time yet (GPU memory): its own terms
     serious: bool | None = None  # None: judged from share
+    heading: str = ""  # a title that fits this job better than the cause's default
 
     @property
     def title(self) -> str:
-        return TITLES[self.cause]
+        return self.heading or TITLES[self.cause]
 
     @property
     def counts(self) -> bool:
@@ -118,12 +119,9 @@ def gpu_idle_share(ev: Evidence) -> float | None:
     candidates = [ev.gpu_low_share]
     if ev.timeline_ok and ev.gpu_mean is not None:
         candidates.append(1 - ev.gpu_mean / 100)
-    if ev.kineto:
-        active = [r.get("gpu", {}).get("active_pct") for r in ev.kineto.values()
-                  if isinstance(r.get("gpu"), dict) and r["gpu"].get("has_gpu_activity")]
-        active = [a for a in active if isinstance(a, (int, float))]
-        if active:
-            candidates.append(1 - statistics.mean(active) / 100)
+    active = kineto_gpu_active(ev)
+    if active is not None:
+        candidates.append(1 - active / 100)
     if not any(c is not None for c in candidates):
         p50 = ev.usage_stat("GPU", "p50", statistics.median)
         candidates.append(None if p50 is None else 1 - p50 / 100)
@@ -131,9 +129,20 @@ def gpu_idle_share(ev: Evidence) -> float | None:
     return max(values) if values else None
 
 
+def kineto_gpu_active(ev: Evidence) -> float | None:
+    """Mean GPU-active share of the traced time over the ranks with GPU activity (%)."""
+    active = [r["gpu"].get("active_pct") for r in ev.kineto.values()
+              if isinstance(r.get("gpu"), dict) and r["gpu"].get("has_gpu_activity")]
+    active = [a for a in active if isinstance(a, (int, float))]
+    return statistics.mean(active) if active else None
+
+
 def gpu_busy_text(ev: Evidence) -> str:
     if ev.timeline_ok and ev.gpu_mean is not None:
         return f"GPU busy {ev.gpu_mean:.0f} % on average during the training loop"
+    active = kineto_gpu_active(ev)
+    if active is not None:
+        return f"GPU active {active:.0f} % of the traced time"
     p50 = ev.usage_stat("GPU", "p50", statistics.median)
     p95 = ev.usage_stat("GPU", "p95", statistics.median)
     if p50 is not None:
@@ -156,9 +165,8 @@ def kineto_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
 def suggested_workers(ev: Evidence) -> int:
     """Data-loading workers per training process: the cores of a node shared by its GPU processes,
     one core left to each process itself; at least 2 more than today, at most 16."""
-    cores = ev.cores or 8
     procs = max(ev.gpus_per_node or 1, 1)
-    n = max(cores // procs - 1, 2)
+    n = max(ev.cores // procs - 1, 2) if ev.cores else 4  # cores unknown (traces only): a safe start
     if ev.workers is not None:
         n = max(n, ev.workers + 2)
     return min(n, 16)
@@ -232,10 +240,12 @@ def _smaller_instance_note(ev: Evidence) -> str:
 
 @detector("input-pipeline")
 def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
-    if ev.has_gpu is False or "cpu-bound" in found:
+    if "cpu-bound" in found:
         return None
     idle = gpu_idle_share(ev)
     loader_share, loader_rank, iterator = kineto_loader(ev)
+    if ev.has_gpu is False and (loader_share is None or loader_share < LOADER_SHARE):
+        return None  # without GPUs, only the traces' DataLoader share of step time shows training waiting for data
     hot, cores, hot_mean, rest = ev.busy_cores(HOT_CORE)
     signals = []
     if ev.cpu_bn_share is not None and ev.cpu_bn_share >= CPU_BN:
@@ -280,7 +290,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     if loading:
         evidence.append(f"{sum(loading.values()):.0f} % of the framework time during those samples was data loading")
     n = suggested_workers(ev)
-    if ev.workers is not None or (iterator and "SingleProcess" in str(iterator)):
+    single = iterator is not None and "SingleProcess" in str(iterator)
+    if ev.workers is not None or single:
         now = ev.workers if ev.workers is not None else 0
         fix = f"Raise the DataLoader's num_workers from {now} to {n}"
     else:
@@ -291,7 +302,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
         fix += ", set pin_memory=True"
     fix += ", and keep batches coming with persistent_workers=True and prefetch_factor≥2."
     return make(ev, "input-pipeline", share, evidence, fix,
-                rules=["Dataloader", "CPUBottleneck", *fired(ev, "LowGPUUtilization", "BatchSize")],
+                heading="" if ev.has_gpu is not False else "Training waits for its input pipeline",
+                rules=[*(["Dataloader", "CPUBottleneck"] if ev.has_gpu is not False else []),
+                       *fired(ev, "LowGPUUtilization", "BatchSize")],
                 sections=["dataloading-analysis", "cpu-bottlenecks", "utilization-over-time",
                           *(["gpu-kernels-operators"] if loader_share is not None else [])],
                 metrics={"gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share,
@@ -351,14 +364,21 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
             best = (share, slow, [f"median step on {slow}: {medians[slow]:.3f} s vs {mid:.3f} s on the others "
                                   f"(+{excess * 100:.0f} %)"], "step times")
     comparison = ev.kineto_comparison
-    if comparison.get("straggler"):
+    if comparison.get("straggler") is not None:
         rank = str(comparison["straggler"])
-        excess = (comparison.get("slowest_excess_pct") or 0) / 100
-        why = comparison.get("straggler_evidence") or \
-            f"rank {rank}'s mean step is {excess * 100:.0f} % above the median of the ranks"
-        share = excess / (1 + excess) if excess > 0 else float(comparison.get("straggler_share") or 0)
+        detail = comparison.get("detail") if isinstance(comparison.get("detail"), dict) else {}
+        evidence = [str(e) for e in comparison.get("evidence") or [] if e]
+        if comparison.get("reason"):
+            evidence.append(f"rank {rank} is slower because {comparison['reason']}")
+        waits = (detail.get("others_median_wait_share"), detail.get("its_wait_share"))
+        if comparison.get("method") == "collective wait" and all(isinstance(w, (int, float)) for w in waits):
+            share = max(waits[0] - waits[1], 0.0)  # the others wait for it this much longer, in step time
+        else:
+            excess = (comparison.get("slowest_excess_pct") or 0) / 100
+            share = excess / (1 + excess) if excess > 0 else 0.0
+            evidence = evidence or [f"rank {rank}'s mean step is {excess * 100:.0f} % above the median of the ranks"]
         if best is None or share > best[0]:
-            best = (share, f"rank {rank}", [str(why)], "ranks")
+            best = (share, f"rank {rank}", evidence, "ranks")
     spread = [(node, gpu, value) for node, s in ev.series.items() for gpu, value in s.gpu_util.items()]
     if best is None and ev.timeline_ok and len(spread) >= 2:
         top = max(v for _, _, v in spread)
