@@ -8,7 +8,7 @@ import pytest
 from reportgen.diagnosis import diagnose
 from reportgen.engine import analyze
 from reportgen.rule_outputs import load_rule_outputs
-from reportgen.synthetic import Scenario, generate
+from testdata.synthetic import Scenario, generate
 
 BASE = dict(nodes=1, cores=8, gpus=2, duration_s=900, interval_ms=500, seed=1)
 SCENARIOS = {
