@@ -40,18 +40,27 @@ def build(a: Side, b: Side) -> Section:
             section.add(Text(f"{side.label} has no step durations (no StepOutlier output or no steps profiled).",
                              tone="missing"))
     keys = ("mean", "p50", "p95", "p99", "max")
+    # PyTorch profiler steps (phase ProfilerStep) last milliseconds: shown in ms (compare.json keeps seconds).
+    nodes_all = [as_dict(info) for info in [*na.values(), *nb.values()]]
+    in_ms = bool(nodes_all) and all(info.get("phase") == "ProfilerStep" for info in nodes_all)
+    scale, unit = (1000.0, "milliseconds") if in_ms else (1.0, "seconds")
+
+    def shown(value):
+        value = number(value)
+        return None if value is None else value * scale
+
     rows = []
     for side, nodes in ((a, na), (b, nb)):
         for node, info in nodes.items():
             stats = as_dict(info.get("stats"))
-            rows.append([side.label, node, *[stats.get(k) for k in keys], info.get("number_of_outliers")])
+            rows.append([side.label, node, *[shown(stats.get(k)) for k in keys], info.get("number_of_outliers")])
     sa, sb = _step_summary(na), _step_summary(nb)
     if na and nb:
         d = {k: delta(sa[k], sb[k]) for k in keys}
         rows.append(["Δ (B − A)", "mean over nodes" if len(na) > 1 or len(nb) > 1 else "",
-                     *[signed(d[k], 4) for k in keys], None])
+                     *[signed(shown(d[k]), 2 if in_ms else 4) for k in keys], None])
     if rows:
-        section.add(Text("Step durations in seconds per node, as each run's StepOutlier rule measured them."))
+        section.add(Text(f"Step durations in {unit} per node, as each run's StepOutlier rule measured them."))
         section.add(Table("step-stats", ["Run", "Node", *keys, "Outliers"], rows,
                           ["text", "text", *["num2"] * len(keys), "int"]))
         series = {**_histogram(a), **_histogram(b)}
