@@ -9,9 +9,24 @@ from reportgen.report.util import as_dict, number
 from reportgen.rule_outputs import RuleOutputs
 
 
+def _from_traces(section: Section, facts, lead: str) -> Section:
+    """The PyTorch profiler traces' DataLoader share of step time (and the num_workers fix when due)."""
+    section.add(Text(lead + dataloader_sentence(facts), tone="finding" if facts.dataloader_share >= 0.3 else "plain"))
+    if facts.workers is False and facts.dataloader_share >= 0.3:
+        section.add(Text("The data is loaded in the training process itself, one batch after the other: "
+                         "set num_workers of the DataLoader (e.g. to the number of free cores) so that worker "
+                         "processes prepare the next batches while the model trains.", tone="finding"))
+    section.data = {"trace_dataloader_share": facts.dataloader_share, "iterator": facts.iterator,
+                    "workers": facts.workers}
+    return section
+
+
 def build(outputs: RuleOutputs) -> Section:
     section = Section("dataloading-analysis", "Dataloading analysis", level=3)
     rule = outputs.get("Dataloader")
+    facts = trace_facts(outputs)
+    if rule is None and facts.dataloader_share is not None:
+        return _from_traces(section, facts, "From the PyTorch profiler traces: ")
     if rule is None:
         return section.missing("No Dataloader output was found.")
     lo, hi = rule.param("min_threshold", 70), rule.param("max_threshold", 200)
@@ -22,17 +37,9 @@ def build(outputs: RuleOutputs) -> Section:
         f"work on the CPU. It analysed {rule.datapoints} datapoints and fired {rule.triggered} times.",
         tone="finding" if rule.triggered else "plain"))
     details = as_dict(rule.details)
-    facts = trace_facts(outputs)
     if not details and facts.dataloader_share is not None:
-        section.add(Text("SageMaker Debugger recorded no data-loading events; the PyTorch profiler traces did. "
-                         + dataloader_sentence(facts), tone="finding" if facts.dataloader_share >= 0.3 else "plain"))
-        if facts.workers is False and facts.dataloader_share >= 0.3:
-            section.add(Text("The data is loaded in the training process itself, one batch after the other: "
-                             "set num_workers of the DataLoader (e.g. to the number of free cores) so that worker "
-                             "processes prepare the next batches while the model trains.", tone="finding"))
-        section.data = {"trace_dataloader_share": facts.dataloader_share, "iterator": facts.iterator,
-                        "workers": facts.workers}
-        return section
+        return _from_traces(section, facts, "SageMaker Debugger recorded no data-loading events; the PyTorch "
+                                            "profiler traces did. ")
     if not details:
         return section.missing("No data-loading events were recorded for this job.")
     cores, loaders = number(details.get("cores")), number(details.get("dataloaders"))
