@@ -15,6 +15,7 @@ from reportgen.rule_outputs import RuleOutputs
 
 PYTORCH_SECTION = "gpu-kernels-operators"
 PYTORCH_TITLE = "GPU kernels and operators (PyTorch profiler)"
+EPOCH_US_2001 = 1e15  # trace timestamps at least this large are µs since the epoch (absolute)
 
 
 @dataclass
@@ -27,6 +28,8 @@ class TraceFacts:
     dataloader_per_step_ms: float | None = None
     iterator: str | None = None
     workers: bool | None = None
+    first_step_s: float | None = None  # epoch seconds of the first profiled step (absolute timestamps only)
+    first_step: int | None = None  # its number N (ProfilerStep#N)
 
     @property
     def any(self) -> bool:
@@ -47,6 +50,14 @@ def trace_facts(outputs: RuleOutputs) -> TraceFacts:
     means = [number(as_dict(r.get("step_stats_ms")).get("mean")) for r in ranks]
     means = [m for m in means if m is not None]
     facts.mean_step_ms = sum(means) / len(means) if means else None
+    firsts = []
+    for r in ranks:
+        start, steps = number(r.get("start_us")), [as_dict(s) for s in r.get("steps") or []]
+        if start is not None and start >= EPOCH_US_2001 and steps and number(steps[0].get("start_ms")) is not None:
+            firsts.append((start / 1e6 + number(steps[0].get("start_ms")) / 1e3, steps[0].get("step")))
+    if firsts:
+        facts.first_step_s, step = min(firsts, key=lambda pair: pair[0])
+        facts.first_step = step if isinstance(step, int) else None
     loaders = [as_dict(r.get("dataloader")) for r in ranks]
     shares = [(number(d.get("step_share")), d) for d in loaders if number(d.get("step_share")) is not None]
     if shares:
@@ -62,6 +73,17 @@ def steps_sentence(facts: TraceFacts) -> str:
     mean = f", {facts.mean_step_ms:.0f} ms per step on average" if facts.mean_step_ms is not None else ""
     return (f"The PyTorch profiler traces hold {facts.steps} profiled step(s) over {facts.ranks} rank(s){mean} "
             f"({facts.pointer()}); they cover only the profiled steps, not the whole loop.")
+
+
+def initialization_sentence(facts: TraceFacts, job_start) -> str:
+    """An upper bound of the initialization time from the first profiled step, when both clocks are absolute."""
+    job_start = number(job_start)
+    if facts.first_step_s is None or job_start is None or facts.first_step_s < job_start:
+        return ""
+    which = f" (ProfilerStep#{facts.first_step})" if facts.first_step is not None else ""
+    return (f"The PyTorch profiler traces' first profiled step{which} started {facts.first_step_s - job_start:.1f} s "
+            "after the job: initialization took at most that long (steps before the profiler's schedule "
+            "started recording are not in the traces).")
 
 
 def dataloader_sentence(facts: TraceFacts) -> str:

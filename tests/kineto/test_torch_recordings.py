@@ -199,3 +199,48 @@ def test_reused_folder_with_gzip_traces_of_two_runs_is_not_a_straggler(tmp_path)
     assert sorted(doc["ranks"]) == ["vm_500", "vm_900"] and problems.total == 0
     assert doc["straggler"] is None and doc["comparison"]["method"] == "not compared"
     assert all(r["cycles"] == 2 for r in doc["ranks"].values())
+
+
+# --- the whole report of each recording (system metrics + traces), as a user generates it -----------
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    from reportgen.pipeline import generate
+
+    out = {}
+    for name in ("inputbound", "workers2", "ddp2"):
+        html = tmp_path_factory.mktemp(name) / "report.html"
+        generate(str(need(RAW / f"torch-cpu-record-{name}")), html)
+        out[name] = (json.loads(html.with_suffix(".json").read_text()), html.read_text(encoding="utf-8"))
+    return out
+
+
+def test_input_bound_report_leads_with_the_input_pipeline_and_num_workers(reports):
+    doc, html = reports["inputbound"]
+    assert len(doc["sections"]["gpu-kernels-operators"]["ranks"]) == 1
+    first = doc["diagnosis"]["findings"][0]
+    assert first["cause"] == "input-pipeline"
+    assert first["impact"]["share"] == pytest.approx(0.817, abs=0.005)
+    assert any("82 % of the profiled step time in the DataLoader" in e for e in first["evidence"])
+    assert "num_workers" in first["fix"]
+    assert doc["sections"]["dataloading-analysis"]["trace_dataloader_share"] == pytest.approx(0.817, abs=0.005)
+    for contradiction in ("No step information was profiled", "No CPU operators were recorded",
+                          "No data-loading events were recorded", "Mode: None"):
+        assert contradiction not in html
+
+
+def test_two_worker_report_has_one_rank_and_no_straggler(reports):
+    doc, _ = reports["workers2"]
+    kineto = doc["sections"]["gpu-kernels-operators"]
+    assert len(kineto["ranks"]) == 1 and kineto["comparison"]["straggler"] is None
+    assert all(f["cause"] != "straggler" for f in doc["diagnosis"]["findings"])
+
+
+def test_ddp_report_names_rank_0_as_the_straggler_from_collective_wait(reports):
+    doc, html = reports["ddp2"]
+    kineto = doc["sections"]["gpu-kernels-operators"]
+    assert sorted(kineto["ranks"]) == ["0", "1"]
+    assert kineto["comparison"]["straggler"] == "0" and kineto["comparison"]["method"] == "collective wait"
+    straggler = next(f for f in doc["diagnosis"]["findings"] if f["cause"] == "straggler")
+    assert "rank 0" in " ".join(straggler["evidence"]) and any("in collectives" in e for e in straggler["evidence"])
+    assert "Rank 0 is the straggler" in html

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from reportgen.report.model import Section, Text
 from reportgen.report.sections.summary import compute
+from reportgen.report.trace_facts import initialization_sentence, trace_facts
+from reportgen.report.util import as_dict
 from reportgen.rule_outputs import RuleOutputs
 
 
@@ -24,6 +26,8 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Text("Initialization was long: stream the input data instead of downloading it before "
                          "training (Pipe or FastFile mode), or check what the training script does before "
                          "its first step.", tone="finding"))
+    elif init is None and (bound := initialization_sentence(trace_facts(outputs), as_dict(rule.details).get("job_start"))):
+        section.add(Text("The system metrics hold no step boundaries. " + bound, tone="note"))
     elif init is None:
         section.missing("No step information was profiled, so the initialization time is unknown.")
     section.data = {"triggered": rule.triggered, "initialization_s": init, "threshold_min": threshold}
