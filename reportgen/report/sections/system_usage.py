@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reportgen.report.model import Section, Table, Text
+from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, int_pct, number
 from reportgen.rule_outputs import RuleOutputs
 
@@ -55,6 +56,16 @@ def node_sentence(node: str, gpu: dict | None, cpu: dict | None) -> str | None:
             f"only {int_pct(cpu95)} %: the node is underutilized and a smaller instance type may do.")
 
 
+def _input_bound_caveat(facts) -> str:
+    """Idle cores beside a training loop that waits for data loaded in its own process: the cores are the fix."""
+    if facts.dataloader_share is None or facts.dataloader_share < 0.3 or facts.workers is not False:
+        return ""
+    return (f"But the PyTorch profiler traces show training waiting for its data: "
+            f"{100 * facts.dataloader_share:.0f} % of the profiled step time is spent in a DataLoader without "
+            "workers. Put the idle cores to work with DataLoader workers (num_workers) before choosing a smaller "
+            "instance.")
+
+
 def build(outputs: RuleOutputs) -> Section:
     section = Section("system-usage-statistics", "System usage statistics")
     rule = outputs.get("OverallSystemUsage")
@@ -67,6 +78,10 @@ def build(outputs: RuleOutputs) -> Section:
         sentence = node_sentence(str(node), as_dict(gpu.get(node)) or None, as_dict(cpu.get(node)))
         if sentence:
             section.add(Text(sentence, tone="finding" if "underutilized" in sentence or "starved" in sentence else "plain"))
+        if sentence and "underutilized" in sentence:
+            caveat = _input_bound_caveat(trace_facts(outputs))
+            if caveat:
+                section.add(Text(caveat, tone="finding"))
     section.add(Text(
         "The table shows, per node, statistics of total CPU and GPU utilization (mean over cores "
         "and GPUs), CPU and GPU memory utilization, I/O wait (mean over cores) and network traffic "
