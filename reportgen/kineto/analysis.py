@@ -39,14 +39,7 @@ _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     """Total length covered by the union of [start, end) intervals (floats)."""
-    if len(starts) == 0:
-        return 0.0
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > run_end[:-1]]
-    seg_end = np.maximum.reduceat(run_end, np.nonzero(new)[0])
-    return float((seg_end - s[new]).sum())
+    return regions.length(starts, ends)
 
 
 def _by_name(trace: k.KinetoTrace, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -57,8 +57,7 @@ def find_straggler(ranks: dict[str, dict]) -> dict:
                                 "(separate runs, e.g. a reused trace folder): their steps are not compared"}
         out["slowest"] = out["slowest_excess_pct"] = out["median_step_ms"] = None
         return out
-    waits = {label: r["collectives"] for label, r in ranks.items()
-             if (r.get("collectives") or {}).get("count") and r["collectives"].get("step_share") is not None}
+    waits = {label: _wait(r) for label, r in ranks.items() if _wait(r) is not None}
     out["collective_wait_ms"] = {label: w["in_steps_ms"] for label, w in waits.items()}
     if len(waits) >= 2:
         out["method"] = "collective wait"
@@ -76,7 +75,7 @@ def find_straggler(ranks: dict[str, dict]) -> dict:
             out["reason"] = _why(least, ranks, others)
             out["evidence"] = [
                 f"rank {o} waits {waits[o]['in_steps_ms']:.0f} ms of its {_step_total(ranks[o]):.0f} ms of profiled "
-                f"steps in collectives, {100 * waits[o]['step_share']:.0f} %: {', '.join(waits[o].get('names') or [])}"
+                f"{'steps' if ranks[o].get('steps') else 'time'} in collectives, {100 * waits[o]['step_share']:.0f} %: {', '.join(waits[o].get('names') or [])}"
                 for o in others[:3]] + [
                 f"rank {least} waits only {waits[least]['in_steps_ms']:.0f} ms, "
                 f"{100 * waits[least]['step_share']:.0f} % of its profiled steps"]
@@ -92,6 +91,20 @@ def find_straggler(ranks: dict[str, dict]) -> dict:
     return out
 
 
+def _wait(rank: dict) -> dict | None:
+    """A rank's collective wait with ``step_share`` and ``in_steps_ms``; without ProfilerStep annotations,
+    over the whole traced span instead (None without collectives)."""
+    wait = rank.get("collectives") or {}
+    if not wait.get("count"):
+        return None
+    if wait.get("step_share") is not None:
+        return wait
+    span = rank.get("span_ms")
+    if not isinstance(span, (int, float)) or span <= 0:
+        return None
+    return {**wait, "step_share": min(wait.get("wait_ms", 0.0) / span, 1.0), "in_steps_ms": wait.get("wait_ms", 0.0)}
+
+
 def _concurrent(ranks: list[dict]) -> bool:
     """Whether every rank's profiled time range overlaps the others' (one job's ranks run together)."""
     spans = [(r.get("start_us"), r.get("end_us")) for r in ranks]
@@ -101,4 +114,6 @@ def _concurrent(ranks: list[dict]) -> bool:
 
 
 def _step_total(rank: dict) -> float:
+    if not rank.get("steps"):
+        return float(rank.get("span_ms") or 0.0)
     return float(sum(s.get("dur_ms", 0.0) for s in rank.get("steps") or []))

@@ -246,3 +246,15 @@ def test_ddp_report_names_rank_0_as_the_straggler_from_collective_wait(reports):
     straggler = next(f for f in doc["diagnosis"]["findings"] if f["cause"] == "straggler")
     assert "rank 0" in " ".join(straggler["evidence"]) and any("in collectives" in e for e in straggler["evidence"])
     assert "Rank 0 is the straggler" in html
+
+
+def test_straggler_from_collective_wait_without_profiler_steps(tmp_path):
+    """Traces recorded without a schedule (no ProfilerStep#N): the wait is measured over the traced span."""
+    for rank, wait_us in ((0, 5_000.0), (1, 60_000.0)):  # rank 1 waits 60 of 100 ms: rank 0 is late
+        events = [_event("aten::conv2d", 1e6, 100_000.0, cat="cpu_op"),
+                  _event("gloo:all_reduce", 1e6 + 100_000.0 - wait_us, wait_us, tid=7)]
+        _write(tmp_path / f"vm_{20 + rank}.1795443941801144852.pt.trace.json",
+               {"schemaVersion": 1, "traceEvents": events, "distributedInfo": {"rank": rank, "world_size": 2}})
+    doc, _ = analyze_job(find_traces(tmp_path))
+    assert doc["straggler"]["rank"] == "0" and doc["straggler"]["method"] == "collective wait"
+    assert any("of profiled time in collectives" in e for e in doc["straggler"]["evidence"])
