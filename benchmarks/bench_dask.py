@@ -50,7 +50,7 @@ def main():
     from reportgen.engine import write_json_atomic, run_rules
     from reportgen.engine.framework_reader import read_framework
     from reportgen.engine.model import AnalysisData, time_axis
-    from reportgen.engine.problems import ProblemLog
+    from reportgen.problems import ProblemLog
     from reportgen.engine.system_reader import read_system
     from reportgen.engine.timeline import build_timeline
     res = {"mode": mode}

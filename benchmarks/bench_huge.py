@@ -195,7 +195,7 @@ import json, sys
 from pathlib import Path
 from reportgen.kineto.analysis import analyze_trace
 from reportgen.kineto.reader import read_trace
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 log = ProblemLog()
 trace = read_trace(Path(sys.argv[1]), log)  # what analyze_job does per rank file
 events = len(trace.start_us)

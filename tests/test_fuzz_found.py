@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import reportgen.engine.framework_reader as fr
+import reportgen.traces.stream as trace_stream
 from reportgen.engine.framework_reader import read_framework
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 from reportgen.engine.system_reader import read_system
 from reportgen.kineto.reader import read_trace
 
@@ -119,7 +119,7 @@ def test_streamed_number_cut_by_the_read_buffer_does_not_end_the_file(tmp_path, 
     tail = "7, " + ", ".join(json.dumps(x_event(k)) for k in range(3, 8)) + "]"
     write_fw(tmp_path, head + tail)
     whole, _ = read_fw(tmp_path)
-    monkeypatch.setattr(fr, "STREAM_BLOCK", len(head))
+    monkeypatch.setattr(trace_stream, "READ_BLOCK", len(head))
     streamed, log = read_fw(tmp_path, True, monkeypatch)
     assert len(whole) == 8
     assert _rows(streamed) == _rows(whole)  # streamed keeps 3 of 8 today

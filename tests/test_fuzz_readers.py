@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from reportgen.engine.framework_reader import read_framework  # noqa: E402
-from reportgen.engine.problems import ProblemLog  # noqa: E402
+from reportgen.problems import ProblemLog  # noqa: E402
 from reportgen.engine.system_reader import read_system  # noqa: E402
 from reportgen.errors import InputError  # noqa: E402
 from reportgen.kineto.reader import read_trace  # noqa: E402

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.engine.params import RuleParams, default_params, load_config, parse_overrides
-from reportgen.engine.problems import DataProblem, ProblemLog
+from reportgen.problems import DataProblem, ProblemLog
 from reportgen.engine.rules import rule_module
 from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError

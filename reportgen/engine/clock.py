@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.engine.model import PLAUSIBLE_EPOCH_US
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 from reportgen.engine.system_reader import NodeSystem
 
 # Longer than SageMaker's longest training job (28 days): real Horovod timelines start events days

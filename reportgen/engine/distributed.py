@@ -37,7 +37,7 @@ from pathlib import Path
 
 from reportgen.engine.incremental import (Records, RecordCache, cache_folder, local_fingerprint, merge_problems,
                                           records_from_reader, tables_from_records)
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 from reportgen.errors import InputError
 
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")

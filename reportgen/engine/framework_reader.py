@@ -1,31 +1,27 @@
 """Framework traces (spec A.3-A.6) -> one columnar event table (pandas, categorical text columns).
 
 Trace files are Chrome-trace JSON arrays (smdebug writer, Horovod re-emission) or gzip'd TF profiler
-traces. They are much smaller than the system metrics, so each file is decoded whole (orjson, or the
-stdlib JSON parser) and its events are appended straight into column lists; the table is built once at
-the end. A trace whose text is above the streaming threshold (plain or gzip'd) is decoded event by event
-instead (``_read_streamed``), with the same result. A file that does not parse (truncated array, broken
-gzip) is salvaged: every complete event before the break is kept and the break is recorded as a problem.
+traces. The trace layer (``reportgen.traces``) opens, decompresses, parses or streams and salvages
+them; this module only maps their events to columns: a whole file's events are appended straight into
+column lists (column-wise when the file has the common shape), a streamed file's in chunks of
+``STREAM_EVENTS``, with the same result; the table is built once at the end.
 """
 
 from __future__ import annotations
 
 import gc
-import itertools
-import json
 import re
-import sys
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from reportgen.engine.gunzip import GunzipStream
-from reportgen.engine.json_stream import TraceStream, events_array_start, is_big
 from reportgen.engine.listing import walk_files
-from reportgen.engine.problems import ProblemLog
 from reportgen.engine.system_reader import trim_heap
+from reportgen.problems import ProblemLog
+from reportgen.traces.numbers import FLOAT_MAX, hashable, is_number
+from reportgen.traces.read import TraceRead
+from reportgen.traces.spans import OpenSpans
 
 FILE_TYPES = (
     ("pythontimeline.json", "PythontimelineMetrics"),
@@ -79,85 +75,13 @@ def _file_key(p: Path) -> int:
     return int(head) if head.isdigit() else 0
 
 
-def _key(value):
-    """A pid usable as a dict key (a list or object in the data becomes its JSON text)."""
-    return value if value is None or isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True, default=str)
-
-
-_FLOAT_MAX = sys.float_info.max
-
-
-def _number(x) -> bool:
-    """A finite int or float that a float can hold (NaN and Infinity parse from JSON but are no time
-    or duration; an integer of 400 digits does too, and ``math.isfinite`` raises on it)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and -_FLOAT_MAX <= x <= _FLOAT_MAX
-
-
 _TIME_LIMIT = 2**61  # µs; a base time or a column-wise time beyond it goes to the checked general path
 # Event times beyond this (µs; ~146,000 years) cannot be held as int64 µs with their duration.
 MAX_ABS_US = 2**62
-_NEXT_EVENT = re.compile(r"\n[ \t]*\{")
 
 
 def _base_time(x) -> bool:
-    return _number(x) and -_TIME_LIMIT < x < _TIME_LIMIT
-
-
-def _salvage_array(text: str, start: int) -> tuple[list, list[int], int | None]:
-    """Decode the complete elements of a JSON array beginning at ``text[start] == '['``.
-
-    An element that does not decode is skipped up to the next line that starts an object (writers
-    put one event per line), so a corrupt event costs that event only. Returns the elements, the
-    offsets of the skipped elements and the offset where the array breaks off (None if it is closed)."""
-    dec = json.JSONDecoder()
-    items: list = []
-    skipped: list[int] = []
-    i = start + 1
-    n = len(text)
-    while True:
-        while i < n and text[i] in " \t\r\n,":
-            i += 1
-        if i >= n:
-            return items, skipped, i
-        if text[i] == "]":
-            return items, skipped, None
-        try:
-            obj, i = dec.raw_decode(text, i)
-        except (ValueError, RecursionError):  # RecursionError: nesting too deep for the stdlib parser
-            nxt = _NEXT_EVENT.search(text, i)
-            if nxt is None:
-                return items, skipped, i
-            skipped.append(i)
-            i = nxt.start() + 1
-            continue
-        items.append(obj)
-
-
-try:  # optional: ~2x faster decoding of the trace files; the stdlib parser is the reference
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - orjson is a declared dependency
-    _orjson = None
-
-_DIGITS = bytes.maketrans(b"123456789", b"000000000")
-
-
-def _fast_loads(raw: bytes):
-    """The document as ``json.loads`` would return it, decoded by orjson, or None to let the stdlib
-    path (with its salvage and problem reporting) handle the file. orjson rejects what the stdlib
-    parser would need special handling for (invalid UTF-8, NaN / Infinity literals, lone
-    surrogates, a BOM); it turns integers beyond 64 bits into floats where the stdlib keeps ints, so
-    a file with a run of 19+ digits is left to the stdlib parser too."""
-    if _orjson is None or raw.translate(_DIGITS).find(b"0" * 19) >= 0:
-        return None
-    try:
-        return _orjson.loads(raw)
-    except _orjson.JSONDecodeError:
-        return None
-
-
-
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+    return is_number(x) and -_TIME_LIMIT < x < _TIME_LIMIT
 
 
 _NUM_TYPES = {int, float}
@@ -230,13 +154,13 @@ class _Columns:
             pm = args.get("pin_memory")
         else:
             ap = nw = pm = None
-        c["arg_pid"].append(int(ap) if _number(ap) else -1)
-        c["num_workers"].append(float(nw) if _number(nw) else np.nan)
+        c["arg_pid"].append(int(ap) if is_number(ap) else -1)
+        c["num_workers"].append(float(nw) if is_number(nw) else np.nan)
         c["pin_memory"].append(-1 if pm is None else int(pm in (True, "True", "true", 1)))
 
 
 def _int(x, default=0) -> int:
-    if _number(x):
+    if is_number(x):
         return int(x)
     if isinstance(x, str):
         try:
@@ -246,10 +170,9 @@ def _int(x, default=0) -> int:
     return default
 
 
-# Trace files whose text is above json_stream.stream_bytes() (REPORTGEN_STREAM_TRACE_MB), plain or
-# gzip'd (json_stream.is_big says how a .gz file's text size is judged), are streamed.
-STREAM_BLOCK = 4 << 20  # bytes read at a time
-STREAM_EVENTS = 50_000  # events decoded before they are turned into columns
+# Trace files whose text is above traces.read.stream_bytes() (REPORTGEN_STREAM_TRACE_MB) come as a
+# stream of events (traces.read.TraceRead), turned into columns this many at a time.
+STREAM_EVENTS = 50_000
 
 
 class _TraceState:
@@ -258,7 +181,7 @@ class _TraceState:
     def __init__(self, base: int):
         self.base = base
         self.phase_of_pid: dict = {}
-        self.stacks: dict = defaultdict(list)
+        self.spans = OpenSpans()  # B events waiting for their E, per pid
 
 
 
@@ -294,77 +217,6 @@ class FrameworkReader:
         except ValueError:
             return str(p)
 
-    # -- decoding --------------------------------------------------------------------------------
-    def _load_events(self, path: Path) -> list:
-        rel = self.rel(path)
-        if path.name.endswith(".gz"):
-            raw = self._gunzip(path)
-            if raw is None:
-                return []
-        else:
-            try:
-                raw = path.read_bytes()
-            except OSError as e:
-                self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
-                return []
-        doc = _fast_loads(raw)
-        if isinstance(doc, list):
-            return doc
-        if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
-            return doc["traceEvents"]
-        text = raw.decode("utf-8", errors="replace")
-        return self._text_events(rel, text, "\ufffd" in text and b"\xef\xbf\xbd" not in raw)
-
-    def _text_events(self, rel: str, text: str, replaced: bool) -> list:
-        """The events of a file's text (stdlib JSON), salvaged up to a break; ``replaced``: the
-        text holds replaced non-UTF-8 bytes. Also judges a streamed file in which no array was
-        found, from its whole text."""
-        if replaced:
-            self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
-        if not text.strip():
-            self.problems.add(rel, None, "empty file")
-            return []
-        try:
-            doc = json.loads(text)
-        except (ValueError, RecursionError):  # RecursionError: nesting too deep for the stdlib parser
-            doc = None
-        if isinstance(doc, list):
-            return doc
-        if isinstance(doc, dict):
-            ev = doc.get("traceEvents")
-            if isinstance(ev, list):
-                return ev
-            self.problems.add(rel, None, "JSON object without a traceEvents array")
-            return []
-        # Salvage the complete events before the break, from the events array's own bracket.
-        start = events_array_start(text)
-        if start is None:
-            self.problems.add(rel, 1, "not a JSON array")
-            return []
-        items, skipped, bad_at = _salvage_array(text, start)
-        for at in skipped:
-            self.problems.add(rel, _line_of(text, at), "corrupt JSON event (skipped)")
-        if bad_at is not None:
-            self.problems.add(
-                rel, _line_of(text, bad_at), f"truncated or corrupt JSON array ({len(items)} events before the break kept)"
-            )
-        return items
-
-    def _gunzip(self, path: Path) -> bytes | None:
-        """The decompressed file; a broken stream keeps what decompressed before the damage
-        (``gunzip.GunzipStream``, the same steps as a streamed read, so the same bytes)."""
-        rel = self.rel(path)
-        try:
-            with open(path, "rb") as fh:
-                src = GunzipStream(fh)
-                out = src.read()
-        except OSError as e:
-            self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
-            return None
-        if src.broken:
-            self.problems.add(rel, None, f"broken gzip stream ({len(out)} bytes recovered)")
-        return out
-
     def _tf_base(self, path: Path) -> tuple[int, str | None]:
         """Base time (µs) from the ``<node>_<start>_<end>.metadata`` marker four levels up."""
         try:
@@ -397,19 +249,30 @@ class FrameworkReader:
         else:
             base = 0
             node = rewrite_node_id(path.name.split("_")[1])
-        if is_big(path):
-            self._read_streamed(path, rel, node, ftype, base, is_tf)
-            return
-        self._convert(self._load_events(path), rel, node, ftype, base, is_tf)
-
-    def _convert(self, events: list, rel: str, node: str, ftype: str, base: int, is_tf: bool) -> None:
-        """A whole file's events into columns: column-wise when it has the common shape (not TF
-        traces, whose pid and tid come from the args), else event by event."""
-        if not is_tf and self._read_simple(events, base, node, ftype):
-            return
+        read = TraceRead(path, rel, gz=path.name.endswith(".gz"), cap=self.problems.cap)
+        bad_events = ProblemLog(self.problems.cap)
         st = _TraceState(base)
-        self._general(events, 0, st, rel, node, ftype, is_tf)
-        self._unclosed(st, rel)
+        idx0 = 0
+        for chunk in read.chunks(STREAM_EVENTS):
+            if read.streamed:
+                self._convert_chunk(chunk, idx0, st, rel, node, ftype, is_tf, bad_events)
+            elif is_tf or not self._read_simple(chunk, base, node, ftype):
+                self._general(chunk, idx0, st, rel, node, ftype, is_tf, bad_events)
+            idx0 += len(chunk)
+        read.finish(self.problems, bad_events)
+        if read.error is None:
+            self._unclosed(st, rel)
+
+    def _convert_chunk(self, chunk: list, idx0: int, st: "_TraceState", rel: str, node: str, ftype: str,
+                       is_tf: bool, problems: ProblemLog) -> None:
+        """One chunk of a streamed file, in file order: a chunk without metadata events and of the
+        common shape goes column-wise, any other chunk (and every chunk of a TF trace) event by
+        event, so the table equals reading the file whole."""
+        phs = [e.get("ph") if type(e) is dict and type(e.get("pid")) not in (list, dict) else None for e in chunk]
+        if (is_tf or None in phs or "M" in phs
+                or not self._simple_body(chunk, phs, st.base, st.phase_of_pid, node, ftype)):
+            self._general(chunk, idx0, st, rel, node, ftype, is_tf, problems)
+        self.out.flush()
 
     def _general(self, events: list, idx0: int, st: "_TraceState", rel: str, node: str, ftype: str, is_tf: bool,
                  problems: ProblemLog | None = None) -> None:
@@ -424,7 +287,7 @@ class FrameworkReader:
                 continue
             ph = e.get("ph")
             args = e.get("args")
-            pid = _key(e.get("pid"))
+            pid = hashable(e.get("pid"))
             if ph == "M":
                 if e.get("name") == "process_name" and isinstance(args, dict):
                     if _base_time(args.get("start_time_since_epoch_in_micros")):
@@ -433,7 +296,7 @@ class FrameworkReader:
                         st.phase_of_pid[pid] = str(args["name"])
                 continue
             ts = e.get("ts")
-            if not _number(ts):
+            if not is_number(ts):
                 log.add(rel, idx + 1, "event without numeric ts")
                 continue
             name = e.get("name")
@@ -441,7 +304,7 @@ class FrameworkReader:
             tid = e.get("tid")
             if ph == "X":
                 dur = e.get("dur", 0)
-                if not _number(dur) or dur < 0:
+                if not is_number(dur) or dur < 0:
                     log.add(rel, idx + 1, "X event with missing or negative dur")
                     continue
                 start = int(round(st.base + ts))
@@ -449,17 +312,18 @@ class FrameworkReader:
             elif ph in ("i", "I"):
                 start = end = int(round(st.base + ts))
             elif ph == "B":
-                st.stacks[pid].append(e)
+                st.spans.begin(pid, e, ts)
                 continue
             elif ph == "E":
-                if not st.stacks[pid]:
+                pair = st.spans.end(pid)
+                if pair is None:
                     log.add(rel, idx + 1, "E event without matching B")
                     continue
-                b = st.stacks[pid].pop()
-                if ts < b["ts"]:
+                b, bts = pair
+                if ts < bts:
                     log.add(rel, idx + 1, "B/E pair with negative duration")
                     continue
-                start = int(round(st.base + b["ts"]))
+                start = int(round(st.base + bts))
                 end = int(round(st.base + ts))
                 bname = b.get("name")
                 name = "" if bname is None else str(bname)
@@ -484,51 +348,8 @@ class FrameworkReader:
             )
 
     def _unclosed(self, st: "_TraceState", rel: str) -> None:
-        for pid, stack in st.stacks.items():
-            for b in stack:
-                self.problems.add(rel, None, f"unclosed B event {b.get('name')!r} (dropped)")
-
-    # -- very large traces ------------------------------------------------------------------------
-    def _read_streamed(self, path: Path, rel: str, node: str, ftype: str, base: int, is_tf: bool) -> None:
-        """A trace above the streaming threshold (plain or gzip'd), in bounded memory:
-        ``json_stream.TraceStream`` decodes one event at a time from a STREAM_BLOCK read buffer (a
-        corrupt event costs that event, a cut array or gzip stream keeps the events before the cut)
-        and the events are handled in chunks of STREAM_EVENTS, each turned into columns before the
-        next is decoded. Chunks keep file order: a chunk without metadata events and of the common
-        shape goes column-wise, any other chunk (and every chunk of a TF trace) event by event, so
-        the table equals reading the file whole. So do the problems: those found on the way are held
-        in two capped logs and recorded at the end in the whole-file read's order (gzip damage,
-        non-UTF-8 bytes, JSON breaks, events)."""
-        breaks, bad_events = ProblemLog(self.problems.cap), ProblemLog(self.problems.cap)
-        stream = TraceStream(path, breaks, rel, chunk=STREAM_BLOCK, gz=path.name.endswith(".gz"))
-        st = _TraceState(base)
-        idx0 = 0
-        events = iter(stream)
-        try:
-            while chunk := list(itertools.islice(events, STREAM_EVENTS)):
-                phs = [e.get("ph") if type(e) is dict and type(e.get("pid")) not in (list, dict) else None
-                       for e in chunk]
-                if (is_tf or None in phs or "M" in phs
-                        or not self._simple_body(chunk, phs, st.base, st.phase_of_pid, node, ftype)):
-                    self._general(chunk, idx0, st, rel, node, ftype, is_tf, bad_events)
-                self.out.flush()
-                idx0 += len(chunk)
-        except OSError as e:
-            self.problems.merge(breaks)
-            self.problems.merge(bad_events)
-            self.problems.add(rel, None, f"unreadable file: {e.strerror or e}")
-            return
-        if stream.broken:
-            self.problems.add(rel, None, f"broken gzip stream ({stream.unzipped} bytes recovered)")
-        replaced = stream.replaced and not stream.literal
-        if not stream.found:  # then the head is the whole text (a file without an array is small)
-            self._convert(self._text_events(rel, stream.head, replaced), rel, node, ftype, base, is_tf)
-            return
-        if replaced:
-            self.problems.add(rel, None, "non-UTF-8 bytes (replaced)")
-        self.problems.merge(breaks)
-        self.problems.merge(bad_events)
-        self._unclosed(st, rel)
+        for b in st.spans.unclosed():
+            self.problems.add(rel, None, f"unclosed B event {b.get('name')!r} (dropped)")
 
     def _read_simple(self, events: list, base: int, node: str, ftype: str) -> bool:
         """Column-wise path for the common file shape (only well-formed X / i events after the
@@ -600,7 +421,7 @@ class FrameworkReader:
         if set(map(type, steps)) - {str}:
             steps = ["" if x is None else x if type(x) is str else str(x) for x in steps]
         # As _Columns.append: NaN, Infinity and integers beyond a float are no pid / worker count.
-        fmax = _FLOAT_MAX
+        fmax = FLOAT_MAX
         apids = [int(x) if type(x) in num and -fmax <= x <= fmax else -1 for x in [a.get("pid") for a in args_l]]
         nan = np.nan
         nws = [float(x) if type(x) in num and -fmax <= x <= fmax else nan

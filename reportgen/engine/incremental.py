@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reportgen.engine.problems import DataProblem, ProblemLog
+from reportgen.problems import DataProblem, ProblemLog
 
 # Bump when what the reader produces for the same bytes changes (parsing rules, problem reasons):
 # cached pieces of another version are ignored.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 
 UNREADABLE_FOLDER = "unreadable folder"
 

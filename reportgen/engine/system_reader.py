@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.engine.listing import walk_files
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 
 # ``<epoch seconds>.<node>.json``. The epoch has 10 digits from 2001-09-09 on; a node whose clock
 # was set to the 1990s (or to 1970 after a reset) writes 8 or 9 digits, and such files are still

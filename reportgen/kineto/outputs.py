@@ -12,7 +12,7 @@ import numpy as np
 
 from reportgen.atomic import write_text_atomic
 from reportgen.engine.params import StepOutlierParams
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 from reportgen.engine.stats import hist100
 from reportgen.kineto.analysis import analyze_trace, compare_ranks
 from reportgen.kineto.ranks import group_traces, merge_cycles, rank_label

@@ -6,7 +6,7 @@ kept is only what the analysis needs; the decoded dicts are dropped file by file
 
 Bad input never raises: a damaged gzip stream keeps what decompressed before the damage, a broken
 JSON array keeps the events before the break, unclosed ``B`` events and events without a numeric
-time are skipped; each case is counted in the shared :class:`~reportgen.engine.problems.ProblemLog`.
+time are skipped; each case is counted in the shared :class:`~reportgen.problems.ProblemLog`.
 
 Timestamps: the Chrome trace format says µs, and Kineto writes µs (recent versions with a
 fractional part, i.e. ns resolution). A file whose timestamps are larger than 1e17 can only be
@@ -16,18 +16,18 @@ ns since the epoch (as µs that would be the year 5138), so it is scaled to µs.
 
 from __future__ import annotations
 
-import json
+import itertools
 import re
-import sys
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from reportgen.engine.gunzip import MAGIC, GunzipStream
-from reportgen.engine.json_stream import TraceStream, events_array_start, is_big
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
+from reportgen.traces.numbers import as_float, hashable
+from reportgen.traces.read import TraceRead, Wording
+from reportgen.traces.spans import OpenSpans
 
 # Canonical categories. Kineto's 2021 traces use Operator/Runtime/Kernel/Memcpy/Memset.
 CPU_OP, USER_ANNOTATION, KERNEL, MEMCPY, MEMSET, RUNTIME, DRIVER, SYNC, GPU_ANNOTATION, PYTHON, OTHER = range(11)
@@ -94,176 +94,41 @@ def rank_from_name(path: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _read_bytes(path: Path, problems: ProblemLog) -> tuple[bytes, bool]:
-    """The file's bytes, gunzipped when gzip; a broken stream keeps what was decompressed before the
-    damage (``gunzip.GunzipStream``, the same steps as a streamed read)."""
-    with open(path, "rb") as fh:
-        if fh.peek(2)[:2] != MAGIC:
-            raw = fh.read()
-            if not raw:
-                problems.add(path, None, "empty file")
-                return b"", False
-            return raw, True
-        src = GunzipStream(fh)
-        data = src.read()
-    if src.broken:
-        problems.add(path, None, "broken gzip stream")
-    return data, not src.broken
-
-
-def _salvage(text: str, path: Path, problems: ProblemLog) -> tuple[dict, list]:
-    """Events before the first break in the ``traceEvents`` array, plus the metadata we can find."""
-    decoder = json.JSONDecoder()
-    meta: dict = {}
-    for key in _META_KEYS:
-        match = re.search(r'"%s"\s*:\s*' % key, text)
-        if match:
-            try:
-                meta[key], _ = decoder.raw_decode(text, match.end())
-            except (json.JSONDecodeError, RecursionError):
-                pass
-    start = events_array_start(text)
-    if start is None:
-        problems.add(path, None, "not a Chrome trace (no traceEvents array)")
-        return meta, []
-    pos = start + 1
-    events = []
-    n = len(text)
-    while True:
-        while pos < n and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos < n and text[pos] == "]":
-            return meta, events  # closed: only single events were corrupt
-        if pos >= n:
-            break
-        try:
-            event, pos = decoder.raw_decode(text, pos)
-        except (json.JSONDecodeError, RecursionError):
-            # Kineto writes one event per line: skip to the next line that starts an object.
-            nxt = _NEXT_EVENT.search(text, pos)
-            if nxt is None:
-                break
-            problems.add(path, text.count("\n", 0, pos) + 1, "corrupt JSON event (skipped)")
-            pos = nxt.start() + 1
-            continue
-        events.append(event)
-    problems.add(path, len(events) + 1, f"truncated or corrupt JSON array ({len(events)} events before the break kept)")
-    return meta, events
-
-
-_NEXT_EVENT = re.compile(r"\n[ \t]*\{")
-
-
-def _key(value):
-    """A pid/tid usable as a dict key (a list or object in the data becomes its JSON text)."""
-    return value if value is None or isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True, default=str)
-
-
-_FLOAT_MAX = sys.float_info.max
-
-
-def _number(value) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):  # an integer of 400 digits is no float (np.isfinite raises on it)
-        return float(value) if -_FLOAT_MAX <= value <= _FLOAT_MAX else None
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return None
-        return number if np.isfinite(number) else None
-    return None
+# The Kineto reader's words for a file's outcomes (the trace layer's defaults are the framework reader's).
+WORDING = Wording(unreadable="unreadable file ({})", broken_gzip="broken gzip stream",
+                  object_without_events="not a Chrome trace (no traceEvents array)",
+                  no_events_array="not a Chrome trace (no traceEvents array)", no_events_line=None,
+                  cut_line="event")
+CHUNK_EVENTS = 50_000  # a streamed file's events held at a time
 
 
 def read_trace(path: Path, problems: ProblemLog | None = None) -> KinetoTrace:
-    """Read one Kineto trace file; never raises on bad content."""
+    """Read one Kineto trace file (the trace layer opens, streams and salvages it); never raises on
+    bad content."""
     path = Path(path)
     problems = problems if problems is not None else ProblemLog()
-    if is_big(path):
-        return _read_streamed(path, problems)
-    try:
-        data, complete = _read_bytes(path, problems)
-    except OSError as err:
-        problems.add(path, None, f"unreadable file ({err.strerror or err})")
+    read = TraceRead(path, path, WORDING, cap=problems.cap)
+    bad_events = ProblemLog(problems.cap)
+    events = itertools.chain.from_iterable(read.chunks(CHUNK_EVENTS))
+    trace = _columns_of(path, lambda: read.meta(_META_KEYS), events, bad_events)
+    read.finish(problems, bad_events)
+    if read.error is not None:
         return KinetoTrace(path, _file_label(path), rank_from_name(path), complete=False)
-    text = data.decode("utf-8", errors="replace")
-    del data
-    meta, events, whole = _parse(path, text, problems)
-    del text
-    return _columns_of(path, meta, events, complete and whole, problems)
-
-
-def _parse(path: Path, text: str, problems: ProblemLog) -> tuple[dict, list, bool]:
-    """The metadata and events of a trace's text, and whether it parsed whole (else it was salvaged).
-    Also judges a streamed file in which no events array was found, from its whole text."""
-    if "\ufffd" in text:
-        problems.add(path, None, "non-UTF-8 bytes (replaced)")
-    try:
-        doc = json.loads(text) if text.strip() else {}
-    except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting too deep for the stdlib parser
-        meta, events = _salvage(text, path, problems)
-        return meta, events, False
-    if isinstance(doc, list):
-        return {}, doc, True
-    if isinstance(doc, dict) and isinstance(doc.get("traceEvents", []), list):
-        return doc, doc.get("traceEvents", []), True
-    problems.add(path, None, "not a Chrome trace (no traceEvents array)")
-    return {}, [], True
-
-
-def _read_streamed(path: Path, problems: ProblemLog) -> KinetoTrace:
-    """A trace above the streaming threshold (plain or gzip'd): events decoded one at a time (bounded
-    memory, ``reportgen.engine.json_stream``); the metadata is looked for before and after the
-    events. The result equals the whole-file read's: problems found on the way are held in two capped
-    logs and recorded at the end in its order (gzip damage, non-UTF-8 bytes, JSON breaks, events)."""
-    breaks, bad_events = ProblemLog(problems.cap), ProblemLog(problems.cap)
-    stream = TraceStream(path, breaks, path, cut_line="event")
-    try:
-        trace = _columns_of(path, lambda: _stream_meta(stream), stream, True, bad_events)
-    except OSError as err:
-        problems.merge(breaks)
-        problems.merge(bad_events)
-        problems.add(path, None, f"unreadable file ({err.strerror or err})")
-        return KinetoTrace(path, _file_label(path), rank_from_name(path), complete=False)
-    if stream.broken:
-        problems.add(path, None, "broken gzip stream")
-    if not stream.found:  # then the head is the whole text (up to json_stream.MAX_EVENT_BYTES)
-        meta, events, whole = _parse(path, stream.head, problems)
-        return _columns_of(path, meta, events, whole and not stream.broken, problems)
-    if stream.replaced:
-        problems.add(path, None, "non-UTF-8 bytes (replaced)")
-    problems.merge(breaks)
-    problems.merge(bad_events)
-    trace.complete = stream.complete and not stream.skipped and not stream.broken
+    trace.events_in_file, trace.complete = read.count, read.complete
+    if not len(trace.start_us):
+        problems.add(path, None, "no complete events in the trace")
     return trace
 
 
-def _stream_meta(stream: TraceStream) -> dict:
-    """``_META_KEYS`` from the text before the events and from the text after them."""
-    decoder = json.JSONDecoder()
-    meta: dict = {}
-    for key in _META_KEYS:
-        for text in (stream.head, stream.tail):
-            match = re.search(r'"%s"\s*:\s*' % key, text)
-            if match:
-                try:
-                    meta[key], _ = decoder.raw_decode(text, match.end())
-                    break
-                except (json.JSONDecodeError, RecursionError):
-                    pass
-    return meta
-
-
-def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) -> KinetoTrace:
-    """``events`` as columns. ``meta``: the document's metadata, or a function giving it once the
-    events are read (a stream: a trace's metadata may follow its events)."""
+def _columns_of(path: Path, meta, events, problems: ProblemLog) -> KinetoTrace:
+    """``events`` as columns. ``meta``: a function giving the document's metadata once the events
+    are read (a trace's metadata may follow its events)."""
     names: dict[str, int] = {}
     # compact columns (~37 bytes per event instead of Python objects), for huge traces
     cat, name, start, dur, device, nbytes = array("b"), array("i"), array("d"), array("d"), array("i"), array("d")
     tids, corrs = array("q"), array("q")
     tid_ids: dict = {}  # a tid that is no 64-bit integer (a string, a list) gets a negative id of its own
-    open_b: dict[tuple, list] = {}
+    spans = OpenSpans()  # B events waiting for their E, per (pid, tid)
     bad_time = 0
     negative = 0
 
@@ -278,10 +143,10 @@ def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) 
         if c in GPU_CATEGORIES or c == GPU_ANNOTATION:
             value = args.get("device", e.get("pid"))
             dev = int(value) if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31 else -1
-        moved = _number(args.get("bytes")) if c in (MEMCPY, MEMSET) else None
+        moved = as_float(args.get("bytes"), text=True) if c in (MEMCPY, MEMSET) else None
         tid = e.get("tid")
         if not (isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < 2**62):
-            tid = tid_ids.setdefault(_key(tid), -1 - len(tid_ids))
+            tid = tid_ids.setdefault(hashable(tid), -1 - len(tid_ids))
         corr = args.get("correlation")
         tids.append(tid)
         corrs.append(corr if isinstance(corr, int) and not isinstance(corr, bool) and 0 <= corr < 2**62 else -1)
@@ -298,7 +163,7 @@ def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) 
             continue
         ph = e.get("ph")
         if ph == "X":
-            ts, d = _number(e.get("ts")), _number(e.get("dur"))
+            ts, d = as_float(e.get("ts"), text=True), as_float(e.get("dur"), text=True)
             if ts is None or d is None:
                 bad_time += 1
                 continue
@@ -307,31 +172,30 @@ def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) 
                 continue
             add(e, ts, d)
         elif ph == "B":
-            ts = _number(e.get("ts"))
+            ts = as_float(e.get("ts"), text=True)
             if ts is None:
                 bad_time += 1
                 continue
-            open_b.setdefault((_key(e.get("pid")), _key(e.get("tid"))), []).append((e, ts))
+            spans.begin((hashable(e.get("pid")), hashable(e.get("tid"))), e, ts)
         elif ph == "E":
-            stack = open_b.get((_key(e.get("pid")), _key(e.get("tid"))))
-            ts = _number(e.get("ts"))
-            if not stack or ts is None:
+            ts = as_float(e.get("ts"), text=True)
+            pair = spans.end((hashable(e.get("pid")), hashable(e.get("tid")))) if ts is not None else None
+            if pair is None:
                 problems.add(path, None, "E event without matching B")
                 continue
-            begin, bts = stack.pop()
+            begin, bts = pair
             if ts >= bts:
                 add(begin, bts, ts - bts)
             else:
                 negative += 1
-    unclosed = sum(len(stack) for stack in open_b.values())
+    unclosed = len(spans.unclosed())
     if unclosed:
         problems.add(path, None, "unclosed B event (no matching E; dropped)", count=unclosed)
     if bad_time:
         problems.add(path, None, "event without numeric ts/dur (dropped)", count=bad_time)
     if negative:
         problems.add(path, None, "negative duration (dropped)", count=negative)
-    if callable(meta):
-        meta = meta()
+    meta = meta()
     info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
     rank = info.get("rank") if isinstance(info.get("rank"), int) and not isinstance(info.get("rank"), bool) else None
     if rank is None:
@@ -342,7 +206,6 @@ def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) 
         world_size=info.get("world_size") if isinstance(info.get("world_size"), int) else None,
         backend=str(info["backend"]) if info.get("backend") else None,
         devices=[str(p.get("name", "?")) for p in props if isinstance(p, dict)],
-        events_in_file=len(events) if isinstance(events, list) else events.count, complete=complete,
     )
     ts_arr = np.asarray(start, dtype=np.float64)
     dur_arr = np.asarray(dur, dtype=np.float64)
@@ -350,7 +213,7 @@ def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) 
         trace.time_unit = "ns"
         ts_arr = ts_arr / 1000.0
         dur_arr = dur_arr / 1000.0
-    base = _number(meta.get("baseTimeNanoseconds"))
+    base = as_float(meta.get("baseTimeNanoseconds"), text=True)
     if base is not None and ts_arr.size and float(ts_arr.max()) < 1e15:  # relative to the base
         ts_arr = ts_arr + base / 1000.0
     order = np.argsort(ts_arr, kind="stable")
@@ -363,6 +226,4 @@ def _columns_of(path: Path, meta, events, complete: bool, problems: ProblemLog) 
     trace.nbytes = np.asarray(nbytes, dtype=np.float64)[order]
     trace.tid = np.asarray(tids, dtype=np.int64)[order]
     trace.corr = np.asarray(corrs, dtype=np.int64)[order]
-    if not len(order):
-        problems.add(path, None, "no complete events in the trace")
     return trace

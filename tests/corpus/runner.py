@@ -249,7 +249,7 @@ def records_used(source: Path, hook_spec: str | None = None) -> dict:
     from reportgen.errors import ReportgenError
     from reportgen.kineto import find_traces
     from reportgen.kineto.reader import read_trace
-    from reportgen.engine.problems import ProblemLog
+    from reportgen.problems import ProblemLog
     from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
 
     used: dict = {}

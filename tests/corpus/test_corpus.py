@@ -142,6 +142,13 @@ def test_corpus_generator_is_deterministic(tmp_path):
             assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
 
 
+def _gunzipped_bytes(path: Path) -> int:
+    from reportgen.traces.gunzip import GunzipStream
+
+    with open(path, "rb") as fh:
+        return len(GunzipStream(fh).read())
+
+
 STREAMABLE = [name for name in CASES if name.split("_")[0] in ("fw", "tf", "kineto") and not CASES[name].get("hook")]
 
 
@@ -149,13 +156,14 @@ STREAMABLE = [name for name in CASES if name.split("_")[0] in ("fw", "tf", "kine
 def test_trace_case_streamed(corpus, name, tmp_path, monkeypatch):
     """The same trace cases with every trace, plain or gzip'd, decoded event by event (the path of
     traces above REPORTGEN_STREAM_TRACE_MB): the same problems and the same records used."""
-    from reportgen.engine import json_stream
+    from reportgen.traces import read as trace_read
 
     monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")
-    streamed = []
-    real_init = json_stream.TraceStream.__init__
-    monkeypatch.setattr(json_stream.TraceStream, "__init__",
-                        lambda self, path, *a, **k: (streamed.append(path), real_init(self, path, *a, **k))[1])
+    streamed, whole = [], []  # files the trace layer streamed / read whole
+    real_finish = trace_read.TraceRead.finish
+    monkeypatch.setattr(trace_read.TraceRead, "finish",
+                        lambda self, *a: ((streamed if self.streamed else whole).append(self.path),
+                                          real_finish(self, *a))[1])
     root, manifest = corpus
     expected = manifest[name]
     source = root / name
@@ -165,7 +173,9 @@ def test_trace_case_streamed(corpus, name, tmp_path, monkeypatch):
     _check_data_quality(outcome, expected)
     non_empty = [p for p in source.rglob("*.json*") if p.stat().st_size and p.parent.name != "profiler-reports"]
     traces = {p for p in non_empty if "framework" in p.parts or ".pt.trace.json" in p.name}
-    assert traces <= set(map(Path, streamed))
+    # Every trace with any text is streamed; one whose gzip stream yields nothing is judged whole.
+    assert traces <= set(map(Path, streamed)) | set(map(Path, whole))
+    assert all(p.name.endswith(".gz") and _gunzipped_bytes(p) == 0 for p in traces - set(map(Path, streamed)))
     if name.startswith("tf_") or name == "kineto_broken_gz":
         assert any(p.name.endswith(".gz") for p in traces)
     used = records_used(source)

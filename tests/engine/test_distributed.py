@@ -28,7 +28,7 @@ pytest.importorskip("distributed")
 
 from reportgen.engine import analyze  # noqa: E402
 from reportgen.engine.distributed import dask_client, parse_scheduler, read_pieces  # noqa: E402
-from reportgen.engine.problems import ProblemLog  # noqa: E402
+from reportgen.problems import ProblemLog  # noqa: E402
 from reportgen.engine.system_reader import list_system_files  # noqa: E402
 from reportgen.errors import InputError  # noqa: E402
 

@@ -9,8 +9,8 @@ import zlib
 
 import pytest
 
-from reportgen.engine import gunzip
-from reportgen.engine.gunzip import GunzipStream
+from reportgen.traces import gunzip
+from reportgen.traces.gunzip import GunzipStream
 
 TEXT = b"".join(b'{"ph": "X", "name": "op%d", "ts": %d, "dur": 3},\n' % (i % 97, i * 7) for i in range(40_000))
 
@@ -72,10 +72,13 @@ def test_damage_is_flagged_and_what_precedes_it_kept(damage, kept):
         assert _read(damage(gzip.compress(TEXT, mtime=0)), size)[0] == out
 
 
-def test_isize_is_the_trailer_size_field(tmp_path):
-    p = tmp_path / "t.json.gz"
-    p.write_bytes(gzip.compress(TEXT, mtime=0))
-    assert gunzip.isize(p) == len(TEXT)
-    p.write_bytes(b"\x1f\x8b")
-    assert gunzip.isize(p) is None
-    assert gunzip.isize(tmp_path / "missing.gz") is None
+def test_limit_stops_decompression_at_what_was_produced():
+    """A gzip bomb: decompression stops once ``limit`` bytes are out (within one step), whatever the
+    trailer says and however many members follow; below the limit nothing changes."""
+    blanks = gzip.compress(b" " * (8 << 20), mtime=0) + gzip.compress(b"[]", mtime=0)
+    src = GunzipStream(io.BytesIO(blanks), limit=1 << 20)
+    out = src.read()
+    assert src.capped and not src.broken and (1 << 20) <= len(out) < (1 << 20) + gunzip.STEP
+    assert out == b" " * len(out)
+    src = GunzipStream(io.BytesIO(gzip.compress(TEXT, mtime=0)), limit=len(TEXT) + gunzip.STEP)
+    assert src.read() == TEXT and not src.capped

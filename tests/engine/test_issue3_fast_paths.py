@@ -21,7 +21,7 @@ import pytest
 
 from reportgen.engine import load_data
 from reportgen.engine import system_reader as sr
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 from reportgen.engine.system_reader import read_system
 
 from .test_readers import HEAD, T, instant, rec, write_sys, write_trace

@@ -21,7 +21,7 @@ import pytest
 
 from reportgen.engine import analyze, load_data
 from reportgen.engine.incremental import CONTENT_BLOCK, local_fingerprint
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 from tests.corpus.make_corpus import good_framework, good_system, instants, write
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.engine.framework_reader import read_framework, rewrite_node_id
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 from reportgen.engine.system_reader import read_system
 
 T = 1_700_000_040
@@ -201,7 +201,9 @@ def test_fast_decoder_and_stdlib_decoder_give_the_same_table(tmp_path, monkeypat
 
     pl_fast = ProblemLog()
     fast = read_framework(tmp_path, pl_fast)
-    monkeypatch.setattr(fr, "_orjson", None)
+    import reportgen.traces.read as trace_read
+
+    monkeypatch.setattr(trace_read, "_orjson", None)
     pl_std = ProblemLog()
     std = read_framework(tmp_path, pl_std)
     assert fast.equals(std) and dict(pl_fast.counts) == dict(pl_std.counts)
@@ -216,6 +218,7 @@ def test_large_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch):
     in chunks; with tiny limits every file here goes that way and must give the table and the
     problems (with their lines) of the whole-file read."""
     import reportgen.engine.framework_reader as fr
+    import reportgen.traces.stream as trace_stream
 
     body = [{"name": f"op{i}", "pid": 1 + i % 2, "ph": "X", "ts": 1_000_003 * i + 0.5 * (i % 3), "dur": 10 + i,
              "args": {"step_num": str(i), "pid": 40 + i % 4}} for i in range(40)]
@@ -232,11 +235,9 @@ def test_large_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch):
     pl_whole = ProblemLog()
     whole = read_framework(tmp_path, pl_whole)
     monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")
-    monkeypatch.setattr(fr, "STREAM_BLOCK", 64)
+    monkeypatch.setattr(trace_stream, "READ_BLOCK", 64)
     monkeypatch.setattr(fr, "STREAM_EVENTS", 3)
-    calls = []
-    orig = fr.FrameworkReader._read_streamed
-    monkeypatch.setattr(fr.FrameworkReader, "_read_streamed", lambda self, path, *a: calls.append(path) or orig(self, path, *a))
+    calls = _spy_on_streams(monkeypatch)
     pl_stream = ProblemLog()
     streamed = read_framework(tmp_path, pl_stream)
     assert len(calls) == 4
@@ -288,20 +289,31 @@ def _tf_traces(root: Path, files: dict) -> None:
         (step / "plugins" / "profile" / "2020_08_05_13_37_44" / f"{node}.trace.json.gz").write_bytes(data)
 
 
+def _spy_on_streams(monkeypatch) -> list:
+    """The files the trace layer reads as a stream (an EventWalk given the default read size), as
+    they are met."""
+    import reportgen.traces.read as trace_read
+
+    calls: list = []
+    walk = trace_read.EventWalk
+    monkeypatch.setattr(trace_read, "EventWalk",
+                        lambda *a, **k: (k.get("chunk") is None and calls.append(a[2])) or walk(*a, **k))
+    return calls
+
+
 def _read_streamed_and_whole(root: Path, monkeypatch, *, expect_streamed: int):
     """read_framework twice: every trace read whole, then every trace streamed with tiny read and chunk
     sizes; returns both tables and problem logs."""
     import reportgen.engine.framework_reader as fr
+    import reportgen.traces.stream as trace_stream
 
-    calls = []
-    orig = fr.FrameworkReader._read_streamed
-    monkeypatch.setattr(fr.FrameworkReader, "_read_streamed", lambda self, path, *a: calls.append(path) or orig(self, path, *a))
-    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "100000")  # (a cut file's trailer is no size: force)
+    calls = _spy_on_streams(monkeypatch)
+    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "100000")
     pl_whole = ProblemLog()
     whole = read_framework(root, pl_whole)
     assert calls == []
     monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")
-    monkeypatch.setattr(fr, "STREAM_BLOCK", 64)
+    monkeypatch.setattr(trace_stream, "READ_BLOCK", 64)
     monkeypatch.setattr(fr, "STREAM_EVENTS", 3)
     pl_stream = ProblemLog()
     streamed = read_framework(root, pl_stream)
@@ -369,26 +381,33 @@ def test_large_gz_tf_traces_are_streamed_with_the_same_result(tmp_path, monkeypa
     ] + [(rel3, *p[1:]) for p in general]
 
 
-def test_gz_traces_are_streamed_by_their_text_size(tmp_path, monkeypatch):
-    """json_stream.is_big: a .gz file by the size in its trailer (ISIZE), not trusted when below the
-    compressed size (several members, a wrapped field, not gzip), and always when the compressed size
-    alone is above the threshold; a plain file by its size."""
+def test_gz_traces_are_streamed_by_the_text_they_produce(tmp_path, monkeypatch):
+    """traces.read.TraceRead decides from what is there, never from the gzip trailer (ISIZE, the size
+    mod 2**32 of the last member, which a gzip bomb sets to anything): a .gz file is read whole when
+    decompressing it stops within the threshold, else streamed; a plain file by its size."""
     import os
 
-    from reportgen.engine.json_stream import is_big
+    from reportgen.traces.read import TraceRead
 
     monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "1")
     text = _tf_text(_tf_events()) * 200  # 1.4 MB of text, ~20 KB compressed
     files = {
-        "small.trace.json.gz": gzip.compress(text[:500_000], mtime=0),  # ISIZE 0.5 MB
-        "big.trace.json.gz": gzip.compress(text, mtime=0),  # ISIZE 1.4 MB, compressed 0.02 MB
+        "small.trace.json.gz": gzip.compress(text[:500_000], mtime=0),
+        "big.trace.json.gz": gzip.compress(text, mtime=0),
         "two-members.trace.json.gz": gzip.compress(text, mtime=0) + gzip.compress(b"[]", mtime=0),  # ISIZE 2
         "tiny-two-members.trace.json.gz": gzip.compress(b"[", mtime=0) + gzip.compress(b"]", mtime=0),
-        "incompressible.trace.json.gz": gzip.compress(os.urandom(1_200_000), mtime=0),  # compressed > 1 MB
+        "incompressible.trace.json.gz": gzip.compress(os.urandom(1_200_000), mtime=0),
         "plain.json": text, "small-plain.json": text[:900_000],
     }
+    streamed = set()
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
-    assert {name for name in files if is_big(tmp_path / name)} == {
-        "big.trace.json.gz", "two-members.trace.json.gz", "incompressible.trace.json.gz", "plain.json"}
-    assert not is_big(tmp_path / "missing.trace.json.gz")
+        read = TraceRead(tmp_path / name, name)
+        for _ in read.chunks(1000):
+            pass
+        if read.streamed:
+            streamed.add(name)
+    assert streamed == {"big.trace.json.gz", "two-members.trace.json.gz", "incompressible.trace.json.gz",
+                        "plain.json"}
+    read = TraceRead(tmp_path / "missing.trace.json.gz", "missing")
+    assert list(read.chunks(10)) == [] and isinstance(read.error, FileNotFoundError)

@@ -8,8 +8,7 @@ import zlib
 
 import pytest
 
-from reportgen.engine.json_stream import TraceStream
-from reportgen.engine.problems import ProblemLog
+from reportgen.problems import ProblemLog
 from reportgen.kineto import analyze_job, find_traces, read_trace
 from reportgen.kineto.classify import kernel_precision, memory_op_kind
 
@@ -173,7 +172,8 @@ def test_large_gz_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch
     trace (metadata from before and after the events, base time, ranks, flags) and the same problems,
     in the same order, as the whole-file read: clean, with a corrupt event and a non-UTF-8 byte, cut
     in the middle of the gzip stream; a plain file too."""
-    import reportgen.kineto.reader as reader
+    import reportgen.traces.read as trace_read
+    import reportgen.traces.stream as trace_stream
 
     clean = _kineto_text()
     dirty = _kineto_text(corrupt_at=30).replace(b'"op3"', b'"op\xfe3"')
@@ -185,8 +185,10 @@ def test_large_gz_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
 
-    streamed = []
-    monkeypatch.setattr(reader, "TraceStream", lambda *a, **k: streamed.append(a[0]) or TraceStream(*a, chunk=64, **k))
+    streamed = []  # the files read as a stream (EventWalk given the default read size)
+    walk = trace_read.EventWalk
+    monkeypatch.setattr(trace_read, "EventWalk", lambda *a, **k: (k.get("chunk") is None and streamed.append(a[2])) or walk(*a, **k))
+    monkeypatch.setattr(trace_stream, "READ_BLOCK", 64)
     results = {}
     for threshold in ("100000", "0"):
         monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", threshold)

@@ -12,14 +12,14 @@ is taken on a copy of zlib's state (~2 µs) and a failed one redone from it a by
 every byte zlib decodes before the damage is kept but the last (zlib may write it in the call that
 meets the damage), and what survives does not depend on how the file is read (whole or as a stream).
 
-``isize`` reads the size field of the gzip trailer, a cheap guess of the decompressed size
-(``json_stream.is_big`` says when it is trusted).
+``limit`` bounds what is decompressed (a gzip bomb): once ``limit`` bytes are out the stream
+stops and sets ``capped``. The trailer's ISIZE is never read: it is the size modulo 2**32 of the
+last member only, and a bomb sets it to anything.
 """
 
 from __future__ import annotations
 
 import zlib
-from pathlib import Path
 
 BLOCK = 1 << 16  # compressed bytes given to zlib at a time
 STEP = 1 << 16  # most decompressed bytes one zlib call may return
@@ -28,9 +28,11 @@ _GZIP = 16 + zlib.MAX_WBITS  # zlib reads (and checks) the gzip header and trail
 
 
 class GunzipStream:
-    def __init__(self, fh):
+    def __init__(self, fh, limit: int | None = None):
         self.fh = fh
+        self.limit = limit  # most bytes to decompress (None: no bound)
         self.broken = False  # the stream is damaged; everything before the damage was handed out
+        self.capped = False  # ``limit`` bytes were decompressed and the rest was not read
         self.produced = 0  # decompressed bytes so far
         self._d = None  # zlib's state for the member being read
         self._input = b""  # compressed bytes read after a member's end, not yet given to zlib
@@ -56,6 +58,9 @@ class GunzipStream:
 
     def _step(self) -> bytes:
         """One zlib call's output (maybe b""); sets ``_done`` at the end of the file or at damage."""
+        if self.limit is not None and self.produced >= self.limit:
+            self.capped = self._done = True
+            return b""
         d = self._d
         if d is None:  # between members
             data = self._input.lstrip(b"\0") if self._members else self._input
@@ -99,16 +104,3 @@ def _until_error(d, data: bytes) -> bytes:
     except zlib.error:
         pass
     return bytes(out)
-
-
-def isize(path: Path) -> int | None:
-    """The gzip trailer's ISIZE: the last member's decompressed size modulo 2**32 (None when the file
-    is too short to hold a gzip member, or unreadable)."""
-    try:
-        with open(path, "rb") as fh:
-            if fh.seek(0, 2) < 18:  # header (10) + empty deflate block (2) + trailer (8) at least
-                return None
-            fh.seek(-4, 2)
-            return int.from_bytes(fh.read(4), "little")
-    except OSError:
-        return None
