@@ -18,7 +18,7 @@ from pathlib import Path
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluate_rule
 from reportgen.errors import InputError
 from reportgen.report.rule_texts import finding as finding_text, recommend
-from reportgen.rule_names import RULE_ORDER, SUMMARY_RULES
+from reportgen.rulebook import RULE_ORDER, SUMMARY_RULES
 
 # Rules that can fire (the two usage summaries never do): what --fail-on accepts.
 CHECKED_RULES = tuple(r for r in RULE_ORDER if r not in SUMMARY_RULES)

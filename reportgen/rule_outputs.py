@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen.errors import InputError
-from reportgen.rule_names import RULE_ORDER
+from reportgen.rulebook import RULE_ORDER
 
 REQUIRED_FIELDS = ("RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters")
 

@@ -19,7 +19,7 @@ from reportgen.problems import DataProblem, ProblemLog
 from reportgen.engine.rules import rule_module
 from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
-from reportgen.rule_names import RULE_ORDER
+from reportgen.rulebook import RULE_ORDER, RULES
 
 __all__ = [
     "AnalysisResult", "DataProblem", "analyze", "is_raw_profile", "load_data", "run_rules",
@@ -128,11 +128,9 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
 RULE_THREADS = 2  # the rules are pure functions of read-only data; numpy lets two run at once
 # With two threads the rules run in two lanes: those that build big temporaries from the event table
 # (up to ~210 MB each on the large benchmark profile) one after another in one lane, followed by the
-# timeline (in ``analyze``), the system-table rules in the other, so the peak memory stays that of
+# timeline (in ``analyze``), the system-table rules in the other (each rule's lane is in the rulebook), so the peak memory stays that of
 # one heavy rule per lane. Large profile, one thread: event rules ~1.25 s + timeline ~0.9 s against
 # ~2.3 s of system rules, so the two lanes end together.
-EVENT_LANE = ("OverallFrameworkMetrics", "StepOutlier", "Dataloader", "CPUBottleneck", "IOBottleneck",
-              "MaxInitializationTime")
 
 
 def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,
@@ -167,8 +165,8 @@ def _evaluate(data, params, progress, threads: int, timeline: bool) -> tuple[dic
 
         if progress:
             progress(f"running the {len(RULE_ORDER)} rules (2 threads)")
-        events = [n for n in RULE_ORDER if n in EVENT_LANE]
-        system = [n for n in RULE_ORDER if n not in EVENT_LANE]
+        events = [rule.name for rule in RULES if rule.lane == "events"]
+        system = [rule.name for rule in RULES if rule.lane != "events"]
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-rules") as pool:
             first = pool.submit(lane, events, timeline)
             lane(system, False)

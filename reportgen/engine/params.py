@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from reportgen.errors import InputError
-from reportgen.rule_names import RULE_ORDER
+from reportgen.rulebook import RULES
 
 PERCENT = "percent"  # 0..100
 POSITIVE = "positive"  # > 0
@@ -121,20 +121,8 @@ class OverallFrameworkMetricsParams(RuleParams):
         return ""
 
 
-PARAMS_CLASSES: dict[str, type[RuleParams]] = {
-    "CPUBottleneck": CPUBottleneckParams,
-    "IOBottleneck": IOBottleneckParams,
-    "LowGPUUtilization": LowGPUUtilizationParams,
-    "StepOutlier": StepOutlierParams,
-    "GPUMemoryIncrease": GPUMemoryIncreaseParams,
-    "BatchSize": BatchSizeParams,
-    "MaxInitializationTime": MaxInitializationTimeParams,
-    "LoadBalancing": LoadBalancingParams,
-    "OverallSystemUsage": OverallSystemUsageParams,
-    "Dataloader": DataloaderParams,
-    "OverallFrameworkMetrics": OverallFrameworkMetricsParams,
-}
-assert tuple(PARAMS_CLASSES) == RULE_ORDER
+# Each rule's parameter class, as the rulebook names it, in the rulebook's order.
+PARAMS_CLASSES: dict[str, type[RuleParams]] = {rule.name: globals()[rule.params] for rule in RULES}
 
 
 def default_params() -> dict[str, RuleParams]:

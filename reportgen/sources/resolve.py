@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 from reportgen.errors import InputError
-from reportgen.rule_names import RULE_ORDER
+from reportgen.rulebook import RULE_ORDER
 from reportgen.sources.arn import JOB_PREFIX, is_job_name, job_name_of, looks_like_arn, parse_arn
 
 KINDS = ("local", "s3", "processing-job", "training-job")

@@ -8,7 +8,7 @@ import pytest
 from reportgen.engine import analyze, is_raw_profile, load_config, parse_overrides
 from reportgen.engine.params import default_params
 from reportgen.errors import InputError
-from reportgen.rule_names import RULE_ORDER
+from reportgen.rulebook import RULE_ORDER
 from tests.engine.conftest import FIXTURES, need_fixture
 from tests.engine.test_readers import instant, write_sys, write_trace, HEAD
 

@@ -14,8 +14,6 @@ from reportgen.engine.params import BatchSizeParams
 from reportgen.engine.rules._common import result
 from reportgen.engine.stats import box, percentile_windows, window_ends
 
-Params = BatchSizeParams
-
 
 def _col(ns, data, dim, name):
     names, mat = ns.select(dim, name)

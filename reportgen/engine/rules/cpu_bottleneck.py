@@ -3,8 +3,6 @@
 from reportgen.engine.params import CPUBottleneckParams
 from reportgen.engine.rules._bottleneck import evaluate_bottleneck
 
-Params = CPUBottleneckParams
-
 
 def evaluate(data, params: CPUBottleneckParams | None = None) -> dict:
     params = params or CPUBottleneckParams()

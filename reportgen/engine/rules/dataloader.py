@@ -15,7 +15,6 @@ from reportgen.engine.params import DataloaderParams
 from reportgen.engine.rules._common import result, text_match
 from reportgen.engine.stats import hist100, window_ends
 
-Params = DataloaderParams
 LOADER_PHASES = ("DataLoaderWorker", "DataLoaderIter")
 
 

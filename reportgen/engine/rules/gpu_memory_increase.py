@@ -14,8 +14,6 @@ from reportgen.engine.params import GPUMemoryIncreaseParams
 from reportgen.engine.rules._common import result, series
 from reportgen.engine.stats import box
 
-Params = GPUMemoryIncreaseParams
-
 
 def evaluate(data, params: GPUMemoryIncreaseParams | None = None) -> dict:
     p = params or GPUMemoryIncreaseParams()

@@ -3,8 +3,6 @@
 from reportgen.engine.params import IOBottleneckParams
 from reportgen.engine.rules._bottleneck import evaluate_bottleneck
 
-Params = IOBottleneckParams
-
 
 def evaluate(data, params: IOBottleneckParams | None = None) -> dict:
     params = params or IOBottleneckParams()

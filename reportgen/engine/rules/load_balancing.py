@@ -15,7 +15,6 @@ from reportgen.engine.params import LoadBalancingParams
 from reportgen.engine.rules._common import result
 from reportgen.engine.stats import pairwise_sum_rows
 
-Params = LoadBalancingParams
 _CHUNK_ROWS = 20_000  # (window, pair) rows per vectorised batch
 EDGES = np.r_[np.arange(0, 98, 2), 100.0]  # 50 edges -> 49 bins, last = [96, 100]
 

@@ -13,8 +13,6 @@ from reportgen.engine.params import LowGPUUtilizationParams
 from reportgen.engine.rules._common import result, series
 from reportgen.engine.stats import box, percentile_windows, window_ends
 
-Params = LowGPUUtilizationParams
-
 
 def evaluate(data, params: LowGPUUtilizationParams | None = None) -> dict:
     p = params or LowGPUUtilizationParams()

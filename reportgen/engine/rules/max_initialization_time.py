@@ -13,8 +13,6 @@ import numpy as np
 from reportgen.engine.params import MaxInitializationTimeParams
 from reportgen.engine.rules._common import result, text_match
 
-Params = MaxInitializationTimeParams
-
 
 def step_events(events):
     if len(events) == 0:

@@ -10,8 +10,6 @@ from reportgen.engine.breakdown import breakdown
 from reportgen.engine.params import OverallFrameworkMetricsParams
 from reportgen.engine.rules._common import result
 
-Params = OverallFrameworkMetricsParams
-
 
 def evaluate(data, params: OverallFrameworkMetricsParams | None = None) -> dict:
     p = params or OverallFrameworkMetricsParams()

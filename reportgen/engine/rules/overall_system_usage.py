@@ -12,7 +12,6 @@ import numpy as np
 from reportgen.engine.params import OverallSystemUsageParams
 from reportgen.engine.rules._common import result
 
-Params = OverallSystemUsageParams
 METRICS = ("Network", "GPU", "CPU", "CPU memory", "GPU memory", "I/O")
 
 

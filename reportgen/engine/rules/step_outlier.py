@@ -17,7 +17,6 @@ from reportgen.engine.rules._common import result, text_match
 from reportgen.engine.rules.max_initialization_time import step_events
 from reportgen.engine.stats import hist100, window_ends
 
-Params = StepOutlierParams
 MIN_STEPS = 100
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from reportgen.diagnosis import rule_states
 from reportgen.report.model import Section, Table, Text
 from reportgen.report.rule_texts import describe, finding, recommend
-from reportgen.rule_names import RULE_ORDER, SUMMARY_RULES
+from reportgen.rulebook import RULE_ORDER, SUMMARY_RULES
 from reportgen.rule_outputs import RuleOutputs
 
 

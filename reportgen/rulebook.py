@@ -1,0 +1,128 @@
+"""The rulebook: one row per ProfilerReport rule, read by the engine, the report texts and the docs.
+
+A row says everything the rest of the code needs to know about a rule: its place in SageMaker's
+evaluation order (the row's position), the module under ``reportgen/engine/rules/`` whose
+``evaluate(data, params)`` computes it, the parameter class in ``reportgen/engine/params.py``, the
+lane it runs in (``events``: rules that build big temporaries from the framework event table run
+one after another beside the ``system`` lane, so peak memory stays one heavy rule per lane), whether
+it only summarises (never triggers; not listed in the rules summary table), and our wording for the
+report: what it checks, what to do when it fires, what firing means. Adding a rule: a row here plus
+its module (and a report section if it has one), see docs/adding-a-rule.md.
+
+This module imports nothing from the package: the engine resolves ``module`` and ``params`` by name,
+and the report stays free of engine imports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str  # as SageMaker names it: the rule output's file name and RuleName
+    module: str  # reportgen.engine.rules.<module>.evaluate(data, params) -> dict (SageMaker schema)
+    params: str  # the RuleParams subclass in reportgen.engine.params
+    lane: str  # "events" or "system" (see the module docstring)
+    summary_only: bool  # a summary (never triggers), left out of the rules summary table and CI checks
+    description: str | None  # what it checks (report's rules summary)
+    recommendation: str | None  # what to do when it fires
+    symptom: str | None  # what firing means, the second half of the one-line finding
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        name="CPUBottleneck", module="cpu_bottleneck", params="CPUBottleneckParams",
+        lane="events", summary_only=False,
+        description=("Counts the moments when a CPU core is busy while the GPU is nearly idle: the GPU is then"
+                     " likely waiting for data prepared on the CPU. Fires when such moments exceed the "
+                     "threshold share of all samples (default 50 %)."),
+        recommendation=("Use more data-loading workers or pre-fetch data, or move pre-processing off the training"
+                        " instance."),
+        symptom="the GPU was often nearly idle while CPU cores were busy",
+    ),
+    Rule(
+        name="IOBottleneck", module="io_bottleneck", params="IOBottleneckParams",
+        lane="events", summary_only=False,
+        description=("Counts the moments when cores wait on I/O while the GPU is nearly idle: training is then"
+                     " likely waiting for storage. Fires when such moments exceed the threshold share of all "
+                     "samples (default 50 %)."),
+        recommendation="Pre-fetch data, read larger files or a binary record format, or use faster storage.",
+        symptom="the GPU was often nearly idle while cores waited on I/O",
+    ),
+    Rule(
+        name="LowGPUUtilization", module="low_gpu_utilization", params="LowGPUUtilizationParams",
+        lane="system", summary_only=False,
+        description=("Fires when GPU utilization is low or swings widely, which points at bottlenecks, "
+                     "blocking synchronization calls or a small batch."),
+        recommendation=("Look for bottlenecks, reduce blocking calls, review the distribution strategy, or "
+                        "increase the batch size."),
+        symptom="GPU utilization was low or fluctuated widely",
+    ),
+    Rule(
+        name="StepOutlier", module="step_outlier", params="StepOutlierParams",
+        lane="events", summary_only=False,
+        description=("Flags steps that take much longer than usual (more than the mean plus a number of "
+                     "standard deviations), a sign of stalls or bottlenecks."),
+        recommendation="Check whether CPU or I/O bottlenecks coincide with the slow steps.",
+        symptom="some steps took much longer than usual",
+    ),
+    Rule(
+        name="GPUMemoryIncrease", module="gpu_memory_increase", params="GPUMemoryIncreaseParams",
+        lane="system", summary_only=False,
+        description="Watches the moving average of GPU memory utilization and fires on a large increase.",
+        recommendation=("If memory utilization is close to the GPU's capacity, use an instance with more GPU "
+                        "memory."),
+        symptom="GPU memory utilization rose sharply",
+    ),
+    Rule(
+        name="BatchSize", module="batch_size", params="BatchSizeParams",
+        lane="system", summary_only=False,
+        description=("Fires when CPU, GPU and GPU memory utilization are all low at the same time: the batch "
+                     "is probably too small for the instance."),
+        recommendation="Increase the batch size, or run on a smaller instance type.",
+        symptom="CPU, GPU and GPU memory were all underused at the same time",
+    ),
+    Rule(
+        name="MaxInitializationTime", module="max_initialization_time", params="MaxInitializationTimeParams",
+        lane="events", summary_only=False,
+        description=("Fires when the first training step starts later than the threshold (default 20 minutes) "
+                     "after the job started, e.g. because input data is downloaded up front."),
+        recommendation="Stream input data instead of downloading it all first (e.g. Pipe or FastFile mode).",
+        symptom="the first training step started late",
+    ),
+    Rule(
+        name="LoadBalancing", module="load_balancing", params="LoadBalancingParams",
+        lane="system", summary_only=False,
+        description=("Compares the utilization histograms of every pair of GPUs and fires when they differ by "
+                     "more than the threshold: some GPUs work harder than others."),
+        recommendation="Review the data-parallel strategy or framework so work is spread evenly.",
+        symptom="some GPUs worked much harder than others",
+    ),
+    Rule(
+        name="OverallSystemUsage", module="overall_system_usage", params="OverallSystemUsageParams",
+        lane="system", summary_only=True,
+        description=None,
+        recommendation=None,
+        symptom=None,
+    ),
+    Rule(
+        name="Dataloader", module="dataloader", params="DataloaderParams",
+        lane="events", summary_only=False,
+        description=("Compares how many data-loading processes ran in parallel with the number of CPU cores. "
+                     "Too few starve the GPU; too many compete with the rest of the training work for the CPU."),
+        recommendation="Change the number of data-loading processes to suit the number of cores.",
+        symptom="the number of data-loading processes did not suit the number of cores",
+    ),
+    Rule(
+        name="OverallFrameworkMetrics", module="overall_framework_metrics", params="OverallFrameworkMetricsParams",
+        lane="events", summary_only=True,
+        description=None,
+        recommendation=None,
+        symptom=None,
+    ),
+)
+
+BY_NAME = {rule.name: rule for rule in RULES}
+RULE_ORDER = tuple(rule.name for rule in RULES)  # SageMaker's evaluation order
+SUMMARY_RULES = tuple(rule.name for rule in RULES if rule.summary_only)
