@@ -402,37 +402,31 @@ class CIOutcome:
     failing: list[str]  # fired rules listed in --fail-on: exit code 1 when not empty
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    from reportgen.render.html import write_atomically
-
-    path = Path(path)
-    try:
-        write_atomically(path, text)
-    except OSError as err:
-        raise InputError(f"{path}: cannot write ({err.strerror or err})") from None
-
-
 def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | None = None,
                      step_summary: bool = True, fail_on: str | tuple[str, ...] = "none",
                      environ: dict | None = None) -> CIOutcome:
-    """Write the requested outputs; append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
+    """Write the requested outputs together (``output_set``: checked first, all or none; ``-`` is
+    standard output); then append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
+    from reportgen.output_set import OutputSet
+
     environ = os.environ if environ is None else environ
-    written = []
+    outputs = OutputSet()
+    contents: dict = {}
     if junit:
-        _write_atomically(Path(junit), junit_xml(data).decode("utf-8"))
-        written.append(Path(junit))
+        outputs.add("--junit", junit)
+        contents["--junit"] = junit_xml(data)
     summary_file = environ.get("GITHUB_STEP_SUMMARY") if step_summary else None
-    if markdown or summary_file:
-        text = markdown_summary(data)
-        if markdown:
-            _write_atomically(Path(markdown), text)
-            written.append(Path(markdown))
-        if summary_file:
-            try:
-                with open(summary_file, "a", encoding="utf-8") as handle:
-                    handle.write(text + "\n")
-            except OSError as err:
-                raise InputError(f"$GITHUB_STEP_SUMMARY ({summary_file}): cannot append "
-                                 f"({err.strerror or err})") from None
-            written.append(Path(summary_file))
+    text = markdown_summary(data) if markdown or summary_file else ""
+    if markdown:
+        outputs.add("--markdown", markdown)
+        contents["--markdown"] = text
+    written = [t.path for t in outputs.commit(contents)]
+    if summary_file:
+        try:
+            with open(summary_file, "a", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+        except OSError as err:
+            raise InputError(f"$GITHUB_STEP_SUMMARY ({summary_file}): cannot append "
+                             f"({err.strerror or err})") from None
+        written.append(Path(summary_file))
     return CIOutcome(written, failing_rules(rule_results(data), fail_on))

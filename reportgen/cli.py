@@ -7,8 +7,11 @@ prints a traceback unless ``--debug`` is given. Exit codes: see ``reportgen.erro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from reportgen import __version__
@@ -21,9 +24,11 @@ EXIT_CODES_HELP = ("exit codes: 0 done; 1 a rule listed in --fail-on fired (ever
 def _add_ci_options(parser: argparse.ArgumentParser) -> None:
     ci = parser.add_argument_group("CI outputs (see docs/ci.md)")
     ci.add_argument("--junit", type=Path, default=None, metavar="PATH",
-                    help="write the rules as JUnit XML: a failure per rule that fired, skipped when it had no data")
+                    help="write the rules as JUnit XML: a failure per rule that fired, skipped when it had no data "
+                         "(- : standard output)")
     ci.add_argument("--markdown", type=Path, default=None, metavar="PATH",
-                    help="write a compact Markdown summary (duration, key percentiles, rules that fired)")
+                    help="write a compact Markdown summary (duration, key percentiles, rules that fired; "
+                         "- : standard output)")
     ci.add_argument("--no-step-summary", action="store_true",
                     help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY (done when it is set)")
     ci.add_argument("--fail-on", default="none", metavar="any|none|RULE,RULE",
@@ -48,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                      help="HTML file to write (default: report.html)")
     gen.add_argument("--json", type=Path, default=None, dest="json_path",
-                     help="where to write the JSON summary (default: OUTPUT with .json suffix)")
+                     help="where to write the JSON summary (default: OUTPUT with .json suffix; - : standard output)")
     gen.add_argument("--job-name", default="", help="name shown in the report header (default: from the folder)")
     gen.add_argument("--keep-notebook", type=Path, default=None, metavar="PATH",
                      help="also save the executed notebook here")
@@ -170,7 +175,7 @@ def _ci_outputs(args, data: dict, say) -> int:
     outcome = write_ci_outputs(data, junit=args.junit, markdown=args.markdown,
                                step_summary=not args.no_step_summary, fail_on=args.fail_on_parsed)
     for path in outcome.written:
-        say(f"wrote {path}")
+        say(f"wrote {_name(path)}")
     if outcome.failing:
         print(f"reportgen: rules listed in --fail-on fired: {', '.join(outcome.failing)} (exit code 1)",
               file=sys.stderr)
@@ -190,11 +195,8 @@ def _run(args, say) -> int:
             sys.stdout.write(markdown_summary(data))
         return _ci_outputs(args, data, say)
 
-    from reportgen.pipeline import _check_writable, generate
+    from reportgen.pipeline import generate
 
-    for path in (args.junit, args.markdown):  # before the run, so a bad path costs nothing
-        if path:
-            _check_writable(Path(path))
     rule_params = _rule_params(args.config, args.rule_param)
     engine = None
     if args.scheduler is not None or args.incremental:
@@ -211,13 +213,19 @@ def _run(args, say) -> int:
                       recompute=args.recompute, rule_params=rule_params,
                       session_kwargs={"profile_name": args.profile} if args.profile else None,
                       instance=args.instance, count=args.count, region=args.region, prices_file=args.prices,
-                      engine=engine)
-    say(f"wrote {result.html_path} ({result.html_bytes / 1e6:.1f} MB) and {result.json_path} "
+                      engine=engine, junit=args.junit, markdown=args.markdown)
+    say(f"wrote {_name(result.html_path)} ({result.html_bytes / 1e6:.1f} MB) and {_name(result.json_path)} "
         f"in {result.seconds:.1f} s")
-    if not (args.junit or args.markdown or args.fail_on_parsed != "none"
-            or (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
+    for path in result.written[2:]:
+        say(f"wrote {_name(path)}")
+    if not (args.fail_on_parsed != "none" or (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
         return EXIT_OK
-    return _ci_outputs(args, load_report_json(result.json_path), say)
+    args.junit = args.markdown = None  # written above, with the report
+    return _ci_outputs(args, result.report, say)
+
+
+def _name(path) -> str:
+    return "standard output" if str(path) == "-" else str(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,6 +234,45 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    with _interrupts() as interrupted:
+        code = _main(args, interrupted)
+    if code == EXIT_INTERRUPTED and argv is None:
+        # The command line's own process: leave without the interpreter's shutdown, during which a
+        # library thread still inside C++ (DuckDB) can abort the process ("terminate called after
+        # throwing ..."), turning a clean Ctrl-C into SIGABRT. Every output and work folder is
+        # already cleaned up by now (context managers ran while the interrupt propagated).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
+    return code
+
+
+EXIT_INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def _interrupts():
+    """Remember that Ctrl-C was pressed, whatever a library makes of the KeyboardInterrupt (DuckDB
+    turns one raised inside a query into ``RuntimeError('Query interrupted')``, which reached the
+    user as an internal error, exit 3). Yields a list that is non-empty once SIGINT arrived."""
+    seen: list[int] = []
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield seen
+        return
+
+    def handler(signum, frame):
+        seen.append(signum)
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _main(args, interrupted: list) -> int:
     say = _progress(args.quiet)
     try:
         if args.command == "record":
@@ -233,22 +280,30 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "compare":
             return _compare(args, say)
         return _run(args, say)
-    except ReportgenError as err:
+    except BaseException as err:
+        if isinstance(err, KeyboardInterrupt) or (interrupted and isinstance(err, Exception)):
+            # Ctrl-C, also when a library turned it into another exception on its way up
+            print("reportgen: interrupted; nothing was written", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        if not isinstance(err, Exception):
+            raise
+        return _failure(err, args)
+
+
+def _failure(err: Exception, args) -> int:
+    """One line on stderr for a failure, and its exit code."""
+    if isinstance(err, ReportgenError):
         print(f"reportgen: error: {err}", file=sys.stderr)
         return err.exit_code
-    except OSError as err:  # the environment, not a bug: disk full, read-only or vanished files
+    if isinstance(err, OSError):  # the environment, not a bug: disk full, read-only or vanished files
         where = f": {err.filename}" if err.filename else ""
         print(f"reportgen: error: {err.strerror or err}{where}", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
-        print("reportgen: interrupted; nothing was written", file=sys.stderr)
-        return 130
-    except Exception as err:  # a bug: one line, unless asked for details
-        if args.debug:
-            raise
-        print(f"reportgen: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
-              file=sys.stderr)
-        return EXIT_INTERNAL
+    if args.debug:  # a bug: one line, unless asked for details
+        raise err
+    print(f"reportgen: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
+          file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def _record(args, say) -> int:

@@ -1,13 +1,13 @@
 """``generate``: source -> rule outputs -> executed notebook -> one standalone HTML file.
 
 Each stage lives in its own module; this one only wires them and keeps the run atomic:
-everything is produced in a private work folder and moved into place at the end.
+everything is produced in a private work folder (``workdir``, outside the user's folders) and the
+outputs are committed together at the end (``output_set``).
 """
 
 from __future__ import annotations
 
-import errno
-import os
+import json
 import tempfile
 import threading
 import time
@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from reportgen.ci_outputs import junit_xml, markdown_summary
 from reportgen.errors import InputError, RenderError
-from reportgen.locking import folder_lock
-from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html, write_atomically
+from reportgen.output_set import OutputSet, is_stdout
+from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html
+from reportgen.workdir import work_folder
 
 Progress = Callable[[str], None]
 
@@ -33,6 +35,8 @@ class GenerateResult:
     notes: list[str] = field(default_factory=list)
     system_files: int | None = None  # raw data analysed: system files in the profile
     system_files_read: int | None = None  # ... of which parsed by this run (the rest from the --incremental cache)
+    report: dict = field(default_factory=dict)  # report.json's content (for the CI outputs and --fail-on)
+    written: list = field(default_factory=list)  # every output written, in order (``-``: standard output)
 
 
 def _silent(_: str) -> None:
@@ -49,20 +53,6 @@ def _check_writable(path: Path) -> None:
         probe.close()
     except OSError as err:
         raise InputError(f"{path}: cannot write to {parent} ({err.strerror or err})") from None
-
-
-def move_into_place(produced: Path, target: Path) -> None:
-    """A file made in the work folder takes its place by a rename (it is written once); on another
-    file system, or over anything but a plain file, by ``write_atomically`` (which decides about those)."""
-    if target.is_symlink() or (target.exists() and not target.is_file()):
-        write_atomically(target, produced.read_text(encoding="utf-8"))
-        return
-    try:
-        os.replace(produced, target)
-    except OSError as err:
-        if err.errno != errno.EXDEV:
-            raise
-        write_atomically(target, produced.read_text(encoding="utf-8"))
 
 
 def _download_progress(progress: Progress):
@@ -205,17 +195,28 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
              keep_notebook: Path | None = None, progress: Progress = _silent, cache_dir: Path | None = None,
              recompute: bool = False, rule_params=None, session_kwargs: dict | None = None,
              instance: str | None = None, count: int | None = None, region: str | None = None,
-             prices_file: Path | None = None, engine: EngineOptions | None = None) -> GenerateResult:
+             prices_file: Path | None = None, engine: EngineOptions | None = None,
+             junit: Path | None = None, markdown: Path | None = None) -> GenerateResult:
+    """Make the report and commit every output together (``output_set``): the HTML, report.json and,
+    when asked, the JUnit XML, the Markdown summary and the executed notebook. Every path is checked
+    before any work; on any failure none of them is replaced. ``-`` is standard output."""
     started = time.perf_counter()
-    output = Path(output)
-    json_path = Path(json_path) if json_path else output.with_suffix(".json")
-    _check_writable(output)
+    output = output if is_stdout(output) else Path(output)
+    outputs = OutputSet()
+    html_target = outputs.add("-o", output)
+    if json_path is None and html_target.kind != "file":  # no "<device>.json" or "-.json" beside it
+        raise InputError(f"-o {html_target}: not a regular file, so there is no place for report.json beside it; "
+                         "give --json PATH as well")
+    json_path = json_path if is_stdout(json_path) else Path(json_path) if json_path else output.with_suffix(".json")
+    outputs.add("--json", json_path)
+    for role, path in (("--junit", junit), ("--markdown", markdown), ("--keep-notebook", keep_notebook)):
+        if path:
+            outputs.add(role, path)
     check_engine_options(engine)
     stats: dict = {}
     if prices_file or instance or count is not None:
         _check_cost_options(instance, count, prices_file)
-    with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
-        work_dir = Path(work).resolve()
+    with work_folder() as work_dir:
         kernel = NotebookKernel(work_dir)  # starts up while the engine runs
         try:
             prepared = prepare_rule_outputs(source, work_dir, cache_dir=cache_dir, recompute=recompute,
@@ -243,17 +244,23 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
         progress("converting to HTML")
         html = notebook_to_html(executed)
         produced_json = work_dir / "report.json"
-        if not produced_json.is_file():  # checked before anything is written: both files or neither
+        if not produced_json.is_file():  # checked before anything is written: all outputs or none
             raise RenderError(f"the analysis notebook did not write report.json into {work_dir}")
-        # Two runs writing the same report: each file is replaced atomically, and the pair is written
-        # under a lock on its folder, so report.html and report.json always come from the same run.
-        with folder_lock(output.parent if str(output.parent) else Path(".")):
-            write_atomically(output, html)
-            move_into_place(produced_json, json_path)
+        json_text = produced_json.read_text(encoding="utf-8")
+        data = json.loads(json_text)
+        contents: dict = {"-o": html, "--json": json_text}
+        if junit:
+            contents["--junit"] = junit_xml(data)
+        if markdown:
+            contents["--markdown"] = markdown_summary(data)
         if keep_notebook:
             import nbformat
 
-            write_atomically(Path(keep_notebook), nbformat.writes(executed))
+            contents["--keep-notebook"] = nbformat.writes(executed)
+        # One commit: two runs writing the same report leave one run's complete set (folder locks),
+        # a full disk or a bad target leaves every old output as it was.
+        written = outputs.commit(contents)
     seconds = time.perf_counter() - started
     return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, rule_dir, used, notes,
-                          stats.get("system_files"), stats.get("system_files_read"))
+                          stats.get("system_files"), stats.get("system_files_read"), data,
+                          [t.path for t in written])

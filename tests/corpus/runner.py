@@ -145,8 +145,9 @@ def _readonly(folder: Path):
 
 @contextlib.contextmanager
 def _disk_full():
-    """Every write through reportgen's atomic writer fails with ENOSPC after the first 100 bytes."""
-    from reportgen import atomic
+    """Every write through reportgen's atomic writer and output commit fails with ENOSPC after the
+    first 100 bytes."""
+    from reportgen import atomic, output_set
 
     real_fdopen = atomic.os.fdopen
 
@@ -165,11 +166,11 @@ def _disk_full():
         def __getattr__(self, name):
             return fdopen if name == "fdopen" else getattr(os, name)
 
-    atomic.os = _Os()
+    atomic.os = output_set.os = _Os()
     try:
         yield
     finally:
-        atomic.os = os
+        atomic.os = output_set.os = os
 
 
 # ------------------------------------------------------------------------------------------ runs

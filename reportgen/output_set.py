@@ -1,0 +1,218 @@
+"""The files one command writes, checked before any work and committed together (all or none).
+
+Why: a report is a set (report.html + report.json, often JUnit XML and a Markdown summary). Written one
+by one, a failure after the first (a full disk, ``--json`` naming a folder) left a new HTML beside an
+old JSON, and outputs that name the same file (``-o out.json``, ``--junit`` equal to ``-o``) silently
+overwrote each other. Written by rename, a target that is not a regular file (``/dev/null`` in a
+root CI container, a symlink to ``/proc/self/fd/1``) was replaced by a regular file.
+
+Rules (docs/reliability.md, "Outputs"):
+
+* ``-`` is standard output. At most one output may go there.
+* A regular file (or a name that does not exist yet) is written to a temporary file in its folder and
+  renamed over the target; through a symlink, the file the link points to is replaced, the link kept.
+* A character device (``/dev/null``, a terminal) or a FIFO, or any path that resolves into ``/dev`` or
+  ``/proc`` (``/dev/stdout``, ``/proc/self/fd/1``), is written in place, never renamed over. A FIFO
+  with no reader is refused (it would hang the run). Block devices, sockets and folders are refused.
+* Two outputs naming the same file are refused before any work (character devices excepted).
+* ``commit``: every regular target's temporary file is written completely first (a full disk fails
+  here, and every temporary file is removed: nothing was replaced); then the in-place targets are
+  written; then the temporary files are renamed into place. Renames within a folder do not need
+  space. The folders are locked (``locking.folder_lock``) while their temporary files exist, so a
+  temporary file found by a run that holds the lock is a leftover of a killed run and is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from reportgen.errors import InputError
+from reportgen.locking import folder_lock
+
+STDOUT = "-"
+TMP_PREFIX = ".reportgen-tmp-"
+
+
+def is_stdout(path) -> bool:
+    return path is not None and str(path) == STDOUT
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@dataclass
+class Target:
+    """One output: ``role`` names it in messages (``-o``, ``--json``, ``--junit``, ...)."""
+
+    role: str
+    path: Path  # as given ("-" for standard output)
+    kind: str = "file"  # "file" (temporary file + rename), "inplace" (device / FIFO / /dev, /proc path), "stdout"
+    final: Path | None = None  # for "file": the path renamed over (a symlink's target)
+    identity: tuple | None = None  # what two targets share when they are the same file
+
+    def __str__(self) -> str:
+        return "standard output" if self.kind == "stdout" else str(self.path)
+
+
+def _classify(role: str, path: Path) -> Target:
+    if is_stdout(path):
+        try:  # the same inode as /dev/stdout or /proc/self/fd/1 given as another output
+            st = os.fstat(sys.stdout.fileno())
+            ident = None if stat.S_ISCHR(st.st_mode) else ("inode", st.st_dev, st.st_ino)
+        except (OSError, ValueError, AttributeError):  # no real descriptor (a test's captured stream)
+            ident = ("stdout",)
+        return Target(role, path, "stdout", None, ident)
+    text = os.fspath(path)
+    if not text:
+        raise InputError(f"{role}: empty path")
+    real = Path(os.path.realpath(text))
+    try:
+        st = os.stat(text)  # follows symlinks: what a write would reach
+    except (FileNotFoundError, NotADirectoryError):  # new, or a folder on its path is a file (said below)
+        st = None
+    except OSError as err:
+        raise InputError(f"{role} {path}: cannot use this path ({err.strerror or err})") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{role} {path}: is a folder; give a file name")
+    if st is not None and (stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
+        what = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket"
+        raise InputError(f"{role} {path}: is {what}; refusing to write a report onto it")
+    special_place = any(str(p).startswith(("/dev/", "/proc/")) for p in (Path(os.path.abspath(text)), real))
+    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or special_place):
+        ident = None if stat.S_ISCHR(st.st_mode) else ("inode", st.st_dev, st.st_ino)
+        return Target(role, path, "inplace", None, ident)
+    if st is None and special_place:
+        raise InputError(f"{role} {path}: does not exist under /dev or /proc; refusing to create it")
+    return Target(role, path, "file", real, ("path", str(real)))
+
+
+def _check_folder(target: Target) -> None:
+    folder = target.final.parent
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{target.role} {target.path}: the output folder {folder} is a file")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=folder, prefix=TMP_PREFIX + "probe-", delete=True)
+        probe.close()
+    except OSError as err:
+        raise InputError(f"{target.role} {target.path}: cannot write to {folder} ({err.strerror or err})") from None
+
+
+class OutputSet:
+    """Outputs of one command: ``add`` each (checked at once), then ``commit`` their contents."""
+
+    def __init__(self) -> None:
+        self.targets: list[Target] = []
+
+    def add(self, role: str, path) -> Target:
+        target = _classify(role, Path(path) if not is_stdout(path) else path)
+        for other in self.targets:
+            if target.identity is not None and target.identity == other.identity:
+                same = ("standard output" if "stdout" in (target.kind, other.kind)
+                        else f"the same file ({target.path})")
+                raise InputError(f"{other.role} and {role} both name {same}; give them different paths")
+        if target.kind == "file":
+            _check_folder(target)
+        self.targets.append(target)
+        return target
+
+    def commit(self, contents: dict[str, str | bytes]) -> list[Target]:
+        """Write ``contents[role]`` for every target that has one: all, or (on an error) none of the
+        files replaced. Returns the targets written."""
+        todo = [t for t in self.targets if t.role in contents]
+        data = {t.role: contents[t.role].encode("utf-8") if isinstance(contents[t.role], str) else contents[t.role]
+                for t in todo}
+        files = [t for t in todo if t.kind == "file"]
+        folders = sorted({str(t.final.parent) for t in files})
+        with contextlib.ExitStack() as locks:
+            for folder in folders:  # sorted: two runs lock shared folders in the same order
+                locks.enter_context(folder_lock(Path(folder)))
+                _remove_leftovers(Path(folder))
+            temps: dict[str, str] = {}
+            try:
+                for t in files:
+                    temps[t.role] = _write_temp(t.final, data[t.role])
+                for t in todo:
+                    if t.kind != "file":
+                        _write_in_place(t, data[t.role])
+                for t in files:
+                    os.replace(temps.pop(t.role), t.final)
+            except OSError as err:
+                raise _write_error(err, todo) from None
+            finally:
+                for tmp in temps.values():
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+        return todo
+
+
+def _write_error(err: OSError, todo: list[Target]) -> InputError:
+    where = f": {err.filename}" if getattr(err, "filename", None) else ""
+    names = ", ".join(str(t) for t in todo if t.kind == "file")
+    kept = f"; nothing was replaced ({names} unchanged)" if names else ""
+    return InputError(f"cannot write the outputs ({err.strerror or err}{where}){kept}")
+
+
+def _write_temp(final: Path, payload: bytes) -> str:
+    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f"{TMP_PREFIX}{final.name[:80]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())  # a full disk shows here, before anything is renamed
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are meant to be shared
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _write_in_place(target: Target, payload: bytes) -> None:
+    if target.kind == "stdout":
+        out = getattr(sys.stdout, "buffer", None)
+        if out is None:
+            sys.stdout.write(payload.decode("utf-8"))
+        else:
+            out.write(payload)
+        sys.stdout.flush()
+        return
+    path = os.fspath(target.path)
+    flags = os.O_WRONLY | os.O_NOCTTY
+    st = os.stat(path)
+    if stat.S_ISFIFO(st.st_mode):
+        try:  # a FIFO nobody reads would block the run for ever
+            fd = os.open(path, flags | os.O_NONBLOCK)
+        except OSError as err:
+            if err.errno == errno.ENXIO:
+                raise InputError(f"{target.role} {target.path}: a FIFO with no reader; "
+                                 "nothing was written") from None
+            raise
+        os.set_blocking(fd, True)
+    else:
+        if stat.S_ISREG(st.st_mode):
+            flags |= os.O_APPEND  # a file reached through /dev/stdout or /proc/self/fd/N: after what is there
+        fd = os.open(path, flags)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(payload)
+
+
+def _remove_leftovers(folder: Path) -> None:
+    """Temporary files of a killed run (the caller holds the folder's lock, so none is in use)."""
+    try:
+        names = [e.name for e in os.scandir(folder) if e.name.startswith(TMP_PREFIX) and e.name.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        with contextlib.suppress(OSError):
+            os.unlink(folder / name)
