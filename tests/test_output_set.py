@@ -42,7 +42,8 @@ def run(monkeypatch, capsysbinary):
     """``run(args) -> (exit code, stdout bytes, stderr text)`` of ``reportgen.cli.main(args)``."""
     from reportgen import cli, pipeline
 
-    execute, to_html = _fake_kernel()
+    kernel, execute, to_html = _fake_kernel()
+    monkeypatch.setattr(pipeline, "NotebookKernel", kernel)
     monkeypatch.setattr(pipeline, "execute_notebook", execute)
     monkeypatch.setattr(pipeline, "notebook_to_html", to_html)
 
