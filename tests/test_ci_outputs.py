@@ -119,7 +119,7 @@ def test_junit_testcase_carries_parameters_datapoints_finding_and_recommendation
         else:
             assert failure is None
     loader = suite.find("testcase[@name='Dataloader']").find("failure")
-    assert loader.get("message").startswith("input-pipeline: The input pipeline starves the GPUs, up to 7 min 32 s (58 % of the job). Fix: ")
+    assert loader.get("message").startswith("input-pipeline: The input pipeline starves the GPUs, up to 6 min 39 s (51 % of the job). Fix: ")
     assert "num_workers from 1 to 3" in loader.get("message")
     step = suite.find("testcase[@name='StepOutlier']")
     assert step.find("failure").text.endswith(

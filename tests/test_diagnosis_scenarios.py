@@ -34,7 +34,8 @@ EXPECTED = {"healthy": ("healthy", None), "short": ("insufficient-data", None)}
 
 
 @pytest.fixture(scope="module")
-def diagnosed(tmp_path_factory):
+def analysed(tmp_path_factory):
+    """The rule-output folder of each planted scenario (generated and analysed once)."""
     cache = {}
 
     def run(name):
@@ -42,10 +43,14 @@ def diagnosed(tmp_path_factory):
             kwargs, scenario = SCENARIOS[name]
             out = tmp_path_factory.mktemp(name)
             generate(out / "raw", **{**BASE, **kwargs}, scenario=scenario)
-            result = analyze(out / "raw", out / "analysis")
-            cache[name] = diagnose(load_rule_outputs(result.report_dir))
+            cache[name] = analyze(out / "raw", out / "analysis").report_dir
         return cache[name]
     return run
+
+
+@pytest.fixture(scope="module")
+def diagnosed(analysed):
+    return lambda name: diagnose(load_rule_outputs(analysed(name)))
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -60,8 +65,10 @@ def test_planted_situation_is_diagnosed(diagnosed, name):
 
 
 def test_findings_carry_numbers_and_fixes(diagnosed):
-    ip = diagnosed("input-pipeline").findings[0]
-    assert ip.share == pytest.approx(0.5, abs=0.01)  # planted: exactly half the samples
+    diagnosis = diagnosed("input-pipeline")
+    ip = diagnosis.findings[0]
+    in_loop = diagnosis.evidence.loop_s / diagnosis.evidence.duration_s
+    assert ip.share == pytest.approx(0.5 * in_loop, abs=0.02)  # planted: half the samples, those in the loop count
     assert "num_workers from 1 to" in ip.fix and "pin_memory=True" in ip.fix
     under = diagnosed("gpu-underused").findings[0]
     assert "batch size" in under.fix and "GPU memory p95 16 %" in under.evidence
@@ -74,10 +81,30 @@ def test_findings_carry_numbers_and_fixes(diagnosed):
     assert memory.seconds == 0 and memory.counts  # a risk that costs no time yet, first when nothing else does
     assert 200 < memory.risk["points_per_hour"] < 240  # 50 points over the ~14-minute loop
     io = diagnosed("io-bound").findings[0]
-    assert io.share == pytest.approx(0.45, abs=0.01)
+    assert io.share == pytest.approx(0.45 * in_loop, abs=0.02)
 
 
 def test_short_recording_marks_rules_not_evaluated(diagnosed):
     diagnosis = diagnosed("short")
     assert diagnosis.findings == []
     assert {"LowGPUUtilization", "CPUBottleneck", "StepOutlier", "Dataloader"} <= set(diagnosis.not_evaluated)
+
+
+def test_compare_says_which_causes_were_fixed_remain_or_are_new(analysed):
+    from reportgen.compare.build import build_comparison
+    from reportgen.compare.side import load_side
+
+    a = load_side("A", analysed("input-pipeline"), name="before")
+    b = load_side("B", analysed("gpu-memory-growth"), name="after")
+    verdict = build_comparison(a, b).section("verdict")
+    causes = verdict.data["causes"]
+    assert (causes["a_status"], causes["b_status"]) == ("problems", "problems")
+    assert causes["fixed"] == ["input-pipeline"] and causes["new"] == ["gpu-memory-growth"]
+    assert causes["remaining"] == []
+    fixed = next(c for c in causes["causes"] if c["cause"] == "input-pipeline")
+    assert fixed["b_seconds"] is None and fixed["delta_seconds"] == pytest.approx(-fixed["a_seconds"])
+    assert fixed["a_share"] == pytest.approx(0.46, abs=0.02)  # half the samples, those in the loop
+    table = next(block for block in verdict.blocks if getattr(block, "id", "") == "causes-compare")
+    assert [row[4] for row in table.rows] == ["fixed", "new"]
+    same = build_comparison(a, load_side("B", analysed("input-pipeline"))).section("verdict").data["causes"]
+    assert same["remaining"] == ["input-pipeline"] and same["causes"][0]["delta_seconds"] == 0

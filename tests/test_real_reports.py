@@ -97,3 +97,23 @@ def test_report_json_matches_tables(job):
         (e["node"], e["metric"], two(e["max"])) for e in job["expected"]["system_usage"]]
     ours = {r["rule"]: (r["times_triggered"], r["datapoints"]) for r in sections["rules-summary-section"]["rows"]}
     assert ours == {e["rule"]: (e["times_triggered"], e["datapoints"]) for e in job["expected"]["rules_summary"]}
+
+
+def test_at_a_glance_from_rule_outputs_alone(job):
+    """Every real job gets the At a glance block: a status, findings in the vocabulary, ordered by impact,
+    and what could not be judged without the raw data."""
+    html, diagnosis = job["html"], job["json"]["diagnosis"]
+    assert 'id="at-a-glance"' in html and html.index('id="at-a-glance"') < html.index('id="sec-')
+    assert f'data-status="{diagnosis["status"]}"' in html
+    assert diagnosis["status"] in ("healthy", "problems", "insufficient-data")
+    assert any("need the raw system metrics" in n for n in diagnosis["not_judged"])
+    assert "Not judged: per-core load" in html
+    counted = [f["impact"]["share"] for f in diagnosis["findings"] if "risk" not in f["impact"]
+               and f["impact"]["share"] >= 0.05]
+    assert counted == sorted(counted, reverse=True)
+    rows = job["json"]["sections"]["rules-summary-section"]["rows"]
+    for row in rows:  # a rule with no datapoints is never presented as passed
+        assert row["status"] == ("fired" if row["times_triggered"] else
+                                 "not_evaluated" if row["datapoints"] == 0 else row["status"])
+    if diagnosis["status"] == "problems":
+        assert diagnosis["findings"][0]["fix"] and diagnosis["findings"][0]["evidence"]

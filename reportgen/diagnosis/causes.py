@@ -186,7 +186,7 @@ def io_bound(ev: Evidence, found: dict) -> Finding | None:
             or (by_series is not None and by_series >= 20 and (idle or 0) >= GPU_IDLE)):
         return None
     share = max(share or 0, (by_series or 0) / 100 if (idle or 0) >= GPU_IDLE else 0)
-    evidence = [f"in {pct(ev.io_bn_share)} of the samples a GPU was nearly idle while a core waited on I/O"
+    evidence = [f"a GPU nearly idle while a core waited on I/O for {pct(ev.io_bn_share)} of the job (training loop)"
                 if ev.io_bn_share is not None else "",
                 f"I/O wait {by_series:.0f} % on average during the training loop" if by_series is not None else "",
                 f"I/O wait p95 {io_p95:.0f} %" if io_p95 is not None else "",
@@ -216,7 +216,7 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
     evidence = [f"CPU {cpu:.0f} % (mean of all cores) during the training loop" if totals else
                 f"CPU utilization median {cpu:.0f} % (mean of all cores)",
                 f"{hot} of {cores} cores busy above {HOT_CORE:.0f} %" if cores else "",
-                f"in {pct(ev.cpu_bn_share)} of the samples a GPU was nearly idle while a core was saturated"
+                f"a GPU nearly idle while a core was saturated for {pct(ev.cpu_bn_share)} of the job (training loop)"
                 if ev.cpu_bn_share is not None else "",
                 gpu_busy_text(ev)]
     fix = ("The training processes use every core: move preprocessing and augmentation to the GPU (e.g. NVIDIA "
@@ -276,8 +276,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     evidence = [gpu_busy_text(ev)]
     if ev.cpu_bn_share is not None:
         cores_txt = f" ({ev.cpu_bn_cores:g} of {ev.cores} cores above 90 %)" if ev.cpu_bn_cores and ev.cores else ""
-        evidence.append(f"in {pct(ev.cpu_bn_share)} of the samples a GPU was nearly idle while a core was "
-                        f"saturated{cores_txt}")
+        evidence.append(f"a GPU nearly idle while a core was saturated{cores_txt} for {pct(ev.cpu_bn_share)} "
+                        "of the job (training loop)")
     if few_cores_busy:
         evidence.append(f"{hot} of {cores} cores busy at {hot_mean:.0f} % while the rest idle at {rest:.0f} %")
     if ev.workers is not None:

@@ -27,6 +27,13 @@ def _num(value) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def _float(text) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def _dict(value) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -173,8 +180,16 @@ def _system(ev: Evidence, outputs: RuleOutputs) -> None:
         rule = outputs.get(name)
         if rule is None or not rule.datapoints or ev.has_gpu is False:
             continue
-        setattr(ev, share_attr, min(rule.violations / rule.datapoints, 1.0))
         d = _dict(rule.details)
+        share = min(rule.violations / rule.datapoints, 1.0)
+        # Idle GPUs before the first step are initialization, not a bottleneck of the training loop: only
+        # the listed bottleneck moments inside the loop count (their timestamps are the details' keys).
+        moments = [_num(_float(k)) for k in _dict(d.get("bottlenecks"))]
+        moments = [m for m in moments if m is not None]
+        if ev.loop and moments:
+            inside = sum(ev.loop[0] <= m <= ev.loop[1] for m in moments)
+            share *= inside / len(moments)
+        setattr(ev, share_attr, share)
         low_count = _num(d.get("low_gpu_utilization"))
         if low_count is not None and ev.gpu_low_share is None:
             ev.gpu_low_share = min(low_count / rule.datapoints, 1.0)
@@ -282,9 +297,11 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     """Everything the cause detectors need, from what the report already read."""
     ev = Evidence(rules=dict(outputs.rules), price_per_s=price_per_s)
     _kineto(ev, outputs)
+    _job_times(ev, outputs)
     _system(ev, outputs)
     _timeline(ev, outputs)
-    _job_times(ev, outputs)
+    if ev.duration_s is None:
+        _job_times(ev, outputs)  # from the traces or the timeline
     _steps(ev, outputs)
     for name, rule in outputs.rules.items():
         if name in SUMMARY_RULES:

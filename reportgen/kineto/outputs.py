@@ -97,9 +97,22 @@ def step_outlier_rule(doc: dict, params: StepOutlierParams | None = None) -> dic
             "probs": probs,
             "binedges": edges,
             "step_numbers": [str(s["step"]) for s, out in zip(rank["steps"], outliers) if out],
+            "outliers": _outliers(rank, outliers),
         }
     return {"RuleTriggered": triggered, "Violations": violations, "Details": details, "Datapoints": datapoints,
             "RuleParameters": p.rule_parameters()}
+
+
+def _outliers(rank: dict, flags) -> list[dict]:
+    """Each outlier step with its start (epoch s, when the trace has epoch timestamps) and duration (s),
+    the slowest first (as the engine's StepOutlier lists them)."""
+    start = rank.get("start_us", 0.0) or 0.0
+    listed = []
+    for step, out in zip(rank.get("steps", []), flags):
+        if out:
+            at = (start / 1000.0 + step["start_ms"]) / 1000.0 if start >= _EPOCH_US_2001 else None
+            listed.append({"step": str(step["step"]), "start_s": at, "duration_s": step["dur_ms"] / 1000.0})
+    return sorted(listed, key=lambda o: -o["duration_s"])[:200]
 
 
 def _read_json(path: Path) -> dict | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.compare import traces
 from reportgen.compare.common import signed
+from reportgen.compare.sections.causes import compare_causes
 from reportgen.compare.side import Side
 from reportgen.cost import RunCost
 from reportgen.report.model import Section, Text
@@ -77,5 +78,7 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     bad = data.get("speed") == "slower" or any(u["utilization"] == "worse" for u in util.values())
     section.add(Text(" ".join(sentences), tone="ok" if good and not bad else "finding" if bad else "plain"))
     data["text"] = " ".join(sentences)
+    cause_blocks, data["causes"] = compare_causes(a, b)
+    section.add(*cause_blocks)
     section.data = data
     return section

@@ -26,6 +26,15 @@ def _outliers(v, k):
     return thr, v > thr
 
 
+MAX_LISTED = 200
+
+
+def _outlier_list(steps, starts_us, durations) -> list[dict]:
+    order = np.argsort(-durations, kind="stable")[:MAX_LISTED]
+    return [{"step": str(steps[i]), "start_s": round(float(starts_us[i]) / 1e6, 6),
+             "duration_s": round(float(durations[i]), 6)} for i in order]
+
+
 def evaluate(data, params: StepOutlierParams | None = None) -> dict:
     p = params or StepOutlierParams()
     steps = step_events(data.events)
@@ -70,6 +79,9 @@ def evaluate(data, params: StepOutlierParams | None = None) -> dict:
                 "probs": probs,
                 "binedges": edges,
                 "step_numbers": [str(x) for x in gg["step_num"].astype(str).to_numpy()[out]],
+                # reportgen's addition (not in SageMaker's output): each outlier step's start (epoch s) and
+                # duration (s), the slowest first, for the report's list and the timeline's markers
+                "outliers": _outlier_list(gg["step_num"].astype(str).to_numpy()[out], s[out], dur[out]),
             }
     if triggered and corr_s:
         sel = events_in_intervals(data.events, np.concatenate(corr_s), np.concatenate(corr_e))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, Heading, Section, Table, Text
+from reportgen.report.outlier_steps import outlier_steps, outlier_table
 from reportgen.report.sections.framework import framework_blocks
 from reportgen.report.trace_facts import steps_sentence, trace_facts
 from reportgen.report.util import as_dict, number, slug
@@ -66,6 +67,15 @@ def build(outputs: RuleOutputs) -> Section:
                          "entry to hide or show a node."))
         section.add(Chart("step-durations-hist", charts.histograms(hist, "Step durations", "Step duration in [s]"),
                           "Histogram (needs JavaScript); the statistics are in the tables above."))
+    listed = outlier_steps(outputs)
+    if listed:
+        section.add(Heading("Outlier steps", 4))
+        section.add(Text("Each outlier step with its duration against the median step of its node or rank; they "
+                         "are marked with a red × on the framework phases in Node utilization over time."))
+        section.add(outlier_table(listed))
+        for o in listed:
+            nodes_data.get(o["worker"], {}).setdefault("outliers", []).append(
+                {k: o[k] for k in ("step", "start_s", "duration_s", "median_s")})
     if rule.triggered:
         extra = framework_blocks(details, "steps", where="the outlier steps")
         if extra:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, Heading, Section, Text
+from reportgen.report.outlier_steps import outlier_steps
 from reportgen.report.util import as_dict, slug
 from reportgen.rule_outputs import RuleOutputs
 
@@ -79,11 +80,34 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Heading("Framework phases", 3))
         section.add(Text("Training steps, evaluation steps and data loading per worker, on the same time axis as "
                          "the charts above: gaps in the training lane are time spent outside steps."))
-        section.add(Chart("timeline-phases", charts.intervals(lanes, "Framework phases over time"),
-                              no_js("Framework phases over time")))
+        figure = charts.intervals(lanes, "Framework phases over time")
+        marked = mark_outliers(figure, lanes, outlier_steps(outputs))
+        if marked:
+            section.add(Text(f"A red × marks each of the {marked} outlier steps on its worker's training lane "
+                             "(listed in Step duration analysis)."))
+        section.add(Chart("timeline-phases", figure, no_js("Framework phases over time")))
     _align(section)
     section.data = {"nodes": sorted(nodes), "buckets_per_series": budget}
     return section
+
+
+def mark_outliers(figure: dict, lanes: dict, found: list[dict]) -> int:
+    """Add the outlier steps to the phases chart as markers on their worker's step lane; how many."""
+    xs, ys, texts = [], [], []
+    for o in found:
+        lane = next((f"{o['worker']} {kind}" for kind in ("train", "ProfilerStep", "eval")
+                     if f"{o['worker']} {kind}" in lanes), None)
+        if lane is None or o["start_s"] is None:
+            continue
+        xs.append((o["start_s"] + o["duration_s"] / 2) * 1000.0)
+        ys.append(charts.safe(lane))
+        ratio = f", {o['ratio']:.1f}× the median" if o["ratio"] else ""
+        texts.append(charts.safe(f"step {o['step']}: {o['duration_s']:.2f} s{ratio}"))
+    if xs:
+        figure["data"].append({"type": "scatter", "mode": "markers", "x": xs, "y": ys, "text": texts,
+                               "name": "outlier steps", "hovertemplate": "%{text}<extra></extra>",
+                               "marker": {"symbol": "x", "size": 9, "color": "#b91c1c"}})
+    return len(xs)
 
 
 def _align(section: Section) -> None:

@@ -1,0 +1,47 @@
+"""Which diagnosed causes B fixed, which remain and which are new, with the change in their impact."""
+
+from __future__ import annotations
+
+from reportgen.compare.side import Side
+from reportgen.report.model import Table, Text
+
+
+def _counted(side: Side) -> dict:
+    diagnosis = side.report.diagnosis
+    return {f.cause: f for f in diagnosis.findings if f.counts} if diagnosis is not None else {}
+
+
+def _impact(finding) -> str:
+    if finding is None:
+        return ""
+    if finding.risk is not None:
+        return "risk, no time lost"
+    return f"{finding.seconds:.0f} s ({finding.share * 100:.0f} %)"
+
+
+def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
+    """(blocks for the verdict section, data). Only causes that count (≥ 5 % of the job, or a serious risk)."""
+    ca, cb = _counted(a), _counted(b)
+    rows, data = [], []
+    for cause in dict.fromkeys(list(ca) + list(cb)):
+        fa, fb = ca.get(cause), cb.get(cause)
+        status = "remaining" if fa and fb else "fixed" if fa else "new"
+        delta = (fb.seconds if fb else 0.0) - (fa.seconds if fa else 0.0)
+        rows.append([cause, _impact(fa), _impact(fb), f"{delta:+.0f} s", status])
+        data.append({"cause": cause, "status": status, "a_seconds": fa.seconds if fa else None,
+                     "b_seconds": fb.seconds if fb else None, "a_share": fa.share if fa else None,
+                     "b_share": fb.share if fb else None, "delta_seconds": delta})
+    statuses = {s: [d["cause"] for d in data if d["status"] == s] for s in ("fixed", "remaining", "new")}
+    da, db = a.report.diagnosis, b.report.diagnosis
+    summary = {"a_status": da.status if da else None, "b_status": db.status if db else None, "causes": data,
+               **statuses}
+    if not rows:
+        return [Text(f"Diagnosis: A {summary['a_status'] or 'unknown'}, B {summary['b_status'] or 'unknown'}; "
+                     "no cause costs 5 % of either job.", tone="ok")], summary
+    text = (f"Diagnosis: A {summary['a_status']}, B {summary['b_status']}. Causes: "
+            + ", ".join(f"{len(statuses[s])} {s}" + (f" ({', '.join(statuses[s])})" if statuses[s] else "")
+                        for s in ("fixed", "remaining", "new")) + ".")
+    blocks = [Text(text, tone="finding" if statuses["new"] or statuses["remaining"] else "ok"),
+              Table("causes-compare", ["Cause", "A: impact", "B: impact", "Change", "Status"], rows,
+                    ["text", "text", "text", "text", "text"], row_header=True)]
+    return blocks, summary

@@ -1,0 +1,56 @@
+"""At a glance, as a reader sees it: status, the top finding and its fix on the first screen (1400×900)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reportgen.pipeline import generate
+from tests.browser import visit
+from tests.conftest import ROOT
+
+FIRST_SCREEN = 900
+GLANCE_PROBE = """() => {
+  const box = e => e ? e.getBoundingClientRect() : null;
+  const g = document.querySelector('#at-a-glance');
+  const first = g && g.querySelector('.glance-finding');
+  const parts = first ? ['.gf-title', '.gf-impact', '.gf-evidence', '.gf-fix'].map(s => first.querySelector(s)) : [];
+  return {
+    width: document.documentElement.clientWidth,
+    glanceTop: g ? box(g).top : null,
+    firstSection: box(document.querySelector('section.report-section')).top,
+    status: g ? g.querySelector('.glance-status').dataset.status : null,
+    statusText: g ? g.querySelector('.badge').innerText : '',
+    statusBottom: g ? box(g.querySelector('.glance-status')).bottom : null,
+    cause: first ? first.dataset.cause : null,
+    bottoms: parts.map(p => p ? box(p).bottom : null),
+    fix: first ? first.querySelector('.gf-fix').innerText : '',
+    visible: parts.every(p => p && p.offsetHeight > 0),
+    links: first ? Array.from(first.querySelectorAll('.gf-links a')).map(a => a.getAttribute('href')) : [],
+    targets: first ? Array.from(first.querySelectorAll('.gf-links a')).every(
+      a => document.getElementById(a.getAttribute('href').slice(1))) : false,
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("glance") / "report.html"
+    generate(str(ROOT / "sample_data"), out)
+    return out
+
+
+@pytest.mark.parametrize("javascript", [True, False])
+def test_status_top_finding_and_fix_fit_the_first_screen(sample_report, tmp_path, javascript):
+    page = visit(sample_report, javascript=javascript, probe=GLANCE_PROBE, screenshot=tmp_path / "glance.png")
+    dom = page.dom
+    assert page.console_errors == [] and dom["width"] <= 1400
+    data = json.loads(sample_report.with_suffix(".json").read_text(encoding="utf-8"))
+    assert dom["status"] == data["diagnosis"]["status"] == "problems" and dom["statusText"] == "Problems found"
+    assert dom["cause"] == data["diagnosis"]["findings"][0]["cause"] == "input-pipeline"
+    assert dom["visible"]
+    assert dom["glanceTop"] < dom["firstSection"]  # above every section of the report
+    assert max(dom["bottoms"] + [dom["statusBottom"]]) <= FIRST_SCREEN, dom["bottoms"]
+    assert dom["fix"].startswith("Fix: Raise the DataLoader's num_workers from 1 to 3")
+    assert dom["links"] and dom["targets"]  # the deep dives it names exist on the page
