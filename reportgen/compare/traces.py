@@ -11,7 +11,7 @@ the whole job, as the change the duration implies for the same work (same steps,
 from __future__ import annotations
 
 from reportgen.report.model import Table, Text
-from reportgen.report.util import as_dict, number
+from reportgen.report.util import as_dict, as_list, number
 
 TOP_OPERATORS = 10
 
@@ -24,18 +24,20 @@ def _mean(values: list) -> float | None:
 def summarize(kineto, job_s) -> dict | None:
     """One run's traces in a few numbers (None without profiled steps)."""
     ranks = [as_dict(r) for r in as_dict(as_dict(kineto).get("ranks")).values()]
-    ranks = [r for r in ranks if r.get("steps")]
+    ranks = [{**r, "steps": [as_dict(s) for s in as_list(r.get("steps"))]} for r in ranks]
+    ranks = [r for r in ranks if r["steps"]]
     if not ranks:
         return None
     profiled_s = _mean([sum(number(s.get("dur_ms"), 0.0) for s in r["steps"]) / 1000.0 for r in ranks])
     mean_ms = _mean([number(as_dict(r.get("step_stats_ms")).get("mean")) for r in ranks])
-    numbers = sorted({int(s["step"]) for r in ranks for s in r["steps"] if isinstance(s.get("step"), int)})
+    numbers = sorted({int(s["step"]) for r in ranks for s in r["steps"]
+                      if isinstance(s.get("step"), int) and not isinstance(s.get("step"), bool)})
     loaders = [as_dict(r.get("dataloader")) for r in ranks]
-    iterators = sorted({str(d["iterator"]) for d in loaders if d.get("iterator")})
+    iterators = sorted({str(d["iterator"]) for d in loaders if isinstance(d.get("iterator"), str) and d["iterator"]})
     steps = _mean([len(r["steps"]) for r in ranks])
     ops: dict[str, float] = {}
     for r in ranks:
-        for op in as_dict(r.get("cpu_ops")).get("top") or []:
+        for op in as_list(as_dict(r.get("cpu_ops")).get("top")):
             op = as_dict(op)
             total = number(op.get("total_ms"))
             if total is not None:

@@ -286,7 +286,8 @@ def dataloader_step_share(rank: dict) -> float | None:
     share = _num(loader.get("step_share"))
     if share is not None:
         return min(max(share, 0.0), 1.0)
-    steps = sum(_num(s.get("dur_ms")) or 0 for s in rank.get("steps") or [] if isinstance(s, dict))
+    listed = rank.get("steps") if isinstance(rank.get("steps"), list) else []  # kineto.json may come from a user
+    steps = sum(_num(s.get("dur_ms")) or 0 for s in listed if isinstance(s, dict))
     total = _num(loader.get("total_ms"))
     if not steps or total is None:
         return None

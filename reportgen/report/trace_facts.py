@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.report.util import as_dict, number
+from reportgen.report.util import as_dict, as_list, number
 from reportgen.rule_outputs import RuleOutputs
 
 PYTORCH_SECTION = "gpu-kernels-operators"
@@ -45,19 +45,19 @@ def trace_facts(outputs: RuleOutputs) -> TraceFacts:
     facts = TraceFacts(ranks=len(ranks))
     if not ranks:
         return facts
-    facts.steps = sum(len(r.get("steps") or []) for r in ranks)
+    facts.steps = sum(len(as_list(r.get("steps"))) for r in ranks)
     facts.cpu_ops = sum(int(number(as_dict(r.get("cpu_ops")).get("count"), 0)) for r in ranks)
     means = [number(as_dict(r.get("step_stats_ms")).get("mean")) for r in ranks]
     means = [m for m in means if m is not None]
     facts.mean_step_ms = sum(means) / len(means) if means else None
     firsts = []
     for r in ranks:
-        start, steps = number(r.get("start_us")), [as_dict(s) for s in r.get("steps") or []]
+        start, steps = number(r.get("start_us")), [as_dict(s) for s in as_list(r.get("steps"))]
         if start is not None and start >= EPOCH_US_2001 and steps and number(steps[0].get("start_ms")) is not None:
             firsts.append((start / 1e6 + number(steps[0].get("start_ms")) / 1e3, steps[0].get("step")))
     if firsts:
         facts.first_step_s, step = min(firsts, key=lambda pair: pair[0])
-        facts.first_step = step if isinstance(step, int) else None
+        facts.first_step = step if isinstance(step, int) and not isinstance(step, bool) else None
     loaders = [as_dict(r.get("dataloader")) for r in ranks]
     shares = [(number(d.get("step_share")), d) for d in loaders if number(d.get("step_share")) is not None]
     if shares:

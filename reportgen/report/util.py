@@ -10,6 +10,10 @@ def as_dict(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def as_list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
 def number(value, default=None):
     """A finite float, or ``default`` for anything else (strings, NaN, bools, None)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

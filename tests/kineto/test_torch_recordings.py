@@ -258,3 +258,28 @@ def test_straggler_from_collective_wait_without_profiler_steps(tmp_path):
     doc, _ = analyze_job(find_traces(tmp_path))
     assert doc["straggler"]["rank"] == "0" and doc["straggler"]["method"] == "collective wait"
     assert any("of profiled time in collectives" in e for e in doc["straggler"]["evidence"])
+
+
+HOSTILE_RANK = {"steps": 5, "files": 3, "cycles": 1e300, "start_us": "x", "dataloader": {"step_share": "NaN",
+                "iterator": ["_SingleProcessDataLoaderIter"], "workers": "no", "per_step_ms": None},
+                "collectives": {"count": 2, "names": "gloo", "step_share": 2.0}, "cpu_ops": {"top": 7, "count": "x"},
+                "gpu": {"window_ms": 5.0, "window_idle_ms": "a", "window_idle_split_ms": [1], "has_gpu_activity": 1},
+                "step_stats_ms": [], "gpu_ids": 3, "devices": 2, "kernels": {"top": "k"}, "memory_ops": {}}
+
+
+@pytest.mark.parametrize("rank", [HOSTILE_RANK, {**HOSTILE_RANK, "steps": [None, 3, {"step": True, "dur_ms": "1"}]},
+                                  {**HOSTILE_RANK, "dataloader": {"step_share": 0.9, "workers": False, "iterator": 4}}])
+def test_a_hostile_kineto_json_costs_no_section(rank):
+    """kineto.json can come with a user's rule-output folder: odd values never break a section."""
+    from reportgen.compare.traces import operators_blocks, steps_blocks, summarize
+    from reportgen.report.build import build_report
+    from reportgen.rule_outputs import RuleOutputs
+
+    made = RuleOutputs(folder=Path("."))
+    made.kineto = {"ranks": {"0": rank, "1": "nonsense"}, "comparison": {"straggler": "0", "evidence": "e",
+                                                                          "method": "collective wait"}}
+    report = build_report(made)
+    assert not [n for n in report.notes if "could not be built" in n]
+    summary = summarize(made.kineto, 10)
+    steps_blocks(summary, summary, 10, 9)
+    operators_blocks(summary, summary)

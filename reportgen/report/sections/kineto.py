@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, ChartRow, Heading, Section, Table, Text
-from reportgen.report.util import as_dict, number, slug
+from reportgen.report.util import as_dict, as_list, number, slug
 from reportgen.rule_outputs import RuleOutputs
 
 SECTION_ID = "gpu-kernels-operators"
@@ -45,7 +45,9 @@ def _ranks_table(ranks: dict) -> Table:
         gpu = as_dict(r.get("gpu"))
         loader = as_dict(r.get("dataloader"))
         collectives = as_dict(r.get("collectives"))
-        rows.append([str(label), int(number(r.get("cycles"), 1)), len(r.get("steps") or []),
+        cycles = number(r.get("cycles"))
+        rows.append([str(label), int(cycles) if cycles is not None and abs(cycles) < 1e15 else None,
+                     len(as_list(r.get("steps"))),
                      number(stats.get("mean")), number(stats.get("max")), _pct(loader.get("step_share")),
                      number(loader.get("per_step_ms")), _pct(collectives.get("step_share")),
                      number(gpu.get("active_pct")) if gpu.get("has_gpu_activity") else None,
@@ -81,14 +83,14 @@ def _gpu_idle_text(label: str, gpu: dict) -> Text | None:
 def _rank_blocks(label: str, r: dict) -> list:
     blocks: list = [Heading(f"Rank {label}", 3)]
     gpu = as_dict(r.get("gpu"))
-    devices = r.get("devices") or []
-    gpu_ids = r.get("gpu_ids") or []
+    devices = as_list(r.get("devices"))
+    gpu_ids = as_list(r.get("gpu_ids"))
     where = ""
     if gpu_ids and devices:
         names = sorted({devices[i] for i in gpu_ids if isinstance(i, int) and 0 <= i < len(devices)})
         where = f" on {', '.join(names)}" if names else ""
     span = number(r.get("span_ms"), 0.0)
-    files = [str(f) for f in r.get("files") or [r.get("file", "")]]
+    files = [str(f) for f in as_list(r.get("files")) or [r.get("file", "")]]
     cycles = (f"{len(files)} profiling cycles: {', '.join(files[:3])}{', ...' if len(files) > 3 else ''}"
               if len(files) > 1 else str(files[0]) if files else "")
     if gpu.get("has_gpu_activity"):
@@ -115,13 +117,13 @@ def _rank_blocks(label: str, r: dict) -> list:
             tone="finding" if share >= 0.3 else "plain"))
     collectives = as_dict(r.get("collectives"))
     if number(collectives.get("count"), 0):
-        names = ", ".join(str(n) for n in collectives.get("names") or [])
+        names = ", ".join(str(n) for n in as_list(collectives.get("names")))
         blocks.append(Text(
             f"Collectives ({collectives.get('source', '')}: {names}): in flight "
             f"{number(collectives.get('in_steps_ms'), 0.0):.2f} ms of the profiled steps "
             f"({100 * number(collectives.get('step_share'), 0.0):.1f} % of step time)."))
     kernels = as_dict(r.get("kernels"))
-    top = [as_dict(k) for k in kernels.get("top") or []]
+    top = [as_dict(k) for k in as_list(kernels.get("top"))]
     sid = slug(label)
     if top:
         blocks.append(Table(
@@ -152,14 +154,14 @@ def _rank_blocks(label: str, r: dict) -> list:
                                     "templates); 'unknown' when a name does not say."))
     if pies:
         blocks.append(ChartRow(pies))
-    memory = [as_dict(m) for m in r.get("memory_ops") or []]
+    memory = [as_dict(m) for m in as_list(r.get("memory_ops"))]
     if memory:
         blocks.append(Table(f"kineto-memory-{sid}", ["Memory operation", "Count", "Time (ms)", "Bytes (MB)"],
                             [[str(m.get("kind", "")), m.get("count", 0), number(m.get("total_ms")),
                               (number(m.get("bytes"), 0.0)) / 1e6] for m in memory],
                             ["text", "int", "num2", "num2"]))
     ops = as_dict(r.get("cpu_ops"))
-    top_ops = [as_dict(o) for o in ops.get("top") or []]
+    top_ops = [as_dict(o) for o in as_list(ops.get("top"))]
     if top_ops:
         blocks.append(Table(
             f"kineto-ops-{sid}", ["CPU operator", "Total time (ms)", "Calls", "Mean (µs)"],
@@ -168,7 +170,7 @@ def _rank_blocks(label: str, r: dict) -> list:
             ["text", "num2", "int", "num2"],
             caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators by total "
                      "inclusive time (a parent's time includes its children's)")))
-    steps = [as_dict(s) for s in r.get("steps") or []]
+    steps = [as_dict(s) for s in as_list(r.get("steps"))]
     if steps:
         blocks.append(Table(f"kineto-steps-{sid}", ["Step", "Starts at (ms into the trace)", "Duration (ms)"],
                             [[f"ProfilerStep#{s.get('step')}", number(s.get("start_ms")), number(s.get("dur_ms"))]
@@ -184,7 +186,7 @@ def _short(name: str, limit: int = 80) -> str:
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SECTION_ID, "GPU kernels and operators (PyTorch profiler)")
     doc = as_dict(getattr(outputs, "kineto", None))
-    ranks = as_dict(doc.get("ranks"))
+    ranks = {label: as_dict(r) for label, r in as_dict(doc.get("ranks")).items()}
     if not ranks:
         return section.missing("No PyTorch profiler (Kineto) traces were given: point reportgen at a folder with "
                                "*.pt.trace.json(.gz) files to see GPU kernels and operators per rank.")
@@ -198,7 +200,7 @@ def build(outputs: RuleOutputs) -> Section:
     section.add(Heading("Ranks side by side", 3))
     straggler = comparison.get("straggler")
     if straggler is not None and comparison.get("method") == "collective wait":
-        evidence = "; ".join(str(e) for e in comparison.get("evidence") or [])
+        evidence = "; ".join(str(e) for e in as_list(comparison.get("evidence")))
         section.add(Text(
             f"Rank {straggler} is the straggler: {comparison.get('reason', '')}. The other ranks wait for it in the "
             f"collectives: {evidence}. In synchronous training the step times are equal on all ranks, so the "
