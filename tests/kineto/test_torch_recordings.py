@@ -283,3 +283,16 @@ def test_a_hostile_kineto_json_costs_no_section(rank):
     summary = summarize(made.kineto, 10)
     steps_blocks(summary, summary, 10, 9)
     operators_blocks(summary, summary)
+
+
+@pytest.mark.parametrize("name", ["kineto-resnet50-num-workers-0", "hta-trace-diff-rank3of8", "hta-sampled-128rank"])
+def test_gpu_idle_two_ways_are_consistent_on_real_gpu_traces(name):
+    doc = _job(name)
+    for label, rank in doc["ranks"].items():
+        gpu = rank["gpu"]
+        assert gpu["has_gpu_activity"], label
+        split = gpu["window_idle_split_ms"]
+        assert sum(split.values()) == pytest.approx(gpu["window_idle_ms"], rel=1e-9, abs=1e-9)
+        assert 0 < gpu["window_ms"] <= rank["span_ms"] + 1e-6
+        assert 0 <= gpu["window_idle_ms"] <= gpu["idle_ms"] + 1e-6  # the window excludes CPU-only stretches
+        assert split["host_wait"] > 0  # these runs launch kernels one by one from Python
