@@ -245,7 +245,7 @@ def test_ddp_report_names_rank_0_as_the_straggler_from_collective_wait(reports):
     assert kineto["comparison"]["straggler"] == "0" and kineto["comparison"]["method"] == "collective wait"
     straggler = next(f for f in doc["diagnosis"]["findings"] if f["cause"] == "straggler")
     assert "rank 0" in " ".join(straggler["evidence"]) and any("in collectives" in e for e in straggler["evidence"])
-    assert "Rank 0 is the straggler" in html
+    assert "Rank 0 is the straggler" in html and 'id="kineto-wait-by-rank"' in html
 
 
 def test_straggler_from_collective_wait_without_profiler_steps(tmp_path):

@@ -227,6 +227,12 @@ def build(outputs: RuleOutputs) -> Section:
     section.add(_ranks_table(ranks))
     means = {label: number(as_dict(r.get("step_stats_ms")).get("mean")) for label, r in ranks.items()}
     means = {k: v for k, v in means.items() if v is not None}
+    waits = {label: _pct(as_dict(r.get("collectives")).get("step_share")) for label, r in ranks.items()}
+    waits = {k: v for k, v in waits.items() if v is not None}
+    if len(waits) >= 2:  # equal step times hide a straggler; the wait in collectives shows it
+        section.add(Chart("kineto-wait-by-rank", charts.hbar([f"rank {k}" for k in waits], list(waits.values()),
+                                                             "Collective wait per rank (% of profiled step time)",
+                                                             "%"), NO_JS))
     if len(means) >= 2:
         section.add(Chart("kineto-step-by-rank", charts.hbar([f"rank {k}" for k in means], list(means.values()),
                                                              "Mean step time per rank", "ms"), NO_JS))
