@@ -35,7 +35,46 @@ def _add_ci_options(parser: argparse.ArgumentParser) -> None:
                     help="exit with code 1 when one of these rules fired (default: none); outputs are written first")
 
 
+def _common() -> argparse.ArgumentParser:
+    """Options every command takes (an argparse parent)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    common.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return common
+
+
+def _sources(*, recompute: bool = True, analysis: bool = True) -> argparse.ArgumentParser:
+    """How a source is read (an argparse parent): the download cache and AWS profile; with ``analysis`` the
+    rule parameters and the engine's options; with ``recompute``, --recompute."""
+    src = argparse.ArgumentParser(add_help=False)
+    if recompute:
+        src.add_argument("--recompute", action="store_true",
+                         help="analyse the raw profiler data with reportgen's engine even when rule outputs exist")
+    src.add_argument("--cache-dir", type=Path, default=None,
+                     help="where S3 downloads (and the --incremental records) are cached "
+                          "(default: $REPORTGEN_CACHE_DIR, else ~/.cache/reportgen or $XDG_CACHE_HOME/reportgen)")
+    src.add_argument("--profile", default=None, help="AWS profile to use (default: the usual boto3 lookup)")
+    if analysis:
+        src.add_argument("--rule-param", action="append", default=[], metavar="RULE.PARAM=VALUE",
+                         help="override a rule parameter, e.g. LowGPUUtilization.threshold_p95=80 (repeatable)")
+        src.add_argument("--config", type=Path, default=None, help="TOML or YAML file with rule parameters")
+        src.add_argument("--scheduler", default=None, metavar="local[:N]|tcp://HOST:PORT",
+                         help="reduce the raw system metrics on Dask: a local cluster of N worker processes "
+                              "(default: one per core) or an existing scheduler; needs pip install "
+                              "'reportgen[dask]' (see docs/distributed.md)")
+        src.add_argument("--incremental", action="store_true",
+                         help="cache the parsed system metrics per file group, so the next report of a live job "
+                              "reads only new or grown files (cache under CACHE_DIR/system-records; see "
+                              "docs/distributed.md)")
+    return src
+
+
+SOURCE_HELP = ("a local folder (rule outputs or raw profiler data), an s3:// URI, a processing-job or training-job "
+               "ARN, or job:NAME for a training-job name (a bare word is a local folder)")
+
+
 def _parser() -> argparse.ArgumentParser:
+    common = _common()
     parser = argparse.ArgumentParser(
         prog="reportgen",
         description="Turn the profiling data of an ML training job into one standalone HTML report.",
@@ -43,13 +82,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"reportgen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     gen = sub.add_parser(
-        "generate",
+        "generate", parents=[common, _sources()],
         help="make the HTML report (and report.json) for one training job",
         description="Make one self-contained HTML report, plus a machine-readable JSON file beside it.",
     )
-    gen.add_argument("source", metavar="SOURCE",
-                     help="a local folder (rule outputs or raw profiler data), an s3:// URI, a processing-job "
-                          "or training-job ARN, or job:NAME for a training-job name (a bare word is a local folder)")
+    gen.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
     gen.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                      help="HTML file to write (default: report.html)")
     gen.add_argument("--json", type=Path, default=None, dest="json_path",
@@ -57,24 +94,10 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--job-name", default="", help="name shown in the report header (default: from the folder)")
     gen.add_argument("--keep-notebook", type=Path, default=None, metavar="PATH",
                      help="also save the executed notebook here")
-    gen.add_argument("--recompute", action="store_true",
-                     help="analyse the raw profiler data with reportgen's engine even when rule outputs exist")
-    gen.add_argument("--rule-param", action="append", default=[], metavar="RULE.PARAM=VALUE",
-                     help="override a rule parameter, e.g. LowGPUUtilization.threshold_p95=80 (repeatable)")
-    gen.add_argument("--config", type=Path, default=None, help="TOML or YAML file with rule parameters")
-    gen.add_argument("--cache-dir", type=Path, default=None,
-                     help="where S3 downloads (and the --incremental records) are cached "
-                          "(default: $REPORTGEN_CACHE_DIR, else ~/.cache/reportgen or $XDG_CACHE_HOME/reportgen)")
-    gen.add_argument("--scheduler", default=None, metavar="local[:N]|tcp://HOST:PORT",
-                     help="reduce the raw system metrics on Dask: a local cluster of N worker processes (default: "
-                          "one per core) or an existing scheduler; needs pip install 'reportgen[dask]' "
-                          "(see docs/distributed.md)")
-    gen.add_argument("--incremental", action="store_true",
-                     help="cache the parsed system metrics per file group, so the next report of a live job reads "
-                          "only new or grown files (cache under CACHE_DIR/system-records; see docs/distributed.md)")
-    gen.add_argument("--profile", default=None, help="AWS profile to use (default: the usual boto3 lookup)")
-    gen.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    gen.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    gen.add_argument("--rule-outputs", type=Path, default=None, metavar="DIR",
+                     help="also keep the rule outputs the report was made from in DIR (a new or empty folder): "
+                          "the 11 rule JSONs in SageMaker's schema plus timeline.json and data-quality.json; "
+                          "'reportgen generate DIR' renders the same report")
     gen.add_argument("--instance", default=None, metavar="TYPE",
                      help="instance type, e.g. ml.p3.8xlarge, for the cost line (default: from the job description)")
     gen.add_argument("--count", type=int, default=None, help="instance count for the cost line (default: from the job "
@@ -83,20 +106,29 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--prices", type=Path, default=None, metavar="FILE", help="TOML file of hourly prices")
     _add_ci_options(gen)
     check = sub.add_parser(
-        "check",
+        "check", parents=[common],
         help="make the CI outputs (JUnit XML, Markdown summary, --fail-on) from an existing report.json",
         description="Make the CI outputs from a report.json written by 'reportgen generate'. Without "
                     "--junit or --markdown (and no $GITHUB_STEP_SUMMARY) the Markdown summary goes to stdout.",
         epilog=EXIT_CODES_HELP,
     )
     check.add_argument("report_json", type=Path, metavar="REPORT_JSON", help="a report.json")
-    check.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    check.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     _add_ci_options(check)
     gen.epilog = EXIT_CODES_HELP
-    _add_compare_parser(sub)
+    _add_compare_parser(sub, common)
+    ana = sub.add_parser(
+        "analyze", parents=[common, _sources(recompute=False)],
+        help="run only the analysis engine: raw profiler data -> the 11 rule outputs in SageMaker's schema",
+        description="Analyse raw profiler data (SageMaker's system/ and framework/, or PyTorch profiler traces) "
+                    "with reportgen's engine and write the rule outputs into a folder, without a report: the 11 "
+                    "rule JSONs in SageMaker's schema plus timeline.json and data-quality.json. "
+                    "'reportgen generate DIR' renders them.",
+        epilog=EXIT_CODES_HELP)
+    ana.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
+    ana.add_argument("-o", "--output", type=Path, required=True, metavar="DIR",
+                     help="folder to write the rule outputs into (new, empty, or an earlier analyze's)")
     rec = sub.add_parser(
-        "record",
+        "record", parents=[common],
         help="run a training command and record system (and GPU) metrics in SageMaker's layout",
         description="Run COMMAND, sample CPU cores, memory, disk, network (psutil) and NVIDIA GPUs (NVML, "
                     "optional) while it runs, and write SageMaker's system-metrics layout for `generate`. "
@@ -106,15 +138,13 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--out", default=None, help="recording folder (default: ./reportgen-recording-<time>)")
     rec.add_argument("--trace-dir", default=None, metavar="DIR",
                      help="a PyTorch profiler trace folder the command writes; copied into the recording at the end")
-    rec.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    rec.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     rec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run")
     return parser
 
 
-def _add_compare_parser(sub) -> None:
+def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
     cmp = sub.add_parser(
-        "compare", help="compare two training jobs (duration, utilization, rules, cost) in one HTML page",
+        "compare", parents=[common, _sources(analysis=False)], help="compare two training jobs (duration, utilization, rules, cost) in one HTML page",
         description="Compare run A with run B: one standalone HTML (or Markdown) page plus compare.json.")
     cmp.add_argument("source_a", metavar="A", help="the first run: anything generate accepts")
     cmp.add_argument("source_b", metavar="B", help="the second run: anything generate accepts")
@@ -132,21 +162,41 @@ def _add_compare_parser(sub) -> None:
     cmp.add_argument("--region", default=None, help="region of the prices (default: each job's, else us-east-1)")
     cmp.add_argument("--prices", type=Path, default=None, metavar="FILE",
                      help="TOML file of hourly prices laid over the shipped table")
-    cmp.add_argument("--recompute", action="store_true", help="analyse raw profiler data even when rule outputs exist")
-    cmp.add_argument("--cache-dir", type=Path, default=None, help="where S3 downloads are cached")
-    cmp.add_argument("--profile", default=None, help="AWS profile to use")
-    cmp.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    cmp.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+
+def _source_options(args):
+    """How the command's source(s) are read, from the options of the ``_sources`` parent."""
+    from reportgen.pipeline import EngineOptions, SourceOptions
+
+    engine = None
+    if getattr(args, "scheduler", None) is not None or getattr(args, "incremental", False):
+        cache_root = None
+        if args.incremental:
+            from reportgen.sources.s3 import default_cache_dir
+
+            cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
+        engine = EngineOptions(scheduler=args.scheduler, cache_root=cache_root)
+    return SourceOptions(cache_dir=args.cache_dir, recompute=getattr(args, "recompute", False),
+                         rule_params=_rule_params(getattr(args, "config", None), getattr(args, "rule_param", [])),
+                         session_kwargs={"profile_name": args.profile} if args.profile else None, engine=engine)
+
+
+def _analyze(args, say) -> int:
+    from reportgen.pipeline import analyze
+
+    out = analyze(args.source, args.output, _source_options(args), progress=say)
+    say(f"wrote the rule outputs into {out}")
+    return EXIT_OK
 
 
 def _compare(args, say) -> int:
-    from reportgen.compare.run import compare
+    from reportgen.compare.run import CompareOptions, compare
+    from reportgen.pipeline import CostOptions
 
-    result = compare(args.source_a, args.source_b, args.output, fmt=args.fmt, json_path=args.json_path,
-                     instance_a=args.instance_a, count_a=args.count_a, instance_b=args.instance_b,
-                     count_b=args.count_b, region=args.region, prices_file=args.prices, progress=say,
-                     cache_dir=args.cache_dir, recompute=args.recompute,
-                     session_kwargs={"profile_name": args.profile} if args.profile else None)
+    options = CompareOptions(source=_source_options(args), fmt=args.fmt, json_path=args.json_path,
+                             a=CostOptions(args.instance_a, args.count_a, args.region, args.prices),
+                             b=CostOptions(args.instance_b, args.count_b, args.region, args.prices))
+    result = compare(args.source_a, args.source_b, args.output, options, progress=say)
     say(f"wrote {result.output_path} and {result.json_path} in {result.seconds:.1f} s")
     return EXIT_OK
 
@@ -195,25 +245,13 @@ def _run(args, say) -> int:
             sys.stdout.write(markdown_summary(data))
         return _ci_outputs(args, data, say)
 
-    from reportgen.pipeline import generate
+    from reportgen.pipeline import CostOptions, GenerateOptions, generate
 
-    rule_params = _rule_params(args.config, args.rule_param)
-    engine = None
-    if args.scheduler is not None or args.incremental:
-        from reportgen.pipeline import EngineOptions
-
-        cache_root = None
-        if args.incremental:
-            from reportgen.sources.s3 import default_cache_dir
-
-            cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
-        engine = EngineOptions(scheduler=args.scheduler, cache_root=cache_root)
-    result = generate(args.source, args.output, job_name=args.job_name, json_path=args.json_path,
-                      keep_notebook=args.keep_notebook, progress=say, cache_dir=args.cache_dir,
-                      recompute=args.recompute, rule_params=rule_params,
-                      session_kwargs={"profile_name": args.profile} if args.profile else None,
-                      instance=args.instance, count=args.count, region=args.region, prices_file=args.prices,
-                      engine=engine, junit=args.junit, markdown=args.markdown)
+    options = GenerateOptions(
+        source=_source_options(args), job_name=args.job_name, json_path=args.json_path,
+        keep_notebook=args.keep_notebook, rule_outputs=args.rule_outputs, junit=args.junit, markdown=args.markdown,
+        cost=CostOptions(instance=args.instance, count=args.count, region=args.region, prices_file=args.prices))
+    result = generate(args.source, args.output, options, progress=say)
     say(f"wrote {_name(result.html_path)} ({result.html_bytes / 1e6:.1f} MB) and {_name(result.json_path)} "
         f"in {result.seconds:.1f} s")
     for path in result.written[2:]:
@@ -279,6 +317,8 @@ def _main(args, interrupted: list) -> int:
             return _record(args, say)
         if args.command == "compare":
             return _compare(args, say)
+        if args.command == "analyze":
+            return _analyze(args, say)
         return _run(args, say)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt) or (interrupted and isinstance(err, Exception)):

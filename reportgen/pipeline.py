@@ -11,7 +11,7 @@ import json
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -19,6 +19,7 @@ from reportgen.ci_outputs import junit_xml, markdown_summary
 from reportgen.errors import InputError, RenderError
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html
+from reportgen.rule_outputs import check_rule_output_folder, export_rule_outputs
 from reportgen.workdir import work_folder
 
 Progress = Callable[[str], None]
@@ -30,7 +31,7 @@ class GenerateResult:
     json_path: Path
     html_bytes: int
     seconds: float
-    rule_output_dir: Path
+    rule_output_dir: Path | None  # where --rule-outputs kept them (None: they lived in the work folder only)
     used: str  # "rule outputs" or "raw data"
     notes: list[str] = field(default_factory=list)
     system_files: int | None = None  # raw data analysed: system files in the profile
@@ -81,6 +82,43 @@ class EngineOptions:
     cache_root: Path | None = None
 
 
+@dataclass(frozen=True)
+class SourceOptions:
+    """How any source becomes rule outputs; the same for ``generate``, ``analyze`` and both sides of
+    ``compare``. ``rule_params``: validated rule parameters (``--rule-param`` / ``--config``);
+    ``session_kwargs``: for ``boto3.Session`` (``--profile``)."""
+
+    cache_dir: Path | None = None
+    recompute: bool = False
+    rule_params: dict | None = None
+    session_kwargs: dict | None = None
+    engine: EngineOptions | None = None
+
+
+@dataclass(frozen=True)
+class CostOptions:
+    """The instance a run's cost is computed for (default: from the job description) and the price table."""
+
+    instance: str | None = None
+    count: int | None = None
+    region: str | None = None
+    prices_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    """Everything ``generate`` takes besides the source and the HTML path (the CLI builds one)."""
+
+    source: SourceOptions = field(default_factory=SourceOptions)
+    cost: CostOptions = field(default_factory=CostOptions)
+    job_name: str = ""
+    json_path: Path | None = None  # default: the HTML path with .json
+    keep_notebook: Path | None = None  # also save the executed notebook here
+    junit: Path | None = None  # also write the rules as JUnit XML here (``-``: standard output)
+    markdown: Path | None = None  # also write the Markdown summary here (``-``: standard output)
+    rule_outputs: Path | None = None  # also keep the rule outputs the report was made from, here
+
+
 def check_engine_options(options: EngineOptions | None) -> None:
     """Fail before any work on a malformed --scheduler or a missing Dask (nothing imported from it)."""
     if options is not None and options.scheduler is not None:
@@ -90,11 +128,11 @@ def check_engine_options(options: EngineOptions | None) -> None:
         check_dask_installed()
 
 
-def _analyse_raw(raw_dir: Path, work_dir: Path, rule_params, progress: Progress, engine: EngineOptions | None = None,
-                 resolved=None, session_kwargs: dict | None = None, stats: dict | None = None) -> Path:
+def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress: Progress, resolved=None,
+                 stats: dict | None = None) -> Path:
     from reportgen.engine import analyze
 
-    engine = engine or EngineOptions()
+    engine, rule_params, session_kwargs = options.engine or EngineOptions(), options.rule_params, options.session_kwargs
     s3_system = None
     if engine.scheduler is not None and resolved is not None and resolved.system_objects is not None:
         from reportgen.engine.distributed import S3System
@@ -130,20 +168,21 @@ class Prepared:
     used: str  # "rule outputs" or "raw data"
 
 
-def prepare_rule_outputs(source: str, work_dir: Path, *, cache_dir: Path | None = None, recompute: bool = False,
-                         rule_params=None, session_kwargs: dict | None = None,
-                         progress: Progress = _silent, engine: EngineOptions | None = None,
-                         stats: dict | None = None) -> Prepared:
+def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = SourceOptions(),
+                         progress: Progress = _silent, stats: dict | None = None) -> Prepared:
     """Any source -> a local folder of rule outputs (SageMaker's, or our engine's from raw data)."""
     from reportgen.sources import resolve_source
 
+    engine, recompute, rule_params = options.engine, options.recompute, options.rule_params
     defer = engine is not None and engine.scheduler is not None
-    resolved = resolve_source(str(source), cache_dir=cache_dir, recompute=recompute,
-                              progress=_download_progress(progress), session_kwargs=session_kwargs,
+    resolved = resolve_source(str(source), cache_dir=options.cache_dir, recompute=recompute,
+                              progress=_download_progress(progress), session_kwargs=options.session_kwargs,
                               **({"defer_system": True} if defer else {}))
     progress(resolved.description)
     kineto = tuple(resolved.kineto_files or ())
     if resolved.rule_output_dir is not None and not recompute:
+        if rule_params is not None and not kineto:
+            raise InputError(_rule_params_unused(source, resolved.raw_available))
         if engine is not None and (engine.scheduler or engine.cache_root):
             progress("--scheduler/--incremental not used: the source has rule outputs, no raw data is analysed "
                      "(--recompute analyses the raw data)")
@@ -154,8 +193,7 @@ def prepare_rule_outputs(source: str, work_dir: Path, *, cache_dir: Path | None 
                                                   rule_params, progress), "rule outputs and PyTorch profiler traces")
         return Prepared(resolved, resolved.rule_output_dir, "rule outputs")
     if resolved.raw_dir is not None:
-        rule_dir = _analyse_raw(resolved.raw_dir, work_dir, rule_params, progress, engine, resolved,
-                                session_kwargs, stats)
+        rule_dir = _analyse_raw(resolved.raw_dir, work_dir, options, progress, resolved, stats)
         if kineto:
             return Prepared(resolved, _add_kineto(kineto, rule_dir.parent, rule_params, progress),
                             "raw data and PyTorch profiler traces")
@@ -166,16 +204,26 @@ def prepare_rule_outputs(source: str, work_dir: Path, *, cache_dir: Path | None 
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
 
 
-def _check_cost_options(instance, count, prices_file) -> None:
+def _rule_params_unused(source, raw_available: bool) -> str:
+    """--rule-param/--config would be silently ignored on SageMaker's own rule outputs: refuse, naming the fix."""
+    if raw_available:
+        return (f"--rule-param/--config change how the rules run, but {source} has rule outputs, which are "
+                "shown as they are: add --recompute to run the rules on its raw data with them")
+    return (f"--rule-param/--config change how the rules run, but {source} has only rule outputs "
+            "(no raw profiler data to run the rules on, as --recompute would)")
+
+
+def _check_cost_options(cost: CostOptions) -> None:
     from reportgen.cost import load_prices
 
-    if count is not None and count < 1:
+    if cost.count is not None and cost.count < 1:
         raise InputError("--count must be at least 1")
-    load_prices(prices_file)  # a bad prices file fails before any work
+    load_prices(cost.prices_file)  # a bad prices file fails before any work
 
 
-def _cost_parameter(resolved, instance, count, region, prices_file) -> dict:
+def _cost_parameter(resolved, cost: CostOptions) -> dict:
     """What the notebook needs for the cost section; empty (no section) when the instance is unknown."""
+    instance, count, region, prices_file = cost.instance, cost.count, cost.region, cost.prices_file
     instance_type = instance or resolved.instance_type
     if not instance_type:
         return {}
@@ -191,17 +239,16 @@ def _add_kineto(files, analysis_dir: Path, rule_params, progress: Progress) -> P
     return write_kineto_outputs(list(files), analysis_dir, params=rule_params)
 
 
-def generate(source: str, output: Path, *, job_name: str = "", json_path: Path | None = None,
-             keep_notebook: Path | None = None, progress: Progress = _silent, cache_dir: Path | None = None,
-             recompute: bool = False, rule_params=None, session_kwargs: dict | None = None,
-             instance: str | None = None, count: int | None = None, region: str | None = None,
-             prices_file: Path | None = None, engine: EngineOptions | None = None,
-             junit: Path | None = None, markdown: Path | None = None) -> GenerateResult:
+def generate(source: str, output: Path, options: GenerateOptions = GenerateOptions(),
+             progress: Progress = _silent) -> GenerateResult:
     """Make the report and commit every output together (``output_set``): the HTML, report.json and,
     when asked, the JUnit XML, the Markdown summary and the executed notebook. Every path is checked
-    before any work; on any failure none of them is replaced. ``-`` is standard output."""
+    before any work; on any failure none of them is replaced. ``-`` is standard output.
+    ``options.rule_outputs``: the rule outputs are also kept in that folder (swapped in whole, before the
+    commit)."""
     started = time.perf_counter()
     output = output if is_stdout(output) else Path(output)
+    json_path, junit, markdown = options.json_path, options.junit, options.markdown
     outputs = OutputSet()
     html_target = outputs.add("-o", output)
     if json_path is None and html_target.kind != "file":  # no "<device>.json" or "-.json" beside it
@@ -209,19 +256,20 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
                          "give --json PATH as well")
     json_path = json_path if is_stdout(json_path) else Path(json_path) if json_path else output.with_suffix(".json")
     outputs.add("--json", json_path)
-    for role, path in (("--junit", junit), ("--markdown", markdown), ("--keep-notebook", keep_notebook)):
+    for role, path in (("--junit", junit), ("--markdown", markdown), ("--keep-notebook", options.keep_notebook)):
         if path:
             outputs.add(role, path)
-    check_engine_options(engine)
+    check_engine_options(options.source.engine)
+    if options.rule_outputs is not None:
+        check_rule_output_folder(Path(options.rule_outputs))
     stats: dict = {}
-    if prices_file or instance or count is not None:
-        _check_cost_options(instance, count, prices_file)
+    cost = options.cost
+    if cost.prices_file or cost.instance or cost.count is not None:
+        _check_cost_options(cost)
     with work_folder() as work_dir:
         kernel = NotebookKernel(work_dir)  # starts up while the engine runs
         try:
-            prepared = prepare_rule_outputs(source, work_dir, cache_dir=cache_dir, recompute=recompute,
-                                            rule_params=rule_params, session_kwargs=session_kwargs,
-                                            progress=progress, engine=engine, stats=stats)
+            prepared = prepare_rule_outputs(source, work_dir, options.source, progress, stats)
             resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used
             notes = list(resolved.notes)
             progress(f"rule outputs from the {used}")
@@ -234,10 +282,10 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
             # The notebook reads the rule outputs (once; an unreadable one is an InputError) and writes
             # report.json into the work folder.
             executed = execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir),
-                                         "job_name": job_name or resolved.job_name or _local_name(source),
+                                         "job_name": options.job_name or resolved.job_name or _local_name(source),
                                          "standalone": True, "notes": notes, "description": description,
                                          "incomplete": resolved.incomplete, "source_label": str(source),
-                                         "cost": _cost_parameter(resolved, instance, count, region, prices_file)},
+                                         "cost": _cost_parameter(resolved, cost)},
                                         kernel=kernel)
         finally:
             kernel.close()
@@ -253,14 +301,32 @@ def generate(source: str, output: Path, *, job_name: str = "", json_path: Path |
             contents["--junit"] = junit_xml(data)
         if markdown:
             contents["--markdown"] = markdown_summary(data)
-        if keep_notebook:
+        if options.keep_notebook:
             import nbformat
 
             contents["--keep-notebook"] = nbformat.writes(executed)
+        kept = None
+        if options.rule_outputs is not None:
+            kept = Path(options.rule_outputs)
+            export_rule_outputs(rule_dir, kept)
+            progress(f"rule outputs kept in {kept}")
         # One commit: two runs writing the same report leave one run's complete set (folder locks),
         # a full disk or a bad target leaves every old output as it was.
         written = outputs.commit(contents)
     seconds = time.perf_counter() - started
-    return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, rule_dir, used, notes,
+    return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, kept, used, notes,
                           stats.get("system_files"), stats.get("system_files_read"), data,
                           [t.path for t in written])
+
+
+def analyze(source: str, out_dir: Path, options: SourceOptions = SourceOptions(),
+            progress: Progress = _silent) -> Path:
+    """``reportgen analyze``: only the engine, raw data (or PyTorch traces) -> the rule outputs in ``out_dir``
+    (see ``export_rule_outputs``); nothing is rendered."""
+    out_dir = Path(out_dir)
+    check_engine_options(options.engine)
+    check_rule_output_folder(out_dir)
+    with work_folder() as work_dir:
+        prepared = prepare_rule_outputs(source, work_dir, replace(options, recompute=True), progress)
+        export_rule_outputs(prepared.rule_dir, out_dir)
+    return out_dir

@@ -187,3 +187,60 @@ def _load_extra(folder: Path, name: str, notes: list[str]) -> dict | None:
                 return None
             return data if isinstance(data, dict) else None
     return None
+
+
+EXTRA_FILES = ("timeline.json", "data-quality.json", "kineto.json")
+
+
+def rule_output_files(rule_dir: Path) -> list[Path]:
+    """The files of a rule-output set: the rule JSONs in ``rule_dir`` and the engine's extras beside it."""
+    rules = [rule_dir / f"{name}.json" for name in RULE_ORDER if (rule_dir / f"{name}.json").is_file()]
+    extras = [next((c for c in (rule_dir.parent / n, rule_dir / n) if c.is_file()), None) for n in EXTRA_FILES]
+    return rules + [path for path in extras if path is not None]
+
+
+def check_rule_output_folder(dest: Path) -> None:
+    """Before any work: ``dest`` must be new, empty or an earlier export (nothing of the user's is replaced)."""
+    known = {f"{name}.json" for name in RULE_ORDER} | set(EXTRA_FILES)
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        raise InputError(f"{dest}: not a folder (rule outputs are written into a new or empty folder)")
+    if dest.is_dir():
+        others = sorted(p.name for p in dest.iterdir() if p.name not in known or not p.is_file() or p.is_symlink())
+        if others:
+            raise InputError(f"{dest}: the folder holds other files ({', '.join(others[:3])}"
+                             f"{', ...' if len(others) > 3 else ''}); give a new or empty folder for the rule outputs")
+    if dest.resolve() == Path.cwd().resolve():
+        raise InputError(f"{dest}: the current folder; give a new or empty folder for the rule outputs")
+
+
+def export_rule_outputs(rule_dir: Path, dest: Path) -> list[Path]:
+    """Copy a rule-output set into ``dest``, flat: ``<Rule>.json`` in SageMaker's schema (readable by any
+    tool that reads ProfilerReport's outputs) plus our ``timeline.json`` / ``data-quality.json`` /
+    ``kineto.json``. ``reportgen generate dest`` renders the same report.
+
+    ``dest`` is new, empty or an earlier export (only these file names): the set is made in a sibling
+    folder and swapped in, so ``dest`` never holds half a set or a mix of two runs."""
+    dest = Path(dest)
+    check_rule_output_folder(dest)
+    import os
+    import shutil
+    import uuid
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:12]}.tmp"
+    staging.mkdir()  # the umask's mode, as a folder the user made
+    try:
+        for path in rule_output_files(rule_dir):
+            shutil.copyfile(path, staging / path.name)
+        if dest.is_dir():
+            old = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:12]}.old"
+            os.rename(dest, old)
+            staging.rename(dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return sorted(dest.iterdir())
+

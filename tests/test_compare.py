@@ -15,6 +15,7 @@ from reportgen.compare.build import build_comparison
 from reportgen.compare.sections.rules import rule_status
 from reportgen.compare.side import load_side
 from reportgen.compare.output import md_escape, to_markdown
+from reportgen.pipeline import CostOptions
 from reportgen.cost import compare_costs, load_prices, make_run_cost, money, run_cost
 from tests.conftest import REAL, ROOT, need
 
@@ -279,17 +280,17 @@ def test_instance_from_the_job_description_of_an_arn_source(monkeypatch, tmp_pat
 
     rules = _rules_dir(A_JOB)
 
-    def fake_prepare(source, work_dir, **_):
+    def fake_prepare(source, work_dir, *_):
         resolved = SimpleNamespace(instance_type="ml.p3.8xlarge", instance_count=3, region="us-east-1",
                                    job_name="run-1", description="training job run-1", notes=(), incomplete=False)
         return Prepared(resolved, rules, "rule outputs")
 
     monkeypatch.setattr(compare_run, "prepare_rule_outputs", fake_prepare)
     spec = compare_run._side_spec("A", "arn:aws:sagemaker:us-east-1:123456789012:training-job/run-1", tmp_path,
-                                  None, None, None, lambda m: None)
+                                  CostOptions(), lambda m: None)
     assert (spec["instance_type"], spec["instance_count"], spec["region"], spec["instance_from"]) == \
         ("ml.p3.8xlarge", 3, "us-east-1", "job description")
-    spec = compare_run._side_spec("B", "arn:…", tmp_path, "ml.g5.xlarge", 2, "eu-west-1", lambda m: None)
+    spec = compare_run._side_spec("B", "arn:…", tmp_path, CostOptions("ml.g5.xlarge", 2, "eu-west-1"), lambda m: None)
     assert (spec["instance_type"], spec["instance_count"], spec["region"], spec["instance_from"]) == \
         ("ml.g5.xlarge", 2, "eu-west-1", "command line")
 

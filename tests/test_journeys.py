@@ -74,3 +74,90 @@ def test_job_prefix_with_an_invalid_name_is_an_input_error(tmp_path):
     result = reportgen("generate", "job:bad_name!", "-o", "x.html", cwd=tmp_path)
     assert result.returncode == 2
     assert "'bad_name!' is not a SageMaker training-job name" in result.stderr
+
+
+# ---------------------------------------------------------------------- keeping the rule outputs
+
+
+def _tables(report_json: Path) -> dict:
+    data = json.loads(report_json.read_text())
+    return data["sections"]
+
+
+def test_rule_outputs_option_keeps_the_rule_outputs_that_render_the_same_report(tmp_path):
+    cwd = with_sample_data(tmp_path / "work")
+    first = reportgen("generate", "sample_data", "-o", "r.html", "--rule-outputs", "ro/", cwd=cwd)
+    assert first.returncode == 0, first.stderr
+    kept = sorted(p.name for p in (cwd / "ro").iterdir())
+    rules = [name for name in kept if name not in ("timeline.json", "data-quality.json")]
+    assert len(rules) == 11 and kept == sorted(rules + ["data-quality.json", "timeline.json"])
+    for name in rules:  # SageMaker's schema
+        assert set(json.loads((cwd / "ro" / name).read_text())) >= {"RuleTriggered", "Violations", "Details",
+                                                                     "Datapoints", "RuleParameters"}
+    again = reportgen("generate", "ro/", "-o", "again.html", "-q", cwd=cwd)
+    assert again.returncode == 0, again.stderr
+    one, two = _tables(cwd / "r.json"), _tables(cwd / "again.json")
+    one.pop("data-quality"), two.pop("data-quality")  # the second run notes nothing new; compared below
+    assert one == two
+    assert (json.loads((cwd / "r.json").read_text())["sections"]["data-quality"]["problems"] ==
+            json.loads((cwd / "again.json").read_text())["sections"]["data-quality"]["problems"])
+
+
+def test_progress_never_prints_a_path_that_will_not_exist(tmp_path):
+    cwd = with_sample_data(tmp_path / "work")
+    result = reportgen("generate", "sample_data", "-o", "r.html", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    for line in result.stderr.splitlines():
+        for word in line.replace("(", " ").replace(")", " ").split():
+            if "/" in word and ("reportgen-" in word or word.startswith("/tmp")):
+                assert Path(word).exists() or (cwd / word).exists(), line
+
+
+def test_analyze_runs_only_the_engine_into_a_folder(tmp_path):
+    cwd = with_sample_data(tmp_path / "work")
+    result = reportgen("analyze", "sample_data", "-o", "rules", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    assert "notebook" not in result.stderr
+    names = sorted(p.name for p in (cwd / "rules").iterdir())
+    assert len(names) == 13 and "LowGPUUtilization.json" in names and "timeline.json" in names
+    assert sorted(p.name for p in cwd.iterdir()) == ["rules", "sample_data"]  # no report, no leftovers
+
+
+def test_rule_outputs_folder_holding_other_files_is_refused_before_any_work(tmp_path):
+    cwd = with_sample_data(tmp_path / "work")
+    (cwd / "mine").mkdir()
+    (cwd / "mine" / "notes.txt").write_text("keep me")
+    result = reportgen("analyze", "sample_data", "-o", "mine", cwd=cwd)
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("reportgen: error: mine: the folder holds other files (notes.txt); give a new "
+                                     "or empty folder for the rule outputs")
+    assert (cwd / "mine" / "notes.txt").read_text() == "keep me"
+
+
+# ---------------------------------------------------------------------- rule parameters on rule outputs
+
+
+def test_rule_param_on_rule_outputs_is_refused_naming_recompute(tmp_path):
+    cwd = with_sample_data(tmp_path / "work")
+    assert reportgen("analyze", "sample_data", "-o", "job/profiler-reports", cwd=cwd).returncode == 0
+    for raw in ("system", "framework"):  # SageMaker's layout: rule outputs and the raw data beside them
+        (cwd / "job" / raw).symlink_to(ROOT / "sample_data" / raw, target_is_directory=True)
+    result = reportgen("generate", "job", "-o", "r.html", "--rule-param", "LowGPUUtilization.threshold_p95=80",
+                       cwd=cwd)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "reportgen: error: --rule-param/--config change how the rules run, but job has rule outputs, "
+        "which are shown as they are: add --recompute to run the rules on its raw data with them")
+    assert not (cwd / "r.html").exists()
+    recomputed = reportgen("generate", "job", "-o", "r.html", "-q", "--recompute", "--rule-param",
+                           "LowGPUUtilization.threshold_p95=80", cwd=cwd)
+    assert recomputed.returncode == 0, recomputed.stderr
+
+
+def test_config_on_rule_outputs_without_raw_data_says_there_is_nothing_to_recompute(tmp_path):
+    cwd = with_sample_data(tmp_path / "work")
+    assert reportgen("analyze", "sample_data", "-o", "ro", cwd=cwd).returncode == 0
+    (cwd / "rules.toml").write_text("[LowGPUUtilization]\nthreshold_p95 = 80\n")
+    result = reportgen("generate", "ro", "-o", "r.html", "--config", "rules.toml", cwd=cwd)
+    assert result.returncode == 2
+    assert "ro has only rule outputs (no raw profiler data to run the rules on" in result.stderr

@@ -6,7 +6,7 @@ import json
 import shutil
 from html import unescape
 
-from reportgen.pipeline import generate
+from reportgen.pipeline import GenerateOptions, generate
 from tests.conftest import REAL, need
 
 
@@ -16,7 +16,7 @@ def test_hostile_folder_name_is_not_executed(tmp_path):
     hostile = tmp_path / name
     shutil.copytree(folder / "profiler-reports", hostile / "profiler-reports")
     out = tmp_path / "out" / "report.html"
-    result = generate(str(hostile), out, job_name=name)
+    result = generate(str(hostile), out, GenerateOptions(job_name=name))
     assert not list(tmp_path.rglob("PWNED"))
     data = json.loads(result.json_path.read_text())
     assert data["job"]["name"] == name
@@ -49,7 +49,7 @@ def test_raw_source_path_with_code_in_it_reaches_the_notebook_as_data(tmp_path, 
     good_framework(source)
     kept = tmp_path / "executed.ipynb"
     out = tmp_path / "out" / "report.html"
-    result = generate(str(source), out, keep_notebook=kept)
+    result = generate(str(source), out, GenerateOptions(keep_notebook=kept))
     assert not list(tmp_path.rglob("PWNED*"))
     data = json.loads(result.json_path.read_text(encoding="utf-8"))
     assert data["job"]["source"] == str(source)

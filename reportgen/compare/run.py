@@ -10,16 +10,36 @@ import contextlib
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen.atomic import write_text_atomic
 from reportgen.cost import load_prices
 from reportgen.errors import InputError, RenderError
-from reportgen.pipeline import Progress, _check_writable, _local_name, _silent, prepare_rule_outputs
+from reportgen.pipeline import (
+    CostOptions,
+    Progress,
+    SourceOptions,
+    _check_writable,
+    _local_name,
+    _silent,
+    prepare_rule_outputs,
+)
 from reportgen.rule_outputs import load_rule_outputs
 
 FORMATS = ("html", "md")
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """Everything ``compare`` takes besides the two sources and the output path (the CLI builds one).
+    ``a``/``b``: each run's instance (default: from its job description), region and price table."""
+
+    source: SourceOptions = field(default_factory=SourceOptions)
+    fmt: str = "html"
+    json_path: Path | None = None  # default: the output path with .json
+    a: CostOptions = field(default_factory=CostOptions)
+    b: CostOptions = field(default_factory=CostOptions)
 
 
 @dataclass
@@ -30,10 +50,10 @@ class CompareResult:
     seconds: float
 
 
-def _side_spec(label: str, source: str, work_dir: Path, instance: str | None, count: int | None,
-               region: str | None, progress: Progress, **prepare_kwargs) -> dict:
-    prepared = prepare_rule_outputs(source, work_dir / label, progress=lambda m: progress(f"{label}: {m}"),
-                                    **prepare_kwargs)
+def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progress: Progress,
+               options: SourceOptions = SourceOptions()) -> dict:
+    instance, count, region = cost.instance, cost.count, cost.region
+    prepared = prepare_rule_outputs(source, work_dir / label, options, lambda m: progress(f"{label}: {m}"))
     resolved = prepared.resolved
     load_rule_outputs(prepared.rule_dir)  # bad input fails fast, before the notebook starts
     instance_from = "command line" if instance else "job description" if resolved.instance_type else ""
@@ -54,36 +74,32 @@ def _side_spec(label: str, source: str, work_dir: Path, instance: str | None, co
             "notes": notes}
 
 
-def compare(source_a: str, source_b: str, output: Path, *, fmt: str = "html", json_path: Path | None = None,
-            instance_a: str | None = None, count_a: int | None = None, instance_b: str | None = None,
-            count_b: int | None = None, region: str | None = None, prices_file: Path | None = None,
-            progress: Progress = _silent, cache_dir: Path | None = None, recompute: bool = False,
-            rule_params=None, session_kwargs: dict | None = None) -> CompareResult:
+def compare(source_a: str, source_b: str, output: Path, options: CompareOptions = CompareOptions(),
+            progress: Progress = _silent) -> CompareResult:
     from reportgen.compare.output import to_markdown
     from reportgen.compare.session import open_comparison
     from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html
     from reportgen.resources import compare_notebook_path
 
+    fmt, prices_file = options.fmt, options.a.prices_file
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (use html or md)")
-    for flag, value in (("--count-a", count_a), ("--count-b", count_b)):
+    for flag, value in (("--count-a", options.a.count), ("--count-b", options.b.count)):
         if value is not None and value < 1:
             raise InputError(f"{flag} must be at least 1")
     started = time.perf_counter()
     output = Path(output)
-    json_path = Path(json_path) if json_path else output.with_suffix(".json")
+    json_path = Path(options.json_path) if options.json_path else output.with_suffix(".json")
     _check_writable(output)
     load_prices(prices_file)  # a bad prices file is an input error before any work
-    prepare = {"cache_dir": cache_dir, "recompute": recompute, "rule_params": rule_params,
-               "session_kwargs": session_kwargs}
     with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
         # absolute: the notebook runs with its own folder as the working directory, where a relative
         # output_dir would name a folder inside itself (compare.json was lost with a relative -o)
         work_dir = Path(work).resolve()
         # the HTML page's kernel starts up while both sides are prepared
         with NotebookKernel(work_dir) if fmt == "html" else contextlib.nullcontext() as kernel:
-            a = _side_spec("A", source_a, work_dir, instance_a, count_a, region, progress, **prepare)
-            b = _side_spec("B", source_b, work_dir, instance_b, count_b, region, progress, **prepare)
+            a = _side_spec("A", source_a, work_dir, options.a, progress, options.source)
+            b = _side_spec("B", source_b, work_dir, options.b, progress, options.source)
             prices = str(Path(prices_file).resolve()) if prices_file else ""
             if fmt == "md":
                 progress("building the comparison")

@@ -92,13 +92,14 @@ def test_workers_read_s3_objects_and_match_the_local_read(uploaded, profile, clu
 def test_generate_pipeline_leaves_system_metrics_in_s3(uploaded, profile, tmp_path, monkeypatch):
     """The pipeline path (as `generate s3://... --scheduler local:2`): the sources cache gets the framework
     traces and the end marker but no system-metrics file, and the rule outputs equal the local ones."""
-    from reportgen.pipeline import EngineOptions, prepare_rule_outputs
+    from reportgen.pipeline import EngineOptions, SourceOptions, prepare_rule_outputs
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     messages: list[str] = []
     cache = tmp_path / "cache"
-    prepared = prepare_rule_outputs(uploaded, tmp_path / "work", cache_dir=cache, progress=messages.append,
-                                    engine=EngineOptions(scheduler="local:2"))
+    prepared = prepare_rule_outputs(uploaded, tmp_path / "work",
+                                    SourceOptions(cache_dir=cache, engine=EngineOptions(scheduler="local:2")),
+                                    progress=messages.append)
     assert prepared.used == "raw data"
     cached = [p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file()]
     assert any("/framework/" in p for p in cached)

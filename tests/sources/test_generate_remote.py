@@ -6,9 +6,13 @@ import json
 
 import pytest
 
-from reportgen.pipeline import generate
+from reportgen.pipeline import GenerateOptions, SourceOptions, generate
 
 from sources_testlib import REGION
+
+
+def cached(tmp_path) -> GenerateOptions:
+    return GenerateOptions(source=SourceOptions(cache_dir=tmp_path / "cache"))
 
 
 def sections(path):
@@ -34,7 +38,7 @@ def test_remote_sources_give_the_local_report(world, local_report, tmp_path, mon
     }[form]
     messages = []
     out = tmp_path / "report.html"
-    result = generate(source, out, cache_dir=tmp_path / "cache", progress=messages.append)
+    result = generate(source, out, cached(tmp_path), progress=messages.append)
     assert result.used == "rule outputs"
     got = sections(result.json_path)
     # A job source's description names the instances, so its report also gains the cost of the run.
@@ -52,17 +56,19 @@ def test_remote_sources_give_the_local_report(world, local_report, tmp_path, mon
     assert 'id="system-usage"' in html
     # the second run on the same source downloads nothing
     again = []
-    generate(source, tmp_path / "again.html", cache_dir=tmp_path / "cache", progress=again.append)
+    generate(source, tmp_path / "again.html", cached(tmp_path), progress=again.append)
     assert not any(m.startswith("downloaded") for m in again)
 
 
 def test_compare_takes_the_instances_of_an_arn_source_from_its_job(world, rule_fixture_dir, tmp_path, monkeypatch):
-    from reportgen.compare.run import compare
+    from reportgen.compare.run import CompareOptions, compare
+    from reportgen.pipeline import CostOptions
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     out = tmp_path / "compare.md"
-    compare(world.training_arn, str(rule_fixture_dir), out, fmt="md", cache_dir=tmp_path / "cache",
-            instance_b="ml.g5.xlarge")
+    compare(world.training_arn, str(rule_fixture_dir), out,
+            CompareOptions(source=SourceOptions(cache_dir=tmp_path / "cache"), fmt="md",
+                           b=CostOptions(instance="ml.g5.xlarge")))
     data = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     a, b = data["sections"]["cost"]["a"], data["sections"]["cost"]["b"]
     assert (a["instance_type"], a["instance_count"], a["region"], a["instance_from"]) == \
@@ -88,7 +94,7 @@ def test_pytorch_traces_from_s3_give_the_local_report(world, tmp_path, monkeypat
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     local = generate(str(folder), tmp_path / "local.html")
     messages = []
-    result = generate(f"s3://{world.bucket}/pytorch/run-7", tmp_path / "s3.html", cache_dir=tmp_path / "cache",
+    result = generate(f"s3://{world.bucket}/pytorch/run-7", tmp_path / "s3.html", cached(tmp_path),
                       progress=messages.append)
     assert result.used == "PyTorch profiler traces"
     assert any(m.startswith("downloaded 2/2 files") for m in messages)
@@ -97,7 +103,7 @@ def test_pytorch_traces_from_s3_give_the_local_report(world, tmp_path, monkeypat
     assert got["gpu-kernels-operators"] == want["gpu-kernels-operators"]
     assert got["step-duration-analysis"] == want["step-duration-analysis"]
     again = []
-    generate(f"s3://{world.bucket}/pytorch/run-7/", tmp_path / "again.html", cache_dir=tmp_path / "cache",
+    generate(f"s3://{world.bucket}/pytorch/run-7/", tmp_path / "again.html", cached(tmp_path),
              progress=again.append)
     assert not any(m.startswith("downloaded") for m in again)
 
