@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -106,18 +105,3 @@ def test_unreadable_rule_output_in_the_notebook_stays_an_input_error(tmp_path):
     with pytest.raises(InputError) as info:
         execute_notebook({"source": str(tmp_path)}, cwd=tmp_path)
     assert "CPUBottleneck.json" in str(info.value)
-
-
-def test_generate_writes_report_json_once_by_renaming_the_notebooks_file(tmp_path, monkeypatch):
-    """report.json is written by the notebook and moved into place: the pipeline does not write it again."""
-    from reportgen import pipeline
-
-    written = []
-    real = pipeline.write_atomically
-    monkeypatch.setattr(pipeline, "write_atomically", lambda path, text: (written.append(Path(path).name),
-                                                                          real(path, text)))
-    result = pipeline.generate(str(ROOT / "sample_data"), tmp_path / "r.html")
-    assert written == ["r.html"]
-    data = json.loads(result.json_path.read_text())
-    assert data["sections"]["training-job-summary"]["job_duration_s"] > 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "r.json"]
