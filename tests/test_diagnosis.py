@@ -143,3 +143,61 @@ def test_pytorch_gpu_trace_without_workers_is_input_pipeline():
     top = diagnose(kineto_outputs("kineto-resnet50-num-workers-0")).findings[0]
     assert top.cause == "input-pipeline" and top.title == "The input pipeline starves the GPUs"
     assert diagnose(kineto_outputs("kineto-resnet50-num-workers-4")).status == "healthy"
+
+
+WEIRD = [None, "x", [], {}, [1, "a"], {"a": "b"}, float("nan"), float("inf"), -1, 10**400, True]
+
+
+def test_diagnosis_survives_odd_rule_outputs(sample_outputs):
+    """Rule outputs from other tools may be partial or odd: every details value replaced by odd types, the
+    diagnosis still answers (and never raises), one field at a time."""
+    import copy
+    import random
+
+    rng = random.Random(0)
+    for round_ in range(120):
+        made = copy.copy(sample_outputs)
+        made.rules = dict(sample_outputs.rules)
+        name = rng.choice(list(made.rules))
+        original = made.rules[name]
+        details = copy.deepcopy(original.details)
+        if details:
+            key = rng.choice(list(details))
+            inner = details[key]
+            if isinstance(inner, dict) and inner and rng.random() < 0.6:
+                inner[rng.choice(list(inner))] = rng.choice(WEIRD)
+            else:
+                details[key] = rng.choice(WEIRD)
+        made.rules[name] = RuleOutput(name, original.triggered, original.violations, details, original.datapoints,
+                                      original.parameters_text)
+        made.timeline = copy.deepcopy(sample_outputs.timeline)
+        node = made.timeline["nodes"]["algo-1"]
+        node[rng.choice(["t", "series", "cpu_heatmap", "bucket_s"])] = rng.choice(WEIRD)
+        made.kineto = rng.choice([None, {"ranks": rng.choice(WEIRD), "comparison": rng.choice(WEIRD)},
+                                  {"ranks": {"0": {"steps": [{"dur_ms": rng.choice(WEIRD)}],
+                                                   "dataloader": rng.choice(WEIRD), "gpu": rng.choice(WEIRD)}},
+                                   "comparison": {"straggler": "0", "evidence": "text", "detail": rng.choice(WEIRD)}}])
+        diagnosis = diagnose(made)
+        assert diagnosis.status in ("healthy", "problems", "insufficient-data"), round_
+        json.dumps(diagnosis.to_data(), allow_nan=True)
+
+
+def test_outlier_steps_listed_and_marked_on_the_timeline(sample_outputs):
+    report = build_report(sample_outputs, job_name="s")
+    steps = report.section("step-duration-analysis")
+    table = next(b for b in steps.blocks if getattr(b, "id", "") == "outlier-steps")
+    assert table.caption == "The 20 slowest of 30 outlier steps"  # 15 planted per node (sample_data/README.md)
+    assert table.rows[0][:2] == ["algo-1-27", "665"] and table.rows[0][3] == pytest.approx(4.89335)
+    assert table.rows[0][5] == "10.9×"  # against the node's median step of 0.45 s
+    durations = [row[3] for row in table.rows]
+    assert durations == sorted(durations, reverse=True)
+    planted = {"algo-1-27": {"72", "114", "168", "222", "258", "355", "522", "576", "665", "716", "836", "872",
+                             "1065", "1134", "1155"},
+               "algo-2-27": {"50", "197", "448", "450", "462", "515", "542", "702", "725", "726", "727", "774",
+                             "839", "935", "949"}}
+    for node, wanted in planted.items():
+        assert {o["step"] for o in steps.data["nodes"][node]["outliers"]} == wanted
+    phases = next(b for b in report.section("utilization-over-time").blocks if getattr(b, "id", "") == "timeline-phases")
+    marks = next(t for t in phases.figure["data"] if t.get("name") == "outlier steps")
+    assert len(marks["x"]) == 30 and set(marks["y"]) == {"algo-1-27 train", "algo-2-27 train"}
+    assert marks["text"][0] == "step 665: 4.89 s, 10.9× the median"

@@ -158,7 +158,8 @@ def kineto_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
         share = dataloader_step_share(rank)
         if share is not None and (best[0] is None or share > best[0]):
             loader = rank.get("dataloader") if isinstance(rank.get("dataloader"), dict) else {}
-            best = (share, label, loader.get("iterator"))
+            iterator = loader.get("iterator")
+            best = (share, label, str(iterator) if isinstance(iterator, str) else None)
     return best
 
 
@@ -367,7 +368,8 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
     if comparison.get("straggler") is not None:
         rank = str(comparison["straggler"])
         detail = comparison.get("detail") if isinstance(comparison.get("detail"), dict) else {}
-        evidence = [str(e) for e in comparison.get("evidence") or [] if e]
+        listed = comparison.get("evidence")
+        evidence = [str(e) for e in listed if e] if isinstance(listed, list) else []
         if comparison.get("reason"):
             evidence.append(f"rank {rank} is slower because {comparison['reason']}")
         waits = (detail.get("others_median_wait_share"), detail.get("its_wait_share"))

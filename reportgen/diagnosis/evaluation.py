@@ -25,19 +25,18 @@ DATALOADER_PATIENCE_S = 10
 
 
 def _number(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:
-            value = float(str(value))
-        except (TypeError, ValueError):
-            return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        value = float(value if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def minimum_datapoints(parameters) -> int:
     """The most datapoints a rule can see without ever being allowed to trigger (patience/window)."""
     values = dict(parameters or ())
     bounds = [_number(values.get(key)) for key in ("patience", "window")]
-    return int(max([b for b in bounds if b is not None] or [0]))
+    return int(min(max([b for b in bounds if b is not None] or [0]), 1e15))
 
 
 def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), details: dict | None = None,

@@ -22,20 +22,29 @@ _GPU = re.compile(r"^gpu\d+$")
 
 
 def _num(value) -> float | None:
+    """A finite float, or None (also for a 400-digit integer, which no float holds)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _float(text) -> float | None:
     try:
         return float(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
 def _dict(value) -> dict:
     return value if isinstance(value, dict) else {}
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _mean(values) -> float | None:
@@ -208,18 +217,20 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
     spans = []
     for node, data in nodes.items():
         data = _dict(data)
-        t = [x for x in data.get("t") or [] if _num(x) is not None]
-        if len(t) < 2:
+        t = [_num(x) for x in _list(data.get("t"))]  # index-aligned with the series; None where unusable
+        valid = [x for x in t if x is not None]
+        if len(valid) < 2:
             continue
-        spans.append(t[-1] - t[0] + (_num(data.get("bucket_s")) or 0))
-        lo, hi = ev.loop if ev.loop else (t[0], t[-1] + 1)
-        inside = [i for i, x in enumerate(t) if lo <= x <= hi] or list(range(len(t)))
-        before = [i for i, x in enumerate(t) if ev.loop and x < ev.loop[0]]
+        spans.append(max(valid) - min(valid) + (_num(data.get("bucket_s")) or 0))
+        lo, hi = ev.loop if ev.loop else (min(valid), max(valid) + 1)
+        inside = [i for i, x in enumerate(t) if x is not None and lo <= x <= hi] or \
+            [i for i, x in enumerate(t) if x is not None]
+        before = [i for i, x in enumerate(t) if x is not None and ev.loop and x < ev.loop[0]]
         series = _dict(data.get("series"))
         ns = NodeSeries()
 
         def loop_mean(key, idx=inside):
-            mean = _dict(series.get(key)).get("mean") or []
+            mean = _list(_dict(series.get(key)).get("mean"))
             return _mean([mean[i] for i in idx if i < len(mean)])
 
         for key in series:
@@ -229,14 +240,15 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
                 if value is not None:
                     ns.gpu_util[gpu] = value
             elif dim == "GPUMemoryUtilization":
-                mean = _dict(series[key]).get("mean") or []
-                ns.gpu_memory[gpu] = [(t[i], mean[i]) for i in inside if i < len(mean) and _num(mean[i]) is not None]
+                mean = _list(_dict(series[key]).get("mean"))
+                ns.gpu_memory[gpu] = [(t[i], float(mean[i])) for i in inside
+                                      if i < len(mean) and _num(mean[i]) is not None]
         ns.cpu_total = loop_mean("cpu_total")
         ns.io_wait = loop_mean("io_wait")
         if before:
             ns.platform_net_init = loop_mean("network_platform", before)
         heat = _dict(data.get("cpu_heatmap"))
-        for row in heat.get("mean") or []:
+        for row in _list(heat.get("mean")):
             value = _mean([row[i] for i in inside if i < len(row)]) if isinstance(row, list) else None
             if value is not None:
                 ns.cores.append(value)
@@ -262,7 +274,7 @@ def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
         ev.steps[str(worker)] = {"stats": stats, "outliers": int(_num(info.get("number_of_outliers")) or 0),
                                  "steps": _num(info.get("steps"))}
         median = stats.get("p50")
-        for item in info.get("outliers") or []:
+        for item in _list(info.get("outliers")):
             item = _dict(item)
             duration = _num(item.get("duration_s"))
             if duration is None:
@@ -273,7 +285,7 @@ def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
 
 def _kineto(ev: Evidence, outputs: RuleOutputs) -> None:
     kineto = _dict(outputs.kineto)
-    ev.kineto = {str(k): _dict(v) for k, v in _dict(kineto.get("ranks")).items()}
+    ev.kineto = {str(k): v for k, v in _dict(kineto.get("ranks")).items() if isinstance(v, dict)}
     ev.kineto_comparison = _dict(kineto.get("comparison"))
     if ev.kineto and ev.has_gpu is None:
         ev.has_gpu = any(_dict(r.get("gpu")).get("has_gpu_activity") for r in ev.kineto.values())
@@ -286,8 +298,7 @@ def dataloader_step_share(rank: dict) -> float | None:
     share = _num(loader.get("step_share"))
     if share is not None:
         return min(max(share, 0.0), 1.0)
-    listed = rank.get("steps") if isinstance(rank.get("steps"), list) else []  # kineto.json may come from a user
-    steps = sum(_num(s.get("dur_ms")) or 0 for s in listed if isinstance(s, dict))
+    steps = sum(_num(s.get("dur_ms")) or 0 for s in _list(rank.get("steps")) if isinstance(s, dict))
     total = _num(loader.get("total_ms"))
     if not steps or total is None:
         return None

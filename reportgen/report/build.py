@@ -56,8 +56,20 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
     and mark the deep dives of rules that could not be evaluated."""
     cost = cost or {}
     report.cost = cost
-    report.diagnosis = diagnose(outputs, price_per_hour=cost.get("price_per_hour"),
-                                instance_count=cost.get("instance_count"), job_cost=cost.get("cost"))
+    try:
+        report.diagnosis = diagnose(outputs, price_per_hour=cost.get("price_per_hour"),
+                                    instance_count=cost.get("instance_count"), job_cost=cost.get("cost"))
+    except Exception as err:  # the diagnosis costs only itself: the report is still made, and says so
+        last = traceback.extract_tb(err.__traceback__)[-1]
+        note = f"the diagnosis could not be made: {type(err).__name__}: {err} (at {last.name}:{last.lineno})"
+        report.notes.append(note)
+        quality = next((s for s in report.sections if s.id == "data-quality"), None)
+        if quality is not None:  # built already: the note is added to it
+            quality.add(Text(note, tone="note"))
+            quality.data["notes"] = [*quality.data.get("notes", []), note]
+            quality.data["problems"] = quality.data.get("problems", 0) + 1
+        report.diagnosis = None
+        return
     for section in report.sections:
         rule = RULE_SECTIONS.get(section.id)
         state, reason = report.diagnosis.evidence.states.get(rule, (None, ""))

@@ -16,7 +16,7 @@ DEVIATIONS_DOC = "docs/deviations.md"  # in reportgen's documentation (the repor
 def duration_text(seconds) -> str:
     if not isinstance(seconds, (int, float)):
         return ""
-    seconds = int(round(seconds))
+    seconds = int(seconds)  # truncated, as the job summary shows it
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:

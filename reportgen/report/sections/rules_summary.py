@@ -54,7 +54,8 @@ def lead_text(rows: list[dict]) -> Text:
                     "in time, not by how often a rule fired (counts are not comparable between rules).",
                     tone="finding")
     if not evaluated:
-        return Text(f"None of the {len(rows)} rules could be evaluated: {not_eval.strip()}", tone="missing")
+        return Text(f"No rule could be evaluated with this data ({', '.join(skipped)}): the Status column says "
+                    "why for each. This is not an all-clear.", tone="missing")
     if skipped:
         return Text(f"None of the {evaluated} evaluated rules fired.{not_eval}", tone="note")
     return Text(f"None of the {len(rows)} rules fired.", tone="ok")
