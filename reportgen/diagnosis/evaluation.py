@@ -39,6 +39,20 @@ def minimum_datapoints(parameters) -> int:
     return int(min(max([b for b in bounds if b is not None] or [0]), 1e15))
 
 
+def _too_few_steps(details: dict, parameters) -> str:
+    """PyTorch-trace StepOutlier (``reportgen.kineto``): it fires on a rank only with more than ``n_outliers``
+    outlier steps, so ranks with at most that many profiled steps can never fire."""
+    nodes = details.get("step_details")
+    counts = [node.get("steps") for node in nodes.values() if isinstance(node, dict)] if isinstance(nodes, dict) else []
+    limit = _number(dict(parameters or ()).get("n_outliers"))
+    if not counts or limit is None or not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        return ""
+    if max(counts) <= limit:
+        return (f"at most {max(counts)} profiled steps per rank, and it fires only with more than {limit:g} "
+                "outlier steps")
+    return ""
+
+
 def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), details: dict | None = None,
                   has_gpu: bool | None = None, duration_s: float | None = None) -> tuple[str, str]:
     """(state, reason). ``reason`` says why a rule was not evaluated ("" otherwise).
@@ -59,6 +73,8 @@ def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), det
                                "its patience/window")
     if rule == "StepOutlier" and not details.get("step_details") and datapoints <= STEP_OUTLIER_MIN_STEPS:
         return NOT_EVALUATED, f"{datapoints} steps; a node is judged only with more than {STEP_OUTLIER_MIN_STEPS}"
+    if rule == "StepOutlier" and (reason := _too_few_steps(details, parameters)):
+        return NOT_EVALUATED, reason
     if rule == "LoadBalancing":
         gpus = [len(node.get("workloads") or {}) for node in details.values()
                 if isinstance(node, dict) and isinstance(node.get("workloads"), dict)]

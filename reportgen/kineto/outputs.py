@@ -92,6 +92,7 @@ def step_outlier_rule(doc: dict, params: StepOutlierParams | None = None) -> dic
             "step_stats": {"mean": float(durations.mean()), "max": float(durations.max()), "p99": float(p99),
                            "p95": float(p95), "p50": float(p50), "min": float(durations.min())},
             "number_of_outliers": int(outliers.sum()),
+            "steps": int(durations.size),  # lets a reader tell that a rank with <= n_outliers steps cannot fire
             "phase": STEP_PHASE,
             "stddev": round(float(durations.std()), 2),
             "probs": probs,

@@ -296,3 +296,21 @@ def test_gpu_idle_two_ways_are_consistent_on_real_gpu_traces(name):
         assert 0 < gpu["window_ms"] <= rank["span_ms"] + 1e-6
         assert 0 <= gpu["window_idle_ms"] <= gpu["idle_ms"] + 1e-6  # the window excludes CPU-only stretches
         assert split["host_wait"] > 0  # these runs launch kernels one by one from Python
+
+
+def test_trace_step_outlier_with_few_steps_is_not_evaluated_but_can_be_with_many(tmp_path):
+    """The traces' StepOutlier fires on a rank only with more than n_outliers (10) outliers: six profiled
+    steps can never make it fire, so it is 'not evaluated', never a pass."""
+    from reportgen.diagnosis.evaluation import NOT_EVALUATED, PASSED, evaluate_rule
+    from reportgen.kineto.outputs import step_outlier_rule
+
+    doc = _job("torch-cpu-record-inputbound")
+    rule = step_outlier_rule(doc)
+    params = [tuple(line.split(":", 1)) for line in rule["RuleParameters"].splitlines()]  # as RuleOutput parses
+    state, reason = evaluate_rule("StepOutlier", rule["RuleTriggered"], rule["Datapoints"], params, rule["Details"])
+    assert state == NOT_EVALUATED and "at most 6 profiled steps per rank" in reason
+    for i in range(8):
+        _write(tmp_path / f"vm_1.{1795443941801144852 + i}.pt.trace.json", _cycle(1 + 5 * i, 1e9 + i * 5e6))
+    many, _ = analyze_job(find_traces(tmp_path))
+    rule = step_outlier_rule(many)
+    assert evaluate_rule("StepOutlier", rule["RuleTriggered"], rule["Datapoints"], params, rule["Details"])[0] == PASSED
