@@ -79,7 +79,7 @@ def test_generate_quiet_writes_html_and_json(tmp_path):
     result = run("generate", str(folder), "-o", str(tmp_path / "out" / "r.html"), "-q")
     assert result.returncode == 0 and result.stderr == ""
     data = json.loads((tmp_path / "out" / "r.json").read_text())
-    assert data["schema_version"] == "1.1"
+    assert data["schema_version"] == "1.2"
     assert data["job"]["name"] == "beauvilerobed-dd30fc8e"
     summary = data["sections"]["training-job-summary"]
     assert (summary["job_duration_s"], summary["initialization_s"], summary["training_loop_pct"]) == (625, 302, 51)
