@@ -64,10 +64,17 @@ class ReportSession:
     def _show_live_charts(self, section) -> None:
         from IPython.display import display
 
-        for block in section.blocks:
-            charts = block.charts if isinstance(block, ChartRow) else [block] if isinstance(block, Chart) else []
-            for chart in charts:
-                display({"application/vnd.plotly.v1+json": chart.figure}, raw=True)
+        for chart in _charts(section):
+            display({"application/vnd.plotly.v1+json": chart.figure}, raw=True)
+
+    def figures(self, section_id: str) -> list:
+        """The section's charts as ``plotly.graph_objects.Figure`` objects, to restyle and ``.show()``
+        (e.g. ``fig = report.figures("gpu-memory")[0]; fig.update_layout(height=600); fig.show()``).
+        plotly is imported here, only when asked: the report itself draws its charts with the page's
+        plotly.js from the same specs."""
+        import plotly.graph_objects as go
+
+        return [go.Figure(chart.figure) for chart in _charts(self.report.section(section_id))]
 
     def save_json(self, output_dir: str | os.PathLike) -> Path:
         """Write ``report.json`` (the numbers of the tables) atomically into ``output_dir``."""
@@ -111,6 +118,11 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
     report.source = source_label or report.source
     report.incomplete = incomplete
     return ReportSession(report, standalone)
+
+
+def _charts(section) -> list[Chart]:
+    return [chart for block in section.blocks
+            for chart in (block.charts if isinstance(block, ChartRow) else [block] if isinstance(block, Chart) else [])]
 
 
 def _guess_job_name(folder: Path) -> str:

@@ -161,3 +161,103 @@ def test_config_on_rule_outputs_without_raw_data_says_there_is_nothing_to_recomp
     result = reportgen("generate", "ro", "-o", "r.html", "--config", "rules.toml", cwd=cwd)
     assert result.returncode == 2
     assert "ro has only rule outputs (no raw profiler data to run the rules on" in result.stderr
+
+
+# ---------------------------------------------------------------------- report texts
+
+
+def _section_texts(builder, rule: str, details: dict) -> list[str]:
+    from reportgen.report.model import Text
+    from reportgen.rule_outputs import RuleOutput, RuleOutputs
+
+    made = RuleOutputs(folder=Path("job"))
+    made.rules[rule] = RuleOutput(name=rule, triggered=1, violations=3, details=details, datapoints=2000,
+                                  parameters_text="")
+    return [b.text for b in builder(made).blocks if isinstance(b, Text)]
+
+
+def test_gpu_memory_paragraph_prints_the_5th_and_95th_percentiles_of_a_large_gap():
+    from reportgen.report.sections import gpu_memory
+
+    details = {"algo-1": {"gpu0": {"gpu_max": 92.0, "p95": 74.25, "p05": 0.0, "p25": 30, "p50": 31, "p75": 32}}}
+    text = next(t for t in _section_texts(gpu_memory.build, "GPUMemoryIncrease", details) if "gpu0 on node" in t)
+    assert text == ("The maximum memory utilization of gpu0 on node algo-1 was 92 %. Its 5th percentile was only "
+                    "0 %. The gap between the 5th percentile (0 %) and the 95th percentile (74.2 %) is large: "
+                    "memory use fluctuates strongly.")
+
+
+def test_gpu_memory_gap_is_judged_on_the_values_not_a_rounded_down_95th_percentile():
+    from reportgen.report.sections import gpu_memory
+
+    details = {"algo-1": {"gpu0": {"gpu_max": 80.0, "p95": 55.9, "p05": 5.0}}}  # int(55.9) - 5 = 50: not > 50
+    text = next(t for t in _section_texts(gpu_memory.build, "GPUMemoryIncrease", details) if "gpu0 on node" in t)
+    assert "(5 %) and the 95th percentile (55.9 %) is large" in text
+
+
+def test_gpu_utilization_text_rounds_its_percentiles():
+    from reportgen.report.sections import gpu
+
+    details = {"algo-1": {"gpu0": {"gpu_max": 99.99999999, "gpu_95": 16.049999999999955, "gpu_5": 0.0}}}
+    text = next(t for t in _section_texts(gpu.build_utilization, "LowGPUUtilization", details) if "gpu0" in t)
+    assert text == ("The maximum utilization of gpu0 on node algo-1 was 100 %. Its 95th percentile was only 16 %: "
+                    "the GPU is underutilized. Its 5th percentile was only 0 %.")
+
+
+# ---------------------------------------------------------------------- Jupyter
+
+
+def test_notebook_charts_are_plotly_figures_the_user_can_restyle():
+    import plotly.graph_objects as go
+
+    from reportgen.notebook import open_report
+
+    report = open_report(str(ROOT / "sample_data"))
+    figures = report.figures("gpu-memory")
+    assert figures and all(isinstance(f, go.Figure) for f in figures)
+    figures[0].update_layout(height=640, title_text="mine")
+    assert figures[0].layout.height == 640 and figures[0].layout.title.text == "mine"
+    assert [t.type for t in figures[0].data] == [t["type"] for t in report.report.section("gpu-memory").blocks[
+        next(i for i, b in enumerate(report.report.section("gpu-memory").blocks) if hasattr(b, "figure"))
+    ].figure["data"]]
+
+
+def test_notebook_extra_installs_a_jupyter_front_end():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("jupyterlab") for req in extras["notebook"])
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install -e '.[notebook]'" in readme and "jupyter lab notebooks/profiler_report.ipynb" in readme
+
+
+# ---------------------------------------------------------------------- the README, exactly as written
+
+
+def _readme_commands() -> list[str]:
+    """The README's runnable examples: the "Examples" block, the Jupyter papermill line and the report
+    command of the first of the two commands (its setup part is what made this environment)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = readme.split("```bash\n")[1:]
+    blocks = [block.split("```", 1)[0] for block in blocks]
+    examples = next(b for b in blocks if b.startswith("reportgen generate sample_data -o report.html\n"))
+    commands = examples.splitlines()
+    commands.append(next(b for b in blocks if b.startswith("bash scripts/setup.sh &&")).split("&&", 1)[1].strip())
+    commands.append(next(b for b in blocks if b.startswith(".venv/bin/papermill ")).strip())
+    return commands
+
+
+def test_readme_examples_run_exactly_as_written_from_a_fresh_folder(tmp_path):
+    commands = _readme_commands()
+    assert len(commands) == 7 and commands[1] == "reportgen generate sample_data -o r.html --rule-outputs ro/"
+    cwd = with_sample_data(tmp_path / "work")
+    (cwd / "notebooks").symlink_to(ROOT / "notebooks", target_is_directory=True)
+    (cwd / ".venv").mkdir()
+    (cwd / ".venv" / "bin").symlink_to(Path(sys.executable).parent, target_is_directory=True)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for command in commands:
+        run = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, env=env)
+        assert run.returncode == 0, f"{command}: {run.stderr[-1500:]}"
+    made = {p.name for p in cwd.iterdir()}
+    assert {"report.html", "report.json", "r.html", "r.json", "ro", "again.html", "again.json", "rules",
+            "compare.html", "compare.json", "executed.ipynb"} <= made
+    assert len([p for p in (cwd / "ro").iterdir() if p.name not in ("timeline.json", "data-quality.json")]) == 11

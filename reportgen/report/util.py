@@ -32,6 +32,15 @@ def slug(text: str) -> str:
     return cleaned or "x"
 
 
+def pct_text(value) -> str:
+    """A percentage in a sentence: one decimal at most (16.049999999999955 -> '16 %', 74.25 -> '74.2 %');
+    tables keep the exact value."""
+    value = number(value)
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{round(value, 1):g} %"
+
+
 def int_pct(value) -> int:
     """The original prints many percentages with int() truncation; keep that for texts."""
     value = number(value, 0.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from reportgen.formatting import day_and_hour
 from reportgen.report import charts
 from reportgen.report.model import Chart, Heading, Section, Table, Text
-from reportgen.report.util import as_dict, number, slug
+from reportgen.report.util import as_dict, number, pct_text, slug
 from reportgen.rule_outputs import RuleOutputs
 
 BOX_NOTE = ("Box plot (needs JavaScript): whiskers at 1.5 x the interquartile range, an open circle marks a "
@@ -53,14 +53,14 @@ def build_utilization(outputs: RuleOutputs) -> Section:
         section.add(Heading(f"GPU utilization on node {node}", 4))
         for gpu, s in gpus.items():
             gmax, g95, g5 = number(s.get("gpu_max")), number(s.get("gpu_95")), number(s.get("gpu_5"))
-            parts = [f"The maximum utilization of {gpu} on node {node} was {gmax} %."]
+            parts = [f"The maximum utilization of {gpu} on node {node} was {pct_text(gmax)}."]
             if g95 is not None and g95 < p95_thr:
-                parts.append(f"Its 95th percentile was only {g95} %: the GPU is underutilized.")
+                parts.append(f"Its 95th percentile was only {pct_text(g95)}: the GPU is underutilized.")
             if g5 is not None and g5 < p5_thr:
-                parts.append(f"Its 5th percentile was only {g5} %.")
+                parts.append(f"Its 5th percentile was only {pct_text(g5)}.")
             if g95 is not None and g5 is not None and g95 - g5 > 50:
-                parts.append(f"The gap between the 5th ({g5} %) and 95th ({g95} %) percentile is large: "
-                             "utilization fluctuates strongly.")
+                parts.append(f"The gap between the 5th ({pct_text(g5)}) and 95th ({pct_text(g95)}) percentile is "
+                             "large: utilization fluctuates strongly.")
             section.add(Text(" ".join(parts)))
             data[f"{node}/{gpu}"] = {k: number(v) for k, v in s.items()}
         section.add(Chart(f"gpu-util-{slug(node)}", charts.boxes(gpus, f"GPU utilization on node {node}"), BOX_NOTE))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from reportgen.report import charts
 from reportgen.report.model import Chart, Heading, Section, Text
 from reportgen.report.sections.gpu import BOX_NOTE, gpu_nodes, last_triggered
-from reportgen.report.util import number, slug
+from reportgen.report.util import number, pct_text, slug
 from reportgen.rule_outputs import RuleOutputs
 
 
@@ -32,13 +32,16 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Heading(f"GPU memory on node {node}", 4))
         for gpu, s in gpus.items():
             p95, p05, gmax = number(s.get("p95")), number(s.get("p05")), number(s.get("gpu_max"))
-            parts = [f"The maximum memory utilization of {gpu} on node {node} was {gmax} %."]
+            parts = [f"The maximum memory utilization of {gpu} on node {node} was {pct_text(gmax)}."]
             if p95 is not None and p95 < 50:
-                parts.append(f"Its 95th percentile was only {int(p95)} %.")
+                parts.append(f"Its 95th percentile was only {pct_text(p95)}.")
             if p05 is not None and p05 < 5:
-                parts.append(f"Its 5th percentile was only {p05} %.")
+                parts.append(f"Its 5th percentile was only {pct_text(p05)}.")
+            # the gap of the values themselves (the original rounded p95 down first: a 50.9-point gap
+            # was not "large"; docs/report.md, deviations)
             if p95 is not None and p05 is not None and p95 - p05 > 50:
-                parts.append("The gap between the 5th and 95th percentile is large: memory use fluctuates strongly.")
+                parts.append(f"The gap between the 5th percentile ({pct_text(p05)}) and the 95th percentile "
+                             f"({pct_text(p95)}) is large: memory use fluctuates strongly.")
             section.add(Text(" ".join(parts)))
         section.add(Chart(f"gpu-memory-{slug(node)}", charts.boxes(gpus, f"GPU memory on node {node}",
                                                                     "Memory utilization in %"), BOX_NOTE))
