@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluate_rule
 from reportgen.errors import InputError
+from reportgen.formatting import human_duration
 from reportgen.report.rule_texts import finding as finding_text, recommend
 from reportgen.rulebook import RULE_ORDER, SUMMARY_RULES
 
@@ -272,7 +273,7 @@ def _impact(finding: dict) -> str:
             parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
         return "risk, no time lost yet" + (f" ({', '.join(parts)})" if parts else "")
     share, seconds, cost = impact.get("share"), impact.get("seconds"), impact.get("cost")
-    text = f"up to {_short_duration(seconds)}" if isinstance(seconds, (int, float)) else "impact unknown"
+    text = f"up to {human_duration(seconds)}" if isinstance(seconds, (int, float)) else "impact unknown"
     if isinstance(share, (int, float)) and math.isfinite(share):
         text += f" ({share * 100:.0f} % of the job)"
     if isinstance(cost, (int, float)) and math.isfinite(cost):
@@ -284,13 +285,6 @@ def cause_line(finding: dict) -> str:
     """``input-pipeline: The input pipeline starves the GPUs, up to 452 s (58 % of the job). Fix: ...``"""
     title = _text(finding.get("title")) or _text(finding.get("cause"))
     return f"{_text(finding.get('cause'))}: {title}, {_impact(finding)}. Fix: {_text(finding.get('fix'))}"
-
-
-def _short_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
 def _seconds(value) -> str:

@@ -52,3 +52,15 @@ def human_bytes(value: float) -> str:
             return f"{value:.1f} {unit}" if unit != "B" else f"{value:.0f} B"
         value /= 1000.0
     return f"{value:.1f} TB"
+
+
+def human_duration(seconds) -> str:
+    """Rounded to whole seconds, as ``1 h 5 min``, ``6 min 39 s`` or ``9 s``."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return ""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"

@@ -6,22 +6,12 @@ put together here, so the block template stays free of logic.
 
 from __future__ import annotations
 
+from reportgen.formatting import human_duration as duration_text
 from reportgen.report.model import Report
 
 TOP = 3
 STATUS_LABELS = {"healthy": "Healthy", "problems": "Problems found", "insufficient-data": "Insufficient data"}
 DEVIATIONS_DOC = "docs/deviations.md"  # in reportgen's documentation (the report is read offline)
-
-
-def duration_text(seconds) -> str:
-    if not isinstance(seconds, (int, float)):
-        return ""
-    seconds = int(seconds)  # truncated, as the job summary shows it
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes} min"
-    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
 def money(value) -> str:
@@ -65,7 +55,7 @@ def identity(report: Report) -> list[tuple[str, str]]:
         if ev.cores:
             items.append(("CPU cores per node", str(ev.cores)))
         if ev.duration_s is not None:
-            items.append(("Duration", duration_text(ev.duration_s)))
+            items.append(("Duration", duration_text(int(ev.duration_s))))  # truncated, as the job summary
     if cost.get("cost_rounded") is not None:
         items.append(("Cost", money(cost["cost_rounded"])))
     return items
