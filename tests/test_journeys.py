@@ -261,3 +261,58 @@ def test_readme_examples_run_exactly_as_written_from_a_fresh_folder(tmp_path):
     assert {"report.html", "report.json", "r.html", "r.json", "ro", "again.html", "again.json", "rules",
             "compare.html", "compare.json", "executed.ipynb"} <= made
     assert len([p for p in (cwd / "ro").iterdir() if p.name not in ("timeline.json", "data-quality.json")]) == 11
+
+
+# ---------------------------------------------------------------------- setup
+
+
+def test_setup_probes_pythons_quietly_and_says_one_line(tmp_path):
+    """A pyenv shim for an uninstalled version prints "command not found" when run: not shown to the user."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    for name in ("python3.12", "python3.11"):
+        (shims / name).write_text(f"#!/bin/sh\necho 'pyenv: {name}: command not found' >&2\nexit 127\n")
+        (shims / name).chmod(0o755)
+    (shims / "python3.10").symlink_to(sys.executable)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON"}
+    env["PATH"] = f"{shims}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    run = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh"), "--probe"], capture_output=True, text=True,
+                         env=env)
+    assert run.returncode == 0
+    assert run.stdout == ""
+    version = ".".join(map(str, sys.version_info[:3]))
+    assert run.stderr == f"setup: Python {version} (python3.10)\n"
+
+
+# ---------------------------------------------------------------------- sample_data/README.md
+
+
+def test_sample_data_readme_counts_are_the_reports(tmp_path):
+    from reportgen.engine import analyze
+
+    rules = analyze(ROOT / "sample_data", tmp_path).rules
+    readme = (ROOT / "sample_data" / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(): line for line in readme.splitlines() if line.startswith("| ")}
+    cpu, io = rules["CPUBottleneck"], rules["IOBottleneck"]
+    assert f"**{cpu['Violations']} of {cpu['Datapoints']}** snapshots" in rows["CPUBottleneck"]
+    assert f"**{io['Violations']} of {io['Datapoints']}** snapshots" in rows["IOBottleneck"]
+    assert f"**{rules['LowGPUUtilization']['Violations']} violations**" in rows["LowGPUUtilization"]
+    assert f"**{rules['GPUMemoryIncrease']['Violations']} violations**" in rows["GPUMemoryIncrease"]
+
+
+# ---------------------------------------------------------------------- rule semantics
+
+
+def test_step_outlier_does_not_recount_a_phase_in_windows_where_only_another_phase_got_steps():
+    from reportgen.engine.rules import step_outlier
+    from tests.engine.helpers import T0, data, events, us
+
+    train, t = [], T0 + 1.0
+    for i, d in enumerate([0.1] * 200 + [1.0] * 15):  # all in the first minute: 15 outliers > 10
+        train.append({"start_us": us(t), "end_us": us(t + d), "name": "Step:ModeKeys.TRAIN", "step_num": str(i),
+                      "node_id": "algo-1-27"})
+        t += d + 0.05
+    evals = [{"start_us": us(T0 + 60 * m + 5), "end_us": us(T0 + 60 * m + 6), "name": "Step:ModeKeys.EVAL",
+              "step_num": str(m), "node_id": "algo-1-27"} for m in (1, 2)]  # later minutes: EVAL steps only
+    r = step_outlier.evaluate(data(ev=events(train + evals)))
+    assert (r["RuleTriggered"], r["Violations"]) == (1, 15)  # was (3, 15): TRAIN re-counted in minutes 2 and 3

@@ -1,7 +1,7 @@
 """StepOutlier (spec B.10): step durations above mean + stddev * std.
 
 Steps are events whose name contains ``Step:ModeKeys`` (only those matching ``mode`` when it is set).
-Per worker and step phase, in each window where the worker got new steps and the phase has more
+Per worker and step phase, in each window where that phase got new steps and it has more
 than 100 steps so far: outliers = durations > mean + stddev*std over the history; more than
 ``n_outliers`` of them is one trigger. Violations = outlier steps in the final evaluation (not
 re-counted per window). Details report, per worker, the phase with the most steps.
@@ -48,13 +48,14 @@ def evaluate(data, params: StepOutlierParams | None = None) -> dict:
     for node, g in steps.groupby("node_id", observed=True, sort=True):
         by_phase = {ph: gg for ph, gg in g.groupby("name", observed=True, sort=False)}
         best = max(by_phase, key=lambda ph: len(by_phase[ph]))
-        node_windows = np.unique(data.window_of_us(g["start_us"].to_numpy()))
         for ph, gg in by_phase.items():
             s, e = gg["start_us"].to_numpy(), gg["end_us"].to_numpy()
             dur = (e - s) / 1e6
             win = data.window_of_us(s)
             ends = window_ends(win, nw)
-            for k in node_windows:
+            # only the windows where this phase got new steps: another phase's new steps leave its
+            # history as it was, and re-evaluating it would count the same trigger again
+            for k in np.unique(win):
                 n = ends[k]
                 if n <= MIN_STEPS:
                     continue
