@@ -201,3 +201,19 @@ def test_outlier_steps_listed_and_marked_on_the_timeline(sample_outputs):
     marks = next(t for t in phases.figure["data"] if t.get("name") == "outlier steps")
     assert len(marks["x"]) == 30 and set(marks["y"]) == {"algo-1-27 train", "algo-2-27 train"}
     assert marks["text"][0] == "step 665: 4.89 s, 10.9× the median"
+
+
+def test_at_a_glance_identity_names_arn_instance_and_cost(sample_outputs):
+    from reportgen.render.blocks import render_glance
+
+    cost = {"instance_type": "ml.g4dn.12xlarge", "instance_count": 2, "region": "us-east-1"}
+    report = build_report(sample_outputs, job_name="s", cost=cost)
+    report.source = "arn:aws:sagemaker:us-east-1:123456789012:processing-job/x<y>"
+    html = render_glance(report)
+    assert "<dt>ARN</dt><dd>arn:aws:sagemaker:us-east-1:123456789012:processing-job/x&lt;y&gt;</dd>" in html
+    assert "<dt>Instance</dt><dd>ml.g4dn.12xlarge × 2</dd>" in html
+    run = report.section("cost").data
+    assert f"<dt>Cost</dt><dd>${run['cost_rounded']:,.2f}</dd>" in html
+    top = report.diagnosis.findings[0]
+    assert top.cost == pytest.approx(top.share * run["cost"])  # the finding's share of what the run cost
+    assert f"about ${top.cost:,.2f}" in html

@@ -25,12 +25,15 @@ SCENARIOS = {
     "cpu-bound": ({}, Scenario(cpu_util=93, cpu_noise=3, gpu_idle_fraction=(0.5,), dataloader_workers=6)),
     # two nodes, the second one's steps 40 % longer
     "straggler": ({"nodes": 2}, Scenario(step_ms=(300, 420), dataloader_workers=6)),
+    # two nodes with the same step times (synchronous training), the second node's GPUs half as busy
+    "straggler-gpu": ({"nodes": 2}, Scenario(gpu_util_busy=(88, 45), dataloader_workers=6)),
     # GPU memory +50 points from the first to the last step, steadily
     "gpu-memory-growth": ({}, Scenario(gpu_memory_growth=50, dataloader_workers=6)),
     # a 10-second recording
     "short": ({"duration_s": 10}, Scenario(init_s=2, dataloader_workers=6)),
 }
-EXPECTED = {"healthy": ("healthy", None), "short": ("insufficient-data", None)}
+EXPECTED = {"healthy": ("healthy", None), "short": ("insufficient-data", None),
+            "straggler-gpu": ("problems", "straggler")}
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,7 @@ LOADER_SHARE = 0.25  # share of step time in the DataLoader (PyTorch traces)
 FEW_LOADERS = 0.70  # parallel data-loading processes below this share of the cores (the Dataloader rule's 70 %)
 STRAGGLER = 0.10  # a worker's median step this much above the median of the workers
 GPU_SPREAD = 15.0  # points between the busiest and the least busy GPU over the loop
+WELL_USED = 60.0  # a GPU busy this much on average over the loop is well used
 INIT_MIN_S, INIT_SHARE = 120.0, 0.15
 MEMORY_RISE = 10.0  # points of GPU memory gained over the training loop, steadily
 MEMORY_FIT = 0.6  # R² of the linear fit for "steadily"
@@ -326,6 +327,10 @@ def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
     hot, cores, _, _ = ev.busy_cores(HOT_CORE)
     if ev.timeline_ok and hot and cores and hot > max(1, cores // 4):
         return None  # many cores busy: the CPU side, not the batch (cpu-bound judges)
+    busiest = max((v for s in ev.series.values() for v in s.gpu_util.values()), default=None) \
+        if ev.timeline_ok else ev.usage_stat("GPU", "p50")
+    if busiest is not None and busiest >= WELL_USED:
+        return None  # some GPU is well used: the others are unevenly loaded (straggler judges), not the batch
     mem95 = ev.usage_stat("GPU memory", "p95")
     util95 = ev.usage_stat("GPU", "p95")
     cpu95 = ev.usage_stat("CPU", "p95")

@@ -41,6 +41,8 @@ def identity(report: Report) -> list[tuple[str, str]]:
     ev = diagnosis.evidence if diagnosis is not None else None
     items: list[tuple[str, str]] = []
     cost = report.cost or {}
+    if str(report.source).startswith("arn:"):
+        items.append(("ARN", str(report.source)))
     if cost.get("instance_type"):
         items.append(("Instance", f"{cost['instance_type']} × {cost.get('instance_count') or 1}"))
     if ev is not None:
