@@ -30,6 +30,7 @@ class TraceFacts:
     workers: bool | None = None
     first_step_s: float | None = None  # epoch seconds of the first profiled step (absolute timestamps only)
     first_step: int | None = None  # its number N (ProfilerStep#N)
+    profiled_s: float | None = None  # profiled step time per rank, averaged over ranks (s)
 
     @property
     def any(self) -> bool:
@@ -47,6 +48,9 @@ def trace_facts(outputs: RuleOutputs) -> TraceFacts:
         return facts
     facts.steps = sum(len(as_list(r.get("steps"))) for r in ranks)
     facts.cpu_ops = sum(int(number(as_dict(r.get("cpu_ops")).get("count"), 0)) for r in ranks)
+    totals = [sum(number(as_dict(s).get("dur_ms"), 0.0) for s in as_list(r.get("steps"))) / 1000.0 for r in ranks
+              if as_list(r.get("steps"))]
+    facts.profiled_s = sum(totals) / len(totals) if totals else None
     means = [number(as_dict(r.get("step_stats_ms")).get("mean")) for r in ranks]
     means = [m for m in means if m is not None]
     facts.mean_step_ms = sum(means) / len(means) if means else None
@@ -69,10 +73,13 @@ def trace_facts(outputs: RuleOutputs) -> TraceFacts:
     return facts
 
 
-def steps_sentence(facts: TraceFacts) -> str:
+def steps_sentence(facts: TraceFacts, job_s=None) -> str:
     mean = f", {facts.mean_step_ms:.0f} ms per step on average" if facts.mean_step_ms is not None else ""
+    job_s = number(job_s)
+    cover = (f" ({facts.profiled_s:.1f} s per rank, {100 * facts.profiled_s / job_s:.1f} % of the {job_s:.0f} s job)"
+             if job_s and facts.profiled_s is not None else "")
     return (f"The PyTorch profiler traces hold {facts.steps} profiled step(s) over {facts.ranks} rank(s){mean} "
-            f"({facts.pointer()}); they cover only the profiled steps, not the whole loop.")
+            f"({facts.pointer()}); they cover only the profiled steps{cover}, not the whole loop.")
 
 
 def initialization_sentence(facts: TraceFacts, job_start) -> str:

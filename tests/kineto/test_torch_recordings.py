@@ -224,6 +224,7 @@ def test_input_bound_report_leads_with_the_input_pipeline_and_num_workers(report
     assert any("82 % of the profiled step time in the DataLoader" in e for e in first["evidence"])
     assert "num_workers" in first["fix"]
     assert doc["sections"]["dataloading-analysis"]["trace_dataloader_share"] == pytest.approx(0.817, abs=0.005)
+    assert "they cover only the profiled steps (1.0 s per rank, 1.9 % of the 53 s job)" in html
     # The system-usage text's "smaller instance" is answered by the traces: the idle cores are the fix.
     assert "Put the idle cores to work with DataLoader workers (num_workers) before choosing a smaller" in html
     for contradiction in ("No step information was profiled", "No CPU operators were recorded",

@@ -86,7 +86,7 @@ def build(outputs: RuleOutputs) -> Section:
     elif trace_facts(outputs).steps:
         section.add(Text(
             "The system metrics hold no step boundaries, so the training loop, initialization and finalization "
-            "times cannot be computed. " + steps_sentence(trace_facts(outputs)), tone="note"))
+            "times cannot be computed. " + steps_sentence(trace_facts(outputs), summary.get("job_duration_s")), tone="note"))
     else:
         section.add(Text(
             "No step information was profiled from this training job, so the training loop, "
