@@ -316,3 +316,26 @@ def test_step_outlier_does_not_recount_a_phase_in_windows_where_only_another_pha
               "step_num": str(m), "node_id": "algo-1-27"} for m in (1, 2)]  # later minutes: EVAL steps only
     r = step_outlier.evaluate(data(ev=events(train + evals)))
     assert (r["RuleTriggered"], r["Violations"]) == (1, 15)  # was (3, 15): TRAIN re-counted in minutes 2 and 3
+
+
+def test_load_balancing_does_not_fire_on_a_balanced_pair_and_reports_the_final_distance():
+    import numpy as np
+
+    from reportgen.engine.params import LoadBalancingParams
+    from reportgen.engine.rules import load_balancing
+    from tests.engine.helpers import data, node, ticks
+
+    n = 1500  # 12.5 minutes at 500 ms: patience (1000 samples) passed in minute 9
+    rng = np.random.default_rng(7)
+    busy = (np.arange(n) // 20) % 10 < 7  # the same compute / input-wait rhythm on both GPUs
+    gpu0 = np.where(busy, 80 + 4 * rng.standard_normal(n), rng.uniform(0, 5, n))
+    gpu1 = np.where(busy, 77 + 4 * rng.standard_normal(n), rng.uniform(0, 5, n))  # 3 points apart
+    imbalanced = np.where(busy, 65 + 4 * rng.standard_normal(n), rng.uniform(0, 5, n))  # 15 points apart
+    balanced = data([node(ticks(n), {"gpu0/GPUUtilization": gpu0, "gpu1/GPUUtilization": gpu1})])
+    r = load_balancing.evaluate(balanced)
+    final = r["Details"]["algo-1"]["distances"]["gpu0"]["gpu1"]
+    assert (r["RuleTriggered"], r["Violations"]) == (0, 0) and 0.1 < final < 0.4
+    assert load_balancing.evaluate(balanced, LoadBalancingParams(threshold=0.2))["RuleTriggered"] > 0  # the old default
+    r = load_balancing.evaluate(data([node(ticks(n), {"gpu0/GPUUtilization": gpu0,
+                                                       "gpu1/GPUUtilization": imbalanced})]))
+    assert r["RuleTriggered"] == 5 and r["Details"]["algo-1"]["distances"]["gpu0"]["gpu1"] > 0.5  # windows 8-12

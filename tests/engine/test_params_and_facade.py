@@ -1,6 +1,7 @@
 """Parameters (defaults, overrides, config files), the analyze() facade, output schema, real fixtures."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,9 @@ def test_default_rule_parameters_match_the_real_container_output():
     need_fixture(REAL_JOB)
     for name, p in default_params().items():
         real = json.loads((REAL_JOB / f"{name}.json").read_text())
+        if name == "LoadBalancing":  # the one calibrated default (docs/deviations.md #15): 0.4, not 0.2
+            assert p.threshold == 0.4
+            p = replace(p, threshold=0.2)
         assert p.rule_parameters() == real["RuleParameters"], name
 
 
