@@ -116,23 +116,34 @@ def rule_results(data: dict) -> list[RuleResult]:
 
 def load_report_json(path: Path) -> dict:
     """Read a report.json; anything we cannot use is a one-line InputError (exit code 2)."""
+    from reportgen.json_file import JsonFileError, read_json_file
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_json_file(path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read ({err})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}: malformed JSON at line {err.lineno} ({err.msg})") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+    except JsonFileError as err:
+        raise InputError(f"{path}: {err}") from None
     if not isinstance(data, dict) or not isinstance(data.get("sections"), dict):
         raise InputError(f"{path}: not a reportgen report.json (no 'sections' object)")
+    for key in ("job", "generator", "diagnosis"):  # what the CI outputs read besides the sections
+        if key in data and data[key] is not None and not isinstance(data[key], dict):
+            raise InputError(f"{path}: damaged report.json: '{key}' is a {_json_type(data[key])}, not an object")
+    for key, section in data["sections"].items():
+        if section is not None and not isinstance(section, dict):
+            raise InputError(f"{path}: damaged report.json: section '{key}' is a {_json_type(section)}, "
+                             "not an object")
     version = str(data.get("schema_version", ""))
     if version.split(".")[0] != "1":
         raise InputError(f"{path}: schema_version {version or '(none)'} is not supported (expected 1.x)")
     return data
+
+
+def _json_type(value) -> str:
+    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "value")
 
 
 # ------------------------------------------------------------------------------------------ --fail-on

@@ -8,12 +8,12 @@ only a folder where no rule output can be read is an input error.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen.errors import InputError
+from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER
 
 REQUIRED_FIELDS = ("RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters")
@@ -88,6 +88,47 @@ def _number_or_text(value: str) -> float | str:
     return int(number) if number.is_integer() and "." not in value else number
 
 
+# Job times are epoch seconds, step times epoch microseconds (spec A.5). Above EPOCH_S_MAX (2103) a
+# job time is in a finer unit (ms, µs, ns); below 0 it is no clock. (A clock reset to 1970 is a clock.)
+EPOCH_S_MIN, EPOCH_S_MAX = 0.0, 4.2e9
+STEP_SLACK_S = 86_400  # a first/last step a day outside the job's time is no step of it
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def time_problems(details: dict) -> list[str]:
+    """Why MaxInitializationTime's times cannot be shown as facts (empty when they can): a start after
+    the end (a negative duration), times in the wrong unit (milliseconds or microseconds where seconds
+    belong gave initialization times of -1.6e12 s), steps outside the job. ``job_times_plausible`` and
+    ``step_times_plausible`` say which part is usable."""
+    out = []
+    start, end = details.get("job_start"), details.get("job_end")
+    if _finite(start) and _finite(end):
+        if not all(EPOCH_S_MIN <= t <= EPOCH_S_MAX for t in (start, end)):
+            out.append(f"job_start {start!r} / job_end {end!r} are not epoch seconds (another unit?); "
+                       "the job's times are shown as unknown")
+        elif end < start:
+            out.append(f"job_start {start!r} is after job_end {end!r}; the job's duration is shown as unknown")
+    step = details.get("step_num") if isinstance(details.get("step_num"), dict) else {}
+    first, last = step.get("first"), step.get("last")
+    if not out and _finite(start) and _finite(end) and _finite(first) and _finite(last):
+        lo, hi = (start - STEP_SLACK_S) * 1e6, (end + STEP_SLACK_S) * 1e6
+        if not (lo <= first <= hi and lo <= last <= hi) or last < first:
+            out.append(f"step_num first {first!r} / last {last!r} are not microseconds within the job's time "
+                       "(another unit?); initialization, training loop and finalization are shown as unknown")
+    return out
+
+
+def job_times_plausible(details: dict) -> bool:
+    return not any(p.startswith("job_start") for p in time_problems(details))
+
+
+def step_times_plausible(details: dict) -> bool:
+    return not time_problems(details)
+
+
 def find_rule_output_dir(source: Path) -> Path | None:
     """The folder under ``source`` that holds the rule JSONs, or None if there is none."""
     for sub in _CANDIDATE_SUBDIRS:
@@ -110,17 +151,12 @@ def load_rule_output(path: Path, notes: list[str]) -> RuleOutput:
     """Read one rule JSON; raise InputError naming the file when it is not a JSON object."""
     name = path.stem
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text, cannot read this rule output") from None
+        data = read_json_file(path)
+    except JsonFileError as err:
+        why = "not UTF-8 text, cannot read this rule output" if str(err) == "not UTF-8 text" else str(err)
+        raise InputError(f"{path}: {why}") from None
     except OSError as err:
         raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(
-            f"{path}: malformed JSON at line {err.lineno} column {err.colno} ({err.msg})"
-        ) from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a JSON object, found {type(data).__name__}")
     missing = [key for key in REQUIRED_FIELDS if key not in data]
@@ -137,6 +173,8 @@ def load_rule_output(path: Path, notes: list[str]) -> RuleOutput:
     if not isinstance(params, str):
         notes.append(f"{path.name}: RuleParameters is not a string; ignored")
         params = ""
+    for problem in (time_problems(details) if name == "MaxInitializationTime" else []):
+        notes.append(f"{path.name}: {problem}")
     return RuleOutput(
         name=name,
         triggered=_as_int(data.get("RuleTriggered", 0), "RuleTriggered", name, notes),
@@ -179,11 +217,12 @@ def load_rule_outputs(folder: Path) -> RuleOutputs:
 def _load_extra(folder: Path, name: str, notes: list[str]) -> dict | None:
     """Our engine's extra outputs live next to ``profiler-reports/``; a bad one is only a note."""
     for candidate in (folder.parent / name, folder / name):
-        if candidate.is_file():
+        if candidate.exists():
             try:
-                data = json.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-                notes.append(f"{candidate.name}: unreadable ({err}); its charts are left out")
+                data = read_json_file(candidate)
+            except (OSError, JsonFileError) as err:
+                why = err.strerror if isinstance(err, OSError) and err.strerror else err
+                notes.append(f"{candidate.name}: unreadable ({why}); its charts are left out")
                 return None
             return data if isinstance(data, dict) else None
     return None

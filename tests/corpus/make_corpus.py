@@ -864,6 +864,101 @@ def _(f):
     return {"rules": 11}
 
 
+@case("rules_not_regular_files", exit=0, problems={}, rules_only=True,
+      notes=["CPUBottleneck.json: a FIFO, not a regular file; not read; this rule is left out",
+             "IOBottleneck.json: a device, not a regular file; not read; this rule is left out"])
+def _(f):
+    """A FIFO named CPUBottleneck.json (the run hung on it) and IOBottleneck.json a symlink to
+    /dev/zero (memory grew without bound): each costs its rule, with a note."""
+    d = rule_outputs(f)
+    (d / "CPUBottleneck.json").unlink()
+    os.mkfifo(d / "CPUBottleneck.json")
+    (d / "IOBottleneck.json").unlink()
+    (d / "IOBottleneck.json").symlink_to("/dev/zero")
+    return {"rules": 9}
+
+
+@case("rules_deep_nesting", exit=0, problems={}, rules_only=True,
+      notes=["StepOutlier.json: JSON nested deeper than 64 levels; this rule is left out",
+             "BatchSize.json: JSON nested deeper than 64 levels; this rule is left out"])
+def _(f):
+    """A Details field nested 100,000 deep (RecursionError, exit 3) and one nested 500 deep (loads,
+    but breaks every recursive consumer): each costs its rule, with a note."""
+    d = rule_outputs(f)
+    doc = json.loads((d / "StepOutlier.json").read_text())
+    (d / "StepOutlier.json").write_text(json.dumps(doc)[:-1] + ', "Deep": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    doc = json.loads((d / "BatchSize.json").read_text())
+    (d / "BatchSize.json").write_text(json.dumps(doc)[:-1] + ', "Deep": ' + '{"a": ' * 500 + "1" + "}" * 500 + "}")
+    return {"rules": 9}
+
+
+HUGE = "1" + "0" * 400
+
+
+@case("rules_huge_integers", exit=0, problems={}, rules_only=True,
+      notes=[f"{rule}.json: an integer of 401 digits at " for rule in
+             ("CPUBottleneck", "Dataloader", "GPUMemoryIncrease", "IOBottleneck", "LoadBalancing",
+              "LowGPUUtilization", "MaxInitializationTime", "StepOutlier", "BatchSize")])
+def _(f):
+    """A 401-digit integer in a count of nine rule outputs (OverflowError while formatting the report,
+    exit 3): each costs its rule, with a note naming where; the two usage summaries make the report."""
+    d = rule_outputs(f)
+    for rule in ("CPUBottleneck", "Dataloader", "GPUMemoryIncrease", "IOBottleneck", "LoadBalancing",
+                 "LowGPUUtilization", "MaxInitializationTime", "StepOutlier", "BatchSize"):
+        text = (d / f"{rule}.json").read_text()
+        (d / f"{rule}.json").write_text(text.replace('"Violations": ', f'"Violations": {HUGE}, "Was": ', 1))
+    return {"rules": 2}
+
+
+@case("rules_utf8_bom", exit=0, problems={}, rules_only=True)
+def _(f):
+    """Rule outputs saved by a Windows editor, with a UTF-8 byte-order mark: all eleven read (they
+    were rejected as malformed JSON)."""
+    d = rule_outputs(f)
+    for path in sorted(d.glob("*.json")):
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    return {"rules": 11}
+
+
+def _max_init(d: Path, **changes) -> None:
+    doc = json.loads((d / "MaxInitializationTime.json").read_text())
+    doc["Details"].update(changes)
+    (d / "MaxInitializationTime.json").write_text(json.dumps(doc))
+
+
+@case("rules_job_start_after_end", exit=0, problems={}, rules_only=True, html_absent=["ran for -"],
+      notes=["MaxInitializationTime.json: job_start 1700000625.0 is after job_end 1700000000.0; the job's "
+             "duration is shown as unknown"])
+def _(f):
+    """job_start after job_end: the report said the job "ran for -625 seconds"; now the times are
+    unknown, with a note under Data quality."""
+    d = rule_outputs(f)
+    _max_init(d, job_start=1_700_000_625.0, job_end=1_700_000_000.0)
+    return {"rules": 11}
+
+
+@case("rules_times_in_wrong_units", exit=0, problems={}, rules_only=True, html_absent=["took -", "ran for -", "-1.6e", "-1.7e"],
+      notes=["MaxInitializationTime.json: job_start 1700000040000.0 / job_end 1700000640000.0 are not epoch "
+             "seconds (another unit?)"])
+def _(f):
+    """Job times in milliseconds where seconds belong (initialization times of -1.6e12 s were shown as
+    facts): shown as unknown, with a note."""
+    d = rule_outputs(f)
+    _max_init(d, job_start=1_700_000_040_000.0, job_end=1_700_000_640_000.0)
+    return {"rules": 11}
+
+
+@case("rules_step_times_in_wrong_units", exit=0, problems={}, rules_only=True,
+      notes=["MaxInitializationTime.json: step_num first 1700000100.0 / last 1700000500.0 are not microseconds"])
+def _(f):
+    """Step times in seconds where microseconds belong: the job's start, end and duration stay, the
+    initialization, training loop and finalization are unknown."""
+    d = rule_outputs(f)
+    _max_init(d, job_start=1_700_000_040.0, job_end=1_700_000_640.0,
+              step_num={"first": 1_700_000_100.0, "last": 1_700_000_500.0})
+    return {"rules": 11}
+
+
 @case("rules_all_broken", exit=2, error="LowGPUUtilization.json: not UTF-8 text", rules_only=True)
 def _(f):
     """The only rule output is not text: nothing to report, one line naming the file."""

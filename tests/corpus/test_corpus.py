@@ -104,6 +104,8 @@ def _check_data_quality(outcome, expected):
         assert f"The first {MAX_LISTED} of {total} problems" in section
     for note in outcome.notes:
         assert escape(note) in section
+    for text in expected.get("html_absent", []):  # impossible numbers must not be shown as facts
+        assert text not in page, text
     if not total and not outcome.notes:
         assert "Every input file was read completely" in section
 

@@ -6,7 +6,7 @@ from reportgen.report.model import Section, Text
 from reportgen.report.sections.summary import compute
 from reportgen.report.trace_facts import initialization_sentence, trace_facts
 from reportgen.report.util import as_dict
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.rule_outputs import RuleOutputs, time_problems
 
 
 def build(outputs: RuleOutputs) -> Section:
@@ -28,6 +28,9 @@ def build(outputs: RuleOutputs) -> Section:
                          "its first step.", tone="finding"))
     elif init is None and (bound := initialization_sentence(trace_facts(outputs), as_dict(rule.details).get("job_start"))):
         section.add(Text("The system metrics hold no step boundaries. " + bound, tone="note"))
+    elif init is None and time_problems(as_dict(rule.details)):
+        section.missing("The recorded job or step times are impossible (see Data quality), so the initialization "
+                        "time is unknown.")
     elif init is None:
         section.missing("No step information was profiled, so the initialization time is unknown.")
     section.data = {"triggered": rule.triggered, "initialization_s": init, "threshold_min": threshold}

@@ -8,7 +8,7 @@ from reportgen.formatting import day_and_hour, timestamp
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Table, Text
 from reportgen.report.trace_facts import steps_sentence, trace_facts
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.rule_outputs import RuleOutputs, job_times_plausible, step_times_plausible, time_problems
 
 
 def _finite_number(value) -> bool:
@@ -18,12 +18,12 @@ def _finite_number(value) -> bool:
 def compute(details: dict) -> dict | None:
     """The summary numbers, computed exactly as the original report does (int truncation)."""
     start, end = details.get("job_start"), details.get("job_end")
-    if not (_finite_number(start) and _finite_number(end)):
-        return None
+    if not (_finite_number(start) and _finite_number(end)) or not job_times_plausible(details):
+        return None  # impossible times are no facts (the loader's note says why, under Data quality)
     summary = {"job_start": start, "job_end": end, "job_duration_s": int(end - start)}
-    step = details.get("step_num") or {}
+    step = details.get("step_num") if isinstance(details.get("step_num"), dict) else {}
     first, last = step.get("first"), step.get("last")
-    if _finite_number(first) and _finite_number(last):
+    if _finite_number(first) and _finite_number(last) and step_times_plausible(details):
         duration = summary["job_duration_s"]
         init = int(first / 1e6 - start)
         final = int(abs(end - last / 1e6))
@@ -46,6 +46,11 @@ def build(outputs: RuleOutputs) -> Section:
     section = Section("training-job-summary", "Training job summary")
     rule = outputs.get("MaxInitializationTime")
     summary = compute(rule.details) if rule else None
+    if summary is None and rule is not None and time_problems(rule.details):
+        return section.missing(
+            "The job's recorded start and end times are impossible (see Data quality), so its start, end and "
+            "duration are unknown."
+        )
     if summary is None:
         return section.missing(
             "No job start and end times were recorded (MaxInitializationTime output missing or "

@@ -1,0 +1,91 @@
+"""Reading a small JSON document whole, from a file nobody vouches for.
+
+Rule outputs, report.json, timeline.json and friends are read whole. Read with ``Path.read_text``
+a FIFO named ``CPUBottleneck.json`` hung the run, a symlink to ``/dev/zero`` grew memory without
+bound, a field nested 100,000 deep raised RecursionError (exit 3), a UTF-8 byte-order mark was
+"malformed JSON" and a 401-digit integer became an OverflowError wherever it was formatted.
+``read_json_file`` refuses what is not a regular file (opened non-blocking, so a FIFO cannot hang
+the open), caps the size, accepts a BOM, and rejects nesting deeper than ``MAX_DEPTH`` and integers
+beyond a float's range, each with a ``JsonFileError`` whose text says why in a few words.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+# No rule output or report.json comes near this (the largest real report.json seen: ~2 MB).
+MAX_BYTES = int(float(os.environ.get("REPORTGEN_MAX_JSON_MB", "256")) * (1 << 20))
+# SageMaker's rule outputs nest 5 levels, report.json 8: deeper is damage, and deep nesting breaks
+# every recursive consumer (json.dumps of the report, template rendering).
+MAX_DEPTH = 64
+_FLOAT_MAX = sys.float_info.max
+
+
+class JsonFileError(ValueError):
+    """Why a file could not be used, in a few words (the caller adds the file name)."""
+
+
+def read_json_file(path: Path, max_bytes: int = MAX_BYTES):
+    """The JSON value in ``path``; raises ``JsonFileError`` (or ``OSError`` for I/O errors)."""
+    raw = _read_regular(Path(path), max_bytes)
+    try:
+        text = raw.decode("utf-8-sig")  # a BOM, as Windows tools write it, is not data
+    except UnicodeDecodeError:
+        raise JsonFileError("not UTF-8 text") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise JsonFileError(f"malformed JSON at line {err.lineno} column {err.colno} ({err.msg})") from None
+    except RecursionError:
+        raise JsonFileError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as err:  # an integer literal over Python's digit limit
+        raise JsonFileError(f"unusable JSON ({err})") from None
+    check_value(value)
+    return value
+
+
+def check_value(value) -> None:
+    """Raise ``JsonFileError`` for nesting deeper than MAX_DEPTH or an integer no float can hold
+    (walked without recursion)."""
+    stack = [(value, 1, "")]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise JsonFileError(f"JSON nested deeper than {MAX_DEPTH} levels")
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in pairs:
+                if isinstance(child, (dict, list, int)) and not isinstance(child, bool):
+                    stack.append((child, depth + 1, f"{where}.{key}" if isinstance(item, dict) else f"{where}[{key}]"))
+        elif isinstance(item, int) and not isinstance(item, bool) and not -_FLOAT_MAX <= item <= _FLOAT_MAX:
+            raise JsonFileError(f"an integer of {len(str(abs(item)))} digits at {where.lstrip('.') or 'the top'} "
+                                "(beyond any number a report can show)")
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once instead of waiting for a writer
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or
+                    stat.S_ISBLK(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+            raise JsonFileError(f"{kind}, not a regular file; not read")
+        if st.st_size > max_bytes:
+            raise JsonFileError(f"{st.st_size / 1e6:.0f} MB, above the {max_bytes / 1e6:.0f} MB a JSON file may have "
+                                "(REPORTGEN_MAX_JSON_MB)")
+        chunks, total = [], 0
+        while True:  # at most max_bytes + 1: a file that grows while read is caught too
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise JsonFileError(f"above the {max_bytes / 1e6:.0f} MB a JSON file may have (REPORTGEN_MAX_JSON_MB)")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
