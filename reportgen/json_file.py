@@ -29,15 +29,25 @@ class JsonFileError(ValueError):
     """Why a file could not be used, in a few words (the caller adds the file name)."""
 
 
-def read_json_file(path: Path, max_bytes: int = MAX_BYTES):
-    """The JSON value in ``path``; raises ``JsonFileError`` (or ``OSError`` for I/O errors)."""
+def read_json_file(path: Path, max_bytes: int = MAX_BYTES, duplicates: list[str] | None = None):
+    """The JSON value in ``path``; raises ``JsonFileError`` (or ``OSError`` for I/O errors).
+    ``duplicates``: when given, collects the keys that an object holds twice (the last one wins, as in
+    every JSON reader, but a caller can say so instead of dropping the first silently)."""
     raw = _read_regular(Path(path), max_bytes)
     try:
         text = raw.decode("utf-8-sig")  # a BOM, as Windows tools write it, is not data
     except UnicodeDecodeError:
         raise JsonFileError("not UTF-8 text") from None
+    hook = None
+    if duplicates is not None:
+        def hook(pairs):
+            out = dict(pairs)
+            if len(out) < len(pairs):
+                seen: set = set()
+                duplicates.extend(k for k, _ in pairs if k in seen or seen.add(k))
+            return out
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError as err:
         raise JsonFileError(f"malformed JSON at line {err.lineno} column {err.colno} ({err.msg})") from None
     except RecursionError:

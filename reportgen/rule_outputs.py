@@ -150,8 +150,9 @@ def _as_int(value, field_name: str, name: str, notes: list[str]) -> int:
 def load_rule_output(path: Path, notes: list[str]) -> RuleOutput:
     """Read one rule JSON; raise InputError naming the file when it is not a JSON object."""
     name = path.stem
+    duplicates: list[str] = []
     try:
-        data = read_json_file(path)
+        data = read_json_file(path, duplicates=duplicates)
     except JsonFileError as err:
         why = "not UTF-8 text, cannot read this rule output" if str(err) == "not UTF-8 text" else str(err)
         raise InputError(f"{path}: {why}") from None
@@ -159,6 +160,9 @@ def load_rule_output(path: Path, notes: list[str]) -> RuleOutput:
         raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    if duplicates:  # e.g. a node twice in OverallSystemUsage's Details: one of them would vanish unnoticed
+        keys = ", ".join(repr(k) for k in dict.fromkeys(duplicates))
+        notes.append(f"{path.name}: key(s) {keys} appear twice in one object; the last one is used")
     missing = [key for key in REQUIRED_FIELDS if key not in data]
     if missing:
         notes.append(f"{path.name}: missing field(s) {', '.join(missing)}; defaults used")

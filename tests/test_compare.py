@@ -264,7 +264,7 @@ def test_markdown_escapes_data_strings():
     report = build_comparison(a, b)
     md = to_markdown(report, a.meta(), b.meta(), "now")
     assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
-    assert "job\\|" in md and "\\*bold\\*" in md and "\\[link\\](http://evil)" in md
+    assert "job\\|" in md and "\\*bold\\*" in md and "\\[link\\](http&#58;//evil)" in md
     assert md_escape("a\nb|c") == "a b\\|c"
 
 

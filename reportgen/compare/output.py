@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 import re
+from pathlib import PurePath
 
 from reportgen import __version__
 from reportgen.formatting import format_cell
@@ -23,14 +25,44 @@ def compare_data(report: Report, a_meta: dict, b_meta: dict, generated_at: str) 
     })
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!@])")
+# What GitHub turns into a live link without any markup: a scheme's "://" and a bare "www.".
+_AUTOLINK = (("://", "&#58;//"), ("www.", "www&#46;"))
 
 
 def md_escape(value) -> str:
-    """A data string made inert in GitHub Markdown: HTML escaped, Markdown punctuation backslashed,
-    newlines flattened (a table cell is one line)."""
+    """A data string made inert in GitHub Markdown (the comparison is meant for pull-request comments):
+    HTML escaped, Markdown punctuation and ``@`` mentions / ``#`` references backslashed, URLs and
+    ``www.`` names broken so they do not autolink, newlines flattened (a table cell is one line)."""
     text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+    text = _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+    for live, inert in _AUTOLINK:
+        text = text.replace(live, inert)
+    return text
+
+
+def public_source(source) -> str:
+    """How a run's source is named in a comment others read: an S3 URI or an ARN as it is, a local
+    folder by its own name only (an absolute path tells readers about the machine, not the run)."""
+    text = str(source or "")
+    if re.match(r"^[a-z0-9]+://|^arn:", text) or not text:
+        return text
+    name = PurePath(text).name or text
+    return f"local folder {name}"
+
+
+def _hide_local_paths(text: str, metas: tuple) -> str:
+    """Every spelling of the local sources' paths in ``text`` replaced by their public names."""
+    for meta in metas:
+        source = str(meta.get("source") or "")
+        if not source or public_source(source) == source:
+            continue
+        spellings = {p for p in (source, os.path.abspath(source), os.path.realpath(source)) if os.path.isabs(p)}
+        for spelling in sorted(spellings, key=len, reverse=True):
+            for form in (spelling, md_escape(spelling)):
+                if len(form) > 1:
+                    text = text.replace(form, md_escape(public_source(source)))
+    return text
 
 
 def md_paragraph(value) -> str:
@@ -60,7 +92,7 @@ def _table(table: Table) -> list[str]:
 def to_markdown(report: Report, a_meta: dict, b_meta: dict, generated_at: str) -> str:
     out = [f"## Comparison: {md_escape(a_meta.get('name'))} (A) vs {md_escape(b_meta.get('name'))} (B)", ""]
     for meta in (a_meta, b_meta):
-        out.append(f"- **{meta['label']}**: {md_escape(meta.get('name'))} — {md_escape(meta.get('source'))}")
+        out.append(f"- **{meta['label']}**: {md_escape(meta.get('name'))} — {md_escape(public_source(meta.get('source')))}")
     out.append("")
     for section in report.sections:
         out += [f"### {md_escape(section.title)}", ""]
@@ -76,4 +108,4 @@ def to_markdown(report: Report, a_meta: dict, b_meta: dict, generated_at: str) -
                 continue  # charts are in the HTML page; their numbers are in the tables
     out.append(f"<sub>Generated {md_escape(generated_at)} by reportgen {__version__}. "
                "Costs are estimates from approximate list prices.</sub>")
-    return "\n".join(out) + "\n"
+    return _hide_local_paths("\n".join(out) + "\n", (a_meta, b_meta))

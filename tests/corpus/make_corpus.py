@@ -959,6 +959,23 @@ def _(f):
     return {"rules": 11}
 
 
+@case("rules_duplicate_node_keys", exit=0, problems={}, rules_only=True,
+      notes=["OverallSystemUsage.json: key(s) 'algo-1' appear twice in one object; the last one is used"])
+def _(f):
+    """A node key twice in OverallSystemUsage.json's Details (a merge of two files): the last one
+    wins, as before, but now with a note instead of silently."""
+    d = rule_outputs(f)
+    text = (d / "OverallSystemUsage.json").read_text()
+    doc = json.loads(text)
+    cpu = doc["Details"]["CPU"]
+    node = next(iter(cpu))
+    first = json.dumps({node: cpu[node]})[1:-1]
+    doc["Details"]["CPU"] = {}
+    body = json.dumps(doc).replace('"CPU": {}', '"CPU": {' + first + ", " + first.replace("50", "51", 1) + "}")
+    (d / "OverallSystemUsage.json").write_text(body)
+    return {"rules": 11}
+
+
 @case("rules_all_broken", exit=2, error="LowGPUUtilization.json: not UTF-8 text", rules_only=True)
 def _(f):
     """The only rule output is not text: nothing to report, one line naming the file."""
