@@ -16,9 +16,14 @@ SCENARIOS = {
     "healthy": ({}, Scenario(gpu_util_busy=(90,), gpu_idle_fraction=(0.03,), dataloader_workers=6)),
     # half the samples: one core saturated while the GPUs idle; one DataLoader worker, no pinned memory
     "input-pipeline": ({}, Scenario(cpu_bottleneck_fraction=0.5, dataloader_workers=1, pin_memory=False)),
+    # no core saturated: the GPUs idle in 55 % of the samples between busy bursts, 2 workers on 16 cores
+    "input-pipeline-workers": ({"cores": 16}, Scenario(gpu_idle_fraction=(0.55,), dataloader_workers=2)),
     # GPUs at 25 %, GPU memory 15 %, cores at 20 %: batch too small for the instance
     "gpu-underused": ({}, Scenario(gpu_util_busy=(25,), gpu_idle_fraction=(0.03,), cpu_util=20,
                                    gpu_memory_base=15, dataloader_workers=6)),
+    # the same with 2 workers on 16 cores: a steadily low GPU is still the batch, not the loaders
+    "gpu-underused-few-workers": ({"cores": 16}, Scenario(gpu_util_busy=(25,), gpu_idle_fraction=(0.03,), cpu_util=20,
+                                                          gpu_memory_base=15, dataloader_workers=2)),
     # 45 % of the samples: a core waits on I/O and the GPUs idle
     "io-bound": ({}, Scenario(iowait_spike_fraction=0.45, iowait_stalls_gpu=True, dataloader_workers=6)),
     # every core at ~93 % and the GPUs idle half the time
@@ -33,7 +38,8 @@ SCENARIOS = {
     "short": ({"duration_s": 10}, Scenario(init_s=2, dataloader_workers=6)),
 }
 EXPECTED = {"healthy": ("healthy", None), "short": ("insufficient-data", None),
-            "straggler-gpu": ("problems", "straggler")}
+            "straggler-gpu": ("problems", "straggler"), "input-pipeline-workers": ("problems", "input-pipeline"),
+            "gpu-underused-few-workers": ("problems", "gpu-underused")}
 
 
 @pytest.fixture(scope="module")

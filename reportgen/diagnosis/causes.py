@@ -40,6 +40,7 @@ FEW_LOADERS = 0.70  # parallel data-loading processes below this share of the co
 STRAGGLER = 0.10  # a worker's median step this much above the median of the workers
 GPU_SPREAD = 15.0  # points between the busiest and the least busy GPU over the loop
 WELL_USED = 60.0  # a GPU busy this much on average over the loop is well used
+FLUCTUATING = 70.0  # GPU p95 at least this while mostly idle: busy bursts between waits (LowGPUUtilization's p95)
 INIT_MIN_S, INIT_SHARE = 120.0, 0.15
 MEMORY_RISE = 10.0  # points of GPU memory gained over the training loop, steadily
 MEMORY_FIT = 0.6  # R² of the linear fit for "steadily"
@@ -265,7 +266,13 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     # Fewer loaders than cores alone is weak (SageMaker's Dataloader rule fires on many healthy jobs); loading
     # in the training process itself (num_workers 0) with idle GPUs is enough.
     single = ev.workers == 0 or (iterator is not None and "SingleProcess" in str(iterator))
-    if not strong and not (single and (idle or 0) >= GPU_IDLE):
+    # GPUs that swing between busy and idle (p95 high, mean low) wait for something; with few loaders, for data.
+    # A GPU steadily low (p95 low) is a small batch instead (gpu-underused).
+    p95 = ev.usage_stat("GPU", "p95")
+    waiting = (idle or 0) >= GPU_IDLE and p95 is not None and p95 >= FLUCTUATING
+    if waiting and few_loaders:
+        signals.append("gpu-waits")
+    if not strong and not ((single or waiting and few_loaders) and (idle or 0) >= GPU_IDLE):
         return None
     if (idle is None or idle < GPU_IDLE) and "dataloader-share" not in signals:
         return None
@@ -276,7 +283,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     if io is not None:  # GPU idle time already blamed on storage is not counted twice
         share = max(share - io.share, 0.0)
     evidence = [gpu_busy_text(ev)]
-    if ev.cpu_bn_share is not None:
+    if "gpu-waits" in signals:
+        evidence.append(f"GPU utilization p95 {p95:.0f} %: busy in bursts, idle in between")
+    if ev.cpu_bn_share is not None and ev.cpu_bn_share >= MINOR:
         cores_txt = f" ({ev.cpu_bn_cores:g} of {ev.cores} cores above 90 %)" if ev.cpu_bn_cores and ev.cores else ""
         evidence.append(f"a GPU nearly idle while a core was saturated{cores_txt} for {pct(ev.cpu_bn_share)} "
                         "of the job (training loop)")
