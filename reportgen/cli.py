@@ -197,7 +197,7 @@ def _compare(args, say) -> int:
                              a=CostOptions(args.instance_a, args.count_a, args.region, args.prices),
                              b=CostOptions(args.instance_b, args.count_b, args.region, args.prices))
     result = compare(args.source_a, args.source_b, args.output, options, progress=say)
-    say(f"wrote {result.output_path} and {result.json_path} in {result.seconds:.1f} s")
+    say(f"wrote {_name(result.output_path)} and {_name(result.json_path)} in {result.seconds:.1f} s")
     return EXIT_OK
 
 

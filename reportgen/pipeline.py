@@ -8,7 +8,6 @@ outputs are committed together at the end (``output_set``).
 from __future__ import annotations
 
 import json
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -42,18 +41,6 @@ class GenerateResult:
 
 def _silent(_: str) -> None:
     pass
-
-
-def _check_writable(path: Path) -> None:
-    parent = path.parent if str(path.parent) else Path(".")
-    if parent.exists() and not parent.is_dir():
-        raise InputError(f"{path}: the output folder {parent} is a file")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=parent, prefix=".reportgen-probe-", delete=True)
-        probe.close()
-    except OSError as err:
-        raise InputError(f"{path}: cannot write to {parent} ({err.strerror or err})") from None
 
 
 def _download_progress(progress: Progress):

@@ -168,3 +168,51 @@ def test_check_on_mutated_report_json_never_exits_3(job, tmp_path_factory):
     print(f"mutated report.json through check: {counts['cases']} cases, exit 0: {counts[0]}, exit 1: {counts[1]}, "
           f"exit 2: {counts[2]}")
     assert counts["cases"] >= min(EXAMPLES, 10)
+
+
+DAMAGED = {  # issue #20 item 4: 5 of 8 such cases exited 3
+    "job is a list": lambda d: d.update(job=[]),
+    "job is a string": lambda d: d.update(job="x"),
+    "a section is a list": lambda d: d["sections"].update({"rules-summary-section": [1, 2]}),
+    "generator is a number": lambda d: d.update(generator=7),
+    "diagnosis is a string": lambda d: d.update(diagnosis="x"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED))
+def test_check_on_damaged_report_json_is_one_line_exit_2(job, tmp_path, damage, capsys):
+    from reportgen import cli
+
+    data = json.loads((job / "report" / "report.json").read_text())
+    DAMAGED[damage](data)
+    (tmp_path / "report.json").write_text(json.dumps(data))
+    code = cli.main(["check", str(tmp_path / "report.json"), "--junit", str(tmp_path / "j.xml"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "damaged report.json" in err, err
+    assert not (tmp_path / "j.xml").exists()
+
+
+@pytest.mark.parametrize("raw", ["huge", "deep"])
+def test_check_on_report_json_with_a_401_digit_count_or_deep_nesting_is_exit_2(job, tmp_path, raw, capsys):
+    from reportgen import cli
+
+    text = (job / "report" / "report.json").read_text()
+    if raw == "huge":
+        text = text.replace('"times_triggered": ', '"times_triggered": 1' + "0" * 400 + ', "was": ', 1)
+        want = "an integer of 401 digits"
+    else:
+        text = text.rstrip()[:-1] + ', "deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+        want = "nested deeper than 64 levels"
+    (tmp_path / "report.json").write_text(text)
+    code = cli.main(["check", str(tmp_path / "report.json"), "--markdown", str(tmp_path / "s.md"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and want in err, err
+
+
+def test_check_reads_a_report_json_with_a_byte_order_mark(job, tmp_path, capsys):
+    """Issue #20 item 5: a report.json saved with a UTF-8 BOM was 'malformed JSON'."""
+    from reportgen import cli
+
+    (tmp_path / "report.json").write_bytes(b"\xef\xbb\xbf" + (job / "report" / "report.json").read_bytes())
+    assert cli.main(["check", str(tmp_path / "report.json"), "--markdown", str(tmp_path / "s.md"), "-q"]) == 0
+    assert (tmp_path / "s.md").read_text().startswith("## Profiling report")

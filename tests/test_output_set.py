@@ -298,3 +298,22 @@ def test_a_live_runs_work_folder_is_never_removed(tmp_path):
         stale.mkdir()
         assert workdir.remove_stale(tmp_path) == [stale.name]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_outputs_are_checked_first_and_committed_together(tmp_path, monkeypatch, capsys):
+    """``compare`` writes its page and compare.json through the same output set: colliding paths are
+    refused before any work, ``--json -`` is standard output, and no work folder is left beside -o."""
+    from reportgen import cli
+    from tests.corpus.make_corpus import rule_outputs
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    rule_outputs(a)
+    rule_outputs(b)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    assert cli.main(["compare", str(a), str(b), "--format", "md", "-o", "out/c.json", "-q"]) == 2
+    _one_error_line(capsys.readouterr().err, "-o", "--json", "same file")
+    assert cli.main(["compare", str(a), str(b), "--format", "md", "-o", "out/c.md", "--json", "-", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out)["schema_version"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["c.md"]

@@ -7,25 +7,23 @@ Each side goes through ``prepare_rule_outputs`` exactly as ``generate``'s source
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reportgen.atomic import write_text_atomic
 from reportgen.cost import load_prices
 from reportgen.errors import InputError, RenderError
+from reportgen.output_set import OutputSet, is_stdout
 from reportgen.pipeline import (
     CostOptions,
     Progress,
     SourceOptions,
-    _check_writable,
     _local_name,
     _silent,
     prepare_rule_outputs,
 )
 from reportgen.rule_outputs import load_rule_outputs
+from reportgen.workdir import work_folder
 
 FORMATS = ("html", "md")
 
@@ -88,11 +86,17 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
         if value is not None and value < 1:
             raise InputError(f"{flag} must be at least 1")
     started = time.perf_counter()
-    output = Path(output)
-    json_path = Path(options.json_path) if options.json_path else output.with_suffix(".json")
-    _check_writable(output)
+    output = output if is_stdout(output) else Path(output)
+    outputs = OutputSet()  # both outputs checked before any work, written together (output_set.py)
+    page_target = outputs.add("-o", output)
+    if options.json_path is None and page_target.kind != "file":
+        raise InputError(f"-o {page_target}: not a regular file, so there is no place for compare.json beside it; "
+                         "give --json PATH as well")
+    json_path = options.json_path if is_stdout(options.json_path) else (
+        Path(options.json_path) if options.json_path else output.with_suffix(".json"))
+    outputs.add("--json", json_path)
     load_prices(prices_file)  # a bad prices file is an input error before any work
-    with tempfile.TemporaryDirectory(prefix=".reportgen-", dir=output.parent or ".") as work:
+    with work_folder() as work:
         # absolute: the notebook runs with its own folder as the working directory, where a relative
         # output_dir would name a folder inside itself (compare.json was lost with a relative -o)
         work_dir = Path(work).resolve()
@@ -114,8 +118,7 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
             progress("converting to HTML")
             text = notebook_to_html(executed)
         produced = _produced_json(work_dir)
-        write_text_atomic(output, text)
-        shutil.move(str(produced), str(json_path))
+        outputs.commit({"-o": text, "--json": produced.read_text(encoding="utf-8")})
     return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started)
 
 
