@@ -8,7 +8,7 @@ For each raw folder and mode, one fresh child process runs the engine exactly as
 (system ingest, framework traces, 11 rules, timeline, JSON files) and reports:
 
 * ``setup_s``: starting the local Dask cluster (``LocalCluster``, ``--workers`` processes, 1 thread each);
-* ``ingest_s``: the system-metrics ingest (``read_system``), the step Dask distributes;
+* ``ingest_s``: the system-metrics ingest (``read_system_metrics``), the step Dask distributes;
 * ``rest_s``: framework traces + rules + timeline + writing, always on the client;
 * CPU seconds (user + system) of the ingest alone, in the client and summed over the workers (each
   worker's own ``RUSAGE_SELF`` before and after, so worker start-up is not counted); the whole run's
@@ -48,10 +48,10 @@ mode, root, out, workers, cache = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[
 
 def main():
     from reportgen.engine import write_json_atomic, run_rules
-    from reportgen.engine.framework_reader import read_framework
+    from reportgen.readers.framework import read_framework
     from reportgen.engine.model import AnalysisData, time_axis
     from reportgen.problems import ProblemLog
-    from reportgen.engine.system_reader import read_system
+    from reportgen.readers.ingest import read_system_metrics
     from reportgen.engine.timeline import build_timeline
     res = {"mode": mode}
     t = time.perf_counter()
@@ -68,7 +68,7 @@ def main():
     c0, w0 = cpu(), workers_cpu()
     t = time.perf_counter()
     cache_root = Path(cache) if mode == "incremental" else None
-    system = read_system(root, problems, client=client, cache_root=cache_root)
+    system = read_system_metrics(root, problems, client=client, cache_root=cache_root)
     res["ingest_s"] = time.perf_counter() - t
     res["ingest_client_cpu_s"], res["ingest_workers_cpu_s"] = cpu() - c0, workers_cpu() - w0
     res["files"], res["files_read"] = system.files, system.files_read

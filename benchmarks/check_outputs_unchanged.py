@@ -70,13 +70,13 @@ def inputs(work: Path, profiles: list[str], n_real: int) -> list[tuple[str, Path
 def dump(out: Path, named: list[tuple[str, Path]]) -> None:
     """Run in a child whose ``PYTHONPATH`` is the tree under test: write every output under ``out``."""
     import reportgen
-    from reportgen.engine import analyze, is_raw_profile
+    from reportgen.engine import analyze
 
     print(f"  code: {Path(reportgen.__file__).parent}", flush=True)
     for name, src in named:
         dest = out / name
         dest.mkdir(parents=True, exist_ok=True)
-        if is_raw_profile(src):
+        if (src / "system").is_dir() or (src / "framework").is_dir():  # a raw profile
             work = Path(tempfile.mkdtemp(prefix="rg-eq-"))
             try:
                 analyze(src, work)

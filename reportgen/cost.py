@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen.errors import InputError
-from reportgen.report.model import Section, Table, Text
 
 DEFAULT_REGION = "us-east-1"
 PRICES_FILE = Path(__file__).resolve().parent / "data" / "prices.toml"
@@ -163,25 +162,3 @@ def price_note(prices: PriceTable) -> str:
     taken = f", taken {prices.taken}" if prices.taken else ""
     return (f"Hourly prices are {approx}on-demand list prices in {prices.currency}{taken} ({prices.source}). "
             "Costs are estimates from the profiled job duration; override prices with --prices FILE.")
-
-
-def cost_section(duration_s, instance_type: str | None, instance_count: int | None, region: str | None = None,
-                 prices_file: str | None = None, instance_from: str = "") -> Section:
-    """The single-run report's cost section (shown only when the instance is known)."""
-    section = Section("cost", "Cost of this run", level=3)
-    prices = load_prices(prices_file)
-    run = make_run_cost(duration_s, instance_type, instance_count, region, prices, instance_from)
-    data = {**run.to_data(), "prices": prices.provenance()}
-    if run.cost is None:
-        section.missing(f"The cost of this run cannot be estimated: {run.missing()}.")
-        section.data.update(data)
-        return section
-    section.add(Text(f"This run on {run.instance_count} × {run.instance_type} ({run.region}) for "
-                     f"{run.duration_s:g} s cost about ${run.cost_rounded:.2f}."))
-    section.add(Table("run-cost", ["Instance type", "Count", "Region", "Price per hour", "Duration (s)", "Cost"],
-                      [[run.instance_type, run.instance_count, run.region, f"${run.price_per_hour:.3f}",
-                        run.duration_s, f"${run.cost_rounded:.2f}"]],
-                      ["text", "int", "text", "text", "int", "text"]))
-    section.add(Text(price_note(prices), tone="note"))
-    section.data = data
-    return section

@@ -23,6 +23,7 @@ from reportgen.report.json_output import report_data
 from reportgen.report.model import Chart, ChartRow, Report
 from reportgen.report.sections import OPTIONAL
 from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
+from reportgen.sources.layout import job_folder_name
 
 
 class ReportSession:
@@ -112,7 +113,7 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
         description = description or f"{prepared.resolved.description} — report made from the {prepared.used}"
         job_name = job_name or prepared.resolved.job_name or ""
     outputs = load_rule_outputs(rule_dir)
-    name = job_name or _guess_job_name(folder)
+    name = job_name or job_folder_name(folder.resolve())
     report = build_report(outputs, job_name=name, extra_notes=notes, cost=cost or None)
     report.description = description
     report.source = source_label or report.source
@@ -123,10 +124,3 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
 def _charts(section) -> list[Chart]:
     return [chart for block in section.blocks
             for chart in (block.charts if isinstance(block, ChartRow) else [block] if isinstance(block, Chart) else [])]
-
-
-def _guess_job_name(folder: Path) -> str:
-    """The folder that holds the profiler output is usually named after the job."""
-    parts = [p for p in folder.resolve().parts if p not in ("/", "profiler-output", "profiler-reports",
-                                                             "rule-output", "ProfilerReport")]
-    return parts[-1] if parts else ""

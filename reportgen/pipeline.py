@@ -20,6 +20,7 @@ from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html
 from reportgen.rule_outputs import check_rule_output_folder, export_rule_outputs
 from reportgen.workdir import work_folder
+from reportgen.sources.layout import local_job_name
 
 Progress = Callable[[str], None]
 
@@ -39,7 +40,7 @@ class GenerateResult:
     written: list = field(default_factory=list)  # every output written, in order (``-``: standard output)
 
 
-def _silent(_: str) -> None:
+def silent(_: str) -> None:
     pass
 
 
@@ -109,7 +110,7 @@ class GenerateOptions:
 def check_engine_options(options: EngineOptions | None) -> None:
     """Fail before any work on a malformed --scheduler or a missing Dask (nothing imported from it)."""
     if options is not None and options.scheduler is not None:
-        from reportgen.engine.distributed import check_dask_installed, parse_scheduler
+        from reportgen.readers.distributed import check_dask_installed, parse_scheduler
 
         parse_scheduler(options.scheduler)
         check_dask_installed()
@@ -122,7 +123,7 @@ def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress
     engine, rule_params, session_kwargs = options.engine or EngineOptions(), options.rule_params, options.session_kwargs
     s3_system = None
     if engine.scheduler is not None and resolved is not None and resolved.system_objects is not None:
-        from reportgen.engine.distributed import S3System
+        from reportgen.readers.distributed import S3System
 
         bucket, root, objects = resolved.system_objects
         s3_system = S3System(bucket, root, objects, region=resolved.region, session_kwargs=session_kwargs)
@@ -140,14 +141,6 @@ def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress
     return result.report_dir
 
 
-def _local_name(source: str) -> str:
-    """A local folder's own name (or its parent's, for a profiler-output/ folder) names the job."""
-    path = Path(str(source)).expanduser().resolve()
-    while path.name in ("profiler-output", "profiler-reports", "rule-output", "ProfilerReport") and path.parent != path:
-        path = path.parent
-    return path.name if Path(str(source)).expanduser().exists() else ""
-
-
 @dataclass
 class Prepared:
     resolved: object  # reportgen.sources.ResolvedSource
@@ -156,7 +149,7 @@ class Prepared:
 
 
 def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = SourceOptions(),
-                         progress: Progress = _silent, stats: dict | None = None) -> Prepared:
+                         progress: Progress = silent, stats: dict | None = None) -> Prepared:
     """Any source -> a local folder of rule outputs (SageMaker's, or our engine's from raw data)."""
     from reportgen.sources import resolve_source
 
@@ -227,7 +220,7 @@ def _add_kineto(files, analysis_dir: Path, rule_params, progress: Progress) -> P
 
 
 def generate(source: str, output: Path, options: GenerateOptions = GenerateOptions(),
-             progress: Progress = _silent) -> GenerateResult:
+             progress: Progress = silent) -> GenerateResult:
     """Make the report and commit every output together (``output_set``): the HTML, report.json and,
     when asked, the JUnit XML, the Markdown summary and the executed notebook. Every path is checked
     before any work; on any failure none of them is replaced. ``-`` is standard output.
@@ -269,7 +262,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
             # The notebook reads the rule outputs (once; an unreadable one is an InputError) and writes
             # report.json into the work folder.
             executed = execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir),
-                                         "job_name": options.job_name or resolved.job_name or _local_name(source),
+                                         "job_name": options.job_name or resolved.job_name or local_job_name(source),
                                          "standalone": True, "notes": notes, "description": description,
                                          "incomplete": resolved.incomplete, "source_label": str(source),
                                          "cost": _cost_parameter(resolved, cost)},
@@ -307,7 +300,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
 
 
 def analyze(source: str, out_dir: Path, options: SourceOptions = SourceOptions(),
-            progress: Progress = _silent) -> Path:
+            progress: Progress = silent) -> Path:
     """``reportgen analyze``: only the engine, raw data (or PyTorch traces) -> the rule outputs in ``out_dir``
     (see ``export_rule_outputs``); nothing is rendered."""
     out_dir = Path(out_dir)

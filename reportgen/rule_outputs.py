@@ -15,20 +15,10 @@ from pathlib import Path
 from reportgen.errors import InputError
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER
+from reportgen.sources.layout import RULE_OUTPUT_SUBDIRS
 
 REQUIRED_FIELDS = ("RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters")
 
-# Layouts seen in the wild, relative to what the user points at.
-_CANDIDATE_SUBDIRS = (
-    "profiler-reports",
-    "profiler-output/profiler-reports",
-    "profiler-report",
-    "profiler-output/profiler-report",
-    "ProfilerReport/profiler-output/profiler-reports",
-    "rule-output/ProfilerReport/profiler-output/profiler-reports",
-    "profiler-output",
-    ".",
-)
 
 
 @dataclass(frozen=True)
@@ -131,7 +121,7 @@ def step_times_plausible(details: dict) -> bool:
 
 def find_rule_output_dir(source: Path) -> Path | None:
     """The folder under ``source`` that holds the rule JSONs, or None if there is none."""
-    for sub in _CANDIDATE_SUBDIRS:
+    for sub in RULE_OUTPUT_SUBDIRS:
         folder = (source / sub) if sub != "." else source
         if folder.is_dir() and any((folder / f"{rule}.json").is_file() for rule in RULE_ORDER):
             return folder

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import reportgen.traces.stream as trace_stream
-from reportgen.engine.framework_reader import read_framework
+from reportgen.readers.framework import read_framework
 from reportgen.problems import ProblemLog
-from reportgen.engine.system_reader import read_system
+from reportgen.readers.system import read_system
 from reportgen.kineto.reader import read_trace
 
 T = 1_700_000_000

@@ -22,9 +22,9 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from reportgen.engine.framework_reader import read_framework  # noqa: E402
+from reportgen.readers.framework import read_framework  # noqa: E402
 from reportgen.problems import ProblemLog  # noqa: E402
-from reportgen.engine.system_reader import read_system  # noqa: E402
+from reportgen.readers.system import read_system  # noqa: E402
 from reportgen.errors import InputError  # noqa: E402
 from reportgen.kineto.reader import read_trace  # noqa: E402
 from reportgen.rule_outputs import load_rule_outputs  # noqa: E402

@@ -46,7 +46,7 @@ def test_ctrl_c_inside_a_main_thread_duckdb_query_is_exit_130(tmp_path):
     # query checks in time varies, so the test makes the same sequence happen every time.
     script = f"""
 import os, signal, sys
-from reportgen.engine import system_reader
+from reportgen.readers import system as system_reader
 def duckdb_like(self, feed):
     try:
         os.kill(os.getpid(), signal.SIGINT)

@@ -1,8 +1,7 @@
-"""What the comparison sections share: deltas (always B − A), their printed sign, the statistics shown, grouped bars."""
+"""What the comparison sections share: deltas (always B − A), their printed sign, the statistics shown."""
 
 from __future__ import annotations
 
-from reportgen.report import charts
 from reportgen.report.util import number
 
 STATS = ("max", "p99", "p95", "p90", "p50", "min")
@@ -22,11 +21,3 @@ def signed(value, digits: int = 2) -> str | None:
     if float(text) == 0:
         return text
     return ("+" if value > 0 else "\u2212") + text
-
-
-def grouped_bars(categories: list[str], series: dict[str, list], title: str, yaxis: str) -> dict:
-    traces = [{"type": "bar", "name": charts.safe(name), "x": [charts.safe(c) for c in categories],
-               "y": charts._finite(values), "marker": {"color": charts.PALETTE[(1 + 2 * i) % len(charts.PALETTE)]},
-               "hovertemplate": "%{x}: %{y:.2f}<extra>" + charts.safe(name) + "</extra>"}
-              for i, (name, values) in enumerate(series.items())]
-    return {"data": traces, "layout": charts._layout(title, barmode="group", yaxis=charts._axis(yaxis))}

@@ -9,14 +9,14 @@ from pathlib import PurePath
 
 from reportgen import __version__
 from reportgen.formatting import format_cell
-from reportgen.report.json_output import _clean
+from reportgen.report.json_output import json_safe
 from reportgen.report.model import Chart, ChartRow, Heading, Report, Table, Text
 
 SCHEMA_VERSION = "1.0"
 
 
 def compare_data(report: Report, a_meta: dict, b_meta: dict, generated_at: str) -> dict:
-    return _clean({
+    return json_safe({
         "schema_version": SCHEMA_VERSION,
         "generator": {"name": "reportgen", "version": __version__, "generated_at": generated_at},
         "a": a_meta,

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen.cost import load_prices
+from reportgen.sources.layout import local_job_name
 from reportgen.errors import InputError, RenderError
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.pipeline import (
     CostOptions,
     Progress,
     SourceOptions,
-    _local_name,
-    _silent,
+    silent,
     prepare_rule_outputs,
 )
 from reportgen.rule_outputs import load_rule_outputs
@@ -62,7 +62,7 @@ def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progr
     if resolved.incomplete:
         notes.insert(0, f"Run {label} was still running: its numbers cover the data written so far.")
     return {"rule_dir": str(prepared.rule_dir.resolve()),
-            "name": resolved.job_name or _local_name(source) or label,
+            "name": resolved.job_name or local_job_name(source) or label,
             "source": str(source),
             "description": f"{resolved.description} — from the {prepared.used}",
             "instance_type": instance or resolved.instance_type,
@@ -73,7 +73,7 @@ def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progr
 
 
 def compare(source_a: str, source_b: str, output: Path, options: CompareOptions = CompareOptions(),
-            progress: Progress = _silent) -> CompareResult:
+            progress: Progress = silent) -> CompareResult:
     from reportgen.compare.output import to_markdown
     from reportgen.compare.session import open_comparison
     from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html

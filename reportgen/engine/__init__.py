@@ -22,7 +22,7 @@ from reportgen.errors import InputError
 from reportgen.rulebook import RULE_ORDER, RULES
 
 __all__ = [
-    "AnalysisResult", "DataProblem", "analyze", "is_raw_profile", "load_data", "run_rules",
+    "AnalysisResult", "DataProblem", "analyze", "load_data", "run_rules",
     "parse_overrides", "load_config", "default_params",
 ]
 
@@ -41,12 +41,6 @@ class AnalysisResult:
     system_files_read: int = 0  # of which parsed by this run (the rest came from the --incremental cache)
 
 
-def is_raw_profile(path) -> bool:
-    """True when ``path`` looks like a profiler output root (has a system/ or framework/ tree)."""
-    p = Path(path)
-    return p.is_dir() and ((p / "system").is_dir() or (p / "framework").is_dir())
-
-
 def write_json_atomic(path: Path, obj) -> None:
     """``json.dump`` with default separators (SageMaker's format), written atomically."""
     write_text_atomic(path, json.dumps(obj))
@@ -63,66 +57,17 @@ def load_data(raw_root: Path, problems: ProblemLog | None = None, *, scheduler: 
 
 
 def _load(raw_root, problems, scheduler, cache_root, s3_system):
+    from reportgen.engine.model import AnalysisData, time_axis
+    from reportgen.readers.ingest import read_profile
+
     raw_root = Path(raw_root)
     problems = problems or ProblemLog()
-    if not raw_root.is_dir():
-        raise InputError(f"raw profiler folder not found: {raw_root}")
-    if s3_system is not None and scheduler is None:
-        raise InputError("system metrics in S3 are read by Dask workers: give --scheduler")
-    system, events = _read_both(raw_root, problems, scheduler, cache_root, s3_system)
-    from reportgen.engine.clock import drop_clock_outliers, file_time_range_us
-    from reportgen.engine.framework_reader import _file_key, list_framework_files
-    from reportgen.engine.model import AnalysisData, time_axis
-
-    # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
-    sys_keys = system.file_keys_us
-    span = file_time_range_us(sys_keys + [_file_key(p) for p in list_framework_files(raw_root)])
-    system.nodes, events = drop_clock_outliers(system.nodes, events, span, problems)
-    first_key = system.first_file_key_us
-    if span is not None:
-        first_key = min((k for k in sys_keys if span[0] <= k <= span[1]), default=None)
+    profile = read_profile(raw_root, problems, scheduler=scheduler, cache_root=cache_root, s3_system=s3_system)
+    system, events = profile.system, profile.events
     if not system.nodes and len(events) == 0:
         raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework traces)")
-    t0, n_windows = time_axis(system.nodes, events, first_key)
+    t0, n_windows = time_axis(system.nodes, events, profile.first_key_us)
     return AnalysisData(nodes=system.nodes, events=events, t0_us=t0, n_windows=n_windows), problems, system
-
-
-def _read_traces(raw_root: Path, problems: ProblemLog, stop):
-    from reportgen.engine.framework_reader import read_framework  # pandas: imported in this thread
-
-    return read_framework(raw_root, problems, stop)
-
-
-def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system):
-    """System metrics in this thread, framework traces in a helper thread at the same time.
-
-    The system side spends most of its time inside DuckDB (or waiting for Dask workers), which runs
-    without the GIL, so the Python decoding of the traces fills the otherwise idle core. The
-    traces' problems are kept apart and appended after the system ones: data-quality.json lists
-    them in the same order as a one-after-the-other read."""
-    from concurrent.futures import ThreadPoolExecutor
-    import threading
-
-    from reportgen.engine.system_reader import read_system
-
-    fw_problems = ProblemLog(cap=problems.cap)
-    stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-traces") as pool:
-        traces = pool.submit(_read_traces, raw_root, fw_problems, stop)
-        try:
-            if scheduler is not None:
-                from reportgen.engine.distributed import dask_client, parse_scheduler
-
-                with dask_client(parse_scheduler(scheduler)) as client:
-                    system = read_system(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system)
-            else:
-                system = read_system(raw_root, problems, cache_root=cache_root)
-        except BaseException:
-            stop.set()  # do not keep a failed or interrupted run waiting for the traces
-            raise
-        events = traces.result()
-    problems.merge(fw_problems)
-    return system, events
 
 
 RULE_THREADS = 2  # the rules are pure functions of read-only data; numpy lets two run at once

@@ -3,19 +3,40 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from reportgen.engine.system_reader import NodeSystem
+from reportgen.readers.clock import PLAUSIBLE_EPOCH_US
+
+
+class NodeTable(Protocol):
+    """What the rules read of one node's system metrics: a per-tick table (``readers.system.NodeSystem``
+    is one), ``values[tick, column]`` with NaN where a series has no sample."""
+
+    node: str
+    interval_s: float
+    tick_ts: np.ndarray  # float64 seconds of each tick (sorted)
+    columns: list[str]  # "cpu0/CPUUtilization", "gpu1/GPUMemoryUtilization", "MemoryUsedPercent", ...
+    types: list[str]
+    names: list[str]
+    dims: list[str]
+    first_ts: float  # earliest / latest raw record timestamp (s)
+    last_ts: float
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+
+    @property
+    def values(self) -> np.ndarray: ...
+
+    def take(self, idx) -> np.ndarray: ...
+
+    def select(self, dimension: str | None = None, name: str | None = None) -> tuple[list[str], np.ndarray]: ...
+
 
 SCAN_INTERVAL_US = 60_000_000
-# Events with a start before 1973-03-03 (1e8 s; e.g. a TF trace without its .metadata base time,
-# whose times count from the process start) have no usable absolute time; they are kept in the
-# table but do not move the time axis. A clock set to the 1990s (8-9 digit epoch seconds) is a
-# real clock: the bound was 2001-09-09 (1e9 s) and such a job lost its time axis (a framework-only
-# one then crashed in StepOutlier).
-PLAUSIBLE_EPOCH_US = 100_000_000_000_000
 
 
 @dataclass
@@ -26,7 +47,7 @@ class AnalysisData:
     counted twice; the last window is the one holding the last sample, so the final partial minute
     is analysed."""
 
-    nodes: dict[str, NodeSystem]
+    nodes: dict[str, NodeTable]
     events: pd.DataFrame
     t0_us: int
     n_windows: int
@@ -44,7 +65,7 @@ class AnalysisData:
         return self.window_of_us(np.asarray(t_s, dtype=np.float64) * 1e6)
 
 
-def time_axis(nodes: dict[str, NodeSystem], events: pd.DataFrame, first_file_key_us: int | None,
+def time_axis(nodes: dict[str, NodeTable], events: pd.DataFrame, first_file_key_us: int | None,
               window_us: int = SCAN_INTERVAL_US) -> tuple[int, int]:
     """``(t0_us, n_windows)``: T0 = first system file key (minute start) or the earliest plausible
     framework event start if earlier; the grid extends to the last system sample / event end."""

@@ -9,7 +9,7 @@ write_kineto_outputs(files, Path("analysis"))  # kineto.json, profiler-reports/S
 """
 
 from reportgen.kineto.analysis import analyze_trace, compare_ranks
-from reportgen.kineto.discover import find_traces, looks_like_kineto
+from reportgen.sources.layout import find_traces, looks_like_kineto
 from reportgen.kineto.outputs import KINETO_JSON, analyze_job, step_outlier_rule, write_kineto_outputs
 from reportgen.kineto.reader import KinetoTrace, read_trace
 

@@ -15,10 +15,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reportgen.engine.model import PLAUSIBLE_EPOCH_US
 from reportgen.problems import ProblemLog
-from reportgen.engine.system_reader import NodeSystem
+from reportgen.readers.tick_table import NodeSystem
 
+# Events with a start before 1973-03-03 (1e8 s; e.g. a TF trace without its .metadata base time,
+# whose times count from the process start) have no usable absolute time; they are kept in the
+# table but do not move the time axis (engine.model) or bound the files' time range. A clock set to
+# the 1990s (8-9 digit epoch seconds) is a real clock: the bound was 2001-09-09 (1e9 s) and such a
+# job lost its time axis (a framework-only one then crashed in StepOutlier).
+PLAUSIBLE_EPOCH_US = 100_000_000_000_000
 # Longer than SageMaker's longest training job (28 days): real Horovod timelines start events days
 # before the file that holds them (smdebug's own test data: 9.4 days).
 SLACK_S = 30 * 86_400

@@ -13,7 +13,7 @@ single-machine path (DuckDB per node, the careful line-by-line fallback) and ret
   single-machine read builds, so results are exact (rule JSONs byte-equal), not approximate;
 * the parsed records (series catalog, timestamps, values) when the piece held records of several
   nodes, or when the caller caches records (``--incremental``). The client concatenates the records
-  of every piece that holds a node and builds that node's table (same ``_build_table``).
+  of every piece that holds a node and builds that node's table (same ``build_table``).
 
 If a node's records turn up in more than one piece (a file named for another node), the pieces
 that already built a table for it are run again in records mode, so such a node is still built
@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reportgen.engine.incremental import (Records, RecordCache, cache_folder, local_fingerprint, merge_problems,
+from reportgen.readers.incremental import (Records, RecordCache, cache_folder, local_fingerprint, merge_problems,
                                           records_from_reader, tables_from_records)
 from reportgen.problems import ProblemLog
 from reportgen.errors import InputError
@@ -137,7 +137,7 @@ class S3System:
 
 def _s3_listing(s3: S3System) -> tuple[list[tuple[int, str]], dict[str, tuple]]:
     """``(minute key µs, relative key)`` of the system files, sorted, and their fingerprints."""
-    from reportgen.engine.system_reader import SYSTEM_FILE_RE
+    from reportgen.readers.system import SYSTEM_FILE_RE
 
     files, fps = [], {}
     for key, size, etag in s3.objects:
@@ -184,7 +184,7 @@ def reduce_piece(root: str, rels: list[str], cap: int, want_records: bool, s3: S
                  duckdb_threads: int | None = None) -> Records:
     """Worker side: read one piece's files and reduce them (see the module docstring).
     ``duckdb_threads``: DuckDB threads for this task (None: the reader's own setting)."""
-    from reportgen.engine.system_reader import SystemReader
+    from reportgen.readers.system import SystemReader
 
     started = time.perf_counter()
     local = ProblemLog(cap=cap)
@@ -241,7 +241,7 @@ class PiecesResult:
 
 
 def _node_of(rel: str) -> str:
-    from reportgen.engine.system_reader import SYSTEM_FILE_RE
+    from reportgen.readers.system import SYSTEM_FILE_RE
 
     m = SYSTEM_FILE_RE.match(rel.rsplit("/", 1)[-1])
     return m.group(2) if m else ""
@@ -250,13 +250,13 @@ def _node_of(rel: str) -> str:
 def _plan(files: list[str], covered: set[str], split_tail: bool) -> list[list[str]]:
     """Pieces of the files not ``covered``: per node (file-name node, natural order), and with
     ``split_tail`` the node's newest file as a piece of its own (a live job may still append to it)."""
-    from reportgen.engine.system_reader import _natural_key
+    from reportgen.readers.system import natural_key
 
     groups: dict[str, list[str]] = {}
     for rel in files:
         groups.setdefault(_node_of(rel), []).append(rel)
     pieces = []
-    for node in sorted(groups, key=_natural_key):
+    for node in sorted(groups, key=natural_key):
         todo = [f for f in groups[node] if f not in covered]
         if not todo:
             continue
@@ -271,7 +271,8 @@ def _plan(files: list[str], covered: set[str], split_tail: bool) -> list[list[st
 def read_pieces(root: Path, problems: ProblemLog, *, client=None, cache_root: Path | None = None,
                 s3: S3System | None = None, local_files: list[tuple[int, Path]] | None = None):
     """Read every system file of the profile piece by piece; returns ``(SystemData, PiecesResult)``."""
-    from reportgen.engine.system_reader import SystemData, _natural_key, list_system_files
+    from reportgen.readers.system import list_system_files, natural_key
+    from reportgen.readers.tick_table import SystemData
 
     root = Path(root)
     if s3 is not None:
@@ -337,7 +338,7 @@ def read_pieces(root: Path, problems: ProblemLog, *, client=None, cache_root: Pa
         merge_problems(problems, rec.problem_counts, rec.problem_items)
         nodes.update(rec.tables)
     nodes.update(tables_from_records([rec for _, _, rec, _ in pieces if rec.nodes], problems))
-    data.nodes = {n: nodes[n] for n in sorted(nodes, key=_natural_key)}
+    data.nodes = {n: nodes[n] for n in sorted(nodes, key=natural_key)}
     files_read = sum(rec.files_read for rec in results)
     data.files_read = files_read
     return data, PiecesResult(data.nodes, files_read, len(plan), len(cached),

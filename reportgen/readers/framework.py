@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reportgen.engine.listing import walk_files
-from reportgen.engine.system_reader import trim_heap
+from reportgen.readers.listing import walk_files
+from reportgen.readers.heap import trim_heap
 from reportgen.problems import ProblemLog
 from reportgen.traces.numbers import FLOAT_MAX, hashable, is_number
 from reportgen.traces.read import TraceRead
@@ -67,10 +67,10 @@ def list_framework_files(root: Path, problems: ProblemLog | None = None) -> list
             out.append(p)
         elif "pevents" in p.parts and p.name.endswith(".json") and len(p.name.split("_")) >= 3:
             out.append(p)
-    return sorted(out, key=lambda p: (_file_key(p), str(p)))
+    return sorted(out, key=lambda p: (file_key_us(p), str(p)))
 
 
-def _file_key(p: Path) -> int:
+def file_key_us(p: Path) -> int:
     head = p.name.split("_")[0]
     return int(head) if head.isdigit() else 0
 

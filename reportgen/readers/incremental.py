@@ -3,7 +3,7 @@
 A *piece* of work is a list of system files (normally one node's files). Reading it gives
 :class:`Records`: the series catalog, per node the parsed ``(series id, timestamp, value)`` arrays
 and the data problems met. Records of several pieces concatenate exactly: ``tables_from_records``
-hands every node's chunks, in piece order, to the same ``_build_table`` the single-machine path
+hands every node's chunks, in piece order, to the same ``build_table`` the single-machine path
 uses, so the tick tables are the ones a single read of all files gives.
 
 ``--incremental`` keeps the records of every piece in a :class:`RecordCache`, keyed by the
@@ -73,7 +73,7 @@ def merge_problems(into: ProblemLog, counts: dict[str, int], items) -> None:
 
 def tables_from_records(pieces: list[Records], problems: ProblemLog) -> dict:
     """Tick tables of every node from the records of all pieces (pieces in file order)."""
-    from reportgen.engine.system_reader import _build_table, _natural_key
+    from reportgen.readers.system import build_table, natural_key
 
     sid_of: dict[tuple, int] = {}
     chunks: dict[str, list] = {}
@@ -83,8 +83,8 @@ def tables_from_records(pieces: list[Records], problems: ProblemLog) -> dict:
             chunks.setdefault(node, []).append((remap[sids] if len(sids) else sids, ts, vals))
     keys = list(sid_of)  # insertion-ordered: position == global series id
     out = {}
-    for node in sorted(chunks, key=_natural_key):
-        table = _build_table(node, chunks.pop(node), keys, problems)
+    for node in sorted(chunks, key=natural_key):
+        table = build_table(node, chunks.pop(node), keys, problems)
         if table is not None:
             out[node] = table
     return out

@@ -21,12 +21,13 @@ import queue
 import re
 import threading
 from array import array
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from reportgen.engine.listing import walk_files
+from reportgen.readers.heap import trim_heap
+from reportgen.readers.listing import walk_files
+from reportgen.readers.tick_table import NodeSystem, SystemData, encode_columns, encode_placed
 from reportgen.problems import ProblemLog
 
 # ``<epoch seconds>.<node>.json``. The epoch has 10 digits from 2001-09-09 on; a node whose clock
@@ -101,138 +102,8 @@ def series_label(name: str, dimension: str) -> str:
     return f"{name}/{dimension}" if dimension else name
 
 
-def _natural_key(s: str):
+def natural_key(s: str):
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
-
-
-_SCALES = (100.0, 1.0)  # decimal scales tried for the integer encodings (100 covers 0-2 decimals)
-
-
-def _encode_columns(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
-    """Per column the smallest LOSSLESS representation: ``(int16|int32 codes, scale)`` when every
-    value is exactly ``code / scale`` (NaN = the dtype's minimum), else ``(float32, 0)`` when float32
-    round-trips every value, else ``(float64, 0)``. Decoding gives back the identical float64 bits,
-    so the rules see exactly the parsed values (real metrics have 0-2 decimals: 2 bytes per value)."""
-    out: list = []
-    for b in range(0, values.shape[1], _ENCODE_BLOCK):  # blocks bound the temporaries
-        out += _encode_block(values[:, b : b + _ENCODE_BLOCK])
-    return out
-
-
-_ENCODE_BLOCK = 32
-
-
-def _encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
-    n, k = values.shape
-    out: list = [None] * k
-    nan = np.isnan(values)
-    todo = np.arange(k)
-    with np.errstate(invalid="ignore", over="ignore"):
-        negzero = ((values == 0) & np.signbit(values)).any(axis=0)
-        for scale in _SCALES:
-            if not len(todo):
-                break
-            m = values[:, todo]
-            codes = np.rint(m * scale)
-            exact = ((codes / scale == m) | nan[:, todo]).all(axis=0) & ~negzero[todo]
-            lo = np.where(nan[:, todo], 0, codes).min(axis=0, initial=0)
-            hi = np.where(nan[:, todo], 0, codes).max(axis=0, initial=0)
-            for j in np.nonzero(exact)[0]:
-                for dt in (np.int16, np.int32):
-                    info = np.iinfo(dt)
-                    if info.min < lo[j] and hi[j] <= info.max:
-                        c = codes[:, j]
-                        arr = np.where(nan[:, todo[j]], info.min, np.nan_to_num(c)).astype(dt)
-                        out[todo[j]] = (arr, scale)
-                        break
-            todo = np.array([j for j in todo if out[j] is None], dtype=np.int64)
-    for j in todo:
-        col = values[:, j]
-        with np.errstate(invalid="ignore", over="ignore"):  # beyond float32: inf, then not "same"
-            f32 = col.astype(np.float32)
-            same = (f32.astype(np.float64) == col) | nan[:, j]
-        out[j] = (f32, 0.0) if same.all() else (np.ascontiguousarray(col), 0.0)
-    return out
-
-
-def _decode(arr: np.ndarray, scale: float, dst: np.ndarray) -> None:
-    if scale:
-        np.divide(arr, scale, out=dst, dtype=np.float64)
-        dst[arr == np.iinfo(arr.dtype).min] = np.nan
-    else:
-        dst[:] = arr
-
-
-class NodeSystem:
-    """Per-tick table of one node: ``values[tick, column]``, NaN where a series has no sample.
-
-    The table is stored column by column in a lossless compact encoding (see ``_encode_columns``);
-    ``take(idx)`` / ``select(...)`` decode only the columns asked for, ``values`` decodes all."""
-
-    def __init__(self, node: str, interval_s: float, tick_ts: np.ndarray, columns: list[str], types: list[str],
-                 names: list[str], dims: list[str], values: np.ndarray | None, first_ts: float = math.nan,
-                 last_ts: float = math.nan, store: list | None = None):
-        self.node = node
-        self.interval_s = interval_s
-        self.tick_ts = tick_ts  # float64 seconds: earliest record timestamp of each tick (sorted)
-        self.columns = columns  # e.g. "cpu0/CPUUtilization", "gpu1/GPUMemoryUtilization", "MemoryUsedPercent"
-        self.types = types
-        self.names = names
-        self.dims = dims
-        self.first_ts = first_ts  # earliest / latest raw record timestamp (s)
-        self.last_ts = last_ts
-        if store is not None:  # columns already encoded (``_by_series`` encodes them series by series)
-            self._n = len(tick_ts)
-            self._store = store
-            return
-        values = np.asarray(values, dtype=np.float64).reshape(len(tick_ts), len(columns))
-        self._n = values.shape[0]
-        self._store = _encode_columns(values)
-
-    def __repr__(self) -> str:
-        return f"NodeSystem({self.node!r}, ticks={self._n}, columns={len(self.columns)}, {self.nbytes / 1e6:.1f} MB)"
-
-    @property
-    def nbytes(self) -> int:
-        return int(sum(a.nbytes for a, _ in self._store) + self.tick_ts.nbytes)
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self._n, len(self.columns)
-
-    def take(self, idx) -> np.ndarray:
-        """float64 (ticks x len(idx)) matrix of the given column indices, Fortran-ordered exactly like
-        the ``matrix[:, idx]`` copy it replaces, so reductions along rows add in the same order and
-        give bit-identical results."""
-        idx = list(idx)
-        out = np.empty((self._n, len(idx)), dtype=np.float64, order="F")
-        for k, j in enumerate(idx):
-            _decode(*self._store[j], out[:, k])
-        return out
-
-    @property
-    def values(self) -> np.ndarray:
-        """The whole table as a C-ordered float64 array (a fresh copy on every access)."""
-        return np.ascontiguousarray(self.take(range(len(self.columns))))
-
-    def select(self, dimension: str | None = None, name: str | None = None) -> tuple[list[str], np.ndarray]:
-        """Names and the sub-matrix of the columns with that dimension (and/or name)."""
-        idx = [
-            i
-            for i in range(len(self.columns))
-            if (dimension is None or self.dims[i] == dimension) and (name is None or self.names[i] == name)
-        ]
-        return [self.names[i] for i in idx], self.take(idx)
-
-
-@dataclass
-class SystemData:
-    nodes: dict[str, NodeSystem] = field(default_factory=dict)
-    first_file_key_us: int | None = None
-    last_file_key_us: int | None = None
-    files: int = 0
-    files_read: int = 0  # system files actually parsed by this run (0 when all came from the cache)
-    file_keys_us: list[int] = field(default_factory=list)  # minute key of every file (clock-jump check)
 
 
 def list_system_files(root: Path, problems: ProblemLog | None = None) -> list[tuple[int, Path]]:
@@ -318,7 +189,7 @@ class _Accumulator:
 
     def add_series(self, chunk: "_SeriesChunk") -> None:
         """Records of a grouped query, series by series. Kept as they are when they are the node's
-        first records (then ``_build_table`` places whole series at once); otherwise flattened into
+        first records (then ``build_table`` places whole series at once); otherwise flattened into
         ``(sids, ts, values)`` like every other chunk."""
         nodes = {self.keys[s][0] for s in chunk.sids.tolist()}
         node = next(iter(nodes))
@@ -750,7 +621,7 @@ class SystemReader:
         for f in files:
             m = SYSTEM_FILE_RE.match(f.name)
             groups.setdefault(m.group(2) if m else "", []).append(f)
-        order = sorted(groups, key=_natural_key)
+        order = sorted(groups, key=natural_key)
         if not order:
             return
         cursor = self.con.cursor()  # a connection object is not shared between threads
@@ -771,7 +642,7 @@ class SystemReader:
     def _finish(self, node: str) -> None:
         chunks = self.acc.chunks.pop(node)
         self.acc.built.add(node)
-        table = _build_table(node, chunks, self.acc.keys, self.problems)
+        table = build_table(node, chunks, self.acc.keys, self.problems)
         if table is not None:
             self.out[node] = table
 
@@ -790,7 +661,7 @@ class SystemReader:
     def tables(self) -> dict[str, NodeSystem]:
         for node in list(self.acc.chunks):
             self._finish(node)
-        return {node: self.out[node] for node in sorted(self.out, key=_natural_key)}
+        return {node: self.out[node] for node in sorted(self.out, key=natural_key)}
 
 
 def _bounded_lines(fh):
@@ -824,7 +695,7 @@ def _is_number(x) -> bool:
 _TYPE_ORDER = {t: i for i, t in enumerate(KNOWN_TYPES)}
 
 
-def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem | None:
+def build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem | None:
     """Tick table from the node's record chunks (the list is emptied to free them early)."""
     series = chunks[0] if len(chunks) == 1 and isinstance(chunks[0], _SeriesChunk) else None
     if series is not None:
@@ -846,7 +717,7 @@ def _build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem |
     chunks.clear()
     order = sorted(
         node_sids.tolist(),
-        key=lambda s: (_TYPE_ORDER.get(keys[s][1], 9), keys[s][3], _natural_key(keys[s][2])),
+        key=lambda s: (_TYPE_ORDER.get(keys[s][1], 9), keys[s][3], natural_key(keys[s][2])),
     )
     col_of_sid = np.full(len(keys), -1, np.int32)
     col_of_sid[order] = np.arange(len(order), dtype=np.int32)
@@ -908,7 +779,7 @@ def _by_record(node, sids, ts, vals, col_of_sid, n_cols, problems):
     values = np.full((n_ticks, n_cols), np.nan)
     values.reshape(-1)[flat] = vals
     del flat
-    store = _encode_columns(values)
+    store = encode_columns(values)
     return starts, interval, store, float(uniq[0]), float(uniq[-1])
 
 
@@ -961,73 +832,15 @@ def _by_series(chunk: _SeriesChunk, col_of_sid, n_cols):
         g = int(series_of_col[col])
         r = int(rep_of[g])
         v = v_l[g] if perm[r] is None else v_l[g][perm[r]]
-        store.append(_encode_placed(v, tick_of[r], n_ticks))
+        store.append(encode_placed(v, tick_of[r], n_ticks))
     return starts, interval, store, float(uniq[0]), float(uniq[-1])
 
 
-def _encode_placed(v: np.ndarray, tick: np.ndarray, n: int) -> tuple[np.ndarray, float]:
-    """``_encode_block``'s choice for one column whose ticks ``tick`` hold the finite values ``v``
-    and whose other ticks are empty (NaN), computed from ``v`` alone: the same representation,
-    dtype and scale, bit for bit, without building the float64 column first."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        if not ((v == 0) & np.signbit(v)).any():
-            for scale in _SCALES:
-                codes = np.rint(v * scale)
-                if not (codes / scale == v).all():
-                    continue
-                lo = min(float(codes.min(initial=0)), 0.0)
-                hi = max(float(codes.max(initial=0)), 0.0)
-                for dt in (np.int16, np.int32):
-                    info = np.iinfo(dt)
-                    if info.min < lo and hi <= info.max:
-                        arr = np.full(n, info.min, dtype=dt)
-                        arr[tick] = codes.astype(dt)
-                        return arr, scale
-        f32 = v.astype(np.float32)
-        if (f32.astype(np.float64) == v).all():
-            arr = np.full(n, np.nan, dtype=np.float32)
-            arr[tick] = f32
-            return arr, 0.0
-    arr = np.full(n, np.nan)
-    arr[tick] = v
-    return arr, 0.0
+def read_system(root: Path, problems: ProblemLog) -> SystemData:
+    """All system metrics of ``root`` as per-node tick tables, read node by node in this process.
 
-
-def trim_heap() -> None:
-    """Give the freed heap pages back to the OS (glibc keeps them otherwise); a no-op elsewhere.
-
-    Called once a big transient is gone for good (the system records after the last node, the trace
-    chunks as the event table is assembled), not after every node: the next node reuses the freed
-    pages, and handing them back only to fault them in again cost ~1 CPU s per four large nodes
-    (2.2x the page faults)."""
-    global _MALLOC_TRIM
-    if _MALLOC_TRIM is None:
-        try:
-            import ctypes
-
-            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _MALLOC_TRIM = False
-    if _MALLOC_TRIM:
-        _MALLOC_TRIM(0)
-
-
-_MALLOC_TRIM = None
-
-
-def read_system(root: Path, problems: ProblemLog, *, client=None, cache_root: Path | None = None,
-                s3=None) -> SystemData:
-    """All system metrics of ``root`` as per-node tick tables.
-
-    Without options: this process reads node by node (below). ``client`` (a ``dask.distributed``
-    Client), ``cache_root`` (``--incremental``: reuse the records of unchanged files) or ``s3``
-    (objects the Dask workers fetch themselves) hand the work to ``reportgen.engine.distributed``,
-    which reads the same pieces with the same reader and gives identical tables."""
-    if client is not None or cache_root is not None or s3 is not None:
-        from reportgen.engine.distributed import read_pieces
-
-        data, _ = read_pieces(root, problems, client=client, cache_root=cache_root, s3=s3)
-        return data
+    (Reading on a Dask cluster or from the ``--incremental`` cache is ``readers.distributed``'s
+    work, with this module's reader; ``readers.ingest`` chooses.)"""
     files = list_system_files(root, problems)
     data = SystemData(files=len(files), file_keys_us=[k for k, _ in files])
     if not files:

@@ -20,7 +20,7 @@ def loop_intro() -> Section:
 def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str] | None = None,
                  cost: dict | None = None) -> Report:
     """Every section in ``SECTIONS`` order; a failing builder costs its section, not the report.
-    ``cost``: ``reportgen.cost.cost_section``'s arguments (instance type, count, region, prices file), when
+    ``cost``: ``reportgen.report.sections.cost.build``'s arguments (instance type, count, region, prices file), when
     the instance type is known; the run's duration comes from the summary built before it."""
     notes = list(outputs.notes) + list(extra_notes or [])
     sections: list[Section | None] = []
@@ -82,7 +82,7 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
 
 
 def _cost(built: list[Section | None], cost: dict) -> Section:
-    from reportgen.cost import cost_section
+    from reportgen.report.sections.cost import build as cost_section
 
     summary = next((s for s in built if s is not None and s.id == "training-job-summary"), None)
     return cost_section(summary.data.get("job_duration_s") if summary else None, **cost)

@@ -188,3 +188,12 @@ def intervals(lanes: dict[str, list], title: str) -> dict:
                        "line": {"width": 12, "color": PALETTE[i % len(PALETTE)]}, "hoverinfo": "x+name"})
     return {"data": traces, "layout": _layout(title, xaxis={"type": "date"}, showlegend=False,
                                               height=max(200, 30 * len(lanes) + 120), yaxis={"automargin": True})}
+
+
+def grouped_bars(categories: list[str], series: dict[str, list], title: str, yaxis: str) -> dict:
+    """Bars of several series side by side per category (the comparison's A vs B charts)."""
+    traces = [{"type": "bar", "name": safe(name), "x": [safe(c) for c in categories],
+               "y": _finite(values), "marker": {"color": PALETTE[(1 + 2 * i) % len(PALETTE)]},
+               "hovertemplate": "%{x}: %{y:.2f}<extra>" + safe(name) + "</extra>"}
+              for i, (name, values) in enumerate(series.items())]
+    return {"data": traces, "layout": _layout(title, barmode="group", yaxis=_axis(yaxis))}

@@ -12,21 +12,21 @@ from reportgen.report.model import Report
 SCHEMA_VERSION = "1.2"
 
 
-def _clean(value):
+def json_safe(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     if hasattr(value, "item"):  # numpy scalars
-        return _clean(value.item())
+        return json_safe(value.item())
     return value
 
 
 def report_data(report: Report, generated_at: str) -> dict:
     """Section data keyed by section id, plus provenance."""
-    return _clean({
+    return json_safe({
         "schema_version": SCHEMA_VERSION,
         "generator": {"name": "reportgen", "version": __version__, "generated_at": generated_at},
         "job": {"name": report.job_name, "source": report.source, "description": report.description,

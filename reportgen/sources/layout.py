@@ -1,9 +1,14 @@
-"""Find PyTorch profiler (Kineto) Chrome traces under a folder.
+"""The vocabulary of input layouts: every module that needs to know how profiler data is laid out
+(locally or in S3) asks here.
 
-A trace is recognised by name (``*.pt.trace.json`` / ``*.pt.trace.json.gz``) or, for other
+SageMaker Debugger (spec Part A): a training job's raw profiler data is
+``<S3OutputPath>/<job>/profiler-output/`` holding ``system/`` (system metrics) and ``framework/``
+(framework traces); the ProfilerReport rule writes ``<job>/rule-output/ProfilerReport*/profiler-output/
+profiler-reports/<Rule>.json`` (``profiler-report/`` in some versions). PyTorch profiler (Kineto)
+traces are recognised by name (``*.pt.trace.json`` / ``*.pt.trace.json.gz``) or, for other
 ``*.json`` / ``*.json.gz`` files, by sniffing the first bytes for a Chrome trace with Kineto's
-markers. SageMaker's own ``system/`` and ``framework/`` trees and rule-output folders are skipped:
-their JSON files belong to the other readers.
+markers; SageMaker's own trees and rule-output folders are skipped (their JSON files belong to the
+other readers).
 """
 
 from __future__ import annotations
@@ -13,7 +18,29 @@ import os
 import zlib
 from pathlib import Path
 
-SKIP_DIRS = frozenset({"system", "framework", "profiler-reports", "profiler-report", "rule-output"})
+from reportgen.rulebook import RULE_ORDER
+
+PROFILER_OUTPUT = "profiler-output"  # a job's raw profiler data (and the rule's own output folder)
+RULE_OUTPUT = "rule-output"  # a job's rule outputs: rule-output/<RuleConfigurationName>/...
+PROFILER_REPORT = "ProfilerReport"  # the rule that writes the report's inputs
+RULE_DIR_NAMES = ("profiler-reports", "profiler-report")  # folders of <Rule>.json
+RAW_DIR_NAMES = ("system", "framework")  # the trees of raw profiler data
+RULE_JSON_NAMES = frozenset(f"{name}.json" for name in RULE_ORDER)
+# Where rule outputs sit relative to what a user points at (layouts seen in the wild), in preference order.
+RULE_OUTPUT_SUBDIRS = (
+    "profiler-reports",
+    "profiler-output/profiler-reports",
+    "profiler-report",
+    "profiler-output/profiler-report",
+    "ProfilerReport/profiler-output/profiler-reports",
+    "rule-output/ProfilerReport/profiler-output/profiler-reports",
+    "profiler-output",
+    ".",
+)
+# Folder names that are part of the layout, not of the job's name.
+LAYOUT_FOLDERS = frozenset({PROFILER_OUTPUT, "profiler-reports", RULE_OUTPUT, PROFILER_REPORT})
+
+SKIP_DIRS = frozenset({*RAW_DIR_NAMES, *RULE_DIR_NAMES, RULE_OUTPUT})
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 _SNIFF_BYTES = 64 * 1024
 _MARKERS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"', b'"Operator"',
@@ -62,3 +89,25 @@ def find_traces(root: Path) -> list[Path]:
             if path.is_file() and looks_like_kineto(path):
                 found.append(path)
     return sorted(found)
+
+
+def is_raw_profile(path) -> bool:
+    """True when ``path`` looks like a profiler output root (has a system/ or framework/ tree)."""
+    p = Path(path)
+    return p.is_dir() and any((p / name).is_dir() for name in RAW_DIR_NAMES)
+
+
+def local_job_name(source: str) -> str:
+    """A local folder's own name (or its parent's, for a profiler-output/ folder) names the job; ""
+    when ``source`` is no existing path."""
+    path = Path(str(source)).expanduser().resolve()
+    while path.name in LAYOUT_FOLDERS and path.parent != path:
+        path = path.parent
+    return path.name if Path(str(source)).expanduser().exists() else ""
+
+
+def job_folder_name(path: Path) -> str:
+    """The name of the folder that holds a job's profiler data (the layout's own folders passed
+    over): a local folder is usually named after the job."""
+    parts = [p for p in Path(path).parts if p not in ("/", *LAYOUT_FOLDERS)]
+    return parts[-1] if parts else ""

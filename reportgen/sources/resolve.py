@@ -8,13 +8,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 from reportgen.errors import InputError
-from reportgen.rulebook import RULE_ORDER
+from reportgen.sources.layout import (RAW_DIR_NAMES, RULE_DIR_NAMES, RULE_JSON_NAMES, SKIP_DIRS, TRACE_SUFFIXES,
+                                      find_traces)
 from reportgen.sources.arn import JOB_PREFIX, is_job_name, job_name_of, looks_like_arn, parse_arn
 
 KINDS = ("local", "s3", "processing-job", "training-job")
-RULE_JSON_NAMES = frozenset(f"{name}.json" for name in RULE_ORDER)
-RULE_DIR_NAMES = ("profiler-reports", "profiler-report")
-RAW_DIR_NAMES = ("system", "framework")
 END_MARKER = "training_job_end.ts"
 _MAX_LOCAL_DEPTH = 6
 
@@ -153,8 +151,6 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
     if not root.is_dir():
         raise InputError(f"Local source {str(root)!r} is not a folder.")
     rule_dir, raw_dir = locate_local(root)
-    from reportgen.kineto.discover import find_traces
-
     kineto = tuple(find_traces(root))
     if rule_dir is None and raw_dir is None and not kineto:
         raise InputError(
@@ -205,9 +201,8 @@ def _select(objects: Iterable[Any], base_key: str) -> _Selection:
     ``profiler-reports/``. Raw data: keys under ``<root>/system/`` or ``<root>/framework/`` where
     ``<root>`` is the listed prefix itself or a ``.../profiler-output`` folder in it. PyTorch profiler
     traces: ``*.pt.trace.json[.gz]`` outside those trees (in S3 a trace is known by its name only; a
-    local folder is also sniffed, see ``reportgen.kineto.discover``).
+    local folder is also sniffed, see ``reportgen.sources.layout``).
     """
-    from reportgen.kineto.discover import SKIP_DIRS, TRACE_SUFFIXES
     from reportgen.sources.s3 import UnsafeKey, key_segments
 
     sel = _Selection()

@@ -79,7 +79,7 @@ def hook(spec: str | None, case_dir: Path, out_dir: Path):
 @contextlib.contextmanager
 def _vanish(victim: Path):
     """Delete ``victim`` right after the reader listed it (the listing still names it)."""
-    from reportgen.engine import framework_reader, system_reader
+    from reportgen.readers import framework as framework_reader, system as system_reader
 
     saved = victim.read_bytes()
     module, name = ((system_reader, "list_system_files") if "system" in victim.parts

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.engine.framework_reader import empty_events, events_frame
+from reportgen.readers.framework import empty_events, events_frame
 from reportgen.engine.model import AnalysisData, time_axis
-from reportgen.engine.system_reader import NodeSystem
+from reportgen.readers.tick_table import NodeSystem
 
 T0 = 1_699_999_980  # a minute boundary (seconds)
 

@@ -27,9 +27,9 @@ import pytest
 pytest.importorskip("distributed")
 
 from reportgen.engine import analyze  # noqa: E402
-from reportgen.engine.distributed import dask_client, parse_scheduler, read_pieces  # noqa: E402
+from reportgen.readers.distributed import dask_client, parse_scheduler, read_pieces  # noqa: E402
 from reportgen.problems import ProblemLog  # noqa: E402
-from reportgen.engine.system_reader import list_system_files  # noqa: E402
+from reportgen.readers.system import list_system_files  # noqa: E402
 from reportgen.errors import InputError  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

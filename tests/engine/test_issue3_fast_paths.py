@@ -1,6 +1,6 @@
 """Issue 3 (engine speed): the fast paths must give exactly what the general paths give.
 
-- ``_encode_placed`` (a column encoded straight from its series) = ``_encode_block`` on the full column;
+- ``encode_placed`` (a column encoded straight from its series) = ``encode_block`` on the full column;
 - the series-by-series tick table (``_by_series``) = the record-by-record one (``_by_record``), also
   when DuckDB hands a series' records back out of order;
 - the framework traces, read in a thread beside the system metrics, keep their problems after the
@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 
 from reportgen.engine import load_data
-from reportgen.engine import system_reader as sr
+from reportgen.readers import system as sr
+from reportgen.readers import tick_table
 from reportgen.problems import ProblemLog
-from reportgen.engine.system_reader import read_system
+from reportgen.readers.system import read_system
 
 from .test_readers import HEAD, T, instant, rec, write_sys, write_trace
 
@@ -53,8 +54,8 @@ def test_encode_placed_equals_encode_block(name, gaps):
     v = COLUMNS[name]
     n = 9 if gaps else len(v)
     tick = np.array([0, 2, 3, 6, 8]) if gaps else np.arange(len(v))
-    want = sr._encode_block(_column(v, tick, n)[:, None])[0]
-    got = sr._encode_placed(v, tick, n)
+    want = tick_table.encode_block(_column(v, tick, n)[:, None])[0]
+    got = tick_table.encode_placed(v, tick, n)
     assert got[1] == want[1]
     assert got[0].dtype == want[0].dtype
     assert got[0].tobytes() == want[0].tobytes()
@@ -69,8 +70,8 @@ def test_encode_placed_equals_encode_block_random():
         decimals = int(rng.integers(0, 5))
         scale = 10.0 ** int(rng.integers(0, 9))
         v = np.round(rng.random(m) * scale, decimals)
-        want = sr._encode_block(_column(v, tick, n)[:, None])[0]
-        got = sr._encode_placed(v, tick, n)
+        want = tick_table.encode_block(_column(v, tick, n)[:, None])[0]
+        got = tick_table.encode_placed(v, tick, n)
         assert (got[1], got[0].dtype, got[0].tobytes()) == (want[1], want[0].dtype, want[0].tobytes()), k
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.engine import analyze, is_raw_profile, load_config, parse_overrides
+from reportgen.engine import analyze, load_config, parse_overrides
+from reportgen.sources.layout import is_raw_profile
 from reportgen.engine.params import default_params
 from reportgen.errors import InputError
 from reportgen.rulebook import RULE_ORDER

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from reportgen.engine import analyze, load_data
-from reportgen.engine.incremental import CONTENT_BLOCK, local_fingerprint
+from reportgen.readers.incremental import CONTENT_BLOCK, local_fingerprint
 from reportgen.problems import ProblemLog
 from tests.corpus.make_corpus import good_framework, good_system, instants, write
 

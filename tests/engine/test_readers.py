@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from reportgen.engine.framework_reader import read_framework, rewrite_node_id
+from reportgen.readers.framework import read_framework, rewrite_node_id
 from reportgen.problems import ProblemLog
-from reportgen.engine.system_reader import read_system
+from reportgen.readers.system import read_system
 
 T = 1_700_000_040
 
@@ -187,7 +187,7 @@ def test_fast_decoder_and_stdlib_decoder_give_the_same_table(tmp_path, monkeypat
     """orjson is only a faster decoder: files it rejects or would read differently (NaN literal,
     integers beyond 64 bits, invalid UTF-8) go through the stdlib parser, and every table equals
     the stdlib-only one."""
-    import reportgen.engine.framework_reader as fr
+    import reportgen.readers.framework as fr
 
     body = [{"name": f"op{i}", "pid": 1, "ph": "X", "ts": i * 7, "dur": 3, "args": {"step_num": i, "pid": 5,
              "num_workers": 2, "pin_memory": "true"}} for i in range(20)]
@@ -217,7 +217,7 @@ def test_large_traces_are_streamed_with_the_same_result(tmp_path, monkeypatch):
     """Above the streaming threshold (REPORTGEN_STREAM_TRACE_MB) a trace is decoded element by element from a small window and converted
     in chunks; with tiny limits every file here goes that way and must give the table and the
     problems (with their lines) of the whole-file read."""
-    import reportgen.engine.framework_reader as fr
+    import reportgen.readers.framework as fr
     import reportgen.traces.stream as trace_stream
 
     body = [{"name": f"op{i}", "pid": 1 + i % 2, "ph": "X", "ts": 1_000_003 * i + 0.5 * (i % 3), "dur": 10 + i,
@@ -304,7 +304,7 @@ def _spy_on_streams(monkeypatch) -> list:
 def _read_streamed_and_whole(root: Path, monkeypatch, *, expect_streamed: int):
     """read_framework twice: every trace read whole, then every trace streamed with tiny read and chunk
     sizes; returns both tables and problem logs."""
-    import reportgen.engine.framework_reader as fr
+    import reportgen.readers.framework as fr
     import reportgen.traces.stream as trace_stream
 
     calls = _spy_on_streams(monkeypatch)

@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("distributed")
 
 from reportgen.engine import analyze  # noqa: E402
-from reportgen.engine.distributed import S3System, read_pieces  # noqa: E402
+from reportgen.readers.distributed import S3System, read_pieces  # noqa: E402
 from reportgen.problems import ProblemLog  # noqa: E402
-from reportgen.engine.system_reader import read_system  # noqa: E402
+from reportgen.readers.system import read_system  # noqa: E402
 
 from sources_testlib import REGION, client  # noqa: E402
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from reportgen.compare.common import delta, grouped_bars, signed
+from reportgen.compare.common import delta, signed
 from reportgen.compare.side import Side
+from reportgen.report.charts import grouped_bars
 from reportgen.report.model import Chart, Section, Table, Text
 
 

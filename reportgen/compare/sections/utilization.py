@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from reportgen.compare.common import SHOWN_STATS, STATS, delta, grouped_bars, signed
+from reportgen.compare.common import SHOWN_STATS, STATS, delta, signed
 from reportgen.compare.side import Side
+from reportgen.report.charts import grouped_bars
 from reportgen.report.model import Chart, Heading, Section, Table, Text
 from reportgen.report.util import number
 

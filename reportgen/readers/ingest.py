@@ -1,0 +1,98 @@
+"""Reading a raw profile: the one place that chooses how the system metrics are read.
+
+``read_profile`` reads the system metrics in this thread — on this machine (``readers.system``), on
+a Dask cluster or through the ``--incremental`` cache (``readers.distributed``, which runs the same
+reader on pieces and gives identical tables) — and the framework traces in a helper thread at the
+same time (``readers.framework``). Then it drops clock jumps (``readers.clock``). The engine turns
+the result into the rules' input (``engine.model.AnalysisData``).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from reportgen.errors import InputError
+from reportgen.problems import ProblemLog
+
+
+@dataclass
+class Profile:
+    system: object  # readers.system.SystemData: per-node tick tables and the files' minute keys
+    events: object  # pandas.DataFrame: the framework event table
+    first_key_us: int | None  # the first system file's minute inside the job's time range
+
+
+def read_profile(raw_root: Path, problems: ProblemLog, *, scheduler: str | None = None,
+                 cache_root: Path | None = None, s3_system=None) -> Profile:
+    """Everything under ``raw_root`` (``system/`` and ``framework/``). ``scheduler`` (``local[:N]`` or
+    ``tcp://host:port``): the system metrics are read on Dask; ``cache_root``: records of unchanged
+    files come from the ``--incremental`` cache; ``s3_system`` (a ``distributed.S3System``): the Dask
+    workers fetch the system files from S3 themselves. See docs/distributed.md."""
+    raw_root = Path(raw_root)
+    if not raw_root.is_dir():
+        raise InputError(f"raw profiler folder not found: {raw_root}")
+    if s3_system is not None and scheduler is None:
+        raise InputError("system metrics in S3 are read by Dask workers: give --scheduler")
+    system, events = _read_both(raw_root, problems, scheduler, cache_root, s3_system)
+    from reportgen.readers.clock import drop_clock_outliers, file_time_range_us
+    from reportgen.readers.framework import file_key_us, list_framework_files
+
+    # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
+    sys_keys = system.file_keys_us
+    span = file_time_range_us(sys_keys + [file_key_us(p) for p in list_framework_files(raw_root)])
+    system.nodes, events = drop_clock_outliers(system.nodes, events, span, problems)
+    first_key = system.first_file_key_us
+    if span is not None:
+        first_key = min((k for k in sys_keys if span[0] <= k <= span[1]), default=None)
+    return Profile(system, events, first_key)
+
+
+def read_system_metrics(raw_root: Path, problems: ProblemLog, *, client=None, cache_root: Path | None = None,
+                        s3=None):
+    """The system metrics as per-node tick tables (``readers.system.SystemData``): read here, or by
+    ``readers.distributed`` when a Dask ``client``, a ``cache_root`` or ``s3`` objects are given."""
+    if client is not None or cache_root is not None or s3 is not None:
+        from reportgen.readers.distributed import read_pieces
+
+        data, _ = read_pieces(raw_root, problems, client=client, cache_root=cache_root, s3=s3)
+        return data
+    from reportgen.readers.system import read_system
+
+    return read_system(raw_root, problems)
+
+
+def _read_traces(raw_root: Path, problems: ProblemLog, stop):
+    from reportgen.readers.framework import read_framework  # pandas: imported in this thread
+
+    return read_framework(raw_root, problems, stop)
+
+
+def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system):
+    """System metrics in this thread, framework traces in a helper thread at the same time.
+
+    The system side spends most of its time inside DuckDB (or waiting for Dask workers), which runs
+    without the GIL, so the Python decoding of the traces fills the otherwise idle core. The
+    traces' problems are kept apart and appended after the system ones: data-quality.json lists
+    them in the same order as a one-after-the-other read."""
+    fw_problems = ProblemLog(cap=problems.cap)
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-traces") as pool:
+        traces = pool.submit(_read_traces, raw_root, fw_problems, stop)
+        try:
+            if scheduler is not None:
+                from reportgen.readers.distributed import dask_client, parse_scheduler
+
+                with dask_client(parse_scheduler(scheduler)) as client:
+                    system = read_system_metrics(raw_root, problems, client=client, cache_root=cache_root,
+                                                 s3=s3_system)
+            else:
+                system = read_system_metrics(raw_root, problems, cache_root=cache_root)
+        except BaseException:
+            stop.set()  # do not keep a failed or interrupted run waiting for the traces
+            raise
+        events = traces.result()
+    problems.merge(fw_problems)
+    return system, events

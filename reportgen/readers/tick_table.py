@@ -1,0 +1,169 @@
+"""One node's system metrics as a per-tick table, stored column by column in a lossless compact
+encoding (``encode_columns``: 2 bytes per value for metrics with 0-2 decimals), and the set of a
+profile's node tables (``SystemData``). The readers build them; the rules read them through
+``engine.model.NodeTable``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+_SCALES = (100.0, 1.0)  # decimal scales tried for the integer encodings (100 covers 0-2 decimals)
+
+
+def encode_columns(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    """Per column the smallest LOSSLESS representation: ``(int16|int32 codes, scale)`` when every
+    value is exactly ``code / scale`` (NaN = the dtype's minimum), else ``(float32, 0)`` when float32
+    round-trips every value, else ``(float64, 0)``. Decoding gives back the identical float64 bits,
+    so the rules see exactly the parsed values (real metrics have 0-2 decimals: 2 bytes per value)."""
+    out: list = []
+    for b in range(0, values.shape[1], _ENCODE_BLOCK):  # blocks bound the temporaries
+        out += encode_block(values[:, b : b + _ENCODE_BLOCK])
+    return out
+
+
+_ENCODE_BLOCK = 32
+
+
+def encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    n, k = values.shape
+    out: list = [None] * k
+    nan = np.isnan(values)
+    todo = np.arange(k)
+    with np.errstate(invalid="ignore", over="ignore"):
+        negzero = ((values == 0) & np.signbit(values)).any(axis=0)
+        for scale in _SCALES:
+            if not len(todo):
+                break
+            m = values[:, todo]
+            codes = np.rint(m * scale)
+            exact = ((codes / scale == m) | nan[:, todo]).all(axis=0) & ~negzero[todo]
+            lo = np.where(nan[:, todo], 0, codes).min(axis=0, initial=0)
+            hi = np.where(nan[:, todo], 0, codes).max(axis=0, initial=0)
+            for j in np.nonzero(exact)[0]:
+                for dt in (np.int16, np.int32):
+                    info = np.iinfo(dt)
+                    if info.min < lo[j] and hi[j] <= info.max:
+                        c = codes[:, j]
+                        arr = np.where(nan[:, todo[j]], info.min, np.nan_to_num(c)).astype(dt)
+                        out[todo[j]] = (arr, scale)
+                        break
+            todo = np.array([j for j in todo if out[j] is None], dtype=np.int64)
+    for j in todo:
+        col = values[:, j]
+        with np.errstate(invalid="ignore", over="ignore"):  # beyond float32: inf, then not "same"
+            f32 = col.astype(np.float32)
+            same = (f32.astype(np.float64) == col) | nan[:, j]
+        out[j] = (f32, 0.0) if same.all() else (np.ascontiguousarray(col), 0.0)
+    return out
+
+
+def decode(arr: np.ndarray, scale: float, dst: np.ndarray) -> None:
+    if scale:
+        np.divide(arr, scale, out=dst, dtype=np.float64)
+        dst[arr == np.iinfo(arr.dtype).min] = np.nan
+    else:
+        dst[:] = arr
+
+
+def encode_placed(v: np.ndarray, tick: np.ndarray, n: int) -> tuple[np.ndarray, float]:
+    """``encode_block``'s choice for one column whose ticks ``tick`` hold the finite values ``v``
+    and whose other ticks are empty (NaN), computed from ``v`` alone: the same representation,
+    dtype and scale, bit for bit, without building the float64 column first."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if not ((v == 0) & np.signbit(v)).any():
+            for scale in _SCALES:
+                codes = np.rint(v * scale)
+                if not (codes / scale == v).all():
+                    continue
+                lo = min(float(codes.min(initial=0)), 0.0)
+                hi = max(float(codes.max(initial=0)), 0.0)
+                for dt in (np.int16, np.int32):
+                    info = np.iinfo(dt)
+                    if info.min < lo and hi <= info.max:
+                        arr = np.full(n, info.min, dtype=dt)
+                        arr[tick] = codes.astype(dt)
+                        return arr, scale
+        f32 = v.astype(np.float32)
+        if (f32.astype(np.float64) == v).all():
+            arr = np.full(n, np.nan, dtype=np.float32)
+            arr[tick] = f32
+            return arr, 0.0
+    arr = np.full(n, np.nan)
+    arr[tick] = v
+    return arr, 0.0
+
+
+class NodeSystem:
+    """Per-tick table of one node: ``values[tick, column]``, NaN where a series has no sample.
+
+    The table is stored column by column in a lossless compact encoding (see ``encode_columns``);
+    ``take(idx)`` / ``select(...)`` decode only the columns asked for, ``values`` decodes all."""
+
+    def __init__(self, node: str, interval_s: float, tick_ts: np.ndarray, columns: list[str], types: list[str],
+                 names: list[str], dims: list[str], values: np.ndarray | None, first_ts: float = math.nan,
+                 last_ts: float = math.nan, store: list | None = None):
+        self.node = node
+        self.interval_s = interval_s
+        self.tick_ts = tick_ts  # float64 seconds: earliest record timestamp of each tick (sorted)
+        self.columns = columns  # e.g. "cpu0/CPUUtilization", "gpu1/GPUMemoryUtilization", "MemoryUsedPercent"
+        self.types = types
+        self.names = names
+        self.dims = dims
+        self.first_ts = first_ts  # earliest / latest raw record timestamp (s)
+        self.last_ts = last_ts
+        if store is not None:  # columns already encoded (``_by_series`` encodes them series by series)
+            self._n = len(tick_ts)
+            self._store = store
+            return
+        values = np.asarray(values, dtype=np.float64).reshape(len(tick_ts), len(columns))
+        self._n = values.shape[0]
+        self._store = encode_columns(values)
+
+    def __repr__(self) -> str:
+        return f"NodeSystem({self.node!r}, ticks={self._n}, columns={len(self.columns)}, {self.nbytes / 1e6:.1f} MB)"
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a, _ in self._store) + self.tick_ts.nbytes)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._n, len(self.columns)
+
+    def take(self, idx) -> np.ndarray:
+        """float64 (ticks x len(idx)) matrix of the given column indices, Fortran-ordered exactly like
+        the ``matrix[:, idx]`` copy it replaces, so reductions along rows add in the same order and
+        give bit-identical results."""
+        idx = list(idx)
+        out = np.empty((self._n, len(idx)), dtype=np.float64, order="F")
+        for k, j in enumerate(idx):
+            decode(*self._store[j], out[:, k])
+        return out
+
+    @property
+    def values(self) -> np.ndarray:
+        """The whole table as a C-ordered float64 array (a fresh copy on every access)."""
+        return np.ascontiguousarray(self.take(range(len(self.columns))))
+
+    def select(self, dimension: str | None = None, name: str | None = None) -> tuple[list[str], np.ndarray]:
+        """Names and the sub-matrix of the columns with that dimension (and/or name)."""
+        idx = [
+            i
+            for i in range(len(self.columns))
+            if (dimension is None or self.dims[i] == dimension) and (name is None or self.names[i] == name)
+        ]
+        return [self.names[i] for i in idx], self.take(idx)
+
+
+@dataclass
+class SystemData:
+    nodes: dict[str, NodeSystem] = field(default_factory=dict)
+    first_file_key_us: int | None = None
+    last_file_key_us: int | None = None
+    files: int = 0
+    files_read: int = 0  # system files actually parsed by this run (0 when all came from the cache)
+    file_keys_us: list[int] = field(default_factory=list)  # minute key of every file (clock-jump check)
