@@ -1,16 +1,21 @@
 """The notebook path's overhead: ``reportgen generate`` against the engine alone, whole processes, interleaved.
 
-Usage: python benchmarks/bench_notebook_path.py [SOURCE] [--runs N]   (default: sample_data, 5 runs)
+Usage: python benchmarks/bench_notebook_path.py [SOURCE] [--runs N] [--base DIR]   (default: sample_data, 5 runs)
 
 Each round runs, in turn, a fresh ``python -m reportgen generate SOURCE -o tmp/report.html -q`` and a fresh
 process that only runs the engine (``reportgen.engine.analyze``, what ``reportgen analyze`` runs), so both
 see the same machine load. Peak memory is the largest sum of the resident sizes of the process and its
-descendants (the notebook kernel included), sampled every 20 ms with psutil. Prints the medians and the ratio.
+descendants (the notebook kernel included), sampled every 20 ms with psutil; CPU is the user + system time
+of the process and its waited-for descendants. Prints the medians and the ratio. ``--base DIR``: a checkout
+of another commit (``git worktree add /tmp/base <commit>``) whose ``generate`` runs in the same rounds
+(through PYTHONPATH), for a before/after comparison under the same load.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,10 +30,11 @@ ENGINE_ONLY = ("import sys; from pathlib import Path; from reportgen.engine impo
                "analyze(Path(sys.argv[1]), Path(sys.argv[2]))")
 
 
-def run(argv: list[str]) -> tuple[float, float]:
-    """(seconds, peak MB of the process tree) of one whole process."""
+def run(argv: list[str], env: dict | None = None) -> tuple[float, float, float]:
+    """(seconds, peak MB of the process tree, CPU seconds of the tree) of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = psutil.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL)
+    proc = psutil.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, env=env)
     peak = 0
     while proc.poll() is None:
         try:
@@ -40,26 +46,35 @@ def run(argv: list[str]) -> tuple[float, float]:
     seconds = time.perf_counter() - started
     if proc.returncode:
         raise SystemExit(f"{argv} exited with {proc.returncode}")
-    return seconds, peak / 2**20
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, peak / 2**20, cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", nargs="?", type=Path, default=ROOT / "sample_data")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--base", type=Path, default=None, help="another checkout whose generate runs too")
     args = parser.parse_args()
-    gen, eng = [], []
+    gen, eng, base = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.runs):
             gen.append(run([sys.executable, "-m", "reportgen", "generate", str(args.source), "-o",
                             f"{tmp}/report.html", "-q"]))
             eng.append(run([sys.executable, "-c", ENGINE_ONLY, str(args.source), f"{tmp}/engine"]))
-    g, e = statistics.median(t for t, _ in gen), statistics.median(t for t, _ in eng)
-    print(f"generate: median {g:.2f} s (min {min(t for t, _ in gen):.2f}, max {max(t for t, _ in gen):.2f}), "
-          f"peak {max(m for _, m in gen):.0f} MB")
-    print(f"engine:   median {e:.2f} s (min {min(t for t, _ in eng):.2f}, max {max(t for t, _ in eng):.2f}), "
-          f"peak {max(m for _, m in eng):.0f} MB")
-    print(f"ratio:    {g / e:.2f}x over {args.runs} interleaved runs")
+            if args.base:
+                base.append(run([sys.executable, "-m", "reportgen", "generate", str(args.source), "-o",
+                                 f"{tmp}/base.html", "-q"], env={**os.environ, "PYTHONPATH": str(args.base)}))
+    for name, runs in (("generate", gen), ("engine", eng), ("base gen", base)):
+        if not runs:
+            continue
+        times = [t for t, _, _ in runs]
+        print(f"{name:9} median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}), "
+              f"peak {max(m for _, m, _ in runs):.0f} MB, CPU median {statistics.median(c for _, _, c in runs):.2f} s")
+    g, e = statistics.median(t for t, _, _ in gen), statistics.median(t for t, _, _ in eng)
+    print(f"ratio:    {g / e:.2f}x wall, {statistics.median(c for *_, c in gen) / statistics.median(c for *_, c in eng):.2f}x "
+          f"CPU, over {args.runs} interleaved runs; load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -105,3 +105,14 @@ def test_unreadable_rule_output_in_the_notebook_stays_an_input_error(tmp_path):
     with pytest.raises(InputError) as info:
         execute_notebook({"source": str(tmp_path)}, cwd=tmp_path)
     assert "CPUBottleneck.json" in str(info.value)
+
+
+def test_generate_on_a_local_folder_does_not_import_boto3(tmp_path):
+    """papermill's S3 handler would import boto3 (a third of papermill's import time) for nothing."""
+    code = ("import sys; from pathlib import Path; from reportgen.pipeline import generate; "
+            f"generate({str(ROOT / 'sample_data')!r}, Path({str(tmp_path / 'r.html')!r})); "
+            "print(sorted(m for m in ('boto3', 'botocore', 'papermill') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "['papermill']"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from pathlib import Path
 
 from reportgen.atomic import write_text_atomic
@@ -45,8 +46,7 @@ def execute_notebook(parameters: dict, notebook: Path | None = None, kernel: Not
 
     A failing cell fails the run, naming the section its cell shows: an ``InputError`` raised in the notebook
     (an unreadable rule output) stays an ``InputError`` (exit code 2), anything else is a ``RenderError``."""
-    import papermill
-
+    papermill = _papermill()
     logging.getLogger("papermill").setLevel(logging.WARNING)
     engine = {"km": kernel.manager} if kernel is not None else {"kernel_manager_class": ThisPythonKernelManager}
     try:
@@ -66,6 +66,21 @@ def execute_notebook(parameters: dict, notebook: Path | None = None, kernel: Not
             raise InputError(err.evalue) from None
         raise RenderError(f"the analysis notebook failed in {_failed_part(err.source, err.exec_count)}: "
                           f"{err.ename}: {err.evalue}") from None
+
+
+def _papermill():
+    """papermill, without importing boto3 for its S3 notebook handler (~0.3 s of CPU, a third of papermill's
+    import): the report notebook is always read from a local path and kept in memory. Where boto3 is loaded
+    already (an S3 source) papermill imports normally; afterwards ``papermill.s3`` imports as usual."""
+    if "papermill" not in sys.modules and "boto3" not in sys.modules:
+        sys.modules["papermill.s3"] = None  # papermill.iorw: `try: from .s3 import S3 except ImportError`
+        try:
+            import papermill
+        finally:
+            del sys.modules["papermill.s3"]
+    import papermill
+
+    return papermill
 
 
 _SHOWN = re.compile(r'report\.show\("([a-z0-9-]+)"\)')
