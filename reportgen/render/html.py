@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import sys
@@ -75,12 +76,10 @@ def _papermill():
     if "papermill" not in sys.modules and "boto3" not in sys.modules:
         sys.modules["papermill.s3"] = None  # papermill.iorw: `try: from .s3 import S3 except ImportError`
         try:
-            import papermill
+            import papermill  # noqa: F401
         finally:
             del sys.modules["papermill.s3"]
-    import papermill
-
-    return papermill
+    return importlib.import_module("papermill")
 
 
 _SHOWN = re.compile(r'report\.show\("([a-z0-9-]+)"\)')
