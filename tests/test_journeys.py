@@ -339,3 +339,22 @@ def test_load_balancing_does_not_fire_on_a_balanced_pair_and_reports_the_final_d
     r = load_balancing.evaluate(data([node(ticks(n), {"gpu0/GPUUtilization": gpu0,
                                                        "gpu1/GPUUtilization": imbalanced})]))
     assert r["RuleTriggered"] == 5 and r["Details"]["algo-1"]["distances"]["gpu0"]["gpu1"] > 0.5  # windows 8-12
+
+
+# ---------------------------------------------------------------------- README hygiene
+
+
+def test_readme_usage_lists_every_option_of_every_command():
+    import argparse
+
+    from reportgen.cli import _parser
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    usage = readme.split("## Usage", 1)[1].split("Ways in", 1)[0]
+    missing = [f"{name} {'/'.join(action.option_strings)}" for name, command in sub.choices.items()
+               for action in command._actions
+               if action.option_strings and "--help" not in action.option_strings
+               and not any(f"{option} " in readme or f"{option}]" in usage or f"[{option}" in usage
+                           for option in action.option_strings)]
+    assert missing == []
