@@ -282,9 +282,7 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     io = found.get("io-bound")
     if io is not None:  # GPU idle time already blamed on storage is not counted twice
         share = max(share - io.share, 0.0)
-    evidence = [gpu_busy_text(ev)]
-    if "gpu-waits" in signals:
-        evidence.append(f"GPU utilization p95 {p95:.0f} %: busy in bursts, idle in between")
+    evidence = [gpu_busy_text(ev)]  # the strongest first: At a glance shows three
     if ev.cpu_bn_share is not None and ev.cpu_bn_share >= MINOR:
         cores_txt = f" ({ev.cpu_bn_cores:g} of {ev.cores} cores above 90 %)" if ev.cpu_bn_cores and ev.cores else ""
         evidence.append(f"a GPU nearly idle while a core was saturated{cores_txt} for {pct(ev.cpu_bn_share)} "
@@ -297,6 +295,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     if loader_share is not None:
         evidence.append(f"{pct(loader_share)} of the profiled step time in the DataLoader (rank {loader_rank})"
                         + (f", iterator {iterator}" if iterator else ""))
+    if "gpu-waits" in signals:
+        evidence.append(f"GPU utilization p95 {p95:.0f} %: busy in bursts, idle in between")
     loading = {k: v for k, v in ev.framework_during_bn.items() if "dataloader" in k.lower()}
     if loading:
         evidence.append(f"{sum(loading.values()):.0f} % of the framework time during those samples was data loading")
