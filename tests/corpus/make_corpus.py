@@ -1007,6 +1007,39 @@ def _(f):
     return {"system_values": good_system(f), "events": good_framework(f)}
 
 
+# ---- outputs (issue #20 items 2 and 7): checked before any work, written all together or not at all
+
+@case("out_junit_equals_html", exit=2, error="-o and --junit both name the same file",
+      args=["--junit", "{out}/report.html"])
+def _(f):
+    """--junit naming the HTML file: the HTML was replaced by XML (exit 0). Refused before any work."""
+    return {"system_values": good_system(f), "events": good_framework(f)}
+
+
+@case("out_html_named_json", exit=2, error="-o and --json both name the same file", args=[])
+def _(f):
+    """-o report.json: the HTML was written, then the JSON over it (exit 0). Refused before any work
+    (the runner's -o is report.html, so --json names it here)."""
+    return {"system_values": good_system(f), "events": good_framework(f)}
+
+
+CASES["out_html_named_json"]["args"] = ["--json", "{out}/report.html"]
+
+
+@case("out_json_is_a_folder", exit=2, error="is a folder", args=["--json", "{out}"])
+def _(f):
+    """--json naming a folder while -o is fine: report.html was replaced, then the run failed."""
+    return {"system_values": good_system(f), "events": good_framework(f)}
+
+
+@case("out_disk_full_after_first", exit=2, error="nothing was replaced", hook="disk-full-after-first",
+      args=["--junit", "{out}/rules.xml", "--markdown", "{out}/summary.md"])
+def _(f):
+    """The disk fills after the first of four outputs is written: nothing is replaced, no temporary
+    file is left (a new HTML stood beside an old JSON, or exit 2 after the pair was written)."""
+    return {"system_values": good_system(f), "events": good_framework(f)}
+
+
 # --------------------------------------------------------------------------------- driver
 
 

@@ -72,6 +72,9 @@ def hook(spec: str | None, case_dir: Path, out_dir: Path):
     elif spec == "disk-full":
         with _disk_full():
             yield
+    elif spec == "disk-full-after-first":
+        with _disk_full(after=1):
+            yield
     else:
         raise ValueError(spec)
 
@@ -144,15 +147,20 @@ def _readonly(folder: Path):
 
 
 @contextlib.contextmanager
-def _disk_full():
+def _disk_full(after: int = 0):
     """Every write through reportgen's atomic writer and output commit fails with ENOSPC after the
     first 100 bytes."""
     from reportgen import atomic, output_set
 
     real_fdopen = atomic.os.fdopen
 
+    opened = []
+
     def fdopen(fd, *args, **kwargs):
         handle = real_fdopen(fd, *args, **kwargs)
+        opened.append(fd)
+        if len(opened) <= after:  # the first ``after`` files are written whole
+            return handle
         real_write = handle.write
 
         def write(text):
@@ -166,7 +174,10 @@ def _disk_full():
         def __getattr__(self, name):
             return fdopen if name == "fdopen" else getattr(os, name)
 
-    atomic.os = output_set.os = _Os()
+    # ``after``: only the outputs' commit fills up (the work folder's report.json is written whole)
+    if not after:
+        atomic.os = _Os()
+    output_set.os = _Os()
     try:
         yield
     finally:
@@ -202,7 +213,8 @@ def _fake_kernel():
     return NoKernel, execute_notebook, notebook_to_html
 
 
-def run_in_process(source: Path, out_html: Path, hook_spec: str | None = None, case_dir: Path | None = None) -> Outcome:
+def run_in_process(source: Path, out_html: Path, hook_spec: str | None = None, case_dir: Path | None = None,
+                   extra_args: list[str] | None = None) -> Outcome:
     from reportgen import cli, pipeline
 
     err = io.StringIO()
@@ -211,7 +223,10 @@ def run_in_process(source: Path, out_html: Path, hook_spec: str | None = None, c
     pipeline.NotebookKernel, pipeline.execute_notebook, pipeline.notebook_to_html = _fake_kernel()
     try:
         with hook(hook_spec, case_dir or source, out_html.parent), contextlib.redirect_stderr(err):
-            code = cli.main(["generate", str(source), "-o", str(out_html), "-q", "--no-step-summary"])
+            extra = [a.replace("{out}", str(out_html.parent)) for a in extra_args or []]
+            if extra:
+                out_html.parent.mkdir(parents=True, exist_ok=True)
+            code = cli.main(["generate", str(source), "-o", str(out_html), "-q", "--no-step-summary", *extra])
     except BaseException:  # noqa: BLE001 - a traceback is exactly what the corpus hunts for
         code, tb = -1, traceback.format_exc()
     finally:

@@ -56,7 +56,7 @@ def test_case(corpus, name, tmp_path):
     expected = manifest[name]
     source = root / name
     out = tmp_path / "out" / "report.html"
-    outcome = run_in_process(source, out, expected.get("hook"), source)
+    outcome = run_in_process(source, out, expected.get("hook"), source, expected.get("args"))
 
     assert outcome.traceback is None, outcome.traceback
     assert outcome.exit == expected["exit"], outcome.stderr
