@@ -98,6 +98,10 @@ def test_count_below_one_is_refused(tmp_path, capsys):
 def test_rule_status():
     assert rule_status(3, 0) == "fixed" and rule_status(0, 2) == "new" and rule_status(1, 1) == "still firing"
     assert rule_status(0, 0) == "not firing" and rule_status(None, 1) == "new" and rule_status(2, None) == "fixed"
+    # a side that could not judge the rule (too little data, no GPU) fixes nothing and adds nothing
+    assert rule_status(3, 0, b_evaluated=False) == "not evaluated in B"
+    assert rule_status(0, 2, a_evaluated=False) == "not evaluated in A"
+    assert rule_status(3, 0, a_evaluated=True, b_evaluated=True) == "fixed"
 
 
 # ------------------------------------------------------------------------------------------ real jobs

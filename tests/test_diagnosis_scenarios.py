@@ -117,3 +117,9 @@ def test_compare_says_which_causes_were_fixed_remain_or_are_new(analysed):
     assert [row[4] for row in table.rows] == ["fixed", "new"]
     same = build_comparison(a, load_side("B", analysed("input-pipeline"))).section("verdict").data["causes"]
     assert same["remaining"] == ["input-pipeline"] and same["causes"][0]["delta_seconds"] == 0
+    short = build_comparison(a, load_side("B", analysed("short"))).section("rules").data["rows"]
+    by_rule = {r["rule"]: r["status"] for r in short}
+    assert by_rule["CPUBottleneck"] == "not evaluated in B"  # fired in A; B (10 s) could not judge it
+    vs_short = build_comparison(a, load_side("B", analysed("short"))).section("verdict").data["causes"]
+    assert vs_short["b_status"] == "insufficient-data" and vs_short["fixed"] == []
+    assert vs_short["causes"][0]["status"] == "not judged in B"

@@ -11,6 +11,10 @@ def _counted(side: Side) -> dict:
     return {f.cause: f for f in diagnosis.findings if f.counts} if diagnosis is not None else {}
 
 
+def _insufficient(side: Side) -> bool:
+    return side.report.diagnosis is not None and side.report.diagnosis.status == "insufficient-data"
+
+
 def _impact(finding) -> str:
     if finding is None:
         return ""
@@ -26,6 +30,11 @@ def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
     for cause in dict.fromkeys(list(ca) + list(cb)):
         fa, fb = ca.get(cause), cb.get(cause)
         status = "remaining" if fa and fb else "fixed" if fa else "new"
+        # a side with too little data to judge fixes nothing and adds nothing
+        if status == "fixed" and _insufficient(b):
+            status = "not judged in B"
+        elif status == "new" and _insufficient(a):
+            status = "not judged in A"
         delta = (fb.seconds if fb else 0.0) - (fa.seconds if fa else 0.0)
         rows.append([cause, _impact(fa), _impact(fb), f"{delta:+.0f} s", status])
         data.append({"cause": cause, "status": status, "a_seconds": fa.seconds if fa else None,

@@ -6,7 +6,13 @@ from reportgen.compare.side import Side
 from reportgen.report.model import Section, Table, Text
 
 
-def rule_status(ta, tb) -> str:
+def rule_status(ta, tb, a_evaluated: bool = True, b_evaluated: bool = True) -> str:
+    """``fixed`` / ``new`` / ``still firing`` / ``not firing``; a side whose rule was not evaluated (it could
+    not have fired there) makes no claim: a rule that fired in A is not "fixed" by a B too short to judge."""
+    if ta and tb is not None and not tb and not b_evaluated:
+        return "not evaluated in B"
+    if tb and ta is not None and not ta and not a_evaluated:
+        return "not evaluated in A"
     if ta is None:
         return "new" if tb else "only in B"
     if tb is None:
@@ -31,10 +37,12 @@ def build(a: Side, b: Side) -> Section:
     for rule in dict.fromkeys(list(ra) + list(rb)):
         ta = ra[rule]["times_triggered"] if rule in ra else None
         tb = rb[rule]["times_triggered"] if rule in rb else None
-        status = rule_status(ta, tb)
+        status = rule_status(ta, tb, ra.get(rule, {}).get("status") != "not_evaluated",
+                             rb.get(rule, {}).get("status") != "not_evaluated")
         rows.append([rule, ta, tb, status])
         data.append({"rule": rule, "a_times_triggered": ta, "b_times_triggered": tb, "status": status})
-    order = {"still firing": 0, "new": 1, "fixed": 2, "only in A": 3, "only in B": 3, "not firing": 4}
+    order = {"still firing": 0, "new": 1, "fixed": 2, "not evaluated in A": 3, "not evaluated in B": 3,
+             "only in A": 3, "only in B": 3, "not firing": 4}
     rows.sort(key=lambda r: order[r[3]])
     groups = {s: [d["rule"] for d in data if d["status"] == s] for s in ("fixed", "new", "still firing")}
     if rows:
