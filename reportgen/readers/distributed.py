@@ -250,7 +250,7 @@ def _node_of(rel: str) -> str:
 def _plan(files: list[str], covered: set[str], split_tail: bool) -> list[list[str]]:
     """Pieces of the files not ``covered``: per node (file-name node, natural order), and with
     ``split_tail`` the node's newest file as a piece of its own (a live job may still append to it)."""
-    from reportgen.readers.system import natural_key
+    from reportgen.readers.tick_build import natural_key
 
     groups: dict[str, list[str]] = {}
     for rel in files:
@@ -271,7 +271,8 @@ def _plan(files: list[str], covered: set[str], split_tail: bool) -> list[list[st
 def read_pieces(root: Path, problems: ProblemLog, *, client=None, cache_root: Path | None = None,
                 s3: S3System | None = None, local_files: list[tuple[int, Path]] | None = None):
     """Read every system file of the profile piece by piece; returns ``(SystemData, PiecesResult)``."""
-    from reportgen.readers.system import list_system_files, natural_key
+    from reportgen.readers.system import list_system_files
+    from reportgen.readers.tick_build import natural_key
     from reportgen.readers.tick_table import SystemData
 
     root = Path(root)

@@ -73,7 +73,7 @@ def merge_problems(into: ProblemLog, counts: dict[str, int], items) -> None:
 
 def tables_from_records(pieces: list[Records], problems: ProblemLog) -> dict:
     """Tick tables of every node from the records of all pieces (pieces in file order)."""
-    from reportgen.readers.system import build_table, natural_key
+    from reportgen.readers.tick_build import build_table, natural_key
 
     sid_of: dict[tuple, int] = {}
     chunks: dict[str, list] = {}

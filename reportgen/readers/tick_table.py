@@ -115,7 +115,7 @@ class NodeSystem:
         self.dims = dims
         self.first_ts = first_ts  # earliest / latest raw record timestamp (s)
         self.last_ts = last_ts
-        if store is not None:  # columns already encoded (``_by_series`` encodes them series by series)
+        if store is not None:  # columns already encoded (``tick_build`` encodes them series by series)
             self._n = len(tick_ts)
             self._store = store
             return

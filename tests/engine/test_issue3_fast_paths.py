@@ -21,7 +21,7 @@ import pytest
 
 from reportgen.engine import load_data
 from reportgen.readers import system as sr
-from reportgen.readers import tick_table
+from reportgen.readers import tick_build, tick_table
 from reportgen.problems import ProblemLog
 from reportgen.readers.system import read_system
 
@@ -77,7 +77,7 @@ def test_encode_placed_equals_encode_block_random():
 
 def _tables(root, monkeypatch=None, force_records=False):
     if force_records:
-        monkeypatch.setattr(sr, "_by_series", lambda *a, **k: None)
+        monkeypatch.setattr(tick_build, "_by_series", lambda *a, **k: None)
     pl = ProblemLog()
     nodes = read_system(root, pl).nodes
     return {n: (t.tick_ts.tobytes(), t.columns, t.interval_s, t.first_ts, t.last_ts,
@@ -113,8 +113,8 @@ def test_series_placement_equals_record_placement(tmp_path, monkeypatch, shuffle
 def test_series_path_is_taken_for_regular_nodes(tmp_path, monkeypatch):
     _profile(tmp_path, shuffle=True)
     calls = []
-    real = sr._by_series
-    monkeypatch.setattr(sr, "_by_series", lambda *a: calls.append(1) or real(*a))
+    real = tick_build._by_series
+    monkeypatch.setattr(tick_build, "_by_series", lambda *a: calls.append(1) or real(*a))
     read_system(tmp_path, ProblemLog())
     assert len(calls) == 3
 
