@@ -7,14 +7,11 @@ prints a traceback unless ``--debug`` is given. Exit codes: see ``reportgen.erro
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
 import sys
-import threading
 from pathlib import Path
 
-from reportgen import __version__
+from reportgen import __version__, interrupts
 from reportgen.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, ReportgenError
 
 EXIT_CODES_HELP = ("exit codes: 0 done; 1 a rule listed in --fail-on fired (every output was still written); "
@@ -272,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    with _interrupts() as interrupted:
+    with interrupts.watch() as interrupted:
         code = _main(args, interrupted)
     if code == EXIT_INTERRUPTED and argv is None:
         # The command line's own process: leave without the interpreter's shutdown, during which a
@@ -286,28 +283,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 EXIT_INTERRUPTED = 130
-
-
-@contextlib.contextmanager
-def _interrupts():
-    """Remember that Ctrl-C was pressed, whatever a library makes of the KeyboardInterrupt (DuckDB
-    turns one raised inside a query into ``RuntimeError('Query interrupted')``, which reached the
-    user as an internal error, exit 3). Yields a list that is non-empty once SIGINT arrived."""
-    seen: list[int] = []
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield seen
-        return
-
-    def handler(signum, frame):
-        seen.append(signum)
-        signal.default_int_handler(signum, frame)
-
-    signal.signal(signal.SIGINT, handler)
-    try:
-        yield seen
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _main(args, interrupted: list) -> int:

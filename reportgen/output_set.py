@@ -33,6 +33,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from reportgen import interrupts
 from reportgen.errors import InputError
 from reportgen.locking import folder_lock
 
@@ -129,6 +130,7 @@ class OutputSet:
     def commit(self, contents: dict[str, str | bytes]) -> list[Target]:
         """Write ``contents[role]`` for every target that has one: all, or (on an error) none of the
         files replaced. Returns the targets written."""
+        interrupts.check()  # Ctrl-C swallowed by a library on the way: an interrupted run writes nothing
         todo = [t for t in self.targets if t.role in contents]
         data = {t.role: contents[t.role].encode("utf-8") if isinstance(contents[t.role], str) else contents[t.role]
                 for t in todo}

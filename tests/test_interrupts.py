@@ -66,6 +66,40 @@ raise SystemExit(main())
     assert _leftovers(out, tmp) == []
 
 
+def test_ctrl_c_swallowed_by_a_library_still_writes_nothing(tmp_path):
+    """A SIGINT whose KeyboardInterrupt a library swallowed (DuckDB's ``InterruptException`` is a
+    ``duckdb.Error``, which the system reader takes as "DuckDB rejected these files" and reads them
+    line by line instead): the run used to go on and write its outputs after Ctrl-C (exit 0). The
+    remembered SIGINT stops it before anything is written: exit 130."""
+    prof = tmp_path / "p"
+    good_system(prof)
+    good_framework(prof)
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    out.mkdir()
+    tmp.mkdir()
+    script = f"""
+import os, signal, sys
+from reportgen.readers import system
+real = system.SystemReader._node_rows
+def swallowing(self, feed):
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    except KeyboardInterrupt:
+        pass  # swallowed, as a library's "query interrupted, rejected" path does
+    return real(self, feed)
+system.SystemReader._node_rows = swallowing
+from reportgen.cli import main
+sys.argv = ["reportgen", "generate", {str(prof)!r}, "-o", {str(out / "r.html")!r}, "-q"]
+raise SystemExit(main())
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}, preexec_fn=_sigint_default)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines() == [INTERRUPTED]
+    assert _leftovers(out, tmp) == []
+
+
 @pytest.fixture(scope="module")
 def busy_profile(tmp_path_factory) -> Path:
     from testdata.synthetic import generate

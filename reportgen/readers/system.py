@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from reportgen import interrupts
 from reportgen.readers.heap import trim_heap
 from reportgen.readers.listing import walk_files
 from reportgen.readers.tick_build import KNOWN_TYPES, SeriesChunk, build_table, natural_key
@@ -414,6 +415,13 @@ class SystemReader:
         # DuckDB's error text quotes the bad line cut at a byte count; when the cut splits a UTF-8
         # character, building the message raises UnicodeDecodeError instead (found by fuzzing).
         self._duck_error = (duckdb.Error, UnicodeDecodeError)
+        self._interrupt_error = duckdb.InterruptException
+
+    def _not_an_interrupt(self, err: Exception) -> None:
+        """A DuckDB error that is really Ctrl-C (DuckDB turns the KeyboardInterrupt raised inside a query
+        into ``InterruptException``) must stop the run, not send the files to the careful path."""
+        if isinstance(err, self._interrupt_error) or interrupts.pending():
+            raise KeyboardInterrupt from None
 
     # -- per-node fast path ----------------------------------------------------------------------
     def _node_rows(self, feed: "_RowFeed"):
@@ -431,7 +439,8 @@ class SystemReader:
         if catalog is not None and len(catalog) < len(hashes):  # a series that starts after the first file
             try:
                 catalog = _catalog_of(self.con.execute(_CATALOG_SQL, {"files": files}).fetchall(), hashes)
-            except self._duck_error:
+            except self._duck_error as err:
+                self._not_an_interrupt(err)
                 return None
         if catalog is None:
             return None
@@ -461,7 +470,8 @@ class SystemReader:
         names = [str(f) for f in files]
         try:
             r = self.con.execute(_FAST_SQL, {"files": names}).fetchnumpy()
-        except self._duck_error:
+        except self._duck_error as err:
+            self._not_an_interrupt(err)
             return None
         h = np.asarray(r["h"])
         ts = np.asarray(r["ts"], dtype=np.float64)
@@ -478,7 +488,8 @@ class SystemReader:
             # New series in this batch: extend the catalog, then read the batch again.
             try:
                 new = self.con.execute(_CATALOG_SQL, {"files": names}).fetchall()
-            except self._duck_error:
+            except self._duck_error as err:
+                self._not_an_interrupt(err)
                 return None
             for hh, node, typ, name, dim, typed in new:
                 if typed:  # a series with fields of the wrong JSON type stays unknown: careful path
