@@ -298,8 +298,6 @@ def cause_line(finding: dict) -> str:
     return f"{_text(finding.get('cause'))}: {title}, {_impact(finding)}. Fix: {_text(finding.get('fix'))}"
 
 
-def _seconds(value) -> str:
-    return f"{int(round(value))} s" if isinstance(value, (int, float)) and math.isfinite(value) else "unknown"
 
 
 KEY_METRICS = ("CPU", "GPU")
@@ -352,7 +350,7 @@ def markdown_summary(data: dict) -> str:
     if summary.get("available") is False or "job_duration_s" not in summary:
         lines += ["Job duration: unknown (no system or framework timestamps).", ""]
     else:
-        parts = [f"{label} {_seconds(summary.get(key))}" for label, key in
+        parts = [f"{label} {human_duration(summary.get(key)) or 'unknown'}" for label, key in
                  (("initialization", "initialization_s"), ("training loop", "training_loop_duration_s"),
                   ("finalization", "finalization_s")) if summary.get(key) is not None]
         lines += [f"Job duration: {_duration(summary.get('job_duration_s'))}"

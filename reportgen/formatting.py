@@ -15,6 +15,11 @@ def timestamp(seconds: float) -> str:
     return utc(seconds).strftime("%H:%M:%S %m/%d/%Y")
 
 
+def iso_utc(seconds: float) -> str:
+    """``YYYY-MM-DD HH:MM:SS UTC``: how the report shows a moment (ISO-like, the zone stated)."""
+    return utc(seconds).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def day_and_hour(seconds: float) -> tuple[str, str]:
     moment = utc(seconds)
     return moment.strftime("%m/%d/%Y"), moment.strftime("%H:%M:%S")
@@ -32,6 +37,27 @@ def num2(value) -> str:
 
 
 def format_cell(value, fmt: str) -> str:
+    """The text of a table cell (the humane text for a humane format; see ``cell_parts``)."""
+    return cell_parts(value, fmt)[0]
+
+
+def cell_parts(value, fmt: str) -> tuple[str, str | None]:
+    """(text shown, exact text or None): a humane format shows e.g. "596.3 MB/s" and keeps the
+    original's exact "596310691.39" for the cell's ``data-value``. A ``Shown`` value (duck-typed: it
+    has ``text`` and ``exact``) brings both."""
+    if hasattr(value, "text") and hasattr(value, "exact"):
+        return str(value.text), (None if value.exact is None else str(value.exact))
+    humane = HUMANE.get(fmt)
+    if fmt == "params" and isinstance(value, str):
+        shown = inline_params(value)
+        return shown, (value if shown != value else None)
+    if humane is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        show, exact_fmt = humane
+        return show(value), _plain_cell(value, exact_fmt)
+    return _plain_cell(value, "num2" if humane else fmt), None
+
+
+def _plain_cell(value, fmt: str) -> str:
     if value is None:
         return ""
     if fmt == "num2":
@@ -54,13 +80,49 @@ def human_bytes(value: float) -> str:
     return f"{value:.1f} TB"
 
 
+def human_rate(bytes_per_second: float) -> str:
+    """596310691.39 -> '596.3 MB/s' (decimal units, as cloud consoles show throughput)."""
+    return human_bytes(bytes_per_second) + "/s"
+
+
 def human_duration(seconds) -> str:
-    """Rounded to whole seconds, as ``1 h 5 min``, ``6 min 39 s`` or ``9 s``."""
+    """A duration in the unit that fits: '850 µs', '12.3 ms', '4.56 s', '39 s', '6 min 39 s', '1 h 5 min'
+    (whole seconds from 10 s on); empty for a non-number."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
         return ""
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
+    sign, seconds = ("-" if seconds < 0 else ""), abs(seconds)
+    if seconds == 0:
+        return "0 s"
+    if seconds < 1e-3:
+        return f"{sign}{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{sign}{seconds * 1e3:.3g} ms"
+    if seconds < 10:
+        return f"{sign}{seconds:.3g} s"
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:
-        return f"{hours} h {minutes} min"
-    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+        return f"{sign}{hours} h {minutes} min"
+    return f"{sign}{minutes} min {secs} s" if minutes else f"{sign}{secs} s"
+
+
+def pct1(value: float) -> str:
+    """A share as the report shows it where a table and a chart show the same quantity: one decimal."""
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "n/a"
+    return f"{value:.1f} %"
+
+
+def inline_params(text: str) -> str:
+    """Rule parameters, one "name:value" a line in the original, on one wrapping line."""
+    return ", ".join(line.replace(":", ": ", 1) for line in str(text).splitlines() if line.strip())
+
+
+# Humane column formats: (shown text, format of the exact value kept in data-value).
+HUMANE = {
+    "params": (inline_params, "text"),
+    "bytes_s": (human_rate, "num2"),
+    "us": (lambda us: human_duration(us / 1e6), "int"),
+    "pct1": (pct1, "num2"),
+}

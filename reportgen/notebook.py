@@ -20,7 +20,7 @@ from reportgen.errors import InputError
 from reportgen.render.blocks import render_header, render_section
 from reportgen.report.build import build_report
 from reportgen.report.json_output import report_data
-from reportgen.report.model import Chart, ChartRow, Report
+from reportgen.report.model import Chart, Report
 from reportgen.report.sections import OPTIONAL
 from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
 from reportgen.sources.layout import job_folder_name
@@ -122,5 +122,5 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
 
 
 def _charts(section) -> list[Chart]:
-    return [chart for block in section.blocks
-            for chart in (block.charts if isinstance(block, ChartRow) else [block] if isinstance(block, Chart) else [])]
+    """Every chart of the section, wherever it sits (in a row, beside a table, behind a <details>)."""
+    return section.charts()

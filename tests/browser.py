@@ -27,9 +27,17 @@ class PageVisit:
     dom: dict = field(default_factory=dict)
 
 
+OPEN_ALL_DETAILS = "() => { document.querySelectorAll('details').forEach(d => { d.open = true; }); return {}; }"
+
+
 def visit(html_path: Path, *, javascript: bool = True, screenshot: Path | None = None,
-          probe: str = "() => ({})") -> PageVisit:
-    """Load the report; record console errors, page errors, every request; evaluate ``probe``."""
+          probe: str | list[str] = "() => ({})", width: int = 1400, height: int = 1000,
+          full_page: bool = True) -> PageVisit:
+    """Load the report; record console errors, page errors, every request; evaluate ``probe``.
+
+    A list of probes is evaluated in turn with 1.5 s between them (charts inside a <details> opened
+    by one probe are drawn before the next); their results are merged. Probes must not wait on
+    timers themselves: with JavaScript off, the page's timers never fire."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -41,7 +49,7 @@ def visit(html_path: Path, *, javascript: bool = True, screenshot: Path | None =
         browser = pw.chromium.launch(executable_path=chromium_path(),
                                      args=["--no-sandbox", "--disable-gpu", "--no-first-run",
                                            "--disable-background-networking"])
-        context = browser.new_context(java_script_enabled=javascript, viewport={"width": 1400, "height": 1000})
+        context = browser.new_context(java_script_enabled=javascript, viewport={"width": width, "height": height})
         page = context.new_page()
         page.on("console", lambda msg: msg.type == "error" and result.console_errors.append(msg.text))
         page.on("pageerror", lambda err: result.console_errors.append(f"pageerror: {err}"))
@@ -50,8 +58,18 @@ def visit(html_path: Path, *, javascript: bool = True, screenshot: Path | None =
         page.goto(html_path.resolve().as_uri())
         page.wait_for_load_state("load")
         page.wait_for_timeout(300)
-        result.dom = page.evaluate(probe)
+        probes = [probe] if isinstance(probe, str) else list(probe)
+        merged: dict = {}
+        for index, script in enumerate(probes):
+            if index:
+                page.wait_for_timeout(1500)
+            found = page.evaluate(script)
+            if not isinstance(found, dict):
+                merged = found
+            else:
+                merged.update(found)
+        result.dom = merged
         if screenshot:
-            page.screenshot(path=str(screenshot), full_page=True)
+            page.screenshot(path=str(screenshot), full_page=full_page)
         browser.close()
     return result

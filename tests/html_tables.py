@@ -12,16 +12,21 @@ class _TableReader(HTMLParser):
         self._table_id = None
         self._row = None
         self._cell = None
+        self._exact = None
+        self.shown: dict[str, list[list[str]]] = {}  # the displayed texts, where data-value differs
+        self._shown_row = None
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if tag == "table" and attrs.get("id"):
             self._table_id = attrs["id"]
             self.tables[self._table_id] = []
+            self.shown[self._table_id] = []
         elif self._table_id and tag == "tr":
-            self._row = []
+            self._row, self._shown_row = [], []
         elif self._row is not None and tag in ("td", "th"):
             self._cell = []
+            self._exact = attrs.get("data-value")
         elif self._cell is not None and tag == "br":
             self._cell.append("\n")
 
@@ -30,9 +35,12 @@ class _TableReader(HTMLParser):
             self._table_id = None
         elif tag == "tr" and self._row is not None:
             self.tables[self._table_id].append(self._row)
+            self.shown[self._table_id].append(self._shown_row)
             self._row = None
         elif tag in ("td", "th") and self._cell is not None:
-            self._row.append("".join(self._cell).strip())
+            text = "".join(self._cell).strip()
+            self._row.append(text if self._exact is None else self._exact)
+            self._shown_row.append(text)
             self._cell = None
 
     def handle_data(self, data):
@@ -41,7 +49,16 @@ class _TableReader(HTMLParser):
 
 
 def read_tables(html: str) -> dict[str, list[list[str]]]:
-    """{table id: rows (header row first) of cell texts}; <br> becomes a newline."""
+    """{table id: rows (header row first) of cell values}: a cell's exact value (its ``data-value``,
+    kept where the cell shows a humane form such as "596.3 MB/s") or else its text; <br> becomes a
+    newline."""
     reader = _TableReader()
     reader.feed(html)
     return reader.tables
+
+
+def read_shown_tables(html: str) -> dict[str, list[list[str]]]:
+    """{table id: rows of cell texts as displayed} (humane units, not data-value)."""
+    reader = _TableReader()
+    reader.feed(html)
+    return reader.shown

@@ -185,7 +185,7 @@ def test_diagnosis_survives_odd_rule_outputs(sample_outputs):
 def test_outlier_steps_listed_and_marked_on_the_timeline(sample_outputs):
     report = build_report(sample_outputs, job_name="s")
     steps = report.section("step-duration-analysis")
-    table = next(b for b in steps.blocks if getattr(b, "id", "") == "outlier-steps")
+    table = next(b for b in steps.tables() if b.id == "outlier-steps")
     assert table.caption == "The 20 slowest of 30 outlier steps"  # 15 planted per node (sample_data/README.md)
     assert table.rows[0][:2] == ["algo-1-27", "665"] and table.rows[0][3] == pytest.approx(4.89335)
     assert table.rows[0][5] == "10.9×"  # against the node's median step of 0.45 s

@@ -67,6 +67,8 @@ def test_html_has_no_markup_from_the_data(hostile):
 
 
 PROBE = """async () => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });  // charts in deep dives draw on opening
+  await new Promise(r => setTimeout(r, 1500));
   const main = document.querySelector('main').getBoundingClientRect();
   const hover = [];
   for (const gd of document.querySelectorAll('.chart-canvas')) {

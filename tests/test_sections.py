@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reportgen.render.blocks import render_section
 from reportgen.report.build import build_report
 from reportgen.report.sections import BUILDERS
-from reportgen.report.model import Chart, ChartRow, Table, Text
-from reportgen.report.sections import bottlenecks, framework, operators, rules_summary, summary, system_usage
+from reportgen.report.model import Chart, ChartRow, Table, Text, leaves
+from reportgen.report.sections import bottlenecks, framework, operators, rules_summary, steps, summary, system_usage
 from reportgen.rule_outputs import RuleOutput, RuleOutputs
 
 
@@ -22,11 +24,11 @@ def outputs(**rules) -> RuleOutputs:
 
 
 def texts(section) -> list[str]:
-    return [b.text for b in section.blocks if isinstance(b, Text)]
+    return [b.text for b in leaves(section.blocks) if isinstance(b, Text)]
 
 
 def tables(section) -> dict[str, Table]:
-    return {b.id: b for b in section.blocks if isinstance(b, Table)}
+    return {b.id: b for b in section.tables()}
 
 
 def test_summary_numbers_truncate_like_the_original():
@@ -50,7 +52,7 @@ def test_summary_without_steps_shows_three_rows_and_says_why():
                                                                         "step_num": {}}}))
     assert [row[0] for row in tables(section)["job-summary"].rows] == ["Start time", "End time", "Job duration"]
     assert any("No step information" in t for t in texts(section))
-    assert texts(section)[0].count("ran for 60 seconds") == 1  # the original printed this sentence twice
+    assert texts(section)[0].count("ran for 1 min 00 s") == 1  # the original printed this sentence twice
 
 
 def test_summary_missing_rule_says_so_in_one_line():
@@ -101,9 +103,33 @@ def test_rules_summary_ties_follow_profiler_report_order_and_none_fired_is_said(
 
 def test_framework_ratio_text_names_the_largest_share():
     details = {"ratio": {"cpu_functions": 20.0, "gpu_functions-dev:0": 80.0}}
-    blocks = framework.framework_blocks(details, "x")
-    assert any("80 % was spent in \u201cgpu_functions-dev:0\u201d" in b.text for b in blocks if isinstance(b, Text))
-    assert any(isinstance(b, ChartRow) for b in blocks)
+    section = framework.build(outputs(OverallFrameworkMetrics={"details": details}))
+    assert any("80.0 % was spent in \u201cgpu_functions-dev:0\u201d" in t for t in texts(section))
+    # two shares of the whole job alone: the sentence above says it, no chart
+    assert section.charts() == [] and len(texts(section)) == 1
+
+
+def test_framework_breakdowns_drawn_once_with_a_bar_per_context_and_one_slice_as_a_sentence():
+    """The TRAIN/EVAL and general-operations pies appeared three times (summary, outlier steps, CPU
+    bottlenecks) with the same titles; now one chart per breakdown compares the contexts, the deep
+    dives refer back to it, and a breakdown with one slice is a sentence."""
+    general = {"Forward": 40.0, "Backward": 60.0}
+    made = outputs(OverallFrameworkMetrics={"details": {"general": general, "phase": {"Step:ModeKeys.TRAIN": 100.0}}},
+                   StepOutlier={"triggered": 3, "details": {"general": {"Forward": 10.0, "Backward": 90.0},
+                                                            "step_details": {"algo-1": {"step_stats": {"mean": 1.0}}}}},
+                   CPUBottleneck={"triggered": 0, "details": {"general": {"Forward": 1.0, "Backward": 99.0}}})
+    section = framework.build(made)
+    chart, = section.charts()
+    assert [(t["name"], t["y"], t["x"]) for t in chart.figure["data"]] == [
+        ("Forward", ["Outlier steps", "Whole job"], [10.0, 40.0]),
+        ("Backward", ["Outlier steps", "Whole job"], [90.0, 60.0])]
+    assert chart.numbers.rows == [["Forward", "40.0 %", "10.0 %"], ["Backward", "60.0 %", "90.0 %"]]
+    assert ("TRAIN/EVAL phases and others, whole job: all of it (100.0 %) was \u201cStep:ModeKeys.TRAIN\u201d."
+            in texts(section))
+    dive = steps.build(made)
+    assert not [c for c in dive.charts() if c.id.startswith("steps-")]
+    refer = [b for b in dive.blocks if isinstance(b, Text) and b.link == "#sec-framework-metrics-summary"]
+    assert refer and "\u201cBackward\u201d took the largest share, 90.0 %" in refer[0].text
 
 
 def test_cpu_bottleneck_pie_uses_the_bottleneck_count():
@@ -111,8 +137,9 @@ def test_cpu_bottleneck_pie_uses_the_bottleneck_count():
     made = outputs(CPUBottleneck={"triggered": 2, "violations": 550, "datapoints": 1000, "details": details,
                                   "params": "threshold:50\ncpu_threshold:90\ngpu_threshold:10\npatience:1000"})
     section = bottlenecks.build_cpu(made)
-    pie = next(b for b in section.blocks if isinstance(b, Chart))
-    assert pie.figure["data"][0]["values"] == [400.0, 50.0, 550]
+    bar = next(b for b in section.blocks if isinstance(b, Chart))
+    assert [t["x"] for t in bar.figure["data"]] == [[40.0], [5.0], [pytest.approx(55.0)]]
+    assert [row[1] for row in bar.numbers.rows] == [400, 50, 550]
     assert section.data["percent_of_datapoints"] == 55
     assert any("55 % of all datapoints, above the threshold of 50 %" in t for t in texts(section))
 
@@ -143,8 +170,10 @@ def test_hostile_strings_are_escaped_in_tables_and_charts():
     op = {"CPU": {evil: 100.0}, "CPU_total": {evil: 10}}
     html = render_section(operators.build_cpu(outputs(OverallFrameworkMetrics={"details": op})))
     assert "<script>alert" not in html and "</script>\"" not in html
-    # the chart label is HTML-escaped for plotly, then JSON-escaped inside the spec element
-    assert "\\u0026lt;script\\u0026gt;alert(1)" in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    # a chart label is HTML-escaped for plotly, then JSON-escaped inside the spec element
+    html = render_section(framework.build(outputs(OverallFrameworkMetrics={"details": {"general": {evil: 1.0, "b": 2.0, "c": 3.0}}})))
+    assert "<script>alert" not in html and "\\u0026lt;script\\u0026gt;alert(1)" in html
 
 
 def test_every_chart_uses_a_trace_type_of_the_vendored_plotly_bundle(tmp_path):
@@ -153,7 +182,7 @@ def test_every_chart_uses_a_trace_type_of_the_vendored_plotly_bundle(tmp_path):
 
     figures = [pie({"a": 1}, "t"), boxes({"g": {"p25": 1, "p50": 2, "p75": 3}}, "t"),
                histograms({"n": ([1], [0, 1])}, "t", "x"), hbar(["a"], [1], "t", "x"),
-               time_lines([0.0], {"s": {"mean": [1], "min": [0], "max": [2]}}, "t", "%", band="s"),
+               time_lines([0.0], {"s": {"mean": [1], "min": [0], "max": [2]}}, "t", "%"),
                heatmap([0.0], ["cpu0"], [[5]], "t"), intervals({"w": [[0, 1]]}, "t")]
     used = {trace["type"] for figure in figures for trace in figure["data"]}
     assert used <= PLOTLY_TRACES
@@ -195,7 +224,7 @@ def test_axis_titles_use_the_object_form_plotly_4_draws():
 
     figures = [boxes({"g": {"p25": 1, "p50": 2, "p75": 3}}, "t", "Memory in %"),
                histograms({"n": ([1], [0, 1])}, "t", "Step <s>"), hbar(["a"], [1], "t", "Time in µs"),
-               time_lines([0.0], {"s": {"mean": [1], "min": [0], "max": [2]}}, "t", "%", band="s")]
+               time_lines([0.0], {"s": {"mean": [1], "min": [0], "max": [2]}}, "t", "%")]
     titles = [fig["layout"][ax]["title"] for fig in figures for ax in ("xaxis", "yaxis")
               if "title" in fig["layout"].get(ax, {})]
     assert titles == [{"text": "Memory in %"}, {"text": "Step &lt;s&gt;"}, {"text": "Occurrences"},
@@ -230,8 +259,13 @@ def test_pytorch_traces_alone_hide_the_sagemaker_only_sections():
 def test_pytorch_traces_beside_sagemaker_outputs_hide_nothing():
     made = outputs(StepOutlier={"details": {}}, LowGPUUtilization={"details": {}})
     made.kineto = KINETO
-    assert all(not s.hidden for s in build_report(made).sections)
+    report = build_report(made)
+    assert report.intro == "" and not report.section("gpu-kernels-operators").hidden
     plain = outputs(StepOutlier={"details": {}})
-    report = build_report(plain)  # no PyTorch traces: every "missing" line stays where it was
-    assert all(not s.hidden for s in report.sections) and report.intro == ""
+    report = build_report(plain)  # no PyTorch traces: each section without data is one line of a list
+    assert report.intro == ""
+    assert report.section("batch-size").hidden
     assert texts(report.section("batch-size")) == ["No BatchSize output was found."]
+    missing = report.section("data-quality").data["not_in_this_data"]
+    assert "Batch size: No BatchSize output was found." in missing
+    assert all(s.id != "step-duration-analysis" for s in report.sections if s.hidden)

@@ -13,8 +13,11 @@ from functools import lru_cache
 
 import jinja2
 
-from reportgen.formatting import format_cell
-from reportgen.report.model import Chart, ChartRow, Heading, Report, Section, Table, Text
+from dataclasses import dataclass
+
+from reportgen.formatting import cell_parts, format_cell
+from reportgen.report.model import (Chart, ChartRow, Columns, Details, Heading, ItemList, Report, Section, Table,
+                                    TableWithChart, Text)
 from reportgen.resources import template_dir
 
 
@@ -54,6 +57,40 @@ def environment() -> jinja2.Environment:
     return env
 
 
+@dataclass
+class Cell:
+    """One table cell ready to print: the text shown, the exact value (``data-value``) when the text
+    is a humane form of it, the in-cell bar length (% of the column's largest value), and the
+    lines of a "lines" cell."""
+
+    text: str
+    exact: str | None = None
+    bar: float | None = None
+    lines: list[str] | None = None
+
+
+def table_cells(table: Table) -> list[list[Cell]]:
+    """Every cell of ``table`` as displayed; the only place where a table's values become text."""
+    peak = 0.0
+    if table.bar_column is not None:
+        column = [row[table.bar_column] for row in table.rows if len(row) > table.bar_column]
+        peak = max((v for v in column if isinstance(v, (int, float)) and math.isfinite(v) and v > 0), default=0.0)
+    rows = []
+    for row in table.rows:
+        cells = []
+        for index, value in enumerate(row):
+            fmt = table.formats[index] if index < len(table.formats) else "text"
+            text, exact = cell_parts(value, fmt)
+            cell = Cell(text, exact)
+            if fmt == "lines":
+                cell.lines = str(value or "").splitlines()
+            if index == table.bar_column and peak and isinstance(value, (int, float)) and math.isfinite(value):
+                cell.bar = round(max(value, 0.0) / peak * 100.0, 1)
+            cells.append(cell)
+        rows.append(cells)
+    return rows
+
+
 def render_block(block) -> str:
     env = environment()
     if isinstance(block, Text):
@@ -61,9 +98,20 @@ def render_block(block) -> str:
     if isinstance(block, Heading):
         return env.get_template("heading.html.j2").render(block=block)
     if isinstance(block, Table):
-        return env.get_template("table.html.j2").render(table=block)
+        return env.get_template("table.html.j2").render(table=block, rows=table_cells(block))
     if isinstance(block, Chart):
         return env.get_template("chart.html.j2").render(chart=block)
+    if isinstance(block, TableWithChart):
+        return env.get_template("table_with_chart.html.j2").render(table=render_block(block.table),
+                                                                   chart=render_block(block.chart))
+    if isinstance(block, Columns):
+        columns = ["".join(render_block(b) for b in column) for column in block.columns]
+        return env.get_template("columns.html.j2").render(columns=columns)
+    if isinstance(block, Details):
+        inner = "".join(render_block(b) for b in block.blocks)
+        return env.get_template("details.html.j2").render(block=block, inner=inner)
+    if isinstance(block, ItemList):
+        return env.get_template("item_list.html.j2").render(block=block)
     if isinstance(block, ChartRow):
         inner = "".join(render_block(chart) for chart in block.charts)
         return env.get_template("chart_row.html.j2").render(inner=inner)

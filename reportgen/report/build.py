@@ -5,16 +5,14 @@ from __future__ import annotations
 import traceback
 
 from reportgen.diagnosis import NOT_EVALUATED, diagnose
-from reportgen.report.model import Report, Section, Table, Text
+from reportgen.report.model import Chart, Columns, Details, Heading, ItemList, Report, Section, Table, Text
 from reportgen.report.sections import SECTIONS
 from reportgen.rule_outputs import RuleOutputs
 
 
 def loop_intro() -> Section:
     """The heading the deep dives are grouped under, as in the original report."""
-    return Section("training-loop-analysis", "Analyzing the training loop", 2, [Text(
-        "The following sections look at the training loop rule by rule: step durations, GPU use, "
-        "data loading, batch size, bottlenecks and memory.")])
+    return Section("training-loop-analysis", "Analyzing the training loop", 2, [])
 
 
 def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str] | None = None,
@@ -39,6 +37,8 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
                     raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
     cost_data = next((s.data for s in sections if s.id == "cost"), None)
     attach_diagnosis(report, outputs, cost_data)
+    fold_missing(sections)
+    make_deep_dives_collapsible(sections, outputs)
     return report
 
 
@@ -130,6 +130,68 @@ def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> bool:
         loop.blocks = [Text("The following sections look at the training loop rule by rule. From PyTorch profiler "
                             "traces, that is the step durations.")]
     return True
+
+
+def deep_dive_verdict(rule, data: dict) -> tuple[bool, str]:
+    """(open by default, the one line shown on the deep dive's summary) from its rule's output."""
+    if rule is None:
+        return False, "no output"
+    if data.get("evaluation") == NOT_EVALUATED:
+        return False, "not evaluated"
+    if rule.triggered > 0:
+        return True, f"fired {rule.triggered} time{'s' if rule.triggered != 1 else ''}"
+    if not rule.datapoints:
+        return False, "no datapoints"
+    return False, "did not fire"
+
+
+def make_deep_dives_collapsible(sections: list[Section], outputs: RuleOutputs) -> None:
+    """Short to scan, deep on demand: each rule's deep dive becomes a <details> element (works without
+    JavaScript), open for the rules that found something, closed with a one-line verdict otherwise."""
+    for section in sections:
+        rule = RULE_SECTIONS.get(section.id)
+        if rule is None or section.hidden:
+            continue
+        section.collapsible = True
+        section.open, section.verdict = deep_dive_verdict(outputs.get(rule), section.data)
+        # By convention a deep dive opens with how its rule decides (what it checks, its parameters and
+        # counts), after a "not evaluated" note if any: one click away, so the findings come first.
+        for index, block in enumerate(section.blocks[:2]):
+            if isinstance(block, Text) and block.tone in ("plain", "finding"):
+                section.blocks[index] = Details(f"How {rule} decides", [block])
+                break
+        text_beside_last_chart(section)
+
+
+def text_beside_last_chart(section: Section) -> None:
+    """A deep dive that ends with one chart after a run of paragraphs shows them side by side (the
+    chart beside the text that reads it) instead of one under the other."""
+    if len(section.blocks) < 2 or not isinstance(section.blocks[-1], Chart):
+        return
+    start = len(section.blocks) - 1
+    while start > 0 and isinstance(section.blocks[start - 1], (Text, Heading)):
+        start -= 1
+    texts = section.blocks[start:-1]
+    if any(isinstance(b, Text) for b in texts):
+        section.blocks[start:] = [Columns([texts, [section.blocks[-1]]])]
+
+
+def fold_missing(sections: list[Section]) -> None:
+    """A section with nothing to show but "no data" lines is one line of a compact "Not in this data"
+    list (in the Data quality section) instead of a heading and a sentence of its own. It stays in
+    report.json with ``available: false``."""
+    lines = []
+    for section in sections:
+        if section.hidden or section.id == "data-quality" or not section.blocks:
+            continue
+        if all(isinstance(b, Text) and b.tone == "missing" for b in section.blocks):
+            section.hidden = True
+            lines.append(f"{section.title}: " + " ".join(b.text for b in section.blocks))
+    quality = next((s for s in sections if s.id == "data-quality"), None)
+    if lines and quality is not None:
+        quality.blocks[:0] = [Text("Not in this data (these sections had nothing to show):", tone="note"),
+                              ItemList(lines)]
+        quality.data["not_in_this_data"] = lines
 
 
 def data_quality_section(notes: list[str], engine: dict | None = None) -> Section:

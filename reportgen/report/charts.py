@@ -9,7 +9,19 @@ from __future__ import annotations
 import html
 import math
 
-PALETTE = ["#440154", "#3b528b", "#21918c", "#5ec962", "#fde725", "#31688e", "#35b779", "#90d743"]
+# Okabe & Ito's qualitative palette: distinguishable with the common colour-vision deficiencies
+# (viridis shades were nearly identical in one chart).
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#555555"]
+# One colour per kind of series, the same in every chart of the report.
+KIND_COLORS = {
+    "cpu": "#0072B2", "cpu_memory": "#009E73", "io_wait": "#D55E00",
+    "gpu": "#E69F00", "gpu_memory": "#CC79A7",
+    "network": "#56B4E9", "network_platform": "#555555",
+    "train": "#0072B2", "eval": "#E69F00", "dataloader": "#009E73",
+}
+# The key a chart spec carries to join the page's linked time axis (see templates/reportgen/charts.js).
+TIME_LINK = "linkedTimeAxis"
+UTC_HOVER = "%Y-%m-%d %H:%M:%S UTC"  # plotly draws epoch-ms instants in UTC; the hover says so
 _LAYOUT = {
     "margin": {"l": 50, "r": 20, "t": 50, "b": 40},
     "height": 340,
@@ -40,46 +52,113 @@ def _finite(values) -> list:
     return [v if isinstance(v, (int, float)) and math.isfinite(v) else None for v in values]
 
 
+def _rgba(color: str, alpha: float) -> str:
+    return f"rgba({int(color[1:3], 16)},{int(color[3:5], 16)},{int(color[5:7], 16)},{alpha})"
+
+
 def pie(values: dict, title: str) -> dict:
+    """A pie whose slices are labelled with one decimal (a slice too thin for its label has none;
+    the hover and the legend still name it)."""
     labels = [safe(k) for k in values]
     return {
         "data": [{
             "type": "pie",
             "labels": labels,
             "values": _finite(values.values()),
-            "marker": {"colors": PALETTE[: len(labels)] if len(labels) <= len(PALETTE) else None},
-            "hovertemplate": "%{label}: %{value:.2f} (%{percent})<extra></extra>",
-            "textinfo": "percent",
+            "marker": {"colors": [PALETTE[i % len(PALETTE)] for i in range(len(labels))]},
+            "hovertemplate": "%{label}: %{percent:.1%}<extra></extra>",
+            "texttemplate": "%{percent:.1%}",
+            "textposition": "inside",
+            "insidetextorientation": "horizontal",
             "sort": False,
         }],
-        "layout": _layout(title, showlegend=True, legend={"orientation": "v"}),
+        "layout": _layout(title, height=280, showlegend=True, legend={"orientation": "v", "traceorder": "normal"},
+                          uniformtext={"minsize": 10, "mode": "hide"},
+                          margin={"l": 20, "r": 20, "t": 50, "b": 20}),
     }
+
+
+def share_bar(shares: dict, title: str, colors: dict | None = None) -> dict:
+    """Shares of one whole (percent values) as one 100 % horizontal bar, segments in the given order
+    and labelled with one decimal - the same rounding the tables use. Takes a tenth of a pie's height
+    and keeps its labels legible at any width."""
+    traces = []
+    for i, (name, value) in enumerate(shares.items()):
+        color = (colors or {}).get(name, PALETTE[i % len(PALETTE)])
+        v = _finite([value])[0]
+        traces.append({
+            "type": "bar", "orientation": "h", "name": safe(name), "y": [""], "x": [v],
+            "marker": {"color": color}, "text": [f"{v:.1f} %" if v is not None else ""],
+            "textposition": "inside", "insidetextanchor": "middle", "textangle": 0,
+            "hovertemplate": safe(name) + ": %{x:.1f} %<extra></extra>",
+        })
+    return {"data": traces, "layout": _layout(
+        title, height=150, barmode="stack", showlegend=True,
+        legend={"orientation": "h", "y": -0.25, "traceorder": "normal"},
+        uniformtext={"minsize": 10, "mode": "hide"},
+        xaxis={"range": [0, 100], "ticksuffix": " %", "fixedrange": True}, yaxis={"visible": False, "fixedrange": True},
+        margin={"l": 20, "r": 20, "t": 40, "b": 20})}
+
+
+# Statistics the texts cite below a box (``boxes`` marks them): key in the rule output -> label.
+LOW_MARKS = (("gpu_5", "5th percentile"), ("p05", "5th percentile"), ("p5", "5th percentile"),
+             ("gpu_min", "minimum"), ("min", "minimum"))
+
+
+def share_bars(rows: dict[str, dict], title: str) -> dict:
+    """Several breakdowns of the same categories (e.g. the whole job, the outlier steps, the
+    bottleneck moments) as 100 % bars, one row each, so they compare at a glance in one chart.
+    A category keeps its colour and legend place in every row; segments are labelled with one
+    decimal."""
+    categories = list(dict.fromkeys(k for shares in rows.values() for k in shares))
+    labels = [safe(r) for r in rows][::-1]  # the first row on top
+    traces = []
+    for i, category in enumerate(categories):
+        values = _finite([shares.get(category) for shares in rows.values()])[::-1]
+        traces.append({
+            "type": "bar", "orientation": "h", "name": safe(category), "y": labels, "x": values,
+            "marker": {"color": PALETTE[i % len(PALETTE)]},
+            "text": [f"{v:.1f} %" if v is not None else "" for v in values],
+            "textposition": "inside", "insidetextanchor": "middle", "textangle": 0,
+            "hovertemplate": "%{y}: " + safe(category) + " %{x:.1f} %<extra></extra>",
+        })
+    return {"data": traces, "layout": _layout(
+        title, height=90 + 28 * len(rows) + 20 * ((len(categories) + 1) // 2), barmode="stack", showlegend=True,
+        legend={"orientation": "h", "y": -0.1, "yanchor": "top", "traceorder": "normal",
+                "entrywidth": 0.5, "entrywidthmode": "fraction", "font": {"size": 11}},
+        uniformtext={"minsize": 10, "mode": "hide"},
+        xaxis={"range": [0, 100], "ticksuffix": " %", "fixedrange": True},
+        yaxis={"automargin": True, "fixedrange": True},
+        margin={"l": 20, "r": 20, "t": 40, "b": 20})}
 
 
 def boxes(stats: dict[str, dict], title: str, yaxis: str = "Utilization in %") -> dict:
     """One box per item from precomputed quartiles and whiskers (p25/p50/p75/lower/upper).
 
-    The rules put the whiskers at the Tukey fences (1.5 x IQR), not at the extremes, so a maximum
-    beyond the upper fence (``gpu_max`` or ``max`` in the stats) is drawn as an open circle above
-    its box: otherwise a 93 % peak over a 34 % whisker would show only in the text."""
+    The rules put the whiskers at the Tukey fences (1.5 x IQR), not at the extremes, so the values
+    the texts cite beyond them are marked: the maximum (``gpu_max``/``max``) as an open circle, the
+    5th percentile and the minimum as open triangles. A percentage axis starts at 0, so a text
+    saying "5th percentile 0 %" is never contradicted by an axis that starts at 25."""
     traces = []
+    top = 100.0
     for i, (name, s) in enumerate(stats.items()):
         q1, med, q3 = s.get("p25"), s.get("p50"), s.get("p75")
         if None in (q1, med, q3):
             continue
         color = PALETTE[i % len(PALETTE)]
-        upper = s.get("upper", q3)
+        upper, lower = s.get("upper", q3), s.get("lower", q1)
         traces.append({
             "type": "box",
             "name": safe(name),
             "x": [safe(name)],
             "q1": [q1], "median": [med], "q3": [q3],
-            "lowerfence": [s.get("lower", q1)], "upperfence": [upper],
+            "lowerfence": [lower], "upperfence": [upper],
             "marker": {"color": color},
             "hoverinfo": "y+name",
         })
         peak = _finite([s.get("gpu_max", s.get("max"))])[0]
         if peak is not None and isinstance(upper, (int, float)) and peak > upper:
+            top = max(top, peak)
             traces.append({
                 "type": "scatter", "mode": "markers",
                 "name": safe(name) + " maximum",
@@ -87,11 +166,48 @@ def boxes(stats: dict[str, dict], title: str, yaxis: str = "Utilization in %") -
                 "marker": {"color": color, "symbol": "circle-open", "size": 10},
                 "hovertemplate": "maximum %{y}<extra>" + safe(name) + "</extra>",
             })
-    return {"data": traces, "layout": _layout(title, showlegend=False, yaxis=_axis(yaxis))}
+        seen = set()
+        for key, label in LOW_MARKS:
+            value = _finite([s.get(key)])[0]
+            if value is None or label in seen:
+                continue
+            seen.add(label)
+            if isinstance(lower, (int, float)) and value >= lower:
+                continue  # inside the whisker: the box already shows it
+            traces.append({
+                "type": "scatter", "mode": "markers", "name": safe(f"{name} {label}"),
+                "x": [safe(name)], "y": [value],
+                "marker": {"color": color, "size": 10,
+                           "symbol": "triangle-down-open" if label == "minimum" else "triangle-up-open"},
+                "hovertemplate": f"{label} %{{y}}<extra>{safe(name)}</extra>",
+            })
+    percent = "%" in yaxis
+    axis = _axis(yaxis, range=[0, top * 1.05], rangemode="tozero") if percent else _axis(yaxis, rangemode="tozero")
+    return {"data": traces, "layout": _layout(title, height=215, showlegend=False, yaxis=axis,
+                                              margin={"l": 50, "r": 20, "t": 40, "b": 30})}
 
 
-def histograms(series: dict[str, tuple[list, list]], title: str, xaxis: str, yaxis: str = "Occurrences") -> dict:
-    """Overlaid histograms from precomputed counts and bin edges (one trace per series)."""
+def clip_edge(counts: list, edges: list, keep: float = 0.99) -> float | None:
+    """Where to end a histogram's x axis so its bulk is visible: the right edge of the bin that
+    reaches ``keep`` of all counts, when that leaves more than half the axis empty; else None."""
+    total = sum(c for c in counts if isinstance(c, (int, float)) and math.isfinite(c) and c > 0)
+    if not total or len(edges) != len(counts) + 1:
+        return None
+    running = 0.0
+    for j, c in enumerate(counts):
+        running += c if isinstance(c, (int, float)) and math.isfinite(c) and c > 0 else 0.0
+        if running >= keep * total:
+            edge = edges[j + 1]
+            span = edges[-1] - edges[0]
+            return edge if span > 0 and (edge - edges[0]) < 0.5 * span else None
+    return None
+
+
+def histograms(series: dict[str, tuple[list, list]], title: str, xaxis: str, yaxis: str = "Occurrences",
+               clip_at: float | None = None, log_y: bool = False) -> dict:
+    """Overlaid histograms from precomputed counts and bin edges (one trace per series). ``clip_at``
+    ends the x axis there (the section says what lies beyond); ``log_y`` shows rare bins next to
+    common ones."""
     traces = []
     for i, (name, (counts, edges)) in enumerate(series.items()):
         if len(edges) != len(counts) + 1 or not counts:
@@ -106,10 +222,20 @@ def histograms(series: dict[str, tuple[list, list]], title: str, xaxis: str, yax
             "marker": {"color": PALETTE[i % len(PALETTE)]},
             "hovertemplate": "%{x:.4g}: %{y}<extra>" + safe(name) + "</extra>",
         })
-    return {
+    x = _axis(xaxis)
+    if clip_at is not None:
+        low = min((e[0] for _, e in series.values() if e), default=0.0)
+        x["range"] = [low, clip_at]
+    y = _axis(yaxis, type="log") if log_y else _axis(yaxis)
+    figure = {
         "data": traces,
-        "layout": _layout(title, barmode="overlay", bargap=0, xaxis=_axis(xaxis), yaxis=_axis(yaxis)),
+        "layout": _layout(title, height=240, barmode="overlay", bargap=0, xaxis=x, yaxis=y,
+                          legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right",
+                                  "traceorder": "normal", "font": {"size": 11}},
+                          margin={"l": 50, "r": 20, "t": 40, "b": 40}),
     }
+    figure["layout"]["title"].update(x=0.0, xanchor="left")  # the legend sits at the top right
+    return figure
 
 
 def hbar(labels: list, values: list, title: str, xaxis: str) -> dict:
@@ -130,22 +256,47 @@ def _ms(seconds: list) -> list:
     return [None if v is None else v * 1000.0 for v in seconds]
 
 
-def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, band: str | None = None) -> dict:
-    """Lines over time (x in epoch ms, date axis); ``band`` names a series drawn with its min-max range."""
+def link_time_axis(figure: dict) -> dict:
+    """Join the page's linked time axis: zooming or panning any such chart moves all of them (and
+    "Reset time range" restores them). Every chart whose x axis is the job's wall clock uses it."""
+    figure[TIME_LINK] = True
+    return figure
+
+
+def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, height: int = 240,
+               y_range: list | None = None, tick_suffix: str = "") -> dict:
+    """Lines over time (x in epoch ms, date axis), one per series, in the order given (also the
+    legend's order). A series is {"mean": [...], "min": [...], "max": [...], "kind": ...}: its
+    colour comes from its kind (the same in every chart) and, where min and max are given (the
+    line is a mean per time bucket), a translucent band shows the bucket's full range."""
     x = _ms(t)
     traces = []
     for i, (name, agg) in enumerate(series.items()):
-        color = PALETTE[i % len(PALETTE)]
-        if name == band and agg.get("min") and agg.get("max"):
+        color = KIND_COLORS.get(agg.get("kind", ""), PALETTE[i % len(PALETTE)])
+        label = safe(name)
+        if agg.get("min") and agg.get("max"):
             traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg["max"]),
-                           "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip"})
+                           "line": {"width": 0, "color": color}, "showlegend": False, "hoverinfo": "skip",
+                           "legendgroup": label})
             traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg["min"]),
-                           "line": {"width": 0}, "fill": "tonexty", "fillcolor": "rgba(33,145,140,0.18)",
-                           "name": safe(f"{name} min-max"), "hoverinfo": "skip"})
+                           "line": {"width": 0, "color": color}, "fill": "tonexty",
+                           "fillcolor": _rgba(color, 0.16), "showlegend": False, "hoverinfo": "skip",
+                           "legendgroup": label})
         traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg.get("mean", [])),
-                       "name": safe(name), "line": {"color": color, "width": 1.5}})
-    return {"data": traces, "layout": _layout(title, xaxis={"type": "date"}, yaxis=_axis(yaxis),
-                                              hovermode="x unified", legend={"orientation": "h", "y": -0.2})}
+                       "name": label, "legendgroup": label, "line": {"color": color, "width": 1.6},
+                       "hovertemplate": "%{y:.3s}" + safe(tick_suffix) + "<extra>" + label + "</extra>"})
+    y = _axis(yaxis, range=y_range) if y_range else _axis(yaxis, rangemode="tozero")
+    if tick_suffix:
+        y["ticksuffix"] = tick_suffix
+    figure = {"data": traces, "layout": _layout(
+        title, height=height, xaxis={"type": "date", "hoverformat": UTC_HOVER, "tickformat": "%H:%M"}, yaxis=y,
+        hovermode="x unified",
+        hoverlabel={"namelength": -1},
+        legend={"orientation": "h", "y": -0.16, "yanchor": "top", "x": 0, "xanchor": "left",
+                "traceorder": "normal", "font": {"size": 11}},
+        # room for a legend of three lines below the axis, so every panel keeps the same plot height
+        margin={"l": 50, "r": 20, "t": 32, "b": 86})}
+    return link_time_axis(figure)
 
 
 def heatmap(t: list, rows: list, z: list, title: str) -> dict:
@@ -154,23 +305,27 @@ def heatmap(t: list, rows: list, z: list, title: str) -> dict:
         "data": [{"type": "heatmap", "x": _ms(t), "y": [safe(r) for r in rows], "z": [_finite(r) for r in z],
                   "zmin": 0, "zmax": 100, "colorscale": "Viridis", "colorbar": {"title": {"text": "%"}},
                   "hovertemplate": "%{y} %{x}: %{z:.0f} %<extra></extra>"}],
-        "layout": _layout(title, xaxis={"type": "date"}, height=max(260, 14 * len(rows) + 120),
-                          yaxis={"automargin": True}),
+        TIME_LINK: True,
+        "layout": _layout(title, xaxis={"type": "date", "hoverformat": UTC_HOVER, "tickformat": "%H:%M"},
+                          height=max(160, 16 * len(rows) + 90),
+                          yaxis={"automargin": True}, margin={"l": 50, "r": 20, "t": 36, "b": 30}),
     }
 
 
 def share_time_axis(figures: list[dict], start_s: float, end_s: float, labels: list[str]) -> None:
-    """Give charts stacked on one page the same time axis: the same x range and the same left and
-    right margins (instead of margins sized per chart to its own labels and colour bar), so an
-    instant sits at the same horizontal position in every chart. ``labels``: every y-axis label of
-    the figures; the left margin fits the longest (SVG clips beyond 40 characters)."""
+    """Give charts of one page the same time axis: the same x range, and - for charts laid out in
+    the same grid column - the same left and right margins (instead of margins sized per chart to
+    its own labels and colour bar), so an instant sits at the same horizontal position. ``labels``:
+    every y-axis label of the figures; the left margin fits the longest (SVG clips beyond 40
+    characters). A heatmap keeps room on the right for its colour bar."""
     widest = max((len(str(label)) for label in labels), default=0)
-    left = max(60, min(7 * min(widest, 40) + 30, 320))
+    left = max(48, min(7 * min(widest, 40) + 30, 320))
+    right = 80 if any(t.get("type") == "heatmap" for f in figures for t in f["data"]) else 16
     for figure in figures:
         layout = figure["layout"]
         layout["xaxis"] = {**layout.get("xaxis", {}), "range": [start_s * 1000.0, end_s * 1000.0]}
         layout["yaxis"] = {**layout.get("yaxis", {}), "automargin": False}
-        layout["margin"] = {**layout.get("margin", _LAYOUT["margin"]), "l": left, "r": 80}
+        layout["margin"] = {**layout.get("margin", _LAYOUT["margin"]), "l": left, "r": right}
         for trace in figure["data"]:
             if trace.get("type") == "heatmap":  # the colour bar sits in the shared right margin
                 trace["colorbar"] = {**trace.get("colorbar", {}), "x": 1.01, "xanchor": "left", "thickness": 12}
@@ -185,9 +340,12 @@ def intervals(lanes: dict[str, list], title: str) -> dict:
             x += [start * 1000.0, end * 1000.0, None]
             y += [safe(lane), safe(lane), None]
         traces.append({"type": "scatter", "mode": "lines", "x": x, "y": y, "name": safe(lane),
-                       "line": {"width": 12, "color": PALETTE[i % len(PALETTE)]}, "hoverinfo": "x+name"})
-    return {"data": traces, "layout": _layout(title, xaxis={"type": "date"}, showlegend=False,
-                                              height=max(200, 30 * len(lanes) + 120), yaxis={"automargin": True})}
+                       "line": {"width": 12, "color": KIND_COLORS.get(lane.rsplit(" ", 1)[-1],
+                                                                      PALETTE[i % len(PALETTE)])},
+                       "hoverinfo": "x+name", "hoverlabel": {"namelength": -1}})
+    return link_time_axis({"data": traces, "layout": _layout(
+        title, xaxis={"type": "date", "hoverformat": UTC_HOVER}, showlegend=False, height=max(170, 24 * len(lanes) + 90),
+        yaxis={"automargin": True}, margin={"l": 50, "r": 20, "t": 40, "b": 30})})
 
 
 def grouped_bars(categories: list[str], series: dict[str, list], title: str, yaxis: str) -> dict:

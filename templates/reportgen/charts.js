@@ -1,23 +1,120 @@
-/* Draw every chart from its JSON spec; the one-line fallback stays if plotting fails. */
+/* Draw every chart from its JSON spec; the one-line fallback stays if plotting fails.
+   Charts inside a closed <details> are drawn when it opens (plotly cannot size a hidden chart).
+   Charts whose spec says "linkedTimeAxis" share one time axis: zooming or panning one moves all. */
 (function () {
   if (typeof Plotly === "undefined") { return; }
-  var figures = document.querySelectorAll("figure.chart");
-  Array.prototype.forEach.call(figures, function (figure) {
+  document.documentElement.classList.add("js");  // shows the hints about interactive charts
+  var linked = [];          // drawn chart divs on the page's linked time axis
+  var linkedRange = null;   // the range they show now (null: each chart's own initial range)
+  var broadcasting = false;
+
+  function rangeOf(event) {
+    if (event["xaxis.autorange"]) { return "reset"; }
+    if (event["xaxis.range[0]"] !== undefined) { return [event["xaxis.range[0]"], event["xaxis.range[1]"]]; }
+    if (event["xaxis.range"]) { return event["xaxis.range"].slice(); }
+    return null;
+  }
+
+  function applyRange(range, except) {
+    broadcasting = true;
+    var jobs = linked.filter(function (gd) { return gd !== except; }).map(function (gd) {
+      var target = range === "reset" ? gd._initialRange.slice() : range;
+      return Plotly.relayout(gd, {"xaxis.range": target, "xaxis.autorange": false});
+    });
+    return Promise.all(jobs).then(function () { broadcasting = false; }, function () { broadcasting = false; });
+  }
+
+  function onRelayout(gd) {
+    return function (event) {
+      if (broadcasting) { return; }
+      var range = rangeOf(event);
+      if (!range) { return; }
+      if (range === "reset") {  // double-click: the whole job again, on every chart
+        linkedRange = null;
+        applyRange("reset", null);
+      } else {
+        linkedRange = range;
+        applyRange(range, gd);
+      }
+    };
+  }
+
+  function resetButton(figure) {
+    var section = figure.closest("section") || document.body;
+    if (section.querySelector(".reset-time")) { return; }
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "reset-time";
+    button.textContent = "Reset time range";
+    button.addEventListener("click", function () { linkedRange = null; applyRange("reset", null); });
+    var anchor = figure.closest(".chart-row") || figure;
+    anchor.parentNode.insertBefore(button, anchor);
+  }
+
+  function draw(figure) {
+    if (figure.getAttribute("data-drawn")) { return; }
     var specNode = figure.querySelector("script.chart-spec");
     if (!specNode) { return; }
+    figure.setAttribute("data-drawn", "pending");
     try {
       var spec = JSON.parse(specNode.textContent);
       var canvas = document.createElement("div");
       canvas.className = "chart-canvas";
       figure.appendChild(canvas);
+      var isLinked = !!spec.linkedTimeAxis;
+      var own = spec.layout.xaxis && spec.layout.xaxis.range ? spec.layout.xaxis.range.slice() : null;
+      if (isLinked && linkedRange) { spec.layout.xaxis = Object.assign({}, spec.layout.xaxis, {range: linkedRange}); }
       Plotly.newPlot(canvas, spec.data, spec.layout, {
         responsive: true, displaylogo: false, showLink: false, showSendToCloud: false
-      }).then(function () {
+      }).then(function (gd) {
         var fallback = figure.querySelector(".chart-fallback");
         if (fallback) { fallback.parentNode.removeChild(fallback); }
+        figure.setAttribute("data-drawn", "yes");
+        if (isLinked) {
+          gd._initialRange = (own || gd.layout.xaxis.range).slice();  // what "Reset time range" restores
+          linked.push(gd);
+          gd.on("plotly_relayout", onRelayout(gd));
+          resetButton(figure);
+        }
       });
     } catch (err) {
       if (window.console) { console.warn("chart " + figure.id + " could not be drawn: " + err); }
     }
+  }
+
+  function drawVisible(root) {
+    Array.prototype.forEach.call(root.querySelectorAll("figure.chart"), function (figure) {
+      var closed = figure.parentNode.closest("details:not([open])");
+      if (!closed) { draw(figure); }
+    });
+  }
+
+  drawVisible(document);
+  Array.prototype.forEach.call(document.querySelectorAll("details"), function (details) {
+    details.addEventListener("toggle", function () { if (details.open) { drawVisible(details); } });
+  });
+
+  // A link to a section inside a closed deep dive opens it.
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) { return; }
+    var details = target.matches("details") ? target : target.querySelector(":scope > details");
+    for (var node = details || target; node; node = node.parentNode && node.parentNode.closest ? node.parentNode.closest("details") : null) {
+      if (node.tagName === "DETAILS") { node.open = true; }
+    }
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
+
+  // Printing expands every deep dive (and puts them back afterwards).
+  var closedBeforePrint = [];
+  window.addEventListener("beforeprint", function () {
+    closedBeforePrint = Array.prototype.filter.call(document.querySelectorAll("details"), function (d) { return !d.open; });
+    closedBeforePrint.forEach(function (d) { d.open = true; });
+  });
+  window.addEventListener("afterprint", function () {
+    closedBeforePrint.forEach(function (d) { d.open = false; });
+    closedBeforePrint = [];
   });
 })();

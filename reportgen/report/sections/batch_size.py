@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from reportgen.report import charts
-from reportgen.report.model import Chart, Section, Text
-from reportgen.report.sections.gpu import BOX_NOTE, gpu_nodes, last_triggered
+from reportgen.report.model import Chart, Section, Text, chart_rows
+from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, gpu_nodes, last_triggered
 from reportgen.report.util import slug
 from reportgen.rule_outputs import RuleOutputs
 
@@ -29,8 +29,7 @@ def build(outputs: RuleOutputs) -> Section:
     if nodes:
         section.add(Text("The instance is underused: consider a larger batch size or a smaller instance type."
                          + last_triggered(rule.details), tone="finding"))
-    for node, stats in nodes.items():
-        section.add(Chart(f"batch-size-{slug(node)}", charts.boxes(stats, f"Node {node}: CPU, GPU and GPU memory"),
-                          BOX_NOTE))
+    section.add(*chart_rows([Chart(f"batch-size-{slug(node)}", charts.boxes(stats, f"Node {node}: CPU, GPU and GPU memory"),
+                                   BOX_NOTE, numbers=box_numbers(stats)) for node, stats in nodes.items()]))
     section.data = {"triggered": rule.triggered, "violations": rule.violations, "datapoints": rule.datapoints}
     return section

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from reportgen.report import charts
-from reportgen.report.model import Chart, Section, Text
-from reportgen.report.sections.framework import framework_blocks
+from reportgen.formatting import pct1
+from reportgen.report.model import Chart, Fallback, Section, Text
+from reportgen.report.sections.framework import refer_back
 from reportgen.report.util import as_dict, number
 from reportgen.rule_outputs import RuleOutputs
 
@@ -42,10 +43,13 @@ def _build(outputs: RuleOutputs, rule_name: str, kind: str) -> Section:
             f"{int(low_gpu)} of {rule.datapoints} datapoints had GPU utilization below {gpu_thr} %; "
             f"{bottlenecks} of them ({bottlenecks / rule.datapoints * 100:.2f} % of all datapoints) "
             f"coincided with a {kind} bottleneck.", tone="finding"))
-        section.add(Chart(f"{kind.lower()}-bottleneck-pie",
-                          charts.pie(slices, f"Low GPU usage caused by {kind} bottlenecks"),
-                          "Pie chart (needs JavaScript); the counts are given in the text."))
-        section.add(*framework_blocks(details, f"{kind.lower()}-bottleneck", where="the bottleneck moments"))
+        shares = {label: count / rule.datapoints * 100 for label, count in slices.items()}
+        section.add(Chart(f"{kind.lower()}-bottleneck-share",
+                          charts.share_bar(shares, f"Datapoints by GPU usage and {kind} bottleneck (%)"),
+                          "Bar chart (needs JavaScript); its shares:",
+                          numbers=Fallback(["", "datapoints", "share"],
+                                           [[label, int(count), pct1(shares[label])] for label, count in slices.items()])))
+        section.add(*refer_back(details, f"the {kind} bottleneck moments"))
     section.data = {"triggered": rule.triggered, "violations": count, "datapoints": rule.datapoints,
                     "percent_of_datapoints": perc, "low_gpu_utilization": low_gpu}
     return section

@@ -63,10 +63,20 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Text(f"Data-loading time: median {p50:.4f} s, 95th percentile {p95 or 0:.4f} s, "
                          f"25th percentile {p25 or 0:.4f} s."))
         probs, edges = timing.get("probs"), timing.get("binedges")
-        if isinstance(probs, list) and isinstance(edges, list):
+        if isinstance(probs, list) and isinstance(edges, list) and len(edges) == len(probs) + 1:
+            clip = charts.clip_edge(probs, edges)
+            note = "Histogram of data-loading times; the count axis is logarithmic so rare slow loads stay visible."
+            if clip is not None:
+                total = sum(p for p in probs if isinstance(p, (int, float)))
+                beyond = sum(p for p, e in zip(probs, edges[1:]) if isinstance(p, (int, float)) and e > clip)
+                note += (f" The time axis ends at {clip:.3g} s (of {edges[-1]:.3g} s) so the bulk is visible: "
+                         f"{beyond:g} of {total:g} events ({beyond / total * 100 if total else 0:.1f} %) took "
+                         "longer (zoom out to see them).")
+            section.add(Text(note))
             section.add(Chart("dataloading-hist", charts.histograms({"Dataloading events": (probs, edges)},
-                                                                    "Data-loading times", "Data loading in [s]"),
+                                                                    "Data-loading times", "Data loading in [s]",
+                                                                    clip_at=clip, log_y=True),
                               "Histogram (needs JavaScript); the percentiles are given in the text."))
-    section.data = {"cores": cores, "dataloaders": loaders, "pin_memory": details.get("pin_memory"),
+    section.data = {"triggered": rule.triggered, "cores": cores, "dataloaders": loaders, "pin_memory": details.get("pin_memory"),
                     "num_workers": details.get("num_workers"), "p25": p25, "p50": p50, "p95": p95}
     return section

@@ -1,14 +1,27 @@
-"""Framework metrics summary: train/eval vs others, forward/backward, CPU/GPU operators, Horovod."""
+"""Framework metrics summary: train/eval vs others, forward/backward, CPU/GPU operators, Horovod.
+
+Three rules carry these breakdowns: OverallFrameworkMetrics for the whole job, StepOutlier for the
+outlier steps and CPUBottleneck/IOBottleneck for the bottleneck moments. Each breakdown is drawn
+once, here, with one bar per context; the deep dives refer back to it.
+"""
 
 from __future__ import annotations
 
+from reportgen.formatting import pct1
 from reportgen.report import charts
-from reportgen.report.model import Chart, ChartRow, Heading, Section, Text
+from reportgen.report.model import Chart, Fallback, Section, Text, chart_rows
 from reportgen.report.trace_facts import trace_facts
-from reportgen.report.util import int_pct, numeric_items, slug
+from reportgen.report.util import numeric_items, slug
 from reportgen.rule_outputs import RuleOutputs
 
-NO_JS = "Pie chart (needs JavaScript); the percentages are given in the text."
+SECTION_ID = "framework-metrics-summary"
+SECTION_TITLE = "Framework metrics summary"
+BREAKDOWNS = (("phase", "TRAIN/EVAL phases and others"), ("forward_backward", "Forward vs backward pass"),
+              ("ratio", "CPU vs GPU operators"), ("general", "General framework operations"),
+              ("horovod", "Horovod operations"))
+# (rule, context label): the rules whose outputs carry framework breakdowns when they fired.
+CONTEXTS = (("StepOutlier", "Outlier steps"), ("CPUBottleneck", "CPU bottleneck moments"),
+            ("IOBottleneck", "I/O bottleneck moments"))
 
 
 def _max_item(values: dict) -> tuple[str, float]:
@@ -16,79 +29,150 @@ def _max_item(values: dict) -> tuple[str, float]:
     return key, values[key]
 
 
-def framework_blocks(details: dict, prefix: str, *, where: str = "training time") -> list:
-    """Texts and pies for the framework-metric breakdowns a rule output carries.
+def breakdowns(details: dict) -> dict[str, dict]:
+    """{breakdown key: {category: percent}} for the breakdowns with data."""
+    out = {}
+    for key, _ in BREAKDOWNS:
+        values = numeric_items(details.get(key))
+        if values and sum(values.values()) > 0:
+            out[key] = values
+    return out
 
-    Used by the summary (whole job) and by the rules that correlate framework events with
-    their findings (step outliers, CPU/I/O bottlenecks).
-    """
-    blocks, row1, row2 = [], [], []
-    phase = numeric_items(details.get("phase"))
-    if phase and sum(phase.values()) > 0:
+
+def _contexts(outputs: RuleOutputs) -> dict[str, dict]:
+    """{context label: breakdowns}: the whole job first, then each rule that fired and has some."""
+    found = {}
+    rule = outputs.get("OverallFrameworkMetrics")
+    if rule is not None:
+        found["Whole job"] = breakdowns(rule.details)
+    for name, label in CONTEXTS:
+        other = outputs.get(name)
+        if other is not None and other.triggered:
+            found[label] = breakdowns(other.details)
+    return {label: b for label, b in found.items() if b}
+
+
+def _whole_job_texts(job: dict) -> list[Text]:
+    texts = []
+    phase = job.get("phase")
+    if phase:
         text = ("The share of time spent in the TRAIN and EVAL phases versus 'others' (time between "
                 "steps, after one step finished and before the next one started). Most time should "
                 "be spent in the training and evaluation steps.")
         others = phase.get("others")
+        tone = "plain"
         if others is not None and others > 25:
-            text += (f" A large share, {others:.2f} %, was spent in 'others': check what happens "
+            text += (f" A large share, {pct1(others)}, was spent in 'others': check what happens "
                      "between steps (data loading, logging, checkpoints, synchronization).")
             tone = "finding"
-        else:
-            tone = "plain"
-        blocks.append(Text(text, tone=tone))
-        row1.append(Chart(f"{prefix}-phase", charts.pie(phase, "TRAIN/EVAL phases and others (%)"), NO_JS))
-    fwd = numeric_items(details.get("forward_backward"))
-    if fwd and sum(fwd.values()) > 0:
+        texts.append(Text(text, tone=tone))
+    fwd = job.get("forward_backward")
+    if fwd:
         event, perc = _max_item(fwd)
         if perc > 70:
-            blocks.append(Text(f"{int_pct(perc)} % of the forward/backward time was spent in the "
-                               f"{event}: the two passes differ strongly, which may be expected "
-                               "(backward is usually longer) or point at an inefficient layer.", tone="finding"))
+            texts.append(Text(f"{pct1(perc)} of the forward/backward time was spent in the {event}: the two "
+                              "passes differ strongly, which may be expected (backward is usually longer) or "
+                              "point at an inefficient layer.", tone="finding"))
         else:
-            blocks.append(Text(f"The {event} took the larger share of forward/backward time: {int_pct(perc)} %."))
-        row1.append(Chart(f"{prefix}-fwdbwd", charts.pie(fwd, "Forward vs backward pass (%)"), NO_JS))
-    ratio = numeric_items(details.get("ratio"))
-    if ratio and sum(ratio.values()) > 0:
+            texts.append(Text(f"The {event} took the larger share of forward/backward time: {pct1(perc)}."))
+    ratio = job.get("ratio")
+    if ratio:
         key, value = _max_item(ratio)
-        blocks.append(Text(f"Breakdown of {where} between CPU and GPU operators: {int_pct(value)} % "
-                           f"was spent in \u201c{key}\u201d."))
-        row2.append(Chart(f"{prefix}-ratio", charts.pie(ratio, "CPU vs GPU operators (%)"), NO_JS))
-    general = numeric_items(details.get("general"))
-    if general and sum(general.values()) > 0:
+        texts.append(Text(f"Breakdown of training time between CPU and GPU operators: {pct1(value)} was spent in "
+                          f"\u201c{key}\u201d."))
+    general = job.get("general")
+    if general:
         key, value = _max_item(general)
-        blocks.append(Text(f"Among general framework operations, \u201c{key}\u201d took the largest share: {value:.2f} %."))
-        row2.append(Chart(f"{prefix}-general", charts.pie(general, "General framework operations (%)"), NO_JS))
-    for row in (row1, row2):
-        if row:
-            blocks.append(ChartRow(row))
-    horovod = numeric_items(details.get("horovod"))
-    if horovod and sum(horovod.values()) > 0:
+        texts.append(Text(f"Among general framework operations, \u201c{key}\u201d took the largest share: "
+                          f"{pct1(value)}."))
+    horovod = job.get("horovod")
+    if horovod:
         key, value = _max_item(horovod)
-        blocks.append(Heading("Horovod metrics", 4))
-        blocks.append(Text(f"The most expensive Horovod operation was \u201c{key}\u201d with {int_pct(value)} %."))
-        blocks.append(Chart(f"{prefix}-horovod", charts.pie(horovod, "Horovod operations (%)"), NO_JS))
-    return blocks
+        texts.append(Text(f"The most expensive Horovod operation was \u201c{key}\u201d with {pct1(value)}."))
+    return texts
+
+
+def _merged(texts: list[Text]) -> list[Text]:
+    """Consecutive plain sentences as one paragraph (a paragraph each cost a line of space)."""
+    out: list[Text] = []
+    for text in texts:
+        if out and text.tone == "plain" and out[-1].tone == "plain":
+            out[-1] = Text(out[-1].text + " " + text.text)
+        else:
+            out.append(text)
+    return out
+
+
+def _few_slices(label: str, title: str, shares: dict) -> Text:
+    """One or two shares of one context say more as a sentence than as a chart."""
+    if len(shares) == 1:
+        (category, value), = shares.items()
+        return Text(f"{title}, {label.lower()}: all of it ({pct1(value)}) was \u201c{category}\u201d.")
+    parts = [f"\u201c{category}\u201d {pct1(value)}" for category, value in shares.items()]
+    return Text(f"{title}, {label.lower()}: {' and '.join(parts)}.")
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section("framework-metrics-summary", "Framework metrics summary")
-    rule = outputs.get("OverallFrameworkMetrics")
-    if rule is None:
+    section = Section(SECTION_ID, SECTION_TITLE)
+    if outputs.get("OverallFrameworkMetrics") is None:
         return section.missing("No framework metrics output (OverallFrameworkMetrics) was found.")
-    blocks = framework_blocks(rule.details, "fw")
+    contexts = _contexts(outputs)
     facts = trace_facts(outputs)
-    if not blocks and facts.any:
+    if "Whole job" not in contexts and facts.any:
         return section.missing(
             "SageMaker Debugger's framework metrics were not recorded; the PyTorch profiler traces hold "
             f"{facts.steps} profiled step(s) and {facts.cpu_ops} CPU operator calls ({facts.pointer()}).")
-    if not blocks:
+    if "Whole job" not in contexts:
         return section.missing("No framework metrics were recorded for this job (framework profiling was off "
                                "or produced no events).")
-    section.add(*blocks)
-    section.data = {key: numeric_items(rule.details.get(key))
-                    for key in ("phase", "forward_backward", "ratio", "general", "horovod")
-                    if numeric_items(rule.details.get(key))}
+    section.add(*_merged(_whole_job_texts(contexts["Whole job"])))
+    if len(contexts) > 1:
+        section.add(Text(f"Each chart compares the whole job with {', '.join(c.lower() for c in list(contexts)[1:])}."))
+    drawn = []
+    for key, title in BREAKDOWNS:
+        rows = {label: b[key] for label, b in contexts.items() if key in b}
+        if not rows:
+            continue
+        if len(rows) == 1 and len(next(iter(rows.values()))) <= 2:
+            label, shares = next(iter(rows.items()))
+            # the whole job's text above names the larger share (the other is the rest) except for phases
+            if not (label == "Whole job" and key != "phase"):
+                section.add(_few_slices(label, title, shares))
+            continue
+        drawn.append(Chart(f"fw-{slug(key)}", charts.share_bars(rows, f"{title} (%)"),
+                           f"{title}: bar chart (needs JavaScript); its shares:", numbers=_numbers(rows)))
+    section.add(*chart_rows(drawn))
+    section.data = {key: numeric_items(outputs.get("OverallFrameworkMetrics").details.get(key))
+                    for key, _ in BREAKDOWNS
+                    if numeric_items(outputs.get("OverallFrameworkMetrics").details.get(key))}
     return section
 
 
-__all__ = ["build", "framework_blocks", "slug"]
+def _numbers(rows: dict[str, dict]) -> Fallback:
+    """The chart's shares as a small table for readers without JavaScript."""
+    categories = list(dict.fromkeys(k for shares in rows.values() for k in shares))
+    return Fallback(["", *rows], [[c, *[pct1(shares[c]) if c in shares else "" for shares in rows.values()]]
+                                  for c in categories])
+
+
+def refer_back(details: dict, where: str) -> list[Text]:
+    """For a deep dive whose rule carries framework breakdowns: one sentence on the largest share,
+    and where the chart is (the framework metrics summary draws every context once)."""
+    found = breakdowns(details)
+    if not found:
+        return []
+    parts = []
+    general = found.get("general")
+    if general:
+        key, value = _max_item(general)
+        parts.append(f"among general framework operations \u201c{key}\u201d took the largest share, {pct1(value)}")
+    phase = found.get("phase")
+    if phase:
+        key, value = _max_item(phase)
+        parts.append(f"the {key} phase took {pct1(value)} of the time")
+    text = f"During {where}, " + "; ".join(parts) + "." if parts else f"Framework breakdowns of {where} exist."
+    return [Text(text + " The breakdowns are charted next to the whole job's in", link=f"#sec-{SECTION_ID}",
+                 link_text=SECTION_TITLE)]
+
+
+__all__ = ["build", "breakdowns", "refer_back", "slug"]

@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-from reportgen.formatting import day_and_hour
+from reportgen.formatting import iso_utc
 from reportgen.report import charts
-from reportgen.report.model import Chart, Heading, Section, Table, Text
+from reportgen.report.model import Chart, Fallback, Heading, Section, Table, Text, chart_rows, column_rows
 from reportgen.report.util import as_dict, number, pct_text, slug
 from reportgen.rule_outputs import RuleOutputs
 
-BOX_NOTE = ("Box plot (needs JavaScript): whiskers at 1.5 x the interquartile range, an open circle marks a "
-            "maximum beyond them; the key values are given in the text.")
+BOX_NOTE = ("Box plot (needs JavaScript): whiskers at 1.5 x the interquartile range; an open circle marks a "
+            "maximum beyond them, open triangles the 5th percentile and minimum below them. Its values:")
+# (label, keys in the rule outputs, first found): the columns of a box plot's table without scripts.
+BOX_COLUMNS = (("min", ("gpu_min", "min")), ("p5", ("gpu_5", "p05", "p5")), ("lower whisker", ("lower",)),
+               ("p25", ("p25",)), ("median", ("p50",)), ("p75", ("p75",)), ("upper whisker", ("upper",)),
+               ("p95", ("gpu_95", "p95")), ("max", ("gpu_max", "max")))
+
+
+def box_numbers(stats: dict[str, dict]) -> Fallback | None:
+    """What a box plot draws, as a small table shown without JavaScript."""
+    def first(s: dict, keys: tuple) -> float | None:
+        return next((number(s.get(k)) for k in keys if number(s.get(k)) is not None), None)
+
+    columns = [(label, keys) for label, keys in BOX_COLUMNS
+               if any(first(as_dict(s), keys) is not None for s in stats.values())]
+    rows = [[str(name), *["" if first(as_dict(s), keys) is None else f"{first(as_dict(s), keys):.1f}"
+                          for _, keys in columns]] for name, s in stats.items()]
+    return Fallback(["", *[label for label, _ in columns]], rows) if rows and columns else None
 
 
 def last_triggered(details: dict) -> str:
     ts = number(as_dict(details).get("last_timestamp"))
     if ts is None or ts <= 0:
         return ""
-    day, hour = day_and_hour(ts / 1e6)
-    return f" The rule last fired on {day} at {hour} UTC."
+    return f" The rule last fired at {iso_utc(ts / 1e6)}."
 
 
 def gpu_nodes(details: dict) -> dict[str, dict[str, dict]]:
@@ -46,11 +61,12 @@ def build_utilization(outputs: RuleOutputs) -> Section:
         f"fired {rule.triggered} times.", tone="finding" if rule.triggered else "plain"))
     nodes = gpu_nodes(rule.details)
     data = {}
+    groups = []  # one column per node: heading, per-GPU sentences, box plot
     if nodes:
         section.add(Text("The instance may be underused: consider a smaller instance type or a larger batch."
                          + last_triggered(rule.details), tone="finding"))
     for node, gpus in nodes.items():
-        section.add(Heading(f"GPU utilization on node {node}", 4))
+        group = [Heading(f"GPU utilization on node {node}", 4)]
         for gpu, s in gpus.items():
             gmax, g95, g5 = number(s.get("gpu_max")), number(s.get("gpu_95")), number(s.get("gpu_5"))
             parts = [f"The maximum utilization of {gpu} on node {node} was {pct_text(gmax)}."]
@@ -61,9 +77,12 @@ def build_utilization(outputs: RuleOutputs) -> Section:
             if g95 is not None and g5 is not None and g95 - g5 > 50:
                 parts.append(f"The gap between the 5th ({pct_text(g5)}) and 95th ({pct_text(g95)}) percentile is "
                              "large: utilization fluctuates strongly.")
-            section.add(Text(" ".join(parts)))
+            group.append(Text(" ".join(parts)))
             data[f"{node}/{gpu}"] = {k: number(v) for k, v in s.items()}
-        section.add(Chart(f"gpu-util-{slug(node)}", charts.boxes(gpus, f"GPU utilization on node {node}"), BOX_NOTE))
+        group.append(Chart(f"gpu-util-{slug(node)}", charts.boxes(gpus, f"GPU utilization on node {node}"), BOX_NOTE,
+                           numbers=box_numbers(gpus)))
+        groups.append(group)
+    section.add(*column_rows(groups))
     section.data = {"triggered": rule.triggered, "violations": rule.violations,
                     "datapoints": rule.datapoints, "gpus": data}
     return section
@@ -84,19 +103,21 @@ def build_balancing(outputs: RuleOutputs) -> Section:
         f"{rule.param('patience', 1000)} datapoints are skipped. It fired {rule.triggered} times.",
         tone="finding" if rule.triggered else "plain"))
     total_gpus = sum(len(w) for w in workloads.values())
+    histograms = []
     for node, gpus in workloads.items():
         series = {}
         for gpu, counts in gpus.items():
             if isinstance(counts, list) and counts:
                 edges = [2.0 * i for i in range(len(counts) + 1)]
                 series[str(gpu)] = (counts, edges)
-        text = f"Utilization histogram per GPU on node {node}; click a legend entry to hide or show a GPU."
-        if total_gpus == 1:
-            text += " The job used a single GPU, so there is no balancing issue."
-        section.add(Text(text))
-        section.add(Chart(f"workloads-{slug(node)}", charts.histograms(series, f"Workloads on node {node}",
-                                                                        "GPU utilization in %"),
-                          "Histogram (needs JavaScript)."))
+        histograms.append(Chart(f"workloads-{slug(node)}", charts.histograms(series, f"Workloads on node {node}",
+                                                                             "GPU utilization in %"),
+                                "Histogram of the utilization of each GPU (needs JavaScript)."))
+    if total_gpus == 1:
+        section.add(Text("The job used a single GPU, so there is no balancing issue."))
+    section.add(Text("Utilization histogram of each GPU, one chart per node; click a legend entry to hide or show "
+                     "a GPU.", needs_js=True))
+    section.add(*chart_rows(histograms))
     distances = []
     for node, v in nodes.items():
         for g1, others in as_dict(v.get("distances")).items():

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from reportgen.report import charts
-from reportgen.report.model import Chart, Heading, Section, Text
-from reportgen.report.sections.gpu import BOX_NOTE, gpu_nodes, last_triggered
+from reportgen.report.model import Chart, Heading, Section, Text, column_rows
+from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, gpu_nodes, last_triggered
 from reportgen.report.util import number, pct_text, slug
 from reportgen.rule_outputs import RuleOutputs
 
@@ -24,12 +24,13 @@ def build(outputs: RuleOutputs) -> Section:
     if rule.datapoints == 0:
         return section.missing("No GPU memory metrics were recorded (CPU-only job, or no GPU metrics).")
     nodes = gpu_nodes(rule.details)
+    groups = []  # one column per node: heading, per-GPU sentences, box plot
     if nodes:
         section.add(Text("GPU memory use rose sharply during training. If memory is close to the GPU's "
                          "capacity, an instance with more GPU memory avoids out-of-memory failures."
                          + last_triggered(rule.details), tone="finding"))
     for node, gpus in nodes.items():
-        section.add(Heading(f"GPU memory on node {node}", 4))
+        group = [Heading(f"GPU memory on node {node}", 4)]
         for gpu, s in gpus.items():
             p95, p05, gmax = number(s.get("p95")), number(s.get("p05")), number(s.get("gpu_max"))
             parts = [f"The maximum memory utilization of {gpu} on node {node} was {pct_text(gmax)}."]
@@ -42,8 +43,11 @@ def build(outputs: RuleOutputs) -> Section:
             if p95 is not None and p05 is not None and p95 - p05 > 50:
                 parts.append(f"The gap between the 5th percentile ({pct_text(p05)}) and the 95th percentile "
                              f"({pct_text(p95)}) is large: memory use fluctuates strongly.")
-            section.add(Text(" ".join(parts)))
-        section.add(Chart(f"gpu-memory-{slug(node)}", charts.boxes(gpus, f"GPU memory on node {node}",
-                                                                    "Memory utilization in %"), BOX_NOTE))
+            group.append(Text(" ".join(parts)))
+        group.append(Chart(f"gpu-memory-{slug(node)}", charts.boxes(gpus, f"GPU memory on node {node}",
+                                                                     "Memory utilization in %"), BOX_NOTE,
+                           numbers=box_numbers(gpus)))
+        groups.append(group)
+    section.add(*column_rows(groups))
     section.data = {"triggered": rule.triggered, "violations": rule.violations, "datapoints": rule.datapoints}
     return section

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.report import charts
-from reportgen.report.model import Chart, Section, Table, Text
+from reportgen.report.model import Section, Table, Text
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, number
 from reportgen.rule_outputs import RuleOutputs
@@ -27,7 +26,7 @@ def operator_rows(details: dict, kind: str) -> list[dict]:
 
 def _build(outputs: RuleOutputs, kind: str) -> Section:
     device = kind  # "CPU" or "GPU"
-    section = Section(f"{kind.lower()}-operators-overview", f"Overview: {device} operators", level=3)
+    section = Section(f"{kind.lower()}-operators-overview", f"Overview: {device} operators", level=3, half=True)
     rule = outputs.get("OverallFrameworkMetrics")
     rows = operator_rows(rule.details, kind) if rule else []
     facts = trace_facts(outputs)
@@ -40,13 +39,9 @@ def _build(outputs: RuleOutputs, kind: str) -> Section:
     top = rows[0]
     section.add(Text(f"Operators that ran on the {device}s, by share of {device} operator time. The most "
                      f"expensive was \u201c{top['operator']}\u201d with {top['percentage']:.2f} %."))
-    section.add(Table(f"{kind.lower()}-operators", ["Percentage", "Cumulative time in microseconds",
-                                                     f"{device} operator"],
-                      [[r["percentage"], r["time"], r["operator"]] for r in rows], ["num2", "int", "text"]))
-    section.add(Chart(f"{kind.lower()}-operators-chart",
-                      charts.hbar([r["operator"] for r in rows], [r["percentage"] for r in rows],
-                                  f"{device} operators by share of time (%)", "% of time"),
-                      "Bar chart (needs JavaScript); the same numbers are in the table above."))
+    section.add(Table(f"{kind.lower()}-operators", ["Percentage", "Cumulative time", f"{device} operator"],
+                      [[r["percentage"], r["time"], r["operator"]] for r in rows], ["num2", "us", "text"],
+                      bar_column=0))
     section.data = {"rows": rows}
     return section
 

@@ -73,16 +73,15 @@ def build(outputs: RuleOutputs) -> Section:
     if not rows:
         return section.missing("No rule outputs besides the usage summaries were found.")
     section.add(lead_text(rows))
-    section.add(Text("The table lists the rules sorted by how often they fired, with what each one "
-                     "checks, what to do about it, and the parameters it ran with. Status says whether a rule "
-                     "fired, did not fire, or could not be evaluated (and why)."))
+    section.add(Text("Rules by how often they fired: whether each fired, did not fire or could not be evaluated "
+                     "(and why), what to do about it, and its parameters; what each checks is in its deep dive."))
     section.add(Table(
         "rules-summary",
-        ["Rule", "Status", "Description", "Recommendation", "Number of times rule triggered",
-         "Number of datapoints", "Rule parameters"],
-        [[r["rule"], status_cell(r), r["description"], r["recommendation"], r["times_triggered"], r["datapoints"],
-          r["parameters"]] for r in rows],
-        ["text", "text", "text", "text", "int", "int", "lines"],
+        ["Rule", "Status", "Recommendation", "Number of times rule triggered", "Number of datapoints",
+         "Rule parameters"],
+        [[r["rule"], status_cell(r), r["recommendation"], r["times_triggered"], r["datapoints"], r["parameters"]]
+         for r in rows],
+        ["text", "text", "text", "int", "int", "params"],
     ))
     section.data = {"rows": rows}
     return section

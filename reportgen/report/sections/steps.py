@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from reportgen.report import charts
-from reportgen.report.model import Chart, Heading, Section, Table, Text
+from reportgen.report.model import Chart, Columns, Details, Heading, Section, Table, Text, column_rows
 from reportgen.report.outlier_steps import outlier_steps, outlier_table
-from reportgen.report.sections.framework import framework_blocks
+from reportgen.report.sections.framework import refer_back
 from reportgen.report.trace_facts import steps_sentence, trace_facts
 from reportgen.report.util import as_dict, number, slug
 from reportgen.rule_outputs import RuleOutputs
@@ -35,7 +35,7 @@ def build(outputs: RuleOutputs) -> Section:
                         "training job.")
         section.data = {"datapoints": rule.datapoints, "triggered": rule.triggered, "nodes": {}}
         return section
-    nodes_data, hist = {}, {}
+    nodes_data, hist, per_node_blocks = {}, {}, []
     for node, info in per_node.items():
         info = as_dict(info)
         stats = {k: number(as_dict(info.get("step_stats")).get(k)) for k in STAT_KEYS}
@@ -47,39 +47,46 @@ def build(outputs: RuleOutputs) -> Section:
         unit, scale = ("ms", 1000.0) if in_ms else ("s", 1.0)
         where = "rank" if in_ms and node.startswith("rank-") else "node"
         name = node[len("rank-"):] if where == "rank" else node
-        section.add(Heading(f"Step durations on {where} {name}", 4))
         mean = stats["mean"]
-        section.add(Text(
-            f"Steps of phase {info.get('phase', 'unknown')} on {where} {name}: the average step took "
-            f"{mean if mean is None else f'{mean * scale:.2f}'} {unit}. {n_out} steps were outliers (longer than "
-            f"the mean plus {stddev} times the standard deviation of {std * scale:.2f} {unit})."))
-        section.add(Table(f"step-durations-{slug(node)}", ["", *STAT_KEYS],
-                          [[f"Step Durations in [{unit}]",
-                            *[None if stats[k] is None else stats[k] * scale for k in STAT_KEYS]]],
-                          ["text"] + ["num2"] * len(STAT_KEYS), row_header=True))
+        per_node_blocks.append([
+            Heading(f"Step durations on {where} {name}", 4),
+            Text(f"Steps of phase {info.get('phase', 'unknown')} on {where} {name}: the average step took "
+                 f"{mean if mean is None else f'{mean * scale:.2f}'} {unit}. {n_out} steps were outliers (longer "
+                 f"than the mean plus {stddev} times the standard deviation of {std * scale:.2f} {unit})."),
+            Table(f"step-durations-{slug(node)}", ["", *STAT_KEYS],
+                  [[f"Step Durations in [{unit}]", *[None if stats[k] is None else stats[k] * scale for k in STAT_KEYS]]],
+                  ["text"] + ["num2"] * len(STAT_KEYS), row_header=True)])
         probs, edges = info.get("probs"), info.get("binedges")
         if isinstance(probs, list) and isinstance(edges, list):
             hist[node] = (probs, edges)
         nodes_data[node] = {"phase": info.get("phase"), "stats": stats, "number_of_outliers": n_out,
                             "stddev": std, "outlier_steps": info.get("step_numbers", [])}
+    histogram = []
     if hist:
-        section.add(Text("Histogram of step durations per node, without the outliers; click a legend "
-                         "entry to hide or show a node."))
-        section.add(Chart("step-durations-hist", charts.histograms(hist, "Step durations", "Step duration in [s]"),
-                          "Histogram (needs JavaScript); the statistics are in the tables above."))
+        text = "Histogram of step durations per node, without the outliers."
+        clip = max((charts.clip_edge(*h) or float("inf") for h in hist.values()), default=None)
+        clip = None if clip in (None, float("inf")) else clip
+        if clip is not None:
+            beyond = sum(c for counts, edges in hist.values() for c, e in zip(counts, edges[1:]) if e > clip)
+            text += (f" The axis ends at {clip:.3g} s so the bulk is visible: {beyond:.3g} of the plotted share "
+                     "lies beyond it (hover or zoom out to see it).")
+        histogram = [Text(text), Text("Click a legend entry to hide or show a node.", needs_js=True),
+                     Chart("step-durations-hist",
+                                       charts.histograms(hist, "Step durations", "Step duration in [s]", clip_at=clip),
+                                       "Histogram (needs JavaScript); the statistics are in the tables.")]
+    if histogram and per_node_blocks:  # the nodes' statistics beside the histogram of their steps
+        section.add(Columns([[b for group in per_node_blocks for b in group], histogram]))
+    else:
+        section.add(*column_rows(per_node_blocks), *histogram)
     listed = outlier_steps(outputs)
-    if listed:
-        section.add(Heading("Outlier steps", 4))
-        section.add(Text("Each outlier step with its duration against the median step of its node or rank; they "
-                         "are marked with a red × on the framework phases in Node utilization over time."))
-        section.add(outlier_table(listed))
+    if listed:  # a long list: one click away, its summary line says how many
+        section.add(Details(f"The {len(listed)} outlier steps, each against the median step of its node or rank", [
+            Text("They are marked with a red \u00d7 on the framework phases in Node utilization over time."),
+            outlier_table(listed)]))
         for o in listed:
             nodes_data.get(o["worker"], {}).setdefault("outliers", []).append(
                 {k: o[k] for k in ("step", "start_s", "duration_s", "median_s")})
     if rule.triggered:
-        extra = framework_blocks(details, "steps", where="the outlier steps")
-        if extra:
-            section.add(Text("What the framework was doing during the outlier steps:"))
-            section.add(*extra)
+        section.add(*refer_back(details, "the outlier steps"))
     section.data = {"datapoints": rule.datapoints, "triggered": rule.triggered, "nodes": nodes_data}
     return section

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from reportgen.formatting import day_and_hour, timestamp
+from reportgen.formatting import human_duration, iso_utc, pct1, timestamp
 from reportgen.report import charts
-from reportgen.report.model import Chart, Section, Table, Text
+from reportgen.report.model import Chart, Section, Shown, Table, TableWithChart, Text
 from reportgen.report.trace_facts import steps_sentence, trace_facts
 from reportgen.rule_outputs import RuleOutputs, job_times_plausible, step_times_plausible, time_problems
 
@@ -39,7 +39,24 @@ def compute(details: dict) -> dict | None:
             training_loop_pct=int(loop / duration * 100) if duration else 0,
             finalization_pct=int(final / duration * 100) if duration else 0,
         )
+        # The same shares unrounded (from the exact instants), for the table's one-decimal display
+        # and the chart: both then show the same value (the int columns above are the original's).
+        exact = end - start
+        if exact > 0:
+            summary["phase_shares_pct"] = {
+                "Initialization": max(first / 1e6 - start, 0.0) / exact * 100,
+                "Training loop": max((last - first) / 1e6, 0.0) / exact * 100,
+                "Finalization": abs(end - last / 1e6) / exact * 100,
+            }
     return summary
+
+
+def _when(seconds: float) -> Shown:
+    return Shown(iso_utc(seconds), timestamp(seconds))
+
+
+def _took(seconds: int) -> Shown:
+    return Shown(human_duration(seconds), f"{seconds} seconds")
 
 
 def build(outputs: RuleOutputs) -> Section:
@@ -56,43 +73,42 @@ def build(outputs: RuleOutputs) -> Section:
             "No job start and end times were recorded (MaxInitializationTime output missing or "
             "without system metrics), so the training job summary cannot be shown."
         )
-    day, hour = day_and_hour(summary["job_start"])
     section.add(Text(
         "This table summarises the training job: when it started and ended, and how its time "
         "divides between initialization, the training loop and finalization. "
-        f"The job started on {day} at {hour} and ran for {summary['job_duration_s']} seconds."
+        f"The job started at {iso_utc(summary['job_start'])} and ran for "
+        f"{human_duration(summary['job_duration_s'])}."
     ))
     rows = [
-        ["Start time", timestamp(summary["job_start"])],
-        ["End time", timestamp(summary["job_end"])],
-        ["Job duration", f"{summary['job_duration_s']} seconds"],
+        ["Start time", _when(summary["job_start"])],
+        ["End time", _when(summary["job_end"])],
+        ["Job duration", _took(summary["job_duration_s"])],
     ]
+    shares = summary.get("phase_shares_pct") or {}
     if "training_loop_start" in summary:
         rows += [
-            ["Training loop start", timestamp(summary["training_loop_start"])],
-            ["Training loop end", timestamp(summary["training_loop_end"])],
-            ["Training loop duration", f"{summary['training_loop_duration_s']} seconds"],
-            ["Initialization time", f"{summary['initialization_s']} seconds"],
-            ["Finalization time", f"{summary['finalization_s']} seconds"],
-            ["Initialization", f"{summary['initialization_pct']} %"],
-            ["Training loop", f"{summary['training_loop_pct']} %"],
-            ["Finalization", f"{summary['finalization_pct']} %"],
+            ["Training loop start", _when(summary["training_loop_start"])],
+            ["Training loop end", _when(summary["training_loop_end"])],
+            ["Training loop duration", _took(summary["training_loop_duration_s"])],
+            ["Initialization time", _took(summary["initialization_s"])],
+            ["Finalization time", _took(summary["finalization_s"])],
         ]
+        for label, key in (("Initialization", "initialization_pct"), ("Training loop", "training_loop_pct"),
+                           ("Finalization", "finalization_pct")):
+            exact = f"{summary[key]} %"
+            rows.append([label, Shown(pct1(shares[label]), exact) if label in shares else exact])
     table = Table("job-summary", ["", "Job Statistics"], rows, ["text", "text"], row_header=True)
-    section.add(table)
-    if "training_loop_start" in summary:
-        phases = {
-            "Initialization": summary["initialization_pct"],
-            "Training loop": summary["training_loop_pct"],
-            "Finalization": summary["finalization_pct"],
-        }
-        section.add(Chart("job-phases", charts.pie(phases, "Time spent in each phase of the job (%)"),
-                          "Chart of the phase split; the same numbers are in the table above."))
-    elif trace_facts(outputs).steps:
+    if shares:
+        chart = Chart("job-phases", charts.share_bar(shares, "Time spent in each phase of the job"),
+                      "Bar of the phase split (needs JavaScript); the same shares are in the table.")
+        section.add(TableWithChart(table, chart))
+    else:
+        section.add(table)
+    if "training_loop_start" not in summary and trace_facts(outputs).steps:
         section.add(Text(
             "The system metrics hold no step boundaries, so the training loop, initialization and finalization "
             "times cannot be computed. " + steps_sentence(trace_facts(outputs), summary.get("job_duration_s")), tone="note"))
-    else:
+    elif "training_loop_start" not in summary:
         section.add(Text(
             "No step information was profiled from this training job, so the training loop, "
             "initialization and finalization times cannot be computed.", tone="note"))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from reportgen.report.model import Section, Table, Text
+from reportgen.formatting import human_rate, num2
+from reportgen.report.model import Section, Shown, Table, Text
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, int_pct, number
 from reportgen.rule_outputs import RuleOutputs
@@ -24,6 +25,14 @@ def rows_of(details: dict) -> tuple[list[dict], list[str]]:
                     present.add(key)
             rows.append(row)
     return rows, [key for key in STATS if key in present]
+
+
+def _display_row(row: dict, present: list[str]) -> list:
+    """A table row; network throughput shows as "596.3 MB/s" with the original's bytes in data-value."""
+    if row["unit"] != "bytes":
+        return [row["node"], row["metric"], row["unit"], *[row.get(k) for k in present]]
+    return [row["node"], row["metric"], Shown("bytes/s", row["unit"]),
+            *[Shown(human_rate(row[k]), num2(row[k])) if row.get(k) is not None else None for k in present]]
 
 
 def node_sentence(node: str, gpu: dict | None, cpu: dict | None) -> str | None:
@@ -83,12 +92,11 @@ def build(outputs: RuleOutputs) -> Section:
             if caveat:
                 section.add(Text(caveat, tone="finding"))
     section.add(Text(
-        "The table shows, per node, statistics of total CPU and GPU utilization (mean over cores "
-        "and GPUs), CPU and GPU memory utilization, I/O wait (mean over cores) and network traffic "
-        f"of the training container (received plus sent, bytes per second): {', '.join(present)}."
+        f"Per node, the {', '.join(present)} of CPU and GPU utilization (mean over cores and GPUs), CPU and GPU "
+        "memory, I/O wait (mean over cores) and the training container's network traffic (received plus sent)."
     ))
     columns = ["node", "metric", "unit", *present]
-    table_rows = [[r["node"], r["metric"], r["unit"], *[r.get(k) for k in present]] for r in rows]
+    table_rows = [_display_row(r, present) for r in rows]
     section.add(Table("system-usage", columns, table_rows, ["text"] * 3 + ["num2"] * len(present)))
     section.data = {"rows": rows, "datapoints": rule.datapoints if rule else 0}
     return section

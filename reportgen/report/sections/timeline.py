@@ -7,28 +7,58 @@ series (min/max/mean per bucket), so this section's size does not grow with the 
 from __future__ import annotations
 
 from reportgen.report import charts
-from reportgen.report.model import Chart, Heading, Section, Text
+from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Text, chart_rows
 from reportgen.report.outlier_steps import outlier_steps
-from reportgen.report.util import as_dict, slug
+from reportgen.report.util import as_dict, number, slug
 from reportgen.rule_outputs import RuleOutputs
 
 def no_js(title: str) -> str:
     return f"{title}: time-series chart (needs JavaScript); the per-node statistics are in System usage statistics."
 
-LABELS = {"cpu_total": "CPU (mean of cores)", "cpu_memory": "CPU memory", "io_wait": "I/O wait (mean of cores)"}
+
+# The CPU-side panel's series, in legend order: (timeline key, label, colour kind).
+CPU_SERIES = (("cpu_total", "CPU (mean of cores)", "cpu"), ("cpu_memory", "CPU memory", "cpu_memory"),
+              ("io_wait", "I/O wait (mean of cores)", "io_wait"))
+NETWORK_SERIES = (("network_algorithm", "network, training container", "network"),
+                  ("network_platform", "network, platform", "network_platform"))
 
 
-def _utilization_series(series: dict) -> dict:
+def _cpu_series(series: dict) -> dict:
+    return {label: {**as_dict(series[key]), "kind": kind} for key, label, kind in CPU_SERIES if key in series}
+
+
+def _across(aggs: list[dict]) -> dict:
+    """Several GPUs' bucketed series as one: the mean of their means, and a band from the lowest
+    minimum to the highest maximum of any GPU in the bucket (so no GPU's swing is hidden)."""
+    means = [a.get("mean") or [] for a in aggs]
+    length = min((len(m) for m in means), default=0)
+
+    def pick(key, reduce):
+        columns = [a.get(key) or [] for a in aggs]
+        if any(len(c) < length for c in columns):
+            return []
+        out = []
+        for j in range(length):
+            values = [number(c[j]) for c in columns]
+            values = [v for v in values if v is not None]
+            out.append(reduce(values) if values else None)
+        return out
+
+    return {"mean": pick("mean", lambda v: sum(v) / len(v)), "min": pick("min", min), "max": pick("max", max)}
+
+
+def _gpu_series(series: dict) -> dict:
+    """The GPU panel: utilization and memory, each the mean over the node's GPUs with the range of
+    every GPU as a band (the per-GPU detail is in the GPU heatmap beside it)."""
+    util = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUUtilization")]
+    memory = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUMemoryUtilization")]
     chosen = {}
-    for key, label in LABELS.items():
-        if key in series:
-            chosen[label] = series[key]
-    for key, agg in series.items():
-        if key.endswith("/GPUUtilization"):
-            chosen[f"{key.split('/')[0]} utilization"] = agg
-    for key, agg in series.items():
-        if key.endswith("/GPUMemoryUtilization"):
-            chosen[f"{key.split('/')[0]} memory"] = agg
+    if util:
+        chosen["GPU utilization (mean of GPUs)" if len(util) > 1 else "GPU utilization"] = {**_across(util),
+                                                                                           "kind": "gpu"}
+    if memory:
+        chosen["GPU memory (mean of GPUs)" if len(memory) > 1 else "GPU memory"] = {**_across(memory),
+                                                                                    "kind": "gpu_memory"}
     return chosen
 
 
@@ -41,9 +71,11 @@ def build(outputs: RuleOutputs) -> Section:
                                "(render it from the raw profiler data to see utilization over time).")
     budget = as_dict(timeline.get("budget")).get("buckets_per_series", "a fixed number of")
     section.add(Text(
-        f"Utilization of every node over the job, as in SageMaker Studio's Nodes view. Each series is reduced to "
-        f"at most {budget} time buckets; the CPU line shows the bucket mean with its min-max range, so short "
-        "spikes stay visible whatever the job length."))
+        f"Utilization of every node over the job (times in UTC), in at most {budget} time buckets per series: a line "
+        "is the bucket mean, its shaded band the bucket's minimum to maximum, so short spikes stay visible. GPU "
+        "lines are the mean over the node's GPUs, their band spans every GPU; each GPU and core has a heatmap row "
+        "one click below. Drag on any time chart to zoom: all of them follow; double-click or \u201cReset time "
+        "range\u201d restores the whole job."))
     for node, data in nodes.items():
         data = as_dict(data)
         t = data.get("t") or []
@@ -52,24 +84,36 @@ def build(outputs: RuleOutputs) -> Section:
             continue
         node = str(node)
         section.add(Heading(f"Node {node}", 3))
-        util = _utilization_series(series)
-        if util:
-            section.add(Chart(f"timeline-util-{slug(node)}",
-                              charts.time_lines(t, util, f"Utilization on {node} (%)", "%", band=LABELS["cpu_total"]),
-                              no_js(f"Utilization on {node}")))
-        net = {label: series[key] for key, label in (("network_algorithm", "network, training container"),
-                                                     ("network_platform", "network, platform"))
-               if key in series}
+        panels = []
+        gpu = _gpu_series(series)
+        if gpu:
+            panels.append(Chart(f"timeline-gpu-{slug(node)}",
+                                charts.time_lines(t, gpu, f"GPUs of {node}", "", y_range=[0, 100],
+                                                  tick_suffix=" %"),
+                                no_js(f"GPU utilization and memory on {node}")))
+        cpu = _cpu_series(series)
+        if cpu:
+            panels.append(Chart(f"timeline-util-{slug(node)}",
+                                charts.time_lines(t, cpu, f"CPU, memory and I/O wait of {node}", "",
+                                                  y_range=[0, 100], tick_suffix=" %"),
+                                no_js(f"CPU, memory and I/O wait on {node}")))
+        net = {label: {**as_dict(series[key]), "kind": kind} for key, label, kind in NETWORK_SERIES if key in series}
         if net:
-            section.add(Chart(f"timeline-net-{slug(node)}",
-                              charts.time_lines(t, net, f"Network on {node} (bytes/s)", "bytes/s"),
-                              no_js(f"Network on {node}")))
-        for key, label in (("cpu_heatmap", "CPU cores"), ("gpu_heatmap", "GPUs")):
-            heat = as_dict(data.get(key))
-            if heat.get("rows") and heat.get("mean"):
-                section.add(Chart(f"timeline-{key}-{slug(node)}",
-                                  charts.heatmap(t, heat["rows"], heat["mean"], f"{label} of {node} over time (%)"),
-                                  no_js(f"{label} of {node} over time")))
+            panels.append(Chart(f"timeline-net-{slug(node)}",
+                                charts.time_lines(t, net, f"Network of {node}", "", tick_suffix="B/s"),
+                                no_js(f"Network on {node}")))
+        heat, names = [], []
+        for key, label in (("gpu_heatmap", "each GPU"), ("cpu_heatmap", "each CPU core")):
+            rows = as_dict(data.get(key))
+            if rows.get("rows") and rows.get("mean"):
+                names.append(label)
+                heat.append(Chart(f"timeline-{key}-{slug(node)}",
+                                  charts.heatmap(t, rows["rows"], rows["mean"], f"{label[0].upper()}{label[1:]} of {node} (%)"),
+                                  no_js(f"{label[0].upper()}{label[1:]} of {node} over time")))
+        if panels:  # side by side while they fit
+            section.add(ChartRow(panels) if len(panels) > 1 else panels[0])
+        if heat:  # the per-device detail behind the panels' means and bands: one click away
+            section.add(Details(f"Utilization of {' and '.join(names)} of {node}", chart_rows(heat)))
     phases = as_dict(timeline.get("phases"))
     lanes = {}
     for worker, kinds in phases.items():
@@ -78,14 +122,15 @@ def build(outputs: RuleOutputs) -> Section:
                 lanes[f"{worker} {kind}"] = [s for s in spans if isinstance(s, list) and len(s) == 2]
     if lanes:
         section.add(Heading("Framework phases", 3))
-        section.add(Text("Training steps, evaluation steps and data loading per worker, on the same time axis as "
-                         "the charts above: gaps in the training lane are time spent outside steps."))
+        section.add(Text("Steps and data loading per worker on the same time axis: gaps in a training lane are "
+                         "time spent outside steps."))
         figure = charts.intervals(lanes, "Framework phases over time")
         marked = mark_outliers(figure, lanes, outlier_steps(outputs))
         if marked:
-            section.add(Text(f"A red × marks each of the {marked} outlier steps on its worker's training lane "
+            section.add(Text(f"A red \u00d7 marks each of the {marked} outlier steps on its worker's training lane "
                              "(listed in Step duration analysis)."))
-        section.add(Chart("timeline-phases", figure, no_js("Framework phases over time")))
+        section.add(Chart("timeline-phases", figure, "Framework phases over time (needs JavaScript); the step "
+                          "statistics and the outlier steps are in Step duration analysis."))
     _align(section)
     section.data = {"nodes": sorted(nodes), "buckets_per_series": budget}
     return section
@@ -112,11 +157,19 @@ def mark_outliers(figure: dict, lanes: dict, found: list[dict]) -> int:
 
 def _align(section: Section) -> None:
     """Every chart of the section on one time axis: from the first to the last instant any of them shows."""
-    figures = [b.figure for b in section.blocks if isinstance(b, Chart)]
+    figures = [chart.figure for chart in section.charts()]
     xs = [x for f in figures for trace in f["data"] for x in trace.get("x", []) if isinstance(x, (int, float))]
     if not xs:
         return
-    labels = [y for f in figures for trace in f["data"] if trace.get("type") == "heatmap" for y in trace["y"]]
-    labels += [y for f in figures for trace in f["data"] if trace.get("type") != "heatmap"
-               for y in trace.get("y", []) if isinstance(y, str)]
-    charts.share_time_axis(figures, min(xs) / 1000.0, max(xs) / 1000.0, labels + ["100M"])
+    # Charts in the same grid (the panels of every node, the heatmaps of every node) share their
+    # margins, so an instant sits at the same place in each column; every chart shares the range.
+    start, end = min(xs) / 1000.0, max(xs) / 1000.0
+    heatmaps = [f for f in figures if any(t.get("type") == "heatmap" for t in f["data"])]
+    phases = [chart.figure for chart in section.charts() if chart.id == "timeline-phases"]
+    lines = [f for f in figures if not any(f is g for g in heatmaps + phases)]
+    charts.share_time_axis(lines, start, end, ["600MB/s"])
+    charts.share_time_axis(heatmaps, start, end,
+                           [y for f in heatmaps for trace in f["data"] for y in trace.get("y", [])])
+    if phases:
+        lanes = [y for f in phases for trace in f["data"] for y in trace.get("y", []) if isinstance(y, str)]
+        charts.share_time_axis(phases, start, end, lanes)
