@@ -358,3 +358,25 @@ def test_table_and_chart_of_the_same_quantity_show_the_same_value(sample_report)
     assert {t["name"]: t["text"][0] for t in phases["data"]} == {
         k: summary[k] for k in ("Initialization", "Training loop", "Finalization")}
     assert summary["Training loop"] == "87.9 %"  # the original's truncated "87 %" stays in data-value
+
+
+def test_print_view_expands_every_details(sample_report):
+    """@media print: the closed deep dives and the nested "How <rule> decides" paragraphs print, the
+    contents list and the reset button do not (checked with and without JavaScript)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import chromium_path
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
+        for javascript in (True, False):
+            page = browser.new_context(java_script_enabled=javascript).new_page()
+            page.goto(sample_report.resolve().as_uri())
+            page.emulate_media(media="print")
+            dom = page.evaluate("""() => ({
+              hidden: Array.from(document.querySelectorAll('details:not([open]) > :not(summary)'))
+                .filter(e => e.getBoundingClientRect().height === 0).length,
+              closed: document.querySelectorAll('details:not([open])').length,
+              toc: document.querySelector('nav.toc').offsetHeight})""")
+            assert dom["closed"] >= 5 and dom["hidden"] == 0 and dom["toc"] == 0, (javascript, dom)
+        browser.close()
