@@ -24,6 +24,9 @@ class NotebookKernel:
         from jupyter_core.utils import run_sync
 
         self.manager = ThisPythonKernelManager(warm_imports=True)
+        # the connection file inside the run's work folder: a killed run leaves it nowhere else
+        # (the next run removes the dead run's work folder; see workdir.py)
+        self.manager.connection_file = str(Path(cwd) / "kernel-connection.json")
         run_sync(self.manager.start_kernel)(cwd=str(cwd))
 
     def __enter__(self) -> NotebookKernel:
