@@ -217,3 +217,13 @@ def test_at_a_glance_identity_names_arn_instance_and_cost(sample_outputs):
     top = report.diagnosis.findings[0]
     assert top.cost == pytest.approx(top.share * run["cost"])  # the finding's share of what the run cost
     assert f"about ${top.cost:,.2f}" in html
+
+
+@pytest.mark.fixtures
+def test_at_a_glance_duration_of_a_short_trace_keeps_its_milliseconds():
+    from reportgen.report.glance import identity
+
+    made = kineto_outputs("hta-resnet-v100-1gpu")  # one rank, 0.59 s of trace
+    items = dict(identity(build_report(made, job_name="t")))
+    assert items["Ranks"] == "1"
+    assert items["Duration"] == "590 ms"  # was "0 s": whole seconds only

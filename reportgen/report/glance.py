@@ -57,7 +57,9 @@ def identity(report: Report) -> list[tuple[str, str]]:
         if ev.cores:
             items.append(("CPU cores per node", str(ev.cores)))
         if ev.duration_s is not None:
-            items.append(("Duration", duration_text(int(ev.duration_s))))  # truncated, as the job summary
+            # Whole seconds (truncated) as the job summary shows them; a trace of a few seconds keeps its ms.
+            seconds = int(ev.duration_s) if ev.duration_s >= 10 else ev.duration_s
+            items.append(("Duration", duration_text(seconds)))
     if cost.get("cost_rounded") is not None:
         items.append(("Cost", money(cost["cost_rounded"])))
     return items
