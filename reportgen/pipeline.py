@@ -18,7 +18,7 @@ from reportgen.ci_outputs import junit_xml, markdown_summary
 from reportgen.errors import InputError, RenderError
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html
-from reportgen.rule_outputs import check_rule_output_folder, export_rule_outputs
+from reportgen.rule_outputs import StagedRuleOutputs, check_rule_output_folder, export_rule_outputs
 from reportgen.workdir import work_folder
 from reportgen.sources.layout import local_job_name
 
@@ -224,8 +224,8 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
     """Make the report and commit every output together (``output_set``): the HTML, report.json and,
     when asked, the JUnit XML, the Markdown summary and the executed notebook. Every path is checked
     before any work; on any failure none of them is replaced. ``-`` is standard output.
-    ``options.rule_outputs``: the rule outputs are also kept in that folder (swapped in whole, before the
-    commit)."""
+    ``options.rule_outputs``: the rule outputs are also kept in that folder (copied beside it before the
+    commit, swapped in whole after it; a failed commit leaves the folder as it was)."""
     started = time.perf_counter()
     output = output if is_stdout(output) else Path(output)
     json_path, junit, markdown = options.json_path, options.junit, options.markdown
@@ -285,14 +285,21 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
             import nbformat
 
             contents["--keep-notebook"] = nbformat.writes(executed)
-        kept = None
+        kept = staged = None
         if options.rule_outputs is not None:
             kept = Path(options.rule_outputs)
-            export_rule_outputs(rule_dir, kept)
-            progress(f"rule outputs kept in {kept}")
+            staged = StagedRuleOutputs(rule_dir, kept)  # copied beside it now, swapped in after the commit
         # One commit: two runs writing the same report leave one run's complete set (folder locks),
-        # a full disk or a bad target leaves every old output as it was.
-        written = outputs.commit(contents)
+        # a full disk or a bad target leaves every old output as it was (the staged rule outputs too).
+        try:
+            written = outputs.commit(contents)
+        except BaseException:
+            if staged is not None:
+                staged.discard()
+            raise
+        if staged is not None:
+            staged.swap_in()
+            progress(f"rule outputs kept in {kept}")
     seconds = time.perf_counter() - started
     return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, kept, used, notes,
                           stats.get("system_files"), stats.get("system_files_read"), data,

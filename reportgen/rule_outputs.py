@@ -253,27 +253,51 @@ def export_rule_outputs(rule_dir: Path, dest: Path) -> list[Path]:
 
     ``dest`` is new, empty or an earlier export (only these file names): the set is made in a sibling
     folder and swapped in, so ``dest`` never holds half a set or a mix of two runs."""
-    dest = Path(dest)
-    check_rule_output_folder(dest)
-    import os
-    import shutil
-    import uuid
+    staged = StagedRuleOutputs(rule_dir, dest)
+    return staged.swap_in()
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:12]}.tmp"
-    staging.mkdir()  # the umask's mode, as a folder the user made
-    try:
-        for path in rule_output_files(rule_dir):
-            shutil.copyfile(path, staging / path.name)
-        if dest.is_dir():
-            old = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:12]}.old"
-            os.rename(dest, old)
-            staging.rename(dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return sorted(dest.iterdir())
+
+class StagedRuleOutputs:
+    """A rule-output export copied beside ``dest`` but not yet in place: ``generate`` stages it before it
+    commits its other outputs (a full disk fails here, replacing nothing) and swaps it in after them (two
+    renames in one folder), or discards it when the commit fails."""
+
+    def __init__(self, rule_dir: Path, dest: Path):
+        import shutil
+        import uuid
+
+        self.dest = Path(dest)
+        check_rule_output_folder(self.dest)
+        self.dest.parent.mkdir(parents=True, exist_ok=True)
+        self.staging = self.dest.parent / f".{self.dest.name}.{uuid.uuid4().hex[:12]}.tmp"
+        self.staging.mkdir()  # the umask's mode, as a folder the user made
+        try:
+            for path in rule_output_files(rule_dir):
+                shutil.copyfile(path, self.staging / path.name)
+        except BaseException:
+            self.discard()
+            raise
+
+    def swap_in(self) -> list[Path]:
+        import os
+        import shutil
+        import uuid
+
+        try:
+            if self.dest.is_dir():
+                old = self.dest.parent / f".{self.dest.name}.{uuid.uuid4().hex[:12]}.old"
+                os.rename(self.dest, old)
+                self.staging.rename(self.dest)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                self.staging.rename(self.dest)
+        except BaseException:
+            self.discard()
+            raise
+        return sorted(self.dest.iterdir())
+
+    def discard(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.staging, ignore_errors=True)
 

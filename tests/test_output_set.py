@@ -212,6 +212,34 @@ def test_disk_full_after_the_first_output_replaces_nothing(run, profile, tmp_pat
     assert _listing(out) == before
 
 
+def test_disk_full_keeps_the_old_rule_outputs_folder(run, profile, tmp_path, monkeypatch):
+    """--rule-outputs is one of the outputs: a commit that fails leaves the earlier export as it was (it was
+    swapped in before the commit, so a full disk left new rule outputs beside the old report)."""
+    out = tmp_path / "out"
+    before = _old_pair(out)
+    kept = tmp_path / "ro"
+    kept.mkdir()
+    (kept / "CPUBottleneck.json").write_text(OLD)
+
+    def fsync(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(output_set.os, "fsync", fsync)
+    code, _, err = run(["generate", profile, "-o", out / "report.html", "--rule-outputs", kept, "-q"])
+    assert code == 2
+    _one_error_line(err, "No space left on device", "nothing was replaced")
+    assert _listing(out) == before
+    assert _listing(kept) == {"CPUBottleneck.json": OLD}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "ro"]  # no staging folder left
+
+
+def test_rule_outputs_folder_is_swapped_in_with_the_other_outputs(run, profile, tmp_path):
+    kept = tmp_path / "ro"
+    code, _, err = run(["generate", profile, "-o", tmp_path / "out/report.html", "--rule-outputs", kept, "-q"])
+    assert code == 0, err
+    assert "CPUBottleneck.json" in {p.name for p in kept.iterdir()} and len(list(kept.glob("*.json"))) >= 11
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "profile") == ["out", "ro"]
+
+
 def test_real_full_filesystem_for_json_keeps_the_old_pair(run, profile, tmp_path):
     """Item 7 on a real full filesystem (a 1 MiB tmpfs, as root): ``--json`` there, ``-o`` on a
     disk with room: the old report.html must not be replaced."""
