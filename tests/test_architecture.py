@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "reportgen"
 # module's dotted name (``reportgen.X``) decide its layer.
 LAYERS = (
     {"reportgen", "errors", "problems", "atomic", "formatting", "locking", "resources", "rulebook", "cost",
-     "output_set", "workdir", "json_file"},
+     "output_set", "workdir", "json_file", "interrupts"},
     {"traces", "sources"},  # every trace file's reading; where inputs are and how they are laid out
     {"readers"},  # raw profiler data -> tables
     {"engine"},  # tables -> rule outputs
