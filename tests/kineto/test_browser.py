@@ -8,6 +8,9 @@ from reportgen.pipeline import generate
 from tests.browser import visit
 from tests.conftest import RAW, need
 
+# Charts inside a closed <details> (a deep dive of a rule that did not fire) are drawn when it opens:
+# open them all first, then count.
+OPEN_ALL = """() => { document.querySelectorAll('details').forEach(d => { d.open = true; }); return {}; }"""
 PROBE = """() => ({
   charts: Array.from(document.querySelectorAll('#sec-gpu-kernels-operators figure.chart')).map(f => f.id),
   drawn: Array.from(document.querySelectorAll('figure.chart')).filter(f => f.querySelector('.chart-canvas .main-svg')).length,
@@ -20,7 +23,7 @@ PROBE = """() => ({
 def test_kineto_report_draws_without_errors_or_network(tmp_path):
     out = tmp_path / "report.html"
     generate(str(need(RAW / "hta-sampled-128rank")), out)
-    page = visit(out, probe=PROBE)
+    page = visit(out, probe=[OPEN_ALL, PROBE])
     assert page.console_errors == []
     assert page.requests == [out.resolve().as_uri()]
     assert page.dom["drawn"] == page.dom["all"] > 0
