@@ -127,6 +127,16 @@ class OutputSet:
         self.targets.append(target)
         return target
 
+    def keep_out_of(self, role: str, folder: Path) -> None:
+        """A folder that another option fills and swaps in whole (``--rule-outputs``) must neither be nor
+        hold one of these outputs: the swap would replace the file or move it away."""
+        where = Path(os.path.realpath(os.fspath(folder)))
+        for target in self.targets:
+            if target.kind == "file" and target.final is not None and (
+                    target.final == where or where in target.final.parents):
+                raise InputError(f"{target.role} {target.path} is inside {role} {folder}; "
+                                 "give the report and the rule outputs different places")
+
     def commit(self, contents: dict[str, str | bytes]) -> list[Target]:
         """Write ``contents[role]`` for every target that has one: all, or (on an error) none of the
         files replaced. Returns the targets written."""

@@ -241,6 +241,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
             outputs.add(role, path)
     check_engine_options(options.source.engine)
     if options.rule_outputs is not None:
+        outputs.keep_out_of("--rule-outputs", Path(options.rule_outputs))
         check_rule_output_folder(Path(options.rule_outputs))
     stats: dict = {}
     cost = options.cost

@@ -240,6 +240,33 @@ def test_rule_outputs_folder_is_swapped_in_with_the_other_outputs(run, profile, 
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "profile") == ["out", "ro"]
 
 
+@pytest.mark.parametrize("output, kept", [("r.html", "r.html"), ("ro/r.html", "ro"), ("ro/sub/r.json", "ro")])
+def test_an_output_inside_the_rule_outputs_folder_is_refused_before_any_work(run, profile, tmp_path, output,
+                                                                             kept):
+    """--rule-outputs is swapped in whole: an -o or --json that is that folder, or lies inside it, was
+    written and then replaced by the swap (``ro/r.html``: exit 0, the report gone) or made the swap fail
+    after the report was written (``-o r.html --rule-outputs r.html``: exit 2 with a new report)."""
+    cwd = tmp_path / "cwd"
+    (cwd / "ro" / "sub").mkdir(parents=True)  # the folder an output goes into exists; ro/ is not empty
+    args = ["generate", profile, "-q", "--rule-outputs", cwd / kept]
+    args += ["-o", cwd / output] if output.endswith(".html") else ["-o", cwd / "r.html", "--json", cwd / output]
+    code, _, err = run(args)
+    assert code == 2
+    _one_error_line(err, f"is inside --rule-outputs {cwd / kept}")
+    assert sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*")) == ["ro", "ro/sub"]
+
+
+def test_report_inside_an_empty_rule_outputs_folder_is_refused(run, profile, tmp_path):
+    """The common slip: ``-o ro/report.html --rule-outputs ro/`` with ``ro/`` new and empty. Before, the report
+    was written into ro/ and the swap then moved it away (exit 0, no report)."""
+    (tmp_path / "ro").mkdir()
+    code, _, err = run(["generate", profile, "-q", "-o", tmp_path / "ro/report.html", "--rule-outputs",
+                        tmp_path / "ro"])
+    assert code == 2
+    _one_error_line(err, "-o ", "is inside --rule-outputs")
+    assert list((tmp_path / "ro").iterdir()) == []
+
+
 def test_real_full_filesystem_for_json_keeps_the_old_pair(run, profile, tmp_path):
     """Item 7 on a real full filesystem (a 1 MiB tmpfs, as root): ``--json`` there, ``-o`` on a
     disk with room: the old report.html must not be replaced."""
