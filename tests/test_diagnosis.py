@@ -227,3 +227,13 @@ def test_at_a_glance_duration_of_a_short_trace_keeps_its_milliseconds():
     items = dict(identity(build_report(made, job_name="t")))
     assert items["Ranks"] == "1"
     assert items["Duration"] == "590 ms"  # was "0 s": whole seconds only
+
+
+def test_a_trace_without_outlier_steps_does_not_claim_their_durations_are_missing():
+    # as the trace analysis writes StepOutlier for hta-resnet-v100-1gpu: 5 steps, no outlier among them
+    none = outputs(rule("StepOutlier", details={"step_details": {"rank-0": {
+        "number_of_outliers": 0, "steps": 5, "step_stats": {"p50": 0.08}, "outliers": []}}}))
+    assert not any("outlier steps" in item for item in diagnose(none).not_judged)
+    counted = outputs(rule("StepOutlier", details={"step_details": {"algo-1": {
+        "number_of_outliers": 3, "step_stats": {"p50": 0.4}}}}))
+    assert any("only counts" in item for item in diagnose(counted).not_judged)

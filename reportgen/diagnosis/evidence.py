@@ -323,7 +323,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     if not ev.raw:
         ev.not_judged.append("per-core load (a few cores saturated while the rest idle) and GPU memory over time: "
                              "they need the raw system metrics")
-        if ev.steps and not ev.outliers:
+        if any(s["outliers"] for s in ev.steps.values()) and not ev.outliers:  # counted, not listed
             ev.not_judged.append("the durations of individual outlier steps: the rule output keeps only counts")
     if ev.has_gpu is False:
         ev.not_judged.append("GPU use: no GPU metrics were recorded")
