@@ -3,7 +3,8 @@
 ```python
 from reportgen.kineto import find_traces, read_trace, analyze_trace, analyze_job, write_kineto_outputs
 files = find_traces(Path("traces"))            # *.pt.trace.json[.gz] (and sniffed Kineto *.json[.gz])
-doc, problems = analyze_job(files)             # the kineto.json document: per rank + comparison
+doc, problems = analyze_job(files)             # the kineto.json document: per rank + comparison + job-wide
+doc, problems = analyze_job(files, scheduler="local:2")  # one Dask task per rank (reportgen.kineto.job)
 write_kineto_outputs(files, Path("analysis"))  # kineto.json, profiler-reports/StepOutlier.json, ...
 ```
 """

@@ -168,6 +168,19 @@ def analyze_trace(trace: k.KinetoTrace) -> dict:
     }
 
 
+def totals_by_name(trace: k.KinetoTrace) -> dict[str, dict[str, tuple[float, int]]]:
+    """Every distinct kernel name and CPU-operator name of the rank (not only its top) with its total µs
+    and count: what an exact job-wide top-k needs (``reportgen.kineto.job``). Same rows as
+    :func:`analyze_trace` counts (CPU operators without the ``ProfilerStep#N`` annotations)."""
+    step_names = np.fromiter((i for i, n in enumerate(trace.names) if _STEP.match(n)), dtype=np.int32)
+    out = {}
+    for key, mask in (("kernels", trace.rows(k.KERNEL)),
+                      ("cpu_ops", trace.rows(k.CPU_OP) & ~np.isin(trace.name, step_names))):
+        names, totals, counts = _by_name(trace, mask)
+        out[key] = {trace.names[n]: (float(t), int(c)) for n, t, c in zip(names, totals, counts)}
+    return out
+
+
 def compare_ranks(ranks: dict[str, dict]) -> dict:
     """Ranks side by side: who holds the others back, how it was told, and by how much."""
     return find_straggler(ranks)

@@ -14,57 +14,18 @@ from reportgen.atomic import write_text_atomic
 from reportgen.engine.params import StepOutlierParams
 from reportgen.problems import ProblemLog
 from reportgen.engine.stats import hist100
-from reportgen.kineto.analysis import analyze_trace, compare_ranks
-from reportgen.kineto.ranks import group_traces, merge_cycles, rank_label
-from reportgen.kineto.reader import read_trace
+from reportgen.kineto.job import analyze_traces
 
 KINETO_JSON = "kineto.json"
 STEP_PHASE = "ProfilerStep"
 _EPOCH_US_2001 = 1e15
 
 
-def _unique_labels(groups) -> list[str]:
-    """One label per rank group; a label two groups share gets the first file's stem appended."""
-    labels = [rank_label(group) for group in groups]
-    seen: dict[str, int] = {}
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-    out = []
-    for label, group in zip(labels, groups):
-        if seen[label] > 1:
-            stem = group[0].path.name.split(".json")[0]
-            label = f"{label}-{stem}" if label != stem else stem
-        out.append(label)
-    return out
-
-
-def analyze_job(files: list[Path], problems: ProblemLog | None = None) -> tuple[dict, ProblemLog]:
-    """Read every trace file of one job, group the files into ranks (one file per profiling cycle,
-    ``reportgen.kineto.ranks``) and analyse each rank; returns the ``kineto.json`` document."""
-    problems = problems if problems is not None else ProblemLog()
-    groups = group_traces([read_trace(Path(path), problems) for path in files])
-    ranks: dict[str, dict] = {}
-    for group, label in zip(groups, _unique_labels(groups)):
-        rank = merge_cycles(group)
-        group.clear()  # the cycles' own columns go as soon as they are merged
-        rank.label = label
-        if len(rank.workers) > 1:
-            problems.add(rank.path, None, f"rank {rank.label}: trace files of {len(rank.workers)} processes "
-                         f"({', '.join(rank.workers[:4])}) merged; a folder reused by several runs?")
-        ranks[label] = analyze_trace(rank)
-        del rank
-    doc = {"version": 2, "files": [str(Path(f).name) for f in files], "ranks": ranks,
-           "comparison": compare_ranks(ranks)}
-    doc["straggler"] = straggler_summary(doc["comparison"])
-    return doc, problems
-
-
-def straggler_summary(comparison: dict) -> dict | None:
-    """The top-level ``straggler`` of kineto.json: rank, reason, evidence, method (None: none found)."""
-    if comparison.get("straggler") is None:
-        return None
-    return {"rank": comparison["straggler"], "reason": comparison.get("reason"),
-            "evidence": list(comparison.get("evidence") or []), "method": comparison.get("method")}
+def analyze_job(files: list[Path], problems: ProblemLog | None = None, *, scheduler: str | None = None,
+                s3=None) -> tuple[dict, ProblemLog]:
+    """The ``kineto.json`` document of a job's trace files, rank by rank (``reportgen.kineto.job``:
+    ``scheduler`` runs one task per rank on Dask; ``s3``: the files are keys the workers fetch)."""
+    return analyze_traces(files, problems, scheduler=scheduler, s3=s3)
 
 
 def step_outlier_rule(doc: dict, params: StepOutlierParams | None = None) -> dict:
@@ -175,15 +136,17 @@ def _add_phases(path: Path, doc: dict) -> None:
     write_text_atomic(path, json.dumps(timeline))
 
 
-def write_kineto_outputs(files: list[Path], analysis_dir: Path, *, params=None) -> Path:
+def write_kineto_outputs(files: list[Path], analysis_dir: Path, *, params=None, scheduler: str | None = None,
+                         s3=None) -> Path:
     """Analyse ``files`` into ``analysis_dir`` (which may already hold the engine's outputs).
 
     Writes ``kineto.json``, merges StepOutlier into ``profiler-reports/StepOutlier.json`` and the
     traces' problems into ``data-quality.json``; returns the ``profiler-reports`` folder.
+    ``scheduler``, ``s3``: see :func:`analyze_job`.
     """
     analysis_dir = Path(analysis_dir)
     report_dir = analysis_dir / "profiler-reports"
-    doc, problems = analyze_job(files)
+    doc, problems = analyze_job(files, scheduler=scheduler, s3=s3)
     write_text_atomic(analysis_dir / KINETO_JSON, json.dumps(doc))
     step_params = (params or {}).get("StepOutlier") if isinstance(params, dict) else None
     rule_path = report_dir / "StepOutlier.json"

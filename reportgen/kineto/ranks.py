@@ -50,8 +50,9 @@ def rank_key(trace: KinetoTrace) -> tuple:
     return ("file", trace.label)
 
 
-def group_traces(traces: list[KinetoTrace]) -> list[list[KinetoTrace]]:
-    """Files grouped into ranks: by rank number, then worker, then file; each group in time order."""
+def group_traces_keyed(traces: list[KinetoTrace]) -> list[tuple[tuple, list[KinetoTrace]]]:
+    """``(key, files)`` per rank: by rank number, then worker, then file; each group in time order
+    (:func:`cycle_order`), the groups in :func:`rank_order`."""
     # A cut file (an interrupted run) loses distributedInfo, which torch writes after the events: it
     # joins the rank of the other files of its process.
     rank_of_worker = {worker_of(t.path): t.rank for t in traces if t.rank is not None and worker_of(t.path)}
@@ -62,13 +63,39 @@ def group_traces(traces: list[KinetoTrace]) -> list[list[KinetoTrace]]:
             key = ("rank", rank_of_worker[key[1]])
         groups.setdefault(key, []).append(trace)
     for members in groups.values():
-        members.sort(key=lambda t: (float(t.start_us[0]) if t.start_us.size else float("inf"), t.path.name))
+        cycle_order(members)
+    return [(key, groups[key]) for key in sorted(groups, key=rank_order)]
 
-    def order(key):
-        kind, value = key
-        return ({"rank": 0, "worker": 1, "file": 2}[kind], value if kind == "rank" else 0, str(value))
 
-    return [groups[key] for key in sorted(groups, key=order)]
+def group_traces(traces: list[KinetoTrace]) -> list[list[KinetoTrace]]:
+    """Files grouped into ranks (:func:`group_traces_keyed` without the keys)."""
+    return [members for _, members in group_traces_keyed(traces)]
+
+
+def cycle_order(members: list[KinetoTrace]) -> None:
+    """Sort one rank's files in place: by first event, then name (stable: ties keep the given order)."""
+    members.sort(key=lambda t: (float(t.start_us[0]) if t.start_us.size else float("inf"), t.path.name))
+
+
+def rank_order(key: tuple) -> tuple:
+    """How ranks are listed: rank numbers in order, then worker names, then lone files."""
+    kind, value = key
+    return ({"rank": 0, "worker": 1, "file": 2}[kind], value if kind == "rank" else 0, str(value))
+
+
+def unique_labels(named: list[tuple[str, str]]) -> list[str]:
+    """One label per rank from ``(rank_label, first file's name)`` pairs: a label two ranks share gets
+    the first file's stem appended."""
+    seen: dict[str, int] = {}
+    for label, _ in named:
+        seen[label] = seen.get(label, 0) + 1
+    out = []
+    for label, first_name in named:
+        if seen[label] > 1:
+            stem = first_name.split(".json")[0]
+            label = f"{label}-{stem}" if label != stem else stem
+        out.append(label)
+    return out
 
 
 def rank_label(members: list[KinetoTrace]) -> str:

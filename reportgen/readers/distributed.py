@@ -150,7 +150,9 @@ def _s3_listing(s3: S3System) -> tuple[list[tuple[int, str]], dict[str, tuple]]:
     return files, fps
 
 
-def _download(s3: S3System, rels: list[str], dest: Path) -> list[Path]:
+def download_objects(s3: S3System, rels: list[str], dest: Path) -> list[tuple[str, Path]]:
+    """Worker side: fetch ``rels`` (keys relative to ``s3.root_key``) into ``dest`` with the worker's own
+    boto3 session; ``(rel, local path)`` of each (a key unsafe as a path is skipped)."""
     from reportgen.sources.aws import aws_errors, make_client, make_session
     from reportgen.sources.s3 import UnsafeKey, key_segments
 
@@ -164,7 +166,7 @@ def _download(s3: S3System, rels: list[str], dest: Path) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         with aws_errors(f"downloading s3://{s3.bucket}/{s3.key(rel)}"):
             client.download_file(s3.bucket, s3.key(rel), str(path))
-        out.append(path)
+        out.append((rel, path))
     return out
 
 
@@ -191,7 +193,7 @@ def reduce_piece(root: str, rels: list[str], cap: int, want_records: bool, s3: S
     with contextlib.ExitStack() as stack:
         if s3 is not None:
             read_root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reportgen-s3-")))
-            paths = _download(s3, rels, read_root)
+            paths = [path for _, path in download_objects(s3, rels, read_root)]
         else:
             read_root = Path(root)
             paths = [read_root / r for r in rels]
@@ -214,11 +216,11 @@ def reduce_piece(root: str, rels: list[str], cap: int, want_records: bool, s3: S
             reader.con.close()
         nbytes = sum(p.stat().st_size for p in paths if p.exists())
     rec.stats = PieceStats(files=len(paths), bytes=nbytes, seconds=time.perf_counter() - started,
-                           worker_pid=os.getpid(), peak_rss=_peak_rss())
+                           worker_pid=os.getpid(), peak_rss=peak_rss())
     return rec
 
 
-def _peak_rss() -> int:
+def peak_rss() -> int:
     try:
         import resource
 

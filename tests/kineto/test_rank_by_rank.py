@@ -1,0 +1,114 @@
+"""The rank-by-rank analysis (``reportgen.kineto.job``) gives exactly what the all-files-at-once
+analysis gave: kineto.json byte-equal to the frozen output (tests/snapshots/kineto, written by that
+code before it was replaced) on every fixture trace set and on synthetic sets that plant the grouping
+cases; plus the job-wide tables checked against a brute-force sum over every event."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from reportgen.kineto.job import analyze_traces, plan_tasks
+from tests.conftest import RAW
+from tests.kineto.trace_sets import FIXTURE_SETS, SNAPSHOTS, fixture_files, normalised, synthetic_sets
+
+
+def _without_job(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "job"}
+
+
+def _frozen(name: str) -> dict:
+    return json.loads((SNAPSHOTS / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("name", FIXTURE_SETS)
+def test_fixture_sets_give_the_frozen_kineto_json(name):
+    doc, problems = analyze_traces(fixture_files(name))
+    assert normalised(_without_job(doc), problems, RAW / name) == _frozen(name)
+    assert list(doc)[-1] == "job"  # the new key comes after the existing ones
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    return synthetic_sets(tmp_path_factory.mktemp("sets"))
+
+
+@pytest.mark.parametrize("name", ["ddp4", "regroup"])
+def test_synthetic_sets_give_the_frozen_kineto_json(synthetic, name):
+    files = synthetic[name]
+    doc, problems = analyze_traces(files)
+    assert normalised(_without_job(doc), problems, files[0].parent if name == "ddp4" else files[0].parents[1]
+                      ) == _frozen(f"synthetic-{name}")
+
+
+def test_the_regroup_case_plans_tasks_that_the_merge_joins(synthetic):
+    files = synthetic["regroup"]
+    names = [f.relative_to(files[0].parents[1]).as_posix() for f in files]
+    tasks = [[names[i] for i in task] for task in plan_tasks([str(f) for f in files])]
+    # planned from names only: vm_1's two cycles together, every other file alone
+    assert sorted(tasks) == sorted([["a/x.json"], ["b/x.json"], ["rank-3.json"],
+                                    ["rank-3b.json"],
+                                    ["vm_1.1700000000000000000.pt.trace.json",
+                                     "vm_1.1700000001000000000.pt.trace.json"],
+                                    ["vm_2.1700000000000000001.pt.trace.json"],
+                                    ["vm_3.1700000002000000000.pt.trace.json.gz"],
+                                    ["y.json"]])
+    doc, _ = analyze_traces(files)
+    # ... and the ranks are what the files say: the cut cycle in rank 0, vm_2 + vm_3 in rank 1,
+    # rank-3 + rank-3b in rank 3, the two x.json in one rank
+    assert list(doc["ranks"]) == ["0", "1", "3", "x", "y"]
+    assert doc["ranks"]["0"]["cycles"] == 2 and doc["ranks"]["1"]["workers"] == ["vm_2", "vm_3"]
+    assert doc["ranks"]["3"]["files"] == ["rank-3.json", "rank-3b.json"]
+    assert doc["ranks"]["x"]["cycles"] == 2
+
+
+def _brute_force(files: list[Path]) -> dict:
+    """Kernel and CPU-operator totals per name over every event of every file (plain json)."""
+    tables = {"kernels": defaultdict(lambda: [0.0, 0]), "cpu_ops": defaultdict(lambda: [0.0, 0])}
+    for path in files:
+        raw = path.read_bytes()
+        text = gzip.decompress(raw).decode() if raw[:2] == b"\x1f\x8b" else raw.decode()
+        try:
+            events = json.loads(text)["traceEvents"]
+        except ValueError:
+            return {}
+        scale = 1e-3 if max(e["ts"] for e in events if isinstance(e.get("ts"), (int, float))) > 1e17 else 1.0
+        for e in events:
+            cat = str(e.get("cat", "")).lower()
+            if e.get("ph") != "X":
+                continue
+            key = ("kernels" if cat == "kernel" else
+                   "cpu_ops" if cat in ("cpu_op", "operator") and not re.match(r"^ProfilerStep#\d+$", e["name"]) else None)
+            if key:
+                tables[key][e["name"]][0] += e["dur"] * scale
+                tables[key][e["name"]][1] += 1
+    return tables
+
+
+@pytest.mark.parametrize("name", ["hta-sampled-128rank", "torch-cpu-record-ddp2", "kineto-resnet50-num-workers-4",
+                                  "ddp4"])
+def test_job_wide_top_15_equals_a_brute_force_sum_over_all_events(synthetic, name):
+    files = synthetic[name] if name in synthetic else fixture_files(name)
+    doc, _ = analyze_traces(files)
+    truth = _brute_force(files)
+    for key, count_key in (("kernels", "launches"), ("cpu_ops", "calls")):
+        expected = sorted(truth[key].items(), key=lambda kv: (-kv[1][0], kv[0]))[:15]
+        got = doc["job"][key]["top"]
+        assert [row["name"] for row in got] == [name for name, _ in expected]
+        for row, (_, (total_us, count)) in zip(got, expected):
+            assert row[count_key] == count
+            assert row["total_ms"] == pytest.approx(total_us / 1000.0, rel=1e-12)
+        assert doc["job"][key]["distinct"] == len(truth[key])
+        assert doc["job"][key]["count"] == sum(c for _, c in truth[key].values())
+    assert doc["job"]["ranks"] == len(doc["ranks"])
+    if doc["job"]["kernels"]["top"]:
+        # per-rank extremes: the most a rank spent in the job's top kernel is that rank's own total
+        top = doc["job"]["kernels"]["top"][0]
+        own = {r["name"]: r["total_ms"] for r in doc["ranks"][top["max_rank"]]["kernels"]["top"]}
+        assert own.get(top["name"]) == pytest.approx(top["max_rank_ms"], rel=1e-12)
+        assert top["min_rank_ms"] <= top["max_rank_ms"] and 1 <= top["ranks"] <= len(doc["ranks"])
