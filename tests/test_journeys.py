@@ -123,6 +123,17 @@ def test_analyze_runs_only_the_engine_into_a_folder(tmp_path):
     assert sorted(p.name for p in cwd.iterdir()) == ["rules", "sample_data"]  # no report, no leftovers
 
 
+def test_analyze_on_a_folder_of_pytorch_traces_only_writes_kineto_json(tmp_path):
+    from testdata.kineto_synthetic import KinetoSet, write_set
+
+    write_set(KinetoSet(ranks=2, mb=0.3, cycles=1, straggler=None, layers=1), tmp_path / "traces")
+    result = reportgen("analyze", "traces", "-o", "rules", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr  # it said "--recompute needs raw profiler data"
+    doc = json.loads((tmp_path / "rules" / "kineto.json").read_text())
+    assert list(doc["ranks"]) == ["0", "1"]
+    assert json.loads((tmp_path / "rules" / "data-quality.json").read_text())["total"] == 0
+
+
 def test_rule_outputs_folder_holding_other_files_is_refused_before_any_work(tmp_path):
     cwd = with_sample_data(tmp_path / "work")
     (cwd / "mine").mkdir()

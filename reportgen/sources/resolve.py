@@ -157,7 +157,7 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
             f"No profiler data in {str(root)!r}: expected rule outputs (profiler-reports/*.json) "
             "or raw profiler data (system/, framework/) or PyTorch profiler traces (*.pt.trace.json[.gz])."
         )
-    if recompute and raw_dir is None:
+    if recompute and raw_dir is None and not kineto:  # PyTorch traces are raw data the engine analyses
         raise InputError(f"--recompute needs raw profiler data (system/, framework/) but {str(root)!r} has only rule outputs.")
     parts = []
     if rule_dir is not None:
@@ -359,7 +359,7 @@ class _Remote:
         rule_dir = raw_dir = None
         if group is not None:
             rule_dir = self._fetch_rules(cache, prefix.bucket, sel.rule_groups[group], group)
-        if self.recompute or (group is None and root is not None):
+        if (self.recompute and not (root is None and sel.traces)) or (group is None and root is not None):
             if root is None:
                 raise InputError(f"--recompute needs raw profiler data (system/, framework/) but none is under {prefix}.")
             raw_dir = self._fetch_raw(cache, prefix.bucket, sel.raw_roots[root], root)
