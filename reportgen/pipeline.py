@@ -157,29 +157,29 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
     defer = engine is not None and engine.scheduler is not None
     resolved = resolve_source(str(source), cache_dir=options.cache_dir, recompute=recompute,
                               progress=_download_progress(progress), session_kwargs=options.session_kwargs,
-                              **({"defer_system": True} if defer else {}))
+                              **({"defer_system": True, "defer_traces": True} if defer else {}))
     progress(resolved.description)
-    kineto = tuple(resolved.kineto_files or ())
+    kineto = tuple(resolved.kineto_files or ()) or getattr(resolved, "trace_objects", None)
     if resolved.rule_output_dir is not None and not recompute:
         if rule_params is not None and not kineto:
             raise InputError(_rule_params_unused(source, resolved.raw_available))
-        if engine is not None and (engine.scheduler or engine.cache_root):
+        if engine is not None and (engine.cache_root or (engine.scheduler and not kineto)):
             progress("--scheduler/--incremental not used: the source has rule outputs, no raw data is analysed "
                      "(--recompute analyses the raw data)")
         if kineto:
             from reportgen.kineto.outputs import with_rule_outputs
 
-            return Prepared(resolved, _add_kineto(kineto, with_rule_outputs(resolved.rule_output_dir, work_dir / "analysis"),
-                                                  rule_params, progress), "rule outputs and PyTorch profiler traces")
+            return Prepared(resolved, _add_kineto(resolved, with_rule_outputs(resolved.rule_output_dir, work_dir / "analysis"),
+                                                  options, progress), "rule outputs and PyTorch profiler traces")
         return Prepared(resolved, resolved.rule_output_dir, "rule outputs")
     if resolved.raw_dir is not None:
         rule_dir = _analyse_raw(resolved.raw_dir, work_dir, options, progress, resolved, stats)
         if kineto:
-            return Prepared(resolved, _add_kineto(kineto, rule_dir.parent, rule_params, progress),
+            return Prepared(resolved, _add_kineto(resolved, rule_dir.parent, options, progress),
                             "raw data and PyTorch profiler traces")
         return Prepared(resolved, rule_dir, "raw data")
     if kineto:
-        return Prepared(resolved, _add_kineto(kineto, work_dir / "analysis", rule_params, progress),
+        return Prepared(resolved, _add_kineto(resolved, work_dir / "analysis", options, progress),
                         "PyTorch profiler traces")
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
 
@@ -212,11 +212,24 @@ def _cost_parameter(resolved, cost: CostOptions) -> dict:
             "instance_from": "command line" if instance else "job description"}
 
 
-def _add_kineto(files, analysis_dir: Path, rule_params, progress: Progress) -> Path:
+def _add_kineto(resolved, analysis_dir: Path, options: SourceOptions, progress: Progress) -> Path:
+    """The traces -> kineto.json & co. in ``analysis_dir``: rank after rank here, or one Dask task per
+    rank with ``--scheduler`` (traces left in S3 are fetched by the workers)."""
     from reportgen.kineto import write_kineto_outputs
 
-    progress(f"analysing {len(files)} PyTorch profiler trace file(s)")
-    return write_kineto_outputs(list(files), analysis_dir, params=rule_params)
+    scheduler = (options.engine or EngineOptions()).scheduler
+    files, s3 = list(resolved.kineto_files or ()), None
+    deferred = getattr(resolved, "trace_objects", None)
+    if deferred is not None:
+        from reportgen.readers.distributed import S3System
+
+        bucket, objects = deferred
+        s3 = S3System(bucket, "", objects, region=resolved.region, session_kwargs=options.session_kwargs)
+        files = [key for key, _, _ in objects]
+        progress(f"{len(files)} PyTorch profiler trace objects stay in s3://{bucket}/: the Dask workers read them")
+    where = f" on Dask ({scheduler}, one task per rank)" if scheduler else ""
+    progress(f"analysing {len(files)} PyTorch profiler trace file(s){where}")
+    return write_kineto_outputs(files, analysis_dir, params=options.rule_params, scheduler=scheduler, s3=s3)
 
 
 def generate(source: str, output: Path, options: GenerateOptions = GenerateOptions(),

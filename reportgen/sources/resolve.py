@@ -46,6 +46,9 @@ class ResolvedSource:
     # With ``defer_system``: the raw data's system/ objects, left in S3 for Dask workers to fetch
     # (bucket, profile-root key, ((key, size, etag), ...)); raw_dir then holds everything else.
     system_objects: tuple | None = None
+    # With ``defer_traces``: the PyTorch profiler traces, left in S3 for Dask workers to fetch
+    # (bucket, ((key, size, etag), ...)) in the order ``kineto_files`` would have had; kineto_files is then ().
+    trace_objects: tuple | None = None
 
 
 # ------------------------------------------------------------------------------------ entry point
@@ -85,6 +88,7 @@ def resolve_source(
     session_kwargs: dict[str, Any] | None = None,
     max_workers: int = 8,
     defer_system: bool = False,
+    defer_traces: bool = False,
 ) -> ResolvedSource:
     """Resolve ``source`` to local folders.
 
@@ -94,12 +98,14 @@ def resolve_source(
     ``session_kwargs``: passed to :class:`boto3.Session` (e.g. ``{"profile_name": "dev"}`` for ``--profile``).
     ``defer_system``: do not download the raw data's system metrics (``system/``); list them in
     ``system_objects`` instead, for Dask workers that read S3 themselves (``--scheduler``).
+    ``defer_traces``: the same for PyTorch profiler traces (``trace_objects``).
     """
     kind = classify(source)
     if kind == "local":
         return resolve_local(Path(source.strip()).expanduser(), recompute=recompute, source=source)
     remote = _Remote(source.strip(), cache_dir, recompute, progress, session_kwargs, max_workers)
     remote.defer_system = defer_system
+    remote.defer_traces = defer_traces
     return remote.resolve(kind)
 
 
@@ -282,6 +288,8 @@ class _Remote:
         self._s3_region: str | None = None
         self.defer_system = False
         self.system_objects: tuple | None = None
+        self.defer_traces = False
+        self.trace_objects: tuple | None = None
 
     def s3_cache(self, region: str | None):
         from reportgen.sources.aws import make_client
@@ -364,6 +372,7 @@ class _Remote:
                 raise InputError(f"--recompute needs raw profiler data (system/, framework/) but none is under {prefix}.")
             raw_dir = self._fetch_raw(cache, prefix.bucket, sel.raw_roots[root], root)
         traces = self._fetch_traces(cache, prefix.bucket, sel.traces)
+        n_traces = len(self.trace_objects[1]) if self.trace_objects else len(traces)
         job = _job_from_key(group or root or prefix.key)
         parts = []
         if group is not None:
@@ -371,10 +380,11 @@ class _Remote:
         if root is not None:
             state = "" if raw_dir is not None else " (not downloaded)"
             parts.append(f"raw profiler data at s3://{prefix.bucket}/{root + '/' if root else ''}{state}")
-        if traces:
+        if n_traces:
             folder = str(PurePosixPath(sel.traces[0].key).parent)
-            parts.append(f"{len(traces)} PyTorch profiler trace file(s) from s3://{prefix.bucket}/"
-                         + (f"{folder}/" if folder != "." else ""))
+            parts.append(f"{n_traces} PyTorch profiler trace file(s) from s3://{prefix.bucket}/"
+                         + (f"{folder}/" if folder != "." else "")
+                         + (" (read there by the Dask workers)" if self.trace_objects else ""))
         return self._result(
             kind="s3",
             rule_dir=rule_dir,
@@ -390,6 +400,10 @@ class _Remote:
     def _fetch_traces(self, cache, bucket: str, objects: list[Any]) -> tuple[Path, ...]:
         """Download the PyTorch profiler traces (into the cache, like everything else); their local paths."""
         if not objects:
+            return ()
+        if self.defer_traces:  # the Dask workers fetch them; sorted as the local paths below would be
+            listed = sorted(objects, key=lambda o: PurePosixPath(o.key).parts)
+            self.trace_objects = (bucket, tuple((o.key, o.size, o.etag) for o in listed))
             return ()
         self._sync(cache, bucket, objects, None)
         paths = (cache.local_path(bucket, o.key) for o in objects)
@@ -505,6 +519,7 @@ class _Remote:
             bytes_downloaded=self.bytes,
             end_marker=_end_marker(raw_dir) if raw_dir is not None else None,
             system_objects=self.system_objects,
+            trace_objects=self.trace_objects,
             **extra,
         )
 

@@ -112,3 +112,52 @@ def test_job_wide_top_15_equals_a_brute_force_sum_over_all_events(synthetic, nam
         own = {r["name"]: r["total_ms"] for r in doc["ranks"][top["max_rank"]]["kernels"]["top"]}
         assert own.get(top["name"]) == pytest.approx(top["max_rank_ms"], rel=1e-12)
         assert top["min_rank_ms"] <= top["max_rank_ms"] and 1 <= top["ranks"] <= len(doc["ranks"])
+
+
+# ------------------------------------------------------------------------------------ on Dask
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    pytest.importorskip("distributed")
+    import logging
+
+    from dask.distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+@pytest.mark.parametrize("name", ["hta-sampled-128rank", "torch-cpu-record-ddp2", "kineto-resnet50-num-workers-0",
+                                  "ddp4", "regroup"])
+def test_dask_gives_the_same_kineto_json_and_problems_as_the_local_path(synthetic, dask_cluster, name):
+    import os
+
+    files = synthetic[name] if name in synthetic else fixture_files(name)
+    local_doc, local_problems = analyze_traces(files)
+    stats: list = []
+    doc, problems = analyze_traces(files, client=dask_cluster, stats=stats)
+    assert json.dumps(doc) == json.dumps(local_doc)
+    assert problems.to_json() == local_problems.to_json()
+    workers = set(dask_cluster.run(os.getpid).values())
+    assert {s.worker_pid for s in stats} <= workers and os.getpid() not in workers
+    # one task per planned group (plus, for the regroup set, the three ranks reduced again from all their files)
+    planned = len(plan_tasks([str(f) for f in files]))
+    assert len(stats) == planned + (3 if name == "regroup" else 0)  # ranks 1, 3 and x
+    assert sum(s.files for s in stats[:planned]) == len(files)
+
+
+def test_scheduler_local_2_through_write_kineto_outputs(synthetic, tmp_path):
+    from reportgen.kineto import write_kineto_outputs
+
+    files = synthetic["ddp4"]
+    write_kineto_outputs(files, tmp_path / "here")
+    write_kineto_outputs(files, tmp_path / "dask", scheduler="local:2")
+    for name in ("kineto.json", "profiler-reports/StepOutlier.json"):
+        assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "here" / name).read_bytes()
