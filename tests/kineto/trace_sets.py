@@ -17,7 +17,7 @@ FIXTURE_SETS = ("hta-cpu-only-gloo", "hta-resnet-v100-1gpu", "hta-sampled-128ran
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots" / "kineto"
 
 
-def _events(base: float, steps: int, kernel_scale: float, extra: str = "") -> list[dict]:
+def rank_events(base: float, steps: int, kernel_scale: float, extra: str = "") -> list[dict]:
     """A small rank: steps with a CPU op, a kernel, a memcpy and an NCCL kernel each."""
     out = []
     t = base
@@ -39,7 +39,7 @@ def _events(base: float, steps: int, kernel_scale: float, extra: str = "") -> li
     return out
 
 
-def _write(path: Path, events: list[dict], rank: int | None = None, cut: bool = False) -> None:
+def write_trace(path: Path, events: list[dict], rank: int | None = None, cut: bool = False) -> None:
     doc = {"schemaVersion": 1, "traceEvents": events}
     if rank is not None:
         doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 4}
@@ -60,23 +60,23 @@ def synthetic_sets(root: Path) -> dict[str, list[Path]]:
     d = root / "ddp4"
     for r in range(4):
         for c in range(2):
-            _write(d / f"node{r // 2}_{100 + r}.{1700000000000000000 + 10**12 * c + r}.pt.trace.json",
-                   _events(1.7e15 + 2e6 * c + 10 * r, 3, 2.0 if r == 2 else 1.0, extra=str(r)), rank=r)
+            write_trace(d / f"node{r // 2}_{100 + r}.{1700000000000000000 + 10**12 * c + r}.pt.trace.json",
+                   rank_events(1.7e15 + 2e6 * c + 10 * r, 3, 2.0 if r == 2 else 1.0, extra=str(r)), rank=r)
     sets["ddp4"] = sorted(d.iterdir())
     # A cut cycle (no distributedInfo) joins its worker's rank; a second worker also claims rank 1
     # (a folder reused by two runs): the two workers' files are one rank.
     d = root / "regroup"
-    _write(d / f"vm_1.{1700000000000000000}.pt.trace.json", _events(1.7e15, 3, 1.0, "a"), rank=0)
-    _write(d / f"vm_1.{1700000001000000000}.pt.trace.json", _events(1.7e15 + 5e6, 3, 1.0, "a"), cut=True)
-    _write(d / f"vm_2.{1700000000000000001}.pt.trace.json", _events(1.7e15 + 3, 3, 1.5, "b"), rank=1)
-    _write(d / f"vm_3.{1700000002000000000}.pt.trace.json.gz", _events(1.7e15 + 9e6, 2, 1.2, "c"), rank=1)
+    write_trace(d / f"vm_1.{1700000000000000000}.pt.trace.json", rank_events(1.7e15, 3, 1.0, "a"), rank=0)
+    write_trace(d / f"vm_1.{1700000001000000000}.pt.trace.json", rank_events(1.7e15 + 5e6, 3, 1.0, "a"), cut=True)
+    write_trace(d / f"vm_2.{1700000000000000001}.pt.trace.json", rank_events(1.7e15 + 3, 3, 1.5, "b"), rank=1)
+    write_trace(d / f"vm_3.{1700000002000000000}.pt.trace.json.gz", rank_events(1.7e15 + 9e6, 2, 1.2, "c"), rank=1)
     # Files torch did not name: rank-3.json and rank-3b.json carry rank 3 (distributedInfo, name);
     # two files called x.json in two folders are one "file" group.
-    _write(d / "rank-3.json", _events(1.7e15 + 7, 4, 0.8, "d"), rank=3)
-    _write(d / "rank-3b.json", _events(1.7e15 + 8e6, 2, 0.8, "e"), rank=3)
-    _write(d / "a" / "x.json", _events(1.7e15 + 11, 2, 1.0, "f"))
-    _write(d / "b" / "x.json", _events(1.7e15 + 4e6, 2, 1.0, "g"))
-    _write(d / "y.json", _events(1.7e15 + 13, 2, 3.0, "h"))
+    write_trace(d / "rank-3.json", rank_events(1.7e15 + 7, 4, 0.8, "d"), rank=3)
+    write_trace(d / "rank-3b.json", rank_events(1.7e15 + 8e6, 2, 0.8, "e"), rank=3)
+    write_trace(d / "a" / "x.json", rank_events(1.7e15 + 11, 2, 1.0, "f"))
+    write_trace(d / "b" / "x.json", rank_events(1.7e15 + 4e6, 2, 1.0, "g"))
+    write_trace(d / "y.json", rank_events(1.7e15 + 13, 2, 3.0, "h"))
     sets["regroup"] = sorted(p for p in d.rglob("*") if p.is_file())
     return sets
 
