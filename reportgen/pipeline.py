@@ -261,7 +261,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
     if cost.prices_file or cost.instance or cost.count is not None:
         _check_cost_options(cost)
     with work_folder() as work_dir:
-        kernel = NotebookKernel(work_dir)  # starts up while the engine runs
+        kernel = NotebookKernel(work_dir)  # a kernel process only inside another IPython shell (render/html.py)
         try:
             prepared = prepare_rule_outputs(source, work_dir, options.source, progress, stats)
             resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used

@@ -10,18 +10,26 @@ from pathlib import Path
 
 from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError, RenderError
-from reportgen.render import disclaimer
-from reportgen.render.kernel import KERNEL_NAME, ThisPythonKernelManager
+from reportgen.render import disclaimer, inprocess
 from reportgen.resources import notebook_path, plotly_js, template_dir
 
 
 class NotebookKernel:
-    """The analysis notebook's kernel, launched before the engine runs so that its start-up and imports
-    (``reportgen.notebook``, pandas, IPython's display) overlap the engine's work instead of following it.
-    ``close()`` ends it; papermill does not, as it did not start it."""
+    """Where the analysis notebook runs. Normally nowhere else: its cells run in this process
+    (``render.inprocess``), which already holds everything they import once the engine has run. Inside
+    another IPython shell (``generate`` called from Jupyter) a kernel process on this interpreter is
+    launched instead, before the engine runs, so that its start-up overlaps the engine's work.
+    ``close()`` ends that kernel; papermill does not, as it did not start it."""
 
     def __init__(self, cwd: Path):
+        from reportgen.render import inprocess
+
+        self.manager = None
+        if inprocess.available():
+            return
         from jupyter_core.utils import run_sync
+
+        from reportgen.render.kernel import ThisPythonKernelManager
 
         self.manager = ThisPythonKernelManager(warm_imports=True)
         # the connection file inside the run's work folder: a killed run leaves it nowhere else
@@ -38,21 +46,30 @@ class NotebookKernel:
     def close(self) -> None:
         from jupyter_core.utils import run_sync
 
-        if self.manager.has_kernel:
+        if self.manager is not None and self.manager.has_kernel:
             run_sync(self.manager.shutdown_kernel)(now=True)  # also removes its connection file
 
 
 def execute_notebook(parameters: dict, notebook: Path | None = None, kernel: NotebookKernel | None = None,
                      cwd: Path | None = None):
     """Run the report notebook (or ``notebook``) with papermill and return the executed notebook (in memory:
-    papermill saves nothing, neither per cell nor at the end). ``kernel``: one started beforehand (see
-    ``NotebookKernel``); without it papermill starts one on this interpreter, in ``cwd``.
+    papermill saves nothing, neither per cell nor at the end). The cells run in this process
+    (``render.inprocess``) unless ``kernel`` holds a kernel process (see ``NotebookKernel``) or another
+    IPython shell lives here; then on a kernel process on this interpreter, in ``cwd``.
 
     A failing cell fails the run, naming the section its cell shows: an ``InputError`` raised in the notebook
     (an unreadable rule output) stays an ``InputError`` (exit code 2), anything else is a ``RenderError``."""
+    from reportgen.render.kernel import KERNEL_NAME, ThisPythonKernelManager
+
     papermill = _papermill()
     logging.getLogger("papermill").setLevel(logging.WARNING)
-    engine = {"km": kernel.manager} if kernel is not None else {"kernel_manager_class": ThisPythonKernelManager}
+    if kernel is not None and kernel.manager is not None:
+        engine = {"km": kernel.manager}
+    elif inprocess.available():
+        inprocess.register()
+        engine = {"engine_name": inprocess.ENGINE_NAME}
+    else:
+        engine = {"kernel_manager_class": ThisPythonKernelManager}
     try:
         return papermill.execute_notebook(
             str(notebook or notebook_path()),
@@ -101,10 +118,8 @@ def _failed_part(source: str, exec_count) -> str:
 def notebook_to_html(nb) -> str:
     """The executed notebook (a node) through nbconvert with our template; plotly.js, CSS and the chart
     loader are inlined once."""
-    from nbconvert import HTMLExporter
-
     templates = template_dir()
-    exporter = HTMLExporter(template_name="reportgen", extra_template_basedirs=[str(templates)],
+    exporter = _report_exporter_class()(template_name="reportgen", extra_template_basedirs=[str(templates)],
                             exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     resources = {"reportgen": {
         "css": (templates / "reportgen" / "report.css").read_text(encoding="utf-8"),
@@ -115,6 +130,22 @@ def notebook_to_html(nb) -> str:
     }}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     return body
+
+
+def _report_exporter_class():
+    """nbconvert's HTML exporter without its last step. ``HTMLExporter.from_notebook_node`` re-parses the
+    finished page with BeautifulSoup to add alt text to ``<img>`` elements and ``tabindex`` to JupyterLab
+    cell wrappers, then re-serialises it: the report has neither (its template shows no cells, and it has
+    no images), and the pass cost more than everything else of the conversion (0.3-0.7 s of 2.2 MB).
+    Templating, preprocessors and resources are nbconvert's own (``TemplateExporter``)."""
+    from nbconvert import HTMLExporter
+    from nbconvert.exporters.templateexporter import TemplateExporter
+
+    class ReportExporter(HTMLExporter):
+        def from_notebook_node(self, nb, resources=None, **kw):
+            return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+    return ReportExporter
 
 
 def write_atomically(path: Path, text: str) -> None:
