@@ -121,7 +121,7 @@ def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress
     from reportgen.engine import analyze
 
     engine, rule_params, session_kwargs = options.engine or EngineOptions(), options.rule_params, options.session_kwargs
-    s3_system = None
+    s3_system = s3_framework = None
     if engine.scheduler is not None and resolved is not None and resolved.system_objects is not None:
         from reportgen.readers.distributed import S3System
 
@@ -129,10 +129,17 @@ def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress
         s3_system = S3System(bucket, root, objects, region=resolved.region, session_kwargs=session_kwargs)
         progress(f"{len(objects)} system-metrics objects stay in s3://{bucket}/{root + '/' if root else ''}system/: "
                  "the Dask workers read them")
+    if engine.scheduler is not None and resolved is not None and resolved.framework_objects and resolved.framework_objects[2]:
+        from reportgen.readers.distributed import S3System
+
+        bucket, root, objects = resolved.framework_objects
+        s3_framework = S3System(bucket, root, objects, region=resolved.region, session_kwargs=session_kwargs)
+        progress(f"{len(objects)} framework traces stay in s3://{bucket}/{root + '/' if root else ''}framework/: "
+                 "the Dask workers read them")
     where = f" on Dask ({engine.scheduler})" if engine.scheduler else ""
     progress(f"analysing raw profiler data in {raw_dir}{where}")
     result = analyze(raw_dir, work_dir / "analysis", params=rule_params, progress=None, scheduler=engine.scheduler,
-                     cache_root=engine.cache_root, s3_system=s3_system)
+                     cache_root=engine.cache_root, s3_system=s3_system, s3_framework=s3_framework)
     if engine.cache_root is not None:
         progress(f"system metrics: {result.system_files_read} of {result.system_files} files read, "
                  f"the rest from the cache in {engine.cache_root}")

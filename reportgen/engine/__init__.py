@@ -47,22 +47,24 @@ def write_json_atomic(path: Path, obj) -> None:
 
 
 def load_data(raw_root: Path, problems: ProblemLog | None = None, *, scheduler: str | None = None,
-              cache_root: Path | None = None, s3_system=None) -> tuple[AnalysisData, ProblemLog]:
+              cache_root: Path | None = None, s3_system=None, s3_framework=None) -> tuple[AnalysisData, ProblemLog]:
     """Read a raw profile. ``scheduler`` (``local[:N]`` or ``tcp://host:port``) reads the system
-    metrics on a Dask cluster, ``cache_root`` reuses the records of unchanged files (``--incremental``),
-    ``s3_system`` (a ``distributed.S3System``) lets the Dask workers fetch the system files from S3
-    themselves. See docs/distributed.md."""
-    data, problems, _ = _load(raw_root, problems, scheduler, cache_root, s3_system)
+    metrics and the framework traces on a Dask cluster, ``cache_root`` reuses the records of
+    unchanged system files (``--incremental``), ``s3_system`` / ``s3_framework`` (``distributed.S3System``)
+    let the Dask workers fetch the system files / the framework traces from S3 themselves. See
+    docs/distributed.md."""
+    data, problems, _ = _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework)
     return data, problems
 
 
-def _load(raw_root, problems, scheduler, cache_root, s3_system):
+def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=None):
     from reportgen.engine.model import AnalysisData, time_axis
     from reportgen.readers.ingest import read_profile
 
     raw_root = Path(raw_root)
     problems = problems or ProblemLog()
-    profile = read_profile(raw_root, problems, scheduler=scheduler, cache_root=cache_root, s3_system=s3_system)
+    profile = read_profile(raw_root, problems, scheduler=scheduler, cache_root=cache_root, s3_system=s3_system,
+                           s3_framework=s3_framework)
     system, events = profile.system, profile.events
     if not system.nodes and len(events) == 0:
         raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework traces)")
@@ -121,14 +123,14 @@ def _evaluate(data, params, progress, threads: int, timeline: bool) -> tuple[dic
 
 def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | None = None,
             progress: Callable[[str], None] | None = None, scheduler: str | None = None,
-            cache_root: Path | None = None, s3_system=None) -> AnalysisResult:
+            cache_root: Path | None = None, s3_system=None, s3_framework=None) -> AnalysisResult:
     """Read ``raw_root``, run all rules, write the rule JSONs, data-quality.json and timeline.json.
 
-    ``scheduler``, ``cache_root``, ``s3_system``: see :func:`load_data`."""
+    ``scheduler``, ``cache_root``, ``s3_system``, ``s3_framework``: see :func:`load_data`."""
     out_dir = Path(out_dir)
     if progress:
         progress("reading raw profiler data")
-    data, problems, system = _load(Path(raw_root), None, scheduler, cache_root, s3_system)
+    data, problems, system = _load(Path(raw_root), None, scheduler, cache_root, s3_system, s3_framework)
     rules, timeline_doc = _evaluate(data, params, progress, RULE_THREADS, timeline=True)
     report_dir = out_dir / "profiler-reports"
     paths = {}

@@ -116,11 +116,12 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
 
 @dataclass(frozen=True)
 class S3System:
-    """System-metrics objects in S3 that the workers fetch themselves."""
+    """Raw-data objects in S3 that the workers fetch themselves: the system metrics, or (the same
+    class, other objects) the framework traces."""
 
     bucket: str
     root_key: str  # the profile root ("" or ".../profiler-output"), no trailing slash
-    objects: tuple[tuple[str, int, str], ...]  # (key, size, etag) of every object under <root>/system/
+    objects: tuple[tuple[str, int, str], ...]  # (key, size, etag) of every object under <root>/system/ (or the traces)
     region: str | None = None
     session_kwargs: dict | None = None
 
@@ -346,6 +347,105 @@ def read_pieces(root: Path, problems: ProblemLog, *, client=None, cache_root: Pa
     data.files_read = files_read
     return data, PiecesResult(data.nodes, files_read, len(plan), len(cached),
                               [getattr(r, "stats", None) for r in results if getattr(r, "stats", None)])
+
+
+# ------------------------------------------------------------------------------------ framework traces
+
+
+def framework_listing(root: Path, problems: ProblemLog | None = None, s3: S3System | None = None) -> list[tuple[int, str]]:
+    """``(file-name time µs, path relative to root)`` of every framework trace, in the order the
+    single-machine reader reads them: from the local folder, or from the S3 objects left to the workers."""
+    from reportgen.readers.framework import file_key_us, list_framework_files
+    from reportgen.sources.layout import is_framework_trace
+
+    if s3 is None:
+        out = []
+        for p in list_framework_files(root, problems):
+            try:
+                out.append((file_key_us(p), str(p.relative_to(root))))
+            except ValueError:
+                continue
+        return out
+    rels = [s3.rel(key) for key, _, _ in s3.objects]
+    rels = [r for r in rels if r.startswith("framework/") and is_framework_trace(tuple(r.split("/")))]
+    return sorted(((file_key_us(Path(r)), r) for r in rels), key=lambda kr: (kr[0], str(root / kr[1])))
+
+
+def reduce_trace(root: str, rels: list[str], cap: int, s3: S3System | None = None):
+    """Worker side: one framework trace file (``rels[0]``) read into its event columns
+    (``readers.framework.FileEvents``). With ``s3`` the worker downloads it, and the TF profiler's
+    ``.metadata`` markers it needs (``rels[1:]``), into its own temporary folder first."""
+    from reportgen.readers.framework import read_trace_file
+
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        if s3 is not None:
+            read_root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reportgen-s3-")))
+            _download(s3, rels, read_root)
+        else:
+            read_root = Path(root)
+        path = read_root / rels[0]
+        fe = read_trace_file(read_root, path, cap)
+        nbytes = path.stat().st_size if path.is_file() else 0
+    fe.stats = PieceStats(files=1, bytes=nbytes, seconds=time.perf_counter() - started, worker_pid=os.getpid(),
+                          peak_rss=_peak_rss())
+    return fe
+
+
+def _tf_markers(root: Path, rel: str) -> list[str]:
+    """The ``.metadata`` markers a TF trace's base time comes from (``FrameworkReader._tf_base``:
+    four folders up), as paths relative to ``root``; the client has them (they are not deferred)."""
+    if not rel.endswith(".trace.json.gz"):
+        return []
+    parts = Path(rel).parents
+    if len(parts) < 4:
+        return []
+    folder = root / parts[3]
+    try:
+        return sorted(str(p.relative_to(root)) for p in folder.glob("*.metadata") if p.is_file())
+    except (OSError, ValueError):
+        return []
+
+
+def read_traces(root: Path, problems: ProblemLog, files: list[str], *, client, s3: S3System | None = None, stop=None):
+    """The framework event table, one Dask task per trace file (``reduce_trace``); the client merges
+    the per-file columns in file order as they arrive (``readers.framework.table_of_files``), so
+    the table and the problems are those of the single-machine read. ``stop``: checked between files."""
+    from reportgen.readers.framework import table_of_files
+
+    root = Path(root)
+    futures = [client.submit(reduce_trace, str(root), [rel, *(_tf_markers(root, rel) if s3 is not None else [])],
+                             problems.cap, s3, pure=False) for rel in files]
+
+    def arriving():
+        for i, f in enumerate(futures):
+            while not _settled(f, 0.5):
+                if stop is not None and stop.is_set():
+                    return
+            fe = f.result()
+            f.release()
+            futures[i] = None
+            yield fe
+
+    try:
+        return table_of_files(arriving(), problems)
+    finally:
+        left = [f for f in futures if f is not None]
+        if left:
+            client.cancel(left)
+
+
+def _settled(future, timeout: float) -> bool:
+    """Whether a Dask future finished (or failed) within ``timeout`` seconds."""
+    import asyncio
+
+    from distributed import wait
+
+    try:
+        wait(future, timeout=timeout)
+    except (TimeoutError, asyncio.TimeoutError):
+        return False
+    return True
 
 
 def _run(plan: list[list[str]], root: str, cap: int, want_records: bool, s3, client) -> list[Records]:

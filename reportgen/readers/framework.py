@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,8 @@ import pandas as pd
 
 from reportgen.readers.listing import walk_files
 from reportgen.readers.heap import trim_heap
-from reportgen.problems import ProblemLog
+from reportgen.problems import DataProblem, ProblemLog
+from reportgen.sources.layout import is_framework_trace
 from reportgen.traces.numbers import FLOAT_MAX, hashable, is_number
 from reportgen.traces.read import TraceRead
 from reportgen.traces.spans import OpenSpans
@@ -59,14 +61,7 @@ def list_framework_files(root: Path, problems: ProblemLog | None = None) -> list
     fw = root / "framework"
     if not fw.is_dir():
         return []
-    out = []
-    for p in walk_files(fw, root, problems):
-        if not p.is_file():
-            continue
-        if p.name.endswith(".trace.json.gz"):
-            out.append(p)
-        elif "pevents" in p.parts and p.name.endswith(".json") and len(p.name.split("_")) >= 3:
-            out.append(p)
+    out = [p for p in walk_files(fw, root, problems) if p.is_file() and is_framework_trace(p.parts)]
     return sorted(out, key=lambda p: (file_key_us(p), str(p)))
 
 
@@ -95,6 +90,24 @@ def _numeric_array(vals, dtype) -> np.ndarray:
     except OverflowError:  # a pid/tid beyond int64 in the data (times are range-checked before): -1
         info = np.iinfo(dtype)
         return np.asarray([v if info.min <= v <= info.max else -1 for v in vals], dtype=dtype)
+
+
+@dataclass
+class FileEvents:
+    """One trace file read on its own (by a Dask worker): its event columns in file order (numbers as
+    numpy arrays, text as int32 codes into ``strings``, the file's own distinct values in the order
+    it met them) and the problems its reading recorded. ``table_of_files`` merges them into the very
+    table ``read_framework`` builds."""
+
+    columns: dict  # column -> np.ndarray (COLUMNS)
+    strings: dict  # text column -> list[str] (CATEGORICAL)
+    problem_counts: dict
+    problem_items: list  # (file, line, reason)
+    stats: object = None  # readers.distributed.PieceStats, when read by a Dask task
+
+    @property
+    def n_events(self) -> int:
+        return len(self.columns["start_us"])
 
 
 class _Same:
@@ -135,6 +148,48 @@ class _Columns:
                 glob = np.array([d.setdefault(u, len(d)) for u in uniq], dtype=np.int32)
                 self.chunks[c].append(glob[codes])
             self.cols[c] = []
+
+    def table(self) -> pd.DataFrame:
+        """The event table sorted by start time (stable). The sort order is computed once from the
+        start column and each column is concatenated, permuted and its chunks dropped in turn, so
+        the peak is about two copies of the events instead of four (concatenate, frame, sort,
+        reset_index)."""
+        self.flush()
+        ch, dicts = self.chunks, self.dicts
+        start = np.concatenate(ch["start_us"]) if ch["start_us"] else np.zeros(0, np.int64)
+        order = np.argsort(start, kind="stable")
+        del start
+        cols = {}
+        for c in COLUMNS:
+            arr = np.concatenate(ch[c]) if ch[c] else np.zeros(0, _NUMERIC.get(c, np.int32))
+            ch[c] = []
+            trim_heap()  # the per-file chunks live on the heap: hand their pages back as they go
+            arr = arr[order]
+            if c in CATEGORICAL:
+                # Sorted categories, exactly what pd.Categorical(list of str) builds.
+                cats = np.array(list(dicts[c]), dtype=object)
+                corder = np.argsort(cats.astype(str), kind="stable") if len(cats) else np.zeros(0, np.int64)
+                remap = np.empty(len(cats), np.int32)
+                remap[corder] = np.arange(len(cats), dtype=np.int32)
+                arr = pd.Categorical.from_codes(remap[arr] if len(arr) else arr, categories=list(cats[corder]))
+            cols[c] = arr
+        del order
+        # copy=False: the columns are fresh arrays; copying them into pandas blocks would double the peak.
+        return pd.DataFrame({c: cols.pop(c) for c in COLUMNS}, copy=False)
+
+    def add(self, fe: "FileEvents") -> None:
+        """Append one file's columns (read elsewhere, e.g. on a Dask worker): its text codes are
+        mapped onto this table's dictionaries in the order the file met them, as if read here."""
+        self.flush()
+        if not len(fe.columns["start_us"]):
+            return
+        for c in COLUMNS:
+            arr = fe.columns[c]
+            if c in CATEGORICAL:
+                d = self.dicts[c]
+                glob = np.array([d.setdefault(u, len(d)) for u in fe.strings[c]], dtype=np.int32)
+                arr = glob[arr] if len(glob) else arr
+            self.chunks[c].append(arr)
 
     def append(self, start, end, name, phase, node, ftype, step, pid, tid, args):
         c = self.cols
@@ -456,32 +511,22 @@ class FrameworkReader:
         return True
 
     def table(self) -> pd.DataFrame:
-        """The event table sorted by start time (stable). The sort order is computed once from the
-        start column and each column is concatenated, permuted and its chunks dropped in turn, so
-        the peak is about two copies of the events instead of four (concatenate, frame, sort,
-        reset_index)."""
+        """The event table of every file read (see ``_Columns.table``)."""
+        return self.out.table()
+
+    def file_events(self) -> "FileEvents":
+        """What ``read_file`` made of the one file read since the last call, for the client's merge
+        (``table_of_files``); the reader's problems travel with it."""
         self.out.flush()
         ch, dicts = self.out.chunks, self.out.dicts
-        start = np.concatenate(ch["start_us"]) if ch["start_us"] else np.zeros(0, np.int64)
-        order = np.argsort(start, kind="stable")
-        del start
         cols = {}
         for c in COLUMNS:
-            arr = np.concatenate(ch[c]) if ch[c] else np.zeros(0, _NUMERIC.get(c, np.int32))
+            cols[c] = np.concatenate(ch[c]) if len(ch[c]) > 1 else ch[c][0] if ch[c] else np.zeros(0, _NUMERIC.get(c, np.int32))
             ch[c] = []
-            trim_heap()  # the per-file chunks live on the heap: hand their pages back as they go
-            arr = arr[order]
-            if c in CATEGORICAL:
-                # Sorted categories, exactly what pd.Categorical(list of str) builds.
-                cats = np.array(list(dicts[c]), dtype=object)
-                corder = np.argsort(cats.astype(str), kind="stable") if len(cats) else np.zeros(0, np.int64)
-                remap = np.empty(len(cats), np.int32)
-                remap[corder] = np.arange(len(cats), dtype=np.int32)
-                arr = pd.Categorical.from_codes(remap[arr] if len(arr) else arr, categories=list(cats[corder]))
-            cols[c] = arr
-        del order
-        # copy=False: the columns are fresh arrays; copying them into pandas blocks would double the peak.
-        return pd.DataFrame({c: cols.pop(c) for c in COLUMNS}, copy=False)
+        strings = {c: list(dicts[c]) for c in CATEGORICAL}
+        self.out.dicts = {c: {} for c in CATEGORICAL}
+        return FileEvents(cols, strings, dict(self.problems.counts),
+                          [(p.file, p.line, p.reason) for p in self.problems.items])
 
 
 def events_frame(cols: dict) -> pd.DataFrame:
@@ -504,6 +549,33 @@ def events_frame(cols: dict) -> pd.DataFrame:
 
 def empty_events() -> pd.DataFrame:
     return events_frame({c: [] for c in COLUMNS})
+
+
+def read_trace_file(root: Path, path: Path, cap: int) -> FileEvents:
+    """One trace file under ``root`` on its own (a Dask task's work, see ``readers.distributed``)."""
+    reader = FrameworkReader(root, ProblemLog(cap=cap))
+    was_enabled = gc.isenabled()
+    gc.disable()  # as in read_framework
+    try:
+        reader.read_file(path)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return reader.file_events()
+
+
+def table_of_files(files, problems: ProblemLog) -> pd.DataFrame:
+    """The event table of ``FileEvents`` given in file order (an iterable: each is merged and can be
+    dropped before the next arrives), with their problems recorded in ``problems`` in that order:
+    the same table and problems as ``read_framework`` over the same files."""
+    out = _Columns()
+    for fe in files:
+        for reason, n in fe.problem_counts.items():
+            problems.counts[reason] += n
+        room = max(problems.cap - len(problems.items), 0)
+        problems.items.extend(DataProblem(f, line, reason) for f, line, reason in fe.problem_items[:room])
+        out.add(fe)
+    return out.table()
 
 
 def read_framework(root: Path, problems: ProblemLog, stop=None) -> pd.DataFrame:

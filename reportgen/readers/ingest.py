@@ -3,12 +3,14 @@
 ``read_profile`` reads the system metrics in this thread — on this machine (``readers.system``), on
 a Dask cluster or through the ``--incremental`` cache (``readers.distributed``, which runs the same
 reader on pieces and gives identical tables) — and the framework traces in a helper thread at the
-same time (``readers.framework``). Then it drops clock jumps (``readers.clock``). The engine turns
+same time (``readers.framework``; with a Dask cluster one task per trace file, merged into the
+identical table by ``readers.distributed.read_traces``). Then it drops clock jumps (``readers.clock``). The engine turns
 the result into the rules' input (``engine.model.AnalysisData``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,23 +28,23 @@ class Profile:
 
 
 def read_profile(raw_root: Path, problems: ProblemLog, *, scheduler: str | None = None,
-                 cache_root: Path | None = None, s3_system=None) -> Profile:
+                 cache_root: Path | None = None, s3_system=None, s3_framework=None) -> Profile:
     """Everything under ``raw_root`` (``system/`` and ``framework/``). ``scheduler`` (``local[:N]`` or
-    ``tcp://host:port``): the system metrics are read on Dask; ``cache_root``: records of unchanged
-    files come from the ``--incremental`` cache; ``s3_system`` (a ``distributed.S3System``): the Dask
-    workers fetch the system files from S3 themselves. See docs/distributed.md."""
+    ``tcp://host:port``): the system metrics and the framework traces are read on Dask;
+    ``cache_root``: records of unchanged system files come from the ``--incremental`` cache;
+    ``s3_system`` / ``s3_framework`` (``distributed.S3System``): the Dask workers fetch the system
+    files / the framework traces from S3 themselves. See docs/distributed.md."""
     raw_root = Path(raw_root)
     if not raw_root.is_dir():
         raise InputError(f"raw profiler folder not found: {raw_root}")
-    if s3_system is not None and scheduler is None:
-        raise InputError("system metrics in S3 are read by Dask workers: give --scheduler")
-    system, events = _read_both(raw_root, problems, scheduler, cache_root, s3_system)
+    if (s3_system is not None or s3_framework is not None) and scheduler is None:
+        raise InputError("raw data in S3 is read by Dask workers: give --scheduler")
+    system, events = _read_both(raw_root, problems, scheduler, cache_root, s3_system, s3_framework)
     from reportgen.readers.clock import drop_clock_outliers, file_time_range_us
-    from reportgen.readers.framework import file_key_us, list_framework_files
 
     # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
     sys_keys = system.file_keys_us
-    span = file_time_range_us(sys_keys + [file_key_us(p) for p in list_framework_files(raw_root)])
+    span = file_time_range_us(sys_keys + _framework_keys(raw_root, s3_framework))
     system.nodes, events = drop_clock_outliers(system.nodes, events, span, problems)
     first_key = system.first_file_key_us
     if span is not None:
@@ -64,13 +66,29 @@ def read_system_metrics(raw_root: Path, problems: ProblemLog, *, client=None, ca
     return read_system(raw_root, problems)
 
 
-def _read_traces(raw_root: Path, problems: ProblemLog, stop):
-    from reportgen.readers.framework import read_framework  # pandas: imported in this thread
+def _framework_keys(raw_root: Path, s3_framework) -> list[int]:
+    """The file-name times of the framework traces (in S3 when the workers read them there)."""
+    if s3_framework is not None:
+        from reportgen.readers.distributed import framework_listing
 
-    return read_framework(raw_root, problems, stop)
+        return [k for k, _ in framework_listing(raw_root, None, s3_framework)]
+    from reportgen.readers.framework import file_key_us, list_framework_files
+
+    return [file_key_us(p) for p in list_framework_files(raw_root)]
 
 
-def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system):
+def _read_traces(raw_root: Path, problems: ProblemLog, stop, client=None, s3_framework=None):
+    if client is None:
+        from reportgen.readers.framework import read_framework  # pandas: imported in this thread
+
+        return read_framework(raw_root, problems, stop)
+    from reportgen.readers.distributed import framework_listing, read_traces
+
+    files = [rel for _, rel in framework_listing(raw_root, problems, s3_framework)]
+    return read_traces(raw_root, problems, files, client=client, s3=s3_framework, stop=stop)
+
+
+def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system, s3_framework=None):
     """System metrics in this thread, framework traces in a helper thread at the same time.
 
     The system side spends most of its time inside DuckDB (or waiting for Dask workers), which runs
@@ -79,17 +97,16 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
     them in the same order as a one-after-the-other read."""
     fw_problems = ProblemLog(cap=problems.cap)
     stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-traces") as pool:
-        traces = pool.submit(_read_traces, raw_root, fw_problems, stop)
-        try:
-            if scheduler is not None:
-                from reportgen.readers.distributed import dask_client, parse_scheduler
+    with contextlib.ExitStack() as stack:
+        client = None
+        if scheduler is not None:
+            from reportgen.readers.distributed import dask_client, parse_scheduler
 
-                with dask_client(parse_scheduler(scheduler)) as client:
-                    system = read_system_metrics(raw_root, problems, client=client, cache_root=cache_root,
-                                                 s3=s3_system)
-            else:
-                system = read_system_metrics(raw_root, problems, cache_root=cache_root)
+            client = stack.enter_context(dask_client(parse_scheduler(scheduler)))
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-traces"))
+        traces = pool.submit(_read_traces, raw_root, fw_problems, stop, client, s3_framework)
+        try:
+            system = read_system_metrics(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system)
         except BaseException:
             stop.set()  # do not keep a failed or interrupted run waiting for the traces
             raise

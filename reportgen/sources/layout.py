@@ -40,6 +40,18 @@ RULE_OUTPUT_SUBDIRS = (
 # Folder names that are part of the layout, not of the job's name.
 LAYOUT_FOLDERS = frozenset({PROFILER_OUTPUT, "profiler-reports", RULE_OUTPUT, PROFILER_REPORT})
 
+
+
+def is_framework_trace(parts: tuple[str, ...]) -> bool:
+    """Whether a file under a profile's ``framework/`` (the parts of its path, or of its S3 key) is a
+    framework trace: a TF profiler ``*.trace.json.gz``, or a Chrome trace in a ``pevents`` folder
+    named ``<END_US>_<node>_<kind>.json``. The local reader and the S3 listing of ``--scheduler`` ask here."""
+    name = parts[-1] if parts else ""
+    if name.endswith(".trace.json.gz"):
+        return True
+    return "pevents" in parts and name.endswith(".json") and len(name.split("_")) >= 3
+
+
 SKIP_DIRS = frozenset({*RAW_DIR_NAMES, *RULE_DIR_NAMES, RULE_OUTPUT})
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 _SNIFF_BYTES = 64 * 1024

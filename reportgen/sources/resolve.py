@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from reportgen.errors import InputError
 from reportgen.sources.layout import (RAW_DIR_NAMES, RULE_DIR_NAMES, RULE_JSON_NAMES, SKIP_DIRS, TRACE_SUFFIXES,
-                                      find_traces)
+                                      find_traces, is_framework_trace)
 from reportgen.sources.arn import JOB_PREFIX, is_job_name, job_name_of, looks_like_arn, parse_arn
 
 KINDS = ("local", "s3", "processing-job", "training-job")
@@ -49,6 +49,8 @@ class ResolvedSource:
     # With ``defer_traces``: the PyTorch profiler traces, left in S3 for Dask workers to fetch
     # (bucket, ((key, size, etag), ...)) in the order ``kineto_files`` would have had; kineto_files is then ().
     trace_objects: tuple | None = None
+    # With ``defer_system``, likewise the framework traces (``layout.is_framework_trace``): the same shape.
+    framework_objects: tuple | None = None
 
 
 # ------------------------------------------------------------------------------------ entry point
@@ -96,8 +98,9 @@ def resolve_source(
     otherwise rule outputs are preferred and raw data is downloaded only when there are none.
     ``progress``: called with :class:`reportgen.sources.s3.Progress` snapshots while downloading.
     ``session_kwargs``: passed to :class:`boto3.Session` (e.g. ``{"profile_name": "dev"}`` for ``--profile``).
-    ``defer_system``: do not download the raw data's system metrics (``system/``); list them in
-    ``system_objects`` instead, for Dask workers that read S3 themselves (``--scheduler``).
+    ``defer_system``: do not download the raw data's system metrics (``system/``) and framework
+    traces; list them in ``system_objects`` / ``framework_objects`` instead, for Dask workers that
+    read S3 themselves (``--scheduler``).
     ``defer_traces``: the same for PyTorch profiler traces (``trace_objects``).
     """
     kind = classify(source)
@@ -290,6 +293,7 @@ class _Remote:
         self.system_objects: tuple | None = None
         self.defer_traces = False
         self.trace_objects: tuple | None = None
+        self.framework_objects: tuple | None = None
 
     def s3_cache(self, region: str | None):
         from reportgen.sources.aws import make_client
@@ -333,11 +337,17 @@ class _Remote:
 
         if self.defer_system:
             system = (root + "/system/") if root else "system/"
+            framework = (root + "/framework/") if root else "framework/"
+
             def is_metrics(o) -> bool:  # the JSON-lines files; small markers (training_job_end.ts) are fetched
                 return o.key.startswith(system) and o.key.endswith(".json")
 
+            def is_trace(o) -> bool:  # the traces; the TF profiler's .metadata markers are fetched
+                return o.key.startswith(framework) and is_framework_trace(tuple(o.key.split("/")))
+
             self.system_objects = (bucket, root, tuple((o.key, o.size, o.etag) for o in objects if is_metrics(o)))
-            objects = [o for o in objects if not is_metrics(o)]
+            self.framework_objects = (bucket, root, tuple((o.key, o.size, o.etag) for o in objects if is_trace(o)))
+            objects = [o for o in objects if not is_metrics(o) and not is_trace(o)]
             self._sync(cache, bucket, objects, None)  # no prune: cached system files stay for later runs
             folder = cache.prefix_dir(S3Uri(bucket, root))
             folder.mkdir(parents=True, exist_ok=True)
@@ -520,6 +530,7 @@ class _Remote:
             end_marker=_end_marker(raw_dir) if raw_dir is not None else None,
             system_objects=self.system_objects,
             trace_objects=self.trace_objects,
+            framework_objects=self.framework_objects,
             **extra,
         )
 

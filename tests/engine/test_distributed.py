@@ -137,6 +137,56 @@ def test_anomalies_and_foreign_node_records_match_single_machine(cluster, tmp_pa
     assert d.problems.counts == s.problems.counts
 
 
+def _damage_traces(prof: Path) -> list[Path]:
+    """A truncated trace (salvaged), a trace with B/E pairs and an unclosed B (the general path), an
+    event stamped in 1970 (a clock jump) and a file that is not JSON, among the synthetic traces."""
+    from reportgen.readers.framework import list_framework_files
+
+    files = list_framework_files(prof)
+    text = files[1].read_bytes()
+    files[1].write_bytes(text[: len(text) * 2 // 3])
+    folder = files[0].parent
+    base = int(files[0].name.split("_")[0])
+    (folder / f"{base + 5}_27-algo-1_pythontimeline.json").write_text(
+        '[{"name": "process_name", "ph": "M", "pid": 3, "args": {"name": "Step:ModeKeys.TRAIN"}},'
+        f'{{"name": "Step:ModeKeys.TRAIN", "ph": "B", "pid": 3, "ts": {base - 9_000_000}, "args": {{"step_num": 7}}}},'
+        f'{{"name": "Step:ModeKeys.TRAIN", "ph": "E", "pid": 3, "ts": {base - 8_000_000}}},'
+        f'{{"name": "open", "ph": "B", "pid": 3, "ts": {base - 7_000_000}}},'
+        '{"name": "jump", "ph": "X", "pid": 3, "ts": 1000000000000000, "dur": 10}]')
+    (folder / f"{base + 6}_27-algo-2_pythontimeline.json").write_bytes(b"\x00not json at all")
+    return list_framework_files(prof)
+
+
+def test_framework_traces_one_task_per_file_match_single_machine(cluster, tmp_path):
+    """Every trace file is a task of its own on a worker (its columns come back, the client merges
+    them in file order): the event table, the rule outputs, the timeline and data-quality.json are
+    those of the single-machine read, damaged traces and a clock jump included."""
+    from dask.distributed import Client
+
+    from reportgen.readers.distributed import framework_listing, read_traces
+    from reportgen.readers.framework import read_framework
+
+    prof = make_profile(tmp_path / "p", nodes=2, cores=4, gpus=1, duration_s=300)
+    traces = _damage_traces(prof)
+    single_out, dask_out = tmp_path / "single", tmp_path / "dask"
+    s = analyze(prof, single_out)
+    d = analyze(prof, dask_out, scheduler=cluster.scheduler_address)
+    assert outputs(dask_out) == outputs(single_out)
+    assert d.n_events == s.n_events > 1000
+    reasons = set(s.problems.counts)
+    assert any("clock jump" in r for r in reasons) and len(reasons) >= 3, reasons
+    assert d.problems.counts == s.problems.counts
+
+    ref_problems, problems = ProblemLog(), ProblemLog()
+    ref = read_framework(prof, ref_problems)
+    with Client(cluster.scheduler_address) as client:
+        listing = framework_listing(prof, problems)
+        assert [rel for _, rel in listing] == [str(p.relative_to(prof)) for p in traces]
+        events = read_traces(prof, problems, [rel for _, rel in listing], client=client)
+    assert events.equals(ref) and len(events) > 1000
+    assert problems.to_json() == ref_problems.to_json()
+
+
 def test_incremental_second_run_reads_no_system_file(bench_profile, single, tmp_path):
     cache = tmp_path / "cache"
     first = analyze(bench_profile, tmp_path / "1", cache_root=cache)

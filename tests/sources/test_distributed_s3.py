@@ -89,9 +89,51 @@ def test_workers_read_s3_objects_and_match_the_local_read(uploaded, profile, clu
     assert not list(empty_root.rglob("*"))  # nothing was written on the client's side
 
 
-def test_generate_pipeline_leaves_system_metrics_in_s3(uploaded, profile, tmp_path, monkeypatch):
-    """The pipeline path (as `generate s3://... --scheduler local:2`): the sources cache gets the framework
-    traces and the end marker but no system-metrics file, and the rule outputs equal the local ones."""
+def test_workers_read_framework_traces_from_s3_and_match_the_local_read(uploaded, profile, cluster, tmp_path,
+                                                                        monkeypatch):
+    """One task per trace file, each on a worker that downloads its own object: the merged event
+    table and the problems equal the single-machine read of the same files."""
+    from reportgen.readers.distributed import framework_listing, read_traces
+    from reportgen.readers.framework import list_framework_files, read_framework
+
+    s3 = client("s3")
+    listed = s3.list_objects_v2(Bucket=DASK_BUCKET, Prefix=f"{PREFIX}/framework/")["Contents"]
+    objects = tuple((o["Key"], o["Size"], o["ETag"].strip('"')) for o in listed)
+    spec = S3System(DASK_BUCKET, PREFIX, objects, region=REGION)
+    local_files = list_framework_files(profile)
+    assert len(local_files) >= 2
+    empty_root = tmp_path / "nothing-local"
+    empty_root.mkdir()
+    listing = framework_listing(empty_root, None, spec)
+    assert [rel for _, rel in listing] == [p.relative_to(profile).as_posix() for p in local_files]
+    seen_pids = []
+    from reportgen.readers import framework as fw_mod
+
+    real = fw_mod.table_of_files
+
+    def spy(files, problems):
+        def each():
+            for fe in files:
+                seen_pids.append(fe.stats.worker_pid)
+                yield fe
+        return real(each(), problems)
+
+    monkeypatch.setattr(fw_mod, "table_of_files", spy)
+    problems = ProblemLog()
+    events = read_traces(empty_root, problems, [rel for _, rel in listing], client=cluster, s3=spec)
+    worker_pids = set(cluster.run(os.getpid).values())
+    assert len(seen_pids) == len(local_files) and set(seen_pids) <= worker_pids and os.getpid() not in worker_pids
+    ref_problems = ProblemLog()
+    ref = read_framework(profile, ref_problems)
+    assert len(events) == len(ref) > 1000
+    assert events.equals(ref)
+    assert problems.to_json() == ref_problems.to_json()
+    assert not list(empty_root.rglob("*"))  # nothing was written on the client's side
+
+
+def test_generate_pipeline_leaves_system_metrics_and_traces_in_s3(uploaded, profile, tmp_path, monkeypatch):
+    """The pipeline path (as `generate s3://... --scheduler local:2`): the sources cache gets the end
+    marker but no system-metrics file and no framework trace, and the rule outputs equal the local ones."""
     from reportgen.pipeline import EngineOptions, SourceOptions, prepare_rule_outputs
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
@@ -102,7 +144,9 @@ def test_generate_pipeline_leaves_system_metrics_in_s3(uploaded, profile, tmp_pa
                                     progress=messages.append)
     assert prepared.used == "raw data"
     cached = [p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file()]
-    assert any("/framework/" in p for p in cached)
+    assert not [p for p in cached if "/framework/" in p]
+    n_traces = len(list((profile / "framework").rglob("*.json")))
+    assert n_traces >= 2 and any(f"{n_traces} framework traces stay in s3://" in m for m in messages)
     assert any(p.endswith("system/training_job_end.ts") for p in cached) or \
         not (profile / "system" / "training_job_end.ts").exists()
     assert not [p for p in cached if "/system/" in p and p.endswith(".json")]
