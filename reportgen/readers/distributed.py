@@ -381,14 +381,14 @@ def reduce_trace(root: str, rels: list[str], cap: int, s3: S3System | None = Non
     with contextlib.ExitStack() as stack:
         if s3 is not None:
             read_root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reportgen-s3-")))
-            _download(s3, rels, read_root)
+            download_objects(s3, rels, read_root)
         else:
             read_root = Path(root)
         path = read_root / rels[0]
         fe = read_trace_file(read_root, path, cap)
         nbytes = path.stat().st_size if path.is_file() else 0
     fe.stats = PieceStats(files=1, bytes=nbytes, seconds=time.perf_counter() - started, worker_pid=os.getpid(),
-                          peak_rss=_peak_rss())
+                          peak_rss=peak_rss())
     return fe
 
 
