@@ -161,3 +161,27 @@ def test_scheduler_local_2_through_write_kineto_outputs(synthetic, tmp_path):
     write_kineto_outputs(files, tmp_path / "dask", scheduler="local:2")
     for name in ("kineto.json", "profiler-reports/StepOutlier.json"):
         assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "here" / name).read_bytes()
+
+
+def test_the_kineto_section_leads_with_the_ranks_and_job_wide_tables_and_folds_each_rank(synthetic):
+    from reportgen.report.model import Details, Table
+    from reportgen.report.sections.kineto import build
+    from reportgen.rule_outputs import RuleOutputs
+
+    doc, _ = analyze_traces(synthetic["ddp4"])
+    section = build(RuleOutputs(folder=Path("job"), kineto=doc))
+    tables = [b for b in section.blocks if isinstance(b, Table)]
+    assert [t.id for t in tables[:3]] == ["kineto-ranks", "kineto-job-kernels", "kineto-job-ops"]
+    kernels = tables[1]
+    assert [row[0] for row in kernels.rows] == [k["name"] for k in doc["job"]["kernels"]["top"]]
+    nccl = next(row for row in kernels.rows if row[0].startswith("ncclKernel"))
+    # rank 2's kernels run 2x longer, so the others wait 2x longer in NCCL: rank 2 spends least there
+    ranks = {label: {k["name"]: k["total_ms"] for k in r["kernels"]["top"]} for label, r in doc["ranks"].items()}
+    totals = [ranks[label]["ncclKernel_AllReduce_RING_LL_Sum_float"] for label in "0123"]
+    assert nccl[1] == pytest.approx(sum(totals)) and nccl[5] == 4
+    assert nccl[6] == f"{min(totals):.2f} – {max(totals):.2f} (rank {'0123'[totals.index(max(totals))]})"
+    folded = [b for b in section.blocks if isinstance(b, Details)]
+    assert doc["straggler"]["rank"] == "2"
+    assert [d.summary.split(",")[0] for d in folded] == ["Rank 0", "Rank 1", "Rank 2 (the straggler)", "Rank 3"]
+    assert any(isinstance(b, Table) and b.id == "kineto-kernels-2" for b in folded[2].blocks)
+    assert section.data["job"] == doc["job"]

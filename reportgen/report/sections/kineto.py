@@ -8,7 +8,7 @@ operations, precision) plus the comparison of ranks that exposes a straggler.
 from __future__ import annotations
 
 from reportgen.report import charts
-from reportgen.report.model import Chart, ChartRow, Heading, Section, Table, Text
+from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Table, Text
 from reportgen.report.util import as_dict, as_list, number, slug
 from reportgen.rule_outputs import RuleOutputs
 
@@ -60,6 +60,59 @@ def _ranks_table(ranks: dict) -> Table:
                           "counted once). GPU active over the whole trace; GPU idle within the window from the "
                           "first to the last GPU activity, as HTA and TensorBoard count it. Empty: not in the "
                           "trace."))
+
+
+def _job_tables(job: dict, n_ranks: int) -> list:
+    """Kernels and CPU operators summed over every rank (``job`` in kineto.json; exact top 15)."""
+    blocks: list = []
+    kernels, ops = as_dict(job.get("kernels")), as_dict(job.get("cpu_ops"))
+    top = [as_dict(k) for k in as_list(kernels.get("top"))]
+    spread = ("One rank: the least and the most time one rank spent in it (among the ranks that ran it) and the "
+              "rank with the most; report.json has the exact values.")
+    if top:
+        blocks.append(Table(
+            "kineto-job-kernels", ["Kernel", "Time, all ranks (ms)", "Launches", "Mean (µs)", "Share of kernel time",
+                                   "Ranks", "One rank: least – most (ms)"],
+            [[str(k.get("name", "")), number(k.get("total_ms")), k.get("launches", 0), number(k.get("mean_us")),
+              number(k.get("pct")), k.get("ranks", 0), _spread(k)] for k in top],
+            ["text", "num2", "int", "num2", "pct", "int", "text"],
+            caption=(f"Top {len(top)} of {kernels.get('distinct', len(top))} distinct kernels of all {n_ranks} ranks "
+                     f"by total time (exact: every rank's every kernel summed); all kernels: "
+                     f"{number(kernels.get('total_ms'), 0.0):.2f} ms in {kernels.get('count', 0)} launches. {spread}")))
+    top_ops = [as_dict(o) for o in as_list(ops.get("top"))]
+    if top_ops:
+        blocks.append(Table(
+            "kineto-job-ops", ["CPU operator", "Time, all ranks (ms)", "Calls", "Mean (µs)", "Ranks",
+                               "One rank: least – most (ms)"],
+            [[str(o.get("name", "")), number(o.get("total_ms")), o.get("calls", 0), number(o.get("mean_us")),
+              o.get("ranks", 0), _spread(o)] for o in top_ops],
+            ["text", "num2", "int", "num2", "int", "text"],
+            caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators of all "
+                     f"{n_ranks} ranks by total inclusive time (exact). {spread}")))
+    return blocks
+
+
+def _spread(row: dict) -> str:
+    least, most = number(row.get("min_rank_ms")), number(row.get("max_rank_ms"))
+    if least is None or most is None:
+        return ""
+    if f"{least:.2f}" == f"{most:.2f}":
+        return f"{most:.2f} on each"
+    return f"{least:.2f} – {most:.2f} (rank {row.get('max_rank', '?')})"
+
+
+def _rank_summary(label: str, r: dict, straggler) -> str:
+    """One line for a rank's collapsed details."""
+    stats, gpu = as_dict(r.get("step_stats_ms")), as_dict(r.get("gpu"))
+    parts = [f"Rank {label}" + (" (the straggler)" if straggler is not None and str(straggler) == label else "")]
+    if number(stats.get("mean")) is not None:
+        parts.append(f"mean step {number(stats.get('mean')):.2f} ms")
+    if gpu.get("has_gpu_activity"):
+        parts.append(f"GPU active {number(gpu.get('active_pct'), 0.0):.1f} %")
+    kernels = as_dict(r.get("kernels"))
+    if number(kernels.get("total_ms")):
+        parts.append(f"kernels {number(kernels.get('total_ms')):.2f} ms")
+    return ", ".join(parts)
 
 
 def _gpu_idle_text(label: str, gpu: dict) -> Text | None:
@@ -225,6 +278,10 @@ def build(outputs: RuleOutputs) -> Section:
             f"{number(comparison.get('slowest_excess_pct'), 0.0):.1f} % above the median mean step time "
             f"(threshold {number(comparison.get('margin_pct'), 5.0):.0f} %).", tone="ok"))
     section.add(_ranks_table(ranks))
+    job = as_dict(doc.get("job"))
+    if len(ranks) > 1 and job:
+        section.add(Heading(f"Whole job: kernels and CPU operators over all {len(ranks)} ranks", 3))
+        section.add(*_job_tables(job, len(ranks)))
     means = {label: number(as_dict(r.get("step_stats_ms")).get("mean")) for label, r in ranks.items()}
     means = {k: v for k, v in means.items() if v is not None}
     waits = {label: _pct(as_dict(r.get("collectives")).get("step_share")) for label, r in ranks.items()}
@@ -236,19 +293,24 @@ def build(outputs: RuleOutputs) -> Section:
     if len(means) >= 2:
         section.add(Chart("kineto-step-by-rank", charts.hbar([f"rank {k}" for k in means], list(means.values()),
                                                              "Mean step time per rank", "ms"), NO_JS))
+    shown = _rank_order(ranks, straggler)
     hists = {}
-    for label, r in ranks.items():
-        h = as_dict(as_dict(r).get("step_hist"))
+    for label in shown:  # one overlaid histogram per rank is readable for a few ranks only
+        h = as_dict(as_dict(ranks[label]).get("step_hist"))
         if h.get("counts") and h.get("edges"):
             hists[f"rank {label}"] = (h["counts"], h["edges"])
     if hists:
-        section.add(Chart("kineto-step-hist", charts.histograms(hists, "Step-time distribution (ProfilerStep#N)",
-                                                                "Step duration in ms"), NO_JS))
-    shown = _rank_order(ranks, straggler)
+        title = "Step-time distribution (ProfilerStep#N)" + (
+            f", {len(hists)} of {len(ranks)} ranks" if len(shown) < len(ranks) else "")
+        section.add(Chart("kineto-step-hist", charts.histograms(hists, title, "Step duration in ms"), NO_JS))
     if len(shown) < len(ranks):
         section.add(Text(f"Details follow for {len(shown)} of {len(ranks)} ranks (the straggler, if any, first); "
                          "report.json holds every rank.", tone="note"))
     for label in shown:
-        section.add(*_rank_blocks(str(label), as_dict(ranks[label])))
-    section.data = {"comparison": comparison, "ranks": ranks}
+        blocks = _rank_blocks(str(label), as_dict(ranks[label]))
+        if len(ranks) > 1:  # the ranks table and the job-wide tables lead; each rank's detail on demand
+            section.add(Details(_rank_summary(str(label), as_dict(ranks[label]), straggler), blocks[1:]))
+        else:
+            section.add(*blocks)
+    section.data = {"comparison": comparison, "ranks": ranks, **({"job": job} if job else {})}
     return section
