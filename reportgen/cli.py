@@ -56,7 +56,8 @@ def _sources(*, recompute: bool = True, analysis: bool = True) -> argparse.Argum
                          help="override a rule parameter, e.g. LowGPUUtilization.threshold_p95=80 (repeatable)")
         src.add_argument("--config", type=Path, default=None, help="TOML or YAML file with rule parameters")
         src.add_argument("--scheduler", default=None, metavar="local[:N]|tcp://HOST:PORT",
-                         help="reduce the raw system metrics on Dask: a local cluster of N worker processes "
+                         help="reduce the raw system metrics (one task per node) and the PyTorch profiler "
+                              "traces (one task per rank) on Dask: a local cluster of N worker processes "
                               "(default: one per core) or an existing scheduler; needs pip install "
                               "'reportgen[dask]' (see docs/distributed.md)")
         src.add_argument("--incremental", action="store_true",
