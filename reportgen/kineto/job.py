@@ -47,6 +47,7 @@ from reportgen.kineto.analysis import TOP_KERNELS, TOP_OPS, analyze_trace, compa
 from reportgen.kineto.ranks import (cycle_order, group_traces_keyed, merge_cycles, rank_key, rank_label, rank_order,
                                     unique_labels, worker_of)
 from reportgen.kineto.reader import read_trace
+from reportgen.errors import InputError
 from reportgen.problems import DataProblem, ProblemLog
 from reportgen.readers.distributed import PieceStats as TaskStats
 from reportgen.readers.distributed import S3System, download_objects, peak_rss
@@ -172,6 +173,9 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
             futures = [client.submit(reduce_task, job, problems.cap, s3, one_rank, pure=False) for job in jobs]
             try:
                 results = client.gather(futures)
+            except Exception as err:
+                _explain_dask_failure(err)
+                raise
             finally:
                 for future in futures:
                     future.release()
@@ -209,6 +213,15 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
     doc["straggler"] = straggler_summary(doc["comparison"])
     doc["job"] = job_tables(summaries, labels)
     return doc, problems
+
+
+def _explain_dask_failure(err: Exception) -> None:
+    """A worker that died (out of memory, killed) is the environment, not a bug: one line, exit 2."""
+    from distributed import KilledWorker
+
+    if isinstance(err, KilledWorker):
+        raise InputError(f"--scheduler: a Dask worker died while analysing PyTorch profiler traces ({err}); each "
+                         "worker needs the memory of one rank's traces (docs/distributed.md)") from None
 
 
 def straggler_summary(comparison: dict) -> dict | None:

@@ -185,3 +185,26 @@ def test_the_kineto_section_leads_with_the_ranks_and_job_wide_tables_and_folds_e
     assert [d.summary.split(",")[0] for d in folded] == ["Rank 0", "Rank 1", "Rank 2 (the straggler)", "Rank 3"]
     assert any(isinstance(b, Table) and b.id == "kineto-kernels-2" for b in folded[2].blocks)
     assert section.data["job"] == doc["job"]
+
+
+def test_a_dask_worker_that_died_is_a_one_line_input_error(synthetic):
+    pytest.importorskip("distributed")
+    from types import SimpleNamespace
+
+    from distributed import KilledWorker
+
+    from reportgen.errors import InputError
+
+    class DyingCluster:  # what a client reports when the worker running a task was killed (e.g. out of memory)
+        def submit(self, *args, **kwargs):
+            return self
+
+        def release(self):
+            pass
+
+        def gather(self, futures):
+            raise KilledWorker("reduce_task-1234", SimpleNamespace(address="tcp://10.0.0.7:40000"), 3)
+
+    with pytest.raises(InputError, match=r"^--scheduler: a Dask worker died while analysing PyTorch profiler "
+                                         r"traces \(.*reduce_task-1234.*\); each worker needs"):
+        analyze_traces(synthetic["ddp4"], client=DyingCluster())
