@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 import threading
 import traceback
 import types
@@ -32,9 +33,11 @@ _LOCK = threading.Lock()  # one shell per process: notebooks run one at a time
 
 def available() -> bool:
     """True unless another IPython shell (a Jupyter kernel, an IPython session) lives in this process."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    return not InteractiveShell.initialized() or isinstance(InteractiveShell.instance(), _shell_class())
+    module = sys.modules.get("IPython.core.interactiveshell")
+    if module is None:  # IPython not even imported: no shell here (and no import on the engine's time)
+        return True
+    shell = module.InteractiveShell
+    return not shell.initialized() or isinstance(shell.instance(), _shell_class())
 
 
 def register() -> None:
@@ -51,12 +54,18 @@ def _new_output(kind: str, **fields):
 
 
 _CLASSES: dict = {}
+_DEFINING = threading.Lock()  # the classes are made once, also when two threads ask at the same time
 
 
 def _shell_class():
     """The IPython shell whose display publisher and display hook collect outputs instead of printing."""
-    if "shell" in _CLASSES:
+    with _DEFINING:
+        if "shell" not in _CLASSES:
+            _CLASSES["shell"] = _define_shell_class()
         return _CLASSES["shell"]
+
+
+def _define_shell_class():
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
     from IPython.core.interactiveshell import InteractiveShell
@@ -93,7 +102,6 @@ def _shell_class():
         display_pub_class = Type(CollectingPublisher)
         displayhook_class = Type(CollectingHook)
 
-    _CLASSES["shell"] = CollectingShell
     return CollectingShell
 
 
@@ -133,8 +141,13 @@ def _run_cell(shell, source: str, count: int) -> tuple[list, BaseException | Non
 
 
 def _engine_class():
-    if "engine" in _CLASSES:
+    with _DEFINING:
+        if "engine" not in _CLASSES:
+            _CLASSES["engine"] = _define_engine_class()
         return _CLASSES["engine"]
+
+
+def _define_engine_class():
     from papermill.engines import Engine
 
     class InProcessEngine(Engine):
@@ -162,5 +175,4 @@ def _engine_class():
                 shell.reset(new_session=False)  # the notebook's objects go with the run
             nb_man.nb.metadata["language_info"] = dict(LANGUAGE_INFO)
 
-    _CLASSES["engine"] = InProcessEngine
     return InProcessEngine
