@@ -39,7 +39,10 @@ def _clean(value):
 
 
 def script_json(data) -> str:
-    text = json.dumps(_clean(data), default=_json_default, separators=(",", ":"), allow_nan=False)
+    try:  # most charts hold no NaN/Infinity: the C encoder alone, without walking every value in Python
+        text = json.dumps(data, default=_json_default, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(_clean(data), default=_json_default, separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
