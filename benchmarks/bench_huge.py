@@ -59,8 +59,8 @@ from reportgen.engine.timeline import build_timeline
 data, problems = load_data(Path(sys.argv[1]))
 values = sum(int(np.count_nonzero(~np.isnan(ns.take([j])))) for ns in data.nodes.values() for j in range(len(ns.columns)))
 rules = run_rules(data)
-build_timeline(data.nodes, data.events)
-print(json.dumps({"nodes": list(data.nodes), "values": values, "events": len(data.events),
+build_timeline(data.nodes, data.events, extent_us=data.framework.extent)
+print(json.dumps({"nodes": list(data.nodes), "values": values, "events": data.framework.n_events,
                   "problems": problems.total, "by_reason": dict(problems.counts)}))
 """
 

@@ -58,18 +58,23 @@ def load_data(raw_root: Path, problems: ProblemLog | None = None, *, scheduler: 
 
 
 def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=None):
+    from reportgen.engine.framework_events import merge_summaries, summarize_file
     from reportgen.engine.model import AnalysisData, time_axis
-    from reportgen.readers.ingest import read_profile
+    from reportgen.readers.ingest import TraceReduction, read_profile
 
     raw_root = Path(raw_root)
     problems = problems or ProblemLog()
+    # The framework traces are reduced file by file (here, or on the Dask workers) to what the rules
+    # read, and merged exactly: the client never holds the whole event table (engine.framework_events).
     profile = read_profile(raw_root, problems, scheduler=scheduler, cache_root=cache_root, s3_system=s3_system,
-                           s3_framework=s3_framework)
-    system, events = profile.system, profile.events
-    if not system.nodes and len(events) == 0:
+                           s3_framework=s3_framework, traces=TraceReduction(summarize_file, merge_summaries))
+    system, fw = profile.system, profile.events
+    if not system.nodes and fw.n_events == 0:
+        fw.close()
         raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework traces)")
-    t0, n_windows = time_axis(system.nodes, events, profile.first_key_us)
-    return AnalysisData(nodes=system.nodes, events=events, t0_us=t0, n_windows=n_windows), problems, system
+    t0, n_windows = time_axis(system.nodes, fw, profile.first_key_us)
+    data = AnalysisData(nodes=system.nodes, events=fw.rows, t0_us=t0, n_windows=n_windows, framework=fw)
+    return data, problems, system
 
 
 RULE_THREADS = 2  # the rules are pure functions of read-only data; numpy lets two run at once
@@ -102,7 +107,7 @@ def _evaluate(data, params, progress, threads: int, timeline: bool) -> tuple[dic
         if with_timeline:
             from reportgen.engine.timeline import build_timeline
 
-            return build_timeline(data.nodes, data.events)
+            return build_timeline(data.nodes, data.events, extent_us=data.framework.extent)
         return None
 
     if threads <= 1:
@@ -131,7 +136,10 @@ def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | No
     if progress:
         progress("reading raw profiler data")
     data, problems, system = _load(Path(raw_root), None, scheduler, cache_root, s3_system, s3_framework)
-    rules, timeline_doc = _evaluate(data, params, progress, RULE_THREADS, timeline=True)
+    try:
+        rules, timeline_doc = _evaluate(data, params, progress, RULE_THREADS, timeline=True)
+    finally:
+        data.framework.close()  # the spilled correlation columns (engine.framework_events)
     report_dir = out_dir / "profiler-reports"
     paths = {}
     for name, doc in rules.items():
@@ -144,5 +152,5 @@ def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | No
     tl = out_dir / "timeline.json"
     write_json_atomic(tl, timeline_doc)
     return AnalysisResult(rules=rules, problems=problems, report_dir=report_dir, rule_paths=paths,
-                          data_quality_path=dq, timeline_path=tl, nodes=list(data.nodes), n_events=len(data.events),
+                          data_quality_path=dq, timeline_path=tl, nodes=list(data.nodes), n_events=data.framework.n_events,
                           system_files=system.files, system_files_read=system.files_read)

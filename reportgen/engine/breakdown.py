@@ -18,37 +18,46 @@ from reportgen.engine.stats import merged_segments, union_length
 CPU, GPU, STEP, FWD, BWD, GENERAL, HOROVOD = range(7)
 
 
+def _phase_class(p: str) -> int:
+    low = p.lower()
+    if "cpu" in low:
+        return CPU
+    if "gpu" in low:
+        return GPU
+    if "Step" in p:
+        return STEP
+    if p == "Forward-SubModuleInternal":
+        return FWD
+    if p == "Backward-SubModuleInternal":
+        return BWD
+    return GENERAL
+
+
 def classify(events: pd.DataFrame) -> np.ndarray:
     """Class code per event (vectorised over the categorical phase column)."""
     if len(events) == 0:
         return np.zeros(0, np.int8)
     phase = events["phase"].cat
-    cats = [str(c) for c in phase.categories]
-    base = np.full(len(cats) + 1, GENERAL, np.int8)
-    for i, p in enumerate(cats):
-        low = p.lower()
-        if "cpu" in low:
-            base[i] = CPU
-        elif "gpu" in low:
-            base[i] = GPU
-        elif "Step" in p:
-            base[i] = STEP
-        elif p == "Forward-SubModuleInternal":
-            base[i] = FWD
-        elif p == "Backward-SubModuleInternal":
-            base[i] = BWD
+    base = np.array([_phase_class(str(c)) for c in phase.categories] + [GENERAL], np.int8)
     cls = base[phase.codes]
     horovod = text_match(events["file_type"], lambda s: s == "") & (cls == GENERAL)
     cls[horovod] = HOROVOD
     return cls
 
 
-def _sums(df: pd.DataFrame, key: str) -> pd.Series:
-    """Duration sums per ``key`` in order of first appearance."""
-    if len(df) == 0:
+def classify_groups(groups: pd.DataFrame) -> np.ndarray:
+    """Class code per (phase, file_type, name) group, as ``classify`` gives each of its events."""
+    cls = np.array([_phase_class(str(p)) for p in groups["phase"]], np.int8)
+    horovod = np.array([str(f) == "" for f in groups["file_type"]], bool) & (cls == GENERAL)
+    cls[horovod] = HOROVOD
+    return cls
+
+
+def _sums(groups: pd.DataFrame, key: str) -> pd.Series:
+    """Duration sums per ``key`` in order of first appearance (``groups`` are in that order)."""
+    if len(groups) == 0:
         return pd.Series(dtype=np.int64)
-    s = df.groupby(key, observed=True, sort=False)["dur_us"].sum()
-    return s
+    return groups.groupby(key, sort=False)["dur"].sum()
 
 
 def _normalise(s: pd.Series) -> dict:
@@ -81,18 +90,29 @@ def others_time(steps: pd.DataFrame) -> int:
 
 
 def breakdown(events: pd.DataFrame, with_others: bool) -> dict:
+    """The breakdown of a whole event table (``breakdown_of_groups`` of its groups)."""
+    from reportgen.engine.framework_events import groups_of_table
+
+    return breakdown_of_groups(groups_of_table(events), events if with_others else None)
+
+
+def breakdown_of_groups(groups: pd.DataFrame, step_rows: pd.DataFrame | None = None) -> dict:
     """Details keys ratio, phase, phase_time, CPU, CPU_total, GPU, GPU_total, general,
-    forward_backward, horovod (the optional ones only when there is data)."""
-    cls = classify(events)
+    forward_backward, horovod (the optional ones only when there is data), from the events' duration
+    sums per (phase, file_type, name) in first-appearance order (``engine.framework_events``).
+    ``step_rows``: events holding at least every training-step event with a step number, for the
+    "others" time (OverallFrameworkMetrics); None leaves it out."""
+    cls = classify_groups(groups)
     out: dict = {}
-    cpu, gpu = events[cls == CPU], events[cls == GPU]
+    cpu, gpu = groups[cls == CPU], groups[cls == GPU]
     cpu_phase, gpu_phase = _sums(cpu, "phase"), _sums(gpu, "phase")
     # GPU phases first, then CPU phases; each label carries its own share (correctly paired).
     out["ratio"] = _normalise(pd.concat([gpu_phase, cpu_phase]))
-    steps = events[cls == STEP]
+    steps = groups[cls == STEP]
     step_sums = _sums(steps, "phase")
-    if with_others and len(steps):
-        with_num = steps[text_match(steps["step_num"], lambda s: s != "")]
+    if step_rows is not None and len(steps) and len(step_rows):
+        rows = step_rows[classify(step_rows) == STEP]
+        with_num = rows[text_match(rows["step_num"], lambda s: s != "")]
         if len(with_num):
             step_sums = pd.concat([step_sums, pd.Series({"others": others_time(with_num)})])
     out["phase"] = _normalise(step_sums)
@@ -101,14 +121,15 @@ def breakdown(events: pd.DataFrame, with_others: bool) -> dict:
         out["CPU"], out["CPU_total"] = _filter(_sums(cpu, "name"))
     if len(gpu):
         out["GPU"], out["GPU_total"] = _filter(_sums(gpu, "name"))
-    general = _sums(events[cls == GENERAL], "phase")
+    general = _sums(groups[cls == GENERAL], "phase")
     if len(general):
         out["general"] = _normalise(general)
-    fwd = int(events["dur_us"].to_numpy()[cls == FWD].sum())
-    bwd = int(events["dur_us"].to_numpy()[cls == BWD].sum())
+    dur = groups["dur"].to_numpy()
+    fwd = int(dur[cls == FWD].sum())
+    bwd = int(dur[cls == BWD].sum())
     if (cls == FWD).any() and (cls == BWD).any() and fwd + bwd > 0:
         out["forward_backward"] = {"Forward pass": fwd / (fwd + bwd) * 100, "Backward pass": bwd / (fwd + bwd) * 100}
-    hvd = _sums(events[cls == HOROVOD], "name")
+    hvd = _sums(groups[cls == HOROVOD], "name")
     if len(hvd):
         hvd = hvd[hvd > 0]
         out["horovod"] = _filter(hvd)[0] if len(hvd) else {}

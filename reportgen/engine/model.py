@@ -8,7 +8,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from reportgen.readers.clock import PLAUSIBLE_EPOCH_US
+from reportgen.engine.framework_events import FrameworkEvents
 
 
 class NodeTable(Protocol):
@@ -48,11 +48,18 @@ class AnalysisData:
     is analysed."""
 
     nodes: dict[str, NodeTable]
-    events: pd.DataFrame
+    events: pd.DataFrame  # the framework events the rules read row by row (at least ``framework.rows``)
     t0_us: int
     n_windows: int
     window_us: int = SCAN_INTERVAL_US
     extra: dict = field(default_factory=dict)
+    # Sums, extents and the correlation store of all framework events (``engine.framework_events``);
+    # built from ``events`` when not given (a whole table in memory).
+    framework: FrameworkEvents | None = None
+
+    def __post_init__(self):
+        if self.framework is None:
+            self.framework = FrameworkEvents.from_table(self.events)
 
     def window_start(self, k: int) -> int:
         return int(self.t0_us + k * self.window_us)
@@ -65,23 +72,24 @@ class AnalysisData:
         return self.window_of_us(np.asarray(t_s, dtype=np.float64) * 1e6)
 
 
-def time_axis(nodes: dict[str, NodeTable], events: pd.DataFrame, first_file_key_us: int | None,
+def time_axis(nodes: dict[str, NodeTable], events, first_file_key_us: int | None,
               window_us: int = SCAN_INTERVAL_US) -> tuple[int, int]:
     """``(t0_us, n_windows)``: T0 = first system file key (minute start) or the earliest plausible
-    framework event start if earlier; the grid extends to the last system sample / event end."""
+    framework event start if earlier; the grid extends to the last system sample / event end.
+    ``events``: an event table or ``FrameworkEvents``."""
     starts, ends = [], []
     if first_file_key_us is not None:
         starts.append(int(first_file_key_us))
     for ns in nodes.values():
         starts.append(int(ns.first_ts * 1e6))
         ends.append(int(ns.last_ts * 1e6))
-    if len(events):
-        ok = events["start_us"].to_numpy() >= PLAUSIBLE_EPOCH_US
-        if not ok.any() and not starts:  # only relative times (no base time anywhere): use them
-            ok = np.ones(len(events), dtype=bool)
-        if ok.any():
-            starts.append(int(events["start_us"].to_numpy()[ok].min()))
-            ends.append(int(events["end_us"].to_numpy()[ok].max()))
+    fw = events if isinstance(events, FrameworkEvents) else FrameworkEvents.from_table(events)
+    if fw.n_events:
+        # only relative times (no base time anywhere): use them
+        ext = fw.plausible_extent if fw.plausible_extent is not None or starts else fw.extent
+        if ext is not None:
+            starts.append(int(ext[0]))
+            ends.append(int(ext[1]))
     if not starts:
         return 0, 0
     t0 = min(starts) if first_file_key_us is None else min(int(first_file_key_us), min(starts))

@@ -140,13 +140,18 @@ def phase_timeline(events: pd.DataFrame, t_first: float, t_last: float, budget: 
     return out
 
 
-def build_timeline(nodes: dict, events: pd.DataFrame, budget: int = BUCKETS) -> dict:
+def build_timeline(nodes: dict, events: pd.DataFrame, budget: int = BUCKETS,
+                   extent_us: tuple[int, int] | None = None) -> dict:
+    """``events``: at least the steps and dataloader events (``phase_timeline``); ``extent_us``: the
+    (first start, last end) of all framework events, when ``events`` does not hold them all."""
     per_node = {node: node_timeline(ns, budget) for node, ns in nodes.items() if len(ns.tick_ts)}
     firsts = [ns.first_ts for ns in nodes.values()]
     lasts = [ns.last_ts for ns in nodes.values()]
-    if len(events):
-        firsts.append(events["start_us"].min() / 1e6)
-        lasts.append(events["end_us"].max() / 1e6)
+    if extent_us is None and len(events):
+        extent_us = (events["start_us"].min(), events["end_us"].max())
+    if extent_us is not None:
+        firsts.append(extent_us[0] / 1e6)
+        lasts.append(extent_us[1] / 1e6)
     t_first = min(firsts) if firsts else 0.0
     t_last = max(lasts) if lasts else 0.0
     return {

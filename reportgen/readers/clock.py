@@ -70,14 +70,26 @@ def drop_clock_outliers(nodes: dict[str, NodeSystem], events: pd.DataFrame, time
             first_ts=ns.first_ts if keep[0] else float(ticks[0]),
             last_ts=ns.last_ts if keep[-1] else float(ticks[-1]),
         )
-    if len(events):
-        start = events["start_us"].to_numpy()
-        end = events["end_us"].to_numpy()
-        # Events before PLAUSIBLE_EPOCH_US have no absolute time (a TF trace without its base time): kept.
-        bad = (start >= PLAUSIBLE_EPOCH_US) & ((start < lo_s * 1e6) | (end > hi_s * 1e6))
-        bad |= (start < PLAUSIBLE_EPOCH_US) & (end > hi_s * 1e6)
+    if events is not None and len(events):
+        bad = clock_outliers(events["start_us"].to_numpy(), events["end_us"].to_numpy(), time_range_us)
         if bad.any():
-            for node, count in events.loc[bad, "node_id"].astype(str).value_counts().sort_index().items():
-                problems.add(f"framework/{node}", None, REASON, int(count))
+            record_dropped_events(problems, events.loc[bad, "node_id"].astype(str).value_counts().to_dict())
             events = events.loc[~bad].reset_index(drop=True)
     return out, events
+
+
+def clock_outliers(start: np.ndarray, end: np.ndarray, time_range_us: tuple[int, int]) -> np.ndarray:
+    """Which events (start / end µs) lie outside the files' range +- ``SLACK_S``. Events before
+    PLAUSIBLE_EPOCH_US have no absolute time (a TF trace without its base time): kept unless they
+    end after the range. A per-event test, so a file's events can be filtered on their own."""
+    lo_s = time_range_us[0] / 1e6 - SLACK_S
+    hi_s = time_range_us[1] / 1e6 + SLACK_S
+    bad = (start >= PLAUSIBLE_EPOCH_US) & ((start < lo_s * 1e6) | (end > hi_s * 1e6))
+    bad |= (start < PLAUSIBLE_EPOCH_US) & (end > hi_s * 1e6)
+    return bad
+
+
+def record_dropped_events(problems: ProblemLog, by_node: dict[str, int]) -> None:
+    """The framework events dropped as clock jumps, one problem per node in node-name order."""
+    for node in sorted(by_node):
+        problems.add(f"framework/{node}", None, REASON, int(by_node[node]))

@@ -371,10 +371,16 @@ def framework_listing(root: Path, problems: ProblemLog | None = None, s3: S3Syst
     return sorted(((file_key_us(Path(r)), r) for r in rels), key=lambda kr: (kr[0], str(root / kr[1])))
 
 
-def reduce_trace(root: str, rels: list[str], cap: int, s3: S3System | None = None):
+def system_listing_keys(s3: S3System) -> list[int]:
+    """The minute keys (µs) of the system files in S3, as ``read_pieces`` lists them."""
+    return [k for k, _ in _s3_listing(s3)[0]]
+
+
+def reduce_trace(root: str, rels: list[str], cap: int, s3: S3System | None = None, reduce=None):
     """Worker side: one framework trace file (``rels[0]``) read into its event columns
-    (``readers.framework.FileEvents``). With ``s3`` the worker downloads it, and the TF profiler's
-    ``.metadata`` markers it needs (``rels[1:]``), into its own temporary folder first."""
+    (``readers.framework.FileEvents``), or what ``reduce`` (a picklable function of them) makes of
+    them. With ``s3`` the worker downloads it, and the TF profiler's ``.metadata`` markers it needs
+    (``rels[1:]``), into its own temporary folder first."""
     from reportgen.readers.framework import read_trace_file
 
     started = time.perf_counter()
@@ -387,6 +393,8 @@ def reduce_trace(root: str, rels: list[str], cap: int, s3: S3System | None = Non
         path = read_root / rels[0]
         fe = read_trace_file(read_root, path, cap)
         nbytes = path.stat().st_size if path.is_file() else 0
+    if reduce is not None:
+        fe = reduce(fe)
     fe.stats = PieceStats(files=1, bytes=nbytes, seconds=time.perf_counter() - started, worker_pid=os.getpid(),
                           peak_rss=peak_rss())
     return fe
@@ -407,15 +415,19 @@ def _tf_markers(root: Path, rel: str) -> list[str]:
         return []
 
 
-def read_traces(root: Path, problems: ProblemLog, files: list[str], *, client, s3: S3System | None = None, stop=None):
+def read_traces(root: Path, problems: ProblemLog, files: list[str], *, client, s3: S3System | None = None, stop=None,
+                reduce=None, merge=None):
     """The framework event table, one Dask task per trace file (``reduce_trace``); the client merges
     the per-file columns in file order as they arrive (``readers.framework.table_of_files``), so
-    the table and the problems are those of the single-machine read. ``stop``: checked between files."""
+    the table and the problems are those of the single-machine read. ``reduce`` (run on the
+    workers) and ``merge(iterable, problems)``: another per-file reduction and its merge
+    (``readers.ingest.TraceReduction``). ``stop``: checked between files."""
     from reportgen.readers.framework import table_of_files
 
     root = Path(root)
+    merge = merge or table_of_files
     futures = [client.submit(reduce_trace, str(root), [rel, *(_tf_markers(root, rel) if s3 is not None else [])],
-                             problems.cap, s3, pure=False) for rel in files]
+                             problems.cap, s3, reduce, pure=False) for rel in files]
 
     def arriving():
         for i, f in enumerate(futures):
@@ -428,7 +440,7 @@ def read_traces(root: Path, problems: ProblemLog, files: list[str], *, client, s
             yield fe
 
     try:
-        return table_of_files(arriving(), problems)
+        return merge(arriving(), problems)
     finally:
         left = [f for f in futures if f is not None]
         if left:

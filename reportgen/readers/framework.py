@@ -578,6 +578,22 @@ def table_of_files(files, problems: ProblemLog) -> pd.DataFrame:
     return out.table()
 
 
+def reduce_framework(root: Path, problems: ProblemLog, reduce, merge, stop=None):
+    """Every framework trace under ``root``, file after file: each read on its own
+    (``read_trace_file``), reduced by ``reduce(FileEvents)`` and handed to ``merge(iterable,
+    problems)`` before the next is read, so memory holds one file's events at a time. ``stop``: as
+    in ``read_framework``."""
+    files = list_framework_files(root, problems)
+
+    def reduced():
+        for p in files:
+            if stop is not None and stop.is_set():
+                return
+            yield reduce(read_trace_file(root, p, problems.cap))
+
+    return merge(reduced(), problems)
+
+
 def read_framework(root: Path, problems: ProblemLog, stop=None) -> pd.DataFrame:
     """Every framework trace under ``root`` as one event table. ``stop`` (a ``threading.Event``):
     checked between files, so a caller reading this in a thread can abandon it (Ctrl-C)."""

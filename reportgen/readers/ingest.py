@@ -11,6 +11,7 @@ the result into the rules' input (``engine.model.AnalysisData``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,29 +24,52 @@ from reportgen.problems import ProblemLog
 @dataclass
 class Profile:
     system: object  # readers.system.SystemData: per-node tick tables and the files' minute keys
-    events: object  # pandas.DataFrame: the framework event table
+    events: object  # pandas.DataFrame: the framework event table (or what TraceReduction.merge made)
     first_key_us: int | None  # the first system file's minute inside the job's time range
 
 
+@dataclass(frozen=True)
+class TraceReduction:
+    """How the framework traces are reduced instead of being held as one event table (the engine's
+    ``framework_events``): ``reduce(file_events, span)`` runs on each file's
+    ``readers.framework.FileEvents`` where the file is read (here, or on a Dask worker: it must be a
+    picklable module-level function) and drops the file's clock jumps (``span``: the files' time
+    range, ``readers.clock``); ``merge(iterable, problems)`` merges the results in file order and
+    returns an object with ``dropped`` (node -> events dropped as clock jumps)."""
+
+    reduce: object
+    merge: object
+
+
 def read_profile(raw_root: Path, problems: ProblemLog, *, scheduler: str | None = None,
-                 cache_root: Path | None = None, s3_system=None, s3_framework=None) -> Profile:
+                 cache_root: Path | None = None, s3_system=None, s3_framework=None,
+                 traces: TraceReduction | None = None) -> Profile:
     """Everything under ``raw_root`` (``system/`` and ``framework/``). ``scheduler`` (``local[:N]`` or
     ``tcp://host:port``): the system metrics and the framework traces are read on Dask;
     ``cache_root``: records of unchanged system files come from the ``--incremental`` cache;
     ``s3_system`` / ``s3_framework`` (``distributed.S3System``): the Dask workers fetch the system
-    files / the framework traces from S3 themselves. See docs/distributed.md."""
+    files / the framework traces from S3 themselves. ``traces``: the framework traces reduced file by
+    file (``Profile.events`` is then what its ``merge`` returns). See docs/distributed.md."""
     raw_root = Path(raw_root)
     if not raw_root.is_dir():
         raise InputError(f"raw profiler folder not found: {raw_root}")
     if (s3_system is not None or s3_framework is not None) and scheduler is None:
         raise InputError("raw data in S3 is read by Dask workers: give --scheduler")
-    system, events = _read_both(raw_root, problems, scheduler, cache_root, s3_system, s3_framework)
-    from reportgen.readers.clock import drop_clock_outliers, file_time_range_us
+    from reportgen.readers.clock import drop_clock_outliers, file_time_range_us, record_dropped_events
 
     # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
+    # The range comes from the file names alone; a per-file reduction needs it before the reading.
+    span = None
+    if traces is not None:
+        span = file_time_range_us(_system_keys(raw_root, s3_system) + _framework_keys(raw_root, s3_framework))
+    system, events = _read_both(raw_root, problems, scheduler, cache_root, s3_system, s3_framework, traces, span)
     sys_keys = system.file_keys_us
-    span = file_time_range_us(sys_keys + _framework_keys(raw_root, s3_framework))
-    system.nodes, events = drop_clock_outliers(system.nodes, events, span, problems)
+    if traces is None:
+        span = file_time_range_us(sys_keys + _framework_keys(raw_root, s3_framework))
+        system.nodes, events = drop_clock_outliers(system.nodes, events, span, problems)
+    else:
+        system.nodes, _ = drop_clock_outliers(system.nodes, None, span, problems)
+        record_dropped_events(problems, events.dropped)
     first_key = system.first_file_key_us
     if span is not None:
         first_key = min((k for k in sys_keys if span[0] <= k <= span[1]), default=None)
@@ -66,6 +90,17 @@ def read_system_metrics(raw_root: Path, problems: ProblemLog, *, client=None, ca
     return read_system(raw_root, problems)
 
 
+def _system_keys(raw_root: Path, s3_system) -> list[int]:
+    """The minute keys of the system files, as the system readers list them."""
+    if s3_system is not None:
+        from reportgen.readers.distributed import system_listing_keys
+
+        return system_listing_keys(s3_system)
+    from reportgen.readers.system import list_system_files
+
+    return [k for k, _ in list_system_files(raw_root)]
+
+
 def _framework_keys(raw_root: Path, s3_framework) -> list[int]:
     """The file-name times of the framework traces (in S3 when the workers read them there)."""
     if s3_framework is not None:
@@ -77,18 +112,26 @@ def _framework_keys(raw_root: Path, s3_framework) -> list[int]:
     return [file_key_us(p) for p in list_framework_files(raw_root)]
 
 
-def _read_traces(raw_root: Path, problems: ProblemLog, stop, client=None, s3_framework=None):
+def _read_traces(raw_root: Path, problems: ProblemLog, stop, client=None, s3_framework=None,
+                 traces: TraceReduction | None = None, span=None):
+    reduce = merge = None
+    if traces is not None:
+        reduce, merge = functools.partial(traces.reduce, span=span), traces.merge
     if client is None:
-        from reportgen.readers.framework import read_framework  # pandas: imported in this thread
+        from reportgen.readers.framework import read_framework, reduce_framework  # pandas: imported in this thread
 
+        if traces is not None:
+            return reduce_framework(raw_root, problems, reduce, merge, stop)
         return read_framework(raw_root, problems, stop)
     from reportgen.readers.distributed import framework_listing, read_traces
 
     files = [rel for _, rel in framework_listing(raw_root, problems, s3_framework)]
-    return read_traces(raw_root, problems, files, client=client, s3=s3_framework, stop=stop)
+    return read_traces(raw_root, problems, files, client=client, s3=s3_framework, stop=stop, reduce=reduce,
+                       merge=merge)
 
 
-def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system, s3_framework=None):
+def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system, s3_framework=None,
+               traces: TraceReduction | None = None, span=None):
     """System metrics in this thread, framework traces in a helper thread at the same time.
 
     The system side spends most of its time inside DuckDB (or waiting for Dask workers), which runs
@@ -104,12 +147,12 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
 
             client = stack.enter_context(dask_client(parse_scheduler(scheduler)))
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-traces"))
-        traces = pool.submit(_read_traces, raw_root, fw_problems, stop, client, s3_framework)
+        pending = pool.submit(_read_traces, raw_root, fw_problems, stop, client, s3_framework, traces, span)
         try:
             system = read_system_metrics(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system)
         except BaseException:
             stop.set()  # do not keep a failed or interrupted run waiting for the traces
             raise
-        events = traces.result()
+        events = pending.result()
     problems.merge(fw_problems)
     return system, events

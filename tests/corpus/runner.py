@@ -274,7 +274,7 @@ def records_used(source: Path, hook_spec: str | None = None) -> dict:
             try:
                 data, _ = load_data(source)
                 used["system_values"] = int(sum(np.count_nonzero(~np.isnan(n.values)) for n in data.nodes.values()))
-                used["events"] = int(len(data.events))
+                used["events"] = int(data.framework.n_events)
             except ReportgenError:
                 used["system_values"], used["events"] = 0, 0
     traces = find_traces(source)

@@ -187,6 +187,45 @@ def test_framework_traces_one_task_per_file_match_single_machine(cluster, tmp_pa
     assert problems.to_json() == ref_problems.to_json()
 
 
+def test_framework_summaries_are_reduced_on_the_workers(cluster, tmp_path):
+    """What ``analyze`` asks of the workers: each trace file reduced there (engine.framework_events),
+    only its key rows, group sums and correlation columns come back; merged, they equal the
+    summaries of the single-machine read."""
+    from functools import partial
+
+    from dask.distributed import Client
+
+    from reportgen.engine.framework_events import FileSummary, FrameworkEvents, merge_summaries, summarize_file
+    from reportgen.readers.distributed import framework_listing, read_traces
+    from reportgen.readers.framework import read_framework
+
+    prof = make_profile(tmp_path / "p", nodes=2, cores=4, gpus=1, duration_s=300)
+    seen: list = []
+
+    def merge(items, problems):
+        def each():
+            for fs in items:
+                seen.append(fs)
+                yield fs
+        return merge_summaries(each(), problems)
+
+    with Client(cluster.scheduler_address) as client:
+        listing = framework_listing(prof, None)
+        fw = read_traces(prof, ProblemLog(), [rel for _, rel in listing], client=client,
+                         reduce=partial(summarize_file, span=None), merge=merge)
+        worker_pids = set(client.run(os.getpid).values())
+    try:
+        assert len(seen) == len(listing) == 3 and all(isinstance(fs, FileSummary) for fs in seen)
+        assert {fs.stats.worker_pid for fs in seen} <= worker_pids and os.getpid() not in worker_pids
+        ref = FrameworkEvents.from_table(read_framework(prof, ProblemLog()))
+        assert fw.n_events == ref.n_events > 1000
+        assert sum(fs.rows.n_events for fs in seen) == len(fw.rows) < fw.n_events
+        assert fw.groups.to_dict("list") == ref.groups[list(fw.groups.columns)].to_dict("list")
+        assert (fw.extent, fw.plausible_extent) == (ref.extent, ref.plausible_extent)
+    finally:
+        fw.close()
+
+
 def test_incremental_second_run_reads_no_system_file(bench_profile, single, tmp_path):
     cache = tmp_path / "cache"
     first = analyze(bench_profile, tmp_path / "1", cache_root=cache)

@@ -78,7 +78,7 @@ def test_unreadable_hour_folder_is_counted_when_read_by_a_normal_user(shared_tmp
         "print(json.dumps({'counts': dict(problems.counts),"
         " 'items': [[p.file, p.reason] for p in problems.items],"
         " 'values': int(sum(np.count_nonzero(~np.isnan(n.values)) for n in data.nodes.values())),"
-        " 'events': int(len(data.events))}))\n"
+        " 'events': int(data.framework.n_events)}))\n"
     )
     proc = _as_unprivileged(code, shared_tmp)
     assert proc.returncode == 0, proc.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.engine.breakdown import breakdown, events_at_instants
+from reportgen.engine.breakdown import breakdown_of_groups
 from reportgen.engine.model import AnalysisData
 from reportgen.engine.rules._common import result
 
@@ -51,5 +51,5 @@ def evaluate_bottleneck(data: AnalysisData, params, second_dim: str, second_thre
     if fired.any():
         sel = is_bn & fired[win]
         instants = np.round(ts[sel] * 1e6).astype(np.int64)
-        details.update(breakdown(events_at_instants(data.events, instants), with_others=False))
+        details.update(breakdown_of_groups(data.framework.groups_at_instants(instants)))
     return result(int(fired.sum()), int(is_bn.sum()), details, len(ts), params)

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from reportgen.engine.framework_events import LOADER_PHASES
 from reportgen.engine.params import DataloaderParams
 from reportgen.engine.rules._common import result, text_match
 from reportgen.engine.stats import hist100, window_ends
 
-LOADER_PHASES = ("DataLoaderWorker", "DataLoaderIter")
-
 
 def evaluate(data, params: DataloaderParams | None = None) -> dict:
     p = params or DataloaderParams()
-    ev = data.events
+    ev = data.events  # at least the dataloader's events (engine.framework_events)
     details: dict = {}
-    if len(ev) == 0:
+    if data.framework.n_events == 0:
         return result(0, 0, details, 0, p)
     loaders = ev[text_match(ev["phase"], lambda s: s in LOADER_PHASES)]
     if len(loaders) == 0:
@@ -36,7 +35,7 @@ def evaluate(data, params: DataloaderParams | None = None) -> dict:
         details["pin_memory"] = bool(pin[-1])
     if len(workers):
         details["num_workers"] = int(workers[-1])
-    if text_match(ev["name"], lambda s: "Prefetch" in s).any():
+    if any("Prefetch" in str(name) for name in data.framework.groups["name"]):
         details["prefetch"] = True
     cores = max((len(ns.select("CPUUtilization")[0]) for ns in data.nodes.values()), default=0)
 

@@ -6,11 +6,11 @@ step end not covered by any step (the original's self-referential recurrence is 
 
 from __future__ import annotations
 
-from reportgen.engine.breakdown import breakdown
+from reportgen.engine.breakdown import breakdown_of_groups
 from reportgen.engine.params import OverallFrameworkMetricsParams
 from reportgen.engine.rules._common import result
 
 
 def evaluate(data, params: OverallFrameworkMetricsParams | None = None) -> dict:
     p = params or OverallFrameworkMetricsParams()
-    return result(0, 0, breakdown(data.events, with_others=True), 0, p)
+    return result(0, 0, breakdown_of_groups(data.framework.groups, data.events), 0, p)

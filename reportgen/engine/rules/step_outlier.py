@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.engine.breakdown import breakdown, events_in_intervals
+from reportgen.engine.breakdown import breakdown_of_groups
 from reportgen.engine.params import StepOutlierParams
 from reportgen.engine.rules._common import result, text_match
 from reportgen.engine.rules.max_initialization_time import step_events
-from reportgen.engine.stats import hist100, window_ends
+from reportgen.engine.stats import hist100, merged_segments, window_ends
 
 MIN_STEPS = 100
 
@@ -85,6 +85,6 @@ def evaluate(data, params: StepOutlierParams | None = None) -> dict:
                 "outliers": _outlier_list(gg["step_num"].astype(str).to_numpy()[out], s[out], dur[out]),
             }
     if triggered and corr_s:
-        sel = events_in_intervals(data.events, np.concatenate(corr_s), np.concatenate(corr_e))
-        details.update(breakdown(sel, with_others=False))
+        seg_s, seg_e = merged_segments(np.concatenate(corr_s), np.concatenate(corr_e))
+        details.update(breakdown_of_groups(data.framework.groups_in_intervals(seg_s, seg_e)))
     return result(triggered, violations, details, len(steps), p)

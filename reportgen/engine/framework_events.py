@@ -1,0 +1,353 @@
+"""The framework events as the rules read them, reduced per trace file and merged exactly.
+
+The rules need three things of the framework traces, none of which is the whole event table:
+
+* a few **kinds of rows**, one by one (``KEY_ROWS``): the training / evaluation steps (name with
+  ``Step:ModeKeys``: StepOutlier, MaxInitializationTime, the timeline), the dataloader's events
+  (Dataloader, the timeline) and the training-step phases with a step number (the "others" time of
+  OverallFrameworkMetrics). A few per step and worker, not per operator;
+* **duration sums per (phase, file type, name)** with the place of each group's first event
+  (``groups``): every figure of the time breakdown (``engine.breakdown``) is a sum of durations
+  over groups, and the order of its dictionaries is the order in which the keys first appear in
+  the start-sorted table. Durations are int64 µs, so sums are exact in any order; the first
+  appearance is the smallest (start, file, row) of the group, also exact in any order;
+* the **events active at given instants / overlapping given intervals** (the correlations of
+  CPUBottleneck, IOBottleneck and StepOutlier), which are only known after the system metrics and
+  the steps were analysed: the per-file ``times`` columns (start, end, group code; 20 bytes per
+  event) are kept aside (``EventStore``: in memory, or spilled to a temporary folder) and answer
+  those questions with the same group sums.
+
+``summarize_file`` is the per-file reduction (it runs where the file is read: in this process, file
+after file, or on a Dask worker) and applies the clock-jump filter of ``readers.clock`` to the file's
+events; ``merge_summaries`` merges the files in file order into ``FrameworkEvents``. The key rows are
+merged with the reader's own ``table_of_files``, so they are the rows, order and categories the
+full event table gives. ``FrameworkEvents.from_table`` builds the same from a full table (tests,
+notebooks): both paths give the same rule outputs byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from reportgen.readers.clock import PLAUSIBLE_EPOCH_US, clock_outliers
+from reportgen.readers.framework import CATEGORICAL, COLUMNS, FileEvents, empty_events, table_of_files
+
+LOADER_PHASES = ("DataLoaderWorker", "DataLoaderIter")
+LOADER_INIT_PHASE = "DataLoaderIterInitialize"
+STEP_NAME = "Step:ModeKeys"
+GROUP_KEYS = ("phase", "file_type", "name")
+
+
+def is_step_phase(phase: str) -> bool:
+    """``engine.breakdown``'s training-step class: a phase with "Step" that is not a CPU / GPU phase."""
+    low = phase.lower()
+    return "cpu" not in low and "gpu" not in low and "Step" in phase
+
+
+def _key_row_mask(names: list[str], phases: list[str], steps: list[str], name_c, phase_c, step_c) -> np.ndarray:
+    """Rows the rules read one by one (see the module docstring)."""
+    by_name = np.array([STEP_NAME in n for n in names] + [False], dtype=bool)
+    by_phase = np.array([p in LOADER_PHASES or p == LOADER_INIT_PHASE for p in phases] + [False], dtype=bool)
+    step_phase = np.array([is_step_phase(p) for p in phases] + [False], dtype=bool)
+    numbered = np.array([s != "" for s in steps] + [False], dtype=bool)
+    return by_name[name_c] | by_phase[phase_c] | (step_phase[phase_c] & numbered[step_c])
+
+
+def group_reduce(codes: np.ndarray, start: np.ndarray, dur: np.ndarray, rows: np.ndarray, n_groups: int):
+    """Per group code: (present codes, int64 duration sum, count, start and row of the first event
+    by (start, row)). int64 sums are exact whatever the order (and wrap the same way on overflow)."""
+    if not len(codes):
+        z = np.zeros(0, np.int64)
+        return z, z, z, z, z
+    order = np.lexsort((rows, start, codes))
+    c = codes[order]
+    first = np.r_[0, np.nonzero(c[1:] != c[:-1])[0] + 1]
+    sums = np.add.reduceat(dur[order].astype(np.int64), first)
+    counts = np.diff(np.r_[first, len(c)])
+    return c[first].astype(np.int64), sums, counts.astype(np.int64), start[order][first], rows[order][first]
+
+
+@dataclass
+class FileSummary:
+    """One trace file reduced (``summarize_file``); everything in it merges exactly."""
+
+    rows: FileEvents  # the key rows, all columns (with the file's problems)
+    groups: pd.DataFrame  # phase, file_type, name, dur, count, first_start, first_row
+    times: tuple  # (start int64, end int64, group code int32) of every event kept, in file order
+    n_events: int
+    extent: tuple | None  # (min start, max end) of the events kept
+    plausible_extent: tuple | None  # the same over events that start after PLAUSIBLE_EPOCH_US
+    dropped: dict  # node -> events dropped as clock jumps
+    stats: object = None  # readers.distributed.PieceStats when reduced on a Dask worker
+
+
+def summarize_file(fe: FileEvents, span: tuple[int, int] | None = None) -> FileSummary:
+    """The per-file reduction: ``fe`` (one file's columns) less its clock jumps (``span``: the files'
+    time range, ``readers.clock``), as key rows, group sums and the correlation columns."""
+    cols = fe.columns
+    n = fe.n_events
+    start, end = cols["start_us"], cols["end_us"]
+    dropped: dict = {}
+    keep = None
+    if span is not None and n:
+        bad = clock_outliers(start, end, span)
+        if bad.any():
+            nodes = np.asarray(fe.strings["node_id"], dtype=object)[cols["node_id"][bad]]
+            u, c = np.unique(nodes.astype(str), return_counts=True)
+            dropped = {str(k): int(v) for k, v in zip(u, c)}
+            keep = ~bad
+    if keep is not None:
+        cols = {c: cols[c][keep] for c in COLUMNS}
+        start, end = cols["start_us"], cols["end_us"]
+    n = len(start)
+    rows_idx = np.nonzero(keep)[0] if keep is not None else np.arange(n)
+    s = fe.strings
+    # group code per event from (phase, file_type, name) codes
+    if n:
+        triple = np.stack([cols["phase"], cols["file_type"], cols["name"]], axis=1).astype(np.int64)
+        uniq, gcode = np.unique(triple, axis=0, return_inverse=True)
+        gcode = gcode.reshape(-1).astype(np.int32)
+    else:
+        uniq, gcode = np.zeros((0, 3), np.int64), np.zeros(0, np.int32)
+    codes, sums, counts, fstart, frow = group_reduce(gcode, start, cols["dur_us"], rows_idx, len(uniq))
+    groups = pd.DataFrame({
+        "phase": [s["phase"][uniq[k, 0]] for k in codes], "file_type": [s["file_type"][uniq[k, 1]] for k in codes],
+        "name": [s["name"][uniq[k, 2]] for k in codes], "dur": sums, "count": counts, "first_start": fstart,
+        "first_row": frow,
+    })
+    # every group of the file is present (each has an event), so codes == arange: gcode indexes groups
+    key = _key_row_mask(s["name"], s["phase"], s["step_num"], cols["name"], cols["phase"], cols["step_num"]) \
+        if n else np.zeros(0, bool)
+    rows = FileEvents({c: cols[c][key] for c in COLUMNS}, dict(s), fe.problem_counts, fe.problem_items)
+    extent = plausible = None
+    if n:
+        extent = (int(start.min()), int(end.max()))
+        ok = start >= PLAUSIBLE_EPOCH_US
+        if ok.any():
+            plausible = (int(start[ok].min()), int(end[ok].max()))
+    return FileSummary(rows, groups, (start, end, gcode), n, extent, plausible, dropped)
+
+
+# ------------------------------------------------------------------------------------ groups
+
+
+def merge_groups(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Per-file group tables (each with a ``file`` column) -> one row per (phase, file_type, name):
+    summed durations and counts, the first event by (start, file, row); rows in first-appearance order."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame({"phase": [], "file_type": [], "name": [], "dur": np.zeros(0, np.int64),
+                             "count": np.zeros(0, np.int64)})
+    g = pd.concat(parts, ignore_index=True)
+    g = g.sort_values(["first_start", "file", "first_row"], kind="stable")
+    agg = g.groupby(list(GROUP_KEYS), sort=False)[["dur", "count"]].sum()
+    return agg.reset_index()
+
+
+def groups_of_table(events: pd.DataFrame) -> pd.DataFrame:
+    """``merge_groups`` of a whole event table (one "file": its rows in table order)."""
+    if len(events) == 0:
+        return merge_groups([])
+    keys = [events[k].astype(str).to_numpy() for k in GROUP_KEYS]
+    codes, uniq = pd.factorize(pd.MultiIndex.from_arrays(keys))
+    start = events["start_us"].to_numpy()
+    rows = np.arange(len(events))
+    c, sums, counts, fstart, frow = group_reduce(codes.astype(np.int64), start, events["dur_us"].to_numpy(), rows,
+                                                 len(uniq))
+    part = pd.DataFrame({"phase": [uniq[k][0] for k in c], "file_type": [uniq[k][1] for k in c],
+                         "name": [uniq[k][2] for k in c], "dur": sums, "count": counts, "first_start": fstart,
+                         "first_row": frow, "file": 0})
+    return merge_groups([part])
+
+
+# ------------------------------------------------------------------------------------ the store
+
+
+def _instant_hits(start: np.ndarray, end: np.ndarray, instants_sorted: np.ndarray) -> np.ndarray:
+    """``engine.breakdown.events_at_instants``'s test, per event: an instant t with start < t < end."""
+    hit = np.zeros(len(start), bool)
+    if not len(start) or not len(instants_sorted):
+        return hit
+    i = np.searchsorted(instants_sorted, start, side="right")
+    ok = i < len(instants_sorted)
+    hit[ok] = instants_sorted[i[ok]] < end[ok]
+    return hit
+
+
+def _interval_hits(start: np.ndarray, end: np.ndarray, seg_s: np.ndarray, seg_e: np.ndarray) -> np.ndarray:
+    """``engine.breakdown.events_in_intervals``'s test, per event: overlaps a merged closed segment."""
+    hit = np.zeros(len(start), bool)
+    if not len(start) or not len(seg_s):
+        return hit
+    i = np.searchsorted(seg_s, end, side="right") - 1
+    ok = i >= 0
+    hit[ok] = seg_e[i[ok]] >= start[ok]
+    return hit
+
+
+class EventStore:
+    """The correlation columns of every file (start, end, group code), in memory or, with
+    ``folder``, in one ``.npy`` triple per file there (so the client's memory does not grow with
+    the events); ``groups_where`` reads them back one file at a time."""
+
+    def __init__(self, folder: str | None = None):
+        self.folder = folder
+        self.files: list = []  # per file: (arrays or path stem, groups DataFrame)
+        # the folder goes when the store is closed, collected, or at exit (load_data's callers)
+        self._remove = weakref.finalize(self, shutil.rmtree, folder, True) if folder is not None else None
+
+    def add(self, times: tuple, groups: pd.DataFrame) -> None:
+        if self.folder is not None:
+            stem = os.path.join(self.folder, f"{len(self.files):08d}")
+            try:
+                for tag, arr in zip("seg", times):
+                    np.save(f"{stem}.{tag}.npy", arr, allow_pickle=False)
+                self.files.append((stem, groups))
+                return
+            except OSError:  # a full disk costs memory, not the run
+                pass
+        self.files.append((times, groups))
+
+    def _times(self, held):
+        if isinstance(held, str):
+            return tuple(np.load(f"{held}.{tag}.npy", allow_pickle=False) for tag in "seg")
+        return held
+
+    def groups_where(self, hits) -> pd.DataFrame:
+        """Merged groups of the events for which ``hits(start, end)`` is true."""
+        parts = []
+        for i, (held, groups) in enumerate(self.files):
+            start, end, gcode = self._times(held)
+            hit = hits(start, end)
+            if not hit.any():
+                continue
+            rows = np.nonzero(hit)[0]
+            c, sums, counts, fstart, frow = group_reduce(gcode[hit].astype(np.int64), start[hit], end[hit] - start[hit],
+                                                         rows, len(groups))
+            g = groups.iloc[c]
+            parts.append(pd.DataFrame({"phase": g["phase"].to_numpy(), "file_type": g["file_type"].to_numpy(),
+                                       "name": g["name"].to_numpy(), "dur": sums, "count": counts,
+                                       "first_start": fstart, "first_row": frow, "file": i}))
+        return merge_groups(parts)
+
+    def close(self) -> None:
+        self.files = []
+        if self._remove is not None:
+            self._remove()
+
+
+class TableStore:
+    """The correlations answered from a whole event table in memory (``FrameworkEvents.from_table``)."""
+
+    def __init__(self, events: pd.DataFrame):
+        self.events = events
+
+    def groups_where(self, hits) -> pd.DataFrame:
+        ev = self.events
+        if len(ev) == 0:
+            return merge_groups([])
+        hit = hits(ev["start_us"].to_numpy(), ev["end_us"].to_numpy())
+        return groups_of_table(ev[hit])
+
+    def close(self) -> None:
+        pass
+
+
+# ------------------------------------------------------------------------------------ merged
+
+
+@dataclass
+class FrameworkEvents:
+    """What the rules read of the framework traces (see the module docstring)."""
+
+    rows: pd.DataFrame  # the key rows, start-sorted like the event table (same columns)
+    groups: pd.DataFrame  # phase, file_type, name, dur, count in first-appearance order
+    n_events: int
+    extent: tuple | None  # (min start, max end) µs of all events
+    plausible_extent: tuple | None  # the same over events starting after PLAUSIBLE_EPOCH_US
+    store: object = None  # EventStore / TableStore
+    dropped: dict = field(default_factory=dict)  # node -> clock-jump events dropped
+
+    @classmethod
+    def from_table(cls, events: pd.DataFrame) -> "FrameworkEvents":
+        """The same from a whole event table held in memory (its rows serve as the key rows)."""
+        n = len(events)
+        extent = plausible = None
+        if n:
+            s, e = events["start_us"].to_numpy(), events["end_us"].to_numpy()
+            extent = (int(s.min()), int(e.max()))
+            ok = s >= PLAUSIBLE_EPOCH_US
+            if ok.any():
+                plausible = (int(s[ok].min()), int(e[ok].max()))
+        return cls(events, groups_of_table(events), n, extent, plausible, TableStore(events))
+
+    def groups_at_instants(self, instants_us) -> pd.DataFrame:
+        """Groups of the events active at any of the instants (``breakdown.events_at_instants``)."""
+        t = np.sort(np.asarray(instants_us, dtype=np.int64))
+        return self.store.groups_where(lambda s, e: _instant_hits(s, e, t))
+
+    def groups_in_intervals(self, seg_s: np.ndarray, seg_e: np.ndarray) -> pd.DataFrame:
+        """Groups of the events overlapping merged segments (``breakdown.events_in_intervals``)."""
+        return self.store.groups_where(lambda s, e: _interval_hits(s, e, seg_s, seg_e))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+def merge_summaries(summaries, problems, spill: bool = True) -> FrameworkEvents:
+    """``FileSummary`` objects in file order (an iterable: each is merged and dropped in turn) ->
+    ``FrameworkEvents``; the files' reading problems go to ``problems`` in file order. ``spill``:
+    the correlation columns go to a temporary folder instead of memory."""
+    folder = None
+    if spill:
+        try:
+            folder = tempfile.mkdtemp(prefix="reportgen-events-")
+        except OSError:
+            folder = None
+    store = EventStore(folder)
+    parts: list = []
+    n = 0
+    extents, plausibles = [], []
+    dropped: dict = {}
+
+    def each():
+        nonlocal n
+        for i, fs in enumerate(summaries):
+            n += fs.n_events
+            if fs.extent is not None:
+                extents.append(fs.extent)
+            if fs.plausible_extent is not None:
+                plausibles.append(fs.plausible_extent)
+            for node, k in fs.dropped.items():
+                dropped[node] = dropped.get(node, 0) + k
+            if fs.n_events:
+                parts.append(fs.groups.assign(file=i))
+                store.add(fs.times, fs.groups)
+            yield fs.rows
+
+    try:
+        rows = table_of_files(each(), problems)
+    except BaseException:
+        store.close()
+        raise
+
+    def span(ex):
+        return (min(a for a, _ in ex), max(b for _, b in ex)) if ex else None
+
+    return FrameworkEvents(rows, merge_groups(parts), n, span(extents), span(plausibles), store, dropped)
+
+
+def empty_framework() -> FrameworkEvents:
+    return FrameworkEvents.from_table(empty_events())
+
+
+__all__ = ["FrameworkEvents", "FileSummary", "summarize_file", "merge_summaries", "empty_framework",
+           "CATEGORICAL", "LOADER_PHASES"]
