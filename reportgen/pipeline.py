@@ -236,7 +236,15 @@ def _add_kineto(resolved, analysis_dir: Path, options: SourceOptions, progress: 
         progress(f"{len(files)} PyTorch profiler trace objects stay in s3://{bucket}/: the Dask workers read them")
     where = f" on Dask ({scheduler}, one task per rank)" if scheduler else ""
     progress(f"analysing {len(files)} PyTorch profiler trace file(s){where}")
-    return write_kineto_outputs(files, analysis_dir, params=options.rule_params, scheduler=scheduler, s3=s3)
+    stats: list = []
+    report_dir = write_kineto_outputs(files, analysis_dir, params=options.rule_params, scheduler=scheduler, s3=s3,
+                                      stats=stats)
+    if scheduler and stats:
+        peak = max(s.peak_rss for s in stats) / 1e6
+        progress(f"PyTorch profiler traces: {len(stats)} task(s) on {len({s.worker_pid for s in stats})} worker "
+                 f"process(es), {sum(s.bytes for s in stats) / 1e6:.1f} MB read there, largest worker peak "
+                 f"{peak:.0f} MB")
+    return report_dir
 
 
 def generate(source: str, output: Path, options: GenerateOptions = GenerateOptions(),

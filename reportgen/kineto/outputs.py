@@ -137,16 +137,16 @@ def _add_phases(path: Path, doc: dict) -> None:
 
 
 def write_kineto_outputs(files: list[Path], analysis_dir: Path, *, params=None, scheduler: str | None = None,
-                         s3=None) -> Path:
+                         s3=None, stats: list | None = None) -> Path:
     """Analyse ``files`` into ``analysis_dir`` (which may already hold the engine's outputs).
 
     Writes ``kineto.json``, merges StepOutlier into ``profiler-reports/StepOutlier.json`` and the
     traces' problems into ``data-quality.json``; returns the ``profiler-reports`` folder.
-    ``scheduler``, ``s3``: see :func:`analyze_job`.
+    ``scheduler``, ``s3``: see :func:`analyze_job`; ``stats`` receives each task's ``TaskStats``.
     """
     analysis_dir = Path(analysis_dir)
     report_dir = analysis_dir / "profiler-reports"
-    doc, problems = analyze_job(files, scheduler=scheduler, s3=s3)
+    doc, problems = analyze_traces(files, scheduler=scheduler, s3=s3, stats=stats)
     write_text_atomic(analysis_dir / KINETO_JSON, json.dumps(doc))
     step_params = (params or {}).get("StepOutlier") if isinstance(params, dict) else None
     rule_path = report_dir / "StepOutlier.json"

@@ -118,6 +118,13 @@ def test_generate_on_a_tcp_cluster_leaves_the_traces_in_s3_and_gets_the_same_kin
     assert prepared.used == "PyTorch profiler traces"
     assert not [p for p in cache.rglob("*") if p.is_file()]  # the client downloaded no trace
     assert any(f"{len(keys)} PyTorch profiler trace objects stay in s3://{BUCKET}/" in m for m in messages)
+    # 5 planned tasks + rank 1 again, on the two workers, every trace byte read there
+    sizes = {o["Key"]: o["Size"] for o in client("s3").list_objects_v2(Bucket=BUCKET, Prefix=PREFIX)["Contents"]}
+    again = sum(size for key, size in sizes.items() if "node0_201." in key or "node1_999." in key)
+    line = next(m for m in messages if m.startswith("PyTorch profiler traces: "))
+    assert line.startswith("PyTorch profiler traces: 6 task(s) on ") and " worker process(es), " in line
+    assert line.split(" on ")[1].split(" ")[0] in ("1", "2")
+    assert f", {(sum(sizes.values()) + again) / 1e6:.1f} MB read there" in line
     analysis = prepared.rule_dir.parent
     assert (analysis / "kineto.json").read_bytes() == expected
     doc = json.loads(expected)
