@@ -184,13 +184,11 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
         return results
 
     results = run(plan_tasks(names), False)
-    for i in range(len(names)):  # in file order, as a sequential read records them
-        for result in results:
-            if i in result.problems:
-                counts, items = result.problems[i]
-                problems.counts.update(counts)
-                problems.items.extend(items[: max(problems.cap - len(problems.items), 0)])
-                break
+    per_file = {i: found for result in results for i, found in result.problems.items()}
+    for i in sorted(per_file):  # in file order, as a sequential read records them
+        counts, items = per_file[i]
+        problems.counts.update(counts)
+        problems.items.extend(items[: max(problems.cap - len(problems.items), 0)])
     by_key: dict[tuple, list[RankSummary]] = {}
     for result in results:
         for summary in result.ranks:
