@@ -208,3 +208,35 @@ def test_a_dask_worker_that_died_is_a_one_line_input_error(synthetic):
     with pytest.raises(InputError, match=r"^--scheduler: a Dask worker died while analysing PyTorch profiler "
                                          r"traces \(.*reduce_task-1234.*\); each worker needs"):
         analyze_traces(synthetic["ddp4"], client=DyingCluster())
+
+
+def test_with_many_ranks_their_spread_leads_and_the_row_per_rank_table_and_charts_are_folded(synthetic):
+    import copy
+    import statistics
+
+    from reportgen.report.model import Chart, Details, Table
+    from reportgen.report.sections.kineto import MANY_RANKS, build
+    from reportgen.rule_outputs import RuleOutputs
+
+    doc, _ = analyze_traces(synthetic["ddp4"])
+    base = doc["ranks"]["0"]
+    ranks = {}
+    for i in range(MANY_RANKS + 4):  # 20 ranks, step means 100, 101, ... ms; rank 7 loads data for 40 % of its steps
+        r = copy.deepcopy(base)
+        r["step_stats_ms"]["mean"] = 100.0 + i
+        r["dataloader"]["step_share"] = 0.4 if i == 7 else 0.05 + i / 1000
+        ranks[str(i)] = r
+    many = dict(doc, ranks=ranks)
+    section = build(RuleOutputs(folder=Path("job"), kineto=many))
+    tables = [b for b in section.blocks if isinstance(b, Table)]
+    assert tables[0].id == "kineto-ranks-spread"
+    rows = {row[0]: row[1:] for row in tables[0].rows}
+    assert rows["Mean step (ms)"] == [100.0, "0", statistics.median(100.0 + i for i in range(20)), 119.0, "19", 20]
+    loader = rows["DataLoader share (%)"]
+    assert loader[:2] == [pytest.approx(5.0), "0"] and loader[3:5] == [pytest.approx(40.0), "7"]
+    folded = [b for b in section.blocks if isinstance(b, Details)]
+    assert folded[0].summary == "All 20 ranks, one row each"
+    assert [b.id for b in folded[0].blocks] == ["kineto-ranks"] and len(folded[0].blocks[0].rows) == 20
+    assert folded[1].summary.startswith("Collective wait and mean step time of all 20 ranks")
+    assert [b.id for b in folded[1].blocks if isinstance(b, Chart)] == ["kineto-wait-by-rank", "kineto-step-by-rank"]
+    assert not [b for b in section.blocks if isinstance(b, Chart) and b.id in ("kineto-wait-by-rank", "kineto-step-by-rank")]

@@ -14,6 +14,7 @@ from reportgen.rule_outputs import RuleOutputs
 
 SECTION_ID = "gpu-kernels-operators"
 DETAILED_RANKS = 8
+MANY_RANKS = 16  # above: the ranks' spread leads, the one-row-per-rank table and charts are folded
 NO_JS = "Chart (needs JavaScript); the numbers are in the tables of this section."
 
 
@@ -41,17 +42,9 @@ def _ranks_table(ranks: dict) -> Table:
     rows = []
     for label, r in ranks.items():
         r = as_dict(r)
-        stats = as_dict(r.get("step_stats_ms"))
-        gpu = as_dict(r.get("gpu"))
-        loader = as_dict(r.get("dataloader"))
-        collectives = as_dict(r.get("collectives"))
         cycles = number(r.get("cycles"))
         rows.append([str(label), int(cycles) if cycles is not None and abs(cycles) < 1e15 else None,
-                     len(as_list(r.get("steps"))),
-                     number(stats.get("mean")), number(stats.get("max")), _pct(loader.get("step_share")),
-                     number(loader.get("per_step_ms")), _pct(collectives.get("step_share")),
-                     number(gpu.get("active_pct")) if gpu.get("has_gpu_activity") else None,
-                     _pct(gpu.get("window_idle_share"))])
+                     len(as_list(r.get("steps"))), *_rank_metrics(r)])
     return Table("kineto-ranks", ["Rank", "Cycles", "Steps", "Mean step (ms)", "Max step (ms)", "DataLoader share",
                                   "DataLoader per step (ms)", "Collective wait", "GPU active (trace)",
                                   "GPU idle (active window)"],
@@ -60,6 +53,38 @@ def _ranks_table(ranks: dict) -> Table:
                           "counted once). GPU active over the whole trace; GPU idle within the window from the "
                           "first to the last GPU activity, as HTA and TensorBoard count it. Empty: not in the "
                           "trace."))
+
+
+def _rank_metrics(r: dict) -> list[float | None]:
+    """The ranks table's measures of one rank, in the order of ``RANK_METRICS``."""
+    stats, gpu = as_dict(r.get("step_stats_ms")), as_dict(r.get("gpu"))
+    loader, collectives = as_dict(r.get("dataloader")), as_dict(r.get("collectives"))
+    return [number(stats.get("mean")), number(stats.get("max")), _pct(loader.get("step_share")),
+            number(loader.get("per_step_ms")), _pct(collectives.get("step_share")),
+            number(gpu.get("active_pct")) if gpu.get("has_gpu_activity") else None, _pct(gpu.get("window_idle_share"))]
+
+
+RANK_METRICS = ("Mean step (ms)", "Max step (ms)", "DataLoader share (%)", "DataLoader per step (ms)",
+                "Collective wait (% of step time)", "GPU active, trace (%)", "GPU idle, active window (%)")
+
+
+def _spread_table(ranks: dict) -> Table:
+    """Many ranks in a few rows: per measure the least, the median and the most, and which ranks."""
+    per_rank = {label: _rank_metrics(as_dict(r)) for label, r in ranks.items()}
+    rows = []
+    for i, name in enumerate(RANK_METRICS):
+        found = sorted(((v[i], label) for label, v in per_rank.items() if v[i] is not None), key=lambda x: x[0])
+        if not found:
+            continue
+        mid = len(found) // 2
+        median = found[mid][0] if len(found) % 2 else (found[mid - 1][0] + found[mid][0]) / 2
+        rows.append([name, found[0][0], str(found[0][1]), median, found[-1][0], str(found[-1][1]), len(found)])
+    return Table("kineto-ranks-spread", ["Per rank", "Least", "Least at rank", "Median", "Most", "Most at rank",
+                                         "Ranks"], rows,
+                 ["text", "num2", "text", "num2", "num2", "text", "int"],
+                 caption=(f"{len(ranks)} ranks in a few rows: for each measure of the ranks table below, the least "
+                          "and the most a rank has (and which; ties: the first rank) and the median over the ranks "
+                          "that have it."))
 
 
 def _job_tables(job: dict, n_ranks: int) -> list:
@@ -277,7 +302,11 @@ def build(outputs: RuleOutputs) -> Section:
             f"No straggler: the slowest rank ({comparison['slowest']}) is "
             f"{number(comparison.get('slowest_excess_pct'), 0.0):.1f} % above the median mean step time "
             f"(threshold {number(comparison.get('margin_pct'), 5.0):.0f} %).", tone="ok"))
-    section.add(_ranks_table(ranks))
+    many = len(ranks) > MANY_RANKS
+    if many:
+        section.add(_spread_table(ranks), Details(f"All {len(ranks)} ranks, one row each", [_ranks_table(ranks)]))
+    else:
+        section.add(_ranks_table(ranks))
     job = as_dict(doc.get("job"))
     if len(ranks) > 1 and job:
         section.add(Heading(f"Whole job: kernels and CPU operators over all {len(ranks)} ranks", 3))
@@ -286,13 +315,18 @@ def build(outputs: RuleOutputs) -> Section:
     means = {k: v for k, v in means.items() if v is not None}
     waits = {label: _pct(as_dict(r.get("collectives")).get("step_share")) for label, r in ranks.items()}
     waits = {k: v for k, v in waits.items() if v is not None}
+    per_rank_charts = []
     if len(waits) >= 2:  # equal step times hide a straggler; the wait in collectives shows it
-        section.add(Chart("kineto-wait-by-rank", charts.hbar([f"rank {k}" for k in waits], list(waits.values()),
-                                                             "Collective wait per rank (% of profiled step time)",
-                                                             "%"), NO_JS))
+        per_rank_charts.append(Chart("kineto-wait-by-rank", charts.hbar(
+            [f"rank {k}" for k in waits], list(waits.values()), "Collective wait per rank (% of profiled step time)",
+            "%"), NO_JS))
     if len(means) >= 2:
-        section.add(Chart("kineto-step-by-rank", charts.hbar([f"rank {k}" for k in means], list(means.values()),
-                                                             "Mean step time per rank", "ms"), NO_JS))
+        per_rank_charts.append(Chart("kineto-step-by-rank", charts.hbar(
+            [f"rank {k}" for k in means], list(means.values()), "Mean step time per rank", "ms"), NO_JS))
+    if many and per_rank_charts:  # a bar per rank: tall; on demand
+        section.add(Details(f"Collective wait and mean step time of all {len(ranks)} ranks (charts)", per_rank_charts))
+    else:
+        section.add(*per_rank_charts)
     shown = _rank_order(ranks, straggler)
     hists = {}
     for label in shown:  # one overlaid histogram per rank is readable for a few ranks only
