@@ -17,7 +17,7 @@ from typing import Callable
 from reportgen.ci_outputs import junit_xml, markdown_summary
 from reportgen.errors import InputError, RenderError
 from reportgen.output_set import OutputSet, is_stdout
-from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html
+from reportgen.render.process import NotebookProcess
 from reportgen.rule_outputs import StagedRuleOutputs, check_rule_output_folder, export_rule_outputs
 from reportgen.workdir import work_folder
 from reportgen.sources.layout import local_job_name
@@ -276,7 +276,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
     if cost.prices_file or cost.instance or cost.count is not None:
         _check_cost_options(cost)
     with work_folder() as work_dir:
-        kernel = NotebookKernel(work_dir)  # a kernel process only inside another IPython shell (render/html.py)
+        maker = NotebookProcess(work_dir)  # gets ready to make the page while the engine runs (render/process.py)
         try:
             prepared = prepare_rule_outputs(source, work_dir, options.source, progress, stats)
             resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used
@@ -287,19 +287,18 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
                 description += " (raw profiler data is also available: --recompute analyses it with reportgen's engine)"
             if resolved.incomplete:
                 notes.insert(0, "The job was still running: this report covers the data written so far.")
-            progress("executing the analysis notebook")
+            progress("executing the analysis notebook and converting it to HTML")
             # The notebook reads the rule outputs (once; an unreadable one is an InputError) and writes
             # report.json into the work folder.
-            executed = execute_notebook({"source": str(rule_dir.resolve()), "output_dir": str(work_dir),
-                                         "job_name": options.job_name or resolved.job_name or local_job_name(source),
-                                         "standalone": True, "notes": notes, "description": description,
-                                         "incomplete": resolved.incomplete, "source_label": str(source),
-                                         "cost": _cost_parameter(resolved, cost)},
-                                        kernel=kernel)
+            page = maker.render({"source": str(rule_dir.resolve()), "output_dir": str(work_dir.resolve()),
+                                 "job_name": options.job_name or resolved.job_name or local_job_name(source),
+                                 "standalone": True, "notes": notes, "description": description,
+                                 "incomplete": resolved.incomplete, "source_label": str(source),
+                                 "cost": _cost_parameter(resolved, cost)},
+                                keep_notebook=bool(options.keep_notebook))
         finally:
-            kernel.close()
-        progress("converting to HTML")
-        html = notebook_to_html(executed)
+            maker.close()
+        html = page.html
         produced_json = work_dir / "report.json"
         if not produced_json.is_file():  # checked before anything is written: all outputs or none
             raise RenderError(f"the analysis notebook did not write report.json into {work_dir}")
@@ -311,9 +310,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
         if markdown:
             contents["--markdown"] = markdown_summary(data)
         if options.keep_notebook:
-            import nbformat
-
-            contents["--keep-notebook"] = nbformat.writes(executed)
+            contents["--keep-notebook"] = page.notebook
         kept = staged = None
         if options.rule_outputs is not None:
             kept = Path(options.rule_outputs)

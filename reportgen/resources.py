@@ -45,3 +45,13 @@ PLOTLY_TRACES = frozenset({"bar", "box", "contour", "heatmap", "histogram", "his
 def plotly_js() -> str:
     """plotly.js, inlined once per report (no CDN): the vendored cartesian bundle, 1.5 MB."""
     return (_PACKAGE / "vendor" / "plotly-cartesian.min.js").read_text(encoding="utf-8")
+
+
+def reportgen_pythonpath() -> str:
+    """PYTHONPATH for a child process (the notebook's worker or kernel) that must import the very reportgen
+    that is running, also from a source checkout: its folder first, then the caller's PYTHONPATH."""
+    import os
+
+    here = str(Path(__file__).resolve().parents[1])
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join([here, *[str(Path(p).resolve()) for p in rest]])

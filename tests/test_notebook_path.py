@@ -107,12 +107,14 @@ def test_unreadable_rule_output_in_the_notebook_stays_an_input_error(tmp_path):
     assert "CPUBottleneck.json" in str(info.value)
 
 
-def test_generate_on_a_local_folder_does_not_import_boto3(tmp_path):
-    """papermill's S3 handler would import boto3 (a third of papermill's import time) for nothing."""
+@pytest.mark.parametrize("page_process, imported", [("1", "[]"), ("0", "['papermill']")])
+def test_generate_on_a_local_folder_does_not_import_boto3(tmp_path, page_process, imported):
+    """papermill's S3 handler would import boto3 (a third of papermill's import time) for nothing; with the
+    page's worker process (render/process.py) this process imports not even papermill."""
     code = ("import sys; from pathlib import Path; from reportgen.pipeline import generate; "
             f"generate({str(ROOT / 'sample_data')!r}, Path({str(tmp_path / 'r.html')!r})); "
             "print(sorted(m for m in ('boto3', 'botocore', 'papermill') if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "REPORTGEN_NOTEBOOK_PROCESS": page_process})
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.strip() == "['papermill']"
+    assert run.stdout.strip() == imported

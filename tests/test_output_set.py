@@ -23,7 +23,7 @@ import pytest
 
 from reportgen import output_set, workdir
 from tests.corpus.make_corpus import good_framework, good_system
-from tests.corpus.runner import _fake_kernel
+from tests.corpus.runner import _fake_page_maker
 
 REPO = Path(__file__).resolve().parents[1]
 OLD = "old content, must survive\n"
@@ -42,10 +42,7 @@ def run(monkeypatch, capsysbinary):
     """``run(args) -> (exit code, stdout bytes, stderr text)`` of ``reportgen.cli.main(args)``."""
     from reportgen import cli, pipeline
 
-    kernel, execute, to_html = _fake_kernel()
-    monkeypatch.setattr(pipeline, "NotebookKernel", kernel)
-    monkeypatch.setattr(pipeline, "execute_notebook", execute)
-    monkeypatch.setattr(pipeline, "notebook_to_html", to_html)
+    monkeypatch.setattr(pipeline, "NotebookProcess", _fake_page_maker())
 
     def call(args: list[str]):
         code = cli.main([str(a) for a in args])

@@ -76,7 +76,7 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
             progress: Progress = silent) -> CompareResult:
     from reportgen.compare.output import to_markdown
     from reportgen.compare.session import open_comparison
-    from reportgen.render.html import NotebookKernel, execute_notebook, notebook_to_html
+    from reportgen.render.process import NotebookProcess
     from reportgen.resources import compare_notebook_path
 
     fmt, prices_file = options.fmt, options.a.prices_file
@@ -100,8 +100,8 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
         # absolute: the notebook runs with its own folder as the working directory, where a relative
         # output_dir would name a folder inside itself (compare.json was lost with a relative -o)
         work_dir = Path(work).resolve()
-        # the HTML page's kernel starts up while both sides are prepared
-        with NotebookKernel(work_dir) if fmt == "html" else contextlib.nullcontext() as kernel:
+        # the HTML page's worker gets ready while both sides are prepared (render/process.py)
+        with NotebookProcess(work_dir) if fmt == "html" else contextlib.nullcontext() as maker:
             a = _side_spec("A", source_a, work_dir, options.a, progress, options.source)
             b = _side_spec("B", source_b, work_dir, options.b, progress, options.source)
             prices = str(Path(prices_file).resolve()) if prices_file else ""
@@ -111,12 +111,9 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
                 text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
                 session.save_json(work_dir)
             else:
-                progress("executing the comparison notebook")
-                executed = execute_notebook({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
-                                             "standalone": True}, notebook=compare_notebook_path(), kernel=kernel)
-        if fmt == "html":
-            progress("converting to HTML")
-            text = notebook_to_html(executed)
+                progress("executing the comparison notebook and converting it to HTML")
+                text = maker.render({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
+                                     "standalone": True}, notebook=compare_notebook_path()).html
         produced = _produced_json(work_dir)
         outputs.commit({"-o": text, "--json": produced.read_text(encoding="utf-8")})
     return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started)

@@ -60,6 +60,13 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def compile_templates() -> None:
+    """Load and compile every block template now (the page's worker does it while the engine runs)."""
+    env = environment()
+    for name in env.list_templates(extensions=["j2"]):
+        env.get_template(name)
+
+
 @dataclass
 class Cell:
     """One table cell ready to print: the text shown, the exact value (``data-value``) when the text

@@ -6,6 +6,9 @@ import importlib
 import logging
 import re
 import sys
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from reportgen.atomic import write_text_atomic
@@ -14,48 +17,11 @@ from reportgen.render import disclaimer, inprocess
 from reportgen.resources import notebook_path, plotly_js, template_dir
 
 
-class NotebookKernel:
-    """Where the analysis notebook runs. Normally nowhere else: its cells run in this process
-    (``render.inprocess``), which already holds everything they import once the engine has run. Inside
-    another IPython shell (``generate`` called from Jupyter) a kernel process on this interpreter is
-    launched instead, before the engine runs, so that its start-up overlaps the engine's work.
-    ``close()`` ends that kernel; papermill does not, as it did not start it."""
-
-    def __init__(self, cwd: Path):
-        from reportgen.render import inprocess
-
-        self.manager = None
-        if inprocess.available():
-            return
-        from jupyter_core.utils import run_sync
-
-        from reportgen.render.kernel import ThisPythonKernelManager
-
-        self.manager = ThisPythonKernelManager(warm_imports=True)
-        # the connection file inside the run's work folder: a killed run leaves it nowhere else
-        # (the next run removes the dead run's work folder; see workdir.py)
-        self.manager.connection_file = str(Path(cwd) / "kernel-connection.json")
-        run_sync(self.manager.start_kernel)(cwd=str(cwd))
-
-    def __enter__(self) -> NotebookKernel:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        from jupyter_core.utils import run_sync
-
-        if self.manager is not None and self.manager.has_kernel:
-            run_sync(self.manager.shutdown_kernel)(now=True)  # also removes its connection file
-
-
-def execute_notebook(parameters: dict, notebook: Path | None = None, kernel: NotebookKernel | None = None,
-                     cwd: Path | None = None):
+def execute_notebook(parameters: dict, notebook: Path | None = None, cwd: Path | None = None):
     """Run the report notebook (or ``notebook``) with papermill and return the executed notebook (in memory:
     papermill saves nothing, neither per cell nor at the end). The cells run in this process
-    (``render.inprocess``) unless ``kernel`` holds a kernel process (see ``NotebookKernel``) or another
-    IPython shell lives here; then on a kernel process on this interpreter, in ``cwd``.
+    (``render.inprocess``), unless another IPython shell lives here (a Jupyter kernel calling reportgen):
+    then on a kernel process on this interpreter, in ``cwd``, so that the user's shell is never used.
 
     A failing cell fails the run, naming the section its cell shows: an ``InputError`` raised in the notebook
     (an unreadable rule output) stays an ``InputError`` (exit code 2), anything else is a ``RenderError``."""
@@ -63,9 +29,7 @@ def execute_notebook(parameters: dict, notebook: Path | None = None, kernel: Not
 
     papermill = _papermill()
     logging.getLogger("papermill").setLevel(logging.WARNING)
-    if kernel is not None and kernel.manager is not None:
-        engine = {"km": kernel.manager}
-    elif inprocess.available():
+    if inprocess.available():
         inprocess.register()
         engine = {"engine_name": inprocess.ENGINE_NAME}
     else:
@@ -115,12 +79,42 @@ def _failed_part(source: str, exec_count) -> str:
     return f"cell {exec_count}"
 
 
+@dataclass
+class Page:
+    html: str
+    notebook: str | None = None  # the executed notebook (.ipynb text), when asked for
+
+
+def render_page(parameters: dict, notebook: Path | None = None, keep_notebook: bool = False) -> Page:
+    """Execute the notebook in this process and convert it (what ``render.worker`` runs)."""
+    executed = execute_notebook(parameters, notebook=notebook)
+    html = notebook_to_html(executed)
+    if not keep_notebook:
+        return Page(html)
+    import nbformat
+
+    return Page(html, nbformat.writes(executed))
+
+
+def warm_up() -> None:
+    """Import what executing and converting the notebook needs (papermill, IPython's shell, nbconvert, the
+    report builders) and compile the templates, so that ``render_page`` then only runs and converts."""
+    _papermill()
+    inprocess.register()
+    import IPython.display  # noqa: F401  (what reportgen.notebook displays with)
+
+    import reportgen.report.build  # noqa: F401  (the report builders, pandas: what the notebook's cells run)
+    import reportgen.rule_outputs  # noqa: F401
+    from reportgen.render.blocks import compile_templates
+
+    compile_templates()
+    _ = _exporter(_report_exporter_class()).template
+
+
 def notebook_to_html(nb) -> str:
     """The executed notebook (a node) through nbconvert with our template; plotly.js, CSS and the chart
     loader are inlined once."""
     templates = template_dir()
-    exporter = _report_exporter_class()(template_name="reportgen", extra_template_basedirs=[str(templates)],
-                            exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     resources = {"reportgen": {
         "css": (templates / "reportgen" / "report.css").read_text(encoding="utf-8"),
         "charts_js": (templates / "reportgen" / "charts.js").read_text(encoding="utf-8"),
@@ -128,10 +122,21 @@ def notebook_to_html(nb) -> str:
         "disclaimer_short": disclaimer.SHORT,
         "disclaimer": disclaimer.FULL,
     }}
-    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    with _EXPORTING:
+        body, _ = _exporter(_report_exporter_class()).from_notebook_node(nb, resources=resources)
     return body
 
 
+_EXPORTING = threading.Lock()  # one exporter per process (its template compiled once): one page at a time
+
+
+@lru_cache(maxsize=2)
+def _exporter(exporter_class):
+    return exporter_class(template_name="reportgen", extra_template_basedirs=[str(template_dir())],
+                          exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+
+
+@lru_cache(maxsize=1)
 def _report_exporter_class():
     """nbconvert's HTML exporter without its last step. ``HTMLExporter.from_notebook_node`` re-parses the
     finished page with BeautifulSoup to add alt text to ``<img>`` elements and ``tabindex`` to JupyterLab

@@ -187,30 +187,28 @@ def _disk_full(after: int = 0):
 # ------------------------------------------------------------------------------------------ runs
 
 
-def _fake_kernel():
-    """Stand-ins for papermill + nbconvert that make the notebook's calls in this process."""
+def _fake_page_maker():
+    """A stand-in for the page's worker (papermill + nbconvert) that makes the notebook's calls in this process."""
     from reportgen.notebook import open_report
     from reportgen.render.blocks import render_header, render_section
+    from reportgen.render.html import Page
 
-    class NoKernel:
-        def __init__(self, cwd):
+    class InThisProcess:
+        def __init__(self, work_dir):
             pass
+
+        def render(self, parameters: dict, notebook=None, keep_notebook=False) -> Page:
+            keys = ("job_name", "standalone", "notes", "description", "incomplete", "source_label", "cost")
+            session = open_report(parameters["source"], **{k: parameters[k] for k in keys if k in parameters})
+            page = [render_header(session.report, session.generated_at, "test")]
+            page += [render_section(s) for s in session.report.sections]
+            session.save_json(parameters["output_dir"])
+            return Page("\n".join(page), "{}" if keep_notebook else None)
 
         def close(self):
             pass
 
-    def execute_notebook(parameters: dict, notebook=None, kernel=None) -> str:
-        keys = ("job_name", "standalone", "notes", "description", "incomplete", "source_label", "cost")
-        session = open_report(parameters["source"], **{k: parameters[k] for k in keys if k in parameters})
-        page = [render_header(session.report, session.generated_at, "test")]
-        page += [render_section(s) for s in session.report.sections]
-        session.save_json(parameters["output_dir"])
-        return "\n".join(page)
-
-    def notebook_to_html(page: str) -> str:
-        return page
-
-    return NoKernel, execute_notebook, notebook_to_html
+    return InThisProcess
 
 
 def run_in_process(source: Path, out_html: Path, hook_spec: str | None = None, case_dir: Path | None = None,
@@ -219,8 +217,8 @@ def run_in_process(source: Path, out_html: Path, hook_spec: str | None = None, c
 
     err = io.StringIO()
     tb = None
-    saved = pipeline.NotebookKernel, pipeline.execute_notebook, pipeline.notebook_to_html
-    pipeline.NotebookKernel, pipeline.execute_notebook, pipeline.notebook_to_html = _fake_kernel()
+    saved = pipeline.NotebookProcess
+    pipeline.NotebookProcess = _fake_page_maker()
     try:
         with hook(hook_spec, case_dir or source, out_html.parent), contextlib.redirect_stderr(err):
             extra = [a.replace("{out}", str(out_html.parent)) for a in extra_args or []]
@@ -230,7 +228,7 @@ def run_in_process(source: Path, out_html: Path, hook_spec: str | None = None, c
     except BaseException:  # noqa: BLE001 - a traceback is exactly what the corpus hunts for
         code, tb = -1, traceback.format_exc()
     finally:
-        pipeline.NotebookKernel, pipeline.execute_notebook, pipeline.notebook_to_html = saved
+        pipeline.NotebookProcess = saved
     return _collect(code, err.getvalue(), tb, out_html)
 
 

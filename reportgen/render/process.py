@@ -1,0 +1,114 @@
+"""The page is made by a second process that gets ready while the engine runs.
+
+Executing the analysis notebook (papermill) and converting it (nbconvert) first costs their imports —
+papermill, IPython, nbconvert, the report builders: about as much CPU as the engine itself on
+``sample_data``. ``NotebookProcess`` starts ``python -m reportgen.render.worker`` before the engine
+runs; the worker does those imports on another core (a process of its own: no lock or import order is
+shared with the engine's thread), then waits for one request. When the rule outputs are ready,
+``render`` sends the notebook's parameters; the worker runs the notebook in its own process
+(``render.inprocess``), converts it and writes the page (and, when asked, the executed notebook) into
+the run's work folder. ``benchmarks/README.md`` ("The notebook path") has the measurements.
+
+Where a second process cannot help (one usable CPU) or cannot start, the same work runs here
+(``render.html.render_page``): the result is the same page either way (tested).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from reportgen.errors import InputError, RenderError
+from reportgen.render.html import Page, render_page
+from reportgen.resources import reportgen_pythonpath
+
+REQUEST_VERSION = 1
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class NotebookProcess:
+    """The worker process of one run (see the module docstring); ``close()`` ends it in every case."""
+
+    def __init__(self, work_dir: Path):
+        self.work_dir = Path(work_dir).resolve()
+        self.process: subprocess.Popen | None = None
+        self.stderr_path = self.work_dir / "notebook-worker.stderr"
+        if usable_cpus() < 2 or os.environ.get("REPORTGEN_NOTEBOOK_PROCESS") == "0":
+            return
+        try:
+            with open(self.stderr_path, "wb") as stderr:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-m", "reportgen.render.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=stderr, cwd=self.work_dir, env={**os.environ, "PYTHONPATH": reportgen_pythonpath()})
+        except OSError:  # cannot fork or exec here (a locked-down container): the page is made in this process
+            self.process = None
+
+    def __enter__(self) -> NotebookProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def render(self, parameters: dict, notebook: Path | None = None, keep_notebook: bool = False) -> Page:
+        """Execute the notebook with ``parameters`` and convert it; errors as ``render.html.execute_notebook``
+        raises them (an ``InputError`` from the notebook stays one, anything else is a ``RenderError``)."""
+        if self.process is None:
+            return render_page(parameters, notebook=notebook, keep_notebook=keep_notebook)
+        html_path, notebook_path = self.work_dir / "page.html", self.work_dir / "executed.ipynb"
+        request = {"version": REQUEST_VERSION, "parameters": parameters,
+                   "notebook": str(notebook) if notebook else None,
+                   "html": str(html_path), "ipynb": str(notebook_path) if keep_notebook else None}
+        try:
+            self.process.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
+            self.process.stdin.close()
+            reply_line = self.process.stdout.readline()
+        except OSError:  # the worker is gone (killed, out of memory)
+            reply_line = b""
+        code = self.process.wait()
+        try:
+            reply = json.loads(reply_line) if reply_line else None
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            raise RenderError(f"the notebook process ended without a page (exit code {code}){self._stderr_tail()}")
+        if reply.get("error") == "input":
+            raise InputError(str(reply.get("message")))
+        if reply.get("error"):
+            raise RenderError(str(reply.get("message")))
+        return Page(html_path.read_text(encoding="utf-8"),
+                    notebook_path.read_text(encoding="utf-8") if keep_notebook else None)
+
+    def _stderr_tail(self) -> str:
+        try:
+            lines = self.stderr_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return f": {lines[-1][:300]}" if lines else ""
+
+    def close(self) -> None:
+        """The worker ends when its input closes (it was not needed: an error before the page); a worker that
+        does not end within seconds is killed."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        try:
+            if not process.stdin.closed:
+                process.stdin.close()
+        except OSError:
+            pass
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        finally:
+            process.stdout.close()

@@ -1,0 +1,65 @@
+"""``python -m reportgen.render.worker``: the process that makes the page (see ``render.process``).
+
+It imports what executing and converting the notebook needs, then reads one request (a JSON line:
+the notebook's parameters, where to write the page), runs the notebook in this process, converts it,
+writes the page and answers with one JSON line: ``{"ok": true}`` or ``{"error": "input"|"render",
+"message": ...}``. End of input before a request (the run failed before its page): it exits at once.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def warm_up() -> None:
+    """The imports and template compilation that make this process worth starting early."""
+    from reportgen.render.html import warm_up as html_warm_up
+
+    html_warm_up()
+
+
+def serve(stdin, stdout) -> int:
+    from pathlib import Path
+
+    from reportgen.errors import InputError, RenderError
+
+    try:
+        warm_up()
+    except Exception:  # noqa: BLE001 - the request below fails with the real error, worded
+        pass
+    line = stdin.readline()
+    if not line.strip():
+        return 0
+    try:
+        request = json.loads(line)
+        from reportgen.render.html import render_page
+
+        notebook = Path(request["notebook"]) if request.get("notebook") else None
+        page = render_page(request["parameters"], notebook=notebook, keep_notebook=bool(request.get("ipynb")))
+        Path(request["html"]).write_text(page.html, encoding="utf-8")
+        if request.get("ipynb"):
+            Path(request["ipynb"]).write_text(page.notebook, encoding="utf-8")
+        reply = {"ok": True}
+    except InputError as err:
+        reply = {"error": "input", "message": str(err)}
+    except RenderError as err:
+        reply = {"error": "render", "message": str(err)}
+    except Exception as err:  # noqa: BLE001 - reported to the run, which words it as a RenderError
+        reply = {"error": "render", "message": f"making the page failed: {type(err).__name__}: {err}"}
+    stdout.write(json.dumps(reply) + "\n")
+    stdout.flush()
+    return 0
+
+
+def main() -> int:
+    reply_to = sys.stdout
+    sys.stdout = sys.stderr  # nothing printed on the way may garble the one reply line
+    try:
+        return serve(sys.stdin, reply_to)
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the run reports it
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
