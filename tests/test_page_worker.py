@@ -4,9 +4,11 @@ never leaves the run hanging or half done."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -78,13 +80,25 @@ def test_a_killed_worker_is_a_render_error_not_a_hang(rule_dir, tmp_path):
     assert str(info.value).startswith("the notebook process ended without a page (exit code -9)")
 
 
-def test_an_unneeded_worker_ends_when_the_run_fails_before_its_page(tmp_path):
+def test_an_unneeded_worker_ends_at_once_when_the_run_fails_before_its_page(tmp_path):
     maker = NotebookProcess(tmp_path)
     worker = maker.process
     started = time.monotonic()
     maker.close()  # what generate's finally does after an input error in the engine
-    assert worker.returncode == 0 and time.monotonic() - started < 30
+    assert worker.returncode == -signal.SIGKILL and time.monotonic() - started < 5  # not waited for
     assert maker.process is None
+    maker.close()  # twice is harmless
+
+
+def test_a_bad_source_fails_as_fast_as_before(tmp_path):
+    """The worker's imports never delay an input error (it is killed, not waited for)."""
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "reportgen", "generate", str(tmp_path / "nothing-here"), "-o",
+                          str(tmp_path / "r.html")], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert run.returncode == 2 and run.stderr.startswith("reportgen: error: ")
+    assert not (tmp_path / "r.html").exists()
+    assert time.monotonic() - started < 30
 
 
 def test_without_a_worker_the_page_is_made_here(rule_dir, tmp_path, monkeypatch):

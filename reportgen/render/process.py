@@ -95,20 +95,16 @@ class NotebookProcess:
         return f": {lines[-1][:300]}" if lines else ""
 
     def close(self) -> None:
-        """The worker ends when its input closes (it was not needed: an error before the page); a worker that
-        does not end within seconds is killed."""
+        """End the worker in every case: after its answer it has exited already; one that was not needed (the
+        run failed before its page, Ctrl-C) is killed at once rather than waited for through its imports."""
         process, self.process = self.process, None
         if process is None:
             return
-        try:
-            if not process.stdin.closed:
-                process.stdin.close()
-        except OSError:
-            pass
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        if process.poll() is None:
             process.kill()
-            process.wait()
-        finally:
-            process.stdout.close()
+        process.wait()
+        for pipe in (process.stdin, process.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
