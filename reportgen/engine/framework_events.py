@@ -62,16 +62,21 @@ def _key_row_mask(names: list[str], phases: list[str], steps: list[str], name_c,
 
 def group_reduce(codes: np.ndarray, start: np.ndarray, dur: np.ndarray, rows: np.ndarray, n_groups: int):
     """Per group code: (present codes, int64 duration sum, count, start and row of the first event
-    by (start, row)). int64 sums are exact whatever the order (and wrap the same way on overflow)."""
+    by (start, row)); ``rows`` increase along the arrays. int64 sums are exact whatever the order
+    (and wrap the same way on overflow)."""
     if not len(codes):
         z = np.zeros(0, np.int64)
         return z, z, z, z, z
-    order = np.lexsort((rows, start, codes))
+    order = np.argsort(codes, kind="stable")
     c = codes[order]
     first = np.r_[0, np.nonzero(c[1:] != c[:-1])[0] + 1]
     sums = np.add.reduceat(dur[order].astype(np.int64), first)
     counts = np.diff(np.r_[first, len(c)])
-    return c[first].astype(np.int64), sums, counts.astype(np.int64), start[order][first], rows[order][first]
+    # the first event of each group by (start, row): a stable sort by start keeps rows in order
+    by_start = np.argsort(start, kind="stable")
+    present, at = np.unique(codes[by_start], return_index=True)
+    pick = by_start[at]
+    return present.astype(np.int64), sums, counts.astype(np.int64), start[pick], rows[pick]
 
 
 @dataclass
@@ -111,8 +116,11 @@ def summarize_file(fe: FileEvents, span: tuple[int, int] | None = None) -> FileS
     s = fe.strings
     # group code per event from (phase, file_type, name) codes
     if n:
-        triple = np.stack([cols["phase"], cols["file_type"], cols["name"]], axis=1).astype(np.int64)
-        uniq, gcode = np.unique(triple, axis=0, return_inverse=True)
+        # one int64 key per (phase, file_type, name) code triple (each code < its dictionary's size)
+        n_ft, n_name = len(s["file_type"]), len(s["name"])
+        key = (cols["phase"].astype(np.int64) * n_ft + cols["file_type"]) * n_name + cols["name"]
+        ukey, gcode = np.unique(key, return_inverse=True)
+        uniq = np.stack([ukey // (n_ft * n_name), (ukey // n_name) % n_ft, ukey % n_name], axis=1)
         gcode = gcode.reshape(-1).astype(np.int32)
     else:
         uniq, gcode = np.zeros((0, 3), np.int64), np.zeros(0, np.int32)
@@ -138,33 +146,81 @@ def summarize_file(fe: FileEvents, span: tuple[int, int] | None = None) -> FileS
 # ------------------------------------------------------------------------------------ groups
 
 
-def merge_groups(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """Per-file group tables (each with a ``file`` column) -> one row per (phase, file_type, name):
-    summed durations and counts, the first event by (start, file, row); rows in first-appearance order."""
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return pd.DataFrame({"phase": [], "file_type": [], "name": [], "dur": np.zeros(0, np.int64),
-                             "count": np.zeros(0, np.int64)})
-    g = pd.concat(parts, ignore_index=True)
-    g = g.sort_values(["first_start", "file", "first_row"], kind="stable")
-    agg = g.groupby(list(GROUP_KEYS), sort=False)[["dur", "count"]].sum()
-    return agg.reset_index()
+class GroupTotals:
+    """Duration sums per (phase, file_type, name) over files, merged exactly as files arrive:
+    int64 sums and counts added (any order gives the same integers), the first event kept by
+    (start, file, row), which is its place in the start-sorted event table. Memory: one entry per
+    distinct group, whatever the number of files or events."""
+
+    def __init__(self, labels: "GroupLabels | None" = None):
+        self.labels = labels if labels is not None else GroupLabels()
+        self.dur = np.zeros(0, np.int64)
+        self.count = np.zeros(0, np.int64)
+        self.first = np.zeros((0, 3), np.int64)  # start, file, row
+
+    def add(self, gids: np.ndarray, sums, counts, fstart, frow, file: int) -> None:
+        """One file's groups (``gids`` distinct, from ``labels``)."""
+        n = len(self.labels)
+        if len(self.dur) < n:
+            grow = max(n, 2 * len(self.dur)) - len(self.dur)
+            self.dur = np.concatenate([self.dur, np.zeros(grow, np.int64)])
+            self.count = np.concatenate([self.count, np.zeros(grow, np.int64)])
+            self.first = np.concatenate([self.first, np.full((grow, 3), np.iinfo(np.int64).max, np.int64)])
+        gids = np.asarray(gids, np.int64)
+        self.dur[gids] += np.asarray(sums, np.int64)
+        self.count[gids] += np.asarray(counts, np.int64)
+        new = np.stack([np.asarray(fstart, np.int64), np.full(len(gids), file, np.int64),
+                        np.asarray(frow, np.int64)], axis=1)
+        cur = self.first[gids]
+        better = (new[:, 0] < cur[:, 0]) | ((new[:, 0] == cur[:, 0]) & (
+            (new[:, 1] < cur[:, 1]) | ((new[:, 1] == cur[:, 1]) & (new[:, 2] < cur[:, 2]))))
+        self.first[gids[better]] = new[better]
+
+    def frame(self) -> pd.DataFrame:
+        """phase, file_type, name, dur, count of every group seen, in first-appearance order."""
+        k = min(len(self.dur), len(self.labels))
+        present = np.nonzero(self.count[:k] > 0)[0]
+        f = self.first[present]
+        order = present[np.lexsort((f[:, 2], f[:, 1], f[:, 0]))]
+        lab = self.labels.triples
+        return pd.DataFrame({"phase": [lab[i][0] for i in order], "file_type": [lab[i][1] for i in order],
+                             "name": [lab[i][2] for i in order], "dur": self.dur[order].astype(np.int64),
+                             "count": self.count[order].astype(np.int64)})
+
+
+class GroupLabels:
+    """Global ids of (phase, file_type, name) triples."""
+
+    def __init__(self):
+        self.ids: dict = {}
+        self.triples: list = []
+
+    def __len__(self) -> int:
+        return len(self.triples)
+
+    def of(self, phases, file_types, names) -> np.ndarray:
+        out = np.empty(len(phases), np.int64)
+        for i, t in enumerate(zip(phases, file_types, names)):
+            gid = self.ids.get(t)
+            if gid is None:
+                gid = self.ids[t] = len(self.triples)
+                self.triples.append(t)
+            out[i] = gid
+        return out
 
 
 def groups_of_table(events: pd.DataFrame) -> pd.DataFrame:
-    """``merge_groups`` of a whole event table (one "file": its rows in table order)."""
+    """The group sums of a whole event table (one "file": its rows in table order)."""
+    totals = GroupTotals()
     if len(events) == 0:
-        return merge_groups([])
+        return totals.frame()
     keys = [events[k].astype(str).to_numpy() for k in GROUP_KEYS]
     codes, uniq = pd.factorize(pd.MultiIndex.from_arrays(keys))
-    start = events["start_us"].to_numpy()
-    rows = np.arange(len(events))
-    c, sums, counts, fstart, frow = group_reduce(codes.astype(np.int64), start, events["dur_us"].to_numpy(), rows,
-                                                 len(uniq))
-    part = pd.DataFrame({"phase": [uniq[k][0] for k in c], "file_type": [uniq[k][1] for k in c],
-                         "name": [uniq[k][2] for k in c], "dur": sums, "count": counts, "first_start": fstart,
-                         "first_row": frow, "file": 0})
-    return merge_groups([part])
+    c, sums, counts, fstart, frow = group_reduce(codes.astype(np.int64), events["start_us"].to_numpy(),
+                                                 events["dur_us"].to_numpy(), np.arange(len(events)), len(uniq))
+    gids = totals.labels.of([uniq[k][0] for k in c], [uniq[k][1] for k in c], [uniq[k][2] for k in c])
+    totals.add(gids, sums, counts, fstart, frow, 0)
+    return totals.frame()
 
 
 # ------------------------------------------------------------------------------------ the store
@@ -193,27 +249,29 @@ def _interval_hits(start: np.ndarray, end: np.ndarray, seg_s: np.ndarray, seg_e:
 
 
 class EventStore:
-    """The correlation columns of every file (start, end, group code), in memory or, with
+    """The correlation columns of every file (start, end, global group id), in memory or, with
     ``folder``, in one ``.npy`` triple per file there (so the client's memory does not grow with
     the events); ``groups_where`` reads them back one file at a time."""
 
-    def __init__(self, folder: str | None = None):
+    def __init__(self, labels: GroupLabels, folder: str | None = None):
+        self.labels = labels
         self.folder = folder
-        self.files: list = []  # per file: (arrays or path stem, groups DataFrame)
+        self.files: list = []  # per file: its arrays, or the path stem of their .npy files
         # the folder goes when the store is closed, collected, or at exit (load_data's callers)
         self._remove = weakref.finalize(self, shutil.rmtree, folder, True) if folder is not None else None
 
-    def add(self, times: tuple, groups: pd.DataFrame) -> None:
+    def add(self, times: tuple) -> None:
+        """(start, end, global group id) of one file's events."""
         if self.folder is not None:
             stem = os.path.join(self.folder, f"{len(self.files):08d}")
             try:
                 for tag, arr in zip("seg", times):
                     np.save(f"{stem}.{tag}.npy", arr, allow_pickle=False)
-                self.files.append((stem, groups))
+                self.files.append(stem)
                 return
             except OSError:  # a full disk costs memory, not the run
                 pass
-        self.files.append((times, groups))
+        self.files.append(times)
 
     def _times(self, held):
         if isinstance(held, str):
@@ -221,21 +279,18 @@ class EventStore:
         return held
 
     def groups_where(self, hits) -> pd.DataFrame:
-        """Merged groups of the events for which ``hits(start, end)`` is true."""
-        parts = []
-        for i, (held, groups) in enumerate(self.files):
-            start, end, gcode = self._times(held)
+        """Group sums of the events for which ``hits(start, end)`` is true."""
+        totals = GroupTotals(self.labels)
+        for i, held in enumerate(self.files):
+            start, end, gid = self._times(held)
             hit = hits(start, end)
             if not hit.any():
                 continue
             rows = np.nonzero(hit)[0]
-            c, sums, counts, fstart, frow = group_reduce(gcode[hit].astype(np.int64), start[hit], end[hit] - start[hit],
-                                                         rows, len(groups))
-            g = groups.iloc[c]
-            parts.append(pd.DataFrame({"phase": g["phase"].to_numpy(), "file_type": g["file_type"].to_numpy(),
-                                       "name": g["name"].to_numpy(), "dur": sums, "count": counts,
-                                       "first_start": fstart, "first_row": frow, "file": i}))
-        return merge_groups(parts)
+            c, sums, counts, fstart, frow = group_reduce(gid[hit].astype(np.int64), start[hit], end[hit] - start[hit],
+                                                         rows, len(self.labels))
+            totals.add(c, sums, counts, fstart, frow, i)
+        return totals.frame()
 
     def close(self) -> None:
         self.files = []
@@ -252,7 +307,7 @@ class TableStore:
     def groups_where(self, hits) -> pd.DataFrame:
         ev = self.events
         if len(ev) == 0:
-            return merge_groups([])
+            return GroupTotals().frame()
         hit = hits(ev["start_us"].to_numpy(), ev["end_us"].to_numpy())
         return groups_of_table(ev[hit])
 
@@ -312,25 +367,33 @@ def merge_summaries(summaries, problems, spill: bool = True) -> FrameworkEvents:
             folder = tempfile.mkdtemp(prefix="reportgen-events-")
         except OSError:
             folder = None
-    store = EventStore(folder)
-    parts: list = []
+    labels = GroupLabels()
+    store = EventStore(labels, folder)
+    totals = GroupTotals(labels)
     n = 0
-    extents, plausibles = [], []
+    extents: list = [None, None]  # all events, plausible ones: (min start, max end) so far
     dropped: dict = {}
+
+    def widen(k, ex):
+        if ex is not None:
+            cur = extents[k]
+            extents[k] = ex if cur is None else (min(cur[0], ex[0]), max(cur[1], ex[1]))
 
     def each():
         nonlocal n
         for i, fs in enumerate(summaries):
             n += fs.n_events
-            if fs.extent is not None:
-                extents.append(fs.extent)
-            if fs.plausible_extent is not None:
-                plausibles.append(fs.plausible_extent)
+            widen(0, fs.extent)
+            widen(1, fs.plausible_extent)
             for node, k in fs.dropped.items():
                 dropped[node] = dropped.get(node, 0) + k
             if fs.n_events:
-                parts.append(fs.groups.assign(file=i))
-                store.add(fs.times, fs.groups)
+                g = fs.groups
+                gids = labels.of(g["phase"].tolist(), g["file_type"].tolist(), g["name"].tolist())
+                totals.add(gids, g["dur"].to_numpy(), g["count"].to_numpy(), g["first_start"].to_numpy(),
+                           g["first_row"].to_numpy(), i)
+                start, end, gcode = fs.times
+                store.add((start, end, gids[gcode].astype(np.int32)))
             yield fs.rows
 
     try:
@@ -339,10 +402,7 @@ def merge_summaries(summaries, problems, spill: bool = True) -> FrameworkEvents:
         store.close()
         raise
 
-    def span(ex):
-        return (min(a for a, _ in ex), max(b for _, b in ex)) if ex else None
-
-    return FrameworkEvents(rows, merge_groups(parts), n, span(extents), span(plausibles), store, dropped)
+    return FrameworkEvents(rows, totals.frame(), n, extents[0], extents[1], store, dropped)
 
 
 def empty_framework() -> FrameworkEvents:

@@ -119,6 +119,9 @@ class _Same:
         self.value, self.n = value, n
 
 
+_COMPACT_CHUNKS = 256  # ``_Columns.add``: chunks per column before they are joined into one
+
+
 class _Columns:
     """Column lists for the file being read; ``flush()`` turns them into numpy chunks (numbers) and
     int32 codes into per-column string dictionaries (text), so memory holds ~40 bytes per event
@@ -190,6 +193,9 @@ class _Columns:
                 glob = np.array([d.setdefault(u, len(d)) for u in fe.strings[c]], dtype=np.int32)
                 arr = glob[arr] if len(glob) else arr
             self.chunks[c].append(arr)
+            if len(self.chunks[c]) >= _COMPACT_CHUNKS:
+                # many small files: one array per column instead of thousands of small ones
+                self.chunks[c] = [np.concatenate(self.chunks[c])]
 
     def append(self, start, end, name, phase, node, ftype, step, pid, tid, args):
         c = self.cols

@@ -195,3 +195,39 @@ def test_group_sums_are_exact_integers_beyond_float_precision():
     assert sums.tolist() == [2**53 + 2, 5] and counts.tolist() == [3, 1]
     assert fstart.tolist() == [1, 0] and frow.tolist() == [1, 3]  # first by (start, row)
     assert pd.Series(sums).dtype == np.int64
+
+
+def test_many_small_files_merge_like_one_table(tmp_path):
+    """300 trace files (more than the 256 chunks after which the key rows' columns are joined),
+    random events with many ties on start times across files: rows, group sums in first-appearance
+    order and correlations equal the whole table's."""
+    rng = np.random.default_rng(11)
+    root = tmp_path / "p"
+    d = root / "framework" / "pevents" / "2023111422"
+    d.mkdir(parents=True)
+    phases = {1: "Step:ModeKeys.TRAIN", 2: "cpu_functions", 3: "gpu_functions-dev:0", 4: "DataLoaderIter", 5: "misc"}
+    names = ["a", "b", "c", "d", "e", "f"]
+    for f in range(300):
+        evs = []
+        for _ in range(int(rng.integers(1, 8))):
+            proc = int(rng.integers(1, 6))
+            evs.append({"name": "Step:ModeKeys.TRAIN" if proc == 1 else str(rng.choice(names)), "ph": "X",
+                        "pid": proc, "ts": int(rng.integers(0, 50)) * 10, "dur": int(rng.integers(1, 400)),
+                        "args": {"step_num": int(rng.integers(0, 3)), "pid": 60 + proc}})
+        _trace(d, BASE + 1_000_000 + f, f"{27 + f % 3}-algo-1", evs, phases)
+    span = _span(root)
+    table = read_framework(root, ProblemLog())
+    ref = FrameworkEvents.from_table(table)
+    fw = _reduced(root, ProblemLog(), span)
+    try:
+        assert fw.n_events == len(table) > 600
+        assert fw.groups.to_dict("list") == ref.groups.to_dict("list")
+        assert len(fw.groups) == 1 + 3 * 6 + 6  # the step, 6 names in 3 other phases, + 6 in misc
+        key = table[table["phase"].astype(str).isin(["Step:ModeKeys.TRAIN", "DataLoaderIter"])].reset_index(drop=True)
+        assert fw.rows["start_us"].tolist() == key["start_us"].tolist()
+        assert fw.rows["node_id"].astype(str).tolist() == key["node_id"].astype(str).tolist()
+        for t in ([BASE + 55], [BASE + 5, BASE + 205, BASE + 433]):
+            assert fw.groups_at_instants(t).to_dict("list") == ref.groups_at_instants(t).to_dict("list")
+        assert breakdown_of_groups(fw.groups, fw.rows) == breakdown(table, with_others=True)
+    finally:
+        fw.close()
