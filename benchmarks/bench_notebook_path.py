@@ -1,14 +1,16 @@
 """The notebook path's overhead: ``reportgen generate`` against the engine alone, whole processes, interleaved.
 
-Usage: python benchmarks/bench_notebook_path.py [SOURCE] [--runs N] [--base DIR]   (default: sample_data, 5 runs)
+Usage: python benchmarks/bench_notebook_path.py [SOURCE] [--runs N] [--base DIR] [--in-process]
+       (default: sample_data, 5 runs)
 
 Each round runs, in turn, a fresh ``python -m reportgen generate SOURCE -o tmp/report.html -q`` and a fresh
 process that only runs the engine (``reportgen.engine.analyze``, what ``reportgen analyze`` runs), so both
 see the same machine load. Peak memory is the largest sum of the resident sizes of the process and its
-descendants (the notebook kernel included), sampled every 20 ms with psutil; CPU is the user + system time
+descendants (the page's worker process included), sampled every 20 ms with psutil; CPU is the user + system time
 of the process and its waited-for descendants. Prints the medians and the ratio. ``--base DIR``: a checkout
 of another commit (``git worktree add /tmp/base <commit>``) whose ``generate`` runs in the same rounds
-(through PYTHONPATH), for a before/after comparison under the same load.
+(through PYTHONPATH), for a before/after comparison under the same load. ``--in-process``: also
+``generate`` with ``REPORTGEN_NOTEBOOK_PROCESS=0`` (the page made in the same process, no worker).
 """
 
 from __future__ import annotations
@@ -56,17 +58,22 @@ def main() -> None:
     parser.add_argument("source", nargs="?", type=Path, default=ROOT / "sample_data")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--base", type=Path, default=None, help="another checkout whose generate runs too")
+    parser.add_argument("--in-process", action="store_true",
+                        help="also run generate with REPORTGEN_NOTEBOOK_PROCESS=0 (the page made in the same process)")
     args = parser.parse_args()
-    gen, eng, base = [], [], []
+    gen, eng, base, here = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.runs):
             gen.append(run([sys.executable, "-m", "reportgen", "generate", str(args.source), "-o",
                             f"{tmp}/report.html", "-q"]))
             eng.append(run([sys.executable, "-c", ENGINE_ONLY, str(args.source), f"{tmp}/engine"]))
+            if args.in_process:
+                here.append(run([sys.executable, "-m", "reportgen", "generate", str(args.source), "-o",
+                                 f"{tmp}/here.html", "-q"], env={**os.environ, "REPORTGEN_NOTEBOOK_PROCESS": "0"}))
             if args.base:
                 base.append(run([sys.executable, "-m", "reportgen", "generate", str(args.source), "-o",
                                  f"{tmp}/base.html", "-q"], env={**os.environ, "PYTHONPATH": str(args.base)}))
-    for name, runs in (("generate", gen), ("engine", eng), ("base gen", base)):
+    for name, runs in (("generate", gen), ("engine", eng), ("base gen", base), ("in-proc", here)):
         if not runs:
             continue
         times = [t for t, _, _ in runs]
@@ -75,6 +82,9 @@ def main() -> None:
     g, e = statistics.median(t for t, _, _ in gen), statistics.median(t for t, _, _ in eng)
     print(f"ratio:    {g / e:.2f}x wall, {statistics.median(c for *_, c in gen) / statistics.median(c for *_, c in eng):.2f}x "
           f"CPU, over {args.runs} interleaved runs; load average {os.getloadavg()[0]:.1f}")
+    if here:
+        h = statistics.median(t for t, _, _ in here)
+        print(f"in-process generate: {h / e:.2f}x wall")
 
 
 if __name__ == "__main__":
