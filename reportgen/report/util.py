@@ -15,10 +15,14 @@ def as_list(value) -> list:
 
 
 def number(value, default=None):
-    """A finite float, or ``default`` for anything else (strings, NaN, bools, None)."""
+    """A finite float, or ``default`` for anything else (strings, NaN, bools, None, an integer of 400 digits)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
-    return float(value) if math.isfinite(value) else default
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond float range, as JSON can hold
+        return default
+    return value if math.isfinite(value) else default
 
 
 def numeric_items(mapping) -> dict:
