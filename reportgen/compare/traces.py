@@ -35,13 +35,7 @@ def summarize(kineto, job_s) -> dict | None:
     loaders = [as_dict(r.get("dataloader")) for r in ranks]
     iterators = sorted({str(d["iterator"]) for d in loaders if isinstance(d.get("iterator"), str) and d["iterator"]})
     steps = _mean([len(r["steps"]) for r in ranks])
-    ops: dict[str, float] = {}
-    for r in ranks:
-        for op in as_list(as_dict(r.get("cpu_ops")).get("top")):
-            op = as_dict(op)
-            total = number(op.get("total_ms"))
-            if total is not None:
-                ops[str(op.get("name"))] = ops.get(str(op.get("name")), 0.0) + total / len(r["steps"]) / len(ranks)
+    ops, ops_exact = operator_ms_per_step(kineto, ranks)
     job_s = number(job_s)
     return {
         "ranks": len(ranks),
@@ -57,7 +51,45 @@ def summarize(kineto, job_s) -> dict | None:
         "iterators": iterators,
         "collective_share": _mean([number(as_dict(r.get("collectives")).get("step_share")) for r in ranks]),
         "op_ms_per_step": ops,
+        "op_ms_per_step_exact": ops_exact,
     }
+
+
+def operator_ms_per_step(kineto, ranks: list[dict]) -> tuple[dict[str, float], bool]:
+    """Each CPU operator's inclusive ms per profiled step of one rank, and whether that is exact.
+
+    ``ranks``: kineto.json's ranks that have profiled steps. Several ranks, every one with profiled
+    steps, and kineto.json's job-wide table (``job.cpu_ops.top``: every rank's every operator summed,
+    so its top 15 is exact): the operator's total over all ranks ÷ the profiled steps of all ranks.
+    With equal step counts on every rank (ranks step together) that is the mean over the ranks of each
+    rank's ms per step.
+
+    One rank: its own top 15 (total ÷ its steps), which is the job's. Several ranks without ``job`` (an
+    older kineto.json) or with a rank that has no profiled steps (the table counts its operators, the
+    divisor has no steps of it): the mean over the ranks of each rank's total ÷ its steps from each
+    rank's own top 15, not exact (an operator outside a rank's top 15 counts 0 there).
+    """
+    job = as_dict(as_dict(kineto).get("job"))
+    every_rank_stepped = len(ranks) == len(as_dict(as_dict(kineto).get("ranks")))
+    covered = job.get("ranks")
+    top = as_dict(job.get("cpu_ops")).get("top")
+    ops: dict[str, float] = {}
+    if (len(ranks) > 1 and every_rank_stepped and isinstance(top, list) and isinstance(covered, int)
+            and not isinstance(covered, bool) and covered == len(ranks)):
+        _add_ms(ops, top, sum(len(r["steps"]) for r in ranks), 1)
+        return ops, True
+    for r in ranks:
+        _add_ms(ops, as_list(as_dict(r.get("cpu_ops")).get("top")), len(r["steps"]), len(ranks))
+    return ops, len(ranks) == 1
+
+
+def _add_ms(ops: dict[str, float], rows: list, steps: int, ranks: int) -> None:
+    """Adds each row's ``total_ms`` ÷ ``steps`` ÷ ``ranks`` to its operator's entry (odd rows skipped)."""
+    for op in rows:
+        op = as_dict(op)
+        total = number(op.get("total_ms"))
+        if total is not None:
+            ops[str(op.get("name"))] = ops.get(str(op.get("name")), 0.0) + total / steps / ranks
 
 
 def _pct_change(a, b) -> float | None:
@@ -153,8 +185,18 @@ def operators_blocks(ta: dict | None, tb: dict | None) -> tuple[list, dict]:
     names = sorted(set(oa) | set(ob), key=lambda n: -max(oa.get(n, 0.0), ob.get(n, 0.0)))[:TOP_OPERATORS]
     rows = [[n, oa.get(n), ob.get(n), None if n not in oa or n not in ob else _signed(ob[n] - oa[n], 2)]
             for n in names]
-    blocks = [Text("CPU operators from the PyTorch profiler traces: inclusive time per profiled step (ms), the "
-                   f"{len(names)} most expensive in either run; empty where an operator is not among a run's top 15."),
-              Table("trace-operators-compare", ["CPU operator", "A (ms/step)", "B (ms/step)", "Δ (ms/step)"], rows,
-                    ["text", "num2", "num2", "text"])]
+    several = max((ta or {}).get("ranks") or 0, (tb or {}).get("ranks") or 0) > 1
+    per_step = "ms: all ranks' time ÷ all ranks' profiled steps" if several else "ms"
+    blocks = [Text("CPU operators from the PyTorch profiler traces: inclusive time per profiled step "
+                   f"({per_step}), the {len(names)} most expensive in either run; empty where an operator is not "
+                   f"among a run's top 15{' over all its ranks' if several else ''}.")]
+    for label, t in (("A", ta), ("B", tb)):
+        if t and t.get("op_ms_per_step") and not t.get("op_ms_per_step_exact"):
+            blocks.append(Text(
+                f"{label}'s operator times add up each rank's own top 15 (its kineto.json has no job-wide table: "
+                "written by an older reportgen, or a rank without profiled steps), so an operator outside some "
+                "rank's top 15 is undercounted there.",
+                tone="note"))
+    blocks.append(Table("trace-operators-compare", ["CPU operator", "A (ms/step)", "B (ms/step)", "Δ (ms/step)"],
+                        rows, ["text", "num2", "num2", "text"]))
     return blocks, {"rows": [{"operator": r[0], "a_ms_per_step": r[1], "b_ms_per_step": r[2]} for r in rows]}
