@@ -4,6 +4,7 @@ worker, single process against ``--scheduler local:N``, and Holistic Trace Analy
 
     python benchmarks/bench_kineto_scale.py DIR [DIR ...] [--modes single,local:2] [--repeat 1]
         [--command analyze|generate] [--pythonpath CHECKOUT] [--hta-python /tmp/hta/bin/python] [--json FILE]
+        [--keep DIR]
 
 Make the sets with ``benchmarks/generate_kineto.py`` (HTA wants one file per rank: ``--cycles 1``).
 
@@ -19,7 +20,8 @@ generate`` renders the report too), so the interpreter and every import count. M
 * **CPU**: user + system of the process and its waited-for descendants (``RUSAGE_CHILDREN``);
 * **load**: the 1-minute load average before and after (the machine is shared: wall times move with it).
 
-The ``kineto.json`` of every mode is compared with the first mode's: byte-equal, or equal as JSON, or the
+Each row says what the run found (ranks, steps, the straggler and why, data problems; ``--keep`` keeps the
+rule outputs). The ``kineto.json`` of every mode is compared with the first mode's: byte-equal, or equal as JSON, or the
 first differing key. ``--hta-python``: also run HTA (``TraceAnalysis(trace_dir)``, its temporal breakdown
 and kernel breakdown) with that interpreter (a throwaway venv: ``pip install HolisticTraceAnalysis``; it is
 not a reportgen dependency), measured the same way.
@@ -177,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hta-python", type=Path, default=None, help="a Python with HolisticTraceAnalysis installed")
     ap.add_argument("--hta-only", action="store_true", help="run only HTA on the sets")
     ap.add_argument("--json", type=Path, default=None, help="append every result as one JSON line here")
+    ap.add_argument("--keep", type=Path, default=None, help="copy each run's rule outputs into a folder here")
     args = ap.parse_args(argv)
     env = dict(os.environ)
     if args.pythonpath:
@@ -201,8 +204,14 @@ def main(argv: list[str] | None = None) -> int:
                     try:
                         row = measure(reportgen_argv(args.command, folder, out, mode), env)
                         kineto = out / "rules" / "kineto.json"
-                        if kineto.is_file() and round_ == 0:
-                            outputs[mode] = kineto.read_bytes()
+                        if kineto.is_file():
+                            row["found"] = _found(out / "rules")
+                            if round_ == 0:
+                                outputs[mode] = kineto.read_bytes()
+                            if args.keep:
+                                keep = args.keep / f"{folder.name}-{mode.replace(':', '')}-{round_}"
+                                shutil.rmtree(keep, ignore_errors=True)
+                                shutil.copytree(out / "rules", keep)
                     finally:
                         shutil.rmtree(out, ignore_errors=True)
                     emit({"set": str(folder), **size, "command": args.command, "mode": mode, "round": round_,
@@ -227,6 +236,16 @@ def main(argv: list[str] | None = None) -> int:
             emit({"set": str(folder), **size, "command": "HTA 0.5.0 TraceAnalysis + temporal/kernel breakdown",
                   "mode": "hta", "uptime": _uptime(), **row, "hta": hta})
     return 0 if all(r.get("rc", 0) == 0 for r in results) else 1
+
+
+def _found(rules: Path) -> dict:
+    """What the run found: ranks, the straggler and why, the number of data problems."""
+    doc = json.loads((rules / "kineto.json").read_text())
+    quality = json.loads((rules / "data-quality.json").read_text()) if (rules / "data-quality.json").is_file() else {}
+    straggler = doc.get("straggler") or {}
+    steps = sum(len(r.get("steps") or []) for r in doc.get("ranks", {}).values())
+    return {"ranks": len(doc.get("ranks", {})), "steps": steps, "straggler": straggler.get("rank"),
+            "reason": straggler.get("reason"), "data_problems": quality.get("total")}
 
 
 def _uptime() -> str:
