@@ -61,22 +61,26 @@ def _key_row_mask(names: list[str], phases: list[str], steps: list[str], name_c,
 
 
 def group_reduce(codes: np.ndarray, start: np.ndarray, dur: np.ndarray, rows: np.ndarray, n_groups: int):
-    """Per group code: (present codes, int64 duration sum, count, start and row of the first event
-    by (start, row)); ``rows`` increase along the arrays. int64 sums are exact whatever the order
-    (and wrap the same way on overflow)."""
+    """Per group code (0 <= code < ``n_groups``): (present codes, int64 duration sum, count, start
+    and row of the first event by (start, row)); ``rows`` increase along the arrays (None: 0, 1, 2...). int64 sums are
+    exact whatever the order (and wrap the same way on overflow). No sort of the events: a few bytes
+    of temporaries per event."""
     if not len(codes):
         z = np.zeros(0, np.int64)
         return z, z, z, z, z
-    order = np.argsort(codes, kind="stable")
-    c = codes[order]
-    first = np.r_[0, np.nonzero(c[1:] != c[:-1])[0] + 1]
-    sums = np.add.reduceat(dur[order].astype(np.int64), first)
-    counts = np.diff(np.r_[first, len(c)])
-    # the first event of each group by (start, row): a stable sort by start keeps rows in order
-    by_start = np.argsort(start, kind="stable")
-    present, at = np.unique(codes[by_start], return_index=True)
-    pick = by_start[at]
-    return present.astype(np.int64), sums, counts.astype(np.int64), start[pick], rows[pick]
+    codes = np.asarray(codes, np.intp)
+    counts = np.bincount(codes, minlength=n_groups).astype(np.int64)
+    sums = np.zeros(n_groups, np.int64)
+    np.add.at(sums, codes, np.asarray(dur, np.int64))
+    first_start = np.full(n_groups, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first_start, codes, np.asarray(start, np.int64))
+    # among each group's events at its first start, the first one (rows increase)
+    at = np.nonzero(start == first_start[codes])[0]
+    present_at, first = np.unique(codes[at], return_index=True)
+    first_row = np.zeros(n_groups, np.int64)
+    first_row[present_at] = at[first] if rows is None else np.asarray(rows)[at[first]]
+    present = np.nonzero(counts)[0]
+    return present.astype(np.int64), sums[present], counts[present], first_start[present], first_row[present]
 
 
 @dataclass
@@ -94,8 +98,9 @@ class FileSummary:
 
 
 def summarize_file(fe: FileEvents, span: tuple[int, int] | None = None) -> FileSummary:
-    """The per-file reduction: ``fe`` (one file's columns) less its clock jumps (``span``: the files'
-    time range, ``readers.clock``), as key rows, group sums and the correlation columns."""
+    """The per-file reduction: ``fe`` (one file's columns, consumed: its columns are dropped as soon
+    as they are reduced) less its clock jumps (``span``: the files' time range, ``readers.clock``),
+    as key rows, group sums and the correlation columns."""
     cols = fe.columns
     n = fe.n_events
     start, end = cols["start_us"], cols["end_us"]
@@ -112,28 +117,39 @@ def summarize_file(fe: FileEvents, span: tuple[int, int] | None = None) -> FileS
         cols = {c: cols[c][keep] for c in COLUMNS}
         start, end = cols["start_us"], cols["end_us"]
     n = len(start)
-    rows_idx = np.nonzero(keep)[0] if keep is not None else np.arange(n)
+    rows_idx = np.nonzero(keep)[0] if keep is not None else None  # row numbers in the file
     s = fe.strings
     # group code per event from (phase, file_type, name) codes
+    key = _key_row_mask(s["name"], s["phase"], s["step_num"], cols["name"], cols["phase"], cols["step_num"]) \
+        if n else np.zeros(0, bool)
+    rows = FileEvents({c: cols[c][key] for c in COLUMNS}, dict(s), fe.problem_counts, fe.problem_items)
+    del key
+    # the other columns are not needed any more: let a big file's go before the group sums
+    cols = {c: cols[c] for c in ("start_us", "end_us", "dur_us", "phase", "file_type", "name")}
+    fe.columns = {}
     if n:
-        # one int64 key per (phase, file_type, name) code triple (each code < its dictionary's size)
+        # one int64 key per (phase, file_type, name) code triple (each code < its dictionary's size),
+        # numbered in order of appearance (hashing, no sort of the events)
         n_ft, n_name = len(s["file_type"]), len(s["name"])
-        key = (cols["phase"].astype(np.int64) * n_ft + cols["file_type"]) * n_name + cols["name"]
-        ukey, gcode = np.unique(key, return_inverse=True)
+        gkey = cols["phase"].astype(np.int64)  # built in place: one array of temporaries, not three
+        gkey *= n_ft
+        gkey += cols["file_type"]
+        gkey *= n_name
+        gkey += cols["name"]
+        gcode, ukey = pd.factorize(gkey)
+        del gkey
+        ukey = np.asarray(ukey, np.int64)
         uniq = np.stack([ukey // (n_ft * n_name), (ukey // n_name) % n_ft, ukey % n_name], axis=1)
-        gcode = gcode.reshape(-1).astype(np.int32)
     else:
-        uniq, gcode = np.zeros((0, 3), np.int64), np.zeros(0, np.int32)
+        uniq, gcode = np.zeros((0, 3), np.int64), np.zeros(0, np.intp)
     codes, sums, counts, fstart, frow = group_reduce(gcode, start, cols["dur_us"], rows_idx, len(uniq))
+    gcode = gcode.astype(np.int32)
+    # every group of the file is present (each has an event), so codes == arange: gcode indexes groups
     groups = pd.DataFrame({
         "phase": [s["phase"][uniq[k, 0]] for k in codes], "file_type": [s["file_type"][uniq[k, 1]] for k in codes],
         "name": [s["name"][uniq[k, 2]] for k in codes], "dur": sums, "count": counts, "first_start": fstart,
         "first_row": frow,
     })
-    # every group of the file is present (each has an event), so codes == arange: gcode indexes groups
-    key = _key_row_mask(s["name"], s["phase"], s["step_num"], cols["name"], cols["phase"], cols["step_num"]) \
-        if n else np.zeros(0, bool)
-    rows = FileEvents({c: cols[c][key] for c in COLUMNS}, dict(s), fe.problem_counts, fe.problem_items)
     extent = plausible = None
     if n:
         extent = (int(start.min()), int(end.max()))

@@ -529,6 +529,8 @@ class FrameworkReader:
         for c in COLUMNS:
             cols[c] = np.concatenate(ch[c]) if len(ch[c]) > 1 else ch[c][0] if ch[c] else np.zeros(0, _NUMERIC.get(c, np.int32))
             ch[c] = []
+            if len(cols[c]) > STREAM_EVENTS:
+                trim_heap()  # a streamed file's chunks live on the heap: hand their pages back (as table() does)
         strings = {c: list(dicts[c]) for c in CATEGORICAL}
         self.out.dicts = {c: {} for c in CATEGORICAL}
         return FileEvents(cols, strings, dict(self.problems.counts),
