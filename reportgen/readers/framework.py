@@ -586,12 +586,12 @@ def table_of_files(files, problems: ProblemLog) -> pd.DataFrame:
     return out.table()
 
 
-def reduce_framework(root: Path, problems: ProblemLog, reduce, merge, stop=None):
+def reduce_framework(root: Path, problems: ProblemLog, reduce, merge, stop=None, files: list[Path] | None = None):
     """Every framework trace under ``root``, file after file: each read on its own
     (``read_trace_file``), reduced by ``reduce(FileEvents)`` and handed to ``merge(iterable,
     problems)`` before the next is read, so memory holds one file's events at a time. ``stop``: as
-    in ``read_framework``."""
-    files = list_framework_files(root, problems)
+    in ``read_framework``; ``files``: ``list_framework_files``'s listing when the caller made it."""
+    files = files if files is not None else list_framework_files(root, problems)
 
     def reduced():
         for p in files:

@@ -59,10 +59,7 @@ def read_profile(raw_root: Path, problems: ProblemLog, *, scheduler: str | None 
 
     # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
     # The range comes from the file names alone; a per-file reduction needs it before the reading.
-    span = None
-    if traces is not None:
-        span = file_time_range_us(_system_keys(raw_root, s3_system) + _framework_keys(raw_root, s3_framework))
-    system, events = _read_both(raw_root, problems, scheduler, cache_root, s3_system, s3_framework, traces, span)
+    system, events, span = _read_both(raw_root, problems, scheduler, cache_root, s3_system, s3_framework, traces)
     sys_keys = system.file_keys_us
     if traces is None:
         span = file_time_range_us(sys_keys + _framework_keys(raw_root, s3_framework))
@@ -77,28 +74,37 @@ def read_profile(raw_root: Path, problems: ProblemLog, *, scheduler: str | None 
 
 
 def read_system_metrics(raw_root: Path, problems: ProblemLog, *, client=None, cache_root: Path | None = None,
-                        s3=None):
+                        s3=None, listing: list | None = None):
     """The system metrics as per-node tick tables (``readers.system.SystemData``): read here, or by
-    ``readers.distributed`` when a Dask ``client``, a ``cache_root`` or ``s3`` objects are given."""
+    ``readers.distributed`` when a Dask ``client``, a ``cache_root`` or ``s3`` objects are given.
+    ``listing``: the local files as ``readers.system.list_system_files`` listed them already."""
     if client is not None or cache_root is not None or s3 is not None:
         from reportgen.readers.distributed import read_pieces
 
-        data, _ = read_pieces(raw_root, problems, client=client, cache_root=cache_root, s3=s3)
+        data, _ = read_pieces(raw_root, problems, client=client, cache_root=cache_root, s3=s3,
+                              local_files=listing if s3 is None else None)
         return data
     from reportgen.readers.system import read_system
 
-    return read_system(raw_root, problems)
+    return read_system(raw_root, problems, listing)
 
 
-def _system_keys(raw_root: Path, s3_system) -> list[int]:
+def _system_listing(raw_root: Path, s3_system, problems: ProblemLog) -> list | None:
+    """The local system files, listed once for the whole run (None for S3: the workers' objects)."""
+    if s3_system is not None:
+        return None
+    from reportgen.readers.system import list_system_files
+
+    return list_system_files(raw_root, problems)
+
+
+def _system_keys(listing: list | None, s3_system) -> list[int]:
     """The minute keys of the system files, as the system readers list them."""
     if s3_system is not None:
         from reportgen.readers.distributed import system_listing_keys
 
         return system_listing_keys(s3_system)
-    from reportgen.readers.system import list_system_files
-
-    return [k for k, _ in list_system_files(raw_root)]
+    return [k for k, _ in listing]
 
 
 def _framework_keys(raw_root: Path, s3_framework) -> list[int]:
@@ -112,8 +118,17 @@ def _framework_keys(raw_root: Path, s3_framework) -> list[int]:
     return [file_key_us(p) for p in list_framework_files(raw_root)]
 
 
+def _framework_files(raw_root: Path, s3_framework, problems: ProblemLog) -> list | None:
+    """The local framework traces, listed once for the whole run (None for S3: the workers' objects)."""
+    if s3_framework is not None:
+        return None
+    from reportgen.readers.framework import list_framework_files
+
+    return list_framework_files(raw_root, problems)
+
+
 def _read_traces(raw_root: Path, problems: ProblemLog, stop, client=None, s3_framework=None,
-                 traces: TraceReduction | None = None, span=None):
+                 traces: TraceReduction | None = None, span=None, files: list | None = None):
     reduce = merge = None
     if traces is not None:
         reduce, merge = functools.partial(traces.reduce, span=span), traces.merge
@@ -121,24 +136,41 @@ def _read_traces(raw_root: Path, problems: ProblemLog, stop, client=None, s3_fra
         from reportgen.readers.framework import read_framework, reduce_framework  # pandas: imported in this thread
 
         if traces is not None:
-            return reduce_framework(raw_root, problems, reduce, merge, stop)
+            return reduce_framework(raw_root, problems, reduce, merge, stop, files=files)
         return read_framework(raw_root, problems, stop)
     from reportgen.readers.distributed import framework_listing, read_traces
 
-    files = [rel for _, rel in framework_listing(raw_root, problems, s3_framework)]
+    if files is not None:  # listed already: the same files, relative to the profile root
+        files = [str(p.relative_to(raw_root)) for p in files if p.is_relative_to(raw_root)]
+    else:
+        files = [rel for _, rel in framework_listing(raw_root, problems, s3_framework)]
     return read_traces(raw_root, problems, files, client=client, s3=s3_framework, stop=stop, reduce=reduce,
                        merge=merge)
 
 
 def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system, s3_framework=None,
-               traces: TraceReduction | None = None, span=None):
+               traces: TraceReduction | None = None):
     """System metrics in this thread, framework traces in a helper thread at the same time.
 
     The system side spends most of its time inside DuckDB (or waiting for Dask workers), which runs
     without the GIL, so the Python decoding of the traces fills the otherwise idle core. The
     traces' problems are kept apart and appended after the system ones: data-quality.json lists
-    them in the same order as a one-after-the-other read."""
+    them in the same order as a one-after-the-other read.
+
+    With ``traces`` (the framework traces reduced file by file) the files are listed first, once: the
+    reduction needs their time range (returned as the third value; None without ``traces``) before
+    reading, and the reading uses the same listing, so a file deleted after it is an unreadable file,
+    counted, never silently absent."""
     fw_problems = ProblemLog(cap=problems.cap)
+    listing = fw_files = span = None
+    if traces is not None:
+        from reportgen.readers.clock import file_time_range_us
+        from reportgen.readers.framework import file_key_us
+
+        listing = _system_listing(raw_root, s3_system, problems)
+        fw_files = _framework_files(raw_root, s3_framework, fw_problems)
+        fw_keys = [file_key_us(p) for p in fw_files] if fw_files is not None else _framework_keys(raw_root, s3_framework)
+        span = file_time_range_us(_system_keys(listing, s3_system) + fw_keys)
     stop = threading.Event()
     with contextlib.ExitStack() as stack:
         client = None
@@ -147,12 +179,13 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
 
             client = stack.enter_context(dask_client(parse_scheduler(scheduler)))
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-traces"))
-        pending = pool.submit(_read_traces, raw_root, fw_problems, stop, client, s3_framework, traces, span)
+        pending = pool.submit(_read_traces, raw_root, fw_problems, stop, client, s3_framework, traces, span, fw_files)
         try:
-            system = read_system_metrics(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system)
+            system = read_system_metrics(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system,
+                                         listing=listing)
         except BaseException:
             stop.set()  # do not keep a failed or interrupted run waiting for the traces
             raise
         events = pending.result()
     problems.merge(fw_problems)
-    return system, events
+    return system, events, span

@@ -675,12 +675,13 @@ def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def read_system(root: Path, problems: ProblemLog) -> SystemData:
+def read_system(root: Path, problems: ProblemLog, files: list[tuple[int, Path]] | None = None) -> SystemData:
     """All system metrics of ``root`` as per-node tick tables, read node by node in this process.
+    ``files``: ``list_system_files``'s listing when the caller made it already (one listing per run).
 
     (Reading on a Dask cluster or from the ``--incremental`` cache is ``readers.distributed``'s
     work, with this module's reader; ``readers.ingest`` chooses.)"""
-    files = list_system_files(root, problems)
+    files = files if files is not None else list_system_files(root, problems)
     data = SystemData(files=len(files), file_keys_us=[k for k, _ in files])
     if not files:
         return data
