@@ -62,3 +62,22 @@ def data(nodes=(), ev=None) -> AnalysisData:
 
 def us(t_s):
     return int(round(t_s * 1_000_000))
+
+
+def summaries_on(client, root, problems, files, seen: list, s3=None):
+    """``read_traces`` with the engine's per-file reduction on ``client``'s workers; every
+    ``FileSummary`` that comes back is appended to ``seen``; returns the merged ``FrameworkEvents``."""
+    from functools import partial
+
+    from reportgen.engine.framework_events import merge_summaries, summarize_file
+    from reportgen.readers.distributed import read_traces
+
+    def merge(items, problems):
+        def each():
+            for fs in items:
+                seen.append(fs)
+                yield fs
+        return merge_summaries(each(), problems)
+
+    return read_traces(root, problems, files, client=client, s3=s3, reduce=partial(summarize_file, span=None),
+                       merge=merge)

@@ -191,28 +191,18 @@ def test_framework_summaries_are_reduced_on_the_workers(cluster, tmp_path):
     """What ``analyze`` asks of the workers: each trace file reduced there (engine.framework_events),
     only its key rows, group sums and correlation columns come back; merged, they equal the
     summaries of the single-machine read."""
-    from functools import partial
-
     from dask.distributed import Client
 
-    from reportgen.engine.framework_events import FileSummary, FrameworkEvents, merge_summaries, summarize_file
-    from reportgen.readers.distributed import framework_listing, read_traces
+    from reportgen.engine.framework_events import FileSummary, FrameworkEvents
+    from reportgen.readers.distributed import framework_listing
     from reportgen.readers.framework import read_framework
+    from tests.engine.helpers import summaries_on
 
     prof = make_profile(tmp_path / "p", nodes=2, cores=4, gpus=1, duration_s=300)
     seen: list = []
-
-    def merge(items, problems):
-        def each():
-            for fs in items:
-                seen.append(fs)
-                yield fs
-        return merge_summaries(each(), problems)
-
     with Client(cluster.scheduler_address) as client:
         listing = framework_listing(prof, None)
-        fw = read_traces(prof, ProblemLog(), [rel for _, rel in listing], client=client,
-                         reduce=partial(summarize_file, span=None), merge=merge)
+        fw = summaries_on(client, prof, ProblemLog(), [rel for _, rel in listing], seen)
         worker_pids = set(client.run(os.getpid).values())
     try:
         assert len(seen) == len(listing) == 3 and all(isinstance(fs, FileSummary) for fs in seen)

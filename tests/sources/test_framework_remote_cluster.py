@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ pytest.importorskip("distributed")
 
 from reportgen.engine import analyze  # noqa: E402
 from reportgen.problems import ProblemLog  # noqa: E402
-from reportgen.readers.distributed import S3System, framework_listing, read_traces  # noqa: E402
+from reportgen.readers.distributed import S3System, framework_listing  # noqa: E402
 
 from sources_testlib import REGION, client  # noqa: E402
 from test_kineto_remote_cluster import remote_cluster  # noqa: E402,F401  (the module's cluster fixture)
@@ -84,7 +83,8 @@ def test_generate_on_a_tcp_cluster_leaves_traces_in_s3_and_writes_the_local_outp
 def test_each_trace_is_reduced_in_a_worker_that_fetched_it(remote_cluster, uploaded):  # noqa: F811
     from dask.distributed import Client
 
-    from reportgen.engine.framework_events import FileSummary, merge_summaries, summarize_file
+    from reportgen.engine.framework_events import FileSummary
+    from tests.engine.helpers import summaries_on
 
     address, worker_pids = remote_cluster
     _, n_traces = uploaded
@@ -93,17 +93,8 @@ def test_each_trace_is_reduced_in_a_worker_that_fetched_it(remote_cluster, uploa
     nowhere = Path("/nonexistent-reportgen-root")  # nothing is read on this side
     files = [rel for _, rel in framework_listing(nowhere, None, spec)]
     seen: list = []
-
-    def merge(items, problems):
-        def each():
-            for fs in items:
-                seen.append(fs)
-                yield fs
-        return merge_summaries(each(), problems)
-
     with Client(address, timeout=30) as c:
-        fw = read_traces(nowhere, ProblemLog(), files, client=c, s3=spec, reduce=partial(summarize_file, span=None),
-                         merge=merge)
+        fw = summaries_on(c, nowhere, ProblemLog(), files, seen, s3=spec)
     try:
         assert len(seen) == len(files) == n_traces and all(isinstance(fs, FileSummary) for fs in seen)
         assert {fs.stats.worker_pid for fs in seen} <= worker_pids and os.getpid() not in worker_pids
