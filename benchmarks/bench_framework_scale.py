@@ -21,6 +21,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -103,7 +104,16 @@ def main(argv=None) -> int:
     work = Path(args.dir)
     work.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="fwscale-base-"))
-    export_tree(args.base, base)
+    try:
+        export_tree(args.base, base)
+        rows = _measure(args, work, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    (work / "results.json").write_text(json.dumps(rows, indent=1))
+    return 0 if all(r["same"] for r in rows) else 1
+
+
+def _measure(args, work: Path, base: Path) -> list[dict]:
     load = os.getloadavg()[0]
     rows = []
     for size in args.sizes.split(","):
@@ -117,9 +127,12 @@ def main(argv=None) -> int:
             runs.append((f"tree {args.scheduler}", REPO, args.scheduler))
         ref = None
         for label, code, sched in runs:
-            out = Path(tempfile.mkdtemp(prefix="fwscale-out-", dir=work)) / "o"
-            r = run(code, prof, out, sched)
-            got = outputs(out)
+            run_dir = Path(tempfile.mkdtemp(prefix="fwscale-out-", dir=work))
+            try:
+                r = run(code, prof, run_dir / "o", sched)
+                got = outputs(run_dir / "o")
+            finally:
+                shutil.rmtree(run_dir, ignore_errors=True)
             ref = ref or got
             r.update(size=size, run=label, same=(got == ref), **stats)
             rows.append(r)
@@ -127,8 +140,7 @@ def main(argv=None) -> int:
                   f"wall {r['wall_s']:6.1f} s  client peak {r['peak_mib']:7.1f} MiB  identical: {r['same']}"
                   + (f"  (generated in {gen_s:.0f} s)" if label == "base" else ""), flush=True)
     print(f"load average at start: {load:.1f}, at end: {os.getloadavg()[0]:.1f}")
-    (work / "results.json").write_text(json.dumps(rows, indent=1))
-    return 0 if all(r["same"] for r in rows) else 1
+    return rows
 
 
 if __name__ == "__main__":
