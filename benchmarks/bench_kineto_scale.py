@@ -83,13 +83,13 @@ def _role(proc: psutil.Process) -> str:
     return "child"
 
 
-def measure(argv: list[str], env: dict | None = None, interval: float = 0.05) -> dict:
+def measure(argv: list[str], env: dict | None = None, interval: float = 0.05, cwd: Path = ROOT) -> dict:
     """One whole process: wall, client / descendants' peaks, tree peak, CPU, exit code, output tail."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     log = tempfile.TemporaryFile()
-    proc = psutil.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc = psutil.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
     client_peak, tree_peak = 0.0, 0.0
     others: dict[int, dict] = {}
     while proc.poll() is None:
@@ -182,8 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="copy each run's rule outputs into a folder here")
     args = ap.parse_args(argv)
     env = dict(os.environ)
-    if args.pythonpath:
-        env["PYTHONPATH"] = str(args.pythonpath.resolve())
+    cwd = ROOT
+    if args.pythonpath:  # run from there: `python -m` puts the current folder first on sys.path
+        cwd = args.pythonpath.resolve()
+        env["PYTHONPATH"] = str(cwd)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     results = []
 
@@ -202,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                 for mode in modes:
                     out = Path(tempfile.mkdtemp(prefix="kbench-"))
                     try:
-                        row = measure(reportgen_argv(args.command, folder, out, mode), env)
+                        row = measure(reportgen_argv(args.command, folder.resolve(), out, mode), env, cwd=cwd)
+                        row["reportgen"] = _reportgen_commit(cwd, env)
                         kineto = out / "rules" / "kineto.json"
                         if kineto.is_file():
                             row["found"] = _found(out / "rules")
@@ -236,6 +239,18 @@ def main(argv: list[str] | None = None) -> int:
             emit({"set": str(folder), **size, "command": "HTA 0.5.0 TraceAnalysis + temporal/kernel breakdown",
                   "mode": "hta", "uptime": _uptime(), **row, "hta": hta})
     return 0 if all(r.get("rc", 0) == 0 for r in results) else 1
+
+
+def _reportgen_commit(cwd: Path, env: dict) -> str:
+    """Which checkout the measured process imported, and its commit (a wrong sys.path is easy to miss)."""
+    try:
+        where = subprocess.run([sys.executable, "-c", "import reportgen, os; print(os.path.dirname(reportgen.__file__))"],
+                               cwd=cwd, env=env, capture_output=True, text=True, timeout=60).stdout.strip()
+        commit = subprocess.run(["git", "-C", where, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                timeout=10).stdout.strip()
+        return f"{where} @ {commit}"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
 
 
 def _found(rules: Path) -> dict:
