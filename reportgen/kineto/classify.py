@@ -4,7 +4,8 @@ Kernel names often say their data type: cuBLAS/cuDNN/CUTLASS encode it in the ke
 (``volta_fp16_s884gemm_fp16``, ``ampere_bf16_s16816gemm``, ``cutlass_80_tensorop_s1688gemm`` = TF32,
 ``volta_sgemm`` = FP32, ``i8816gemm`` = INT8) and PyTorch's templated kernels in their template
 arguments (``<c10::Half>``, ``<c10::BFloat16>``, ``<float>``, ``<double>``). The first matching
-rule wins, most specific first; a name that says nothing is ``unknown``. This is a heuristic: an
+rule wins, most specific first (but an FP32 type named before ``double`` wins: the doubles of a fused
+optimizer kernel are its scalar arguments); a name that says nothing is ``unknown``. This is a heuristic: an
 elementwise kernel templated on ``float`` may be part of a mixed-precision model.
 """
 
@@ -26,7 +27,14 @@ _RULES = (
 
 def kernel_precision(name: str) -> str:
     for precision, pattern in _RULES:
-        if pattern.search(name):
+        found = pattern.search(name)
+        if found:
+            if precision == "fp64":
+                # a templated kernel's data type comes first; ``double`` after it is a scalar argument
+                # (``FusedAdamMathFunctor<float, 4, ...>, double*, double, ...``: lr and betas, an fp32 kernel)
+                fp32 = _RULES[-1][1].search(name)
+                if fp32 is not None and fp32.start() < found.start():
+                    return "fp32"
             return precision
     return "unknown"
 

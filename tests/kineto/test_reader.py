@@ -98,6 +98,12 @@ def test_bad_input_is_recorded_not_raised(tmp_path):
     ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>>", "fp16"),
     ("void at::native::reduce_kernel<512, 1, ReduceOp<double>>", "fp64"),
     ("cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)", "unknown"),
+    # torch's fused AdamW: FP32 math on FP32 tensors; the doubles are lr, betas, eps (not an FP64 kernel)
+    ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+     "FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, "
+     "(at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float const*, "
+     "float const*>(...)", "fp32"),
+    ("void at::native::unrolled_elementwise_kernel<at::native::MulFunctor<double>, float>", "fp64"),
 ])
 def test_precision_from_kernel_names(name, precision):
     assert kernel_precision(name) == precision
