@@ -73,12 +73,12 @@ class NotebookProcess:
             reply_line = self.process.stdout.readline()
         except OSError:  # the worker is gone (killed, out of memory)
             reply_line = b""
-        code = self.process.wait()
         try:
             reply = json.loads(reply_line) if reply_line else None
         except ValueError:
             reply = None
         if not isinstance(reply, dict):
+            code = self.process.wait()
             raise RenderError(f"the notebook process ended without a page (exit code {code}){self._stderr_tail()}")
         if reply.get("error") == "input":
             raise InputError(str(reply.get("message")))
@@ -95,8 +95,9 @@ class NotebookProcess:
         return f": {lines[-1][:300]}" if lines else ""
 
     def close(self) -> None:
-        """End the worker in every case: after its answer it has exited already; one that was not needed (the
-        run failed before its page, Ctrl-C) is killed at once rather than waited for through its imports."""
+        """End the worker in every case: after its answer it exits by itself (``os._exit``, no teardown); one
+        that was not needed (the run failed before its page, Ctrl-C) is killed at once rather than waited for
+        through its imports."""
         process, self.process = self.process, None
         if process is None:
             return
