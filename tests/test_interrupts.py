@@ -115,6 +115,19 @@ def test_ctrl_c_at_any_moment_of_the_engine_phase(busy_profile, tmp_path):
     out.mkdir()
     tmp.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}
+    # How long the engine phase lasts here (the machine's speed and load): one run without an interrupt,
+    # from its first progress line to the one that ends the phase; the interrupts are spread over it.
+    started = ended = None
+    calibration = subprocess.Popen([sys.executable, "-m", "reportgen", "generate", str(busy_profile), "-o",
+                                    str(tmp_path / "calibration" / "r.html")], env=env, stderr=subprocess.PIPE,
+                                   stdout=subprocess.DEVNULL, text=True)
+    for line in calibration.stderr:
+        if "analysing raw profiler data" in line:
+            started = time.monotonic()
+        elif "rule outputs from the raw data" in line:
+            ended = time.monotonic()
+    assert calibration.wait(timeout=300) == 0 and started is not None and ended is not None
+    phase_s = ended - started
     outcomes = []
     for i in range(trials):
         proc = subprocess.Popen([sys.executable, "-m", "reportgen", "generate", str(busy_profile), "-o",
@@ -123,7 +136,7 @@ def test_ctrl_c_at_any_moment_of_the_engine_phase(busy_profile, tmp_path):
         for line in proc.stderr:  # the engine phase starts with this progress line
             if "analysing raw profiler data" in line:
                 break
-        time.sleep(0.05 + 2.0 * i / max(trials - 1, 1))
+        time.sleep(0.05 + 0.9 * phase_s * i / max(trials - 1, 1))
         proc.send_signal(signal.SIGINT)
         rest = proc.stderr.read()
         proc.wait(timeout=120)
