@@ -129,6 +129,38 @@ def test_torch_two_workers_recording_is_healthy():
     assert diagnosis.status == "healthy" and diagnosis.findings == []
 
 
+def _loader_straggler_set(tmp_path):
+    """Three DDP ranks; rank 2 loads its data 40 ms slower per step, the others wait for it in the all-reduce."""
+    from reportgen.kineto import analyze_job, find_traces
+    from testdata.kineto_synthetic import KinetoSet, write_set
+
+    write_set(KinetoSet(ranks=3, mb=1.0, seed=5, cycles=2, straggler=2, straggler_ms=40.0, layers=2), tmp_path)
+    doc, _ = analyze_job(find_traces(tmp_path))
+    return doc
+
+
+def test_one_rank_loading_slowly_is_a_straggler_not_also_the_jobs_input_pipeline(tmp_path):
+    """Its slow DataLoader is why the others wait: one cause, counted once (it was also 'input pipeline', first)."""
+    doc = _loader_straggler_set(tmp_path)
+    shares = {label: rank["dataloader"]["step_share"] for label, rank in doc["ranks"].items()}
+    assert shares["2"] > 0.6 and shares["0"] < 0.1 and shares["1"] < 0.1
+    diagnosis = diagnose(outputs(kineto=doc))
+    assert [f.cause for f in diagnosis.findings] == ["straggler"]
+    straggler = diagnosis.findings[0]
+    assert straggler.metrics["who"] == "rank 2" and 0.5 < straggler.share < 0.7
+    assert any("data loading" in e for e in straggler.evidence)
+
+
+def test_ranks_that_all_wait_for_data_are_still_the_input_pipeline(tmp_path):
+    doc = _loader_straggler_set(tmp_path)
+    for label in ("0", "1"):  # the ranks the straggler holds back spend most of their steps loading too
+        doc["ranks"][label]["dataloader"]["step_share"] = 0.55
+    diagnosis = diagnose(outputs(kineto=doc))
+    loader = next(f for f in diagnosis.findings if f.cause == "input-pipeline")
+    assert loader.metrics["dataloader_step_share"] == pytest.approx(0.55)
+    assert any("55 % of the profiled step time in the DataLoader (rank 0)" in e for e in loader.evidence)
+
+
 @pytest.mark.fixtures
 def test_torch_ddp_recording_names_rank_0_from_collective_wait():
     diagnosis = diagnose(kineto_outputs("torch-cpu-record-ddp2"))

@@ -154,9 +154,16 @@ def gpu_busy_text(ev: Evidence) -> str:
 
 
 def kineto_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
-    """(largest DataLoader share of step time over the ranks, that rank, its iterator class)."""
+    """(largest DataLoader share of step time over the ranks, that rank, its iterator class).
+
+    The straggler the traces name is left out when there are other ranks: one rank that loads its data
+    slowly holds the others back (the straggler cause, which says so), the job's input pipeline is judged
+    on the ranks it holds back; counting it here too blamed the same seconds on two causes."""
     best = (None, None, None)
+    straggler = ev.kineto_comparison.get("straggler")
     for label, rank in ev.kineto.items():
+        if straggler is not None and len(ev.kineto) >= 2 and label == str(straggler):
+            continue
         share = dataloader_step_share(rank)
         if share is not None and (best[0] is None or share > best[0]):
             loader = rank.get("dataloader") if isinstance(rank.get("dataloader"), dict) else {}
