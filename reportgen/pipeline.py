@@ -276,7 +276,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
     if cost.prices_file or cost.instance or cost.count is not None:
         _check_cost_options(cost)
     with work_folder() as work_dir:
-        maker = NotebookProcess(work_dir)  # gets ready to make the page while the engine runs (render/process.py)
+        maker = NotebookProcess(work_dir, progress)  # gets ready to make the page while the engine runs (render/process.py)
         try:
             prepared = prepare_rule_outputs(source, work_dir, options.source, progress, stats)
             resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used

@@ -70,14 +70,26 @@ def test_a_failing_cell_is_named_through_the_worker(rule_dir, tmp_path):
     assert str(info.value) == "the analysis notebook failed in section gpu-memory: ValueError: chart of doom"
 
 
-def test_a_killed_worker_is_a_render_error_not_a_hang(rule_dir, tmp_path):
-    maker = NotebookProcess(tmp_path)
+def test_a_killed_worker_costs_only_the_worker_the_page_is_made_here(rule_dir, tmp_path):
+    notices: list[str] = []
+    maker = NotebookProcess(tmp_path, notices.append)
     maker.process.send_signal(signal.SIGKILL)
     maker.process.wait(timeout=30)
-    with pytest.raises(RenderError) as info:
-        maker.render(_params(rule_dir, tmp_path / "o"))
+    page = maker.render(_params(rule_dir, tmp_path / "o"))
     maker.close()
-    assert str(info.value).startswith("the notebook process ended without a page (exit code -9)")
+    assert "worker-test" in page.html and (tmp_path / "o" / "report.json").is_file()
+    assert notices == ["the page's worker process ended without a page (exit code -9); making the page in this "
+                       "process"]
+
+
+def test_a_worker_that_cannot_start_its_module_costs_only_the_worker(rule_dir, tmp_path, monkeypatch):
+    """An interpreter where ``-m reportgen.render.worker`` fails (a frozen or broken install): same page."""
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    notices: list[str] = []
+    with NotebookProcess(tmp_path, notices.append) as maker:
+        page = maker.render(_params(rule_dir, tmp_path / "o"))
+    assert "worker-test" in page.html
+    assert notices and notices[0].startswith("the page's worker process ended without a page (exit code 1")
 
 
 def test_an_unneeded_worker_ends_at_once_when_the_run_fails_before_its_page(tmp_path):

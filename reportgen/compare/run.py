@@ -101,7 +101,7 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
         # output_dir would name a folder inside itself (compare.json was lost with a relative -o)
         work_dir = Path(work).resolve()
         # the HTML page's worker gets ready while both sides are prepared (render/process.py)
-        with NotebookProcess(work_dir) if fmt == "html" else contextlib.nullcontext() as maker:
+        with NotebookProcess(work_dir, progress) if fmt == "html" else contextlib.nullcontext() as maker:
             a = _side_spec("A", source_a, work_dir, options.a, progress, options.source)
             b = _side_spec("B", source_b, work_dir, options.b, progress, options.source)
             prices = str(Path(prices_file).resolve()) if prices_file else ""

@@ -9,8 +9,8 @@ shared with the engine's thread), then waits for one request. When the rule outp
 (``render.inprocess``), converts it and writes the page (and, when asked, the executed notebook) into
 the run's work folder. ``benchmarks/README.md`` ("The notebook path") has the measurements.
 
-Where a second process cannot help (one usable CPU) or cannot start, the same work runs here
-(``render.html.render_page``): the result is the same page either way (tested).
+Where a second process cannot help (one usable CPU), cannot start, or dies before its answer, the same
+work runs here (``render.html.render_page``): the result is the same page either way (tested).
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def usable_cpus() -> int:
 class NotebookProcess:
     """The worker process of one run (see the module docstring); ``close()`` ends it in every case."""
 
-    def __init__(self, work_dir: Path):
+    def __init__(self, work_dir: Path, notice=None):
+        self.notice = notice or (lambda message: None)  # progress lines of the run (a worker that died)
         self.work_dir = Path(work_dir).resolve()
         self.process: subprocess.Popen | None = None
         self.stderr_path = self.work_dir / "notebook-worker.stderr"
@@ -78,8 +79,12 @@ class NotebookProcess:
         except ValueError:
             reply = None
         if not isinstance(reply, dict):
+            # The worker died (killed, out of memory, an interpreter that cannot run ``-m``): its page is made
+            # here instead; an error of the notebook itself then surfaces as it would have there.
             code = self.process.wait()
-            raise RenderError(f"the notebook process ended without a page (exit code {code}){self._stderr_tail()}")
+            self.notice(f"the page's worker process ended without a page (exit code {code}"
+                        f"{self._stderr_tail()}); making the page in this process")
+            return render_page(parameters, notebook=notebook, keep_notebook=keep_notebook)
         if reply.get("error") == "input":
             raise InputError(str(reply.get("message")))
         if reply.get("error"):

@@ -194,7 +194,7 @@ def _fake_page_maker():
     from reportgen.render.html import Page
 
     class InThisProcess:
-        def __init__(self, work_dir):
+        def __init__(self, work_dir, notice=None):
             pass
 
         def render(self, parameters: dict, notebook=None, keep_notebook=False) -> Page:
