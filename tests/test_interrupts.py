@@ -144,3 +144,46 @@ def test_ctrl_c_at_any_moment_of_the_engine_phase(busy_profile, tmp_path):
         assert _leftovers(out, tmp) == [], (i, rest)
     print(f"{trials} interrupts: {outcomes}")
     assert all(code == 130 and last == [INTERRUPTED] for code, last in outcomes), outcomes
+
+
+def test_an_interrupt_while_the_system_metrics_are_read_removes_the_traces_spill_folder(tmp_path, monkeypatch):
+    """The framework traces are reduced in a helper thread into summaries whose correlation columns are spilled
+    to a temporary folder. Ctrl-C in the main thread must remove that folder before it reaches the command
+    line, which leaves with os._exit (no finalizer would run): it was left behind in $TMPDIR."""
+    import tempfile
+
+    from reportgen.engine import analyze
+    from reportgen.readers import ingest
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    real = ingest.read_system_metrics
+    seen: list[str] = []
+
+    def interrupted_read(*args, **kwargs):
+        real(*args, **kwargs)
+        for _ in range(400):  # until the traces thread has made its spill folder
+            seen[:] = [p.name for p in temp.iterdir() if p.name.startswith("reportgen-events-")]
+            if seen:
+                break
+            time.sleep(0.025)
+        raise KeyboardInterrupt
+
+    class ExplicitOnly:
+        """weakref.finalize without the finalizer: as under os._exit, only an explicit close removes it."""
+
+        def __init__(self, obj, func, *args):
+            self.func, self.args = func, args
+
+        def __call__(self):
+            return self.func(*self.args)
+
+    from reportgen.engine import framework_events
+
+    monkeypatch.setattr(framework_events.weakref, "finalize", ExplicitOnly)
+    monkeypatch.setattr(ingest, "read_system_metrics", interrupted_read)
+    with pytest.raises(KeyboardInterrupt):
+        analyze(REPO / "sample_data", tmp_path / "out")
+    assert len(seen) == 1  # the folder existed while the run was interrupted
+    assert list(temp.iterdir()) == []

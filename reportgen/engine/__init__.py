@@ -69,11 +69,15 @@ def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=Non
     profile = read_profile(raw_root, problems, scheduler=scheduler, cache_root=cache_root, s3_system=s3_system,
                            s3_framework=s3_framework, traces=TraceReduction(summarize_file, merge_summaries))
     system, fw = profile.system, profile.events
-    if not system.nodes and fw.n_events == 0:
+    try:
+        if not system.nodes and fw.n_events == 0:
+            raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework "
+                             "traces)")
+        t0, n_windows = time_axis(system.nodes, fw, profile.first_key_us)
+        data = AnalysisData(nodes=system.nodes, events=fw.rows, t0_us=t0, n_windows=n_windows, framework=fw)
+    except BaseException:  # an input error or an interrupt: the spilled correlation columns go now
         fw.close()
-        raise InputError(f"no usable profiler data under {raw_root} (no readable system metrics or framework traces)")
-    t0, n_windows = time_axis(system.nodes, fw, profile.first_key_us)
-    data = AnalysisData(nodes=system.nodes, events=fw.rows, t0_us=t0, n_windows=n_windows, framework=fw)
+        raise
     return data, problems, system
 
 

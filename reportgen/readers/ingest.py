@@ -60,16 +60,20 @@ def read_profile(raw_root: Path, problems: ProblemLog, *, scheduler: str | None 
     # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
     # The range comes from the file names alone; a per-file reduction needs it before the reading.
     system, events, span = _read_both(raw_root, problems, scheduler, cache_root, s3_system, s3_framework, traces)
-    sys_keys = system.file_keys_us
-    if traces is None:
-        span = file_time_range_us(sys_keys + _framework_keys(raw_root, s3_framework))
-        system.nodes, events = drop_clock_outliers(system.nodes, events, span, problems)
-    else:
-        system.nodes, _ = drop_clock_outliers(system.nodes, None, span, problems)
-        record_dropped_events(problems, events.dropped)
-    first_key = system.first_file_key_us
-    if span is not None:
-        first_key = min((k for k in sys_keys if span[0] <= k <= span[1]), default=None)
+    try:
+        sys_keys = system.file_keys_us
+        if traces is None:
+            span = file_time_range_us(sys_keys + _framework_keys(raw_root, s3_framework))
+            system.nodes, events = drop_clock_outliers(system.nodes, events, span, problems)
+        else:
+            system.nodes, _ = drop_clock_outliers(system.nodes, None, span, problems)
+            record_dropped_events(problems, events.dropped)
+        first_key = system.first_file_key_us
+        if span is not None:
+            first_key = min((k for k in sys_keys if span[0] <= k <= span[1]), default=None)
+    except BaseException:  # an interrupt: the summaries' spill folder goes with the run (see _close_result)
+        _close_events(events)
+        raise
     return Profile(system, events, first_key)
 
 
@@ -148,6 +152,24 @@ def _read_traces(raw_root: Path, problems: ProblemLog, stop, client=None, s3_fra
                        merge=merge)
 
 
+def _close_result(future) -> None:
+    """Close what the traces thread returned (the framework summaries' spill folder), when it returns at all.
+    Runs before the pool's shutdown returns, so before an interrupt reaches the command line, which then
+    leaves with ``os._exit``: no finalizer would remove the folder later."""
+    if future.cancelled() or future.exception() is not None:
+        return
+    close = getattr(future.result(), "close", None)
+    if close is not None:
+        close()
+
+
+def _close_events(events) -> None:
+    """Close a ``Profile.events`` that has resources (the reduction's spill folder); a table has none."""
+    close = getattr(events, "close", None)
+    if close is not None:
+        close()
+
+
 def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system, s3_framework=None,
                traces: TraceReduction | None = None):
     """System metrics in this thread, framework traces in a helper thread at the same time.
@@ -185,6 +207,7 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
                                          listing=listing)
         except BaseException:
             stop.set()  # do not keep a failed or interrupted run waiting for the traces
+            pending.add_done_callback(_close_result)  # and what they made so far goes with the run
             raise
         events = pending.result()
     problems.merge(fw_problems)
