@@ -98,6 +98,14 @@ def _define_shell_class():
         def finish_displayhook(self):
             pass
 
+        def flush(self):
+            """What ``shell.reset()`` asks of the hook (drop the output cache), without IPython's ``gc.collect()``:
+            40 ms at the end of every run; the notebook's objects go by reference counting."""
+            cached = self.shell.user_ns.get("_oh")
+            if cached is not None:
+                cached.clear()
+            self._, self.__, self.___ = "", "", ""
+
     class CollectingShell(InteractiveShell):
         display_pub_class = Type(CollectingPublisher)
         displayhook_class = Type(CollectingHook)
