@@ -7,7 +7,6 @@ Older 1.0 files lack the rows' ``status`` and ``finding``: they are derived from
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -19,10 +18,8 @@ from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluat
 from reportgen.errors import InputError
 from reportgen.formatting import human_duration
 from reportgen.report.rule_texts import finding as finding_text, recommend
-from reportgen.rulebook import RULE_ORDER, SUMMARY_RULES
 
 # Rules that can fire (the two usage summaries never do): what --fail-on accepts.
-CHECKED_RULES = tuple(r for r in RULE_ORDER if r not in SUMMARY_RULES)
 SUITE = "reportgen.rules"
 
 
@@ -149,31 +146,6 @@ def _json_type(value) -> str:
 # ------------------------------------------------------------------------------------------ --fail-on
 
 
-def parse_fail_on(text: str | None) -> str | tuple[str, ...]:
-    """``none`` (default), ``any``, or a comma-separated list of rule names (matched case-insensitively).
-
-    An unknown name is a usage error: a typo must not silently turn a check off.
-    """
-    value = (text or "none").strip()
-    if value.lower() in ("none", ""):
-        return "none"
-    if value.lower() == "any":
-        return "any"
-    known = {r.lower(): r for r in CHECKED_RULES}
-    names, unknown = [], []
-    for part in value.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if part.lower() in known:
-            names.append(known[part.lower()])
-        else:
-            unknown.append(part)
-    if unknown or not names:
-        bad = ", ".join(unknown) if unknown else repr(value)
-        raise InputError(f"--fail-on: unknown rule {bad}; expected any, none or a comma-separated list of "
-                         f"{', '.join(CHECKED_RULES)}")
-    return tuple(dict.fromkeys(names))
 
 
 def failing_rules(results: list[RuleResult], fail_on: str | tuple[str, ...]) -> list[str]:

@@ -232,11 +232,13 @@ def _ci_outputs(args, data: dict, say) -> int:
 
 
 def _run(args, say) -> int:
-    from reportgen.ci_outputs import load_report_json, markdown_summary, parse_fail_on
+    from reportgen.rulebook import parse_fail_on
 
     # validated before any work starts: a typo in a rule name must not cost a whole run
     args.fail_on_parsed = parse_fail_on(args.fail_on)
     if args.command == "check":
+        from reportgen.ci_outputs import load_report_json, markdown_summary
+
         data = load_report_json(args.report_json)
         if not (args.junit or args.markdown or
                 (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):

@@ -14,11 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from reportgen.ci_outputs import junit_xml, markdown_summary
 from reportgen.errors import InputError, RenderError
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
-from reportgen.rule_outputs import StagedRuleOutputs, check_rule_output_folder, export_rule_outputs
 from reportgen.workdir import work_folder
 from reportgen.sources.layout import local_job_name
 
@@ -270,6 +268,8 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
     check_engine_options(options.source.engine)
     if options.rule_outputs is not None:
         outputs.keep_out_of("--rule-outputs", Path(options.rule_outputs))
+        from reportgen.rule_outputs import check_rule_output_folder
+
         check_rule_output_folder(Path(options.rule_outputs))
     stats: dict = {}
     cost = options.cost
@@ -306,14 +306,20 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
         data = json.loads(json_text)
         contents: dict = {"-o": html, "--json": json_text}
         if junit:
+            from reportgen.ci_outputs import junit_xml  # imported only when asked: not on the engine's way
+
             contents["--junit"] = junit_xml(data)
         if markdown:
+            from reportgen.ci_outputs import markdown_summary
+
             contents["--markdown"] = markdown_summary(data)
         if options.keep_notebook:
             contents["--keep-notebook"] = page.notebook
         kept = staged = None
         if options.rule_outputs is not None:
             kept = Path(options.rule_outputs)
+            from reportgen.rule_outputs import StagedRuleOutputs
+
             staged = StagedRuleOutputs(rule_dir, kept)  # copied beside it now, swapped in after the commit
         # One commit: two runs writing the same report leave one run's complete set (folder locks),
         # a full disk or a bad target leaves every old output as it was (the staged rule outputs too).
@@ -338,6 +344,8 @@ def analyze(source: str, out_dir: Path, options: SourceOptions = SourceOptions()
     (see ``export_rule_outputs``); nothing is rendered."""
     out_dir = Path(out_dir)
     check_engine_options(options.engine)
+    from reportgen.rule_outputs import check_rule_output_folder, export_rule_outputs
+
     check_rule_output_folder(out_dir)
     with work_folder() as work_dir:
         prepared = prepare_rule_outputs(source, work_dir, replace(options, recompute=True), progress)
