@@ -32,11 +32,11 @@ ENGINE_ONLY = ("import sys; from pathlib import Path; from reportgen.engine impo
                "analyze(Path(sys.argv[1]), Path(sys.argv[2]))")
 
 
-def run(argv: list[str], env: dict | None = None) -> tuple[float, float, float]:
+def run(argv: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[float, float, float]:
     """(seconds, peak MB of the process tree, CPU seconds of the tree) of one whole process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = psutil.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, env=env)
+    proc = psutil.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, env=env)
     peak = 0
     while proc.poll() is None:
         try:
@@ -61,6 +61,13 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true",
                         help="also run generate with REPORTGEN_NOTEBOOK_PROCESS=0 (the page made in the same process)")
     args = parser.parse_args()
+    args.source = args.source.resolve()
+    args.base = args.base.resolve() if args.base else None
+    if args.base:
+        ran = subprocess.run([sys.executable, "-c", "import reportgen; print(reportgen.__file__)"], cwd=args.base,
+                             env={**os.environ, "PYTHONPATH": str(args.base)}, capture_output=True, text=True).stdout
+        if not Path(ran.strip()).resolve().is_relative_to(args.base):
+            raise SystemExit(f"--base {args.base}: its generate would import {ran.strip()!r}, not the base's code")
     gen, eng, base, here = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.runs):
@@ -72,7 +79,8 @@ def main() -> None:
                                  f"{tmp}/here.html", "-q"], env={**os.environ, "REPORTGEN_NOTEBOOK_PROCESS": "0"}))
             if args.base:
                 base.append(run([sys.executable, "-m", "reportgen", "generate", str(args.source), "-o",
-                                 f"{tmp}/base.html", "-q"], env={**os.environ, "PYTHONPATH": str(args.base)}))
+                                 f"{tmp}/base.html", "-q"], env={**os.environ, "PYTHONPATH": str(args.base)},
+                                cwd=args.base))  # `-m` puts the working folder first on sys.path
     for name, runs in (("generate", gen), ("engine", eng), ("base gen", base), ("in-proc", here)):
         if not runs:
             continue

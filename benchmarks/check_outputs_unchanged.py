@@ -2,7 +2,7 @@
 """Show that a refactoring left the outputs unchanged: rule outputs, report.json and the HTML's tables.
 
     python benchmarks/check_outputs_unchanged.py --base main [--profiles small,medium] [--real 10]
-                                                 [--keep DIR]
+                                                 [--keep DIR] [--whole-page]
 
 The script exports the ``--base`` commit into a temporary folder (``git archive``), then runs the same
 inputs through that code and through the working tree, each in its own process (``PYTHONPATH`` picks
@@ -11,7 +11,8 @@ the tree; the notebook kernel inherits it), and compares byte for byte:
 * the rule outputs the engine writes (``profiler-reports/*.json``, ``data-quality.json``,
   ``timeline.json``) for every raw profile;
 * ``report.json`` of ``reportgen generate`` with ``generator.generated_at`` blanked;
-* every ``<table>…</table>`` of the HTML report, in order.
+* every ``<table>…</table>`` of the HTML report, in order; with ``--whole-page``, the whole page instead,
+  its "Generated <time> UTC" stamp blanked (for changes to the rendering path that must not move a byte).
 
 Inputs: ``sample_data``, the synthetic benchmark profiles named by ``--profiles`` (written once with
 ``benchmarks/generate_data.py``, deterministic), every raw fixture in ``../shared/fixtures/raw`` and
@@ -38,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 TABLE = re.compile(r"<table\b.*?</table>", re.S)
+STAMP = re.compile(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC")
 
 
 def export_tree(ref: str, dest: Path) -> None:
@@ -67,7 +69,7 @@ def inputs(work: Path, profiles: list[str], n_real: int) -> list[tuple[str, Path
     return found
 
 
-def dump(out: Path, named: list[tuple[str, Path]]) -> None:
+def dump(out: Path, named: list[tuple[str, Path]], whole_page: bool = False) -> None:
     """Run in a child whose ``PYTHONPATH`` is the tree under test: write every output under ``out``."""
     import reportgen
     from reportgen.engine import analyze
@@ -97,15 +99,20 @@ def dump(out: Path, named: list[tuple[str, Path]]) -> None:
             data.get("generator", {}).pop("generated_at", None)
             js.write_text(json.dumps(data, indent=1, sort_keys=True))
         if html.exists():
-            (dest / "tables.html").write_text("\n".join(TABLE.findall(html.read_text())))
+            text = html.read_text()
+            if whole_page:
+                (dest / "page.html").write_text(STAMP.sub("Generated (time) UTC", text))
+            else:
+                (dest / "tables.html").write_text("\n".join(TABLE.findall(text)))
             html.unlink()
         print(f"  {name}", flush=True)
 
 
-def run_tree(tree: Path, out: Path, named: list[tuple[str, Path]]) -> float:
+def run_tree(tree: Path, out: Path, named: list[tuple[str, Path]], whole_page: bool = False) -> float:
     spec = json.dumps([[n, str(p)] for n, p in named])
     start = time.perf_counter()
-    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--dump", str(out), "--inputs", spec],
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--dump", str(out), "--inputs", spec,
+                    *(["--whole-page"] if whole_page else [])],
                    check=True, env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree)
     return time.perf_counter() - start
 
@@ -127,11 +134,13 @@ def main() -> int:
     ap.add_argument("--profiles", default="small", help="benchmark profiles, comma-separated (small,medium)")
     ap.add_argument("--real", type=int, default=10, help="how many real rule-output jobs (default 10)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the outputs (and generated profiles) here")
+    ap.add_argument("--whole-page", action="store_true",
+                    help="compare the whole HTML page (generation time blanked), not only its tables")
     ap.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--inputs", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.dump:
-        dump(args.dump, [(n, Path(p)) for n, p in json.loads(args.inputs)])
+        dump(args.dump, [(n, Path(p)) for n, p in json.loads(args.inputs)], args.whole_page)
         return 0
     work = args.keep or Path(tempfile.mkdtemp(prefix="rg-unchanged-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -148,8 +157,8 @@ def main() -> int:
             export_tree(args.head, head_tree)
         named = inputs(work, [p for p in args.profiles.split(",") if p], args.real)
         print(f"{len(named)} inputs; base {args.base}, checked {args.head or 'working tree'}")
-        t_base = run_tree(base_tree, work / "base", named)
-        t_tree = run_tree(head_tree, work / "tree", named)
+        t_base = run_tree(base_tree, work / "base", named, args.whole_page)
+        t_tree = run_tree(head_tree, work / "tree", named, args.whole_page)
         differ = compare(work / "base", work / "tree")
         n_files = sum(1 for p in (work / "tree").rglob("*") if p.is_file())
         print(f"{n_files} output files compared over {len(named)} inputs "
