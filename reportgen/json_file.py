@@ -60,20 +60,27 @@ def read_json_file(path: Path, max_bytes: int = MAX_BYTES, duplicates: list[str]
 
 def check_value(value) -> None:
     """Raise ``JsonFileError`` for nesting deeper than MAX_DEPTH or an integer no float can hold
-    (walked without recursion)."""
+    (walked without recursion; a path is spelled out only for containers and for the error)."""
+    _check_int(value, "")
     stack = [(value, 1, "")]
     while stack:
         item, depth, where = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > MAX_DEPTH:
-                raise JsonFileError(f"JSON nested deeper than {MAX_DEPTH} levels")
-            pairs = item.items() if isinstance(item, dict) else enumerate(item)
-            for key, child in pairs:
-                if isinstance(child, (dict, list, int)) and not isinstance(child, bool):
-                    stack.append((child, depth + 1, f"{where}.{key}" if isinstance(item, dict) else f"{where}[{key}]"))
-        elif isinstance(item, int) and not isinstance(item, bool) and not -_FLOAT_MAX <= item <= _FLOAT_MAX:
-            raise JsonFileError(f"an integer of {len(str(abs(item)))} digits at {where.lstrip('.') or 'the top'} "
-                                "(beyond any number a report can show)")
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth > MAX_DEPTH:
+            raise JsonFileError(f"JSON nested deeper than {MAX_DEPTH} levels")
+        in_dict = isinstance(item, dict)
+        for key, child in (item.items() if in_dict else enumerate(item)):
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1, f"{where}.{key}" if in_dict else f"{where}[{key}]"))
+            elif type(child) is int and not -_FLOAT_MAX <= child <= _FLOAT_MAX:  # type(): a bool is no number here
+                _check_int(child, f"{where}.{key}" if in_dict else f"{where}[{key}]")
+
+
+def _check_int(item, where: str) -> None:
+    if type(item) is int and not -_FLOAT_MAX <= item <= _FLOAT_MAX:
+        raise JsonFileError(f"an integer of {len(str(abs(item)))} digits at {where.lstrip('.') or 'the top'} "
+                            "(beyond any number a report can show)")
 
 
 def _read_regular(path: Path, max_bytes: int) -> bytes:
