@@ -57,7 +57,7 @@ def load_data(raw_root: Path, problems: ProblemLog | None = None, *, scheduler: 
     return data, problems
 
 
-def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=None):
+def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=None, client=None):
     from reportgen.engine.framework_events import merge_summaries, summarize_file
     from reportgen.engine.model import AnalysisData, time_axis
     from reportgen.readers.ingest import TraceReduction, read_profile
@@ -67,7 +67,8 @@ def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=Non
     # The framework traces are reduced file by file (here, or on the Dask workers) to what the rules
     # read, and merged exactly: the client never holds the whole event table (engine.framework_events).
     profile = read_profile(raw_root, problems, scheduler=scheduler, cache_root=cache_root, s3_system=s3_system,
-                           s3_framework=s3_framework, traces=TraceReduction(summarize_file, merge_summaries))
+                           s3_framework=s3_framework, traces=TraceReduction(summarize_file, merge_summaries),
+                           client=client)
     system, fw = profile.system, profile.events
     try:
         if not system.nodes and fw.n_events == 0:
@@ -132,14 +133,15 @@ def _evaluate(data, params, progress, threads: int, timeline: bool) -> tuple[dic
 
 def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | None = None,
             progress: Callable[[str], None] | None = None, scheduler: str | None = None,
-            cache_root: Path | None = None, s3_system=None, s3_framework=None) -> AnalysisResult:
+            cache_root: Path | None = None, s3_system=None, s3_framework=None, client=None) -> AnalysisResult:
     """Read ``raw_root``, run all rules, write the rule JSONs, data-quality.json and timeline.json.
 
-    ``scheduler``, ``cache_root``, ``s3_system``, ``s3_framework``: see :func:`load_data`."""
+    ``scheduler``, ``cache_root``, ``s3_system``, ``s3_framework``: see :func:`load_data`; ``client``: a
+    ``dask.distributed.Client`` you hold, used instead of starting a cluster for ``scheduler``."""
     out_dir = Path(out_dir)
     if progress:
         progress("reading raw profiler data")
-    data, problems, system = _load(Path(raw_root), None, scheduler, cache_root, s3_system, s3_framework)
+    data, problems, system = _load(Path(raw_root), None, scheduler, cache_root, s3_system, s3_framework, client)
     try:
         rules, timeline_doc = _evaluate(data, params, progress, RULE_THREADS, timeline=True)
     finally:

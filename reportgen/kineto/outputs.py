@@ -22,10 +22,11 @@ _EPOCH_US_2001 = 1e15
 
 
 def analyze_job(files: list[Path], problems: ProblemLog | None = None, *, scheduler: str | None = None,
-                s3=None) -> tuple[dict, ProblemLog]:
+                s3=None, client=None) -> tuple[dict, ProblemLog]:
     """The ``kineto.json`` document of a job's trace files, rank by rank (``reportgen.kineto.job``:
-    ``scheduler`` runs one task per rank on Dask; ``s3``: the files are keys the workers fetch)."""
-    return analyze_traces(files, problems, scheduler=scheduler, s3=s3)
+    ``scheduler`` runs one task per rank on Dask, ``client`` on a Dask client you hold; ``s3``: the files
+    are keys the workers fetch)."""
+    return analyze_traces(files, problems, scheduler=scheduler, s3=s3, client=client)
 
 
 def step_outlier_rule(doc: dict, params: StepOutlierParams | None = None) -> dict:
@@ -137,16 +138,16 @@ def _add_phases(path: Path, doc: dict) -> None:
 
 
 def write_kineto_outputs(files: list[Path], analysis_dir: Path, *, params=None, scheduler: str | None = None,
-                         s3=None, stats: list | None = None) -> Path:
+                         s3=None, stats: list | None = None, client=None) -> Path:
     """Analyse ``files`` into ``analysis_dir`` (which may already hold the engine's outputs).
 
     Writes ``kineto.json``, merges StepOutlier into ``profiler-reports/StepOutlier.json`` and the
     traces' problems into ``data-quality.json``; returns the ``profiler-reports`` folder.
-    ``scheduler``, ``s3``: see :func:`analyze_job`; ``stats`` receives each task's ``TaskStats``.
+    ``scheduler``, ``s3``, ``client``: see :func:`analyze_job`; ``stats`` receives each task's ``TaskStats``.
     """
     analysis_dir = Path(analysis_dir)
     report_dir = analysis_dir / "profiler-reports"
-    doc, problems = analyze_traces(files, scheduler=scheduler, s3=s3, stats=stats)
+    doc, problems = analyze_traces(files, scheduler=scheduler, s3=s3, stats=stats, client=client)
     write_text_atomic(analysis_dir / KINETO_JSON, json.dumps(doc))
     step_params = (params or {}).get("StepOutlier") if isinstance(params, dict) else None
     rule_path = report_dir / "StepOutlier.json"

@@ -43,23 +43,25 @@ class TraceReduction:
 
 def read_profile(raw_root: Path, problems: ProblemLog, *, scheduler: str | None = None,
                  cache_root: Path | None = None, s3_system=None, s3_framework=None,
-                 traces: TraceReduction | None = None) -> Profile:
+                 traces: TraceReduction | None = None, client=None) -> Profile:
     """Everything under ``raw_root`` (``system/`` and ``framework/``). ``scheduler`` (``local[:N]`` or
     ``tcp://host:port``): the system metrics and the framework traces are read on Dask;
     ``cache_root``: records of unchanged system files come from the ``--incremental`` cache;
     ``s3_system`` / ``s3_framework`` (``distributed.S3System``): the Dask workers fetch the system
     files / the framework traces from S3 themselves. ``traces``: the framework traces reduced file by
-    file (``Profile.events`` is then what its ``merge`` returns). See docs/distributed.md."""
+    file (``Profile.events`` is then what its ``merge`` returns). ``client``: a ``dask.distributed.Client``
+    the caller holds, used instead of starting one for ``scheduler``. See docs/distributed.md."""
     raw_root = Path(raw_root)
     if not raw_root.is_dir():
         raise InputError(f"raw profiler folder not found: {raw_root}")
-    if (s3_system is not None or s3_framework is not None) and scheduler is None:
+    if (s3_system is not None or s3_framework is not None) and scheduler is None and client is None:
         raise InputError("raw data in S3 is read by Dask workers: give --scheduler")
     from reportgen.readers.clock import drop_clock_outliers, file_time_range_us, record_dropped_events
 
     # Clock jumps: records far outside the files' main time range are dropped and counted (clock.py).
     # The range comes from the file names alone; a per-file reduction needs it before the reading.
-    system, events, span = _read_both(raw_root, problems, scheduler, cache_root, s3_system, s3_framework, traces)
+    system, events, span = _read_both(raw_root, problems, scheduler, cache_root, s3_system, s3_framework, traces,
+                                      client)
     try:
         sys_keys = system.file_keys_us
         if traces is None:
@@ -171,7 +173,7 @@ def _close_events(events) -> None:
 
 
 def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_system, s3_framework=None,
-               traces: TraceReduction | None = None):
+               traces: TraceReduction | None = None, client=None):
     """System metrics in this thread, framework traces in a helper thread at the same time.
 
     The system side spends most of its time inside DuckDB (or waiting for Dask workers), which runs
@@ -195,8 +197,7 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
         span = file_time_range_us(_system_keys(listing, s3_system) + fw_keys)
     stop = threading.Event()
     with contextlib.ExitStack() as stack:
-        client = None
-        if scheduler is not None:
+        if client is None and scheduler is not None:
             from reportgen.readers.distributed import dask_client, parse_scheduler
 
             client = stack.enter_context(dask_client(parse_scheduler(scheduler)))

@@ -338,3 +338,41 @@ def test_generate_without_scheduler_never_imports_dask_and_incremental_rereads_n
         assert (tmp_path / f"r{i}.html").stat().st_size > 100_000
     assert json.loads((tmp_path / "r2.json").read_text())["sections"] == \
         json.loads((tmp_path / "r0.json").read_text())["sections"]
+
+
+def test_raw_data_and_pytorch_traces_share_one_local_cluster(tmp_path, monkeypatch):
+    """A folder with SageMaker raw data and PyTorch profiler traces, `--scheduler local:2`: the engine and the
+    traces run on one cluster, started once (it was started once per reader, ~2 s each), and every output
+    is byte-identical to the single-process path."""
+    import dask.distributed
+
+    from reportgen.pipeline import EngineOptions, SourceOptions, prepare_rule_outputs
+    from tests.kineto.trace_sets import synthetic_sets
+
+    prof = make_profile(tmp_path / "p", nodes=2, cores=2, gpus=1, duration_s=180)
+    traces = synthetic_sets(tmp_path / "sets")["ddp4"]
+    (prof / "traces").mkdir()
+    for f in traces:
+        shutil.copyfile(f, prof / "traces" / f.name)
+    started = []
+    real = dask.distributed.LocalCluster
+
+    def counting(*args, **kwargs):
+        started.append(kwargs.get("n_workers"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dask.distributed, "LocalCluster", counting)
+    here = prepare_rule_outputs(str(prof), tmp_path / "here")
+    dask_run = prepare_rule_outputs(str(prof), tmp_path / "dask",
+                                    SourceOptions(engine=EngineOptions(scheduler="local:2")))
+    assert started == [2]
+    assert here.used == dask_run.used == "raw data and PyTorch profiler traces"
+
+    def files(prepared):
+        analysis = prepared.rule_dir.parent
+        return {p.relative_to(analysis).as_posix(): p.read_bytes() for p in sorted(analysis.rglob("*.json"))}
+
+    got, want = files(dask_run), files(here)
+    assert "kineto.json" in got and len(json.loads(got["kineto.json"])["ranks"]) == 4
+    assert len([name for name in got if name.startswith("profiler-reports/")]) == 11
+    assert got == want
