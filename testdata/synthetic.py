@@ -101,6 +101,8 @@ class Scenario:
       step_outliers / step_outlier_factor: per node, that many TRAIN steps are made
         ``factor`` times longer (never across a minute boundary, so the rules' window overlap
         cannot count one twice).
+      slow_every / slow_every_factor: every ``slow_every``-th TRAIN step (checkpointing, evaluation,
+        logging on a schedule) is made ``slow_every_factor`` times longer (0 = none).
 
     GPU
       gpu_util_busy: mean GPUUtilization (%) of a busy sample, per node.
@@ -127,6 +129,8 @@ class Scenario:
         I/OWaitPercentage in 55..95 %; every other iowait value is <= 8 % (IOBottleneck).
       iowait_stalls_gpu: the GPUs idle (< 10 %) in the iowait-spike samples too, as when
         training waits for storage (then IOBottleneck counts them).
+      host_memory_growth: percentage points host memory gains, linearly, from the first to the last
+        step, on top of the usual slow drift (a host-memory leak, e.g. losses kept with their graphs).
 
     Dataloader
       dataloader_workers: ``num_workers`` of the DataLoader (worker processes in the trace).
@@ -147,6 +151,8 @@ class Scenario:
     eval_steps: int = 0
     step_outliers: int = 0
     step_outlier_factor: float = 10.0
+    slow_every: int = 0
+    slow_every_factor: float = 3.0
 
     gpu_util_busy: tuple[float, ...] = (88.0,)
     gpu_offsets: tuple[tuple[int, int, float], ...] = ()
@@ -165,6 +171,7 @@ class Scenario:
     cpu_bottleneck_fraction: float = 0.0
     iowait_spike_fraction: float = 0.0
     iowait_stalls_gpu: bool = False
+    host_memory_growth: float = 0.0
 
     dataloader_workers: int = 4
     pin_memory: bool = True
@@ -438,6 +445,8 @@ def _system_values(
     # --- host memory, i/o, network ---
     memp = np.clip(14.0 + 9.0 * np.clip(t_rel / max(duration_s, 1.0), 0, 1) + 6.0 * training
                    + rng.normal(0, 0.15, n_ticks), 0, 100)
+    if sc.host_memory_growth:
+        memp = np.clip(memp + sc.host_memory_growth * np.clip((t_rel - t0) / max(t1 - t0, 1e-9), 0.0, 1.0), 0, 100)
     iops = np.abs(rng.normal(140.0, 35.0, n_ticks)) * np.where(training, 1.0, 0.4) + 400.0 * io_spike
     read = iops * rng.uniform(48_000.0, 80_000.0, n_ticks)
     write = np.abs(rng.normal(30_000.0, 20_000.0, n_ticks))
@@ -527,10 +536,13 @@ def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_
     dur = step_us * np.exp(rng.normal(0.0, sc.step_jitter, n_est))
     dur = np.where(mode == 1, dur * 0.4, dur)
     gap = np.clip(rng.normal(sc.gap_ms * 1000.0, sc.gap_ms * 150.0, n_est), 1000.0, None)
+    train_idx = np.flatnonzero(mode == 0)
+    if sc.slow_every:
+        beat = train_idx[sc.slow_every - 1::sc.slow_every]
+        dur[beat] = dur[beat] * sc.slow_every_factor
     dur = np.rint(dur).astype(np.int64)
     gap = np.rint(gap).astype(np.int64)
 
-    train_idx = np.flatnonzero(mode == 0)
     outl = np.zeros(0, dtype=np.int64)
     if sc.step_outliers:
         lo = sc.detailed_start + sc.detailed_steps + 20

@@ -38,7 +38,7 @@ SCENARIOS = {
     "short": ({"duration_s": 10}, Scenario(init_s=2, dataloader_workers=6)),
 }
 EXPECTED = {"healthy": ("healthy", None), "short": ("insufficient-data", None),
-            "straggler-gpu": ("problems", "straggler"), "input-pipeline-workers": ("problems", "input-pipeline"),
+            "straggler-gpu": ("problems", "load-imbalance"), "input-pipeline-workers": ("problems", "input-pipeline"),
             "gpu-underused-few-workers": ("problems", "gpu-underused")}
 
 

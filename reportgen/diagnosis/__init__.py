@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reportgen.diagnosis.causes import CAUSES, DETECTORS, MINOR, TITLES, Finding
+from reportgen.diagnosis.coverage import LABELS, Answer, judge
+from reportgen.diagnosis.explained import fired_without_finding
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, PASSED, evaluate_rule
 from reportgen.diagnosis.evidence import Evidence, gather
 from reportgen.rule_outputs import RuleOutputs
@@ -32,6 +34,23 @@ class Diagnosis:
     judged: list[str] = field(default_factory=list)  # rules that could be evaluated
     not_evaluated: dict[str, str] = field(default_factory=dict)  # rule -> why not
     not_judged: list[str] = field(default_factory=list)  # what needs more data than the report had
+    answers: list[Answer] = field(default_factory=list)  # the questions that matter, judged or not (coverage)
+    unexplained: dict[str, str] = field(default_factory=dict)  # fired rule tied to no finding -> why no action
+
+    @property
+    def questions_judged(self) -> list[str]:
+        return [a.question for a in self.answers if a.judged]
+
+    @property
+    def questions_open(self) -> list[Answer]:
+        return [a for a in self.answers if a.judged is False]
+
+    def coverage_text(self) -> str:
+        """"Judged: GPU use, memory. Not judged: step times (why)." for the page and the summaries."""
+        judged = [LABELS[a.question] for a in self.answers if a.judged]
+        text = f"Judged: {', '.join(judged)}." if judged else "Nothing could be judged."
+        open_ = [f"{LABELS[a.question]} ({a.how})" for a in self.questions_open]
+        return text + (f" Not judged: {'; '.join(open_)}." if open_ else "")
 
     def finding_for_rule(self, rule: str) -> Finding | None:
         """The first (most costly) finding that a rule's symptom belongs to."""
@@ -43,13 +62,16 @@ class Diagnosis:
             "status": self.status,
             "findings": [{
                 "cause": f.cause, "title": f.title,
-                "impact": {"seconds": f.seconds, "share": f.share, "cost": f.cost,
+                "impact": {"seconds": f.seconds, "share": f.share, "cost": f.cost, "share_of": f.base,
+                           "loop_share": f.loop_share, "basis": f.basis or None,
                            **({"risk": f.risk} if f.risk else {})},
                 "evidence": list(f.evidence), "fix": f.fix, "rules": list(f.rules), "sections": list(f.sections),
                 "note": f.note or None, "metrics": f.metrics,
             } for f in self.findings],
             "rules": {"evaluated": list(self.judged), "not_evaluated": dict(self.not_evaluated)},
             "not_judged": list(self.not_judged),
+            "questions": [a.to_data() for a in self.answers],
+            "fired_without_finding": dict(self.unexplained),
             "duration_s": self.evidence.duration_s,
         }
 
@@ -79,21 +101,21 @@ def diagnose(outputs: RuleOutputs, *, price_per_hour: float | None = None, insta
         ev.price_per_s = job_cost / ev.duration_s
     judged = [r for r, (state, _) in ev.states.items() if state != NOT_EVALUATED]
     not_evaluated = {r: why for r, (state, why) in ev.states.items() if state == NOT_EVALUATED}
-    # Too little data: no rule could judge, no timeline of a minute, no profiled step. A few seconds of
-    # utilization say nothing about a training job, so no cause is concluded from them.
-    # (MaxInitializationTime alone does not count: a first step within 20 minutes says nothing about use.)
-    enough = (set(judged) - {"MaxInitializationTime"} or ev.timeline_ok
-              or any(r.get("steps") for r in ev.kineto.values()))
+    answers = judge(ev)
+    # Too little data: none of the questions that lead to a cause could be judged and there is no timeline of a
+    # minute. A few seconds of utilization say nothing about a training job, so no cause is concluded from them.
+    enough = any(a.judged for a in answers if a.question != "memory") or ev.timeline_ok
     found: dict[str, Finding] = {}
     for cause, detect in DETECTORS if enough else ():
         finding = detect(ev, found)
         if finding is not None:
             found[cause] = finding
     findings = _order(list(found.values()))
-    if not enough:
-        status = INSUFFICIENT
-    elif any(f.counts for f in findings):
+    if any(f.counts for f in findings):
         status = PROBLEMS
+    elif enough and all(a.judged is not False for a in answers):
+        status = HEALTHY  # every question that applies was judged, and none showed a problem
     else:
-        status = HEALTHY
-    return Diagnosis(status, findings, ev, judged, not_evaluated, list(ev.not_judged))
+        status = INSUFFICIENT
+    return Diagnosis(status, findings, ev, judged, not_evaluated, list(ev.not_judged), answers,
+                     fired_without_finding(ev, findings))

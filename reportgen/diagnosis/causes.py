@@ -9,6 +9,7 @@ decision logic is documented in docs/diagnosis.md; keep the two in step.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Callable
@@ -16,15 +17,17 @@ from typing import Callable
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
 
-CAUSES = ("input-pipeline", "gpu-underused", "io-bound", "cpu-bound", "straggler", "gpu-memory-growth",
-          "slow-initialization", "step-outliers")
+CAUSES = ("input-pipeline", "gpu-underused", "io-bound", "cpu-bound", "straggler", "load-imbalance",
+          "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers")
 TITLES = {
     "input-pipeline": "The input pipeline starves the GPUs",
     "gpu-underused": "The GPUs are underused",
     "io-bound": "Training waits for storage",
     "cpu-bound": "The CPUs are saturated",
     "straggler": "One worker is slower than the rest",
+    "load-imbalance": "The work is spread unevenly",
     "gpu-memory-growth": "GPU memory is at risk",
+    "host-memory-growth": "Host memory keeps growing",
     "slow-initialization": "Slow start before the first step",
     "step-outliers": "Some steps are much slower than the rest",
 }
@@ -45,7 +48,10 @@ INIT_MIN_S, INIT_SHARE = 120.0, 0.15
 MEMORY_RISE = 10.0  # points of GPU memory gained over the training loop, steadily
 MEMORY_FIT = 0.6  # R² of the linear fit for "steadily"
 MEMORY_FULL = 90.0  # a peak at or above this is a risk of running out
+HOST_MEMORY_FIT = 0.8  # R² for a steady host-memory rise (host memory moves with caches and buffers)
+IMBALANCE = 15.0  # points of GPU utilization between the busiest and the least busy node or GPU
 MINOR = 0.05  # findings below this share of the job do not make a job unhealthy
+WORKER = re.compile(r"^(algo-\d+)-(\d+)$")
 
 
 @dataclass
@@ -63,6 +69,9 @@ class Finding:
     risk: dict | None = None  # a risk that costs no time yet (GPU memory): its own terms
     serious: bool | None = None  # None: judged from share
     heading: str = ""  # a title that fits this job better than the cause's default
+    basis: str = ""  # what the impact estimate assumes, in words
+    base: str = "job"  # what ``share`` is of: "job", or "profiled steps" (traces alone: the job is unknown)
+    loop_share: float | None = None  # of the training loop, when the estimate is made there
 
     @property
     def title(self) -> str:
@@ -102,11 +111,53 @@ def secs(value: float | None) -> str:
     return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
-def make(ev: Evidence, cause: str, share: float, evidence: list[str], fix: str, **kw) -> Finding:
+def plural(n, one: str, many: str | None = None) -> str:
+    """"1 rule", "3 rules" (``many`` for irregular plurals)."""
+    return f"{n:g} {one if n == 1 else (many or one + 's')}"
+
+
+def loop_cpu(ev: Evidence) -> float | None:
+    """The busiest node's CPU use over the training loop, as a fraction of all its cores."""
+    totals = [s.cpu_total for s in ev.series.values() if s.cpu_total is not None] if ev.timeline_ok else []
+    return max(totals) / 100 if totals else None
+
+
+def loader_saving(ev: Evidence, loader_share: float, workers: int) -> tuple[float, str]:
+    """(share of the training loop saved, basis) when the data loading that the training process does itself
+    (``loader_share`` of its step) moves to ``workers`` worker processes and overlaps with the rest of the
+    step. A step then takes at least the larger of: the loading spread over the workers, the rest of the step,
+    and today's CPU work spread over every core (workers cannot make the cores do more than all they have)."""
+    if workers <= 0:
+        return loader_share, ("the time the training loop spends loading data; no more workers fit these cores, "
+                              "so only cheaper loading or more cores can give it back (an upper bound)")
+    cpu = loop_cpu(ev)
+    bounds = {"loading ÷ workers": loader_share / workers, "the rest of the step": 1 - loader_share}
+    if cpu is not None:
+        bounds[f"the CPU work on all {ev.cores} cores"] = cpu
+    limit = max(bounds, key=bounds.get)
+    ratio = bounds[limit]
+    text = ", ".join(f"{k} {v * 100:.0f} %" for k, v in bounds.items())
+    return max(1 - ratio, 0.0), (f"with {plural(workers, 'worker')} loading overlaps the rest of the step; a step "
+                                 f"then takes at least the largest of ({text} of today's step): {limit} bounds it")
+
+
+def make(ev: Evidence, cause: str, share: float, evidence: list[str], fix: str, *, loop_share: float | None = None,
+         seconds: float | None = None, **kw) -> Finding:
+    """A finding whose impact is ``share`` of the job, or ``loop_share`` of the training loop (made a share
+    of the job here), or ``seconds``. Traces alone: shares of the profiled steps (the job is not known)."""
+    if loop_share is not None:
+        loop_share = min(max(float(loop_share), 0.0), 1.0)
+        loop = ev.loop_s if ev.loop_s else ev.duration_s
+        seconds = loop_share * loop if loop else 0.0
+    if seconds is not None:
+        share = seconds / ev.duration_s if ev.duration_s else 0.0
     share = min(max(float(share), 0.0), 1.0)
-    seconds = share * ev.duration_s if ev.duration_s else 0.0
+    seconds = min(seconds, ev.duration_s or 0.0) if seconds is not None else (
+        share * ev.duration_s if ev.duration_s else 0.0)
     cost = seconds * ev.price_per_s if ev.price_per_s is not None else None
-    return Finding(cause, share, seconds, cost, [e for e in evidence if e], fix, **kw)
+    base = "profiled steps" if ev.trace_only else "job"
+    return Finding(cause, share, seconds, cost, [e for e in evidence if e], fix, loop_share=loop_share, base=base,
+                   **kw)
 
 
 def fired(ev: Evidence, *rules: str) -> list[str]:
@@ -172,14 +223,22 @@ def kineto_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
     return best
 
 
+def training_processes(ev: Evidence) -> int:
+    """Training processes per node: one per GPU, else the traced ranks of one host, else one."""
+    return max(ev.procs_per_node or ev.gpus_per_node or 1, 1)
+
+
+def worker_budget(ev: Evidence) -> int | None:
+    """The data-loading workers per training process that the node's cores allow: the cores shared by its
+    training processes, one core left to each process itself (None when the cores are unknown)."""
+    return max(ev.cores // training_processes(ev) - 1, 0) if ev.cores else None
+
+
 def suggested_workers(ev: Evidence) -> int:
-    """Data-loading workers per training process: the cores of a node shared by its GPU processes,
-    one core left to each process itself; at least 2 more than today, at most 16."""
-    procs = max(ev.gpus_per_node or 1, 1)
-    n = max(ev.cores // procs - 1, 2) if ev.cores else 4  # cores unknown (traces only): a safe start
-    if ev.workers is not None:
-        n = max(n, ev.workers + 2)
-    return min(n, 16)
+    """Data-loading workers per training process within the cores' budget (at most 16); cores unknown
+    (traces only): 4, a safe start."""
+    budget = worker_budget(ev)
+    return min(budget, 16) if budget is not None else 4
 
 
 # ----------------------------------------------------------------------------------------- detectors
@@ -308,18 +367,34 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     if loading:
         evidence.append(f"{sum(loading.values()):.0f} % of the framework time during those samples was data loading")
     n = suggested_workers(ev)
-    single = iterator is not None and "SingleProcess" in str(iterator)
-    if ev.workers is not None or single:
-        now = ev.workers if ev.workers is not None else 0
-        fix = f"Raise the DataLoader's num_workers from {now} to {n}"
+    now = ev.workers if ev.workers is not None else (0 if single else None)
+    procs = training_processes(ev)
+    machine = (f"{ev.cores} cores per node for {plural(procs, 'training process', 'training processes')}"
+               if ev.cores else "")
+    more = now is None or n > now
+    if more:
+        fix = (f"Raise the DataLoader's num_workers from {now} to {n}" if now is not None else
+               f"Load and preprocess data in parallel: a DataLoader with num_workers={n}")
+        fix += f" ({machine}, one core left to each process)" if machine else ""
+        if ev.pin_memory is False:
+            fix += ", set pin_memory=True"
+        fix += ", and keep batches coming with persistent_workers=True and prefetch_factor≥2."
     else:
-        fix = f"Load and preprocess data in parallel: a DataLoader with num_workers={n}"
-    fix += f" ({ev.cores} cores per node" + (f", {ev.gpus_per_node} GPU processes" if (ev.gpus_per_node or 0) > 1
-                                              else "") + ")" if ev.cores else ""
-    if ev.pin_memory is False:
-        fix += ", set pin_memory=True"
-    fix += ", and keep batches coming with persistent_workers=True and prefetch_factor≥2."
-    return make(ev, "input-pipeline", share, evidence, fix,
+        wanted = procs * (now + 3)  # each process, and two more workers each than today
+        limit = (f"{machine} leave no core for a data-loading worker" if now == 0 else
+                 f"{plural(now, 'data-loading worker')} per process is all that {machine} allow")
+        fix = (f"The cores are the limit: {limit}, one core kept for each process. Make each sample cheaper to "
+               "prepare (cache decoded or preprocessed samples, fewer or cheaper augmentations, smaller files), move "
+               "decoding and augmentation to the GPU (e.g. NVIDIA DALI) where there is one, or use an instance with "
+               f"more vCPUs: {wanted} per node give each process 2 more workers")
+        fix += " and set pin_memory=True." if ev.pin_memory is False else "."
+    loop_share, basis = None, ""
+    if ev.has_gpu is not False:
+        basis = ("the time the GPUs sat idle waiting for data in the training loop: a fix that lets the data keep "
+                 "up gives it back" + ("" if more else "; on these cores only cheaper loading or more vCPUs can"))
+    elif loader_share is not None:
+        loop_share, basis = loader_saving(ev, loader_share, n if more else 0)
+    return make(ev, "input-pipeline", share, evidence, fix, loop_share=loop_share, basis=basis,
                 heading="" if ev.has_gpu is not False else "Training waits for its input pipeline",
                 rules=[*(["Dataloader", "CPUBottleneck"] if ev.has_gpu is not False else []),
                        *fired(ev, "LowGPUUtilization", "BatchSize")],
@@ -328,7 +403,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                 metrics={"gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share,
                          "busy_cores": hot if cores else None, "cores": ev.cores, "num_workers": ev.workers,
                          "parallel_loaders": ev.loaders, "dataloader_step_share": loader_share,
-                         "suggested_workers": n, "signals": signals},
+                         "suggested_workers": n if more else now, "worker_budget": worker_budget(ev),
+                         "training_processes": procs, "signals": signals},
                 note=_smaller_instance_note(ev))
 
 
@@ -346,7 +422,7 @@ def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
     busiest = max((v for s in ev.series.values() for v in s.gpu_util.values()), default=None) \
         if ev.timeline_ok else ev.usage_stat("GPU", "p50")
     if busiest is not None and busiest >= WELL_USED:
-        return None  # some GPU is well used: the others are unevenly loaded (straggler judges), not the batch
+        return None  # some GPU is well used: the others are unevenly loaded (load-imbalance judges), not the batch
     mem95 = ev.usage_stat("GPU memory", "p95")
     util95 = ev.usage_stat("GPU", "p95")
     cpu95 = ev.usage_stat("CPU", "p95")
@@ -382,7 +458,7 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
         mid = statistics.median(v for w, v in medians.items() if w != slow)  # the others
         excess = medians[slow] / mid - 1 if mid else 0
         if excess >= STRAGGLER:
-            share = (1 - mid / medians[slow]) * ((ev.loop_s or ev.duration_s or 0) / (ev.duration_s or 1))
+            share = 1 - mid / medians[slow]  # of the training loop
             best = (share, slow, [f"median step on {slow}: {medians[slow]:.3f} s vs {mid:.3f} s on the others "
                                   f"(+{excess * 100:.0f} %)"], "step times")
     comparison = ev.kineto_comparison
@@ -402,14 +478,6 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
             evidence = evidence or [f"rank {rank}'s mean step is {excess * 100:.0f} % above the median of the ranks"]
         if best is None or share > best[0]:
             best = (share, f"rank {rank}", evidence, "ranks")
-    spread = [(node, gpu, value) for node, s in ev.series.items() for gpu, value in s.gpu_util.items()]
-    if best is None and ev.timeline_ok and len(spread) >= 2:
-        top = max(v for _, _, v in spread)
-        low_node, low_gpu, low = min(spread, key=lambda x: x[2])
-        if top - low >= GPU_SPREAD and top > 0:
-            lost = sum(top - v for _, _, v in spread) / (top * len(spread))
-            best = (lost, f"{low_node}/{low_gpu}", [
-                f"{low_node}/{low_gpu} busy {low:.0f} % on average vs {top:.0f} % on the busiest GPU"], "GPUs")
     if best is None:
         return None
     share, who, evidence, kind = best
@@ -417,14 +485,71 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
         evidence.append("LoadBalancing fired: the GPUs' utilization histograms differ")
     fix = (f"Find why {who} is slower: compare its data shard size, input pipeline and hardware with the others "
            "(a slower disk or network, thermal throttling, a noisy neighbour); give it less data or replace it.")
-    if kind == "GPUs":
-        fix = (f"Spread the work evenly: {who} gets less work than the busiest GPU; check the data-parallel setup "
-               "(uneven shards or batch sizes per GPU, work pinned to one device).")
-    return make(ev, "straggler", share, evidence, fix,
+    if kind == "ranks" and "data loading" in str(comparison.get("reason") or ""):
+        fix = (f"Give {who} the same input pipeline as the others: its data loading is the slower part (more "
+               "DataLoader workers or a faster local copy of its shard), or give it a smaller shard.")
+    basis = ("the other workers wait for it in every step: if it kept their pace, the training loop would be this "
+             "much shorter")
+    return make(ev, "straggler", 0.0, evidence, fix, loop_share=share, basis=basis,
                 rules=[*fired(ev, "LoadBalancing", "StepOutlier")],
-                sections=["step-duration-analysis", "workload-balancing", "utilization-over-time",
-                          *(["gpu-kernels-operators"] if kind == "ranks" else [])],
+                sections=["gpu-kernels-operators", "step-duration-analysis"] if kind == "ranks" else
+                ["step-duration-analysis", "utilization-over-time"],
                 metrics={"who": who, "compared": kind})
+
+
+@detector("load-imbalance")
+def load_imbalance(ev: Evidence, found: dict) -> Finding | None:
+    """A node or GPU doing far less than the others while the steps stay in lock step (a slow worker that
+    paces the others is the straggler instead: the others' GPUs wait for it)."""
+    if ev.has_gpu is False or "straggler" in found:
+        return None
+    spread = [(f"{worker_name(node)}/{gpu}", v) for node, s in ev.series.items() for gpu, v in s.gpu_util.items()] \
+        if ev.timeline_ok else []
+    source = "mean GPU utilization over the training loop"
+    if len(spread) < 2:
+        medians = {node: _stat(stats, "p50") for node, stats in (ev.usage.get("GPU") or {}).items()}
+        spread = [(worker_name(node), v) for node, v in medians.items() if v is not None]
+        source = "median GPU utilization of each node"
+    if len(spread) < 2:
+        return None
+    top_who, top = max(spread, key=lambda x: x[1])
+    low_who, low = min(spread, key=lambda x: x[1])
+    if top - low < IMBALANCE or top <= 0:
+        return None
+    mean = statistics.fmean(v for _, v in spread)
+    behind = sum(1 for _, v in spread if top - v >= IMBALANCE)
+    kind = "GPUs" if "/" in top_who else "nodes"
+    evidence = [f"{low_who} busy {low:.0f} % against {top:.0f} % on {top_who} ({source})",
+                f"{behind} of {len(spread)} {kind} at least {IMBALANCE:.0f} points under the busiest"]
+    medians = [s["stats"].get("p50") for s in ev.steps.values() if s["stats"].get("p50")]
+    if len(medians) >= 2:
+        evidence.append(f"median step times within {(max(medians) / min(medians) - 1) * 100:.0f} % of each other: "
+                        "the workers run in lock step")
+    for rule in fired(ev, "LoadBalancing", "LowGPUUtilization"):
+        evidence.append(f"{rule} fired {plural(ev.rules[rule].triggered, 'time')}")
+    fix = (f"Spread the work evenly: {low_who} does far less than {top_who}. Check the data-parallel setup: "
+           "uneven shards or batch sizes per node or GPU, a sampler that does not split the data across every rank "
+           "(DistributedSampler), work pinned to one device, or a GPU the job does not use at all.")
+    basis = ("with the work spread evenly every GPU would be as busy as their average: the loop would be shorter by "
+             f"1 − average/busiest ({mean:.0f} % / {top:.0f} %)")
+    return make(ev, "load-imbalance", 0.0, evidence, fix, loop_share=1 - mean / top, basis=basis,
+                rules=[*fired(ev, "LoadBalancing", "LowGPUUtilization")],
+                sections=["workload-balancing", "utilization-over-time", "system-usage-statistics"],
+                metrics={"least_busy": low_who, "least_busy_pct": low, "busiest": top_who, "busiest_pct": top,
+                         "mean_pct": mean, "compared": kind})
+
+
+def _stat(stats, key: str) -> float | None:
+    value = stats.get(key) if isinstance(stats, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        else None
+
+
+def worker_name(worker: str) -> str:
+    """A node as the user knows it: SageMaker's framework workers are ``<node>-<pid>`` (``algo-2-27`` is algo-2,
+    process 27)."""
+    match = WORKER.match(str(worker))
+    return f"{match.group(1)} (pid {match.group(2)})" if match else str(worker)
 
 
 def _fit(points: list[tuple[float, float]]) -> tuple[float, float] | None:
@@ -485,8 +610,47 @@ def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
     note = ("GPUMemoryIncrease suggests an instance with more GPU memory; a steady rise is a leak that would "
             "fill any GPU, so fix it first.") if growth and jumps else ""
     return make(ev, "gpu-memory-growth", 0.0, evidence, fix, rules=[*fired(ev, "GPUMemoryIncrease")],
-                sections=["gpu-memory", "utilization-over-time"], metrics=risk, risk=risk, serious=serious,
+                sections=["utilization-over-time", "gpu-memory"], metrics=risk, risk=risk, serious=serious,
                 note=note)
+
+
+@detector("host-memory-growth")
+def host_memory_growth(ev: Evidence, found: dict) -> Finding | None:
+    """Host memory rising steadily through the loop: the same trend test as GPU memory, stricter on the fit
+    (the page cache and allocator pools move host memory too)."""
+    best = None
+    for node, s in ev.series.items() if ev.timeline_ok else ():
+        points = s.host_memory
+        fit = _fit(points)
+        if fit is None:
+            continue
+        slope, r2 = fit
+        rise = slope * (points[-1][0] - points[0][0])
+        if slope > 0 and rise >= MEMORY_RISE and r2 >= HOST_MEMORY_FIT:
+            tail = max(len(points) // 20, 1)
+            first = statistics.fmean(p[1] for p in points[:tail])
+            last = max(p[1] for p in points[-tail:])
+            to_full = max(100 - last, 0) / slope
+            if best is None or to_full < best[0]:
+                best = (to_full, node, rise, first, last, slope, r2)
+    if best is None:
+        return None
+    to_full, node, rise, first, last, slope, r2 = best
+    loop = ev.loop_s or ev.duration_s or to_full
+    evidence = [f"host memory on {worker_name(node)} rose steadily from {first:.0f} % to {last:.0f} % of the node's "
+                f"memory over the training loop ({slope * 3600:.0f} points per hour, R² {r2:.2f})",
+                f"at this rate it is full in {secs(to_full)}" + (f", {to_full / loop:.1f}× this loop's length"
+                                                                 if loop else "")]
+    fix = ("Find what the training process keeps from step to step: losses or outputs stored with their autograd "
+           "graph (keep loss.item() or loss.detach(), not loss), lists, dicts or caches that only grow, metrics "
+           "accumulated as tensors; in DataLoader workers, Python objects of the dataset copied as they are touched "
+           "(keep them in numpy arrays). Compare tracemalloc snapshots, or each process's memory, every N steps.")
+    risk = {"time_to_full_s": to_full, "where": node, "rise_points": rise, "points_per_hour": slope * 3600,
+            "first_pct": first, "last_pct": last, "memory": "host"}
+    return make(ev, "host-memory-growth", 0.0, evidence, fix, sections=["utilization-over-time",
+                                                                         "system-usage-statistics"],
+                metrics=risk, risk=risk, serious=to_full < 10 * loop,
+                basis="no time lost yet: a risk of running out of memory (the job is killed) at this rate")
 
 
 @detector("slow-initialization")
@@ -512,34 +676,58 @@ def slow_initialization(ev: Evidence, found: dict) -> Finding | None:
 @detector("step-outliers")
 def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     rule_fired = ev.state("StepOutlier") == FIRED
-    if ev.outliers:
+    if not ev.duration_s:
+        return None
+    period, loop_share, seconds = None, None, None
+    if ev.slow_steps:  # every step's duration known (engine, or enough profiled steps): the robust count
+        slowed = {w: s for w, s in ev.slow_steps.items() if s.get("count")}
+        if not slowed:
+            return None
+        # synchronous workers wait for each other's slow steps: the most affected worker's loss, not their sum
+        worker, top = max(slowed.items(), key=lambda kv: kv[1]["seconds_lost"])
+        listed = [x for x in top.get("slowest") or [] if isinstance(x, dict)]
+        worst = listed[0] if listed else None
+        period = top.get("period")
+        evidence = [f"{plural(top['count'], 'slow step')} of {top['steps']} on {worker_name(worker)}, each more than "
+                    f"{top['threshold_s']:.2f} s (median {top['median_s']:.2f} s + 5 × MAD, or + 20 %)",
+                    f"{top['periodic_count']} of them every {period} steps" if period else "",
+                    f"slowest: step {worst['step']}, {worst['duration_s']:.2f} s" if worst else "",
+                    f"{secs(top['seconds_lost'])} lost against the median step"]
+        if len(slowed) > 1:
+            evidence.append(f"slow steps on {plural(len(slowed), 'worker')}")
+        if worker.startswith("rank ") and top.get("total_s"):
+            loop_share = top["seconds_lost"] / top["total_s"]  # of the profiled steps, and so of the loop
+        else:
+            seconds = top["seconds_lost"]
+        metrics = {"outlier_steps": top["count"], "seconds_lost": top["seconds_lost"], "period": period,
+                   "worker": worker, "threshold_s": top["threshold_s"], "median_s": top["median_s"]}
+    elif ev.outliers:
         by_step: dict[str, float] = {}
         for o in ev.outliers:  # a step slow on several workers stalls the job once
             excess = o["duration_s"] - (o["median_s"] or 0)
             by_step[o["step"]] = max(by_step.get(o["step"], 0.0), excess)
         seconds = sum(max(v, 0) for v in by_step.values())
         worst = max(ev.outliers, key=lambda o: o["duration_s"])
-        count = len(ev.outliers)
         median = worst["median_s"]
-        evidence = [f"{count} outlier steps on {len({o['worker'] for o in ev.outliers})} worker(s)",
-                    f"slowest: step {worst['step']} on {worst['worker']}, {worst['duration_s']:.2f} s vs median "
-                    f"{median:.2f} s" if median else f"slowest: step {worst['step']} ({worst['duration_s']:.2f} s)",
+        evidence = [f"{plural(len(ev.outliers), 'outlier step')} on "
+                    f"{plural(len({o['worker'] for o in ev.outliers}), 'worker')}",
+                    f"slowest: step {worst['step']} on {worker_name(worst['worker'])}, {worst['duration_s']:.2f} s vs "
+                    f"median {median:.2f} s" if median else f"slowest: step {worst['step']} ({worst['duration_s']:.2f} s)",
                     f"{secs(seconds)} lost against the median step"]
         period = _period([int(o["step"]) for o in ev.outliers if str(o["step"]).isdigit()])
+        metrics = {"outlier_steps": len(ev.outliers), "seconds_lost": seconds, "period": period}
     else:
         counted = [(w, s) for w, s in ev.steps.items() if s["outliers"] and s["stats"].get("p99") is not None]
         if not counted or not rule_fired:
             return None
         seconds = sum(s["outliers"] * max(s["stats"]["p99"] - (s["stats"].get("p50") or 0), 0) for _, s in counted)
         seconds /= max(len(counted), 1)
-        evidence = [f"{s['outliers']} outlier steps on {w} (p99 {s['stats']['p99']:.2f} s vs median "
-                    f"{(s['stats'].get('p50') or 0):.2f} s)" for w, s in counted][:3]
+        evidence = [f"{plural(s['outliers'], 'outlier step')} on {worker_name(w)} (p99 {s['stats']['p99']:.2f} s vs "
+                    f"median {(s['stats'].get('p50') or 0):.2f} s)" for w, s in counted][:3]
         evidence.append(f"about {secs(seconds)} lost (estimated from the rule's statistics)")
-        period = None
-    if not ev.duration_s:
-        return None
-    share = seconds / ev.duration_s
-    if not rule_fired and share < 0.01:
+        metrics = {"outlier_steps": None, "seconds_lost": seconds, "period": None}
+    finding = make(ev, "step-outliers", 0.0, evidence, "", loop_share=loop_share, seconds=seconds)
+    if not rule_fired and finding.share < 0.01:
         return None
     fix = ("Look at what runs during the slow steps (the step-duration section lists them and marks them on the "
            "timeline): periodic checkpointing, logging or evaluation, garbage collection, or data-loader workers "
@@ -547,9 +735,9 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     if period:
         fix = (f"The slow steps come every {period} steps: look for work done every {period} steps (checkpointing, "
                "logging, evaluation) and make it asynchronous or less frequent.")
-    return make(ev, "step-outliers", share, evidence, fix, rules=[*fired(ev, "StepOutlier")],
-                sections=["step-duration-analysis", "utilization-over-time"],
-                metrics={"outlier_steps": len(ev.outliers) or None, "seconds_lost": seconds, "period": period})
+    return make(ev, "step-outliers", 0.0, evidence, fix, loop_share=loop_share, seconds=seconds,
+                rules=[*fired(ev, "StepOutlier")], sections=["step-duration-analysis", "utilization-over-time"],
+                metrics=metrics, basis="if the slow steps took as long as the median step")
 
 
 def _period(steps: list[int]) -> int | None:

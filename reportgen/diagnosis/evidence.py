@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
+from reportgen.engine.slow_steps import slow_steps
 from reportgen.rule_outputs import RuleOutputs
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
@@ -58,6 +59,7 @@ class NodeSeries:
 
     gpu_util: dict[str, float] = field(default_factory=dict)  # per GPU, mean over the loop
     gpu_memory: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # per GPU: (t, %) in the loop
+    host_memory: list[tuple[float, float]] = field(default_factory=list)  # (t, % of the host's memory) in the loop
     cores: list[float] = field(default_factory=list)  # per-core mean over the loop
     cpu_total: float | None = None
     io_wait: float | None = None
@@ -91,6 +93,11 @@ class Evidence:
     outliers: list[dict] = field(default_factory=list)  # {step, worker, duration_s, median_s, start_s}
     kineto: dict[str, dict] = field(default_factory=dict)  # rank -> analysis
     kineto_comparison: dict = field(default_factory=dict)
+    slow_steps: dict[str, dict] = field(default_factory=dict)  # worker/rank -> engine.slow_steps summary
+    trace_only: bool = False  # only profiler traces: no job times, no system metrics
+    trace_span_s: float | None = None  # first to last traced event over every rank and cycle
+    profiled_s: float | None = None  # the traced cycles' own time (a rank's cycles added up)
+    procs_per_node: int | None = None  # training processes per node (GPUs per node, or ranks per host)
     price_per_s: float | None = None  # whole job (all instances), when the instance and price are known
     raw: bool = False  # made from raw data by our engine (timeline.json is there)
     not_judged: list[str] = field(default_factory=list)
@@ -151,12 +158,22 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
             ev.loop = (first / 1e6, last / 1e6)
             ev.init_s = max(first / 1e6 - start, 0.0)
             ev.loop_s = (last - first) / 1e6
+    if ev.duration_s is not None and ev.loop is None and ev.kineto and start is not None:
+        # a recording with traces: the loop runs from the first traced event (the profiler starts with the
+        # loop) to the end of the job; what came before is start-up
+        firsts = [_num(r.get("start_us")) for r in ev.kineto.values()]
+        firsts = [f / 1e6 for f in firsts if f is not None and start <= f / 1e6 <= start + ev.duration_s]
+        if firsts:
+            ev.loop = (min(firsts), start + ev.duration_s)
+            ev.init_s = min(firsts) - start
+            ev.loop_s = ev.loop[1] - ev.loop[0]
     if ev.duration_s is None and ev.kineto:
         spans = [_num(r.get("span_ms")) for r in ev.kineto.values()]
         spans = [s for s in spans if s]
         if spans:
             ev.duration_s = max(spans) / 1000.0
             ev.loop_s = ev.duration_s
+            ev.trace_only = True
     if ev.duration_s is None and ev.timeline_s:
         ev.duration_s = ev.timeline_s
 
@@ -239,6 +256,9 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
                 value = loop_mean(key)
                 if value is not None:
                     ns.gpu_util[gpu] = value
+            elif key == "cpu_memory":
+                mean = _list(_dict(series[key]).get("mean"))
+                ns.host_memory = [(t[i], float(mean[i])) for i in inside if i < len(mean) and _num(mean[i]) is not None]
             elif dim == "GPUMemoryUtilization":
                 mean = _list(_dict(series[key]).get("mean"))
                 ns.gpu_memory[gpu] = [(t[i], float(mean[i])) for i in inside
@@ -260,6 +280,9 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
             ev.cores = ev.cores or len(ns.cores)
         if str(node) not in ev.nodes:
             ev.nodes.append(str(node))
+    for worker, found in _dict(timeline.get("steps")).items():
+        if isinstance(found, dict) and _num(found.get("steps")) and _num(found.get("seconds_lost")) is not None:
+            ev.slow_steps[str(worker)] = found
     if spans:
         ev.timeline_s = max(spans)
         if ev.has_gpu is None:
@@ -289,6 +312,28 @@ def _kineto(ev: Evidence, outputs: RuleOutputs) -> None:
     ev.kineto_comparison = _dict(kineto.get("comparison"))
     if ev.kineto and ev.has_gpu is None:
         ev.has_gpu = any(_dict(r.get("gpu")).get("has_gpu_activity") for r in ev.kineto.values())
+    starts = [_num(r.get("start_us")) for r in ev.kineto.values()]
+    ends = [_num(r.get("end_us")) for r in ev.kineto.values()]
+    starts, ends = [x for x in starts if x is not None], [x for x in ends if x is not None]
+    if starts and ends and max(ends) >= min(starts):
+        ev.trace_span_s = (max(ends) - min(starts)) / 1e6
+    spans = [_num(r.get("span_ms")) for r in ev.kineto.values()]
+    spans = [x for x in spans if x]
+    ev.profiled_s = max(spans) / 1000.0 if spans else None
+    hosts: dict[str, int] = {}
+    for label, rank in ev.kineto.items():
+        for host in {str(w).rsplit("_", 1)[0] for w in _list(rank.get("workers"))} or {""}:
+            hosts[host] = hosts.get(host, 0) + 1
+        steps = [x for x in _list(rank.get("steps")) if isinstance(x, dict) and _num(x.get("dur_ms")) is not None]
+        numbers = [_num(x.get("step")) for x in steps]
+        if steps and all(n is not None for n in numbers):
+            found = slow_steps([int(n) for n in numbers], [x.get("step") for x in steps],
+                               [(_num(x.get("start_ms")) or 0) / 1e3 for x in steps],
+                               [_num(x["dur_ms"]) / 1e3 for x in steps])
+            if found is not None:
+                ev.slow_steps[f"rank {label}"] = found
+    if hosts:
+        ev.procs_per_node = max(hosts.values())
 
 
 def dataloader_step_share(rank: dict) -> float | None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reportgen.engine.rules.max_initialization_time import step_events
+from reportgen.engine.slow_steps import workers_slow_steps
 from reportgen.engine.stats import merged_segments
 
 BUCKETS = 600
@@ -158,4 +160,6 @@ def build_timeline(nodes: dict, events: pd.DataFrame, budget: int = BUCKETS,
         "budget": {"buckets_per_series": budget, "aggregates": ["min", "max", "mean"]},
         "nodes": per_node,
         "phases": phase_timeline(events, t_first, t_last, budget),
+        # per worker: the slow steps found robustly (median + k·MAD) and their period, for the diagnosis
+        "steps": workers_slow_steps(step_events(events)),
     }

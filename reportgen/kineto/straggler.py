@@ -26,17 +26,58 @@ def _share(value, total) -> float | None:
     return value / total if total else None
 
 
+def _per_step(rank: dict, total_ms) -> float | None:
+    steps = len(rank.get("steps") or [])
+    return total_ms / steps if steps and isinstance(total_ms, (int, float)) else None
+
+
+# Operators that only wrap others or wait for the other ranks: their difference is not a reason.
+_WRAPPERS = ("ProfilerStep", "enumerate(DataLoader)", "DataLoader", "c10d::", "gloo:", "nccl:", "record_param_comms")
+
+
+def _operator_gaps(label: str, ranks: dict, others: list[str]) -> list[tuple[float, str, float, float]]:
+    """(extra ms per step, operator, its ms per step, the others' median) for the CPU operators on which the
+    straggler spends clearly longer per step than the other ranks, largest first."""
+    def per_op(rank):
+        top = (rank.get("cpu_ops") or {}).get("top") or []
+        out = {}
+        for op in top:
+            name, total = op.get("name"), op.get("total_ms")
+            if isinstance(name, str) and not name.startswith(_WRAPPERS) and (ms := _per_step(rank, total)) is not None:
+                out[name] = ms
+        return out
+
+    mine, theirs = per_op(ranks[label]), [per_op(ranks[o]) for o in others]
+    gaps = []
+    for name, ms in mine.items():
+        their = [t[name] for t in theirs if name in t]
+        if len(their) != len(theirs) or not their:
+            continue  # not in every other rank's top list: its time there is unknown
+        median = float(np.median(their))
+        if ms - median >= 1.0 and ms > 1.2 * median:
+            gaps.append((ms - median, name, ms, median))
+    return sorted(gaps, reverse=True)
+
+
 def _why(label: str, ranks: dict, others: list[str]) -> str:
-    """What the straggler spends longer on than the others (from what the traces measured)."""
-    mine = ranks[label].get("dataloader") or {}
-    theirs = [ranks[o].get("dataloader") or {} for o in others]
-    mine_ms = mine.get("per_step_ms")
-    their_ms = [t.get("per_step_ms") for t in theirs if t.get("per_step_ms") is not None]
-    if mine_ms is not None and their_ms and mine_ms - float(np.median(their_ms)) > 0:
+    """What the straggler spends longer on than the others (from what the traces measured): its data
+    loading or the CPU operators whose time per step differs most, with both sides' numbers."""
+    where = f"the other rank{'s' if len(others) > 1 else ''}"
+    candidates = []
+    mine_ms = (ranks[label].get("dataloader") or {}).get("per_step_ms")
+    their_ms = [(ranks[o].get("dataloader") or {}).get("per_step_ms") for o in others]
+    their_ms = [t for t in their_ms if t is not None]
+    if mine_ms is not None and their_ms:
         median = float(np.median(their_ms))
         if mine_ms > 1.2 * median and mine_ms - median >= 1.0:
-            return (f"its data loading takes {mine_ms:.0f} ms per step against {median:.0f} ms on the other "
-                    f"rank{'s' if len(others) > 1 else ''}")
+            candidates.append((mine_ms - median, f"its data loading takes {mine_ms:.0f} ms per step against "
+                                                 f"{median:.0f} ms on {where}"))
+    gaps = _operator_gaps(label, ranks, others)
+    if gaps:
+        named = "; ".join(f"{name} {ms:.0f} ms per step against {median:.0f} ms" for _, name, ms, median in gaps[:2])
+        candidates.append((gaps[0][0], f"its CPU operators take longer than on {where}: {named}"))
+    if candidates:
+        return max(candidates)[1]
     return "it reaches the collectives last: its work between them takes longer"
 
 

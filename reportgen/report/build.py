@@ -5,6 +5,7 @@ from __future__ import annotations
 import traceback
 
 from reportgen.diagnosis import NOT_EVALUATED, diagnose
+from reportgen.report.reconcile import reconcile
 from reportgen.report.model import Chart, Columns, Details, Heading, ItemList, Report, Section, Table, Text
 from reportgen.report.sections import SECTIONS
 from reportgen.rule_outputs import RuleOutputs
@@ -37,6 +38,7 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
                     raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
     cost_data = next((s.data for s in sections if s.id == "cost"), None)
     attach_diagnosis(report, outputs, cost_data)
+    reconcile(report)
     fold_missing(sections)
     make_deep_dives_collapsible(sections, outputs)
     return report

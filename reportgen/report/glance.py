@@ -18,18 +18,29 @@ def money(value) -> str:
     return f"${value:,.2f}" if isinstance(value, (int, float)) else ""
 
 
+def seconds_text(seconds: float) -> str:
+    """A duration as people write it: tenths under a minute (9.2 s), minutes and seconds above."""
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds >= 0.95 else f"{seconds * 1000:.0f} ms"
+    return duration_text(seconds)
+
+
 def impact_text(finding, duration) -> str:
     if finding.risk is not None:
         risk = finding.risk
         parts = []
         if "time_to_full_s" in risk:
-            parts.append(f"full in {duration_text(risk['time_to_full_s'])} at this rate")
+            parts.append(f"full in {seconds_text(risk['time_to_full_s'])} at this rate")
         if "peak_pct" in risk:
             parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
         return "Risk, no time lost yet: " + ", ".join(parts) if parts else "Risk, no time lost yet"
-    text = f"{duration_text(finding.seconds)} ({finding.share * 100:.0f} % of the job)"
-    if duration:
-        text = f"up to {text}"
+    if finding.base == "profiled steps":
+        text = f"about {seconds_text(finding.seconds)} of the profiled steps ({finding.share * 100:.0f} %)"
+    elif finding.loop_share is not None:
+        text = (f"about {seconds_text(finding.seconds)} ({finding.loop_share * 100:.0f} % of the training loop, "
+                f"{finding.share * 100:.0f} % of the job)")
+    else:
+        text = f"about {seconds_text(finding.seconds)} ({finding.share * 100:.0f} % of the job)"
     if finding.cost is not None:
         text += f", about {money(finding.cost)}"
     return text
@@ -56,10 +67,14 @@ def identity(report: Report) -> list[tuple[str, str]]:
             items.append(("GPUs", "none recorded"))
         if ev.cores:
             items.append(("CPU cores per node", str(ev.cores)))
-        if ev.duration_s is not None:
-            # Whole seconds (truncated) as the job summary shows them; a trace of a few seconds keeps its ms.
-            seconds = int(ev.duration_s) if ev.duration_s >= 10 else ev.duration_s
-            items.append(("Duration", duration_text(seconds)))
+        if ev.trace_only and ev.duration_s is not None:
+            covers = f" of a trace covering {seconds_text(ev.trace_span_s)}" \
+                if ev.trace_span_s and ev.trace_span_s > 1.05 * ev.duration_s else ""
+            items.append(("Profiled", f"{seconds_text(ev.duration_s)}{covers}"))
+        elif ev.duration_s is not None:
+            items.append(("Duration", seconds_text(ev.duration_s)))
+            if ev.loop_s:
+                items.append(("Training loop", seconds_text(ev.loop_s)))
     if cost.get("cost_rounded") is not None:
         items.append(("Cost", money(cost["cost_rounded"])))
     return items
@@ -76,17 +91,22 @@ def glance(report: Report) -> dict | None:
         findings.append({
             "cause": finding.cause, "title": finding.title, "impact": impact_text(finding, duration),
             "evidence": "; ".join(finding.evidence[:3]), "fix": finding.fix, "note": finding.note,
+            "basis": finding.basis,
             "minor": not finding.counts,
             "links": [(f"#sec-{x.id}", x.title) for s in finding.sections for x in report.sections
                       if x.id == s and not x.hidden][:3],
         })
+    counted = sum(f.counts for f in diagnosis.findings)
     if diagnosis.status == "healthy":
-        summary = ("No cause costs 5 % or more of the job." if not findings else
-                   "No cause costs 5 % or more of the job; minor findings:")
+        summary = ("No cause costs 5 % or more of the job. " if not findings else
+                   "No cause costs 5 % or more of the job (minor findings below). ") + diagnosis.coverage_text()
+    elif diagnosis.status == "insufficient-data" and not diagnosis.questions_judged:
+        summary = ("Nothing could be judged: too little data for any rule or utilization check. "
+                   + diagnosis.coverage_text())
     elif diagnosis.status == "insufficient-data":
-        summary = "Nothing could be judged: too little data for any rule or utilization check."
+        summary = "No problem found in what could be judged, but not everything could be. " + diagnosis.coverage_text()
     else:
-        summary = f"{sum(f.counts for f in diagnosis.findings)} cause(s) found, most costly first."
+        summary = f"{counted} {'cause' if counted == 1 else 'causes'} found, most costly first."
     not_evaluated = list(diagnosis.not_evaluated)
     return {
         "status": diagnosis.status,
@@ -96,6 +116,8 @@ def glance(report: Report) -> dict | None:
         "findings": findings,
         "more": max(len(diagnosis.findings) - TOP, 0),
         "not_evaluated": not_evaluated,
+        "unexplained": list(diagnosis.unexplained.values()),
+        "coverage": diagnosis.coverage_text() if diagnosis.status == "problems" else "",
         "not_judged": diagnosis.not_judged,
         "raw": report.raw,
         "deviations": DEVIATIONS_DOC,

@@ -1,0 +1,120 @@
+"""Which of the questions that matter for a training job the data could answer.
+
+A job is called healthy only when every question that applies to it was judged and none showed a
+problem; a green status over questions nobody could look at is a false all-clear. The questions:
+
+- ``gpu-use``: are the GPUs kept busy? (only for jobs with GPUs)
+- ``input-pipeline``: does training wait for its data?
+- ``step-times``: are some steps much slower than the rest, or some workers slower than the others?
+- ``memory``: does memory (host, and GPU where there is one) stay within bounds?
+
+Each is judged from whichever source can show it (utilization over a long enough timeline, a rule that
+saw enough datapoints, enough profiled steps of a long enough loop); ``judge`` says which, or why none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reportgen.diagnosis.evidence import Evidence
+
+QUESTIONS = ("gpu-use", "input-pipeline", "step-times", "memory")
+LABELS = {"gpu-use": "GPU use", "input-pipeline": "the input pipeline", "step-times": "step times",
+          "memory": "memory"}
+MIN_LOOP_S = 10.0  # a training loop shorter than this says nothing about how a job runs
+MIN_TRACE_STEPS = 3  # profiled steps per rank for a share of step time (DataLoader, GPU activity)
+MIN_STEPS = 20  # steps per worker for slow or periodic steps (engine.slow_steps.MIN_STEPS)
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    judged: bool | None  # None: does not apply to this job (GPU use without GPUs)
+    how: str  # what it was judged from, or why it could not be
+
+    def to_data(self) -> dict:
+        return {"question": self.question, "judged": self.judged, "how": self.how}
+
+
+def _loop_long_enough(ev: Evidence) -> bool:
+    """Traces alone are a sample of a loop whose length they do not tell: judged on their steps. Otherwise
+    the training loop (or the job) must last MIN_LOOP_S."""
+    if ev.trace_only:
+        return True
+    loop = ev.loop_s if ev.loop_s is not None else ev.duration_s
+    return (loop or 0) >= MIN_LOOP_S
+
+
+def _trace_steps(ev: Evidence) -> int:
+    counts = [len(r.get("steps") or []) for r in ev.kineto.values() if isinstance(r.get("steps"), list)]
+    return min(counts) if counts else 0
+
+
+def _gpu_use(ev: Evidence) -> Answer:
+    if ev.has_gpu is False:
+        return Answer("gpu-use", None, "no GPU in this job")
+    if ev.timeline_ok and any(s.gpu_util for s in ev.series.values()):
+        return Answer("gpu-use", True, "GPU utilization over the training loop")
+    if ev.evaluated("LowGPUUtilization"):
+        return Answer("gpu-use", True, "the LowGPUUtilization rule")
+    gpu_ranks = [r for r in ev.kineto.values() if isinstance(r.get("gpu"), dict) and r["gpu"].get("has_gpu_activity")]
+    if gpu_ranks and _trace_steps(ev) >= MIN_TRACE_STEPS and _loop_long_enough(ev):
+        return Answer("gpu-use", True, "GPU activity in the profiled steps")
+    if ev.has_gpu is None:
+        return Answer("gpu-use", None, "no GPU metrics and no GPU activity in the traces")
+    return Answer("gpu-use", False, "no GPU utilization over a training loop of at least a minute, and no rule "
+                                    "that judges it saw enough datapoints")
+
+
+def _input_pipeline(ev: Evidence, gpu: Answer) -> Answer:
+    loader_ranks = [r for r in ev.kineto.values() if isinstance(r.get("dataloader"), dict)]
+    if loader_ranks and _trace_steps(ev) >= MIN_TRACE_STEPS and _loop_long_enough(ev):
+        return Answer("input-pipeline", True, "the DataLoader's share of the profiled step time")
+    if gpu.judged and (ev.timeline_ok or ev.evaluated("CPUBottleneck") or ev.evaluated("Dataloader")):
+        return Answer("input-pipeline", True, "whether the GPUs wait while the CPU side is busy")
+    if ev.has_gpu is False and ev.evaluated("Dataloader"):
+        return Answer("input-pipeline", True, "the Dataloader rule (data-loading processes against cores)")
+    if ev.kineto and not _loop_long_enough(ev):
+        return Answer("input-pipeline", False, "the traced training loop is shorter than "
+                                               f"{MIN_LOOP_S:.0f} s")
+    if ev.kineto:
+        return Answer("input-pipeline", False, f"fewer than {MIN_TRACE_STEPS} profiled steps per rank")
+    return Answer("input-pipeline", False, "no profiler trace: without one, time spent waiting for data cannot be "
+                                           "told apart from compute" + (" (per-core load and I/O wait were looked at)"
+                                                                        if ev.timeline_ok else ""))
+
+
+def _step_times(ev: Evidence) -> Answer:
+    if ev.evaluated("StepOutlier") and not ev.kineto:  # traces: StepOutlier may judge a dozen steps
+        return Answer("step-times", True, "the StepOutlier rule" + (" and the slow steps of every worker"
+                                                                   if ev.slow_steps else ""))
+    judged = [w for w, s in ev.slow_steps.items() if (s.get("steps") or 0) >= MIN_STEPS]
+    if judged and _loop_long_enough(ev):
+        return Answer("step-times", True, f"{min(ev.slow_steps[w]['steps'] for w in judged)} or more steps per "
+                                          "worker")
+    steps = _trace_steps(ev)
+    if steps:
+        return Answer("step-times", False, f"{steps} profiled steps per rank; slow or periodic steps need at least "
+                                           f"{MIN_STEPS}")
+    if ev.steps:
+        return Answer("step-times", False, "too few steps per worker for the StepOutlier rule")
+    return Answer("step-times", False, "no step events were recorded (no framework profiler or trace)")
+
+
+def _memory(ev: Evidence) -> Answer:
+    if ev.timeline_ok and any(s.host_memory or s.gpu_memory for s in ev.series.values()):
+        parts = ["host"] if any(s.host_memory for s in ev.series.values()) else []
+        parts += ["GPU"] if any(s.gpu_memory for s in ev.series.values()) else []
+        return Answer("memory", True, f"{' and '.join(parts)} memory over the training loop")
+    if ev.has_gpu and ev.evaluated("GPUMemoryIncrease"):
+        return Answer("memory", True, "the GPUMemoryIncrease rule (GPU memory; its trend needs the raw metrics)")
+    if ev.usage_stat("CPU memory", "max") is not None and (ev.has_gpu is False or ev.usage_stat("GPU memory", "max")
+                                                           is not None):
+        return Answer("memory", True, "the peaks of memory use (their trend needs the raw metrics)")
+    return Answer("memory", False, "no memory metrics over a training loop of at least a minute")
+
+
+def judge(ev: Evidence) -> list[Answer]:
+    """One answer per question, in QUESTIONS' order."""
+    gpu = _gpu_use(ev)
+    return [gpu, _input_pipeline(ev, gpu), _step_times(ev), _memory(ev)]
