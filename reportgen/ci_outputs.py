@@ -256,16 +256,20 @@ def _impact(finding: dict) -> str:
             parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
         return "risk, no time lost yet" + (f" ({', '.join(parts)})" if parts else "")
     share, seconds, cost = impact.get("share"), impact.get("seconds"), impact.get("cost")
-    text = f"up to {human_duration(seconds)}" if isinstance(seconds, (int, float)) else "impact unknown"
+    text = f"about {human_duration(seconds)}" if isinstance(seconds, (int, float)) else "impact unknown"
+    loop, of = impact.get("loop_share"), impact.get("share_of")
     if isinstance(share, (int, float)) and math.isfinite(share):
-        text += f" ({share * 100:.0f} % of the job)"
+        whole = "of the profiled steps" if of == "profiled steps" else "of the job"
+        loop_text = (f"{loop * 100:.0f} % of the training loop, " if isinstance(loop, (int, float)) and
+                     math.isfinite(loop) and of != "profiled steps" else "")
+        text += f" ({loop_text}{share * 100:.0f} % {whole})"
     if isinstance(cost, (int, float)) and math.isfinite(cost):
         text += f", about ${cost:,.2f}"
     return text
 
 
 def cause_line(finding: dict) -> str:
-    """``input-pipeline: The input pipeline starves the GPUs, up to 452 s (58 % of the job). Fix: ...``"""
+    """``input-pipeline: The input pipeline starves the GPUs, about 452 s (58 % of the job). Fix: ...``"""
     title = _text(finding.get("title")) or _text(finding.get("cause"))
     return f"{_text(finding.get('cause'))}: {title}, {_impact(finding)}. Fix: {_text(finding.get('fix'))}"
 

@@ -52,5 +52,5 @@ def test_status_top_finding_and_fix_fit_the_first_screen(sample_report, tmp_path
     assert dom["visible"]
     assert dom["glanceTop"] < dom["firstSection"]  # above every section of the report
     assert max(dom["bottoms"] + [dom["statusBottom"]]) <= FIRST_SCREEN, dom["bottoms"]
-    assert dom["fix"].startswith("Fix: Raise the DataLoader's num_workers from 1 to 3")
+    assert dom["fix"].startswith("Fix: The cores are the limit: 1 data-loading worker per process")
     assert dom["links"] and dom["targets"]  # the deep dives it names exist on the page

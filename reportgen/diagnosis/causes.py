@@ -383,10 +383,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
         wanted = procs * (now + 3)  # each process, and two more workers each than today
         limit = (f"{machine} leave no core for a data-loading worker" if now == 0 else
                  f"{plural(now, 'data-loading worker')} per process is all that {machine} allow")
-        fix = (f"The cores are the limit: {limit}, one core kept for each process. Make each sample cheaper to "
-               "prepare (cache decoded or preprocessed samples, fewer or cheaper augmentations, smaller files), move "
-               "decoding and augmentation to the GPU (e.g. NVIDIA DALI) where there is one, or use an instance with "
-               f"more vCPUs: {wanted} per node give each process 2 more workers")
+        fix = (f"The cores are the limit: {limit} (one core kept per process). Make samples cheaper to prepare "
+               "(cache decoded samples, lighter augmentations), decode and augment on the GPU (e.g. NVIDIA DALI), or "
+               f"use {wanted} vCPUs per node for 2 more workers per process")
         fix += " and set pin_memory=True." if ev.pin_memory is False else "."
     loop_share, basis = None, ""
     if ev.has_gpu is not False:
@@ -683,7 +682,6 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         slowed = {w: s for w, s in ev.slow_steps.items() if s.get("count")}
         if not slowed:
             return None
-        # synchronous workers wait for each other's slow steps: the most affected worker's loss, not their sum
         worker, top = max(slowed.items(), key=lambda kv: kv[1]["seconds_lost"])
         listed = [x for x in top.get("slowest") or [] if isinstance(x, dict)]
         worst = listed[0] if listed else None
@@ -692,13 +690,14 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
                     f"{top['threshold_s']:.2f} s (median {top['median_s']:.2f} s + 5 × MAD, or + 20 %)",
                     f"{top['periodic_count']} of them every {period} steps" if period else "",
                     f"slowest: step {worst['step']}, {worst['duration_s']:.2f} s" if worst else "",
-                    f"{secs(top['seconds_lost'])} lost against the median step"]
+                    f"{secs(top['seconds_lost'])} lost against the median step on this worker"]
         if len(slowed) > 1:
             evidence.append(f"slow steps on {plural(len(slowed), 'worker')}")
+        lost = _lost_over_workers(slowed)
         if worker.startswith("rank ") and top.get("total_s"):
-            loop_share = top["seconds_lost"] / top["total_s"]  # of the profiled steps, and so of the loop
+            loop_share = lost / top["total_s"]  # of the profiled steps, and so of the loop
         else:
-            seconds = top["seconds_lost"]
+            seconds = lost
         metrics = {"outlier_steps": top["count"], "seconds_lost": top["seconds_lost"], "period": period,
                    "worker": worker, "threshold_s": top["threshold_s"], "median_s": top["median_s"]}
     elif ev.outliers:
@@ -738,6 +737,20 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     return make(ev, "step-outliers", 0.0, evidence, fix, loop_share=loop_share, seconds=seconds,
                 rules=[*fired(ev, "StepOutlier")], sections=["step-duration-analysis", "utilization-over-time"],
                 metrics=metrics, basis="if the slow steps took as long as the median step")
+
+
+def _lost_over_workers(slowed: dict[str, dict]) -> float:
+    """Time the job lost to slow steps: synchronous workers wait for each other's slow steps, so a step slow on
+    several workers stalls the job once (its largest excess) and slow steps at different steps add up. When a
+    worker has more slow steps than it lists, the most affected worker's loss (a lower bound)."""
+    if any(s["count"] > len(s.get("slowest") or []) for s in slowed.values()):
+        return max(s["seconds_lost"] for s in slowed.values())
+    by_step: dict[str, float] = {}
+    for s in slowed.values():
+        for item in s["slowest"]:
+            excess = max(item["duration_s"] - s["median_s"], 0.0)
+            by_step[item["step"]] = max(by_step.get(item["step"], 0.0), excess)
+    return sum(by_step.values())
 
 
 def _period(steps: list[int]) -> int | None:

@@ -10,7 +10,7 @@ section that seems to say the opposite ("did not fire").
 
 from __future__ import annotations
 
-from reportgen.report.model import Report, Section, Text
+from reportgen.report.model import Report, Section, Table, Text
 
 # Advice that sizes the instance down: wrong when the GPUs idle for a cause that a smaller instance keeps.
 SMALLER = ("smaller instance",)
@@ -45,13 +45,16 @@ def _mark_advice(section: Section, title: str | None, why: str, straggler: str |
     for block in section.blocks:
         blocks.append(block)
         text = block.text if isinstance(block, Text) else ""
+        if isinstance(block, Table):  # a fired rule's recommendation in the rules summary
+            fired_rows = [row for row in block.rows if any(str(c).lower() == "fired" for c in row)]
+            text = " ".join(str(c) for row in fired_rows for c in row)
         if not any(a in text.lower() for a in SMALLER):
             continue
         if straggler and f"node {straggler} " in text:
             note = (f"Superseded by At a glance: {straggler} is the straggler the other nodes wait for, so a "
                     "smaller instance would slow the whole job down.")
         elif title:
-            note = f"Superseded by At a glance ({title.lower()}): {why}"
+            note = f"Superseded by At a glance (“{title}”): {why}"
         else:
             continue
         blocks.append(Text(note, tone=NOTE_TONE, link="#at-a-glance", link_text="At a glance"))
