@@ -187,3 +187,41 @@ def test_straggler_reason_names_the_operators_that_differ():
     assert comparison["straggler"] == "0"
     assert comparison["reason"] == ("its CPU operators take longer than on the other ranks: aten::mm 820 ms per step "
                                     "against 31 ms")
+
+
+def test_a_straggler_node_is_never_told_a_smaller_instance_may_do():
+    from reportgen.diagnosis import Diagnosis, Finding
+    from reportgen.diagnosis.evidence import Evidence
+    from reportgen.report.model import Report, Section, Table, Text
+    from reportgen.report.reconcile import reconcile
+
+    usage = Section("system-usage-statistics", "System usage", 2)
+    usage.add(Text("On node algo-2 the 95th percentile of total GPU utilization is only 40 % and of total CPU "
+                   "utilization only 30 %: the node is underutilized. A smaller instance type may do the same work."))
+    rules = Section("rules-summary-section", "Rules", 2)
+    rules.add(Table("rules-summary", ["Rule", "Status", "Recommendation"],
+                    [["BatchSize", "Fired", "Increase the batch size, or run on a smaller instance type."]],
+                    ["text", "text", "text"]))
+    straggler = Finding("straggler", 0.3, 30.0, None, ["median step on algo-2-27: 0.42 s vs 0.30 s"], "fix",
+                        metrics={"who": "algo-2-27"}, sections=["system-usage-statistics"])
+    loader = Finding("input-pipeline", 0.2, 20.0, None, ["GPU busy 34 %"], "fix", note="the GPUs wait for data")
+    report = Report(job_name="j", sections=[usage, rules])
+    report.diagnosis = Diagnosis("problems", [straggler, loader], Evidence())
+    reconcile(report)
+    texts = [b.text for b in usage.blocks]
+    assert texts[0].startswith("At a glance links here for “One worker is slower than the rest”: median step on")
+    assert texts[2].startswith("Superseded by At a glance: algo-2 is the straggler the other nodes wait for")
+    # the most costly finding that makes "smaller instance" wrong speaks for the rules summary's fired BatchSize
+    assert rules.blocks[1].text == ("Superseded by At a glance (“One worker is slower than the rest”): one worker "
+                                    "holds the others back: speed it up first, then judge the instance's size")
+
+
+def test_the_schema_lists_exactly_the_registered_causes():
+    import json
+
+    from reportgen.diagnosis import CAUSES
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "reportgen" / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
+    finding = schema["$defs"]["diagnosis"]["properties"]["findings"]["items"]
+    assert finding["properties"]["cause"]["enum"] == list(CAUSES)

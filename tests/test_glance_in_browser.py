@@ -54,3 +54,33 @@ def test_status_top_finding_and_fix_fit_the_first_screen(sample_report, tmp_path
     assert max(dom["bottoms"] + [dom["statusBottom"]]) <= FIRST_SCREEN, dom["bottoms"]
     assert dom["fix"].startswith("Fix: The cores are the limit: 1 data-loading worker per process")
     assert dom["links"] and dom["targets"]  # the deep dives it names exist on the page
+
+
+STORY_PROBE = """() => {
+  const advice = Array.from(document.querySelectorAll('section.report-section p.text'))
+    .filter(p => /smaller instance/i.test(p.innerText) && !p.classList.contains('tone-note'));
+  const unmarked = advice.filter(p => {
+    const next = p.nextElementSibling;
+    return !(next && next.classList.contains('tone-note') && next.innerText.startsWith('Superseded by At a glance'));
+  }).map(p => p.innerText);
+  const links = [];
+  document.querySelectorAll('#at-a-glance .glance-finding').forEach(f => {
+    const title = f.querySelector('.gf-title strong').innerText;
+    f.querySelectorAll('.gf-links a').forEach(a => {
+      const target = document.getElementById(a.getAttribute('href').slice(1));
+      const notes = target ? Array.from(target.querySelectorAll('p.tone-note')).map(n => n.innerText) : [];
+      links.push({title, href: a.getAttribute('href'),
+                  shows: notes.some(n => n.startsWith('At a glance links here for \u201c' + title + '\u201d'))});
+    });
+  });
+  return {advice: advice.length, unmarked, links};
+}"""
+
+
+def test_the_page_below_tells_the_same_story(sample_report, tmp_path):
+    """No advice that contradicts At a glance without the note beside it, and every "See ..." link of every
+    finding lands on a section that opens with that finding's evidence."""
+    page = visit(sample_report, javascript=True, probe=STORY_PROBE)
+    dom = page.dom
+    assert dom["advice"] >= 1 and dom["unmarked"] == []  # LowGPUUtilization's "smaller instance" is marked
+    assert len(dom["links"]) >= 6 and all(link["shows"] for link in dom["links"]), dom["links"]

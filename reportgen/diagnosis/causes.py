@@ -108,7 +108,7 @@ def secs(value: float | None) -> str:
         return "?"
     if value >= 120:
         return f"{value / 60:.1f} min"
-    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+    return f"{value:.1f} s"  # tenths up to two minutes: "43.3 s", never cut to whole seconds
 
 
 def plural(n, one: str, many: str | None = None) -> str:

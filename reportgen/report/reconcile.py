@@ -23,6 +23,7 @@ SIZE_CAUSES = {
     "straggler": "one worker holds the others back: speed it up first, then judge the instance's size",
 }
 NOTE_TONE = "note"
+TOP = 3  # findings, and links per finding, that At a glance shows (report.glance.TOP)
 
 
 def _superseding(report: Report):
@@ -77,9 +78,6 @@ def reconcile(report: Report) -> None:
     for section in report.sections:
         _mark_advice(section, finding.title if finding is not None else None, why, straggler)
     shown = {s.id: s for s in report.sections if not s.hidden}
-    noted = set()
-    for finding in report.diagnosis.findings[:3]:
-        for section_id in finding.sections[:3]:
-            if section_id in shown and section_id not in noted:
-                _evidence_note(shown[section_id], finding)
-                noted.add(section_id)
+    for finding in reversed(report.diagnosis.findings[:TOP]):  # the first finding's note ends up on top
+        for section_id in [s for s in finding.sections if s in shown][:TOP]:  # the links At a glance shows
+            _evidence_note(shown[section_id], finding)
