@@ -458,7 +458,7 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
         excess = medians[slow] / mid - 1 if mid else 0
         if excess >= STRAGGLER:
             share = 1 - mid / medians[slow]  # of the training loop
-            best = (share, slow, [f"median step on {slow}: {medians[slow]:.3f} s vs {mid:.3f} s on the others "
+            best = (share, slow, [f"median step on {worker_name(slow)}: {medians[slow]:.3f} s vs {mid:.3f} s on the others "
                                   f"(+{excess * 100:.0f} %)"], "step times")
     comparison = ev.kineto_comparison
     if comparison.get("straggler") is not None:
@@ -482,10 +482,10 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
     share, who, evidence, kind = best
     if ev.state("LoadBalancing") == FIRED:
         evidence.append("LoadBalancing fired: the GPUs' utilization histograms differ")
-    fix = (f"Find why {who} is slower: compare its data shard size, input pipeline and hardware with the others "
+    fix = (f"Find why {worker_name(who)} is slower: compare its data shard size, input pipeline and hardware with the others "
            "(a slower disk or network, thermal throttling, a noisy neighbour); give it less data or replace it.")
     if kind == "ranks" and "data loading" in str(comparison.get("reason") or ""):
-        fix = (f"Give {who} the same input pipeline as the others: its data loading is the slower part (more "
+        fix = (f"Give {worker_name(who)} the same input pipeline as the others: its data loading is the slower part (more "
                "DataLoader workers or a faster local copy of its shard), or give it a smaller shard.")
     basis = ("the other workers wait for it in every step: if it kept their pace, the training loop would be this "
              "much shorter")

@@ -22,7 +22,7 @@ def seconds_text(seconds: float) -> str:
     """A duration as people write it: tenths under a minute (9.2 s), minutes and seconds above."""
     if seconds < 60:
         return f"{seconds:.1f} s" if seconds >= 0.95 else f"{seconds * 1000:.0f} ms"
-    return duration_text(seconds)
+    return duration_text(int(seconds))  # whole seconds, truncated, as the job summary shows them
 
 
 def impact_text(finding, duration) -> str:
