@@ -174,7 +174,11 @@ def test_torch_ddp_recording_names_rank_0_from_collective_wait():
 def test_pytorch_gpu_trace_without_workers_is_input_pipeline():
     top = diagnose(kineto_outputs("kineto-resnet50-num-workers-0")).findings[0]
     assert top.cause == "input-pipeline" and top.title == "The input pipeline starves the GPUs"
-    assert diagnose(kineto_outputs("kineto-resnet50-num-workers-4")).status == "healthy"
+    # with 4 workers the input pipeline keeps up; what is left is the GPU's own (issue 28): ResNet50 in fp32 on a
+    # V100 (84 % of compute kernel time in fp32 convolutions/GEMMs) and 1,478 kernels a step, most shorter than
+    # their launch
+    fixed = [f.cause for f in diagnose(kineto_outputs("kineto-resnet50-num-workers-4")).findings]
+    assert "input-pipeline" not in fixed and fixed[:2] == ["no-mixed-precision", "kernel-launch-bound"]
 
 
 WEIRD = [None, "x", [], {}, [1, "a"], {"a": "b"}, float("nan"), float("inf"), -1, 10**400, True]

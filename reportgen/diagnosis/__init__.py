@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reportgen.diagnosis import gpu_causes  # noqa: F401  (registers the GPU causes' detectors)
 from reportgen.diagnosis.causes import CAUSES, DETECTORS, MINOR, TITLES, Finding
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, PASSED, evaluate_rule
 from reportgen.diagnosis.evidence import Evidence, gather
