@@ -86,7 +86,8 @@ def host_sync(ev: Evidence, found: dict) -> Finding | None:
         ops = sync.get("by_operator") if isinstance(sync.get("by_operator"), dict) else {}
         steps = max(int(_ranks_steps(ev, worst)), 1)
         calls = ", ".join(f"{name} ×{count}" for name, count in list((sync.get("by_call") or {}).items())[:3])
-        where = "; ".join(f"{name}: {count / steps:.0f} per step" for name, count in list(ops.items())[:3])
+        where = "; ".join(f"{name}: {count / steps:.0f} per step" if count >= steps else f"{name}: {count} in the trace"
+                          for name, count in list(ops.items())[:3])
         return [f"rank {worst}: {sync.get('per_step', 0):.0f} host synchronisations per step ({calls})",
                 f"they run in {where}" if where else "",
                 f"GPU idle {_num(sync, 'idle_after_ms', default=0.0):.1f} ms after them "
