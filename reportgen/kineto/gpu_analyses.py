@@ -155,8 +155,8 @@ def _split(iv: dict) -> dict:
 
 
 def kernel_distribution(trace: k.KinetoTrace, name_ids: np.ndarray) -> list[dict]:
-    """min / p50 / max / std (µs, population std as HTA's pandas ``std`` with ddof=0 is not: see docs) of
-    each kernel name in ``name_ids``."""
+    """min / quartiles / max / std of each kernel name in ``name_ids`` (µs; ``std_us`` the population std,
+    ``sample_std_us`` pandas' default ddof=1, what HTA's ``get_gpu_kernel_breakdown`` shows)."""
     kern = trace.rows(k.KERNEL)
     out = []
     for n in name_ids:
@@ -164,7 +164,9 @@ def kernel_distribution(trace: k.KinetoTrace, name_ids: np.ndarray) -> list[dict
         if not d.size:
             out.append({})
             continue
-        out.append({"min_us": float(d.min()), "p50_us": float(np.median(d)), "max_us": float(d.max()),
+        p25, p50, p75 = np.percentile(d, [25, 50, 75])
+        out.append({"min_us": float(d.min()), "p25_us": float(p25), "p50_us": float(p50), "p75_us": float(p75),
+                    "max_us": float(d.max()),
                     "std_us": float(d.std()), "sample_std_us": float(d.std(ddof=1)) if d.size > 1 else 0.0})
     return out
 

@@ -18,7 +18,7 @@ from tests.conftest import RAW
 from tests.kineto.trace_sets import FIXTURE_SETS, SNAPSHOTS, fixture_files, normalised, synthetic_sets
 
 
-NEW_KERNEL_KEYS = ("min_us", "p50_us", "max_us", "std_us", "sample_std_us")  # issue 28: the distribution per kernel
+NEW_KERNEL_KEYS = ("min_us", "p25_us", "p50_us", "p75_us", "max_us", "std_us", "sample_std_us")  # issue 28: the distribution per kernel
 
 
 def _without_job(doc: dict) -> dict:
