@@ -9,9 +9,9 @@ All on one rank's merged trace, times in µs internally, ms (or µs where a key 
 * **overlap-aware kernel-type split** (HTA's kernel breakdown with overlaps): the GPU's busy time cut into
   disjoint pieces by which kinds run at once (compute, communication, memory = memcpy + memset);
 * **kernel duration distribution** per kernel name (min / p50 / max / std), in ``analysis``'s top table;
-* **launch statistics** (HTA's ``get_cuda_kernel_launch_stats``): kernels shorter than the runtime call
-  that launched them (matched by correlation id), runtime calls longer than 50 µs, launch delays (kernel
-  start - launch call start) longer than 100 µs;
+* **launch statistics** (HTA's ``get_cuda_kernel_launch_stats``, its definitions): GPU activities shorter
+  than the runtime call that launched them (matched by correlation id), launch calls longer than 50 µs,
+  launch delays (activity start - launch call end) longer than 100 µs;
 * **per-step exclusive breakdown** (TensorBoard's overview): each instant of a step counted once, in the
   first of compute kernel, memcpy, memset, communication, CUDA runtime, DataLoader, CPU operator, other
   that covers it (TensorBoard counts NCCL kernels as "Kernel"; here they are "Communication", so the
@@ -38,6 +38,7 @@ from reportgen.kineto.regions import DATALOADER, merged
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's runtime_cutoff: a launch call longer than this is an outlier
 LAUNCH_DELAY_CUTOFF_US = 100.0  # HTA's launch_delay_cutoff
+LAUNCH_CALLS = frozenset(("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"))
 SYNC_SLACK_US = 5.0  # a blocking call that started this long after the GPU went idle did not cause the gap
 SYNC_CALL = re.compile(r"^cu(da)?(Stream|Device|Event|Ctx)Synchronize|^cudaMemcpy(2D|3D)?$|^cuMemcpy[A-Za-z]*(?<!Async)$")
 SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|nonzero|is_nonzero|equal|masked_select|unique|_unique2|"
@@ -192,22 +193,29 @@ def _launches(trace: k.KinetoTrace, rows: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def _launch(trace: k.KinetoTrace, kern: np.ndarray, n_steps: int) -> dict:
-    starts, durs, _ = _launches(trace, kern)
-    kd, ks = trace.dur_us[kern], trace.start_us[kern]
-    known = ~np.isnan(starts)
-    delay = ks[known] - starts[known]
-    runtime = trace.rows(k.RUNTIME, k.DRIVER)
-    short = int((kd[known] < durs[known]).sum())
+    """HTA's launch statistics: every GPU activity (kernel, memcpy, memset) paired by correlation id with the
+    ``cudaLaunchKernel(ExC)`` / ``cudaMemcpyAsync`` / ``cudaMemsetAsync`` call that enqueued it; short: the
+    activity is shorter than that call (itself not over the cutoff); launch delay: from the call's end to the
+    activity's start, negative clipped to 0."""
+    activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
+    starts, durs, names = _launches(trace, activity)
+    launchers = _ids(trace, LAUNCH_CALLS.__contains__)
+    paired = ~np.isnan(starts) & np.isin(names, launchers)
+    gd, gs = trace.dur_us[activity][paired], trace.start_us[activity][paired]
+    cd = durs[paired]
+    delay = np.clip(gs - (starts[paired] + cd), 0.0, None)
+    kd = trace.dur_us[kern]
+    kernel_calls = durs[trace.cat[activity] == k.KERNEL] if activity.any() else durs
+    short = int(((cd <= RUNTIME_CUTOFF_US) & (gd < cd)).sum())
     return {
         "kernels": int(kern.sum()),
         "kernels_per_step": int(kern.sum()) / n_steps if n_steps else None,
-        "with_launch": int(known.sum()),
+        "with_launch": int(paired.sum()),
         "shorter_than_launch": short,
-        "shorter_than_launch_share": short / int(known.sum()) if known.any() else None,
+        "shorter_than_launch_share": short / int(paired.sum()) if paired.any() else None,
         "kernel_p50_us": float(np.median(kd)) if kd.size else None,
-        "launch_p50_us": float(np.median(durs[known])) if known.any() else None,
-        "runtime_calls": int(runtime.sum()),
-        "runtime_over_cutoff": int((trace.dur_us[runtime] > RUNTIME_CUTOFF_US).sum()),
+        "launch_p50_us": float(np.nanmedian(kernel_calls)) if np.isfinite(kernel_calls).any() else None,
+        "runtime_over_cutoff": int((cd > RUNTIME_CUTOFF_US).sum()),
         "runtime_cutoff_us": RUNTIME_CUTOFF_US,
         "launch_delay_us": ({"mean": float(delay.mean()), "p50": float(np.median(delay)),
                              "p95": float(np.percentile(delay, 95)), "max": float(delay.max())} if delay.size else {}),

@@ -90,14 +90,19 @@ def test_kernel_duration_distribution(analysis):
 
 
 def test_launch_statistics(analysis):
+    """HTA's definitions: every GPU activity paired with its cudaLaunchKernel / cudaMemcpyAsync call."""
     launch = analysis["gpu_analysis"]["launch"]
-    assert launch["kernels"] == 6 and launch["with_launch"] == 6 and launch["kernels_per_step"] == 6
-    assert launch["shorter_than_launch"] == 1  # K2: 2 µs on the GPU, 10 µs to launch
-    assert launch["runtime_calls"] == 8 and launch["runtime_over_cutoff"] == 2  # NCCL's 60 µs, the copy's 106 µs
-    # delays (kernel start - launch start): 10, 20, 10, 110, 50, 15
-    assert launch["launch_delay_us"]["mean"] == pytest.approx(215 / 6)
-    assert launch["launch_delay_us"]["max"] == pytest.approx(110.0)
+    assert launch["kernels"] == 6 and launch["kernels_per_step"] == 6
+    assert launch["with_launch"] == 7  # 6 kernels and the copy
+    assert launch["shorter_than_launch"] == 1  # K2: 2 µs on the GPU, 10 µs to launch (a call <= 50 µs)
+    assert launch["shorter_than_launch_share"] == pytest.approx(1 / 7)
+    assert launch["runtime_over_cutoff"] == 2  # NCCL's 60 µs launch, the copy's 106 µs call
+    # delays (activity start - call end, negatives clipped): K1 5, K2 10, NCCL 0, copy 0, K3 105, K4 45, K5 12
+    assert launch["launch_delay_us"]["mean"] == pytest.approx(177 / 7)
+    assert launch["launch_delay_us"]["max"] == pytest.approx(105.0)
     assert launch["launch_delay_over_cutoff"] == 1
+    assert launch["kernel_p50_us"] == pytest.approx(55.0)  # kernels 200, 2, 200, 100, 10, 10
+    assert launch["launch_p50_us"] == pytest.approx(5.0)  # kernels' calls 5, 10, 60, 5, 5, 3
 
 
 def test_idle_gaps_are_each_attributed_once(analysis):
