@@ -283,16 +283,17 @@ def _enclosing(trace: k.KinetoTrace, rows: np.ndarray) -> list[tuple[str | None,
     ops = trace.rows(k.CPU_OP) & ~np.isin(trace.name, _ids(trace, _STEP.match))
     out = []
     by_tid: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for i in np.nonzero(rows)[0]:
+    call_start, call_end = trace.start_us[rows], trace.end_us[rows]
+    for i, t0, t1 in zip(np.nonzero(rows)[0], call_start, call_end):
         tid = int(trace.tid[i]) if trace.tid.size == trace.cat.size else 0
         if tid not in by_tid:
             pick = ops & (trace.tid == tid) if trace.tid.size == trace.cat.size else ops
             by_tid[tid] = (trace.start_us[pick], trace.end_us[pick], trace.name[pick])
         s, e, names = by_tid[tid]
-        at = int(np.searchsorted(s, trace.start_us[i], "right"))
+        at = int(np.searchsorted(s, t0, "right"))
         inner = outer = None
         for j in range(at - 1, max(at - 64, -1), -1):
-            if e[j] >= trace.end_us[i]:
+            if e[j] >= t1:
                 outer = trace.names[int(names[j])]
                 inner = inner or outer
         out.append((outer, inner))
