@@ -125,6 +125,35 @@ _BWD = (
     ("NativeLayerNormBackward0", ((("aten::native_layer_norm_backward",), LN_BWD, 61.0),
                                   (("aten::native_layer_norm_backward",), LN_BWD_GAMMA, 44.0))),
 )
+# GPU causes a KinetoSet can plant (``cause=``), each the way torch writes it on a CUDA machine:
+PLANTED = {
+    # 21 extra ``.item()`` per step in the forward (a metric read per layer), each followed by 2 ms of Python
+    # before the next launch: the GPU drains at each cudaStreamSynchronize and waits for the host to refill it
+    "host-sync": "21 aten::item > cudaStreamSynchronize per step beyond loss.item(), 2 ms of host work after each",
+    # a model of tiny elementwise ops (~3 µs kernels, ~15 µs of host work to launch each)
+    "kernel-launch-bound": "about 1,500 kernels of 3 µs per step, each launched by ~15 µs of host work",
+    # DDP's all-reduces issued only after the whole backward (no bucket overlaps compute), then the optimizer
+    "communication-bound": "every gradient all-reduce after backward, none beside compute (0 % overlap)",
+    # the same model in fp32 on an A100: sgemm / f32 attention kernels, elementwise kernels on float
+    "no-mixed-precision": "fp32 GEMM (sgemm) and attention kernels on an A100 (computeMajor 8)",
+    # the batch (77 MB) copied from pageable host memory: cudaMemcpyAsync blocks until the copy is done
+    "pageable-memcpy": "a 77 MB Memcpy HtoD (Pageable -> Device) per step at 6.5 GB/s, the host blocked meanwhile",
+}
+HOST_AFTER_SYNC_US = 2000.0
+ITEMS_PER_STEP = 21
+TINY_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+               "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)")
+TINY_PER_LAYER = (30, 32)  # forward, backward kernels per layer (24 layers: 1,488 a step)
+FP32_NAMES = {
+    GEMM_TN: "ampere_sgemm_128x64_tn", GEMM_NN: "ampere_sgemm_128x128_nn", GEMM_NT: "ampere_sgemm_64x64_nt",
+    FLASH_FWD: "fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, "
+               "cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
+    FLASH_BWD: "fmha_cutlassB_f32_aligned_64x64_k64_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<"
+               "cutlass::arch::Sm80, float, true, false, false, 64, 64, 64, false>::Params)",
+}
+FP32_SLOWER = 2.6  # an fp32 GEMM / attention kernel's time against the bf16 one on the same GPU
+PAGEABLE_BYTES = 77_070_336  # 128 x 3 x 224 x 224 fp16 images, plus labels: 77 MB
+PAGEABLE_GB_S = 6.5
 _PARAMS_PER_LAYER = 12  # AccumulateGrad calls per layer
 LAYERS_PER_BUCKET = 4  # DDP gradient buckets: one all-reduce per 4 layers
 
@@ -142,6 +171,12 @@ class KinetoSet:
     layers: int = 24
     gzip: bool = False
     compact: bool = False  # one event per line instead of torch's pretty-printed layout
+    cause: str | None = None  # a GPU cause planted on every rank (PLANTED); None: the healthy bf16 DDP job
+
+    @property
+    def device(self) -> tuple[str, int, int]:
+        """(deviceProperties name, computeMajor, computeMinor)"""
+        return ("NVIDIA A100-SXM4-80GB", 8, 0) if self.cause == "no-mixed-precision" else (DEVICE, 9, 0)
 
     def host_pid(self, rank: int) -> tuple[str, int]:
         rng = np.random.default_rng([self.seed, 7, rank])
@@ -273,14 +308,17 @@ class _StepBuilder:
 
     def launch(self, tid: int, ext: int, cat: str, name: str, gpu_us: float, stream: int = COMPUTE_STREAM,
                runtime: str = "cudaLaunchKernel", nbytes: int | None = None, not_before: float = 0.0,
-               until: float | None = None) -> float:
+               until: float | None = None, blocking: bool = False) -> float:
         """A runtime call on ``tid`` and the GPU activity it enqueues (flow events between them);
         ``until``: a collective that cannot end before the other ranks reach it."""
         corr = self.t.new_id()
         rt_start = self.cpu[tid]
         rt_end = rt_start + self.cpu_us(4.0, 9.0)
         cbid = {"cudaLaunchKernel": 211, "cudaMemcpyAsync": 51, "cudaMemsetAsync": 55}[runtime]
-        self.t.event("X", "cuda_runtime", runtime, self.pid, tid, rt_start, rt_end,
+        if cat == "kernel" and self.spec.cause == "no-mixed-precision":
+            fp32 = FP32_NAMES.get(name)
+            name, gpu_us = (fp32, gpu_us * FP32_SLOWER) if fp32 else (name.replace("c10::BFloat16", "float"), gpu_us)
+        runtime_index = self.t.event("X", "cuda_runtime", runtime, self.pid, tid, rt_start, rt_end,
                      [("External id", ("id", ext)), ("cbid", cbid), ("correlation", ("id", corr))])
         self.t.event("s", "ac2g", "", self.pid, tid, rt_start, None, flow_id=corr)
         self.cpu[tid] = rt_end
@@ -299,11 +337,40 @@ class _StepBuilder:
         self.t.event("f", "ac2g", "", self.device, stream, start, None, flow_id=corr)
         self.t.event("X", cat, name, self.device, stream, start, start + dur, args)
         self.gpu[stream] = start + dur
+        if blocking:  # a copy from pageable memory: the call returns once the copy is done
+            self.t.set_end(runtime_index, start + dur + 2.0)
+            self.cpu[tid] = start + dur + 2.0
         return start + dur
 
     def kernel_op(self, tid: int, ops: tuple[str, ...], kernel: str, gpu_us: float, dims: str = "[[]]",
                   stream: int = COMPUTE_STREAM) -> None:
         self.op_chain(tid, ops, dims, lambda ext: self.launch(tid, ext, "kernel", kernel, gpu_us, stream))
+
+    def item_sync(self, tid: int, after_us: float = 0.0) -> None:
+        """``tensor.item()``: inside ``aten::_local_scalar_dense`` the scalar is copied back and the host blocks in
+        ``cudaStreamSynchronize`` until the GPU is done; then ``after_us`` of host work (Python) before anything
+        else is launched."""
+        def inside(ext: int) -> None:
+            self.launch(tid, ext, "gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 2.0, runtime="cudaMemcpyAsync",
+                        nbytes=4)
+            sync_start = self.cpu[tid]
+            end = max(max(self.gpu.values()), sync_start) + 4.0
+            i = self.t.new_id()
+            self.t.event("X", "cuda_runtime", "cudaStreamSynchronize", self.pid, tid, sync_start, end,
+                         [("External id", ("id", i)), ("cbid", 131), ("correlation", ("id", i))])
+            self.cpu[tid] = end + 1.0
+        self.op_chain(tid, ("aten::item", "aten::_local_scalar_dense"), "[[]]", inside)
+        self.cpu[tid] += after_us
+
+    def forward_layer(self, main: int, layer: int) -> None:
+        if self.spec.cause == "kernel-launch-bound":
+            for _ in range(TINY_PER_LAYER[0]):
+                self.kernel_op(main, ("aten::add",), TINY_KERNEL, 3.0, "[[64, 256], [64, 256], []]")
+            return
+        for ops, kernel, us, dims in _FWD:
+            self.kernel_op(main, ops, kernel, us, dims)
+        if self.spec.cause == "host-sync" and layer < ITEMS_PER_STEP:
+            self.item_sync(main, HOST_AFTER_SYNC_US)
 
     def build(self) -> tuple[_Template, float]:
         """The step; returns the template and the dataloader's end (where a step's jitter is added)."""
@@ -314,22 +381,28 @@ class _StepBuilder:
         self.cpu[main] += self.dataloader_us + 4.0
         dl_end = self.cpu[main] - 4.0
         batch = 8 * 2048 * 8  # token ids, int64
-        self.op_chain(main, ("aten::to", "aten::_to_copy", "aten::copy_"), "[[8, 2048]]",
-                      lambda ext: self.launch(main, ext, "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 9.0,
-                                              runtime="cudaMemcpyAsync", nbytes=batch))
+        if self.spec.cause == "pageable-memcpy":
+            self.op_chain(main, ("aten::to", "aten::_to_copy", "aten::copy_"), "[[128, 3, 224, 224]]",
+                          lambda ext: self.launch(main, ext, "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)",
+                                                  PAGEABLE_BYTES / (PAGEABLE_GB_S * 1e3), runtime="cudaMemcpyAsync",
+                                                  nbytes=PAGEABLE_BYTES, blocking=True))
+        else:
+            self.op_chain(main, ("aten::to", "aten::_to_copy", "aten::copy_"), "[[8, 2048]]",
+                          lambda ext: self.launch(main, ext, "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 9.0,
+                                                  runtime="cudaMemcpyAsync", nbytes=batch))
         fwd = self.annotation("DistributedDataParallel.forward", main, self.cpu[main])
         self.cpu[main] += 3.0
-        for _ in range(self.spec.layers):
-            for ops, kernel, us, dims in _FWD:
-                self.kernel_op(main, ops, kernel, us, dims)
+        for layer in range(self.spec.layers):
+            self.forward_layer(main, layer)
         self.kernel_op(main, ("aten::cross_entropy_loss", "aten::log_softmax", "aten::_log_softmax"), SOFTMAX, 210.0)
         self.kernel_op(main, ("aten::nll_loss_nd", "aten::nll_loss", "aten::nll_loss_forward"), NLL, 12.0)
         self.cpu[main] += 2.0
         t.set_end(fwd, self.cpu[main])
         # backward on the autograd thread, all-reduce per bucket on the NCCL stream
         self.cpu[bwd] = self.cpu[main] + 8.0
+        late_buckets = 0
         for layer in range(self.spec.layers):
-            for grad_fn, kernels in _BWD:
+            for grad_fn, kernels in (() if self.spec.cause == "kernel-launch-bound" else _BWD):
                 outer = self.annotation(f"autograd::engine::evaluate_function: {grad_fn}", bwd,
                                         self.cpu[bwd] + 1.0, cat="cpu_op")
                 self.cpu[bwd] += 2.0
@@ -341,6 +414,9 @@ class _StepBuilder:
                 t.set_end(inner, self.cpu[bwd])
                 self.cpu[bwd] += 1.0
                 t.set_end(outer, self.cpu[bwd])
+            if self.spec.cause == "kernel-launch-bound":
+                for _ in range(TINY_PER_LAYER[1]):
+                    self.kernel_op(bwd, ("aten::mul",), TINY_KERNEL, 3.0, "[[64, 256], [64, 256]]")
             for _ in range(_PARAMS_PER_LAYER):
                 outer = self.annotation("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", bwd,
                                         self.cpu[bwd] + 1.0, cat="cpu_op")
@@ -348,20 +424,35 @@ class _StepBuilder:
                 self.op_chain(bwd, ("torch::autograd::AccumulateGrad", "aten::detach", "detach"), "[[4096]]", None)
                 self.cpu[bwd] += 1.0
                 t.set_end(outer, self.cpu[bwd])
-            if (layer + 1) % LAYERS_PER_BUCKET == 0 or layer + 1 == self.spec.layers:
-                comm = self.annotation("nccl:all_reduce", bwd, self.cpu[bwd] + 1.0)
-                self.cpu[bwd] += 2.0
-                # the bucket's gradients are ready once the compute stream has produced them
-                ready = self.gpu[COMPUTE_STREAM]
-                bucket = len(self.nccl_ends)
-                transfer = 2600.0 * LAYERS_PER_BUCKET / 4 + self.wait_us
-                until = None if self.sync_ends is None else self.sync_ends[bucket] + self.wait_us
-                self.op_chain(bwd, ("record_param_comms",), "[[25165824]]",
-                              lambda ext: self.nccl_ends.append(self.launch(
-                                  bwd, ext, "kernel", NCCL_ALLREDUCE, transfer, stream=NCCL_STREAM,
-                                  not_before=ready, until=until)))
-                self.cpu[bwd] += 2.0
-                t.set_end(comm, self.cpu[bwd])
+            bucket_ready = (layer + 1) % LAYERS_PER_BUCKET == 0 or layer + 1 == self.spec.layers
+            if bucket_ready and self.spec.cause == "communication-bound":
+                late_buckets += 1  # issued after the whole backward, below
+            for _ in range(late_buckets if layer + 1 == self.spec.layers else 0):
+                self.all_reduce(bwd, self.gpu[COMPUTE_STREAM], 19000.0)
+            if bucket_ready and self.spec.cause != "communication-bound":
+                self.all_reduce(bwd, self.gpu[COMPUTE_STREAM],
+                                60.0 if self.spec.cause == "kernel-launch-bound" else 2600.0 * LAYERS_PER_BUCKET / 4)
+        self.finish_step(main, bwd, step)
+        return t, dl_end
+
+    def all_reduce(self, bwd: int, ready: float, transfer_us: float) -> None:
+        """One DDP gradient bucket all-reduced on the NCCL stream once the compute stream produced it."""
+        t = self.t
+        comm = self.annotation("nccl:all_reduce", bwd, self.cpu[bwd] + 1.0)
+        self.cpu[bwd] += 2.0
+        bucket = len(self.nccl_ends)
+        transfer = transfer_us + self.wait_us
+        until = None if self.sync_ends is None else self.sync_ends[bucket] + self.wait_us
+        self.op_chain(bwd, ("record_param_comms",), "[[25165824]]",
+                      lambda ext: self.nccl_ends.append(self.launch(
+                          bwd, ext, "kernel", NCCL_ALLREDUCE, transfer, stream=NCCL_STREAM,
+                          not_before=ready, until=until)))
+        self.cpu[bwd] += 2.0
+        t.set_end(comm, self.cpu[bwd])
+
+    def finish_step(self, main: int, bwd: int, step: int) -> None:
+        """zero_grad, the optimizer after the last all-reduce, loss.item()."""
+        t = self.t
         # optimizer after the last all-reduce (DDP's finalize waits on the NCCL stream)
         self.cpu[main] = max(self.cpu[main], self.cpu[bwd]) + 5.0
         zero = self.annotation("Optimizer.zero_grad#AdamW.zero_grad", main, self.cpu[main])
@@ -391,7 +482,6 @@ class _StepBuilder:
                 [("External id", ("id", i)), ("cbid", 131), ("correlation", ("id", i))])
         self.cpu[main] = gpu_done + 10.0
         t.set_end(step, self.cpu[main])
-        return t, dl_end
 
 
 @dataclass
@@ -458,7 +548,8 @@ def _fill(layout: _Layout, step: int, t0_ns: int, scale: float, extra_us: float,
 
 
 def _header(spec: KinetoSet, rank: int) -> str:
-    props = [{"id": i, "name": DEVICE, "totalGlobalMem": 85028224000, "computeMajor": 9, "computeMinor": 0,
+    name, major, minor = spec.device
+    props = [{"id": i, "name": name, "totalGlobalMem": 85028224000, "computeMajor": major, "computeMinor": minor,
               "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
               "warpSize": 32, "sharedMemPerBlock": 49152, "numSms": 132} for i in range(GPUS_PER_NODE)]
     host, _ = spec.host_pid(rank)

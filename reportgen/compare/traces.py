@@ -1,4 +1,6 @@
-"""Two runs' PyTorch profiler traces side by side: steps, throughput, data loading, CPU operators.
+"""Two runs' PyTorch profiler traces side by side: steps, throughput, data loading, CPU operators, GPU kernels
+and what the GPU spent each step on (kernel time, overlap of communication with compute, the exclusive step
+breakdown).
 
 The profiled steps are a sample: ``schedule(wait=1, warmup=1, active=3, repeat=2)`` profiles six steps,
 usually at the start of the job. Their change between two runs need not be the job's (a run whose
@@ -52,11 +54,44 @@ def summarize(kineto, job_s) -> dict | None:
         "collective_share": _mean([number(as_dict(r.get("collectives")).get("step_share")) for r in ranks]),
         "op_ms_per_step": ops,
         "op_ms_per_step_exact": ops_exact,
+        **gpu_summary(kineto, ranks),
     }
 
 
-def operator_ms_per_step(kineto, ranks: list[dict]) -> tuple[dict[str, float], bool]:
-    """Each CPU operator's inclusive ms per profiled step of one rank, and whether that is exact.
+def gpu_summary(kineto, ranks: list[dict]) -> dict:
+    """The GPU side of one run's traces per profiled step, averaged over the ranks with GPU analyses."""
+    gpu = [r for r in ranks if as_dict(r.get("gpu_analysis"))]
+    if not gpu:
+        return {"gpu": None}
+    kernels, exact = operator_ms_per_step(kineto, ranks, "kernels")
+
+    def per_step(r, ms):
+        return number(ms) / len(r["steps"]) if number(ms) is not None else None
+
+    breakdown: dict[str, float] = {}
+    for r in gpu:
+        for cat, ms in as_dict(as_dict(as_dict(r["gpu_analysis"]).get("step_breakdown")).get("total_ms")).items():
+            if number(ms) is not None:
+                breakdown[str(cat)] = breakdown.get(str(cat), 0.0) + number(ms) / len(r["steps"]) / len(gpu)
+    return {"gpu": {
+        "kernel_ms_per_step": _mean([per_step(r, as_dict(r.get("kernels")).get("total_ms")) for r in gpu]),
+        "kernels_per_step": _mean([number(as_dict(r["gpu_analysis"].get("launch")).get("kernels_per_step")) for r in gpu]),
+        "comm_comp_overlap_pct": _mean([number(as_dict(r["gpu_analysis"].get("overlap")).get("comm_comp_overlap_pct"))
+                                        for r in gpu]),
+        "exposed_comm_per_step_ms": _mean([number(as_dict(r["gpu_analysis"].get("overlap")).get("exposed_per_step_ms"))
+                                           for r in gpu]),
+        "window_idle_pct": _mean([100 * number(as_dict(r.get("gpu")).get("window_idle_share"))
+                                  if number(as_dict(r.get("gpu")).get("window_idle_share")) is not None else None
+                                  for r in gpu]),
+        "breakdown_ms_per_step": breakdown,
+        "kernel_ms_per_step_by_name": kernels,
+        "kernel_ms_per_step_exact": exact,
+    }}
+
+
+def operator_ms_per_step(kineto, ranks: list[dict], key: str = "cpu_ops") -> tuple[dict[str, float], bool]:
+    """Each CPU operator's inclusive ms per profiled step of one rank, and whether that is exact
+    (``key="kernels"``: each GPU kernel's, from the same tables of kernels).
 
     ``ranks``: kineto.json's ranks that have profiled steps. Several ranks, every one with profiled
     steps, and kineto.json's job-wide table (``job.cpu_ops.top``: every rank's every operator summed,
@@ -72,14 +107,14 @@ def operator_ms_per_step(kineto, ranks: list[dict]) -> tuple[dict[str, float], b
     job = as_dict(as_dict(kineto).get("job"))
     every_rank_stepped = len(ranks) == len(as_dict(as_dict(kineto).get("ranks")))
     covered = job.get("ranks")
-    top = as_dict(job.get("cpu_ops")).get("top")
+    top = as_dict(job.get(key)).get("top")
     ops: dict[str, float] = {}
     if (len(ranks) > 1 and every_rank_stepped and isinstance(top, list) and isinstance(covered, int)
             and not isinstance(covered, bool) and covered == len(ranks)):
         _add_ms(ops, top, sum(len(r["steps"]) for r in ranks), 1)
         return ops, True
     for r in ranks:
-        _add_ms(ops, as_list(as_dict(r.get("cpu_ops")).get("top")), len(r["steps"]), len(ranks))
+        _add_ms(ops, as_list(as_dict(r.get(key)).get("top")), len(r["steps"]), len(ranks))
     return ops, len(ranks) == 1
 
 
@@ -200,3 +235,66 @@ def operators_blocks(ta: dict | None, tb: dict | None) -> tuple[list, dict]:
     blocks.append(Table("trace-operators-compare", ["CPU operator", "A (ms/step)", "B (ms/step)", "Δ (ms/step)"],
                         rows, ["text", "num2", "num2", "text"]))
     return blocks, {"rows": [{"operator": r[0], "a_ms_per_step": r[1], "b_ms_per_step": r[2]} for r in rows]}
+
+
+BREAKDOWN_NAMES = {"kernel": "compute kernels", "memcpy": "memcpy", "memset": "memset",
+                   "communication": "communication (exposed)", "runtime": "CUDA runtime", "dataloader": "DataLoader",
+                   "cpu_exec": "CPU operators", "other": "other"}
+SAME = 0.05  # a kernel within 5 % per step is "same"
+
+
+def kernels_blocks(ta: dict | None, tb: dict | None) -> tuple[list, dict]:
+    """GPU kernels and GPU time per profiled step, A against B (``traces.gpu`` in compare.json)."""
+    ga, gb = (ta or {}).get("gpu"), (tb or {}).get("gpu")
+    if not (ga or gb):
+        return [], {}
+    ga, gb = ga or {}, gb or {}
+    blocks: list = [Text("GPU kernels from the PyTorch profiler traces, per profiled step (averaged over ranks): "
+                         "what the GPU spent each step on, and which kernels got faster or slower.")]
+    rows = []
+
+    def row(title, va, vb, points=False):
+        va, vb = number(va), number(vb)
+        rows.append([title, va, vb, None if va is None or vb is None else _signed(vb - va, 2),
+                     None if points else _signed(_pct_change(va, vb))])
+
+    row("Kernel time per step (ms)", ga.get("kernel_ms_per_step"), gb.get("kernel_ms_per_step"))
+    row("Kernels per step", ga.get("kernels_per_step"), gb.get("kernels_per_step"))
+    row("GPU idle in its active window (%)", ga.get("window_idle_pct"), gb.get("window_idle_pct"), True)
+    row("Communication overlapped with compute (%)", ga.get("comm_comp_overlap_pct"), gb.get("comm_comp_overlap_pct"),
+        True)
+    row("Exposed communication per step (ms)", ga.get("exposed_comm_per_step_ms"), gb.get("exposed_comm_per_step_ms"))
+    ba, bb = ga.get("breakdown_ms_per_step") or {}, gb.get("breakdown_ms_per_step") or {}
+    for cat in dict.fromkeys([*ba, *bb]):
+        row(f"Step time: {BREAKDOWN_NAMES.get(cat, cat)} (ms)", ba.get(cat), bb.get(cat))
+    blocks.append(Table("trace-gpu-compare", ["GPU, per profiled step", "A", "B", "Δ (B − A)", "Δ (%)"], rows,
+                        ["text", "num2", "num2", "text", "text"], row_header=True,
+                        caption="Step time split as TensorBoard's overview does (each instant once, first category "
+                                "that covers it); communication: NCCL kernels with no compute beside them; the Δ of "
+                                "a percentage in points."))
+    ka, kb = ga.get("kernel_ms_per_step_by_name") or {}, gb.get("kernel_ms_per_step_by_name") or {}
+    names = sorted(set(ka) | set(kb), key=lambda n: -max(ka.get(n, 0.0), kb.get(n, 0.0)))[:TOP_OPERATORS]
+    krows, kdata = [], []
+    for n in names:
+        va, vb = ka.get(n), kb.get(n)
+        if va is None:
+            status = "new in B's top 15"
+        elif vb is None:
+            status = "gone from B's top 15"
+        elif vb < va * (1 - SAME):
+            status = "faster"
+        elif vb > va * (1 + SAME):
+            status = "slower"
+        else:
+            status = "same"
+        krows.append([n, va, vb, None if va is None or vb is None else _signed(vb - va, 2), status])
+        kdata.append({"kernel": n, "a_ms_per_step": va, "b_ms_per_step": vb, "status": status})
+    if krows:
+        blocks.append(Table("trace-kernels-compare", ["GPU kernel", "A (ms/step)", "B (ms/step)", "Δ (ms/step)", "B vs A"],
+                            krows, ["text", "num2", "num2", "text", "text"],
+                            caption=f"The {len(krows)} kernels with the most time per step in either run (from each "
+                                    "run's top 15 by time; a kernel outside one run's top 15 is marked as such; "
+                                    f"same: within {SAME * 100:.0f} %)."))
+    data = {"a": {k: v for k, v in ga.items() if k != "kernel_ms_per_step_by_name"},
+            "b": {k: v for k, v in gb.items() if k != "kernel_ms_per_step_by_name"}, "kernels": kdata}
+    return blocks, data

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reportgen.diagnosis import gpu_causes  # noqa: F401  (registers the GPU causes' detectors)
 from reportgen.diagnosis.causes import CAUSES, DETECTORS, MINOR, TITLES, Finding
-from reportgen.diagnosis.coverage import LABELS, Answer, judge
+from reportgen.diagnosis.coverage import CAUSE_QUESTION, LABELS, Answer, judge
 from reportgen.diagnosis.explained import fired_without_finding
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, PASSED, evaluate_rule
 from reportgen.diagnosis.evidence import Evidence, gather
@@ -44,6 +45,11 @@ class Diagnosis:
     @property
     def questions_open(self) -> list[Answer]:
         return [a for a in self.answers if a.judged is False]
+
+    def could_judge(self, cause: str) -> bool:
+        """Whether this data could show the cause: the question it answers was judged."""
+        question = CAUSE_QUESTION.get(cause, "gpu-use")
+        return any(a.judged for a in self.answers if a.question == question)
 
     def coverage_text(self) -> str:
         """"Judged: GPU use, memory. Not judged: step times (why)." for the page and the summaries."""

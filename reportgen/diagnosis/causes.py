@@ -17,8 +17,11 @@ from typing import Callable
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
 
+# GPU causes read from PyTorch profiler traces; their detectors are in gpu_causes.py, run before gpu-underused
+GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy")
+IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")  # explain idle GPUs
 CAUSES = ("input-pipeline", "gpu-underused", "io-bound", "cpu-bound", "straggler", "load-imbalance",
-          "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers")
+          "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers", *GPU_CAUSES)
 TITLES = {
     "input-pipeline": "The input pipeline starves the GPUs",
     "gpu-underused": "The GPUs are underused",
@@ -30,6 +33,11 @@ TITLES = {
     "host-memory-growth": "Host memory keeps growing",
     "slow-initialization": "Slow start before the first step",
     "step-outliers": "Some steps are much slower than the rest",
+    "host-sync": "The host waits for the GPU in synchronisations",
+    "kernel-launch-bound": "The GPU waits for kernel launches",
+    "communication-bound": "Communication is not overlapped with compute",
+    "no-mixed-precision": "Matrix math runs in fp32 on tensor-core GPUs",
+    "pageable-memcpy": "Host-to-device copies from pageable memory",
 }
 
 # Thresholds (documented in docs/diagnosis.md).
@@ -87,11 +95,13 @@ Detector = Callable[[Evidence, dict], "Finding | None"]
 DETECTORS: list[tuple[str, Detector]] = []
 
 
-def detector(cause: str):
+def detector(cause: str, before: str | None = None):
+    """Register a detector; ``before``: run it ahead of that cause's (appended otherwise)."""
     assert cause in CAUSES, cause
 
     def register(func: Detector) -> Detector:
-        DETECTORS.append((cause, func))
+        at = next((i for i, (c, _) in enumerate(DETECTORS) if c == before), len(DETECTORS))
+        DETECTORS.insert(at, (cause, func))
         return func
     return register
 
@@ -411,6 +421,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
 def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
     if ev.has_gpu is False or found.keys() & {"input-pipeline", "cpu-bound", "io-bound"}:
         return None
+    if any(found[c].counts for c in IDLE_GPU_CAUSES if c in found):
+        return None  # the traces say why the GPU is idle
     idle = gpu_idle_share(ev)
     batch = ev.state("BatchSize") == FIRED
     if not batch and (idle is None or idle < GPU_IDLE):

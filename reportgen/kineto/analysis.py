@@ -29,6 +29,7 @@ import numpy as np
 from reportgen.kineto import reader as k
 from reportgen.kineto import regions
 from reportgen.kineto.classify import PRECISIONS, is_communication_kernel, kernel_precision, memory_op_kind
+from reportgen.kineto.gpu_analyses import gpu_analyses, kernel_distribution
 from reportgen.kineto.gpu_idle import gpu_idle
 from reportgen.kineto.straggler import find_straggler
 
@@ -92,8 +93,9 @@ def analyze_trace(trace: k.KinetoTrace) -> dict:
     names, totals, counts = _by_name(trace, kernels)
     kernel_total = float(trace.dur_us[kernels].sum())
     top = [{"name": trace.names[n], "total_ms": t / 1000.0, "launches": int(c), "mean_us": t / c,
-            "pct": 100.0 * t / kernel_total if kernel_total else 0.0}
-           for n, t, c in zip(names[:TOP_KERNELS], totals[:TOP_KERNELS], counts[:TOP_KERNELS])]
+            "pct": 100.0 * t / kernel_total if kernel_total else 0.0, **spread}
+           for n, t, c, spread in zip(names[:TOP_KERNELS], totals[:TOP_KERNELS], counts[:TOP_KERNELS],
+                                      kernel_distribution(trace, names[:TOP_KERNELS]))]
     comm = 0.0
     precision = defaultdict(float)
     for n, t in zip(names, totals):
@@ -165,6 +167,7 @@ def analyze_trace(trace: k.KinetoTrace) -> dict:
         "step_hist": {"counts": [int(c) for c in hist_counts], "edges": [float(e) for e in hist_edges]},
         "dataloader": regions.dataloader(trace, steps),
         "collectives": regions.collectives(trace, steps),
+        "gpu_analysis": gpu_analyses(trace, steps) if gpu.any() else None,
     }
 
 

@@ -128,6 +128,7 @@ def merge_cycles(members: list[KinetoTrace]) -> RankTrace:
         world_size=next((t.world_size for t in members if t.world_size is not None), None),
         backend=next((t.backend for t in members if t.backend), None),
         devices=next((t.devices for t in members if t.devices), []),
+        compute_capability=next((t.compute_capability for t in members if t.compute_capability), []),
         time_unit=first.time_unit, names=list(names),
         events_in_file=sum(t.events_in_file for t in members), complete=all(t.complete for t in members),
         files=[t.path.name for t in members], cycles=cycles,

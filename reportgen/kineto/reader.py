@@ -60,6 +60,7 @@ class KinetoTrace:
     world_size: int | None = None
     backend: str | None = None
     devices: list[str] = field(default_factory=list)  # deviceProperties names
+    compute_capability: list[float | None] = field(default_factory=list)  # deviceProperties computeMajor.Minor
     time_unit: str = "us"  # unit found in the file ("ns" files are scaled to µs)
     names: list[str] = field(default_factory=list)  # interned names; ``name`` indexes into it
     cat: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
@@ -79,6 +80,14 @@ class KinetoTrace:
 
     def rows(self, *cats: int) -> np.ndarray:
         return np.isin(self.cat, np.asarray(cats, dtype=np.int8))
+
+
+def _capability(props: dict) -> float | None:
+    """``computeMajor``.``computeMinor`` of a deviceProperties entry (8.0 for an A100), None when absent."""
+    major, minor = props.get("computeMajor"), props.get("computeMinor", 0)
+    if not isinstance(major, int) or isinstance(major, bool) or not 0 <= major < 100:
+        return None
+    return major + (minor / 10.0 if isinstance(minor, int) and not isinstance(minor, bool) and 0 <= minor < 10 else 0.0)
 
 
 def _file_label(path: Path) -> str:
@@ -206,6 +215,7 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> KinetoTrace:
         world_size=info.get("world_size") if isinstance(info.get("world_size"), int) else None,
         backend=str(info["backend"]) if info.get("backend") else None,
         devices=[str(p.get("name", "?")) for p in props if isinstance(p, dict)],
+        compute_capability=[_capability(p) for p in props if isinstance(p, dict)],
     )
     ts_arr = np.asarray(start, dtype=np.float64)
     dur_arr = np.asarray(dur, dtype=np.float64)

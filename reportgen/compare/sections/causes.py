@@ -11,8 +11,10 @@ def _counted(side: Side) -> dict:
     return {f.cause: f for f in diagnosis.findings if f.counts} if diagnosis is not None else {}
 
 
-def _insufficient(side: Side) -> bool:
-    return side.report.diagnosis is not None and side.report.diagnosis.status == "insufficient-data"
+def _not_judged(side: Side, cause: str) -> bool:
+    """Whether the side's data could not have shown the cause (its question was not judged there)."""
+    diagnosis = side.report.diagnosis
+    return diagnosis is not None and not diagnosis.could_judge(cause)
 
 
 def _impact(finding) -> str:
@@ -31,9 +33,9 @@ def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
         fa, fb = ca.get(cause), cb.get(cause)
         status = "remaining" if fa and fb else "fixed" if fa else "new"
         # a side with too little data to judge fixes nothing and adds nothing
-        if status == "fixed" and _insufficient(b):
+        if status == "fixed" and _not_judged(b, cause):
             status = "not judged in B"
-        elif status == "new" and _insufficient(a):
+        elif status == "new" and _not_judged(a, cause):
             status = "not judged in A"
         delta = (fb.seconds if fb else 0.0) - (fa.seconds if fa else 0.0)
         rows.append([cause, _impact(fa), _impact(fb), f"{delta:+.0f} s", status])

@@ -13,6 +13,7 @@ def build(a: Side, b: Side) -> Section:
     section = Section("operators", "Top operators")
     data = {}
     trace_blocks, trace_data = traces.operators_blocks(a.traces(), b.traces())
+    kernel_blocks, kernel_data = traces.kernels_blocks(a.traces(), b.traces())
     for kind in ("cpu", "gpu"):
         sid = f"{kind}-operators-overview"
         ra = (a.data(sid).get("rows") or [])[:TOP_OPERATORS]
@@ -23,11 +24,16 @@ def build(a: Side, b: Side) -> Section:
             if not rows and kind == "cpu" and (side.traces() or {}).get("op_ms_per_step"):
                 section.add(Text(f"{side.label} has no SageMaker Debugger CPU operator data; its PyTorch profiler "
                                  "traces' CPU operators are compared below.", tone="note"))
+            elif not rows and kind == "gpu" and (side.traces() or {}).get("gpu"):
+                section.add(Text(f"{side.label} has no SageMaker Debugger GPU operator data; its PyTorch profiler "
+                                 "traces' GPU kernels are compared below.", tone="note"))
             elif not rows:
                 section.add(Text(f"{side.label} has no {kind.upper()} operator data (detailed framework profiling "
                                  "was off, or no operator took more than 2 % of the time).", tone="missing"))
         if kind == "cpu" and trace_blocks:
             section.add(*trace_blocks)
+        if kind == "gpu" and kernel_blocks:
+            section.add(*kernel_blocks)
         if not (ra or rb):
             continue
         table_rows = []
@@ -38,8 +44,9 @@ def build(a: Side, b: Side) -> Section:
                                xb.get("percentage")])
         section.add(Table(f"{kind}-operators-compare", ["Rank", "A operator", "A %", "B operator", "B %"],
                           table_rows, ["int", "text", "num2", "text", "num2"]))
-    if not any(v["a"] or v["b"] for v in data.values()) and not trace_blocks:
+    if not any(v["a"] or v["b"] for v in data.values()) and not trace_blocks and not kernel_blocks:
         section.data["available"] = False
     section.data.update(data)
     section.data["traces"] = trace_data or None
+    section.data["trace_kernels"] = kernel_data or None
     return section

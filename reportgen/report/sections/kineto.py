@@ -248,6 +248,7 @@ def _rank_blocks(label: str, r: dict) -> list:
             ["text", "num2", "int", "num2"],
             caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators by total "
                      "inclusive time (a parent's time includes its children's)")))
+    blocks.extend(gpu_analysis_blocks(label, r))
     steps = [as_dict(s) for s in as_list(r.get("steps"))]
     if steps:
         blocks.append(Table(f"kineto-steps-{sid}", ["Step", "Starts at (ms into the trace)", "Duration (ms)"],
@@ -348,3 +349,120 @@ def build(outputs: RuleOutputs) -> Section:
             section.add(*blocks)
     section.data = {"comparison": comparison, "ranks": ranks, **({"job": job} if job else {})}
     return section
+
+
+SPLIT_ORDER = ("compute only", "compute + communication", "compute + memory", "compute + communication + memory",
+               "communication only", "communication + memory", "memory only")
+BREAKDOWN_LABELS = {"kernel": "Kernel (compute)", "memcpy": "Memcpy", "memset": "Memset",
+                    "communication": "Communication", "runtime": "CUDA runtime", "dataloader": "DataLoader",
+                    "cpu_exec": "CPU operators", "other": "Other"}
+
+
+def _percent_of(row: dict, keys) -> dict:
+    total = sum(number(row.get(k), 0.0) for k in keys)
+    return {BREAKDOWN_LABELS.get(k, k): 100.0 * number(row.get(k), 0.0) / total for k in keys} if total > 0 else {}
+
+
+def gpu_analysis_blocks(label: str, r: dict) -> list:
+    """What HTA and TensorBoard show for one rank (``gpu_analysis`` in kineto.json): overlap, the
+    overlap-aware kernel split, the exclusive step breakdown, launch statistics, kernel durations, copies,
+    tensor cores, host syncs."""
+    ga = as_dict(r.get("gpu_analysis"))
+    if not ga:
+        return []
+    sid = slug(label)
+    blocks: list = [Heading(f"Rank {label}: what HTA and TensorBoard show", 4)]
+    overlap = as_dict(ga.get("overlap"))
+    if number(overlap.get("communication_ms"), 0.0) > 0:
+        blocks.append(Text(
+            f"Communication-computation overlap: {number(overlap.get('comm_comp_overlap_pct'), 0.0):.1f} % of the "
+            f"{number(overlap.get('communication_ms'), 0.0):.2f} ms of communication kernels ran beside compute "
+            f"kernels (HTA's comm_comp_overlap); exposed, with no compute beside it: "
+            f"{number(overlap.get('exposed_per_step_ms'), 0.0):.2f} ms per step "
+            f"({100 * number(overlap.get('exposed_step_share'), 0.0):.1f} % of step time).",
+            tone="finding" if number(overlap.get("exposed_step_share"), 0.0) >= 0.1 else "plain"))
+    split = as_dict(ga.get("kernel_type_split_ms"))
+    busy = sum(number(v, 0.0) for v in split.values())
+    if busy > 0:
+        blocks.append(Table(
+            f"kineto-kernel-split-{sid}", ["GPU busy with", "Time (ms)", "Share of busy time"],
+            [[kind, number(split.get(kind), 0.0), 100.0 * number(split.get(kind), 0.0) / busy] for kind in SPLIT_ORDER
+             if number(split.get(kind), 0.0) > 0],
+            ["text", "num2", "pct"],
+            caption="Overlap-aware: each instant the GPU was busy counted once, by what ran at once on any stream "
+                    "(memory = memcpy and memset)."))
+    breakdown = as_dict(ga.get("step_breakdown"))
+    cats = [str(c) for c in as_list(breakdown.get("categories"))]
+    steps = [as_dict(s) for s in as_list(breakdown.get("steps"))]
+    if steps and cats:
+        blocks.append(Table(
+            f"kineto-step-breakdown-{sid}", ["Step", *[BREAKDOWN_LABELS.get(c, c) + " (ms)" for c in cats]],
+            [[f"ProfilerStep#{s.get('step')}", *[number(s.get(c), 0.0) for c in cats]] for s in steps[:50]],
+            ["text", *["num2"] * len(cats)],
+            caption="Step time split the way TensorBoard's overview splits it: each instant of a step counted once, "
+                    "in the first of these categories that covers it (communication: NCCL kernels without compute "
+                    "beside them, and CPU-side collectives)."))
+        rows = {f"step {s.get('step')}": _percent_of(s, cats) for s in steps[:20]}
+        rows = {k: v for k, v in rows.items() if v}
+        if rows:
+            blocks.append(Chart(f"kineto-step-breakdown-chart-{sid}",
+                                charts.share_bars(rows, f"Step time by category, rank {label} (%)"), NO_JS))
+    launch = as_dict(ga.get("launch"))
+    if number(launch.get("kernels"), 0):
+        delay = as_dict(launch.get("launch_delay_us"))
+        blocks.append(Table(
+            f"kineto-launch-{sid}", ["Kernel launches", "Value"],
+            [["kernels per step", number(launch.get("kernels_per_step"))],
+             ["kernels shorter than their launch call", number(launch.get("shorter_than_launch"))],
+             ["... share of kernels with a known launch (%)", 100 * number(launch.get("shorter_than_launch_share"), 0.0)],
+             ["median kernel (µs)", number(launch.get("kernel_p50_us"))],
+             ["median launch call (µs)", number(launch.get("launch_p50_us"))],
+             [f"runtime calls over {number(launch.get('runtime_cutoff_us'), 50.0):.0f} µs",
+              number(launch.get("runtime_over_cutoff"))],
+             ["launch delay p50 / p95 / max (µs)",
+              " / ".join(f"{number(delay.get(k), 0.0):.1f}" for k in ("p50", "p95", "max")) if delay else "-"],
+             [f"launch delays over {number(launch.get('launch_delay_cutoff_us'), 100.0):.0f} µs",
+              number(launch.get("launch_delay_over_cutoff"))]],
+            ["text", "text"],
+            caption="HTA's CUDA kernel launch statistics: a kernel is matched to the runtime call that launched it "
+                    "by correlation id; launch delay = kernel start - launch call start."))
+    top = [as_dict(k) for k in as_list(as_dict(r.get("kernels")).get("top")) if "min_us" in as_dict(k)]
+    if top:
+        blocks.append(Table(
+            f"kineto-kernel-durations-{sid}", ["Kernel", "Launches", "Min (µs)", "Median (µs)", "Max (µs)", "Std (µs)"],
+            [[_short(k.get("name", "")), k.get("launches", 0), number(k.get("min_us")), number(k.get("p50_us")),
+              number(k.get("max_us")), number(k.get("std_us"))] for k in top],
+            ["text", "int", "num2", "num2", "num2", "num2"],
+            caption="Duration distribution of the top kernels (population std; HTA shows pandas' sample std)."))
+        stats = {f"#{i + 1}": {"p25": number(k.get("p25_us")), "p50": number(k.get("p50_us")),
+                               "p75": number(k.get("p75_us")), "lower": number(k.get("min_us")),
+                               "upper": number(k.get("max_us"))} for i, k in enumerate(top[:10])}
+        blocks.append(Chart(f"kineto-kernel-durations-chart-{sid}",
+                            charts.boxes(stats, f"Kernel durations, rank {label} (top kernels by time, min to max)",
+                                         "µs"), NO_JS))
+    memcpy = [as_dict(m) for m in as_list(as_dict(ga.get("memcpy")).get("by_kind"))]
+    if memcpy:
+        blocks.append(Table(
+            f"kineto-memcpy-bandwidth-{sid}", ["Copy", "Host memory", "Count", "MB", "Time (ms)", "GB/s"],
+            [[str(m.get("kind", "")), str(m.get("host_memory") or "-"), m.get("count", 0),
+              number(m.get("bytes"), 0.0) / 1e6, number(m.get("time_ms")), number(m.get("gb_per_s"))] for m in memcpy],
+            ["text", "text", "int", "num2", "num2", "num2"]))
+    tc = as_dict(ga.get("tensor_cores"))
+    if number(tc.get("compute_kernel_ms"), 0.0) > 0:
+        cc = number(tc.get("compute_capability"))
+        blocks.append(Text(
+            f"Tensor cores: {100 * number(tc.get('eligible_share'), 0.0):.1f} % of compute kernel time is fp32 "
+            f"GEMM/convolution (eligible for tensor cores with TF32 or mixed precision), "
+            f"{number(tc.get('tensor_core_gemm_conv_ms'), 0.0):.2f} ms runs in tensor-core precisions; device "
+            + (f"compute capability {cc:.1f} ({'with' if tc.get('has_tensor_cores') else 'without'} tensor cores)."
+               if cc is not None else "capability unknown (no deviceProperties).")))
+    sync = as_dict(ga.get("sync"))
+    if number(sync.get("calls"), 0):
+        ops = "; ".join(f"{name} ×{count}" for name, count in list(as_dict(sync.get("by_operator")).items())[:3])
+        blocks.append(Text(
+            f"Host synchronisations: {sync.get('calls')} blocking calls ({ops}), "
+            + (f"{number(sync.get('per_step'), 0.0):.1f} per step, " if sync.get("per_step") is not None else "")
+            + f"the host blocked {number(sync.get('blocked_ms'), 0.0):.2f} ms; the GPU sat idle "
+            f"{number(sync.get('idle_after_ms'), 0.0):.2f} ms after them "
+            f"({number(sync.get('idle_after_beyond_one_per_step_ms'), 0.0):.2f} ms beyond one per step)."))
+    return blocks

@@ -1,0 +1,83 @@
+"""GPU causes from PyTorch profiler traces (reportgen.diagnosis.gpu_causes): the project's trace generator
+plants each one the way torch writes it on a CUDA machine (testdata/kineto_synthetic.py, PLANTED), plus a
+healthy bf16 DDP job whose communication overlaps backward and that reads loss.item() once a step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reportgen.diagnosis import diagnose
+from reportgen.kineto import analyze_job, find_traces
+from reportgen.rule_outputs import RuleOutputs
+from testdata.kineto_synthetic import PLANTED, KinetoSet, write_set
+
+
+def _diagnosis(tmp_path: Path, cause: str | None):
+    write_set(KinetoSet(ranks=2, mb=2.5, seed=3, cycles=1, straggler=None, cause=cause), tmp_path)
+    doc, _ = analyze_job(find_traces(tmp_path))
+    made = RuleOutputs(folder=Path("."))
+    made.rules, made.timeline, made.kineto = {}, None, doc
+    return diagnose(made), doc
+
+
+def test_healthy_ddp_job_with_overlap_and_one_item_per_step_is_healthy(tmp_path):
+    diagnosis, doc = _diagnosis(tmp_path, None)
+    assert diagnosis.status == "healthy" and diagnosis.findings == []
+    ga = doc["ranks"]["0"]["gpu_analysis"]
+    assert ga["sync"]["per_step"] == 1.0 and ga["overlap"]["comm_comp_overlap_pct"] > 75
+
+
+@pytest.mark.parametrize("cause", sorted(PLANTED))
+def test_each_planted_gpu_cause_is_the_first_finding(tmp_path, cause):
+    diagnosis, _ = _diagnosis(tmp_path, cause)
+    assert diagnosis.status == "problems"
+    first = diagnosis.findings[0]
+    assert first.cause == cause, [(f.cause, f.share) for f in diagnosis.findings]
+    assert "gpu-underused" not in [f.cause for f in diagnosis.findings]
+    assert first.counts and first.metrics["per_step_ms"] > 0 and first.seconds > 0
+    assert first.fix and any("per step" in e for e in first.evidence)
+
+
+def test_host_sync_names_the_operators_and_counts_beyond_one_item(tmp_path):
+    diagnosis, doc = _diagnosis(tmp_path, "host-sync")
+    sync = doc["ranks"]["0"]["gpu_analysis"]["sync"]
+    assert sync["per_step"] == 22.0  # 21 planted + loss.item()
+    finding = diagnosis.findings[0]
+    assert any("aten::item > aten::_local_scalar_dense: 21 per step" in e for e in finding.evidence)
+    # each planted sync leaves the GPU idle for the 2 ms of host work after it (plus the relaunch); the largest gap
+    # of each step is left out as its one normal sync: the loss.item() one, except in the trace's last step, whose
+    # end has no GPU work after it (no gap), so one planted gap is left out there
+    steps = len(doc["ranks"]["0"]["steps"])
+    assert (21 * steps - 1) * 2.0 / steps <= finding.metrics["per_step_ms"] < 21 * 2.1
+
+
+def test_launch_bound_job_is_not_called_underused(tmp_path):
+    diagnosis, doc = _diagnosis(tmp_path, "kernel-launch-bound")
+    launch = doc["ranks"]["0"]["gpu_analysis"]["launch"]
+    assert launch["kernels_per_step"] > 1400 and launch["shorter_than_launch_share"] > 0.9
+    assert [f.cause for f in diagnosis.findings] == ["kernel-launch-bound"]
+
+
+def test_communication_bound_reports_zero_overlap(tmp_path):
+    diagnosis, doc = _diagnosis(tmp_path, "communication-bound")
+    finding = diagnosis.findings[0]
+    assert finding.metrics["comm_comp_overlap_pct"] == pytest.approx({"0": 0.0, "1": 0.0}, abs=0.01)  # ns rounding
+    assert 0.35 < finding.share < 0.45  # 6 buckets of 19 ms after a ~175 ms backward
+
+
+def test_fp32_on_a100_finds_the_eligible_share(tmp_path):
+    diagnosis, doc = _diagnosis(tmp_path, "no-mixed-precision")
+    tc = doc["ranks"]["0"]["gpu_analysis"]["tensor_cores"]
+    assert tc["compute_capability"] == 8.0 and tc["eligible_share"] > 0.9
+    assert "allow_tf32" in diagnosis.findings[0].fix and "bfloat16" in diagnosis.findings[0].fix
+
+
+def test_pageable_copies_report_bytes_and_bandwidth(tmp_path):
+    diagnosis, doc = _diagnosis(tmp_path, "pageable-memcpy")
+    page = doc["ranks"]["0"]["gpu_analysis"]["memcpy"]["pageable_htod"]
+    assert page["bytes_per_step"] == 77_070_336
+    assert page["gb_per_s"] == pytest.approx(6.5, rel=0.05)
+    assert any("77 MB per step" in e for e in diagnosis.findings[0].evidence)
+    assert "pin_memory=True" in diagnosis.findings[0].fix
