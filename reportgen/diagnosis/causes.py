@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from reportgen.diagnosis.evaluation import FIRED
+from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
 
 # GPU causes read from PyTorch profiler traces; their detectors are in gpu_causes.py, run before gpu-underused
@@ -114,11 +115,13 @@ def pct(value: float | None, digits: int = 0) -> str:
 
 
 def secs(value: float | None) -> str:
+    """One format for a duration everywhere (At a glance too): tenths under a minute ("43.3 s"), whole seconds
+    from a minute on ("10 min 47 s", truncated as the job summary shows them)."""
     if value is None:
         return "?"
-    if value >= 120:
-        return f"{value / 60:.1f} min"
-    return f"{value:.1f} s"  # tenths up to two minutes: "43.3 s", never cut to whole seconds
+    if value < 60:
+        return f"{value:.1f} s" if value >= 0.95 else f"{value * 1000:.0f} ms"
+    return human_duration(int(value))
 
 
 def plural(n, one: str, many: str | None = None) -> str:
@@ -660,8 +663,7 @@ def host_memory_growth(ev: Evidence, found: dict) -> Finding | None:
             "first_pct": first, "last_pct": last, "memory": "host"}
     return make(ev, "host-memory-growth", 0.0, evidence, fix, sections=["utilization-over-time",
                                                                          "system-usage-statistics"],
-                metrics=risk, risk=risk, serious=to_full < 10 * loop,
-                basis="no time lost yet: a risk of running out of memory (the job is killed) at this rate")
+                metrics=risk, risk=risk, serious=to_full < 10 * loop)
 
 
 @detector("slow-initialization")

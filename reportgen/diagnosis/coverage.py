@@ -84,9 +84,9 @@ def _input_pipeline(ev: Evidence, gpu: Answer) -> Answer:
                                                f"{MIN_LOOP_S:.0f} s")
     if ev.kineto:
         return Answer("input-pipeline", False, "no whole profiled step in a rank")
-    return Answer("input-pipeline", False, "no profiler trace: without one, time spent waiting for data cannot be "
-                                           "told apart from compute" + (" (per-core load and I/O wait were looked at)"
-                                                                        if ev.timeline_ok else ""))
+    return Answer("input-pipeline", False, "no profiler trace, and without one the time spent waiting for data "
+                                           "cannot be told apart from compute" + ("; per-core load and I/O wait were "
+                                                                                 "looked at" if ev.timeline_ok else ""))
 
 
 def _step_times(ev: Evidence) -> Answer:

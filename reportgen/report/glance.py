@@ -6,7 +6,7 @@ put together here, so the block template stays free of logic.
 
 from __future__ import annotations
 
-from reportgen.formatting import human_duration as duration_text
+from reportgen.diagnosis.causes import secs
 from reportgen.report.model import Report
 
 TOP = 3
@@ -18,11 +18,12 @@ def money(value) -> str:
     return f"${value:,.2f}" if isinstance(value, (int, float)) else ""
 
 
-def seconds_text(seconds: float) -> str:
-    """A duration as people write it: tenths under a minute (9.2 s), minutes and seconds above."""
-    if seconds < 60:
-        return f"{seconds:.1f} s" if seconds >= 0.95 else f"{seconds * 1000:.0f} ms"
-    return duration_text(int(seconds))  # whole seconds, truncated, as the job summary shows them
+seconds_text = secs  # one format for a duration in At a glance and in the findings' evidence
+
+
+def sentence(text: str) -> str:
+    """Text that starts a sentence starts with a capital (node and operator names never come first)."""
+    return text[:1].upper() + text[1:]
 
 
 def impact_text(finding, duration) -> str:
@@ -90,7 +91,7 @@ def glance(report: Report) -> dict | None:
     for finding in diagnosis.findings[:TOP]:
         findings.append({
             "cause": finding.cause, "title": finding.title, "impact": impact_text(finding, duration),
-            "evidence": "; ".join(finding.evidence[:3]), "fix": finding.fix, "note": finding.note,
+            "evidence": sentence("; ".join(finding.evidence[:3])), "fix": finding.fix, "note": finding.note,
             "basis": finding.basis,
             "minor": not finding.counts,
             "links": [(f"#sec-{x.id}", x.title) for s in finding.sections for x in report.sections
@@ -106,7 +107,7 @@ def glance(report: Report) -> dict | None:
     elif diagnosis.status == "insufficient-data":
         summary = "No problem found in what could be judged, but not everything could be. " + diagnosis.coverage_text()
     else:
-        summary = f"{counted} {'cause' if counted == 1 else 'causes'} found, most costly first."
+        summary = "1 cause found." if counted == 1 else f"{counted} causes found, most costly first."
     not_evaluated = list(diagnosis.not_evaluated)
     return {
         "status": diagnosis.status,
