@@ -580,6 +580,23 @@ def _fit(points: list[tuple[float, float]]) -> tuple[float, float] | None:
     return slope, (slope * slope * sxx) / syy
 
 
+def steady_rise(points: list[tuple[float, float]], min_r2: float) -> dict | None:
+    """A memory series (t, %) that rises steadily: at least MEMORY_RISE points over the loop with a linear fit of
+    R² ≥ ``min_r2``; with where it starts and ends (the means of its first and the peak of its last twentieth)
+    and when it is full at this rate."""
+    fit = _fit(points)
+    if fit is None:
+        return None
+    slope, r2 = fit
+    rise = slope * (points[-1][0] - points[0][0])
+    if slope <= 0 or rise < MEMORY_RISE or r2 < min_r2:
+        return None
+    tail = max(len(points) // 20, 1)
+    last = max(p[1] for p in points[-tail:])
+    return {"slope": slope, "r2": r2, "rise": rise, "first": statistics.fmean(p[1] for p in points[:tail]),
+            "last": last, "to_full": max(100 - last, 0) / slope}
+
+
 @detector("gpu-memory-growth")
 def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
     growth = None  # (time to full s, node/gpu, rise, last)
@@ -588,16 +605,9 @@ def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
             for gpu, points in s.gpu_memory.items():
                 resident = [i for i, p in enumerate(points) if p[1] > 0]  # the model on the GPU
                 points = points[resident[0]:resident[-1] + 1] if resident else []
-                fit = _fit(points)
-                if fit is None:
-                    continue
-                slope, r2 = fit
-                rise = slope * (points[-1][0] - points[0][0])
-                if slope > 0 and rise >= MEMORY_RISE and r2 >= MEMORY_FIT:
-                    last = max(p[1] for p in points[-max(len(points) // 20, 1):])
-                    to_full = max(100 - last, 0) / slope
-                    if growth is None or to_full < growth[0]:
-                        growth = (to_full, f"{node}/{gpu}", rise, last, slope)
+                trend = steady_rise(points, MEMORY_FIT)
+                if trend is not None and (growth is None or trend["to_full"] < growth[0]):
+                    growth = (trend["to_full"], f"{node}/{gpu}", trend["rise"], trend["last"], trend["slope"])
     jumps = ev.state("GPUMemoryIncrease") == FIRED
     rule = ev.rules.get("GPUMemoryIncrease")
     peak = ev.gpu_memory_peak()
@@ -634,22 +644,13 @@ def host_memory_growth(ev: Evidence, found: dict) -> Finding | None:
     (the page cache and allocator pools move host memory too)."""
     best = None
     for node, s in ev.series.items() if ev.timeline_ok else ():
-        points = s.host_memory
-        fit = _fit(points)
-        if fit is None:
-            continue
-        slope, r2 = fit
-        rise = slope * (points[-1][0] - points[0][0])
-        if slope > 0 and rise >= MEMORY_RISE and r2 >= HOST_MEMORY_FIT:
-            tail = max(len(points) // 20, 1)
-            first = statistics.fmean(p[1] for p in points[:tail])
-            last = max(p[1] for p in points[-tail:])
-            to_full = max(100 - last, 0) / slope
-            if best is None or to_full < best[0]:
-                best = (to_full, node, rise, first, last, slope, r2)
+        trend = steady_rise(s.host_memory, HOST_MEMORY_FIT)
+        if trend is not None and (best is None or trend["to_full"] < best[0]):
+            best = (trend["to_full"], node, trend)
     if best is None:
         return None
-    to_full, node, rise, first, last, slope, r2 = best
+    to_full, node, trend = best
+    rise, first, last, slope, r2 = trend["rise"], trend["first"], trend["last"], trend["slope"], trend["r2"]
     loop = ev.loop_s or ev.duration_s or to_full
     evidence = [f"host memory on {worker_name(node)} rose steadily from {first:.0f} % to {last:.0f} % of the node's "
                 f"memory over the training loop ({slope * 3600:.0f} points per hour, R² {r2:.2f})",
