@@ -120,7 +120,7 @@ def test_junit_testcase_carries_parameters_datapoints_finding_and_recommendation
             assert failure is None
     loader = suite.find("testcase[@name='Dataloader']").find("failure")
     assert loader.get("message").startswith("input-pipeline: The input pipeline starves the GPUs, about 6 min 39 s (51 % of the job). Fix: ")
-    assert "The cores are the limit: 1 data-loading worker per process" in loader.get("message")
+    assert "The cores are the limit: 4 cores per node leave 1 data-loading worker to each of 2 training processes" in loader.get("message")
     step = suite.find("testcase[@name='StepOutlier']")
     assert step.find("failure").text.endswith(
         "Rule: StepOutlier fired 11 times (30 violations in 2724 datapoints): some steps took much longer than usual.")

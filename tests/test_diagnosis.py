@@ -43,8 +43,8 @@ def test_sample_data_is_an_input_pipeline_problem(sample_outputs):
     assert top.cause == "input-pipeline"
     assert top.metrics["num_workers"] == 1 and top.metrics["cores"] == 4
     # 2 GPU processes with 1 worker each on 4 cores: no more workers fit (cores ÷ processes − 1 = 1)
-    assert "The cores are the limit: 1 data-loading worker per process" in top.fix and "pin_memory=True" in top.fix
-    assert "use 8 vCPUs per node for 2 more workers per process" in top.fix and top.metrics["worker_budget"] == 1
+    assert "The cores are the limit: 4 cores per node leave 1 data-loading worker to each of 2 training processes" in top.fix and "pin_memory=True" in top.fix
+    assert "use 8 vCPUs per node (2 more workers each)" in top.fix and top.metrics["worker_budget"] == 1
     # 1810 of 3120 snapshots had a GPU idle while a core was saturated; 1597 of them in the training loop
     assert top.share == pytest.approx(1597 / 3120)
     assert top.seconds == pytest.approx(top.share * diagnosis.evidence.duration_s)

@@ -202,18 +202,23 @@ def test_a_straggler_node_is_never_told_a_smaller_instance_may_do():
     rules.add(Table("rules-summary", ["Rule", "Status", "Recommendation"],
                     [["BatchSize", "Fired", "Increase the batch size, or run on a smaller instance type."]],
                     ["text", "text", "text"]))
+    balancing = Section("workload-balancing", "Workload balancing", 3)
+    balancing.add(Text("The LoadBalancing rule compares the GPUs' utilization histograms ..."))
     straggler = Finding("straggler", 0.3, 30.0, None, ["median step on algo-2-27: 0.42 s vs 0.30 s"], "fix",
-                        metrics={"who": "algo-2-27"}, sections=["system-usage-statistics"])
+                        metrics={"who": "algo-2-27"}, sections=["workload-balancing", "system-usage-statistics"])
     loader = Finding("input-pipeline", 0.2, 20.0, None, ["GPU busy 34 %"], "fix", note="the GPUs wait for data")
-    report = Report(job_name="j", sections=[usage, rules])
-    report.diagnosis = Diagnosis("problems", [straggler, loader], Evidence())
-    reconcile(report)
+    report = Report(job_name="j", sections=[usage, rules, balancing])
+    report.diagnosis = Diagnosis("problems", [straggler, loader], Evidence(states={"LoadBalancing": ("passed", "")}))
+    reconcile(report, {"workload-balancing": "LoadBalancing"})
     texts = [b.text for b in usage.blocks]
-    assert texts[0].startswith("At a glance links here for “One worker is slower than the rest”: median step on")
-    assert texts[2].startswith("Superseded by At a glance: algo-2 is the straggler the other nodes wait for")
+    assert len(texts) == 2  # system usage shows the data itself: no evidence note, only the superseded advice
+    assert texts[1] == "Superseded by At a glance: algo-2 is the straggler; a smaller instance would slow the job."
+    # the deep dive of a rule that did not fire, linked for the straggler, opens with the straggler's evidence
+    assert balancing.blocks[0].text.startswith("At a glance links here for “One worker is slower than the rest”: "
+                                               "median step on")
     # the most costly finding that makes "smaller instance" wrong speaks for the rules summary's fired BatchSize
-    assert rules.blocks[1].text == ("Superseded by At a glance (“One worker is slower than the rest”): one worker "
-                                    "holds the others back: speed it up first, then judge the instance's size")
+    assert rules.blocks[1].text == ("Superseded by At a glance: one worker holds the others back; speed it up "
+                                    "before resizing.")
 
 
 def test_the_schema_lists_exactly_the_registered_causes():

@@ -52,7 +52,7 @@ def test_status_top_finding_and_fix_fit_the_first_screen(sample_report, tmp_path
     assert dom["visible"]
     assert dom["glanceTop"] < dom["firstSection"]  # above every section of the report
     assert max(dom["bottoms"] + [dom["statusBottom"]]) <= FIRST_SCREEN, dom["bottoms"]
-    assert dom["fix"].startswith("Fix: The cores are the limit: 1 data-loading worker per process")
+    assert dom["fix"].startswith("Fix: The cores are the limit: 4 cores per node leave 1 data-loading worker to each of 2 training processes")
     assert dom["links"] and dom["targets"]  # the deep dives it names exist on the page
 
 
@@ -69,8 +69,10 @@ STORY_PROBE = """() => {
     f.querySelectorAll('.gf-links a').forEach(a => {
       const target = document.getElementById(a.getAttribute('href').slice(1));
       const notes = target ? Array.from(target.querySelectorAll('p.tone-note')).map(n => n.innerText) : [];
-      links.push({title, href: a.getAttribute('href'),
-                  shows: notes.some(n => n.startsWith('At a glance links here for \u201c' + title + '\u201d'))});
+      const noted = notes.some(n => n.startsWith('At a glance links here for \u201c' + title + '\u201d'));
+      const fired = !!(target && target.querySelector('.verdict-finding'));  // a rule's deep dive that fired
+      const data = !!(target && !target.classList.contains('deep-dive') && target.querySelector('figure.chart, table'));
+      links.push({title, href: a.getAttribute('href'), shows: noted || fired || data, noted});
     });
   });
   return {advice: advice.length, unmarked, links};
@@ -79,8 +81,12 @@ STORY_PROBE = """() => {
 
 def test_the_page_below_tells_the_same_story(sample_report, tmp_path):
     """No advice that contradicts At a glance without the note beside it, and every "See ..." link of every
-    finding lands on a section that opens with that finding's evidence."""
+    finding lands on a section that shows its evidence: its data (charts, tables), the deep dive of a rule that
+    fired for it, or a deep dive that opens with the finding's evidence where its rule did not fire."""
     page = visit(sample_report, javascript=True, probe=STORY_PROBE)
     dom = page.dom
     assert dom["advice"] >= 1 and dom["unmarked"] == []  # LowGPUUtilization's "smaller instance" is marked
     assert len(dom["links"]) >= 6 and all(link["shows"] for link in dom["links"]), dom["links"]
+    # GPU memory's deep dive: GPUMemoryIncrease fired there, so it shows the jumps itself; step durations: the
+    # StepOutlier deep dive shows the slow steps too
+    assert {link["href"] for link in dom["links"]} >= {"#sec-gpu-memory", "#sec-step-duration-analysis"}

@@ -394,16 +394,18 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
         fix += ", and keep batches coming with persistent_workers=True and prefetch_factor≥2."
     else:
         wanted = procs * (now + 3)  # each process, and two more workers each than today
-        limit = (f"{machine} leave no core for a data-loading worker" if now == 0 else
-                 f"{plural(now, 'data-loading worker')} per process is all that {machine} allow")
-        fix = (f"The cores are the limit: {limit} (one core kept per process). Make samples cheaper to prepare "
-               "(cache decoded samples, lighter augmentations), decode and augment on the GPU (e.g. NVIDIA DALI), or "
-               f"use {wanted} vCPUs per node for 2 more workers per process")
-        fix += " and set pin_memory=True." if ev.pin_memory is False else "."
+        cores = f"{ev.cores} cores per node" if ev.cores else "the cores"
+        limit = (f"{cores} leave no core for a data-loading worker beside {plural(procs, 'training process', 'training processes')}"
+                 if now == 0 else f"{cores} leave {plural(now, 'data-loading worker')} to each of "
+                 f"{plural(procs, 'training process', 'training processes')}")
+        fix = (f"The cores are the limit: {limit}. Make samples cheaper to prepare (cached decoding, lighter "
+               f"augmentation), augment on the GPU (e.g. NVIDIA DALI), or use {wanted} vCPUs per node (2 more "
+               "workers each)")
+        fix += "; set pin_memory=True." if ev.pin_memory is False else "."
     loop_share, basis = None, ""
     if ev.has_gpu is not False:
-        basis = ("the time the GPUs sat idle waiting for data in the training loop: a fix that lets the data keep "
-                 "up gives it back" + ("" if more else "; on these cores only cheaper loading or more vCPUs can"))
+        basis = ("the GPUs' idle time waiting for data in the loop, given back once data keeps up"
+                 + ("" if more else " (here by cheaper loading or more vCPUs)"))
     elif loader_share is not None:
         loop_share, basis = loader_saving(ev, loader_share, n if more else 0)
     return make(ev, "input-pipeline", share, evidence, fix, loop_share=loop_share, basis=basis,
@@ -701,11 +703,11 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         listed = [x for x in top.get("slowest") or [] if isinstance(x, dict)]
         worst = listed[0] if listed else None
         period = top.get("period")
-        evidence = [f"{plural(top['count'], 'slow step')} of {top['steps']} on {worker_name(worker)}, each more than "
-                    f"{top['threshold_s']:.2f} s (median {top['median_s']:.2f} s + 5 × MAD, or + 20 %)",
+        evidence = [f"{top['count']} of {top['steps']} steps on {worker_name(worker)} over {top['threshold_s']:.2f} s "
+                    f"(median {top['median_s']:.2f} s + 5 MAD)",
                     f"{top['periodic_count']} of them every {period} steps" if period else "",
                     f"slowest: step {worst['step']}, {worst['duration_s']:.2f} s" if worst else "",
-                    f"{secs(top['seconds_lost'])} lost against the median step on this worker"]
+                    f"{secs(top['seconds_lost'])} lost there"]
         if len(slowed) > 1:
             evidence.append(f"slow steps on {plural(len(slowed), 'worker')}")
         lost = _lost_over_workers(slowed)
@@ -743,9 +745,8 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     finding = make(ev, "step-outliers", 0.0, evidence, "", loop_share=loop_share, seconds=seconds)
     if not rule_fired and finding.share < 0.01:
         return None
-    fix = ("Look at what runs during the slow steps (the step-duration section lists them and marks them on the "
-           "timeline): periodic checkpointing, logging or evaluation, garbage collection, or data-loader workers "
-           "restarting; make that work asynchronous or less frequent.")
+    fix = ("Find what runs in the slow steps (listed in the step-duration section): checkpointing, logging, "
+           "evaluation, garbage collection, loader restarts; make it asynchronous or rarer.")
     if period:
         fix = (f"The slow steps come every {period} steps: look for work done every {period} steps (checkpointing, "
                "logging, evaluation) and make it asynchronous or less frequent.")

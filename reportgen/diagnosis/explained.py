@@ -35,9 +35,8 @@ def _why(rule: str, ev: Evidence, times: str) -> str:
     if rule == "LoadBalancing":
         spread = _spread(ev)
         if spread is not None and spread < IMBALANCE:
-            return (f"LoadBalancing fired {times}: the GPUs' utilization histograms differ in shape, but their means "
-                    f"over the training loop are within {spread:.0f} points (under {IMBALANCE:.0f}): no GPU is left "
-                    "with much less work")
+            return (f"LoadBalancing fired {times}, but the GPUs' loop means are within {spread:.0f} points (under "
+                    f"{IMBALANCE:.0f}): none is short of work")
     if rule == "GPUMemoryIncrease":
         peak = ev.gpu_memory_peak()
         if peak is not None and peak < 90:

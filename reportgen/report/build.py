@@ -38,7 +38,7 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
                     raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
     cost_data = next((s.data for s in sections if s.id == "cost"), None)
     attach_diagnosis(report, outputs, cost_data)
-    reconcile(report)
+    reconcile(report, RULE_SECTIONS)
     fold_missing(sections)
     make_deep_dives_collapsible(sections, outputs)
     return report

@@ -107,7 +107,8 @@ def glance(report: Report) -> dict | None:
     elif diagnosis.status == "insufficient-data":
         summary = "No problem found in what could be judged, but not everything could be. " + diagnosis.coverage_text()
     else:
-        summary = "1 cause found." if counted == 1 else f"{counted} causes found, most costly first."
+        summary = ("1 cause found. " if counted == 1 else f"{counted} causes found, most costly first. ") \
+            + diagnosis.coverage_text()
     not_evaluated = list(diagnosis.not_evaluated)
     return {
         "status": diagnosis.status,
@@ -118,7 +119,7 @@ def glance(report: Report) -> dict | None:
         "more": max(len(diagnosis.findings) - TOP, 0),
         "not_evaluated": not_evaluated,
         "unexplained": list(diagnosis.unexplained.values()),
-        "coverage": diagnosis.coverage_text() if diagnosis.status == "problems" else "",
+
         "not_judged": diagnosis.not_judged,
         "raw": report.raw,
         "deviations": DEVIATIONS_DOC,

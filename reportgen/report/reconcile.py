@@ -14,13 +14,12 @@ from reportgen.report.model import Report, Section, Table, Text
 
 # Advice that sizes the instance down: wrong when the GPUs idle for a cause that a smaller instance keeps.
 SMALLER = ("smaller instance",)
-SIZE_CAUSES = {
-    "input-pipeline": "the GPUs wait for their data, so a smaller instance would not help until the input "
-                      "pipeline keeps up",
-    "cpu-bound": "the GPUs wait for the CPUs, which are already saturated: a smaller instance has fewer of them",
-    "io-bound": "the GPUs wait for storage, so a smaller instance would not help until reads keep up",
-    "load-imbalance": "the work is spread unevenly: balance it first, then judge the instance's size",
-    "straggler": "one worker holds the others back: speed it up first, then judge the instance's size",
+SIZE_CAUSES = {  # one line each: the note sits beside the rule's own sentence
+    "input-pipeline": "the GPUs wait for their data; a smaller instance would not help",
+    "cpu-bound": "the GPUs wait for saturated CPUs; a smaller instance has fewer of them",
+    "io-bound": "the GPUs wait for storage; a smaller instance would not help",
+    "load-imbalance": "the work is spread unevenly; balance it before resizing",
+    "straggler": "one worker holds the others back; speed it up before resizing",
 }
 NOTE_TONE = "note"
 TOP = 3  # findings, and links per finding, that At a glance shows (report.glance.TOP)
@@ -30,7 +29,7 @@ def _superseding(report: Report):
     """The first finding that makes 'a smaller instance' advice wrong, with why."""
     for finding in report.diagnosis.findings:
         if finding.counts and finding.cause in SIZE_CAUSES:
-            return finding, finding.note or SIZE_CAUSES[finding.cause]
+            return finding, SIZE_CAUSES[finding.cause]
     return None, ""
 
 
@@ -52,13 +51,12 @@ def _mark_advice(section: Section, title: str | None, why: str, straggler: str |
         if not any(a in text.lower() for a in SMALLER):
             continue
         if straggler and f"node {straggler} " in text:
-            note = (f"Superseded by At a glance: {straggler} is the straggler the other nodes wait for, so a "
-                    "smaller instance would slow the whole job down.")
+            note = f"Superseded by At a glance: {straggler} is the straggler; a smaller instance would slow the job."
         elif title:
-            note = f"Superseded by At a glance (“{title}”): {why}"
+            note = f"Superseded by At a glance: {why}."
         else:
             continue
-        blocks.append(Text(note, tone=NOTE_TONE, link="#at-a-glance", link_text="At a glance"))
+        blocks.append(Text(note, tone=NOTE_TONE))
     section.blocks = blocks
 
 
@@ -69,15 +67,26 @@ def _evidence_note(section: Section, finding) -> None:
                                   link="#at-a-glance", link_text="At a glance"))
 
 
-def reconcile(report: Report) -> None:
-    """Mark superseded advice and put each finding's evidence where At a glance sends the reader."""
+def shows_data(section: Section) -> bool:
+    """A section with more than "no data" lines (the others are folded into one list, never linked to)."""
+    return any(not (isinstance(b, Text) and b.tone == "missing") for b in section.blocks)
+
+
+def reconcile(report: Report, rule_sections: dict[str, str] | None = None) -> None:
+    """Mark superseded advice, and put each finding's evidence at the top of a rule's deep dive that At a glance
+    links to while that rule did not fire (``rule_sections``: section id -> its rule): there the section's own
+    verdict ("did not fire", "not evaluated") would seem to say the opposite. Sections that show the evidence
+    themselves (the fired rule's deep dive, the utilization charts) are left as they are."""
     if report.diagnosis is None:
         return
     finding, why = _superseding(report)
     straggler = _straggler_node(report)
     for section in report.sections:
         _mark_advice(section, finding.title if finding is not None else None, why, straggler)
-    shown = {s.id: s for s in report.sections if not s.hidden}
+    shown = {s.id: s for s in report.sections if not s.hidden and shows_data(s)}
+    states = report.diagnosis.evidence.states
     for finding in reversed(report.diagnosis.findings[:TOP]):  # the first finding's note ends up on top
         for section_id in [s for s in finding.sections if s in shown][:TOP]:  # the links At a glance shows
-            _evidence_note(shown[section_id], finding)
+            rule = (rule_sections or {}).get(section_id)
+            if rule is not None and states.get(rule, ("",))[0] != "fired":
+                _evidence_note(shown[section_id], finding)
