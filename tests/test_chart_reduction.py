@@ -80,8 +80,8 @@ def test_the_bucket_instants_travel_as_a_regular_grid(two_hours):
         rebuilt = charts.x_values(trace)
         assert len(rebuilt) == 600
         assert max(abs(a - b * 1000.0) for a, b in zip(rebuilt, doc["t"])) <= charts.GRID_TOLERANCE * step
-    heat = charts.heatmap(doc["t"], doc["cpu_heatmap"]["rows"], doc["cpu_heatmap"]["mean"], "t")["data"][0]
-    assert heat["x0"] == figure["data"][0]["x0"] and len(charts.x_values(heat)) == 600
+    heat = charts.heatmap(doc["t"], doc["cpu_heatmap"]["rows"], doc["cpu_heatmap"]["mean"], "t", columns=600)
+    assert heat["data"][0]["x0"] == figure["data"][0]["x0"] and len(charts.x_values(heat["data"][0])) == 600
 
 
 def test_a_series_with_missing_buckets_keeps_its_instants():
@@ -110,3 +110,40 @@ def test_line_values_are_float32_typed_arrays_unless_they_have_gaps():
     assert charts.decode_array(spec) == pytest.approx(values, rel=1e-7)
     assert charts.float_array([1.0, None] * 8) == [1.0, None] * 8
     assert charts.float_array([1.0, 2.0]) == [1.0, 2.0]  # too short to pay for the wrapper
+
+
+def test_heatmap_columns_merge_to_the_screen_and_keep_the_means():
+    t = [1000.0 + 12.0 * i for i in range(600)]
+    rows = [[float(i % 7) * 10 for i in range(600)], [None] * 3 + [50.0] * 597]
+    trace = charts.heatmap(t, ["cpu0", "cpu1"], rows, "t")["data"][0]
+    assert trace["z"] == [[round((a + b + c) / 3) for a, b, c in zip(*[iter(rows[0])] * 3)], [None] + [50] * 199]
+    # a merged cell is centred on its three buckets' cells: the first spans [x0 - step/2, x0 + 2.5 steps]
+    assert trace["x0"] == pytest.approx(1_012_000.0) and trace["dx"] == pytest.approx(36_000.0)
+    assert len(charts.x_values(trace)) == 200
+    # few buckets, or instants off the grid: every bucket stays a column
+    assert len(charts.heatmap(t[:150], ["cpu0"], [rows[0][:150]], "t")["data"][0]["z"]["bdata"]) == 200
+    assert charts.merge_columns([[1.0, None, 3.0, None, None]], 2) == [[1.0, 3.0, None]]
+
+
+def test_the_page_of_a_long_many_node_job_stays_under_two_megabytes(tmp_path):
+    """8 nodes x 8 h, 96 cores and 8 GPUs each (the page of a 16-node job: benchmarks/README.md). The
+    page's size does not depend on the sampling interval (600 buckets per series whatever it is), so
+    the samples here are 2 s apart: the timeline is the engine's own bucketing of 14,400 samples a
+    series instead of 57,600, four times quicker to make."""
+    import json
+
+    from reportgen.engine import analyze
+    from reportgen.pipeline import generate
+    from testdata.long_timeline import long_job_timeline
+    from tests.conftest import ROOT
+
+    outputs = tmp_path / "outputs"
+    analyze(ROOT / "sample_data", outputs)
+    timeline = long_job_timeline(nodes=8, cores=96, gpus=8, hours=8.0, interval_s=2.0)
+    (outputs / "timeline.json").write_text(json.dumps(timeline))
+    page = tmp_path / "report.html"
+    generate(str(outputs), page)
+    html = page.read_text(encoding="utf-8")
+    assert html.count('class="chart-spec"') >= 8 * 5  # every node's panels and heatmaps are there
+    assert html.count("Each point of these charts summarises 48 s: about 24 samples, one every 2 s.") == 8
+    assert page.stat().st_size <= 2_000_000, page.stat().st_size

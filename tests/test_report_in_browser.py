@@ -92,7 +92,9 @@ def test_compact_chart_data_draws_the_timeline_numbers(sample_report, tmp_path):
       return {z: heat.z.map(row => Array.from(row)), top: util.calcdata[0].map(p => p.y),
               mean: util.calcdata[2].map(p => [p.x, p.y])};}"""])
     assert page.console_errors == []
-    assert page.dom["z"] == [[round(v) for v in row] for row in node["cpu_heatmap"]["mean"]]
+    # a heatmap cell: the mean of 3 buckets (600 -> charts.HEATMAP_COLUMNS), in whole percents
+    assert page.dom["z"] == [[round(sum(row[i:i + 3]) / 3) for i in range(0, 600, 3)]
+                             for row in node["cpu_heatmap"]["mean"]]
     assert [y for _, y in page.dom["mean"]] == pytest.approx(node["series"]["cpu_total"]["mean"], rel=1e-6)
     assert page.dom["top"] == pytest.approx(node["series"]["cpu_total"]["max"], rel=1e-6)
     step = node["bucket_s"] * 1000.0

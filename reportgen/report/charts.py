@@ -384,11 +384,37 @@ def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, height:
     return link_time_axis(figure)
 
 
-def heatmap(t: list, rows: list, z: list, title: str) -> dict:
-    """One row per core / GPU over time, colour = utilization (0-100 %), in whole percents."""
+# A heatmap's columns at most: it is drawn two to a row (~400 px of plot at the page's widest), one row
+# per core, so a 96-core node's 600 buckets would be 58,000 cells where 19,200 fill the pixels.
+HEATMAP_COLUMNS = 200
+
+
+def merge_columns(rows: list[list], k: int) -> list[list]:
+    """Each run of ``k`` consecutive cells of a row as one: the mean of its numbers (None where it has none).
+    The buckets merged have the same length, so this is their samples' mean wherever they hold as many
+    samples (a regular sampling: all but a node's first and last bucket, or one with samples missing)."""
+    out = []
+    for row in rows:
+        cells = _finite(row)
+        merged = []
+        for start in range(0, len(cells), k):
+            values = [v for v in cells[start:start + k] if v is not None]
+            merged.append(sum(values) / len(values) if values else None)
+        out.append(merged)
+    return out
+
+
+def heatmap(t: list, rows: list, z: list, title: str, columns: int = HEATMAP_COLUMNS) -> dict:
+    """One row per core / GPU over time, colour = utilization (0-100 %), in whole percents; buckets on
+    a regular grid are merged k at a time (``merge_columns``) so at most ``columns`` remain."""
     x = _ms(t)
+    grid = regular_grid(x)
+    if grid and len(x) > columns:
+        k = math.ceil(len(x) / columns)
+        z = merge_columns(z, k)
+        grid = (grid[0] + (k - 1) / 2 * grid[1], grid[1] * k)  # a merged cell spans its k buckets' cells
     return {
-        "data": [{"type": "heatmap", **_x_of(x, regular_grid(x)), "y": [safe(r) for r in rows], "z": percent_matrix(z),
+        "data": [{"type": "heatmap", **_x_of(x, grid), "y": [safe(r) for r in rows], "z": percent_matrix(z),
                   "zmin": 0, "zmax": 100, "colorscale": "Viridis", "colorbar": {"title": {"text": "%"}},
                   "hovertemplate": "%{y} %{x}: %{z:.0f} %<extra></extra>"}],
         TIME_LINK: True,
