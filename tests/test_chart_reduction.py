@@ -147,3 +147,16 @@ def test_the_page_of_a_long_many_node_job_stays_under_two_megabytes(tmp_path):
     assert html.count('class="chart-spec"') >= 8 * 5  # every node's panels and heatmaps are there
     assert html.count("Each point of these charts summarises 48 s: about 24 samples, one every 2 s.") == 8
     assert page.stat().st_size <= 2_000_000, page.stat().st_size
+
+
+def test_every_chart_of_the_sample_report_uses_a_trace_type_of_the_bundle():
+    """The page's plotly.js holds only ``PLOTLY_TRACES`` (scripts/build_plotly.sh): a chart of any other
+    type would draw nothing. Every chart of the sample report, whichever builder made it."""
+    from reportgen.notebook import open_report
+    from reportgen.resources import PLOTLY_TRACES
+    from tests.conftest import ROOT
+
+    report = open_report(str(ROOT / "sample_data")).report
+    used = {trace.get("type", "scatter") for section in report.sections for chart in section.charts()
+            for trace in chart.figure["data"]}
+    assert {"scatter", "heatmap", "bar", "box"} <= used <= PLOTLY_TRACES
