@@ -57,6 +57,9 @@ def visit(html_path: Path, *, javascript: bool = True, screenshot: Path | None =
         page.on("dialog", lambda dialog: (result.dialogs.append(dialog.message), dialog.dismiss()))
         page.goto(html_path.resolve().as_uri())
         page.wait_for_load_state("load")
+        if javascript and page.query_selector("#plotly-js"):  # plotly.js is inflated, then the charts drawn
+            page.wait_for_function("() => document.documentElement.getAttribute('data-charts') === 'ready'",
+                                   timeout=30_000)
         page.wait_for_timeout(300)
         probes = [probe] if isinstance(probe, str) else list(probe)
         merged: dict = {}

@@ -43,7 +43,9 @@ def test_the_worker_makes_the_page_this_process_makes(rule_dir, tmp_path):
         assert maker.process.wait(timeout=30) == 0  # it ends by itself once it has answered
     here = render_page(_params(rule_dir, tmp_path / "h"))
     assert _MINUTE.sub("T", page.html) == _MINUTE.sub("T", here.html)
-    assert "worker-test" in page.html and len(page.html) > 1_000_000
+    # the whole page: plotly.js inlined (gzip'd, in base64: ~0.59 MB) and the job's name
+    assert "worker-test" in page.html and '<script type="application/gzip-base64" id="plotly-js">' in page.html
+    assert len(page.html) > 600_000
     executed = nbformat.reads(page.notebook, as_version=4)
     assert any(o.get("metadata", {}).get("reportgen", {}).get("id") == "data-quality"
                for c in executed.cells for o in c.get("outputs", []))

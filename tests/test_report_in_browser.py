@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -76,6 +77,29 @@ def test_sample_report_from_raw_data_draws_its_time_series(sample_report, tmp_pa
         '#sec-utilization-over-time figure.chart')).map(f => f.id)""").dom
     assert {"timeline-util-algo-1", "timeline-util-algo-2", "timeline-gpu-algo-1", "timeline-cpu_heatmap-algo-1",
             "timeline-gpu_heatmap-algo-2", "timeline-net-algo-2", "timeline-phases"} <= set(timeline)
+
+
+def test_compact_chart_data_draws_the_timeline_numbers(sample_report, tmp_path):
+    """The time charts carry their instants as a grid (x0/dx) and their values as plotly.js typed arrays
+    (float32 lines, whole-percent heatmap cells): what Chromium draws is timeline.json's numbers."""
+    from reportgen.engine import analyze
+
+    analyze(ROOT / "sample_data", tmp_path / "outputs")
+    node = json.loads((tmp_path / "outputs" / "timeline.json").read_text())["nodes"]["algo-1"]
+    page = visit(sample_report, probe=[OPEN_ALL_DETAILS, """() => {
+      const gd = id => document.getElementById(id).querySelector('.js-plotly-plot');
+      const heat = gd('timeline-cpu_heatmap-algo-1').calcdata[0][0], util = gd('timeline-util-algo-1');
+      return {z: heat.z.map(row => Array.from(row)), top: util.calcdata[0].map(p => p.y),
+              mean: util.calcdata[2].map(p => [p.x, p.y])};}"""])
+    assert page.console_errors == []
+    # a heatmap cell: the mean of 3 buckets (600 -> charts.HEATMAP_COLUMNS), in whole percents
+    assert page.dom["z"] == [[round(sum(row[i:i + 3]) / 3) for i in range(0, 600, 3)]
+                             for row in node["cpu_heatmap"]["mean"]]
+    assert [y for _, y in page.dom["mean"]] == pytest.approx(node["series"]["cpu_total"]["mean"], rel=1e-6)
+    assert page.dom["top"] == pytest.approx(node["series"]["cpu_total"]["max"], rel=1e-6)
+    step = node["bucket_s"] * 1000.0
+    assert len(page.dom["mean"]) == len(node["t"]) == 600
+    assert all(abs(x - t * 1000.0) <= 0.02 * step for (x, _), t in zip(page.dom["mean"], node["t"]))
 
 
 def test_time_series_and_phases_share_one_time_axis_regression(sample_report):

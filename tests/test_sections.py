@@ -186,7 +186,7 @@ def test_every_chart_uses_a_trace_type_of_the_vendored_plotly_bundle(tmp_path):
                heatmap([0.0], ["cpu0"], [[5]], "t"), intervals({"w": [[0, 1]]}, "t")]
     used = {trace["type"] for figure in figures for trace in figure["data"]}
     assert used <= PLOTLY_TRACES
-    assert plotly_js().lstrip().startswith("/**\n* plotly.js (cartesian - minified) v")
+    assert plotly_js().lstrip().startswith("/**\n* plotly.js (reportgen: scatter, bar, box, heatmap, pie - minified) v4.1.1")
 
 
 def test_header_shows_the_incomplete_banner_and_the_source_description():

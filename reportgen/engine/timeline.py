@@ -65,7 +65,8 @@ def node_timeline(ns, budget: int = BUCKETS) -> dict:
     width = max(ns.interval_s, span / budget if span > 0 else ns.interval_s, 1e-3)
     b = np.minimum(((t - t0) // width).astype(np.int64), budget - 1)
     bstart = np.r_[0, np.nonzero(np.diff(b))[0] + 1]
-    out = {"t0": t0, "bucket_s": width, "t": [round(t0 + float(x) * width, 3) for x in b[bstart]], "series": {}}
+    out = {"t0": t0, "bucket_s": width, "interval_s": ns.interval_s,
+           "t": [round(t0 + float(x) * width, 3) for x in b[bstart]], "series": {}}
 
     def idx(pred):
         return [i for i in range(len(ns.columns)) if pred(i)]

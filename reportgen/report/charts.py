@@ -6,7 +6,10 @@ of HTML in hover labels and legends.
 
 from __future__ import annotations
 
+import array
+import base64
 import html
+import sys
 import math
 
 # Okabe & Ito's qualitative palette: distinguishable with the common colour-vision deficiencies
@@ -256,6 +259,87 @@ def _ms(seconds: list) -> list:
     return [None if v is None else v * 1000.0 for v in seconds]
 
 
+# How far (as a share of one step) an instant may sit from the regular grid that replaces it: the
+# timeline rounds its bucket starts to the millisecond, a bucket lasts a second or more.
+GRID_TOLERANCE = 0.02
+
+
+def regular_grid(x: list) -> tuple[float, float] | None:
+    """(first, step) when the instants ``x`` (epoch ms) lie on one regular grid with no point missing,
+    as a bucketed time series' do; else None. Such a trace carries ``x0``/``dx`` (two numbers) instead
+    of one 13-digit instant per point in each of its traces (two thirds of a long job's chart data)."""
+    n = len(x)
+    if n < 3 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in x):
+        return None
+    step = (x[-1] - x[0]) / (n - 1)
+    if not step > 0:
+        return None
+    tolerance = GRID_TOLERANCE * step
+    if any(abs(v - (x[0] + i * step)) > tolerance for i, v in enumerate(x)):
+        return None
+    return x[0], step
+
+
+def _x_of(x: list, grid: tuple[float, float] | None) -> dict:
+    return {"x0": grid[0], "dx": grid[1]} if grid else {"x": x}
+
+
+def x_values(trace: dict) -> list:
+    """A trace's x values, rebuilt from ``x0``/``dx`` where the trace carries those instead."""
+    if "x" in trace:
+        return trace["x"]
+    if "x0" not in trace:
+        return []
+    z = trace.get("z")
+    if isinstance(z, dict):
+        n = int(str(z.get("shape", "0,0")).split(",")[1])
+    else:
+        n = len(z[0]) if z else len(decode_array(trace.get("y") or []))
+    return [trace["x0"] + i * trace.get("dx", 1) for i in range(n)]
+
+
+def float_array(values: list) -> list | dict:
+    """A line's values as plotly.js's typed-array form, float32 (``{"dtype": "f4", "bdata": base64}``:
+    5.3 characters a value, where a 9-digit byte rate takes 12 as JSON text), when every value is a
+    number and there are enough to pay for the wrapper; else the list with gaps (None) kept. float32's
+    7 significant digits are more than the hover's 3 and the pixels show."""
+    cells = _finite(values)
+    if len(cells) < 8 or any(v is None for v in cells) or any(abs(v) > 3e38 for v in cells):
+        return cells
+    return {"dtype": "f4", "bdata": _b64(array.array("f", cells))}
+
+
+def _b64(values: array.array) -> str:
+    """Little-endian, as plotly.js decodes typed arrays."""
+    if sys.byteorder == "big":
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def decode_array(spec) -> list:
+    """The numbers of a typed-array spec (``float_array``, ``percent_matrix``) as a flat list; a list
+    is returned as it is. For tests and for code that reads figures back."""
+    if not isinstance(spec, dict):
+        return spec
+    values = array.array({"f4": "f", "u1": "B"}[spec["dtype"]], base64.b64decode(spec["bdata"]))
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tolist()
+
+
+def percent_matrix(rows: list[list]) -> list | dict:
+    """A heatmap's 0-100 % cells, rounded to whole percents (its hover shows none, its colour scale
+    cannot show a tenth): as plotly.js's typed-array form (``{"dtype": "u1", "bdata": base64,
+    "shape": "rows,cols"}``, 1.33 characters a cell instead of about 5) when every cell is a number
+    in 0-100 and the rows are equally long; else as lists with gaps (None) kept."""
+    cells = [[v if isinstance(v, (int, float)) and math.isfinite(v) else None for v in row] for row in rows]
+    width = len(cells[0]) if cells else 0
+    if width and all(len(r) == width and all(v is not None and 0 <= v <= 100 for v in r) for r in cells):
+        data = array.array("B", (int(round(v)) for r in cells for v in r))
+        return {"dtype": "u1", "bdata": _b64(data), "shape": f"{len(cells)},{width}"}
+    return [[None if v is None else int(round(v)) for v in r] for r in cells]
+
+
 def link_time_axis(figure: dict) -> dict:
     """Join the page's linked time axis: zooming or panning any such chart moves all of them (and
     "Reset time range" restores them). Every chart whose x axis is the job's wall clock uses it."""
@@ -270,19 +354,20 @@ def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, height:
     colour comes from its kind (the same in every chart) and, where min and max are given (the
     line is a mean per time bucket), a translucent band shows the bucket's full range."""
     x = _ms(t)
+    grid = regular_grid(x)
     traces = []
     for i, (name, agg) in enumerate(series.items()):
         color = KIND_COLORS.get(agg.get("kind", ""), PALETTE[i % len(PALETTE)])
         label = safe(name)
         if agg.get("min") and agg.get("max"):
-            traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg["max"]),
+            traces.append({"type": "scatter", "mode": "lines", **_x_of(x, grid), "y": float_array(agg["max"]),
                            "line": {"width": 0, "color": color}, "showlegend": False, "hoverinfo": "skip",
                            "legendgroup": label})
-            traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg["min"]),
+            traces.append({"type": "scatter", "mode": "lines", **_x_of(x, grid), "y": float_array(agg["min"]),
                            "line": {"width": 0, "color": color}, "fill": "tonexty",
                            "fillcolor": _rgba(color, 0.16), "showlegend": False, "hoverinfo": "skip",
                            "legendgroup": label})
-        traces.append({"type": "scatter", "mode": "lines", "x": x, "y": _finite(agg.get("mean", [])),
+        traces.append({"type": "scatter", "mode": "lines", **_x_of(x, grid), "y": float_array(agg.get("mean", [])),
                        "name": label, "legendgroup": label, "line": {"color": color, "width": 1.6},
                        "hovertemplate": "%{y:.3s}" + safe(tick_suffix) + "<extra>" + label + "</extra>"})
     y = _axis(yaxis, range=y_range) if y_range else _axis(yaxis, rangemode="tozero")
@@ -299,10 +384,37 @@ def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, height:
     return link_time_axis(figure)
 
 
-def heatmap(t: list, rows: list, z: list, title: str) -> dict:
-    """One row per core / GPU over time, colour = utilization (0-100 %)."""
+# A heatmap's columns at most: it is drawn two to a row (~400 px of plot at the page's widest), one row
+# per core, so a 96-core node's 600 buckets would be 58,000 cells where 19,200 fill the pixels.
+HEATMAP_COLUMNS = 200
+
+
+def merge_columns(rows: list[list], k: int) -> list[list]:
+    """Each run of ``k`` consecutive cells of a row as one: the mean of its numbers (None where it has none).
+    The buckets merged have the same length, so this is their samples' mean wherever they hold as many
+    samples (a regular sampling: all but a node's first and last bucket, or one with samples missing)."""
+    out = []
+    for row in rows:
+        cells = _finite(row)
+        merged = []
+        for start in range(0, len(cells), k):
+            values = [v for v in cells[start:start + k] if v is not None]
+            merged.append(sum(values) / len(values) if values else None)
+        out.append(merged)
+    return out
+
+
+def heatmap(t: list, rows: list, z: list, title: str, columns: int = HEATMAP_COLUMNS) -> dict:
+    """One row per core / GPU over time, colour = utilization (0-100 %), in whole percents; buckets on
+    a regular grid are merged k at a time (``merge_columns``) so at most ``columns`` remain."""
+    x = _ms(t)
+    grid = regular_grid(x)
+    if grid and len(x) > columns:
+        k = math.ceil(len(x) / columns)
+        z = merge_columns(z, k)
+        grid = (grid[0] + (k - 1) / 2 * grid[1], grid[1] * k)  # a merged cell spans its k buckets' cells
     return {
-        "data": [{"type": "heatmap", "x": _ms(t), "y": [safe(r) for r in rows], "z": [_finite(r) for r in z],
+        "data": [{"type": "heatmap", **_x_of(x, grid), "y": [safe(r) for r in rows], "z": percent_matrix(z),
                   "zmin": 0, "zmax": 100, "colorscale": "Viridis", "colorbar": {"title": {"text": "%"}},
                   "hovertemplate": "%{y} %{x}: %{z:.0f} %<extra></extra>"}],
         TIME_LINK: True,

@@ -1,7 +1,33 @@
 /* Draw every chart from its JSON spec; the one-line fallback stays if plotting fails.
+   plotly.js comes gzip'd in base64 (#plotly-js: 0.59 MB of page instead of 1.32 MB); the browser
+   inflates it (DecompressionStream) and runs it before the charts are drawn. A browser without
+   DecompressionStream keeps every chart's one-line fallback, as a reader without JavaScript does.
    Charts inside a closed <details> are drawn when it opens (plotly cannot size a hidden chart).
    Charts whose spec says "linkedTimeAxis" share one time axis: zooming or panning one moves all. */
 (function () {
+  function loadPlotly() {
+    if (typeof Plotly !== "undefined") { return Promise.resolve(); }
+    var packed = document.getElementById("plotly-js");
+    if (!packed || typeof DecompressionStream === "undefined" || typeof Response === "undefined") {
+      return Promise.reject(new Error("this browser cannot inflate the page's plotly.js"));
+    }
+    var text = atob(packed.textContent.trim());
+    var bytes = new Uint8Array(text.length);
+    for (var i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(function (code) {
+      var script = document.createElement("script");
+      script.textContent = code;
+      document.head.appendChild(script);  // runs now: Plotly is defined below
+      packed.parentNode.removeChild(packed);
+    });
+  }
+
+  loadPlotly().then(drawCharts, function (err) {
+    if (window.console) { console.warn("charts not drawn: " + err); }
+  });
+
+  function drawCharts() {
   if (typeof Plotly === "undefined") { return; }
   document.documentElement.classList.add("js");  // shows the hints about interactive charts
   var linked = [];          // drawn chart divs on the page's linked time axis
@@ -117,4 +143,6 @@
     closedBeforePrint.forEach(function (d) { d.open = false; });
     closedBeforePrint = [];
   });
+  document.documentElement.setAttribute("data-charts", "ready");  // for whoever waits on the charts (tests)
+  }
 })();

@@ -84,6 +84,9 @@ def build(outputs: RuleOutputs) -> Section:
             continue
         node = str(node)
         section.add(Heading(f"Node {node}", 3))
+        per_point = samples_per_point(data)
+        if per_point:
+            section.add(Text(per_point))
         panels = []
         gpu = _gpu_series(series)
         if gpu:
@@ -136,6 +139,24 @@ def build(outputs: RuleOutputs) -> Section:
     return section
 
 
+def samples_per_point(node: dict) -> str:
+    """What one point of the node's charts stands for: its bucket's length and, where the sampling
+    interval is known (timelines our engine wrote since it records it), about how many samples."""
+    bucket, interval = number(node.get("bucket_s")), number(node.get("interval_s"))
+    if not bucket or bucket <= 0:
+        return ""
+    text = f"Each point of these charts summarises {_seconds(bucket)}"
+    if interval and interval > 0:
+        n = max(1, round(bucket / interval))
+        text += f": about {n:,} sample{'s' if n != 1 else ''}, one every {_seconds(interval)}" if n > 1 else \
+            f": one sample (sampled every {_seconds(interval)})"
+    return text + "."
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3g} s" if value < 120 else f"{value / 60:.3g} min"
+
+
 def mark_outliers(figure: dict, lanes: dict, found: list[dict]) -> int:
     """Add the outlier steps to the phases chart as markers on their worker's step lane; how many."""
     xs, ys, texts = [], [], []
@@ -158,7 +179,7 @@ def mark_outliers(figure: dict, lanes: dict, found: list[dict]) -> int:
 def _align(section: Section) -> None:
     """Every chart of the section on one time axis: from the first to the last instant any of them shows."""
     figures = [chart.figure for chart in section.charts()]
-    xs = [x for f in figures for trace in f["data"] for x in trace.get("x", []) if isinstance(x, (int, float))]
+    xs = [x for f in figures for trace in f["data"] for x in charts.x_values(trace) if isinstance(x, (int, float))]
     if not xs:
         return
     # Charts in the same grid (the panels of every node, the heatmaps of every node) share their

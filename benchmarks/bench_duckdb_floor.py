@@ -1,0 +1,74 @@
+#!/usr/bin/env python
+"""The engine against a floor: ``reportgen analyze`` vs one DuckDB query computing the per-node, per-series
+percentiles of the same system-metrics files (issue 32's reference), whole processes, interleaved.
+
+    python benchmarks/bench_duckdb_floor.py RAW_DIR [--runs N] [--generate]
+
+The reference reads every ``system/**/*.json`` of RAW_DIR with ``read_json`` (the columns and their types
+given, no sampling) and computes, per node and series (name, dimension), the 5/25/50/75/95/99th
+percentiles, min, max, mean and count: the heaviest thing the rules ask of the system metrics, with none of
+the rest (framework traces, clock checks, windows, the 11 rule outputs, the timeline). ``--generate``:
+``reportgen generate`` too. Each run is a fresh process; wall and CPU (user + system of the process tree)
+and peak memory as in bench_notebook_path.py; medians and the ratios to the reference; the load average
+before and after (the machine is shared: compare only figures of the same rounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_notebook_path import run  # noqa: E402
+
+QUERY = """
+import sys, duckdb
+rows = duckdb.sql('''
+  SELECT NodeId, Name, Dimension,
+         quantile_cont(Value, [0.05, 0.25, 0.5, 0.75, 0.95, 0.99]) AS p, min(Value), max(Value), avg(Value), count(*)
+  FROM read_json($glob, format = 'newline_delimited',
+                 columns = {Type: 'VARCHAR', Name: 'VARCHAR', Dimension: 'VARCHAR', Value: 'DOUBLE',
+                            NodeId: 'VARCHAR', Timestamp: 'DOUBLE'})
+  GROUP BY ALL''', params={"glob": sys.argv[1] + "/system/**/*.json"}).fetchall()
+print(len(rows))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("raw", help="a folder of SageMaker raw profiler data (e.g. benchmarks/data/medium)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--generate", action="store_true", help="time reportgen generate too")
+    args = ap.parse_args()
+    raw = str(Path(args.raw).resolve())
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    work = Path(tempfile.mkdtemp(prefix="bench-duckdb-floor-"))
+    cases = {"DuckDB query": [sys.executable, "-c", QUERY, raw],
+             "reportgen analyze": [sys.executable, "-m", "reportgen", "analyze", raw, "-o", str(work / "out"), "-q"]}
+    if args.generate:
+        cases["reportgen generate"] = [sys.executable, "-m", "reportgen", "generate", raw, "-o",
+                                       str(work / "report.html"), "-q"]
+    found = {name: [] for name in cases}
+    print(f"load before: {os.getloadavg()[0]:.2f}", flush=True)
+    for i in range(args.runs):
+        for name, argv in cases.items():
+            seconds, peak, cpu = run(argv, env=env, cwd=work)
+            found[name].append((seconds, cpu, peak))
+            print(f"  round {i + 1}: {name:20s} {seconds:6.2f} s wall {cpu:6.2f} s CPU {peak:6.0f} MB", flush=True)
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+    ref_wall = statistics.median(r[0] for r in found["DuckDB query"])
+    ref_cpu = statistics.median(r[1] for r in found["DuckDB query"])
+    for name, runs in found.items():
+        wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+        print(f"{name:20s} median {wall:6.2f} s wall ({wall / ref_wall:.2f}x), {cpu:6.2f} s CPU "
+              f"({cpu / ref_cpu:.2f}x), peak {max(r[2] for r in runs):.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
