@@ -14,7 +14,7 @@ from pathlib import Path
 from reportgen import __version__, interrupts
 from reportgen.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, ReportgenError
 
-EXIT_CODES_HELP = ("exit codes: 0 done; 1 a rule listed in --fail-on fired (every output was still written); "
+EXIT_CODES_HELP = ("exit codes: 0 done; 1 what --fail-on lists was found (every output was still written); "
                    "2 usage or input error (one line on stderr); 3 internal error")
 
 
@@ -28,8 +28,11 @@ def _add_ci_options(parser: argparse.ArgumentParser) -> None:
                          "- : standard output)")
     ci.add_argument("--no-step-summary", action="store_true",
                     help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY (done when it is set)")
-    ci.add_argument("--fail-on", default="none", metavar="any|none|RULE,RULE",
-                    help="exit with code 1 when one of these rules fired (default: none); outputs are written first")
+    ci.add_argument("--fail-on", default="none", metavar="any|none|NAME,NAME",
+                    help="exit with code 1 when the report shows one of these (default: none; outputs are written "
+                         "first): a diagnosis status (problems, insufficient-data), a cause the diagnosis found "
+                         "(input-pipeline, straggler, ...), a rule that fired (LowGPUUtilization, ...); any: any "
+                         "rule fired, even one the diagnosis explains away (see docs/ci.md)")
 
 
 def _common() -> argparse.ArgumentParser:
@@ -151,7 +154,8 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
     cmp.add_argument("--format", choices=("html", "md"), default="html", dest="fmt",
                      help="html (default) or md (Markdown, e.g. for a pull-request comment)")
     cmp.add_argument("--json", type=Path, default=None, dest="json_path",
-                     help="where to write compare.json (default: OUTPUT with .json suffix)")
+                     help="where to write compare.json (default: OUTPUT with .json suffix; none with -o - "
+                          "unless given)")
     for side in ("a", "b"):
         cmp.add_argument(f"--instance-{side}", default=None, metavar="TYPE",
                          help=f"instance type of {side.upper()} (default: from its job description)")
@@ -195,7 +199,8 @@ def _compare(args, say) -> int:
                              a=CostOptions(args.instance_a, args.count_a, args.region, args.prices),
                              b=CostOptions(args.instance_b, args.count_b, args.region, args.prices))
     result = compare(args.source_a, args.source_b, args.output, options, progress=say)
-    say(f"wrote {_name(result.output_path)} and {_name(result.json_path)} in {result.seconds:.1f} s")
+    also = f" and {_name(result.json_path)}" if result.json_path is not None else " (no compare.json: give --json PATH)"
+    say(f"wrote {_name(result.output_path)}{also} in {result.seconds:.1f} s")
     return EXIT_OK
 
 
@@ -224,15 +229,14 @@ def _ci_outputs(args, data: dict, say) -> int:
                                step_summary=not args.no_step_summary, fail_on=args.fail_on_parsed)
     for path in outcome.written:
         say(f"wrote {_name(path)}")
-    if outcome.failing:
-        print(f"reportgen: rules listed in --fail-on fired: {', '.join(outcome.failing)} (exit code 1)",
-              file=sys.stderr)
+    if outcome.tripped:
+        print(f"reportgen: {outcome.tripped.message()} (exit code 1)", file=sys.stderr)
         return EXIT_RULE_FIRED
     return EXIT_OK
 
 
 def _run(args, say) -> int:
-    from reportgen.rulebook import parse_fail_on
+    from reportgen.ci_outputs import parse_fail_on
 
     # validated before any work starts: a typo in a rule name must not cost a whole run
     args.fail_on_parsed = parse_fail_on(args.fail_on)
@@ -256,7 +260,7 @@ def _run(args, say) -> int:
         f"in {result.seconds:.1f} s")
     for path in result.written[2:]:
         say(f"wrote {_name(path)}")
-    if not (args.fail_on_parsed != "none" or (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
+    if not (args.fail_on_parsed or (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
         return EXIT_OK
     args.junit = args.markdown = None  # written above, with the report
     return _ci_outputs(args, result.report, say)

@@ -128,13 +128,18 @@ def test_gitlab_job_commands(tmp_path):
     assert "body@" + str(output_of(argv, "--markdown", tmp_path).relative_to(tmp_path)) in note
 
 
-def test_check_example_in_the_doc_is_a_valid_command():
-    """The `reportgen check` example parses (its report.json is the one the workflows write)."""
-    text = DOC.read_text(encoding="utf-8")
-    lines = [line for b in re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M) for line in b.splitlines()]
-    (argv,) = reportgen_commands(lines)
-    assert argv[1] == "check"
+def test_check_examples_in_the_doc_are_valid_commands():
+    """The `reportgen check` examples parse and name only known --fail-on names (their report.json is the
+    one the workflows write)."""
+    from reportgen.ci_outputs import parse_fail_on
     from reportgen.cli import _parser
 
-    args = _parser().parse_args(argv[1:])
-    assert args.report_json == Path("profile/report.json") and args.fail_on == "LowGPUUtilization"
+    text = DOC.read_text(encoding="utf-8")
+    lines = [line for b in re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M) for line in b.splitlines()]
+    commands = reportgen_commands(lines)
+    assert len(commands) >= 4 and all(argv[1] == "check" for argv in commands)
+    parsed = [_parser().parse_args(argv[1:]) for argv in commands]
+    assert all(args.report_json == Path("profile/report.json") for args in parsed)
+    gates = [parse_fail_on(args.fail_on) for args in parsed]  # an unknown name raises
+    assert gates[0].rules == ("LowGPUUtilization",)
+    assert any(g.statuses for g in gates) and any(g.causes for g in gates)
