@@ -95,6 +95,16 @@ def money(value: float) -> float:
     return math.floor(value * 100 + 0.5) / 100
 
 
+def money_text(value: float | None) -> str:
+    """A cost as printed: "$1.52"; "< $0.01" for a cost above zero that rounds to no cent (a short run on
+    a small instance is not free); "unknown" for None."""
+    if value is None:
+        return "unknown"
+    if 0 < value and money(value) == 0:
+        return "< $0.01"
+    return f"${money(value):.2f}"
+
+
 def saving_pct(cost_a: float, cost_b: float) -> float | None:
     """How much cheaper B is than A, in % of A (negative: B costs more)."""
     if not cost_a:

@@ -43,7 +43,7 @@ class CompareOptions:
 @dataclass
 class CompareResult:
     output_path: Path
-    json_path: Path
+    json_path: Path | None  # None: -o is standard output (or a device) and --json was not given
     output_bytes: int
     seconds: float
 
@@ -89,12 +89,12 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
     output = output if is_stdout(output) else Path(output)
     outputs = OutputSet()  # both outputs checked before any work, written together (output_set.py)
     page_target = outputs.add("-o", output)
-    if options.json_path is None and page_target.kind != "file":
-        raise InputError(f"-o {page_target}: not a regular file, so there is no place for compare.json beside it; "
-                         "give --json PATH as well")
+    # -o - (or a device): there is no place beside it, so compare.json is written only when --json asks
     json_path = options.json_path if is_stdout(options.json_path) else (
-        Path(options.json_path) if options.json_path else output.with_suffix(".json"))
-    outputs.add("--json", json_path)
+        Path(options.json_path) if options.json_path else
+        None if page_target.kind != "file" else output.with_suffix(".json"))
+    if json_path is not None:
+        outputs.add("--json", json_path)
     load_prices(prices_file)  # a bad prices file is an input error before any work
     with work_folder() as work:
         # absolute: the notebook runs with its own folder as the working directory, where a relative
@@ -115,7 +115,10 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
                 text = maker.render({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
                                      "standalone": True}, notebook=compare_notebook_path()).html
         produced = _produced_json(work_dir)
-        outputs.commit({"-o": text, "--json": produced.read_text(encoding="utf-8")})
+        contents = {"-o": text}
+        if json_path is not None:
+            contents["--json"] = produced.read_text(encoding="utf-8")
+        outputs.commit(contents)
     return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started)
 
 

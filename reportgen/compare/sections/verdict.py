@@ -6,7 +6,7 @@ from reportgen.compare import traces
 from reportgen.compare.common import signed
 from reportgen.compare.sections.causes import compare_causes
 from reportgen.compare.side import Side
-from reportgen.cost import RunCost
+from reportgen.cost import RunCost, money_text
 from reportgen.report.model import Section, Text
 
 SAME_TIME_PCT = 5.0  # durations within this many % count as "about the same"
@@ -58,13 +58,17 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         sentences.append(f"The 95th percentile of {metric} utilization {how}.")
     data["utilization_p95"] = util
     if saving.get("saving") is not None:
-        if saving["saving"] >= 0:
-            sentences.append(f"A run of B costs ${cb.cost_rounded:.2f} instead of ${ca.cost_rounded:.2f}: "
-                             f"{saving['saving_pct_from_rounded']:.1f} % less (${saving['saving_rounded']:.2f} "
-                             "saved per run).")
+        costs = f"A run of B costs {money_text(cb.cost)} instead of {money_text(ca.cost)}"
+        pct = saving["saving_pct_from_rounded"]
+        pct = pct if pct is not None else saving["saving_pct"]  # A's cost rounds to no cent
+        if pct is None:
+            sentences.append(f"{costs}.")
+        elif saving["saving"] >= 0:
+            saved = (f"${saving['saving_rounded']:.2f}" if saving["saving_rounded"] or not saving["saving"]
+                     else "less than a cent")
+            sentences.append(f"{costs}: {pct:.1f} % less ({saved} saved per run).")
         else:
-            sentences.append(f"A run of B costs ${cb.cost_rounded:.2f} instead of ${ca.cost_rounded:.2f}: "
-                             f"{-saving['saving_pct_from_rounded']:.1f} % more.")
+            sentences.append(f"{costs}: {-pct:.1f} % more.")
         data["saving_pct"] = saving["saving_pct"]
         data["saving_pct_from_rounded"] = saving["saving_pct_from_rounded"]
     else:
