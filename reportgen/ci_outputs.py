@@ -448,14 +448,17 @@ def verdict_lines(data: dict) -> list[str]:
     return lines
 
 
-def markdown_summary(data: dict) -> str:
-    """A compact, link-free summary: job, duration, key percentiles per node, rules that fired."""
+def markdown_summary(data: dict, extra: str = "") -> str:
+    """A compact, link-free summary: job, duration, key percentiles per node, rules that fired; ``extra``
+    (already Markdown, e.g. the regression check against a base run) right after the verdict."""
     sections = data.get("sections") or {}
     job = data.get("job") or {}
     lines = [f"## Profiling report: {md(job.get('name') or 'unnamed job', NAME_CHARS)}", ""]
     if job.get("incomplete"):
         lines += ["The job was still running: the report covers the data written so far.", ""]
     lines += verdict_lines(data)
+    if extra:
+        lines += [extra.rstrip("\n"), ""]
 
     summary = sections.get("training-job-summary") or {}
     if summary.get("available") is False or "job_duration_s" not in summary:
@@ -518,7 +521,7 @@ class CIOutcome:
 
 def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | None = None,
                      step_summary: bool = True, fail_on: FailOn | str = "none",
-                     environ: dict | None = None) -> CIOutcome:
+                     environ: dict | None = None, extra_markdown: str = "") -> CIOutcome:
     """Write the requested outputs together (``output_set``: checked first, all or none; ``-`` is
     standard output); then append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
     from reportgen.output_set import OutputSet
@@ -530,7 +533,7 @@ def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | 
         outputs.add("--junit", junit)
         contents["--junit"] = junit_xml(data)
     summary_file = environ.get("GITHUB_STEP_SUMMARY") if step_summary else None
-    text = markdown_summary(data) if markdown or summary_file else ""
+    text = markdown_summary(data, extra_markdown) if markdown or summary_file else ""
     if markdown:
         outputs.add("--markdown", markdown)
         contents["--markdown"] = text

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from reportgen import __version__, interrupts
-from reportgen.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, ReportgenError
+from reportgen.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, InputError, ReportgenError
 
 EXIT_CODES_HELP = ("exit codes: 0 done; 1 what --fail-on lists was found (every output was still written); "
                    "2 usage or input error (one line on stderr); 3 internal error")
@@ -114,6 +114,11 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES_HELP,
     )
     check.add_argument("report_json", type=Path, metavar="REPORT_JSON", help="a report.json")
+    check.add_argument("--base", type=Path, default=None, metavar="BASE_JSON",
+                       help="a base run's report.json: the Markdown adds the step-time comparison against it")
+    check.add_argument("--fail-on-regression", default=None, metavar="PCT",
+                       help="with --base: exit with code 1 when REPORT_JSON's median step is slower than the "
+                            "base's by more than PCT (e.g. 5%%) and beyond the runs' noise")
     _add_ci_options(check)
     gen.epilog = EXIT_CODES_HELP
     _add_compare_parser(sub, common)
@@ -164,6 +169,10 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
     cmp.add_argument("--region", default=None, help="region of the prices (default: each job's, else us-east-1)")
     cmp.add_argument("--prices", type=Path, default=None, metavar="FILE",
                      help="TOML file of hourly prices laid over the shipped table")
+    cmp.add_argument("--fail-on-regression", default=None, metavar="PCT",
+                     help="exit with code 1 when B's median step is slower than A's by more than PCT (e.g. 5%%) "
+                          "and beyond the runs' noise (bootstrap interval of the ratio; job durations when "
+                          "steps are missing); outputs are written first (see docs/ci.md)")
 
 
 def _source_options(args):
@@ -195,13 +204,25 @@ def _compare(args, say) -> int:
     from reportgen.compare.run import CompareOptions, compare
     from reportgen.pipeline import CostOptions
 
+    from reportgen.compare.regression import parse_threshold
+
+    threshold = parse_threshold(args.fail_on_regression) if args.fail_on_regression is not None else None
     options = CompareOptions(source=_source_options(args), fmt=args.fmt, json_path=args.json_path,
                              a=CostOptions(args.instance_a, args.count_a, args.region, args.prices),
-                             b=CostOptions(args.instance_b, args.count_b, args.region, args.prices))
+                             b=CostOptions(args.instance_b, args.count_b, args.region, args.prices),
+                             fail_on_regression=threshold)
     result = compare(args.source_a, args.source_b, args.output, options, progress=say)
     also = f" and {_name(result.json_path)}" if result.json_path is not None else " (no compare.json: give --json PATH)"
     say(f"wrote {_name(result.output_path)}{also} in {result.seconds:.1f} s")
-    return EXIT_OK
+    return _regression_exit(result.regression)
+
+
+def _regression_exit(regression) -> int:
+    """Exit code 1, with the verdict on stderr, when the regression gate tripped."""
+    if regression is None or not regression.tripped:
+        return EXIT_OK
+    print(f"reportgen: --fail-on-regression tripped: {regression.summary()} (exit code 1)", file=sys.stderr)
+    return EXIT_RULE_FIRED
 
 
 def _progress(quiet: bool):
@@ -221,18 +242,35 @@ def _rule_params(config: Path | None, overrides: list[str]):
     return parse_overrides(overrides, base=base) if overrides else base
 
 
-def _ci_outputs(args, data: dict, say) -> int:
-    """Write --junit/--markdown/step summary from report.json's data; the --fail-on verdict."""
+def _ci_outputs(args, data: dict, say, regression=None) -> int:
+    """Write --junit/--markdown/step summary from report.json's data; the --fail-on verdict (and, for
+    check --base, the regression gate's)."""
     from reportgen.ci_outputs import write_ci_outputs
 
+    extra = "\n".join(regression.markdown()) if regression is not None else ""
     outcome = write_ci_outputs(data, junit=args.junit, markdown=args.markdown,
-                               step_summary=not args.no_step_summary, fail_on=args.fail_on_parsed)
+                               step_summary=not args.no_step_summary, fail_on=args.fail_on_parsed,
+                               extra_markdown=extra)
     for path in outcome.written:
         say(f"wrote {_name(path)}")
+    code = _regression_exit(regression)
     if outcome.tripped:
         print(f"reportgen: {outcome.tripped.message()} (exit code 1)", file=sys.stderr)
         return EXIT_RULE_FIRED
-    return EXIT_OK
+    return code
+
+
+def _check_regression(args, data: dict):
+    """check --base BASE.json [--fail-on-regression PCT]: this report.json against the base's."""
+    if args.base is None:
+        if args.fail_on_regression is not None:
+            raise InputError("--fail-on-regression needs --base BASE_JSON (the base run's report.json)")
+        return None
+    from reportgen.ci_outputs import load_report_json
+    from reportgen.compare.regression import judge, parse_threshold
+
+    threshold = parse_threshold(args.fail_on_regression) if args.fail_on_regression is not None else None
+    return judge(load_report_json(args.base)["sections"], data["sections"], threshold)
 
 
 def _run(args, say) -> int:
@@ -244,10 +282,11 @@ def _run(args, say) -> int:
         from reportgen.ci_outputs import load_report_json, markdown_summary
 
         data = load_report_json(args.report_json)
+        regression = _check_regression(args, data)
         if not (args.junit or args.markdown or
                 (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
-            sys.stdout.write(markdown_summary(data))
-        return _ci_outputs(args, data, say)
+            sys.stdout.write(markdown_summary(data, "\n".join(regression.markdown()) if regression else ""))
+        return _ci_outputs(args, data, say, regression)
 
     from reportgen.pipeline import CostOptions, GenerateOptions, generate
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.compare import traces
 from reportgen.compare.common import signed
+from reportgen.compare.regression import judge
 from reportgen.compare.sections.causes import compare_causes
 from reportgen.compare.side import Side
 from reportgen.cost import RunCost, money_text
@@ -82,6 +83,9 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     bad = data.get("speed") == "slower" or any(u["utilization"] == "worse" for u in util.values())
     section.add(Text(" ".join(sentences), tone="ok" if good and not bad else "finding" if bad else "plain"))
     data["text"] = " ".join(sentences)
+    regression = judge(a.sections(), b.sections(), labels=("A", "B"))  # A is the base; run.py applies a threshold
+    data["regression"] = regression.to_data()
+    section.add(Text(regression.summary(), tone="finding" if regression.verdict == "slower beyond noise" else "plain"))
     cause_blocks, data["causes"] = compare_causes(a, b)
     section.add(*cause_blocks)
     section.data = data
