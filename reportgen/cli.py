@@ -122,6 +122,22 @@ def _parser() -> argparse.ArgumentParser:
     _add_ci_options(check)
     gen.epilog = EXIT_CODES_HELP
     _add_compare_parser(sub, common)
+    trd = sub.add_parser(
+        "trend", parents=[common], help="several runs' report.json in one table: step time, GPU use, cost, causes, "
+                                        "regressions",
+        description="Put several runs' report.json side by side, in the order given: median step time and steps "
+                    "per second, the change against the previous run with its interval (REGRESSION when slower by "
+                    "more than --threshold beyond the runs' noise), GPU/CPU use, duration, cost and the causes found.",
+        epilog="exit codes: 0 done; 2 usage or input error (one line on stderr); 3 internal error")
+    trd.add_argument("reports", nargs="+", type=Path, metavar="REPORT_JSON", help="two or more report.json, oldest first")
+    trd.add_argument("-o", "--output", type=Path, default=Path("trend.html"),
+                     help="file to write (default: trend.html; - : standard output)")
+    trd.add_argument("--format", choices=("html", "md"), default="html", dest="fmt", help="html (default) or md")
+    trd.add_argument("--label", action="append", default=[], metavar="NAME",
+                     help="the runs' labels, one per report in order (default: each report's job name)")
+    trd.add_argument("--threshold", default="5%", metavar="PCT",
+                     help="slowdown against the previous run that marks a regression (default: 5%%)")
+    trd.add_argument("--json", type=Path, default=None, dest="json_path", help="also write the numbers as JSON")
     ana = sub.add_parser(
         "analyze", parents=[common, _sources(recompute=False)],
         help="run only the analysis engine: raw profiler data -> the 11 rule outputs in SageMaker's schema",
@@ -223,6 +239,17 @@ def _regression_exit(regression) -> int:
         return EXIT_OK
     print(f"reportgen: --fail-on-regression tripped: {regression.summary()} (exit code 1)", file=sys.stderr)
     return EXIT_RULE_FIRED
+
+
+def _trend(args, say) -> int:
+    from reportgen.compare.regression import parse_threshold
+    from reportgen.compare.trend import trend
+
+    runs = trend(args.reports, args.output, fmt=args.fmt, labels=args.label,
+                 threshold=parse_threshold(args.threshold), json_path=args.json_path)
+    marked = [r.label for r in runs if r.against_previous is not None and r.against_previous.tripped]
+    say(f"wrote {_name(args.output)}: {len(runs)} runs" + (f", regression at {', '.join(marked)}" if marked else ""))
+    return EXIT_OK
 
 
 def _progress(quiet: bool):
@@ -340,6 +367,8 @@ def _main(args, interrupted: list) -> int:
             return _compare(args, say)
         if args.command == "analyze":
             return _analyze(args, say)
+        if args.command == "trend":
+            return _trend(args, say)
         return _run(args, say)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt) or (interrupted and isinstance(err, Exception)):
