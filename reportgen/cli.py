@@ -35,6 +35,17 @@ def _add_ci_options(parser: argparse.ArgumentParser) -> None:
                          "rule fired, even one the diagnosis explains away (see docs/ci.md)")
 
 
+_HELP = {"prices": True}  # main() sets it: the shipped price table is read for --help only
+
+
+def _prices_note() -> str:
+    if not _HELP["prices"]:
+        return "shipped table: see --help"
+    from reportgen.cost import shipped_table_note
+
+    return shipped_table_note().replace("%", "%%")
+
+
 def _common() -> argparse.ArgumentParser:
     """Options every command takes (an argparse parent)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -104,7 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--count", type=int, default=None, help="instance count for the cost line (default: from the job "
                                                              "description, else 1 with --instance)")
     gen.add_argument("--region", default=None, help="region of the prices (default: the job's, else us-east-1)")
-    gen.add_argument("--prices", type=Path, default=None, metavar="FILE", help="TOML file of hourly prices")
+    gen.add_argument("--prices", type=Path, default=None, metavar="FILE",
+                     help="TOML file of hourly prices laid over the shipped table (docs/compare.md#cost); "
+                          + _prices_note())
     _add_ci_options(gen)
     check = sub.add_parser(
         "check", parents=[common],
@@ -184,7 +197,8 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
                          help=f"instance count of {side.upper()} (default: from its job description, else 1)")
     cmp.add_argument("--region", default=None, help="region of the prices (default: each job's, else us-east-1)")
     cmp.add_argument("--prices", type=Path, default=None, metavar="FILE",
-                     help="TOML file of hourly prices laid over the shipped table")
+                     help="TOML file of hourly prices laid over the shipped table (docs/compare.md#cost); "
+                          + _prices_note())
     cmp.add_argument("--fail-on-regression", default=None, metavar="PCT",
                      help="exit with code 1 when B's median step is slower than A's by more than PCT (e.g. 5%%) "
                           "and beyond the runs' noise (bootstrap interval of the ratio; job durations when "
@@ -337,6 +351,7 @@ def _name(path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _HELP["prices"] = any(arg in ("-h", "--help") for arg in (sys.argv[1:] if argv is None else argv))
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -85,6 +85,19 @@ def load_prices(user_file: str | Path | None = None) -> PriceTable:
                       files=files)
 
 
+def shipped_table_note() -> str:
+    """One line on the shipped table for --help: its size, date and source (the file says the same)."""
+    try:
+        table = load_prices()
+    except InputError as err:  # a damaged installation: the help still prints
+        return f"the shipped price table cannot be read ({err})"
+    types = {t for region in table.prices.values() for t in region}
+    approx = "approximate " if table.approximate else ""
+    return (f"shipped table: {approx}on-demand list prices of {len(types)} instance types in "
+            f"{len(table.prices)} region(s) ({', '.join(sorted(table.prices))}), taken {table.taken or 'on an unknown date'}, "
+            f"from {table.source or 'an unknown source'}")
+
+
 def run_cost(duration_s: float, count: int, price_per_hour: float) -> float:
     """Cost of one run: duration_s × count × price/h ÷ 3600 (unrounded)."""
     return duration_s * count * price_per_hour / 3600.0

@@ -108,3 +108,15 @@ def test_cause_change_is_the_measured_one_with_the_estimate_beside_it(fixed_pair
     (row,) = [line for line in text.splitlines() if line.startswith("| input-pipeline |")]
     estimate = f"\u2212{abs(cause['delta_seconds']):.0f} s"
     assert f"| \u2212{abs(measured):.0f} s measured (estimate {estimate}) | fixed |" in row
+
+
+def test_prices_help_names_the_tables_date_and_source():
+    from reportgen.cost import load_prices
+
+    table = load_prices()
+    for command in ("generate", "compare"):
+        result = run(command, "--help")
+        assert result.returncode == 0
+        text = " ".join(result.stdout.split())
+        assert f"taken {table.taken}" in text and "approximate" in text
+        assert "AWS SageMaker pricing page" in text and "us-east-1" in text
