@@ -65,3 +65,14 @@ def test_record_measures_the_command_not_its_neighbours(tmp_path):
     (line,) = [l for l in result.stderr.splitlines() if "the command's processes used" in l]
     assert f"used {summary['job_cpu_pct_of_host']:.0f} % of the host's CPU" in line
     assert ": the host is shared (its CPU " in line
+    # the report says whose CPU the system metrics show
+    report = subprocess.run([sys.executable, "-m", "reportgen", "generate", str(tmp_path / "rec"), "-o",
+                             str(tmp_path / "r.html"), "-q"], capture_output=True, text=True, env=env, timeout=300)
+    assert report.returncode == 0, report.stderr
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    command = data["sections"]["system-usage-statistics"]["recorded_command"]
+    assert command == {k: summary[k] for k in ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores",
+                                               "job_rss_peak_bytes", "host_shared")}
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert (f"own processes used {summary['job_cpu_pct_of_host']:.0f} % of the host&#39;s CPU on average" in page
+            and "The host was shared: the CPU figures above are the host&#39;s, not the job&#39;s" in page)
