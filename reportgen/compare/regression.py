@@ -3,8 +3,8 @@
 One run of a noisy job differs from the next by several percent, so a threshold on the job duration alone
 flakes. The gate compares the step-time distributions of both runs instead (report.json's
 ``step-duration-analysis.nodes[].histogram``: StepOutlier's histogram of step durations): the ratio of the
-median step times, with a bootstrap confidence interval (the steps of each run resampled from its
-histogram, 2000 times, with a fixed seed so the verdict is reproducible). The interval also spans each
+median step times, with a bootstrap confidence interval (each run's histogram resampled 2000 times by the
+Poisson bootstrap, with a fixed seed so the verdict is reproducible). The interval also spans each
 histogram's bin width around its median, as a coarse histogram cannot place the median closer than that.
 It trips when NEW's median step is slower by more than the threshold **and** the interval lies above 1
 (the slowdown is beyond noise). Without step durations on a side it falls back to the job durations,
@@ -23,6 +23,8 @@ CONFIDENCE = 0.95
 REPLICATES = 2000
 SEED = 20261126
 MIN_STEPS = 20  # fewer steps than this on a side: its median says little; job durations are compared instead
+MAX_BINS = 1000  # a node histogram with more bins is ignored (StepOutlier writes 100): bounded work on odd input
+MAX_GRID = 1000  # pooled bins beyond this (many nodes with different edges) are merged onto an even grid
 
 
 def parse_threshold(text: str) -> float:
@@ -42,7 +44,8 @@ def _histograms(sections: dict) -> list[tuple[list[float], list[float]]]:
         if not isinstance(hist, dict):
             continue
         counts, edges = hist.get("counts"), hist.get("edges")
-        ok = (isinstance(counts, list) and isinstance(edges, list) and counts and len(edges) == len(counts) + 1
+        ok = (isinstance(counts, list) and isinstance(edges, list) and 0 < len(counts) <= MAX_BINS
+              and len(edges) == len(counts) + 1
               and all(_finite(v) and v >= 0 for v in counts) and all(_finite(v) for v in edges)
               and all(hi >= lo for lo, hi in zip(edges, edges[1:])))
         if ok and sum(counts) > 0:
@@ -70,6 +73,8 @@ class Distribution:
         import numpy as np
 
         grid = np.unique(np.concatenate([np.asarray(e) for _, e in hists]))
+        if len(grid) > MAX_GRID + 1:  # bounded memory for the bootstrap (replicates x bins)
+            grid = np.linspace(grid[0], grid[-1], MAX_GRID + 1)
         if len(grid) < 2:  # every step took the same time: one zero-width bin
             value = float(grid[0])
             grid = np.array([value, value])
@@ -254,8 +259,9 @@ def _by_steps(db: Distribution, dn: Distribution, threshold: float | None) -> Re
                           False, note="BASE's median step time is zero: no ratio.")
     samples = []
     for d in (db, dn):
-        p = np.asarray(d.counts) / sum(d.counts)
-        draws = rng.multinomial(d.steps, p, size=REPLICATES)
+        # the Poisson bootstrap: each bin's count redrawn as Poisson(count), the large-sample equivalent of
+        # resampling the steps with replacement, at a cost that does not grow with the number of steps
+        draws = rng.poisson(np.asarray(d.counts, dtype=float), size=(REPLICATES, len(d.counts)))
         samples.append(_medians(d.edges, draws))
     ratios = samples[1] / np.maximum(samples[0], 1e-300)
     tail = (1 - CONFIDENCE) / 2
