@@ -154,3 +154,6 @@ def test_usage_errors(reports, tmp_path):
     assert result.returncode == 2 and "expected a percentage such as 5%" in result.stderr
     result = run("check", str(reports("base")), "--base", str(tmp_path / "missing.json"))
     assert result.returncode == 2 and "no such file" in result.stderr
+    result = run("compare", "A", "B", "-o", str(tmp_path / "c.html"), "--fail-on-regression", "five")
+    assert result.returncode == 2 and "expected a percentage such as 5%" in result.stderr
+    assert "analysing" not in result.stderr and list(tmp_path.iterdir()) == []  # refused before any work
