@@ -72,7 +72,15 @@ def test_record_measures_the_command_not_its_neighbours(tmp_path):
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     command = data["sections"]["system-usage-statistics"]["recorded_command"]
     assert command == {k: summary[k] for k in ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores",
-                                               "job_rss_peak_bytes", "host_shared")}
+                                               "job_rss_peak_bytes", "host_shared", "job_cpu_pct_of_host_p50",
+                                               "job_cpu_pct_of_host_p95")}
+    shares = sorted(t["CPUPercentOfHost"] for t in ticks)
+    assert shares[0] <= summary["job_cpu_pct_of_host_p50"] <= summary["job_cpu_pct_of_host_p95"] <= shares[-1]
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert (f"own processes used {summary['job_cpu_pct_of_host']:.0f} % of the host&#39;s CPU on average" in page
             and "The host was shared: the CPU figures above are the host&#39;s, not the job&#39;s" in page)
+    # the node's sentence is judged by the command's own CPU, not the host's busy cores
+    assert ("The host was shared with other work, so this is judged by the recorded command&#39;s own CPU use"
+            in page)
+    assert f"CPU use by the recorded command is only {int(summary['job_cpu_pct_of_host_p95'])} %" in page  # truncated, as the original's texts
+    assert "the CPUs are well utilized" not in page

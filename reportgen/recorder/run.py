@@ -73,6 +73,8 @@ class RecordResult:
     cpu_cores: int = 0
     job_cpu_s: float = 0.0
     job_cpu_pct_of_host: float | None = None
+    job_cpu_pct_of_host_p50: float | None = None  # over the ticks, as the system usage table's percentiles
+    job_cpu_pct_of_host_p95: float | None = None
     host_cpu_pct: float | None = None
     job_rss_peak_bytes: int = 0
     host_shared: bool | None = None
@@ -128,6 +130,15 @@ def copy_traces(trace_dir: Path, out_dir: Path, *, since: float | None = None,
     return copied, skipped, why
 
 
+def _percentile(values: list[float], q: float) -> float | None:
+    """numpy's default (linear) percentile, as the engine computes the system usage table's."""
+    if not values:
+        return None
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
 def _reaped_cpu_s() -> float:
     """CPU seconds (user + system) of this process's children that have exited and were waited for."""
     try:
@@ -173,6 +184,7 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
     tree = ProcessTree(sampler.psutil, child.pid)
     job_file = open(out_dir / JOB_METRICS, "a", encoding="utf-8")
     host_busy = []  # (tick seconds, host CPU %) for the mean over the same ticks as the tree's
+    job_shares = []  # the tree's share of the host's cores at each tick (%)
     next_tick = time.monotonic() + interval_s
     last_sample = time.monotonic()
     try:
@@ -198,6 +210,7 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
                 writer.write(sampler.sample())
                 job = tree.sample(sampler.host_cpu_pct, sampler.last_ts)
                 job_file.write(json.dumps(job, separators=(",", ":")) + "\n")
+                job_shares.append(job["CPUPercentOfHost"])
                 job_file.flush()
                 if sampler.host_cpu_pct is not None:
                     host_busy.append((time.monotonic() - last_sample, sampler.host_cpu_pct))
@@ -231,7 +244,8 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
         ended=ended, wall_s=wall, sampler_cpu_s=cpu, sampler_cpu_pct_of_one_core=100.0 * cpu / wall if wall else 0.0,
         gpus=len(sampler.gpus), gpu_note=gpu_note, metric_files=[str(p.relative_to(out_dir)) for p in writer.files],
         traces_copied=traces, traces_skipped=skipped, traces_skipped_why=why, cpu_cores=tree.cores,
-        job_cpu_s=job_cpu_s, job_cpu_pct_of_host=job_pct, host_cpu_pct=host_pct, job_rss_peak_bytes=tree.rss_peak,
+        job_cpu_s=job_cpu_s, job_cpu_pct_of_host=job_pct, job_cpu_pct_of_host_p50=_percentile(job_shares, 50),
+        job_cpu_pct_of_host_p95=_percentile(job_shares, 95), host_cpu_pct=host_pct, job_rss_peak_bytes=tree.rss_peak,
         host_shared=None if job_pct is None or host_pct is None else host_pct - job_pct > SHARED_POINTS)
     (out_dir / "recording.json").write_text(json.dumps(asdict(result), indent=1))
     return result

@@ -83,8 +83,17 @@ def build(outputs: RuleOutputs) -> Section:
     if not rows:
         return section.missing("No system metrics were recorded (OverallSystemUsage output missing or empty).")
     gpu, cpu = as_dict(details.get("GPU")), as_dict(details.get("CPU"))
+    command = recorded_command(outputs.recording)
     for node in dict.fromkeys(list(cpu) + list(gpu)):
-        sentence = node_sentence(str(node), as_dict(gpu.get(node)) or None, as_dict(cpu.get(node)))
+        node_cpu = as_dict(cpu.get(node))
+        shared = command is not None and command["host_shared"] and command["job_cpu_pct_of_host_p95"] is not None
+        if shared:  # a recording on a shared host: judge the node by the recorded command's own CPU
+            node_cpu = {"p95": command["job_cpu_pct_of_host_p95"], "p50": command["job_cpu_pct_of_host_p50"]}
+        sentence = node_sentence(str(node), as_dict(gpu.get(node)) or None, node_cpu)
+        if sentence and shared:
+            sentence = ("The host was shared with other work, so this is judged by the recorded command's own CPU "
+                        "use (its share of the host's cores), not the host's: "
+                        + sentence.replace("total CPU utilization", "CPU use by the recorded command"))
         if sentence:
             section.add(Text(sentence, tone="finding" if "underutilized" in sentence or "starved" in sentence else "plain"))
         if sentence and "underutilized" in sentence:
@@ -98,7 +107,6 @@ def build(outputs: RuleOutputs) -> Section:
     columns = ["node", "metric", "unit", *present]
     table_rows = [_display_row(r, present) for r in rows]
     section.add(Table("system-usage", columns, table_rows, ["text"] * 3 + ["num2"] * len(present)))
-    command = recorded_command(outputs.recording)
     if command is not None:
         section.add(Text(command_sentence(command), tone="finding" if command["host_shared"] else "plain"))
     section.data = {"rows": rows, "datapoints": rule.datapoints if rule else 0,
@@ -119,6 +127,8 @@ def recorded_command(recording: dict | None) -> dict | None:
         return None
     command = dict(zip(RECORDED[:5], numbers))
     command["cpu_cores"], command["job_rss_peak_bytes"] = int(command["cpu_cores"]), int(command["job_rss_peak_bytes"])
+    for key in ("job_cpu_pct_of_host_p50", "job_cpu_pct_of_host_p95"):  # absent in recordings before them
+        command[key] = number(recording.get(key))
     return {**command, "host_shared": values["host_shared"]}
 
 
