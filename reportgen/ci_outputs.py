@@ -145,14 +145,114 @@ def _json_type(value) -> str:
 
 # ------------------------------------------------------------------------------------------ --fail-on
 
+# Diagnosis statuses --fail-on can name ("healthy" never fails a run).
+STATUS_GATES = ("problems", "insufficient-data")
 
 
+def known_causes() -> tuple[str, ...]:
+    """The diagnosis vocabulary, read from the cause registry (never a copy: new causes gate at once)."""
+    import reportgen.diagnosis  # noqa: F401  (the package imports every detector module, so all are registered)
+    from reportgen.diagnosis import causes
 
-def failing_rules(results: list[RuleResult], fail_on: str | tuple[str, ...]) -> list[str]:
-    """The fired rules that ``fail_on`` lists (all fired rules for ``any``), in the report's order."""
-    if fail_on == "none":
-        return []
-    return [r.rule for r in results if r.status == FIRED and (fail_on == "any" or r.rule in fail_on)]
+    return tuple(dict.fromkeys([*causes.CAUSES, *(cause for cause, _ in causes.DETECTORS)]))
+
+
+@dataclass(frozen=True)
+class FailOn:
+    """What ``--fail-on`` listed: ``any`` fired rule, diagnosis statuses, causes and rules."""
+
+    any_rule: bool = False
+    statuses: tuple[str, ...] = ()
+    causes: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.any_rule or self.statuses or self.causes or self.rules)
+
+
+def parse_fail_on(text: str | None) -> FailOn:
+    """``none`` (default), ``any`` (any rule fired), or a comma-separated mix of statuses (``problems``,
+    ``insufficient-data``), causes (``input-pipeline``...) and rules (``LowGPUUtilization``...), matched
+    case-insensitively. An unknown name is a usage error: a typo must not silently turn a check off."""
+    from reportgen.rulebook import CHECKED_RULES
+
+    value = (text or "none").strip()
+    if value.lower() in ("none", ""):
+        return FailOn()
+    if value.lower() == "any":
+        return FailOn(any_rule=True)
+    causes = known_causes()
+    vocabulary = {name.lower(): (kind, name) for kind, names in
+                  (("rule", CHECKED_RULES), ("cause", causes), ("status", STATUS_GATES)) for name in names}
+    picked: dict[str, list[str]] = {"status": [], "cause": [], "rule": []}
+    unknown = []
+    for part in (p.strip() for p in value.split(",")):
+        if not part:
+            continue
+        if part.lower() in vocabulary:
+            kind, name = vocabulary[part.lower()]
+            if name not in picked[kind]:
+                picked[kind].append(name)
+        else:
+            unknown.append(part)
+    if unknown or not any(picked.values()):
+        bad = ", ".join(unknown) if unknown else repr(value)
+        alone = " (any and none stand alone)" if any(u.lower() in ("any", "none") for u in unknown) else ""
+        raise InputError(f"--fail-on: unknown name {bad}{alone}; expected any, none or a comma-separated list of "
+                         f"statuses ({', '.join(STATUS_GATES)}), causes ({', '.join(causes)}) and rules "
+                         f"({', '.join(CHECKED_RULES)})")
+    return FailOn(statuses=tuple(picked["status"]), causes=tuple(picked["cause"]), rules=tuple(picked["rule"]))
+
+
+@dataclass
+class Tripped:
+    """What made ``--fail-on`` fail the run, in the report's order."""
+
+    status: str = ""
+    causes: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.status or self.causes or self.rules)
+
+    def message(self) -> str:
+        """``--fail-on tripped: status problems; causes found: input-pipeline; rules fired: StepOutlier``"""
+        parts = ([f"status {self.status}"] if self.status else []) + (
+            [f"{'cause' if len(self.causes) == 1 else 'causes'} found: {', '.join(self.causes)}"]
+            if self.causes else []) + ([f"{'rule' if len(self.rules) == 1 else 'rules'} fired: "
+                                        f"{', '.join(self.rules)}"] if self.rules else [])
+        return "--fail-on tripped: " + "; ".join(parts)
+
+
+def diagnosis_status(data: dict) -> str:
+    diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
+    return _text(diagnosis.get("status"))
+
+
+def serious(finding: dict) -> bool:
+    """Does this finding make the job unhealthy? report.json's ``serious``; a report.json written before it
+    had the field: a share of at least 5 % of the job, or a risk (judged the cautious way)."""
+    if isinstance(finding.get("serious"), bool):
+        return finding["serious"]
+    from reportgen.diagnosis.causes import MINOR
+
+    impact = finding.get("impact") if isinstance(finding.get("impact"), dict) else {}
+    share = impact.get("share")
+    return impact.get("risk") is not None or (isinstance(share, (int, float)) and share >= MINOR)
+
+
+def tripped(data: dict, fail_on: FailOn | str) -> Tripped:
+    """What ``fail_on`` lists that this report shows: its status, causes the diagnosis found that make the
+    job unhealthy (a minor finding does not fail a healthy job), fired rules (all of them for ``any``)."""
+    fail_on = parse_fail_on(fail_on) if isinstance(fail_on, str) else fail_on
+    if not fail_on:
+        return Tripped()
+    status = diagnosis_status(data)
+    found = list(dict.fromkeys(_text(f.get("cause")) for f in diagnosis_findings(data) if serious(f)))
+    return Tripped(status=status if status in fail_on.statuses else "",
+                   causes=[c for c in found if c in fail_on.causes],
+                   rules=[r.rule for r in rule_results(data)
+                          if r.status == FIRED and (fail_on.any_rule or r.rule in fail_on.rules)])
 
 
 # ------------------------------------------------------------------------------------------ JUnit XML
@@ -166,16 +266,26 @@ def _x(value) -> str:
     return _NOT_XML.sub("\ufffd", _text(value))
 
 
+CAUSE_SUITE = "reportgen.causes"
+
+
+def _counts(cases: list[str]) -> dict:
+    return {"tests": str(len(cases)), "failures": str(cases.count("failure")), "errors": "0",
+            "skipped": str(cases.count("skipped")), "time": "0"}
+
+
 def junit_xml(data: dict) -> bytes:
     """One ``<testcase>`` per rule: ``<failure>`` when it fired (led by the diagnosed cause and its fix),
-    ``<skipped>`` when it was not evaluated."""
+    ``<skipped>`` when it was not evaluated; and one per cause of the diagnosis vocabulary (when the
+    report has a diagnosis): ``<failure>`` when found and serious (a minor one passes, with what was found in
+    ``<system-out>``), ``<skipped>`` when the data was too little to judge."""
     results = rule_results(data)
-    failures = sum(r.status == FIRED for r in results)
-    skipped = sum(r.status == NOT_EVALUATED for r in results)
-    counts = {"tests": str(len(results)), "failures": str(failures), "errors": "0", "skipped": str(skipped),
-              "time": "0"}
-    root = ET.Element("testsuites", {"name": "reportgen", **counts})
-    suite = ET.SubElement(root, "testsuite", {"name": SUITE, **counts})
+    rule_cases = ["failure" if r.status == FIRED else "skipped" if r.status == NOT_EVALUATED else "passed"
+                  for r in results]
+    causes = cause_results(data)
+    cause_cases = [state for _, state, _ in causes]
+    root = ET.Element("testsuites", {"name": "reportgen", **_counts(rule_cases + cause_cases)})
+    suite = ET.SubElement(root, "testsuite", {"name": SUITE, **_counts(rule_cases)})
     job = data.get("job") or {}
     generator = data.get("generator") or {}
     props = ET.SubElement(suite, "properties")
@@ -203,8 +313,37 @@ def junit_xml(data: dict) -> bytes:
             failure.text = _x("\n".join(body))
         elif r.status == NOT_EVALUATED:
             ET.SubElement(case, "skipped", {"message": _x(f"not evaluated: {r.reason}" if r.reason else r.finding)})
+    if causes:
+        cause_suite = ET.SubElement(root, "testsuite", {"name": CAUSE_SUITE, **_counts(cause_cases)})
+        for cause, state, finding in causes:
+            case = ET.SubElement(cause_suite, "testcase", {"classname": CAUSE_SUITE, "name": _x(cause), "time": "0"})
+            details = [] if finding is None else [
+                cause_line(finding), f"Evidence: {'; '.join(map(_text, finding.get('evidence') or []))}",
+                f"Rules: {', '.join(map(_text, finding.get('rules') or [])) or 'none'}"]
+            if state == "failure":
+                failure = ET.SubElement(case, "failure", {"message": _x(cause_line(finding)), "type": "CauseFound"})
+                failure.text = _x("\n".join(details))
+            elif finding is not None:  # found, but minor: passed, with what was found
+                ET.SubElement(case, "system-out").text = _x("\n".join(["Minor (under 5 % of the job, does not make "
+                                                                       "it unhealthy):", *details]))
+            elif state == "skipped":
+                ET.SubElement(case, "skipped", {"message": "not judged: too little data (status insufficient-data)"})
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def cause_results(data: dict) -> list[tuple[str, str, dict | None]]:
+    """(cause, failure | skipped | passed, its finding) for every cause of the vocabulary, plus any other
+    cause the report names (a newer reportgen's); none for a report.json without a diagnosis."""
+    if not isinstance(data.get("diagnosis"), dict):
+        return []
+    findings = {}
+    for finding in diagnosis_findings(data):
+        findings.setdefault(_text(finding.get("cause")), finding)
+    insufficient = diagnosis_status(data) == "insufficient-data"
+    return [(cause, "failure" if cause in findings and serious(findings[cause]) else
+             "skipped" if insufficient else "passed", findings.get(cause))
+            for cause in dict.fromkeys([*known_causes(), *findings])]
 
 
 # ------------------------------------------------------------------------------------------ Markdown
@@ -313,14 +452,17 @@ def verdict_lines(data: dict) -> list[str]:
     return lines
 
 
-def markdown_summary(data: dict) -> str:
-    """A compact, link-free summary: job, duration, key percentiles per node, rules that fired."""
+def markdown_summary(data: dict, extra: str = "") -> str:
+    """A compact, link-free summary: job, duration, key percentiles per node, rules that fired; ``extra``
+    (already Markdown, e.g. the regression check against a base run) right after the verdict."""
     sections = data.get("sections") or {}
     job = data.get("job") or {}
     lines = [f"## Profiling report: {md(job.get('name') or 'unnamed job', NAME_CHARS)}", ""]
     if job.get("incomplete"):
         lines += ["The job was still running: the report covers the data written so far.", ""]
     lines += verdict_lines(data)
+    if extra:
+        lines += [extra.rstrip("\n"), ""]
 
     summary = sections.get("training-job-summary") or {}
     if summary.get("available") is False or "job_duration_s" not in summary:
@@ -378,12 +520,12 @@ def markdown_summary(data: dict) -> str:
 @dataclass
 class CIOutcome:
     written: list[Path]
-    failing: list[str]  # fired rules listed in --fail-on: exit code 1 when not empty
+    tripped: Tripped  # what --fail-on listed that the report shows: exit code 1 when not empty
 
 
 def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | None = None,
-                     step_summary: bool = True, fail_on: str | tuple[str, ...] = "none",
-                     environ: dict | None = None) -> CIOutcome:
+                     step_summary: bool = True, fail_on: FailOn | str = "none",
+                     environ: dict | None = None, extra_markdown: str = "") -> CIOutcome:
     """Write the requested outputs together (``output_set``: checked first, all or none; ``-`` is
     standard output); then append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
     from reportgen.output_set import OutputSet
@@ -395,7 +537,7 @@ def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | 
         outputs.add("--junit", junit)
         contents["--junit"] = junit_xml(data)
     summary_file = environ.get("GITHUB_STEP_SUMMARY") if step_summary else None
-    text = markdown_summary(data) if markdown or summary_file else ""
+    text = markdown_summary(data, extra_markdown) if markdown or summary_file else ""
     if markdown:
         outputs.add("--markdown", markdown)
         contents["--markdown"] = text
@@ -408,4 +550,4 @@ def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | 
             raise InputError(f"$GITHUB_STEP_SUMMARY ({summary_file}): cannot append "
                              f"({err.strerror or err})") from None
         written.append(Path(summary_file))
-    return CIOutcome(written, failing_rules(rule_results(data), fail_on))
+    return CIOutcome(written, tripped(data, fail_on))

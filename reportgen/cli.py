@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from reportgen import __version__, interrupts
-from reportgen.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, ReportgenError
+from reportgen.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, InputError, ReportgenError
 
-EXIT_CODES_HELP = ("exit codes: 0 done; 1 a rule listed in --fail-on fired (every output was still written); "
+EXIT_CODES_HELP = ("exit codes: 0 done; 1 what --fail-on lists was found (every output was still written); "
                    "2 usage or input error (one line on stderr); 3 internal error")
 
 
@@ -28,8 +28,22 @@ def _add_ci_options(parser: argparse.ArgumentParser) -> None:
                          "- : standard output)")
     ci.add_argument("--no-step-summary", action="store_true",
                     help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY (done when it is set)")
-    ci.add_argument("--fail-on", default="none", metavar="any|none|RULE,RULE",
-                    help="exit with code 1 when one of these rules fired (default: none); outputs are written first")
+    ci.add_argument("--fail-on", default="none", metavar="any|none|NAME,NAME",
+                    help="exit with code 1 when the report shows one of these (default: none; outputs are written "
+                         "first): a diagnosis status (problems, insufficient-data), a cause the diagnosis found "
+                         "(input-pipeline, straggler, ...), a rule that fired (LowGPUUtilization, ...); any: any "
+                         "rule fired, even one the diagnosis explains away (see docs/ci.md)")
+
+
+_HELP = {"prices": True}  # main() sets it: the shipped price table is read for --help only
+
+
+def _prices_note() -> str:
+    if not _HELP["prices"]:
+        return "shipped table: see --help"
+    from reportgen.cost import shipped_table_note
+
+    return shipped_table_note().replace("%", "%%")
 
 
 def _common() -> argparse.ArgumentParser:
@@ -101,7 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--count", type=int, default=None, help="instance count for the cost line (default: from the job "
                                                              "description, else 1 with --instance)")
     gen.add_argument("--region", default=None, help="region of the prices (default: the job's, else us-east-1)")
-    gen.add_argument("--prices", type=Path, default=None, metavar="FILE", help="TOML file of hourly prices")
+    gen.add_argument("--prices", type=Path, default=None, metavar="FILE",
+                     help="TOML file of hourly prices laid over the shipped table (docs/compare.md#cost); "
+                          + _prices_note())
     _add_ci_options(gen)
     check = sub.add_parser(
         "check", parents=[common],
@@ -111,9 +127,30 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES_HELP,
     )
     check.add_argument("report_json", type=Path, metavar="REPORT_JSON", help="a report.json")
+    check.add_argument("--base", type=Path, default=None, metavar="BASE_JSON",
+                       help="a base run's report.json: the Markdown adds the step-time comparison against it")
+    check.add_argument("--fail-on-regression", default=None, metavar="PCT",
+                       help="with --base: exit with code 1 when REPORT_JSON's median step is slower than the "
+                            "base's by more than PCT (e.g. 5%%) and beyond the runs' noise")
     _add_ci_options(check)
     gen.epilog = EXIT_CODES_HELP
     _add_compare_parser(sub, common)
+    trd = sub.add_parser(
+        "trend", parents=[common], help="several runs' report.json in one table: step time, GPU use, cost, causes, "
+                                        "regressions",
+        description="Put several runs' report.json side by side, in the order given: median step time and steps "
+                    "per second, the change against the previous run with its interval (REGRESSION when slower by "
+                    "more than --threshold beyond the runs' noise), GPU/CPU use, duration, cost and the causes found.",
+        epilog="exit codes: 0 done; 2 usage or input error (one line on stderr); 3 internal error")
+    trd.add_argument("reports", nargs="+", type=Path, metavar="REPORT_JSON", help="two or more report.json, oldest first")
+    trd.add_argument("-o", "--output", type=Path, default=Path("trend.html"),
+                     help="file to write (default: trend.html; - : standard output)")
+    trd.add_argument("--format", choices=("html", "md"), default="html", dest="fmt", help="html (default) or md")
+    trd.add_argument("--label", action="append", default=[], metavar="NAME",
+                     help="the runs' labels, one per report in order (default: each report's job name)")
+    trd.add_argument("--threshold", default="5%", metavar="PCT",
+                     help="slowdown against the previous run that marks a regression (default: 5%%)")
+    trd.add_argument("--json", type=Path, default=None, dest="json_path", help="also write the numbers as JSON")
     ana = sub.add_parser(
         "analyze", parents=[common, _sources(recompute=False)],
         help="run only the analysis engine: raw profiler data -> the 11 rule outputs in SageMaker's schema",
@@ -151,7 +188,8 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
     cmp.add_argument("--format", choices=("html", "md"), default="html", dest="fmt",
                      help="html (default) or md (Markdown, e.g. for a pull-request comment)")
     cmp.add_argument("--json", type=Path, default=None, dest="json_path",
-                     help="where to write compare.json (default: OUTPUT with .json suffix)")
+                     help="where to write compare.json (default: OUTPUT with .json suffix; none with -o - "
+                          "unless given)")
     for side in ("a", "b"):
         cmp.add_argument(f"--instance-{side}", default=None, metavar="TYPE",
                          help=f"instance type of {side.upper()} (default: from its job description)")
@@ -159,7 +197,12 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
                          help=f"instance count of {side.upper()} (default: from its job description, else 1)")
     cmp.add_argument("--region", default=None, help="region of the prices (default: each job's, else us-east-1)")
     cmp.add_argument("--prices", type=Path, default=None, metavar="FILE",
-                     help="TOML file of hourly prices laid over the shipped table")
+                     help="TOML file of hourly prices laid over the shipped table (docs/compare.md#cost); "
+                          + _prices_note())
+    cmp.add_argument("--fail-on-regression", default=None, metavar="PCT",
+                     help="exit with code 1 when B's median step is slower than A's by more than PCT (e.g. 5%%) "
+                          "and beyond the runs' noise (bootstrap interval of the ratio; job durations when "
+                          "steps are missing); outputs are written first (see docs/ci.md)")
 
 
 def _source_options(args):
@@ -191,11 +234,35 @@ def _compare(args, say) -> int:
     from reportgen.compare.run import CompareOptions, compare
     from reportgen.pipeline import CostOptions
 
+    from reportgen.compare.regression import parse_threshold
+
+    threshold = parse_threshold(args.fail_on_regression) if args.fail_on_regression is not None else None
     options = CompareOptions(source=_source_options(args), fmt=args.fmt, json_path=args.json_path,
                              a=CostOptions(args.instance_a, args.count_a, args.region, args.prices),
-                             b=CostOptions(args.instance_b, args.count_b, args.region, args.prices))
+                             b=CostOptions(args.instance_b, args.count_b, args.region, args.prices),
+                             fail_on_regression=threshold)
     result = compare(args.source_a, args.source_b, args.output, options, progress=say)
-    say(f"wrote {_name(result.output_path)} and {_name(result.json_path)} in {result.seconds:.1f} s")
+    also = f" and {_name(result.json_path)}" if result.json_path is not None else " (no compare.json: give --json PATH)"
+    say(f"wrote {_name(result.output_path)}{also} in {result.seconds:.1f} s")
+    return _regression_exit(result.regression)
+
+
+def _regression_exit(regression) -> int:
+    """Exit code 1, with the verdict on stderr, when the regression gate tripped."""
+    if regression is None or not regression.tripped:
+        return EXIT_OK
+    print(f"reportgen: --fail-on-regression tripped: {regression.summary()} (exit code 1)", file=sys.stderr)
+    return EXIT_RULE_FIRED
+
+
+def _trend(args, say) -> int:
+    from reportgen.compare.regression import parse_threshold
+    from reportgen.compare.trend import trend
+
+    runs = trend(args.reports, args.output, fmt=args.fmt, labels=args.label,
+                 threshold=parse_threshold(args.threshold), json_path=args.json_path)
+    marked = [r.label for r in runs if r.against_previous is not None and r.against_previous.tripped]
+    say(f"wrote {_name(args.output)}: {len(runs)} runs" + (f", regression at {', '.join(marked)}" if marked else ""))
     return EXIT_OK
 
 
@@ -216,23 +283,39 @@ def _rule_params(config: Path | None, overrides: list[str]):
     return parse_overrides(overrides, base=base) if overrides else base
 
 
-def _ci_outputs(args, data: dict, say) -> int:
-    """Write --junit/--markdown/step summary from report.json's data; the --fail-on verdict."""
+def _ci_outputs(args, data: dict, say, regression=None) -> int:
+    """Write --junit/--markdown/step summary from report.json's data; the --fail-on verdict (and, for
+    check --base, the regression gate's)."""
     from reportgen.ci_outputs import write_ci_outputs
 
+    extra = "\n".join(regression.markdown()) if regression is not None else ""
     outcome = write_ci_outputs(data, junit=args.junit, markdown=args.markdown,
-                               step_summary=not args.no_step_summary, fail_on=args.fail_on_parsed)
+                               step_summary=not args.no_step_summary, fail_on=args.fail_on_parsed,
+                               extra_markdown=extra)
     for path in outcome.written:
         say(f"wrote {_name(path)}")
-    if outcome.failing:
-        print(f"reportgen: rules listed in --fail-on fired: {', '.join(outcome.failing)} (exit code 1)",
-              file=sys.stderr)
+    code = _regression_exit(regression)
+    if outcome.tripped:
+        print(f"reportgen: {outcome.tripped.message()} (exit code 1)", file=sys.stderr)
         return EXIT_RULE_FIRED
-    return EXIT_OK
+    return code
+
+
+def _check_regression(args, data: dict):
+    """check --base BASE.json [--fail-on-regression PCT]: this report.json against the base's."""
+    if args.base is None:
+        if args.fail_on_regression is not None:
+            raise InputError("--fail-on-regression needs --base BASE_JSON (the base run's report.json)")
+        return None
+    from reportgen.ci_outputs import load_report_json
+    from reportgen.compare.regression import judge, parse_threshold
+
+    threshold = parse_threshold(args.fail_on_regression) if args.fail_on_regression is not None else None
+    return judge(load_report_json(args.base)["sections"], data["sections"], threshold)
 
 
 def _run(args, say) -> int:
-    from reportgen.rulebook import parse_fail_on
+    from reportgen.ci_outputs import parse_fail_on
 
     # validated before any work starts: a typo in a rule name must not cost a whole run
     args.fail_on_parsed = parse_fail_on(args.fail_on)
@@ -240,10 +323,11 @@ def _run(args, say) -> int:
         from reportgen.ci_outputs import load_report_json, markdown_summary
 
         data = load_report_json(args.report_json)
+        regression = _check_regression(args, data)
         if not (args.junit or args.markdown or
                 (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
-            sys.stdout.write(markdown_summary(data))
-        return _ci_outputs(args, data, say)
+            sys.stdout.write(markdown_summary(data, "\n".join(regression.markdown()) if regression else ""))
+        return _ci_outputs(args, data, say, regression)
 
     from reportgen.pipeline import CostOptions, GenerateOptions, generate
 
@@ -256,7 +340,7 @@ def _run(args, say) -> int:
         f"in {result.seconds:.1f} s")
     for path in result.written[2:]:
         say(f"wrote {_name(path)}")
-    if not (args.fail_on_parsed != "none" or (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
+    if not (args.fail_on_parsed or (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
         return EXIT_OK
     args.junit = args.markdown = None  # written above, with the report
     return _ci_outputs(args, result.report, say)
@@ -267,6 +351,7 @@ def _name(path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _HELP["prices"] = any(arg in ("-h", "--help") for arg in (sys.argv[1:] if argv is None else argv))
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -297,6 +382,8 @@ def _main(args, interrupted: list) -> int:
             return _compare(args, say)
         if args.command == "analyze":
             return _analyze(args, say)
+        if args.command == "trend":
+            return _trend(args, say)
         return _run(args, say)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt) or (interrupted and isinstance(err, Exception)):

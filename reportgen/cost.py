@@ -85,6 +85,19 @@ def load_prices(user_file: str | Path | None = None) -> PriceTable:
                       files=files)
 
 
+def shipped_table_note() -> str:
+    """One line on the shipped table for --help: its size, date and source (the file says the same)."""
+    try:
+        table = load_prices()
+    except InputError as err:  # a damaged installation: the help still prints
+        return f"the shipped price table cannot be read ({err})"
+    types = {t for region in table.prices.values() for t in region}
+    approx = "approximate " if table.approximate else ""
+    return (f"shipped table: {approx}on-demand list prices of {len(types)} instance types in "
+            f"{len(table.prices)} region(s) ({', '.join(sorted(table.prices))}), taken {table.taken or 'on an unknown date'}, "
+            f"from {table.source or 'an unknown source'}")
+
+
 def run_cost(duration_s: float, count: int, price_per_hour: float) -> float:
     """Cost of one run: duration_s × count × price/h ÷ 3600 (unrounded)."""
     return duration_s * count * price_per_hour / 3600.0
@@ -93,6 +106,16 @@ def run_cost(duration_s: float, count: int, price_per_hour: float) -> float:
 def money(value: float) -> float:
     """Rounded to cents, as costs are printed (half up, not banker's rounding)."""
     return math.floor(value * 100 + 0.5) / 100
+
+
+def money_text(value: float | None) -> str:
+    """A cost as printed: "$1.52"; "< $0.01" for a cost above zero that rounds to no cent (a short run on
+    a small instance is not free); "unknown" for None."""
+    if value is None:
+        return "unknown"
+    if 0 < value and money(value) == 0:
+        return "< $0.01"
+    return f"${money(value):.2f}"
 
 
 def saving_pct(cost_a: float, cost_b: float) -> float | None:

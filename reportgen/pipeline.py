@@ -182,6 +182,7 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
         engine_for_both = options.engine if kineto else None
         with _shared_cluster(engine_for_both) as client:
             rule_dir = _analyse_raw(resolved.raw_dir, work_dir, options, progress, resolved, stats, client)
+            _keep_recording(Path(resolved.raw_dir), rule_dir)
             if kineto:
                 return Prepared(resolved, _add_kineto(resolved, rule_dir.parent, options, progress, client),
                                 "raw data and PyTorch profiler traces")
@@ -190,6 +191,16 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
         return Prepared(resolved, _add_kineto(resolved, work_dir / "analysis", options, progress),
                         "PyTorch profiler traces")
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
+
+
+def _keep_recording(raw_dir: Path, rule_dir: Path) -> None:
+    """A `reportgen record` recording's summary (the command's own CPU and memory beside the host's) goes
+    with the rule outputs, so the report can say whose CPU the system metrics show."""
+    summary = raw_dir / "recording.json"
+    if summary.is_file() and summary.stat().st_size < 10_000_000:
+        import shutil
+
+        shutil.copyfile(summary, rule_dir.parent / "recording.json")
 
 
 @contextlib.contextmanager

@@ -62,6 +62,7 @@ class RuleOutputs:
     timeline: dict | None = None
     data_quality: dict | None = None
     kineto: dict | None = None  # PyTorch profiler traces analysed by reportgen.kineto (kineto.json)
+    recording: dict | None = None  # a `reportgen record` recording's summary (recording.json): the job's own CPU
 
     def get(self, name: str) -> RuleOutput | None:
         return self.rules.get(name)
@@ -180,12 +181,16 @@ def load_rule_output(path: Path, notes: list[str]) -> RuleOutput:
     )
 
 
+# Our extra files beside the rule JSONs: the engine's, the traces', and a recording's summary (recording.json).
+EXTRA_FILES = ("timeline.json", "data-quality.json", "kineto.json", "recording.json")
+
+
 def load_rule_outputs(folder: Path) -> RuleOutputs:
     """Load every known rule JSON in ``folder``; other JSON files are noted and skipped."""
     outputs = RuleOutputs(folder=folder)
     first_error: InputError | None = None
     for path in sorted(folder.glob("*.json")):
-        if path.name in ("timeline.json", "data-quality.json", "kineto.json"):
+        if path.name in EXTRA_FILES:
             continue
         if path.stem not in RULE_ORDER:
             outputs.notes.append(f"{path.name}: not a ProfilerReport rule output; skipped")
@@ -205,6 +210,7 @@ def load_rule_outputs(folder: Path) -> RuleOutputs:
     outputs.timeline = _load_extra(folder, "timeline.json", outputs.notes)
     outputs.data_quality = _load_extra(folder, "data-quality.json", outputs.notes)
     outputs.kineto = _load_extra(folder, "kineto.json", outputs.notes)
+    outputs.recording = _load_extra(folder, "recording.json", outputs.notes)
     return outputs
 
 
@@ -222,7 +228,6 @@ def _load_extra(folder: Path, name: str, notes: list[str]) -> dict | None:
     return None
 
 
-EXTRA_FILES = ("timeline.json", "data-quality.json", "kineto.json")
 
 
 def rule_output_files(rule_dir: Path) -> list[Path]:

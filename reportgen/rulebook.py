@@ -130,32 +130,3 @@ SUMMARY_RULES = tuple(rule.name for rule in RULES if rule.summary_only)
 
 # The rules a CI run can fail on (--fail-on): every rule but the two summaries, which never fire.
 CHECKED_RULES = tuple(r for r in RULE_ORDER if r not in SUMMARY_RULES)
-
-
-def parse_fail_on(text: str | None) -> str | tuple[str, ...]:
-    """``none`` (default), ``any``, or a comma-separated list of rule names (matched case-insensitively).
-
-    An unknown name is a usage error: a typo must not silently turn a check off.
-    """
-    value = (text or "none").strip()
-    if value.lower() in ("none", ""):
-        return "none"
-    if value.lower() == "any":
-        return "any"
-    known = {r.lower(): r for r in CHECKED_RULES}
-    names, unknown = [], []
-    for part in value.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if part.lower() in known:
-            names.append(known[part.lower()])
-        else:
-            unknown.append(part)
-    if unknown or not names:
-        bad = ", ".join(unknown) if unknown else repr(value)
-        from reportgen.errors import InputError
-
-        raise InputError(f"--fail-on: unknown rule {bad}; expected any, none or a comma-separated list of "
-                         f"{', '.join(CHECKED_RULES)}")
-    return tuple(dict.fromkeys(names))

@@ -7,10 +7,12 @@ Each side goes through ``prepare_rule_outputs`` exactly as ``generate``'s source
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reportgen.compare.regression import Regression
 from reportgen.cost import load_prices
 from reportgen.sources.layout import local_job_name
 from reportgen.errors import InputError, RenderError
@@ -38,14 +40,16 @@ class CompareOptions:
     json_path: Path | None = None  # default: the output path with .json
     a: CostOptions = field(default_factory=CostOptions)
     b: CostOptions = field(default_factory=CostOptions)
+    fail_on_regression: float | None = None  # allowed slowdown of B against A (fraction): the regression gate
 
 
 @dataclass
 class CompareResult:
     output_path: Path
-    json_path: Path
+    json_path: Path | None  # None: -o is standard output (or a device) and --json was not given
     output_bytes: int
     seconds: float
+    regression: Regression | None = None  # with --fail-on-regression: B against A, judged with its threshold
 
 
 def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progress: Progress,
@@ -89,12 +93,12 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
     output = output if is_stdout(output) else Path(output)
     outputs = OutputSet()  # both outputs checked before any work, written together (output_set.py)
     page_target = outputs.add("-o", output)
-    if options.json_path is None and page_target.kind != "file":
-        raise InputError(f"-o {page_target}: not a regular file, so there is no place for compare.json beside it; "
-                         "give --json PATH as well")
+    # -o - (or a device): there is no place beside it, so compare.json is written only when --json asks
     json_path = options.json_path if is_stdout(options.json_path) else (
-        Path(options.json_path) if options.json_path else output.with_suffix(".json"))
-    outputs.add("--json", json_path)
+        Path(options.json_path) if options.json_path else
+        None if page_target.kind != "file" else output.with_suffix(".json"))
+    if json_path is not None:
+        outputs.add("--json", json_path)
     load_prices(prices_file)  # a bad prices file is an input error before any work
     with work_folder() as work:
         # absolute: the notebook runs with its own folder as the working directory, where a relative
@@ -115,8 +119,26 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
                 text = maker.render({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
                                      "standalone": True}, notebook=compare_notebook_path()).html
         produced = _produced_json(work_dir)
-        outputs.commit({"-o": text, "--json": produced.read_text(encoding="utf-8")})
-    return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started)
+        regression = None
+        if options.fail_on_regression is not None:
+            regression = _gate(produced, options.fail_on_regression)
+            if fmt == "md":  # the gate's verdict leads the pull-request comment, before the first section
+                head, mark, rest = text.partition("\n### ")
+                text = head + "\n" + "\n".join(regression.markdown()) + "\n" + mark.lstrip("\n") + rest
+        contents = {"-o": text}
+        if json_path is not None:
+            contents["--json"] = produced.read_text(encoding="utf-8")
+        outputs.commit(contents)
+    return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started, regression)
+
+
+def _gate(produced: Path, threshold: float) -> Regression:
+    """The verdict section's step-time comparison (compare.json) judged against ``threshold``."""
+    data = json.loads(produced.read_text(encoding="utf-8"))
+    found = ((data.get("sections") or {}).get("verdict") or {}).get("regression")
+    if not isinstance(found, dict):
+        raise RenderError("the comparison wrote no regression check into compare.json")
+    return Regression.from_data(found).with_threshold(threshold)
 
 
 def _produced_json(work_dir: Path) -> Path:

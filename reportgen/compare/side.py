@@ -37,6 +37,10 @@ class Side:
         except KeyError:
             return {}
 
+    def sections(self) -> dict:
+        """Every section's data by id, as the run's report.json holds them."""
+        return {section.id: section.data for section in self.report.sections}
+
     def available(self, section_id: str) -> bool:
         data = self.data(section_id)
         return bool(data) and data.get("available") is not False

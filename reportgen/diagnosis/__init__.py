@@ -72,7 +72,7 @@ class Diagnosis:
                            "loop_share": f.loop_share, "basis": f.basis or None,
                            **({"risk": f.risk} if f.risk else {})},
                 "evidence": list(f.evidence), "fix": f.fix, "rules": list(f.rules), "sections": list(f.sections),
-                "note": f.note or None, "metrics": f.metrics,
+                "note": f.note or None, "metrics": f.metrics, "serious": f.counts,
             } for f in self.findings],
             "rules": {"evaluated": list(self.judged), "not_evaluated": dict(self.not_evaluated)},
             "not_judged": list(self.not_judged),

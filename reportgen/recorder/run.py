@@ -22,10 +22,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reportgen.errors import InputError
-from reportgen.recorder.sampler import Sampler, load_nvml
+from reportgen.recorder.sampler import ProcessTree, Sampler, load_nvml
 from reportgen.recorder.writer import MetricsWriter
 
 GRACE_S = 10.0
+JOB_METRICS = "job-metrics.jsonl"  # the command's process tree at each tick (ProcessTree.sample's records)
+SHARED_POINTS = 5.0  # the host's CPU this many points above the command's: the host is shared
 TRACE_FOLDER = "pytorch-traces"
 # A trace last modified this long before the command started is left from an earlier run (the slack
 # covers file systems with coarse timestamps and clocks that differ slightly, e.g. on NFS).
@@ -65,6 +67,18 @@ class RecordResult:
     traces_copied: list[str] = field(default_factory=list)
     traces_skipped: list[str] = field(default_factory=list)  # in --trace-dir, not written by this command
     traces_skipped_why: dict = field(default_factory=dict)  # reason -> count
+    # The command's own process tree (ProcessTree): CPU seconds, mean share of the host's cores (%), the
+    # host's mean CPU (%) over the same ticks, peak RSS (bytes); host_shared when the host was busier than
+    # the command by more than SHARED_POINTS.
+    cpu_cores: int = 0
+    job_cpu_s: float = 0.0
+    job_cpu_pct_of_host: float | None = None
+    job_cpu_pct_of_host_p50: float | None = None  # over the ticks, as the system usage table's percentiles
+    job_cpu_pct_of_host_p95: float | None = None
+    host_cpu_pct: float | None = None
+    job_rss_peak_bytes: int = 0
+    host_shared: bool | None = None
+    job_metrics_file: str = JOB_METRICS
 
 
 def _exit_code(returncode: int | None) -> int:
@@ -116,13 +130,23 @@ def copy_traces(trace_dir: Path, out_dir: Path, *, since: float | None = None,
     return copied, skipped, why
 
 
-def _family(psutil, pid: int) -> set[int]:
-    """The pid and its descendants now (torchrun's workers, DataLoader workers)."""
+def _percentile(values: list[float], q: float) -> float | None:
+    """numpy's default (linear) percentile, as the engine computes the system usage table's."""
+    if not values:
+        return None
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def _reaped_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's children that have exited and were waited for."""
     try:
-        proc = psutil.Process(pid)
-        return {pid, *(child.pid for child in proc.children(recursive=True))}
-    except Exception:  # gone already, or not permitted
-        return {pid}
+        import resource
+    except ImportError:  # not on POSIX
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_dir: Path | None = None,
@@ -147,6 +171,7 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     started = time.time()
     wall0, cpu0 = time.monotonic(), time.process_time()
+    reaped0 = _reaped_cpu_s()
     try:
         child = subprocess.Popen(command)
     except OSError as err:
@@ -156,7 +181,10 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
         raise InputError(f"record: cannot run {command[0]!r} ({err.strerror or err})") from None
     progress(f"recording {' '.join(command)} (pid {child.pid}) every {interval_s * 1000:.0f} ms into {out_dir}")
     forwarded_at = None
-    pids = {child.pid}
+    tree = ProcessTree(sampler.psutil, child.pid)
+    job_file = open(out_dir / JOB_METRICS, "a", encoding="utf-8")
+    host_busy = []  # (tick seconds, host CPU %) for the mean over the same ticks as the tree's
+    job_shares = []  # the tree's share of the host's cores at each tick (%)
     next_tick = time.monotonic() + interval_s
     last_sample = time.monotonic()
     try:
@@ -180,7 +208,12 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
             final = child.poll() is not None and time.monotonic() - last_sample >= interval_s / 2
             if due or final:
                 writer.write(sampler.sample())
-                pids |= _family(sampler.psutil, child.pid)
+                job = tree.sample(sampler.host_cpu_pct, sampler.last_ts)
+                job_file.write(json.dumps(job, separators=(",", ":")) + "\n")
+                job_shares.append(job["CPUPercentOfHost"])
+                job_file.flush()
+                if sampler.host_cpu_pct is not None:
+                    host_busy.append((time.monotonic() - last_sample, sampler.host_cpu_pct))
                 last_sample = time.monotonic()
                 next_tick += interval_s
                 if next_tick < time.monotonic():  # fell behind (suspended machine): skip, do not burst
@@ -191,10 +224,18 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
         wall = time.monotonic() - wall0
         cpu = time.process_time() - cpu0
         ended = time.time()
+        job_file.close()
         writer.close(ended)
         sampler.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
+    pids = tree.pids
+    # What the kernel counted for the command and the descendants it reaped, once it exited: exact, and
+    # it includes the part after the last tick, which the tree's samples cannot see.
+    job_cpu_s = max(tree.cpu_s, _reaped_cpu_s() - reaped0) if child.returncode is not None else tree.cpu_s
+    job_pct = 100.0 * job_cpu_s / wall / tree.cores if wall > 0 else None
+    weight = sum(w for w, _ in host_busy)
+    host_pct = sum(w * v for w, v in host_busy) / weight if weight > 0 else None
     traces, skipped, why = (copy_traces(Path(trace_dir), out_dir, since=started, pids=pids)
                             if trace_dir is not None else ([], [], {}))
     result = RecordResult(
@@ -202,7 +243,10 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
         interrupted=stop["signal"] is not None, interval_s=interval_s, samples=writer.samples, started=started,
         ended=ended, wall_s=wall, sampler_cpu_s=cpu, sampler_cpu_pct_of_one_core=100.0 * cpu / wall if wall else 0.0,
         gpus=len(sampler.gpus), gpu_note=gpu_note, metric_files=[str(p.relative_to(out_dir)) for p in writer.files],
-        traces_copied=traces, traces_skipped=skipped, traces_skipped_why=why)
+        traces_copied=traces, traces_skipped=skipped, traces_skipped_why=why, cpu_cores=tree.cores,
+        job_cpu_s=job_cpu_s, job_cpu_pct_of_host=job_pct, job_cpu_pct_of_host_p50=_percentile(job_shares, 50),
+        job_cpu_pct_of_host_p95=_percentile(job_shares, 95), host_cpu_pct=host_pct, job_rss_peak_bytes=tree.rss_peak,
+        host_shared=None if job_pct is None or host_pct is None else host_pct - job_pct > SHARED_POINTS)
     (out_dir / "recording.json").write_text(json.dumps(asdict(result), indent=1))
     return result
 
@@ -223,6 +267,15 @@ def main(args, say) -> int:
         say(f"{len(result.traces_copied)} trace file(s) copied into {TRACE_FOLDER}/"
             + (f", {len(result.traces_skipped)} left in {args.trace_dir} as not from this run ({why})"
                if result.traces_skipped else ""))
+    if result.job_cpu_pct_of_host is not None:
+        host = (f"; the host {result.host_cpu_pct:.0f} %" if result.host_cpu_pct is not None else "")
+        shared = (f": the host is shared (its CPU {result.host_cpu_pct - result.job_cpu_pct_of_host:.0f} points "
+                  "above the command's; the command's own figures are in " + JOB_METRICS + ")"
+                  if result.host_shared else "")
+        say(f"the command's processes used {result.job_cpu_pct_of_host:.0f} % of the host's CPU "
+            f"({result.job_cpu_s:.1f} CPU s, {result.job_cpu_s / result.wall_s if result.wall_s else 0:.2f} of "
+            f"{result.cpu_cores} cores on average){host}{shared}; peak memory (RSS) "
+            f"{result.job_rss_peak_bytes / 1e6:.0f} MB")
     say(f"sampler cost: {result.sampler_cpu_pct_of_one_core:.2f} % of one core "
         f"({result.sampler_cpu_s:.3f} s CPU over {result.wall_s:.1f} s); "
         f"command exit code {result.exit_code}; next: reportgen generate {result.out_dir}")

@@ -41,6 +41,8 @@ class Sampler:
         self.gpus = []
         if nvml is not None:
             self.gpus = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
+        self.host_cpu_pct: float | None = None  # all cores' busy share over the last tick
+        self.last_ts = time.time()
         self._last = self._counters()
 
     def _counters(self):
@@ -61,19 +63,23 @@ class Sampler:
 
     def sample(self) -> list[dict]:
         ts = time.time()
+        self.last_ts = ts
         now = self._counters()
         (t0, cpus0, disk0, net0), (t1, cpus1, disk1, net1) = self._last, now
         self._last = now
         dt = max(t1 - t0, 1e-6)
         out = []
+        busy_all, total_all = 0.0, 0.0
         for i, (a, b) in enumerate(zip(cpus0, cpus1)):
             total = sum(b) - sum(a)
             idle = (b.idle - a.idle) + (getattr(b, "iowait", 0.0) - getattr(a, "iowait", 0.0))
             iowait = getattr(b, "iowait", 0.0) - getattr(a, "iowait", 0.0)
             busy = 100.0 * (1.0 - idle / total) if total > 0 else 0.0
+            busy_all, total_all = busy_all + max(total - idle, 0.0), total_all + max(total, 0.0)
             out.append(self._record("cpu", f"cpu{i}", "CPUUtilization", min(max(busy, 0.0), 100.0), ts))
             out.append(self._record("cpu", f"cpu{i}", "I/OWaitPercentage",
                                     min(max(100.0 * iowait / total, 0.0), 100.0) if total > 0 else 0.0, ts))
+        self.host_cpu_pct = 100.0 * busy_all / total_all if total_all > 0 else None  # all cores, this tick
         out.append(self._record("memory", "MemoryUsedPercent", "", self.psutil.virtual_memory().percent, ts))
         if disk0 is not None and disk1 is not None:
             ops = (disk1.read_count - disk0.read_count) + (disk1.write_count - disk0.write_count)
@@ -102,3 +108,77 @@ class Sampler:
                 self.nvml.nvmlShutdown()
             except Exception:
                 pass
+
+
+class ProcessTree:
+    """CPU and RSS of the recorded command's process tree (the command and every descendant) at each tick,
+    beside the host's: on a shared machine the host's CPU is not the job's.
+
+    CPU is the tree's CPU seconds (user + system) over the tick, in cores and as a share of the host's
+    cores. A descendant that exits between two ticks is counted once: the part seen while it ran, then
+    what its parent collects when it is reaped (``children_user``/``children_system``) less that part.
+    """
+
+    def __init__(self, psutil, pid: int):
+        self.psutil = psutil
+        self.pid = pid
+        self.cores = psutil.cpu_count() or 1
+        self._last: dict[int, tuple[float, float]] = {}  # pid -> (own CPU s, reaped children's CPU s)
+        self._procs: dict[int, object] = {}
+        self._pending = 0.0  # CPU seconds counted for processes that exited and are not yet reaped
+        self._t = time.monotonic()
+        self.cpu_s = 0.0  # the tree's CPU seconds over the whole recording
+        self.rss_peak = 0
+        self.pids: set[int] = {pid}
+
+    def _tree(self) -> list:
+        ps = self.psutil
+        try:
+            root = self._procs.get(self.pid) or ps.Process(self.pid)
+            self._procs[self.pid] = root
+            found = [root, *root.children(recursive=True)]
+        except (ps.NoSuchProcess, ps.AccessDenied, ps.ZombieProcess):
+            return []
+        procs = []
+        for proc in found:  # the same Process objects tick after tick (psutil caches per object)
+            procs.append(self._procs.setdefault(proc.pid, proc))
+        return procs
+
+    def sample(self, host_pct: float | None, ts: float) -> dict:
+        ps = self.psutil
+        now = time.monotonic()
+        dt = max(now - self._t, 1e-6)
+        self._t = now
+        seen: dict[int, tuple[float, float]] = {}
+        rss = 0
+        for proc in self._tree():
+            try:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    mem = proc.memory_info().rss
+            except (ps.NoSuchProcess, ps.AccessDenied, ps.ZombieProcess):
+                continue
+            seen[proc.pid] = (times.user + times.system,
+                              getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0))
+            rss += mem
+        delta = 0.0
+        reaped = 0.0
+        for pid, (own, children) in seen.items():
+            last_own, last_children = self._last.get(pid, (0.0, children))
+            delta += max(own - last_own, 0.0)
+            reaped += max(children - last_children, 0.0)
+        for pid in set(self._last) - set(seen):  # exited: what was counted of it waits for its reaping
+            self._pending += self._last[pid][0]
+            self._procs.pop(pid, None)
+        extra = max(reaped - self._pending, 0.0)
+        self._pending = max(self._pending - reaped, 0.0)
+        delta += extra
+        self._last = seen
+        self.pids |= set(seen)
+        self.cpu_s += delta
+        self.rss_peak = max(self.rss_peak, rss)
+        cores_used = delta / dt
+        return {"Timestamp": round(ts, 6), "CPUCores": round(cores_used, 4),
+                "CPUPercentOfHost": round(min(100.0 * cores_used / self.cores, 100.0), 4),
+                "HostCPUPercent": None if host_pct is None else round(host_pct, 4),
+                "RSSBytes": rss, "Processes": len(seen)}

@@ -8,8 +8,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 from reportgen.errors import InputError
-from reportgen.sources.layout import (RAW_DIR_NAMES, RULE_DIR_NAMES, RULE_JSON_NAMES, SKIP_DIRS, TRACE_SUFFIXES,
-                                      find_traces, is_framework_trace)
+from reportgen.sources.layout import (LAYOUT_FOLDERS, PROFILER_REPORT, RAW_DIR_NAMES, RULE_DIR_NAMES,
+                                      RULE_JSON_NAMES, SKIP_DIRS, TRACE_SUFFIXES, find_traces, is_framework_trace)
 from reportgen.sources.arn import JOB_PREFIX, is_job_name, job_name_of, looks_like_arn, parse_arn
 
 KINDS = ("local", "s3", "processing-job", "training-job")
@@ -151,9 +151,38 @@ def locate_local(root: Path) -> tuple[Path | None, Path | None]:
         if raw_subdirs:
             raw_candidates.append((len(here.parts), str(here), here))
             dirs[:] = [d for d in dirs if d not in RAW_DIR_NAMES]  # do not descend into raw data
+    _refuse_several_jobs(root, [c[3] for c in rule_candidates], [c[2] for c in raw_candidates])
     rule_dir = min(rule_candidates)[3] if rule_candidates else None
     raw_dir = min(raw_candidates)[2] if raw_candidates else None
     return rule_dir, raw_dir
+
+
+SHOWN_JOBS = 5  # jobs named in the refusal of a folder of several jobs
+
+
+def _job_key(root: Path, folder: Path) -> str:
+    """The job a data folder belongs to: its path under ``root`` up to the first folder of the layout
+    (profiler-output, rule-output, profiler-reports, ProfilerReport...); "." for ``root`` itself."""
+    parts = []
+    for part in folder.relative_to(root).parts:
+        if part in LAYOUT_FOLDERS or part in RULE_DIR_NAMES or part.startswith(PROFILER_REPORT):
+            break
+        parts.append(part)
+    return "/".join(parts) or "."
+
+
+def _refuse_several_jobs(root: Path, rule_dirs: list[Path], raw_dirs: list[Path]) -> None:
+    """A folder holding several jobs' data (rule outputs or raw data of more than one job) is refused
+    with the jobs found: reporting the first one under the folder's name would be silently wrong."""
+    rule_jobs = {_job_key(root, d) for d in rule_dirs}
+    raw_jobs = {_job_key(root, d) for d in raw_dirs}
+    if len(rule_jobs) <= 1 and len(raw_jobs) <= 1:
+        return
+    jobs = sorted(rule_jobs | raw_jobs)
+    shown = ", ".join(jobs[:SHOWN_JOBS]) + (f" and {len(jobs) - SHOWN_JOBS} more" if len(jobs) > SHOWN_JOBS else "")
+    example = next((j for j in jobs if j != "."), jobs[0])
+    raise InputError(f"{str(root)!r} holds the profiler data of {len(jobs)} jobs ({shown}): give one job's "
+                     f"folder, e.g. {str(root / example)!r}")
 
 
 def resolve_local(root: Path, *, recompute: bool = False, source: str | None = None) -> ResolvedSource:

@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
-SHARED = (Path(__file__).resolve().parents[2] / ".." / "shared").resolve()
-FIXTURES = SHARED / "fixtures"
+from tests.conftest import SHARED_FIXTURES as FIXTURES, WHERE
+
+SHARED = FIXTURES.parent
 
 
 def need_fixture(path: Path) -> Path:
@@ -12,5 +13,5 @@ def need_fixture(path: Path) -> Path:
     if not path.exists():
         if os.environ.get("REPORTGEN_REQUIRE_FIXTURES") == "1":
             pytest.fail(f"required fixture missing: {path}")
-        pytest.skip(f"fixture not available: {path}")
+        pytest.skip(f"fixture not available: {path}: {WHERE}")
     return path

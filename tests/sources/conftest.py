@@ -20,7 +20,9 @@ from sources_testlib import ACCOUNT, BUCKET, REGION, ROLE, RULE, TRAINING_JOB, c
 
 def fixtures_dir() -> Path | None:
     """The real fixture folder for beauvilerobed-dd30fc8e, or None (tests then skip)."""
-    base = Path(os.environ.get("REPORTGEN_FIXTURES_DIR", REPO.parent / "shared" / "fixtures" / "real"))
+    from tests.conftest import REAL
+
+    base = Path(os.environ.get("REPORTGEN_FIXTURES_DIR") or REAL)  # REPORTGEN_FIXTURES_DIR: the real/ folder itself
     folder = base / FIXTURE_JOB / "profiler-reports"
     if folder.is_dir():
         return folder
@@ -33,7 +35,9 @@ def fixtures_dir() -> Path | None:
 def rule_fixture_dir() -> Path:
     folder = fixtures_dir()
     if folder is None:
-        pytest.skip("real fixtures (../shared/fixtures/real) not available")
+        from tests.conftest import WHERE
+
+        pytest.skip(f"real fixtures not available: {WHERE}")
     return folder
 
 

@@ -25,9 +25,31 @@ def _impact(finding) -> str:
     return f"{finding.seconds:.0f} s ({finding.share * 100:.0f} %)"
 
 
+def _seconds(value) -> str:
+    return f"{value:+.0f} s".replace("-", "\u2212")
+
+
+def _measured(a: Side, b: Side) -> float | None:
+    """B's job duration − A's, as measured (each run's training-job summary)."""
+    da = a.data("training-job-summary").get("job_duration_s")
+    db = b.data("training-job-summary").get("job_duration_s")
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (da, db))
+    return db - da if ok else None
+
+
+def _differ(measured: float, estimate: float) -> bool:
+    return abs(measured - estimate) > max(1.0, 0.1 * abs(estimate))
+
+
 def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
-    """(blocks for the verdict section, data). Only causes that count (≥ 5 % of the job, or a serious risk)."""
+    """(blocks for the verdict section, data). Only causes that count (≥ 5 % of the job, or a serious risk).
+
+    A cause's impact is an estimate ("up to"); what the two runs measured is their duration. A cause alone
+    in the table gets the measured change of the job, with the estimate beside it when they differ; with
+    several, each shows its estimate and a note below gives the job's measured change (causes overlap, so
+    their estimates need not add up to it)."""
     ca, cb = _counted(a), _counted(b)
+    measured = _measured(a, b)
     rows, data = [], []
     for cause in dict.fromkeys(list(ca) + list(cb)):
         fa, fb = ca.get(cause), cb.get(cause)
@@ -38,14 +60,24 @@ def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
         elif status == "new" and _not_judged(a, cause):
             status = "not judged in A"
         delta = (fb.seconds if fb else 0.0) - (fa.seconds if fa else 0.0)
-        rows.append([cause, _impact(fa), _impact(fb), f"{delta:+.0f} s", status])
+        rows.append([cause, _impact(fa), _impact(fb), delta, status])
         data.append({"cause": cause, "status": status, "a_seconds": fa.seconds if fa else None,
                      "b_seconds": fb.seconds if fb else None, "a_share": fa.share if fa else None,
-                     "b_share": fb.share if fb else None, "delta_seconds": delta})
+                     "b_share": fb.share if fb else None, "delta_seconds": delta, "measured_delta_seconds": None})
+    single = len(rows) == 1 and measured is not None
+    for row, entry in zip(rows, data):
+        estimate = row[3]
+        if single:
+            entry["measured_delta_seconds"] = measured
+            row[3] = (f"{_seconds(measured)} measured" + (f" (estimate {_seconds(estimate)})"
+                                                           if _differ(measured, estimate) else ""))
+        else:
+            row[3] = f"{_seconds(estimate)} estimated"
+
     statuses = {s: [d["cause"] for d in data if d["status"] == s] for s in ("fixed", "remaining", "new")}
     da, db = a.report.diagnosis, b.report.diagnosis
     summary = {"a_status": da.status if da else None, "b_status": db.status if db else None, "causes": data,
-               **statuses}
+               "measured_delta_seconds": measured, **statuses}
     if not rows:
         return [Text(f"Diagnosis: A {summary['a_status'] or 'unknown'}, B {summary['b_status'] or 'unknown'}; "
                      "no cause costs 5 % of either job.", tone="ok")], summary
@@ -55,4 +87,8 @@ def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
     blocks = [Text(text, tone="finding" if statuses["new"] or statuses["remaining"] else "ok"),
               Table("causes-compare", ["Cause", "A: impact", "B: impact", "Change", "Status"], rows,
                     ["text", "text", "text", "text", "text"], row_header=True)]
+    if len(rows) > 1 and measured is not None:
+        blocks.append(Text(f"Measured: the job's duration changed by {_seconds(measured)}. Each cause's impact is an "
+                           "estimate (\"up to\"), and causes overlap, so their changes need not add up to it.",
+                           tone="note"))
     return blocks, summary

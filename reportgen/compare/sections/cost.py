@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reportgen.compare.side import Side
-from reportgen.cost import PriceTable, RunCost, compare_costs, make_run_cost, price_note
+from reportgen.cost import PriceTable, RunCost, compare_costs, make_run_cost, money_text, price_note
 from reportgen.report.model import Section, Table, Text
 
 
@@ -16,7 +16,7 @@ def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCo
     saving = compare_costs(ca, cb)
 
     def money(run: RunCost):
-        return f"${run.cost_rounded:.2f}" if run.cost is not None else "unknown"
+        return money_text(run.cost)
 
     rows = []
     for label, run in (("A", ca), ("B", cb)):
@@ -30,13 +30,8 @@ def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCo
                       rows, ["text", "text", "int", "text", "num2", "int", "num2", "text"]))
     if saving["saving"] is not None:
         more = saving["saving"] < 0
-        section.add(Text(
-            f"B costs {money(cb)} per run against {money(ca)} for A: "
-            + (f"{abs(saving['saving_pct_from_rounded']):.1f} % more"
-               if more else f"a saving of ${saving['saving_rounded']:.2f} per run, "
-                            f"{saving['saving_pct_from_rounded']:.1f} %")
-            + f" (from the rounded costs; {abs(saving['saving_pct']):.1f} % from the unrounded ones).",
-            tone="finding" if more else "ok"))
+        section.add(Text(f"B costs {money(cb)} per run against {money(ca)} for A: " + saving_words(saving) + ".",
+                         tone="finding" if more else "ok"))
     else:
         for label, run in (("A", ca), ("B", cb)):
             if run.cost is None:
@@ -45,3 +40,17 @@ def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCo
     section.add(Text(price_note(prices), tone="note"))
     section.data = {"a": ca.to_data(), "b": cb.to_data(), **saving, "prices": prices.provenance()}
     return section, ca, cb, saving
+
+
+def saving_words(saving: dict) -> str:
+    """"a saving of $5.09 per run, 82.6 % (from the rounded costs; 82.7 % from the unrounded ones)"; from the
+    unrounded costs alone when A's rounds to no cent (no percentage of $0.00)."""
+    more, pct, rounded_pct = saving["saving"] < 0, saving["saving_pct"], saving["saving_pct_from_rounded"]
+    if pct is None:  # A cost nothing at all
+        return "A cost nothing, so no percentage" if more else "neither cost anything"
+    if rounded_pct is None:
+        change = f"{abs(pct):.1f} % more" if more else f"{pct:.1f} % less"
+        return f"{change} (from the unrounded costs: A's rounds to no cent)"
+    change = (f"{abs(rounded_pct):.1f} % more" if more else
+              f"a saving of ${saving['saving_rounded']:.2f} per run, {rounded_pct:.1f} %")
+    return f"{change} (from the rounded costs; {abs(pct):.1f} % from the unrounded ones)"

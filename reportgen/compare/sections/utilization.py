@@ -5,7 +5,8 @@ from __future__ import annotations
 from reportgen.compare.common import SHOWN_STATS, STATS, delta, signed
 from reportgen.compare.side import Side
 from reportgen.report.charts import grouped_bars
-from reportgen.report.model import Chart, Heading, Section, Table, Text
+from reportgen.formatting import human_rate, num2
+from reportgen.report.model import Chart, Heading, Section, Shown, Table, Text
 from reportgen.report.util import number
 
 
@@ -50,9 +51,21 @@ def _usage_rows(keys, ia: dict, ib: dict, with_node: bool) -> tuple[list, list]:
             entry["delta"][stat] = delta(ra.get(stat), rb.get(stat))
         for stat in SHOWN_STATS:
             cells += [entry["a"][stat], entry["b"][stat], signed(entry["delta"][stat])]
+        if unit == "bytes":  # network throughput in humane units, as in generate; the exact bytes/s in data-value
+            cells = cells[:-3 * len(SHOWN_STATS) - 1] + ["bytes/s"] + [
+                _rate(entry[side][stat], signed=side == "delta") for stat in SHOWN_STATS
+                for side in ("a", "b", "delta")]
         rows.append(cells)
         data.append(entry)
     return rows, data
+
+
+def _rate(value, signed: bool = False):
+    """Bytes per second shown as "596.3 MB/s" (a delta with its sign), the exact number kept."""
+    if value is None:
+        return None
+    sign = ("+" if value > 0 else "\u2212" if value < 0 else "") if signed else ""
+    return Shown(sign + human_rate(abs(value) if signed else value), num2(value))
 
 
 def build(a: Side, b: Side) -> Section:
@@ -77,7 +90,7 @@ def build(a: Side, b: Side) -> Section:
     if overall_rows:
         multi = max([o.get("nodes", 1) for o in list(oa.values()) + list(ob.values())] or [1]) > 1
         section.add(Text("Percentiles of each metric, A and B side by side, with the change Δ = B − A "
-                         "(utilization in percentage points; network in bytes per second)."
+                         "(utilization in percentage points; network in bytes per second, shown in KB/s, MB/s or GB/s)."
                          + (" Over all nodes: the highest maximum, the mean of the per-node percentiles and the "
                             "lowest minimum." if multi else "")))
         section.add(Heading("All nodes", 4))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from reportgen.compare import traces
 from reportgen.compare.common import signed
+from reportgen.compare.regression import judge
 from reportgen.compare.sections.causes import compare_causes
 from reportgen.compare.side import Side
-from reportgen.cost import RunCost
+from reportgen.cost import RunCost, money_text
 from reportgen.report.model import Section, Text
 
 SAME_TIME_PCT = 5.0  # durations within this many % count as "about the same"
@@ -58,13 +59,17 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         sentences.append(f"The 95th percentile of {metric} utilization {how}.")
     data["utilization_p95"] = util
     if saving.get("saving") is not None:
-        if saving["saving"] >= 0:
-            sentences.append(f"A run of B costs ${cb.cost_rounded:.2f} instead of ${ca.cost_rounded:.2f}: "
-                             f"{saving['saving_pct_from_rounded']:.1f} % less (${saving['saving_rounded']:.2f} "
-                             "saved per run).")
+        costs = f"A run of B costs {money_text(cb.cost)} instead of {money_text(ca.cost)}"
+        pct = saving["saving_pct_from_rounded"]
+        pct = pct if pct is not None else saving["saving_pct"]  # A's cost rounds to no cent
+        if pct is None:
+            sentences.append(f"{costs}.")
+        elif saving["saving"] >= 0:
+            saved = (f"${saving['saving_rounded']:.2f}" if saving["saving_rounded"] or not saving["saving"]
+                     else "less than a cent")
+            sentences.append(f"{costs}: {pct:.1f} % less ({saved} saved per run).")
         else:
-            sentences.append(f"A run of B costs ${cb.cost_rounded:.2f} instead of ${ca.cost_rounded:.2f}: "
-                             f"{-saving['saving_pct_from_rounded']:.1f} % more.")
+            sentences.append(f"{costs}: {-pct:.1f} % more.")
         data["saving_pct"] = saving["saving_pct"]
         data["saving_pct_from_rounded"] = saving["saving_pct_from_rounded"]
     else:
@@ -78,6 +83,9 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     bad = data.get("speed") == "slower" or any(u["utilization"] == "worse" for u in util.values())
     section.add(Text(" ".join(sentences), tone="ok" if good and not bad else "finding" if bad else "plain"))
     data["text"] = " ".join(sentences)
+    regression = judge(a.sections(), b.sections(), labels=("A", "B"))  # A is the base; run.py applies a threshold
+    data["regression"] = regression.to_data()
+    section.add(Text(regression.summary(), tone="finding" if regression.verdict == "slower beyond noise" else "plain"))
     cause_blocks, data["causes"] = compare_causes(a, b)
     section.add(*cause_blocks)
     section.data = data

@@ -13,6 +13,23 @@ from reportgen.rule_outputs import RuleOutputs
 STAT_KEYS = ("mean", "max", "p99", "p95", "p50", "min")
 
 
+MAX_BINS = 1000  # a histogram with more bins than this is left out of report.json (StepOutlier writes 100)
+
+
+def step_histogram(probs, edges) -> dict | None:
+    """StepOutlier's histogram of step durations (``probs`` are step counts per bin, ``binedges`` in
+    seconds) as report.json keeps it: ``{"counts", "edges"}``, or None when it is not a usable histogram."""
+    if not (isinstance(probs, list) and isinstance(edges, list) and 0 < len(probs) <= MAX_BINS
+            and len(edges) == len(probs) + 1):
+        return None
+    counts, bounds = [number(c) for c in probs], [number(e) for e in edges]
+    if any(c is None or c < 0 for c in counts) or any(e is None for e in bounds):
+        return None
+    if any(hi < lo for lo, hi in zip(bounds, bounds[1:])) or not sum(counts):
+        return None
+    return {"counts": [int(c) if c.is_integer() else c for c in counts], "edges": bounds}
+
+
 def build(outputs: RuleOutputs) -> Section:
     section = Section("step-duration-analysis", "Step duration analysis", level=3)
     rule = outputs.get("StepOutlier")
@@ -61,6 +78,9 @@ def build(outputs: RuleOutputs) -> Section:
             hist[node] = (probs, edges)
         nodes_data[node] = {"phase": info.get("phase"), "stats": stats, "number_of_outliers": n_out,
                             "stddev": std, "outlier_steps": info.get("step_numbers", [])}
+        counts = step_histogram(probs, edges)
+        if counts is not None:  # the step-time distribution, for the regression gate (compare, check --base)
+            nodes_data[node]["histogram"] = counts
     histogram = []
     if hist:
         text = "Histogram of step durations per node, without the outliers."

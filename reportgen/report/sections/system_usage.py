@@ -83,8 +83,17 @@ def build(outputs: RuleOutputs) -> Section:
     if not rows:
         return section.missing("No system metrics were recorded (OverallSystemUsage output missing or empty).")
     gpu, cpu = as_dict(details.get("GPU")), as_dict(details.get("CPU"))
+    command = recorded_command(outputs.recording)
     for node in dict.fromkeys(list(cpu) + list(gpu)):
-        sentence = node_sentence(str(node), as_dict(gpu.get(node)) or None, as_dict(cpu.get(node)))
+        node_cpu = as_dict(cpu.get(node))
+        shared = command is not None and command["host_shared"] and command["job_cpu_pct_of_host_p95"] is not None
+        if shared:  # a recording on a shared host: judge the node by the recorded command's own CPU
+            node_cpu = {"p95": command["job_cpu_pct_of_host_p95"], "p50": command["job_cpu_pct_of_host_p50"]}
+        sentence = node_sentence(str(node), as_dict(gpu.get(node)) or None, node_cpu)
+        if sentence and shared:
+            sentence = ("The host was shared with other work, so this is judged by the recorded command's own CPU "
+                        "use (its share of the host's cores), not the host's: "
+                        + sentence.replace("total CPU utilization", "CPU use by the recorded command"))
         if sentence:
             section.add(Text(sentence, tone="finding" if "underutilized" in sentence or "starved" in sentence else "plain"))
         if sentence and "underutilized" in sentence:
@@ -98,5 +107,37 @@ def build(outputs: RuleOutputs) -> Section:
     columns = ["node", "metric", "unit", *present]
     table_rows = [_display_row(r, present) for r in rows]
     section.add(Table("system-usage", columns, table_rows, ["text"] * 3 + ["num2"] * len(present)))
-    section.data = {"rows": rows, "datapoints": rule.datapoints if rule else 0}
+    if command is not None:
+        section.add(Text(command_sentence(command), tone="finding" if command["host_shared"] else "plain"))
+    section.data = {"rows": rows, "datapoints": rule.datapoints if rule else 0,
+                    **({"recorded_command": command} if command is not None else {})}
     return section
+
+
+RECORDED = ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores", "job_rss_peak_bytes", "host_shared")
+
+
+def recorded_command(recording: dict | None) -> dict | None:
+    """The recorded command's own figures (recording.json of `reportgen record`), or None."""
+    if not isinstance(recording, dict):
+        return None
+    values = {k: recording.get(k) for k in RECORDED}
+    numbers = [number(values[k]) for k in RECORDED[:5]]
+    if any(v is None for v in numbers) or not isinstance(values["host_shared"], bool):
+        return None
+    command = dict(zip(RECORDED[:5], numbers))
+    command["cpu_cores"], command["job_rss_peak_bytes"] = int(command["cpu_cores"]), int(command["job_rss_peak_bytes"])
+    for key in ("job_cpu_pct_of_host_p50", "job_cpu_pct_of_host_p95"):  # absent in recordings before them
+        command[key] = number(recording.get(key))
+    return {**command, "host_shared": values["host_shared"]}
+
+
+def command_sentence(c: dict) -> str:
+    cores = c["job_cpu_pct_of_host"] / 100 * c["cpu_cores"]
+    own = (f"The recorded command's own processes used {c['job_cpu_pct_of_host']:.0f} % of the host's CPU on "
+           f"average ({cores:.2f} of {c['cpu_cores']} cores; peak memory {c['job_rss_peak_bytes'] / 1e6:.0f} MB) "
+           f"while the host's CPU was at {c['host_cpu_pct']:.0f} %.")
+    if c["host_shared"]:
+        return (own + " The host was shared: the CPU figures above are the host's, not the job's; judge the job "
+                "by its own share (job-metrics.jsonl in the recording has it tick by tick).")
+    return own + " The host's CPU figures above are the job's."
