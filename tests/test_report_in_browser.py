@@ -180,9 +180,8 @@ def test_sample_report_without_javascript_shows_tables_rules_and_findings(sample
         (False, "did not fire")]
     assert dom["jsOnly"] == 0  # "click a legend entry" is not said where there is nothing to click
     assert texts[0] == ("6 of the 9 evaluated rules fired (LowGPUUtilization, GPUMemoryIncrease, Dataloader, StepOutlier, "
-                        "CPUBottleneck, LoadBalancing). Which finding matters most is judged in "
-                        "At a glance at the top, by its cost in time, not by how often a rule fired (counts are not "
-                        "comparable between rules).")
+                        "CPUBottleneck, LoadBalancing). At a glance ranks what they mean by cost in time, not by how "
+                        "often a rule fired.")
     # each chart shrinks to its one-line note: no blank space where the plot would be
     assert len(dom["charts"]) >= 20
     for chart in dom["charts"]:

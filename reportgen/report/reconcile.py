@@ -3,12 +3,15 @@
 Each rule words its own advice ("consider a smaller instance type"), written for its one symptom. When the
 diagnosis found the cause behind that symptom, the rule's advice can be wrong for this job (idle GPUs that
 wait for data are not a reason to buy a smaller instance). Such a sentence stays, as the rule's own output,
-and gets a note right after it saying what At a glance found and why the advice does not apply. And every
+and gets a note right after it, in brackets in the same paragraph (after a table: the next paragraph), saying why
+At a glance's finding makes the advice wrong here. And every
 section At a glance links to for a finding opens with that finding's evidence, so a link never lands on a
 section that seems to say the opposite ("did not fire").
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from reportgen.report.model import Report, Section, Table, Text
 
@@ -56,7 +59,10 @@ def _mark_advice(section: Section, title: str | None, why: str, straggler: str |
             note = f"Superseded by At a glance: {why}."
         else:
             continue
-        blocks.append(Text(note, tone=NOTE_TONE))
+        if isinstance(block, Text):  # in the same paragraph, right after the words it supersedes
+            blocks[-1] = replace(block, text=f"{block.text} [{note}]")
+        else:
+            blocks.append(Text(note, tone=NOTE_TONE))
     section.blocks = blocks
 
 

@@ -50,8 +50,7 @@ def lead_text(rows: list[dict]) -> Text:
                 "see the Status column." if skipped else "")
     if fired:
         return Text(f"{len(fired)} of the {evaluated} evaluated rules fired ({', '.join(r['rule'] for r in fired)})."
-                    f"{not_eval} Which finding matters most is judged in At a glance at the top, by its cost "
-                    "in time, not by how often a rule fired (counts are not comparable between rules).",
+                    f"{not_eval} At a glance ranks what they mean by cost in time, not by how often a rule fired.",
                     tone="finding")
     if not evaluated:
         return Text(f"No rule could be evaluated with this data ({', '.join(skipped)}): the Status column says "

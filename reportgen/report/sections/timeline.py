@@ -70,12 +70,15 @@ def build(outputs: RuleOutputs) -> Section:
         return section.missing("No time series are available: the report was made from rule outputs only "
                                "(render it from the raw profiler data to see utilization over time).")
     budget = as_dict(timeline.get("budget")).get("buckets_per_series", "a fixed number of")
+    per_node = {str(node): samples_per_point(as_dict(data)) for node, data in nodes.items()}
+    same = len(set(per_node.values())) == 1
+    once = next(iter(per_node.values()))[:-1] + " on every node." if same and next(iter(per_node.values())) else ""
     section.add(Text(
         f"Utilization of every node over the job (times in UTC), in at most {budget} time buckets per series: a line "
         "is the bucket mean, its shaded band the bucket's minimum to maximum, so short spikes stay visible. GPU "
         "lines are the mean over the node's GPUs, their band spans every GPU; each GPU and core has a heatmap row "
         "one click below. Drag on any time chart to zoom: all of them follow; double-click or \u201cReset time "
-        "range\u201d restores the whole job."))
+        "range\u201d restores the whole job." + (f" {once}" if once else "")))  # said once when all nodes agree
     for node, data in nodes.items():
         data = as_dict(data)
         t = data.get("t") or []
@@ -84,8 +87,8 @@ def build(outputs: RuleOutputs) -> Section:
             continue
         node = str(node)
         section.add(Heading(f"Node {node}", 3))
-        per_point = samples_per_point(data)
-        if per_point:
+        per_point = per_node[node]
+        if per_point and not same:
             section.add(Text(per_point))
         panels = []
         gpu = _gpu_series(series)
