@@ -43,7 +43,9 @@ SYNC_SLACK_US = 5.0  # a blocking call that started this long after the GPU went
 SYNC_CALL = re.compile(r"^cu(da)?(Stream|Device|Event|Ctx)Synchronize|^cudaMemcpy(2D|3D)?$|^cuMemcpy[A-Za-z]*(?<!Async)$")
 SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|nonzero|is_nonzero|equal|masked_select|unique|_unique2|"
                       r"repeat_interleave|bincount)$")
-GEMM_CONV = re.compile(r"gemm|conv|xmma|cudnn|cutlass|wgrad|dgrad|winograd|matmul", re.I)
+# matrix-multiply and convolution kernels by family (cuBLAS/CUTLASS GEMMs, cuDNN convolutions and their
+# data/weight gradients, attention): not a library's every kernel (cuDNN's batch norm, fbgemm's embeddings)
+GEMM_CONV = re.compile(r"(?<!fb)gemm|conv|xmma|wgrad|dgrad|winograd|matmul|scudnn|hcudnn|fmha|flash_|attention", re.I)
 TENSOR_CORE_PRECISIONS = ("fp8", "bf16", "fp16", "tf32", "int8")
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 _CPU_COLLECTIVE = re.compile(r"^(nccl|gloo|c10d)[:_]|^record_param_comms$", re.I)
