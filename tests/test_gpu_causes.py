@@ -81,3 +81,45 @@ def test_pageable_copies_report_bytes_and_bandwidth(tmp_path):
     assert page["gb_per_s"] == pytest.approx(6.5, rel=0.05)
     assert any("77 MB per step" in e for e in diagnosis.findings[0].evidence)
     assert "pin_memory=True" in diagnosis.findings[0].fix
+
+
+WEIRD = [None, "x", [], {}, [1, "a"], {"a": "b"}, float("nan"), float("inf"), -1, 10**400, True, 0]
+
+
+def _leaves(doc, path=()):
+    """Every (container, key) below ``doc``."""
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for key, value in items:
+        yield doc, key
+        yield from _leaves(value, (*path, key))
+
+
+@pytest.mark.parametrize("cause", sorted(PLANTED))
+def test_odd_gpu_analysis_values_never_break_the_diagnosis_or_the_section(tmp_path, cause):
+    """A kineto.json written by something else: any value under a rank's gpu_analysis (and its steps, devices,
+    collectives) replaced by an odd one, one at a time; diagnose and the section builder still answer."""
+    import copy
+    import json
+    import random
+
+    from reportgen.report.sections.kineto import build
+
+    _, doc = _diagnosis(tmp_path, cause)
+    rank = doc["ranks"]["0"]
+    spots = [(c, k) for c, k in _leaves({"gpu_analysis": rank["gpu_analysis"], "steps": rank["steps"][:2],
+                                        "devices": rank["devices"], "collectives": rank["collectives"]})]
+    rng = random.Random(cause)
+    for round_ in range(40):
+        made = copy.deepcopy(doc)
+        target = made["ranks"]["0"]
+        view = {"gpu_analysis": target["gpu_analysis"], "steps": target["steps"][:2], "devices": target["devices"],
+                "collectives": target["collectives"]}
+        container, key = rng.choice([(c, k) for c, k in _leaves(view)])
+        container[key] = rng.choice(WEIRD)
+        outputs = RuleOutputs(folder=Path("."))
+        outputs.rules, outputs.timeline, outputs.kineto = {}, None, made
+        diagnosis = diagnose(outputs)
+        assert diagnosis.status in ("healthy", "problems", "insufficient-data"), round_
+        json.dumps(diagnosis.to_data(), allow_nan=True)
+        build(outputs)
+    assert spots  # the walk found values to replace

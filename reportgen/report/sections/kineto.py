@@ -165,7 +165,7 @@ def _rank_blocks(label: str, r: dict) -> list:
     gpu_ids = as_list(r.get("gpu_ids"))
     where = ""
     if gpu_ids and devices:
-        names = sorted({devices[i] for i in gpu_ids if isinstance(i, int) and 0 <= i < len(devices)})
+        names = sorted({str(devices[i]) for i in gpu_ids if isinstance(i, int) and 0 <= i < len(devices)})
         where = f" on {', '.join(names)}" if names else ""
     span = number(r.get("span_ms"), 0.0)
     files = [str(f) for f in as_list(r.get("files")) or [r.get("file", "")]]
