@@ -66,6 +66,9 @@ def test_communication_bound_reports_zero_overlap(tmp_path):
     finding = diagnosis.findings[0]
     assert finding.metrics["comm_comp_overlap_pct"] == pytest.approx({"0": 0.0, "1": 0.0}, abs=0.01)  # ns rounding
     assert 0.35 < finding.share < 0.45  # 6 buckets of 19 ms after a ~175 ms backward
+    # 6 buckets of 25,165,824 bf16 gradients (50.3 MB) in ~19 ms each; 2 ranks: bus = algorithm bandwidth
+    assert any("measured bus bandwidth 2.6 GB/s (algorithm bandwidth 2.6 GB/s, 302 MB a step)" in e
+               for e in finding.evidence), finding.evidence
 
 
 def test_fp32_on_a100_finds_the_eligible_share(tmp_path):

@@ -187,7 +187,11 @@ def communication_bound(ev: Evidence, found: dict) -> Finding | None:
                 f"of its time (comm_comp_overlap_pct, HTA's definition)",
                 f"{_num(o, 'communication_ms', default=0) / steps:.1f} ms of collectives per step ({names}), "
                 f"{_num(o, 'exposed_per_step_ms', default=0):.1f} ms of it with no compute beside it "
-                f"({pct(_num(o, 'exposed_step_share'))} of step time){waits}"]
+                f"({pct(_num(o, 'exposed_step_share'))} of step time){waits}",
+                f"measured bus bandwidth {_num(o, 'busbw_gb_s'):.1f} GB/s (algorithm bandwidth "
+                f"{_num(o, 'algbw_gb_s', default=0):.1f} GB/s, {_num(o, 'message_bytes', default=0) / steps / 1e6:.0f} MB "
+                "a step)" if _num(o, "busbw_gb_s") is not None else
+                "bus bandwidth not measured: the collectives' kernels do not say their message size (torch < 2.1)"]
 
     def fix(worst, per_step):
         return ("Overlap the gradient all-reduce with backward: keep DDP's bucketing on (do not call all_reduce after "

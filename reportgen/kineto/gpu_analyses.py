@@ -108,7 +108,7 @@ def gpu_analyses(trace: k.KinetoTrace, steps: list[dict]) -> dict:
           (("compute", compute), ("comm", comm), ("memory", memory), ("memcpy", memcpy), ("memset", memset))}
     n_steps = len(steps)
     out: dict = {"steps": n_steps}
-    out["overlap"] = _overlap(iv, steps)
+    out["overlap"] = {**_overlap(iv, steps), **_bandwidth(trace, comm)}
     out["kernel_type_split_ms"] = _split(iv)
     out["launch"] = _launch(trace, kern, n_steps)
     out["memcpy"] = _memcpy(trace, memcpy, iv, n_steps)
@@ -143,6 +143,27 @@ def _overlap(iv: dict, steps: list[dict]) -> dict:
         "exposed_step_share": in_steps / step_total if step_total and comm_us else None,
         "exposed_per_step_ms": _ms(in_steps) / len(steps) if steps and comm_us else None,
     }
+
+
+def _bandwidth(trace: k.KinetoTrace, comm: np.ndarray) -> dict:
+    """Bandwidth of the collectives whose kernels say their message size (torch 2.1+: ``In msg nelems``,
+    ``dtype``): algorithm bandwidth = bytes / kernel time; bus bandwidth as nccl-tests defines it, all-reduce
+    x 2(n-1)/n, all-gather and reduce-scatter x (n-1)/n, others x 1, with n the job's world size."""
+    sized = comm & (trace.nbytes > 0)
+    if not sized.any():
+        return {"message_bytes": None, "algbw_gb_s": None, "busbw_gb_s": None}
+    n = trace.world_size if isinstance(trace.world_size, int) and trace.world_size > 1 else None
+    nbytes, time_us, bus = 0.0, 0.0, 0.0
+    for name in np.unique(trace.name[sized]):
+        rows = sized & (trace.name == name)
+        b, t = float(trace.nbytes[rows].sum()), float(trace.dur_us[rows].sum())
+        label = trace.names[int(name)].lower().replace("_", "")
+        factor = (2 * (n - 1) / n if "allreduce" in label else (n - 1) / n if "allgather" in label or
+                  "reducescatter" in label else 1.0) if n else None
+        nbytes, time_us = nbytes + b, time_us + t
+        bus = bus + b * factor if factor is not None and bus is not None else None
+    return {"message_bytes": nbytes, "algbw_gb_s": nbytes / (time_us * 1e3) if time_us > 0 else None,
+            "busbw_gb_s": bus / (time_us * 1e3) if bus is not None and time_us > 0 else None}
 
 
 def _split(iv: dict) -> dict:

@@ -41,7 +41,8 @@ EVENTS = [
     _cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 10, 50, cat="user_annotation"),
     _cpu("aten::mm", 85, 12), _launch(90, 5, 1), _gpu(SGEMM, 100, 200, 1),
     _launch(280, 10, 2), _gpu(ADD, 300, 2, 2),
-    _launch(240, 60, 3, tid=2), _gpu(NCCL, 250, 200, 3, stream=20),
+    _launch(240, 60, 3, tid=2), _gpu(NCCL, 250, 200, 3, stream=20, **{"Collective name": "allreduce",
+                                                                   "In msg nelems": 1_000_000, "dtype": "Float"}),
     _cpu("aten::item", 430, 40), _cpu("aten::_local_scalar_dense", 435, 30),
     _cpu("cudaStreamSynchronize", 440, 20, cat="cuda_runtime", correlation=9),
     _launch(495, 106, 4, name="cudaMemcpyAsync"), _gpu("Memcpy HtoD (Pageable -> Device)", 500, 100, 4,
@@ -56,7 +57,9 @@ EVENTS = [
 def analysis(tmp_path_factory):
     path = tmp_path_factory.mktemp("hand") / "rank-0.pt.trace.json"
     path.write_text(json.dumps({"deviceProperties": [{"id": 0, "name": "Tesla V100-SXM2-16GB", "computeMajor": 7,
-                                                      "computeMinor": 0}], "traceEvents": EVENTS}))
+                                                      "computeMinor": 0}],
+                                "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 4},
+                                "traceEvents": EVENTS}))
     doc, _ = analyze_traces([path])
     return doc["ranks"]["0"]
 
@@ -70,6 +73,9 @@ def test_communication_computation_overlap(analysis):
     assert o["exposed_ms"] == pytest.approx(0.148)
     assert o["exposed_step_share"] == pytest.approx(0.148)
     assert o["exposed_per_step_ms"] == pytest.approx(0.148)
+    # 1,000,000 fp32 elements in 200 µs: 20 GB/s; an all-reduce over 4 ranks moves 2(n-1)/n of it: 30 GB/s
+    assert o["message_bytes"] == 4e6
+    assert o["algbw_gb_s"] == pytest.approx(20.0) and o["busbw_gb_s"] == pytest.approx(30.0)
 
 
 def test_overlap_aware_kernel_type_split(analysis):
