@@ -130,6 +130,14 @@ def test_host_synchronisations(analysis):
     assert sync["idle_after_beyond_one_per_step_ms"] == 0.0  # one a step is normal
 
 
+def test_queue_length_per_stream(analysis):
+    """HTA's definition: +1 when the launch call starts, -1 when the GPU operation starts. Stream 7: six launches
+    (K1, K2, the copy, K3, K4, K5), each started before the next launch: 1, 0, 1, 0, ...; stream 20: the NCCL kernel."""
+    queue = analysis["gpu_analysis"]["queue_length"]
+    assert queue == {"7": {"count": 12, "mean": 0.5, "p50": 0.5, "max": 1},
+                     "20": {"count": 2, "mean": 0.5, "p50": 0.5, "max": 1}}
+
+
 def test_memcpy_bandwidth_and_pageable_copies(analysis):
     memcpy = analysis["gpu_analysis"]["memcpy"]
     assert memcpy["by_kind"] == [{"kind": "HtoD", "host_memory": "pageable", "count": 1, "bytes": 1e6,
