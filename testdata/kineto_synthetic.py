@@ -155,6 +155,7 @@ FP32_SLOWER = 2.6  # an fp32 GEMM / attention kernel's time against the bf16 one
 PAGEABLE_BYTES = 77_070_336  # 128 x 3 x 224 x 224 fp16 images, plus labels: 77 MB
 PAGEABLE_GB_S = 6.5
 _PARAMS_PER_LAYER = 12  # AccumulateGrad calls per layer
+BUCKET_NELEMS = 25_165_824  # gradient elements per all-reduce bucket (bf16: 50 MB), as torch writes on the kernel
 LAYERS_PER_BUCKET = 4  # DDP gradient buckets: one all-reduce per 4 layers
 
 
@@ -308,7 +309,7 @@ class _StepBuilder:
 
     def launch(self, tid: int, ext: int, cat: str, name: str, gpu_us: float, stream: int = COMPUTE_STREAM,
                runtime: str = "cudaLaunchKernel", nbytes: int | None = None, not_before: float = 0.0,
-               until: float | None = None, blocking: bool = False) -> float:
+               until: float | None = None, blocking: bool = False, extra_args: list | None = None) -> float:
         """A runtime call on ``tid`` and the GPU activity it enqueues (flow events between them);
         ``until``: a collective that cannot end before the other ranks reach it."""
         corr = self.t.new_id()
@@ -331,7 +332,7 @@ class _StepBuilder:
         if cat == "kernel":
             args += [("registers per thread", 128), ("shared memory", 98304), ("blocks per SM", 1.0),
                      ("warps per SM", 8.0), ("grid", [132, 1, 1]), ("block", [384, 1, 1]),
-                     ("est. achieved occupancy %", 13)]
+                     ("est. achieved occupancy %", 13)] + (extra_args or [])
         else:
             args += [("bytes", nbytes), ("memory bandwidth (GB/s)", round(nbytes / (dur * 1000.0), 3))]
         self.t.event("f", "ac2g", "", self.device, stream, start, None, flow_id=corr)
@@ -446,7 +447,10 @@ class _StepBuilder:
         self.op_chain(bwd, ("record_param_comms",), "[[25165824]]",
                       lambda ext: self.nccl_ends.append(self.launch(
                           bwd, ext, "kernel", NCCL_ALLREDUCE, transfer, stream=NCCL_STREAM,
-                          not_before=ready, until=until)))
+                          not_before=ready, until=until, extra_args=[
+                              ("Collective name", "\"allreduce\""), ("In msg nelems", BUCKET_NELEMS),
+                              ("Out msg nelems", BUCKET_NELEMS), ("Group size", self.spec.ranks),
+                              ("dtype", "\"BFloat16\"")])))
         self.cpu[bwd] += 2.0
         t.set_end(comm, self.cpu[bwd])
 

@@ -4,6 +4,7 @@ healthy bf16 DDP job whose communication overlaps backward and that reads loss.i
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,9 @@ def test_communication_bound_reports_zero_overlap(tmp_path):
     finding = diagnosis.findings[0]
     assert finding.metrics["comm_comp_overlap_pct"] == pytest.approx({"0": 0.0, "1": 0.0}, abs=0.01)  # ns rounding
     assert 0.35 < finding.share < 0.45  # 6 buckets of 19 ms after a ~175 ms backward
+    # 6 buckets of 25,165,824 bf16 gradients (50.3 MB) in ~19 ms each; 2 ranks: bus = algorithm bandwidth
+    assert any("measured bus bandwidth 2.6 GB/s (algorithm bandwidth 2.6 GB/s, 302 MB a step)" in e
+               for e in finding.evidence), finding.evidence
 
 
 def test_fp32_on_a100_finds_the_eligible_share(tmp_path):
@@ -81,3 +85,105 @@ def test_pageable_copies_report_bytes_and_bandwidth(tmp_path):
     assert page["gb_per_s"] == pytest.approx(6.5, rel=0.05)
     assert any("77 MB per step" in e for e in diagnosis.findings[0].evidence)
     assert "pin_memory=True" in diagnosis.findings[0].fix
+
+
+WEIRD = [None, "x", [], {}, [1, "a"], {"a": "b"}, float("nan"), float("inf"), -1, 10**400, True, 0]
+
+
+def _leaves(doc, path=()):
+    """Every (container, key) below ``doc``."""
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for key, value in items:
+        yield doc, key
+        yield from _leaves(value, (*path, key))
+
+
+@pytest.mark.parametrize("cause", sorted(PLANTED))
+def test_odd_gpu_analysis_values_never_break_the_diagnosis_or_the_section(tmp_path, cause):
+    """A kineto.json written by something else: any value under a rank's gpu_analysis (and its steps, devices,
+    collectives) replaced by an odd one, one at a time; diagnose and the section builder still answer."""
+    import copy
+    import random
+
+    from reportgen.report.sections.kineto import build
+
+    _, doc = _diagnosis(tmp_path, cause)
+    rank = doc["ranks"]["0"]
+    spots = [(c, k) for c, k in _leaves({"gpu_analysis": rank["gpu_analysis"], "steps": rank["steps"][:2],
+                                        "devices": rank["devices"], "collectives": rank["collectives"]})]
+    rng = random.Random(cause)
+    for round_ in range(40):
+        made = copy.deepcopy(doc)
+        target = made["ranks"]["0"]
+        view = {"gpu_analysis": target["gpu_analysis"], "steps": target["steps"][:2], "devices": target["devices"],
+                "collectives": target["collectives"]}
+        container, key = rng.choice([(c, k) for c, k in _leaves(view)])
+        container[key] = rng.choice(WEIRD)
+        outputs = RuleOutputs(folder=Path("."))
+        outputs.rules, outputs.timeline, outputs.kineto = {}, None, made
+        diagnosis = diagnose(outputs)
+        assert diagnosis.status in ("healthy", "problems", "insufficient-data"), round_
+        json.dumps(diagnosis.to_data(), allow_nan=True)
+        build(outputs)
+    assert spots  # the walk found values to replace
+
+
+def _handmade_job(tmp_path, syncs_per_step: int, sync_call: str, inside: str | None) -> Path:
+    """A trace the generator never wrote: 4 steps of 40 kernels of 500 µs, launched ahead by the host; at
+    ``syncs_per_step`` points a blocking ``sync_call`` (in operator ``inside``, or called directly) waits for
+    the GPU, then the host works 400 µs before launching again."""
+    events, t, corr = [], 0.0, 0
+    for step in range(4):
+        step_start, host, gpu = t, t + 5.0, max(t + 20.0, 0.0)
+        for i in range(40):
+            corr += 1
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                           "ts": host, "dur": 5.0, "args": {"correlation": corr}})
+            start = max(gpu, host + 8.0)
+            events.append({"ph": "X", "cat": "kernel", "name": "ampere_bf16_s16816gemm_bf16_128x128_nn", "pid": 0,
+                           "tid": 7, "ts": start, "dur": 500.0, "args": {"device": 0, "stream": 7, "correlation": corr}})
+            gpu, host = start + 500.0, host + 12.0
+            if syncs_per_step and i % (40 // syncs_per_step) == 40 // syncs_per_step - 1:
+                end = max(gpu, host) + 3.0
+                if inside:
+                    events.append({"ph": "X", "cat": "cpu_op", "name": inside, "pid": 1, "tid": 1, "ts": host,
+                                   "dur": end + 2.0 - host, "args": {}})
+                corr += 1
+                events.append({"ph": "X", "cat": "cuda_runtime", "name": sync_call, "pid": 1, "tid": 1,
+                               "ts": host + 1.0, "dur": end - host - 1.0, "args": {"correlation": corr}})
+                host = end + 400.0
+        t = max(gpu, host) + 50.0
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
+                       "ts": step_start, "dur": t - step_start, "args": {}})
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "rank-0.pt.trace.json").write_text(json.dumps({
+        "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}],
+        "traceEvents": events}))
+    return folder
+
+
+@pytest.mark.parametrize("call, inside", [("cudaDeviceSynchronize", None), ("cudaStreamSynchronize", "aten::nonzero"),
+                                          ("cudaEventSynchronize", "aten::equal")])
+def test_host_syncs_the_generator_never_wrote(tmp_path, call, inside):
+
+    folder = _handmade_job(tmp_path, 8, call, inside)
+    doc, _ = analyze_job(find_traces(folder))
+    made = RuleOutputs(folder=Path("."))
+    made.rules, made.timeline, made.kineto = {}, None, doc
+    diagnosis = diagnose(made)
+    first = diagnosis.findings[0]
+    assert first.cause == "host-sync", [(f.cause, f.share) for f in diagnosis.findings]
+    # 8 syncs a step, each followed by 400 µs of host work with the GPU drained (+ the relaunch); each step's
+    # largest gap is its one normal sync: 7 counted a step, 6 in the last (its last sync has no GPU work after it)
+    assert 6.75 * 0.40 <= first.metrics["per_step_ms"] <= 6.75 * 0.45
+    who = inside or "(no operator: a direct CUDA call)"
+    assert any(f"{who}: 8 per step" in e for e in first.evidence), first.evidence
+
+
+def test_the_same_job_without_syncs_is_healthy(tmp_path):
+    folder = _handmade_job(tmp_path, 0, "", None)
+    doc, _ = analyze_job(find_traces(folder))
+    made = RuleOutputs(folder=Path("."))
+    made.rules, made.timeline, made.kineto = {}, None, doc
+    assert diagnose(made).status == "healthy"

@@ -10,6 +10,8 @@ GPU activity. Thresholds are documented in docs/diagnosis.md ("GPU causes").
 
 from __future__ import annotations
 
+import math
+
 from reportgen.diagnosis.causes import MINOR, Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
 
@@ -25,14 +27,28 @@ PAGEABLE_BYTES = 1e6  # per step: smaller pageable copies (scalars, small tensor
 PAGEABLE_MIN = 0.02  # cost share of step time for a finding at all
 
 
+def _d(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _l(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _steps(ga: dict) -> int:
+    n = ga.get("steps")
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 10**9 else 0
+
+
 def _ranks(ev: Evidence) -> list[tuple[str, dict, float]]:
-    """(label, gpu_analysis, step time ms) of each rank with GPU activity and profiled steps."""
+    """(label, gpu_analysis, step time ms) of each rank with GPU activity and profiled steps (odd values in a
+    kineto.json written by something else cost that rank, never the diagnosis)."""
     out = []
     for label, rank in ev.kineto.items():
-        ga = rank.get("gpu_analysis")
-        steps = [s.get("dur_ms") for s in rank.get("steps") or [] if isinstance(s, dict)]
-        total = sum(d for d in steps if isinstance(d, (int, float)))
-        if isinstance(ga, dict) and total > 0:
+        ga = _d(rank).get("gpu_analysis")
+        steps = [_d(s).get("dur_ms") for s in _l(_d(rank).get("steps"))]
+        total = sum(d for d in steps if isinstance(d, (int, float)) and not isinstance(d, bool) and 0 <= d < 1e12)
+        if isinstance(ga, dict) and total > 0 and _steps(ga):
             out.append((label, ga, total))
     return out
 
@@ -40,7 +56,9 @@ def _ranks(ev: Evidence) -> list[tuple[str, dict, float]]:
 def _num(d: dict, *path, default=None):
     for key in path:
         d = d.get(key) if isinstance(d, dict) else None
-    return d if isinstance(d, (int, float)) and not isinstance(d, bool) else default
+    if isinstance(d, bool) or not isinstance(d, (int, float)):
+        return default
+    return d if (abs(d) < 1e18 if isinstance(d, int) else math.isfinite(d)) else default
 
 
 def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]], minimum: float, evidence, fix,
@@ -73,22 +91,22 @@ def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]],
 def host_sync(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        sync = ga.get("sync") if isinstance(ga.get("sync"), dict) else {}
+        sync = _d(ga.get("sync"))
         per_step = _num(sync, "per_step")
         beyond = _num(sync, "idle_after_beyond_one_per_step_ms", default=0.0)
         if per_step is None or per_step <= 1.0 or beyond <= 0:
             continue
-        costs[label] = (beyond, total, int(ga.get("steps") or 0))
+        costs[label] = (beyond, total, _steps(ga))
         info[label] = sync
 
     def evidence(worst):
         sync = info[worst]
-        ops = sync.get("by_operator") if isinstance(sync.get("by_operator"), dict) else {}
+        ops = {k: v for k, v in _d(sync.get("by_operator")).items() if isinstance(v, int) and not isinstance(v, bool)}
         steps = max(int(_ranks_steps(ev, worst)), 1)
-        calls = ", ".join(f"{name} ×{count}" for name, count in list((sync.get("by_call") or {}).items())[:3])
+        calls = ", ".join(f"{name} ×{count}" for name, count in list(_d(sync.get("by_call")).items())[:3])
         where = "; ".join(f"{name}: {count / steps:.0f} per step" if count >= steps else f"{name}: {count} in the trace"
                           for name, count in list(ops.items())[:3])
-        return [f"rank {worst}: {sync.get('per_step', 0):.0f} host synchronisations per step ({calls})",
+        return [f"rank {worst}: {_num(sync, 'per_step', default=0):.0f} host synchronisations per step ({calls})",
                 f"they run in {where}" if where else "",
                 f"GPU idle {_num(sync, 'idle_after_ms', default=0.0):.1f} ms after them "
                 f"({_num(sync, 'idle_after_beyond_one_per_step_ms', default=0.0):.1f} ms beyond one per step; "
@@ -97,7 +115,7 @@ def host_sync(ev: Evidence, found: dict) -> Finding | None:
 
     def fix(worst, per_step):
         sync = info[worst]
-        n = sync.get("per_step") or 0
+        n = _num(sync, "per_step", default=0)
         return (f"Keep values on the GPU instead of reading them every time: {n:.0f} synchronisations a step drain the "
                 "GPU's queue each time. Accumulate losses and metrics as tensors and call .item() once per step (or "
                 "every N steps), log asynchronously, replace data-dependent shapes (torch.nonzero, boolean masks, "
@@ -108,26 +126,24 @@ def host_sync(ev: Evidence, found: dict) -> Finding | None:
 
 
 def _ranks_steps(ev: Evidence, label: str) -> int:
-    ga = ev.kineto.get(label, {}).get("gpu_analysis") or {}
-    return int(ga.get("steps") or 0)
+    return _steps(_d(_d(ev.kineto.get(label)).get("gpu_analysis")))
 
 
 @detector("kernel-launch-bound", before="gpu-underused")
 def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        launch = ga.get("launch") if isinstance(ga.get("launch"), dict) else {}
-        gaps = ga.get("idle_gaps_ms") if isinstance(ga.get("idle_gaps_ms"), dict) else {}
-        gpu = ev.kineto[label].get("gpu") or {}
+        launch, gaps = _d(ga.get("launch")), _d(ga.get("idle_gaps_ms"))
+        gpu = _d(_d(ev.kineto[label]).get("gpu"))
         window, idle = _num(gpu, "window_ms"), _num(gpu, "window_idle_ms")
         short = _num(launch, "shorter_than_launch_share")
         launch_idle = _num(gaps, "host_wait", default=0.0) + _num(gaps, "kernel_wait", default=0.0)
-        if not window or not idle or short is None:
+        if not window or not idle or short is None or window <= 0 or idle <= 0:
             continue
         if short < LAUNCH_SHORT or launch_idle / window < LAUNCH_IDLE or launch_idle / idle < LAUNCH_OF_IDLE:
             continue
         costs[label] = (launch_idle * min(total / window, 1.0) if window else launch_idle, total,
-                        int(ga.get("steps") or 0))
+                        _steps(ga))
         info[label] = (launch, gaps, window, idle, launch_idle)
 
     def evidence(worst):
@@ -153,15 +169,14 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
 def communication_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        overlap = ga.get("overlap") if isinstance(ga.get("overlap"), dict) else {}
+        overlap = _d(ga.get("overlap"))
         exposed = _num(overlap, "exposed_in_steps_ms")
         if not exposed:
             continue
-        costs[label] = (exposed, total, int(ga.get("steps") or 0))
+        costs[label] = (exposed, total, _steps(ga))
         info[label] = overlap
-    rank = next(iter(ev.kineto.values()), {})
-    collectives = rank.get("collectives") if isinstance(rank.get("collectives"), dict) else {}
-    names = ", ".join(str(n)[:60] for n in (collectives.get("names") or [])[:2])
+    rank = _d(next(iter(ev.kineto.values()), {}))
+    names = ", ".join(str(n)[:60] for n in _l(_d(rank.get("collectives")).get("names"))[:2])
 
     def evidence(worst):
         o = info[worst]
@@ -172,7 +187,11 @@ def communication_bound(ev: Evidence, found: dict) -> Finding | None:
                 f"of its time (comm_comp_overlap_pct, HTA's definition)",
                 f"{_num(o, 'communication_ms', default=0) / steps:.1f} ms of collectives per step ({names}), "
                 f"{_num(o, 'exposed_per_step_ms', default=0):.1f} ms of it with no compute beside it "
-                f"({pct(_num(o, 'exposed_step_share'))} of step time){waits}"]
+                f"({pct(_num(o, 'exposed_step_share'))} of step time){waits}",
+                f"measured bus bandwidth {_num(o, 'busbw_gb_s'):.1f} GB/s (algorithm bandwidth "
+                f"{_num(o, 'algbw_gb_s', default=0):.1f} GB/s, {_num(o, 'message_bytes', default=0) / steps / 1e6:.0f} MB "
+                "a step)" if _num(o, "busbw_gb_s") is not None else
+                "bus bandwidth not measured: the collectives' kernels do not say their message size (torch < 2.1)"]
 
     def fix(worst, per_step):
         return ("Overlap the gradient all-reduce with backward: keep DDP's bucketing on (do not call all_reduce after "
@@ -190,22 +209,22 @@ def communication_bound(ev: Evidence, found: dict) -> Finding | None:
 def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        tc = ga.get("tensor_cores") if isinstance(ga.get("tensor_cores"), dict) else {}
+        tc = _d(ga.get("tensor_cores"))
         eligible, fp32 = _num(tc, "eligible_share"), _num(tc, "fp32_gemm_conv_ms", default=0.0)
         compute = _num(tc, "compute_kernel_ms", default=0.0)
-        if not tc.get("has_tensor_cores") or eligible is None or eligible < FP32_ELIGIBLE:
+        if tc.get("has_tensor_cores") is not True or eligible is None or eligible < FP32_ELIGIBLE:
             continue
         if compute / total < FP32_BUSY:
             continue  # the GPU is mostly waiting: faster kernels would not shorten the step much
-        costs[label] = (fp32 * (1 - 1 / AMP_SPEEDUP), total, int(ga.get("steps") or 0))
+        costs[label] = (fp32 * (1 - 1 / AMP_SPEEDUP), total, _steps(ga))
         info[label] = tc
-    devices = {label: ev.kineto[label].get("devices") or [] for label in info}
+    devices = {label: [str(d) for d in _l(_d(ev.kineto[label]).get("devices"))] for label in info}
 
     def evidence(worst):
         tc = info[worst]
         steps = max(_ranks_steps(ev, worst), 1)
         device = (devices.get(worst) or ["?"])[0]
-        return [f"rank {worst}: {pct(tc.get('eligible_share'))} of compute kernel time in fp32 GEMM/convolution "
+        return [f"rank {worst}: {pct(_num(tc, 'eligible_share'))} of compute kernel time in fp32 GEMM/convolution "
                 f"kernels ({_num(tc, 'fp32_gemm_conv_ms', default=0) / steps:.1f} ms per step), "
                 f"{_num(tc, 'tensor_core_gemm_conv_ms', default=0) / steps:.1f} ms in tensor-core precisions",
                 f"{device} (compute capability {_num(tc, 'compute_capability', default=0):.1f}) has tensor cores",
@@ -218,7 +237,7 @@ def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
                    "(torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True)")
         else:
             how = "train with torch.autocast('cuda', dtype=torch.float16) and torch.cuda.amp.GradScaler"
-        return (f"Use the tensor cores: {how}; {pct(info[worst].get('eligible_share'))} of the kernel time is eligible, "
+        return (f"Use the tensor cores: {how}; {pct(_num(info[worst], 'eligible_share'))} of the kernel time is eligible, "
                 f"about {per_step:.1f} ms per step or more comes back.")
     return _judge(ev, "no-mixed-precision", costs, MINOR / 2, evidence, fix,
                   {"eligible_share": {label: info[label].get("eligible_share") for label in info},
@@ -229,13 +248,13 @@ def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
 def pageable_memcpy(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        copy = (ga.get("memcpy") or {}).get("pageable_htod") if isinstance(ga.get("memcpy"), dict) else None
-        per_step = _num(copy or {}, "bytes_per_step")
+        copy = _d(_d(ga.get("memcpy")).get("pageable_htod"))
+        per_step = _num(copy, "bytes_per_step")
         if not copy or per_step is None or per_step < PAGEABLE_BYTES:
             continue
-        gaps = ga.get("idle_gaps_ms") if isinstance(ga.get("idle_gaps_ms"), dict) else {}
+        gaps = _d(ga.get("idle_gaps_ms"))
         cost = _num(copy, "exposed_ms", default=0.0) + _num(gaps, "after_pageable_copy", default=0.0)
-        costs[label] = (cost, total, int(ga.get("steps") or 0))
+        costs[label] = (cost, total, _steps(ga))
         info[label] = copy
 
     def evidence(worst):

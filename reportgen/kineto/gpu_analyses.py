@@ -17,6 +17,7 @@ All on one rank's merged trace, times in µs internally, ms (or µs where a key 
   that covers it (TensorBoard counts NCCL kernels as "Kernel"; here they are "Communication", so the
   exposed communication shows);
 * **memory copies**: bytes, time and bandwidth by direction, pageable vs pinned host memory;
+* **queue length** per stream (HTA's ``get_queue_length_summary``): operations launched and not yet started;
 * **tensor cores**: the device's compute capability (``deviceProperties``) and the share of compute kernel
   time in fp32 GEMM/convolution kernels (eligible for tensor cores with TF32 or AMP);
 * **host synchronisation**: blocking runtime calls (``cuda*Synchronize``, synchronous ``cudaMemcpy``), the
@@ -39,11 +40,14 @@ from reportgen.kineto.regions import DATALOADER, merged
 RUNTIME_CUTOFF_US = 50.0  # HTA's runtime_cutoff: a launch call longer than this is an outlier
 LAUNCH_DELAY_CUTOFF_US = 100.0  # HTA's launch_delay_cutoff
 LAUNCH_CALLS = frozenset(("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"))
+QUEUE_CALLS = LAUNCH_CALLS | {"cuLaunchKernel"}  # HTA's runtime launch events for the queue length
 SYNC_SLACK_US = 5.0  # a blocking call that started this long after the GPU went idle did not cause the gap
 SYNC_CALL = re.compile(r"^cu(da)?(Stream|Device|Event|Ctx)Synchronize|^cudaMemcpy(2D|3D)?$|^cuMemcpy[A-Za-z]*(?<!Async)$")
 SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|nonzero|is_nonzero|equal|masked_select|unique|_unique2|"
                       r"repeat_interleave|bincount)$")
-GEMM_CONV = re.compile(r"gemm|conv|xmma|cudnn|cutlass|wgrad|dgrad|winograd|matmul", re.I)
+# matrix-multiply and convolution kernels by family (cuBLAS/CUTLASS GEMMs, cuDNN convolutions and their
+# data/weight gradients, attention): not a library's every kernel (cuDNN's batch norm, fbgemm's embeddings)
+GEMM_CONV = re.compile(r"(?<!fb)gemm|conv|xmma|wgrad|dgrad|winograd|matmul|scudnn|hcudnn|fmha|flash_|attention", re.I)
 TENSOR_CORE_PRECISIONS = ("fp8", "bf16", "fp16", "tf32", "int8")
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 _CPU_COLLECTIVE = re.compile(r"^(nccl|gloo|c10d)[:_]|^record_param_comms$", re.I)
@@ -106,10 +110,11 @@ def gpu_analyses(trace: k.KinetoTrace, steps: list[dict]) -> dict:
           (("compute", compute), ("comm", comm), ("memory", memory), ("memcpy", memcpy), ("memset", memset))}
     n_steps = len(steps)
     out: dict = {"steps": n_steps}
-    out["overlap"] = _overlap(iv, steps)
+    out["overlap"] = {**_overlap(iv, steps), **_bandwidth(trace, comm)}
     out["kernel_type_split_ms"] = _split(iv)
     out["launch"] = _launch(trace, kern, n_steps)
     out["memcpy"] = _memcpy(trace, memcpy, iv, n_steps)
+    out["queue_length"] = _queue_length(trace)
     out["tensor_cores"] = _tensor_cores(trace, compute)
     sync, gaps = _sync_and_gaps(trace, steps)
     out["sync"] = sync
@@ -141,6 +146,27 @@ def _overlap(iv: dict, steps: list[dict]) -> dict:
         "exposed_step_share": in_steps / step_total if step_total and comm_us else None,
         "exposed_per_step_ms": _ms(in_steps) / len(steps) if steps and comm_us else None,
     }
+
+
+def _bandwidth(trace: k.KinetoTrace, comm: np.ndarray) -> dict:
+    """Bandwidth of the collectives whose kernels say their message size (torch 2.1+: ``In msg nelems``,
+    ``dtype``): algorithm bandwidth = bytes / kernel time; bus bandwidth as nccl-tests defines it, all-reduce
+    x 2(n-1)/n, all-gather and reduce-scatter x (n-1)/n, others x 1, with n the job's world size."""
+    sized = comm & (trace.nbytes > 0)
+    if not sized.any():
+        return {"message_bytes": None, "algbw_gb_s": None, "busbw_gb_s": None}
+    n = trace.world_size if isinstance(trace.world_size, int) and trace.world_size > 1 else None
+    nbytes, time_us, bus = 0.0, 0.0, 0.0
+    for name in np.unique(trace.name[sized]):
+        rows = sized & (trace.name == name)
+        b, t = float(trace.nbytes[rows].sum()), float(trace.dur_us[rows].sum())
+        label = trace.names[int(name)].lower().replace("_", "")
+        factor = (2 * (n - 1) / n if "allreduce" in label else (n - 1) / n if "allgather" in label or
+                  "reducescatter" in label else 1.0) if n else None
+        nbytes, time_us = nbytes + b, time_us + t
+        bus = bus + b * factor if factor is not None and bus is not None else None
+    return {"message_bytes": nbytes, "algbw_gb_s": nbytes / (time_us * 1e3) if time_us > 0 else None,
+            "busbw_gb_s": bus / (time_us * 1e3) if bus is not None and time_us > 0 else None}
 
 
 def _split(iv: dict) -> dict:
@@ -222,6 +248,26 @@ def _launch(trace: k.KinetoTrace, kern: np.ndarray, n_steps: int) -> dict:
         "launch_delay_over_cutoff": int((delay > LAUNCH_DELAY_CUTOFF_US).sum()),
         "launch_delay_cutoff_us": LAUNCH_DELAY_CUTOFF_US,
     }
+
+
+def _queue_length(trace: k.KinetoTrace) -> dict:
+    """HTA's queue length per stream: operations launched and not yet started (+1 at the launch call's start,
+    -1 at the GPU operation's start; a launch and a start at the same instant: the launch first), summarised
+    over its values at each change as HTA's ``get_queue_length_summary`` (count, mean, p50, max)."""
+    activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
+    starts, _, names = _launches(trace, activity)
+    ok = ~np.isnan(starts) & np.isin(names, _ids(trace, QUEUE_CALLS.__contains__))
+    stream = trace.tid[activity][ok]
+    launched, started = starts[ok], trace.start_us[activity][ok]
+    out = {}
+    for s in np.unique(stream):
+        pick = stream == s
+        when = np.r_[launched[pick], started[pick]]
+        step = np.r_[np.ones(int(pick.sum())), -np.ones(int(pick.sum()))]
+        queue = np.cumsum(step[np.lexsort((-step, when))])
+        out[str(int(s))] = {"count": int(queue.size), "mean": float(queue.mean()), "p50": float(np.median(queue)),
+                            "max": int(queue.max())}
+    return out
 
 
 def _memcpy(trace: k.KinetoTrace, memcpy: np.ndarray, iv: dict, n_steps: int) -> dict:

@@ -68,7 +68,8 @@ class KinetoTrace:
     start_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     dur_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     device: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # GPU id, -1 for CPU events
-    nbytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))  # memcpy/memset bytes, else 0
+    nbytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))  # memcpy/memset bytes, a collective
+    # kernel's message bytes (In msg nelems x dtype), else 0
     tid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # thread (CPU) or stream (GPU)
     corr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # args.correlation, -1 when absent
     events_in_file: int = 0
@@ -80,6 +81,17 @@ class KinetoTrace:
 
     def rows(self, *cats: int) -> np.ndarray:
         return np.isin(self.cat, np.asarray(cats, dtype=np.int8))
+
+
+# element sizes of the ``dtype`` torch writes on a collective's kernel (``Collective name``, ``In msg nelems``...)
+DTYPE_BYTES = {"Float": 4, "BFloat16": 2, "Half": 2, "Double": 8, "Long": 8, "Int": 4, "Short": 2, "Char": 1,
+               "Byte": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1, "ComplexFloat": 8}
+
+
+def message_bytes(args: dict) -> float | None:
+    """A collective kernel's message in bytes (``In msg nelems`` x its dtype's size; None when either is odd)."""
+    nelems, size = as_float(args.get("In msg nelems"), text=True), DTYPE_BYTES.get(str(args.get("dtype")))
+    return nelems * size if nelems is not None and size is not None and 0 <= nelems < 1e15 else None
 
 
 def _capability(props: dict) -> float | None:
@@ -152,7 +164,8 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> KinetoTrace:
         if c in GPU_CATEGORIES or c == GPU_ANNOTATION:
             value = args.get("device", e.get("pid"))
             dev = int(value) if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31 else -1
-        moved = as_float(args.get("bytes"), text=True) if c in (MEMCPY, MEMSET) else None
+        moved = (as_float(args.get("bytes"), text=True) if c in (MEMCPY, MEMSET)
+                 else message_bytes(args) if c == KERNEL and "In msg nelems" in args else None)
         tid = e.get("tid")
         if not (isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < 2**62):
             tid = tid_ids.setdefault(hashable(tid), -1 - len(tid_ids))

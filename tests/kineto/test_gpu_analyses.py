@@ -41,7 +41,8 @@ EVENTS = [
     _cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 10, 50, cat="user_annotation"),
     _cpu("aten::mm", 85, 12), _launch(90, 5, 1), _gpu(SGEMM, 100, 200, 1),
     _launch(280, 10, 2), _gpu(ADD, 300, 2, 2),
-    _launch(240, 60, 3, tid=2), _gpu(NCCL, 250, 200, 3, stream=20),
+    _launch(240, 60, 3, tid=2), _gpu(NCCL, 250, 200, 3, stream=20, **{"Collective name": "allreduce",
+                                                                   "In msg nelems": 1_000_000, "dtype": "Float"}),
     _cpu("aten::item", 430, 40), _cpu("aten::_local_scalar_dense", 435, 30),
     _cpu("cudaStreamSynchronize", 440, 20, cat="cuda_runtime", correlation=9),
     _launch(495, 106, 4, name="cudaMemcpyAsync"), _gpu("Memcpy HtoD (Pageable -> Device)", 500, 100, 4,
@@ -56,7 +57,9 @@ EVENTS = [
 def analysis(tmp_path_factory):
     path = tmp_path_factory.mktemp("hand") / "rank-0.pt.trace.json"
     path.write_text(json.dumps({"deviceProperties": [{"id": 0, "name": "Tesla V100-SXM2-16GB", "computeMajor": 7,
-                                                      "computeMinor": 0}], "traceEvents": EVENTS}))
+                                                      "computeMinor": 0}],
+                                "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 4},
+                                "traceEvents": EVENTS}))
     doc, _ = analyze_traces([path])
     return doc["ranks"]["0"]
 
@@ -70,6 +73,9 @@ def test_communication_computation_overlap(analysis):
     assert o["exposed_ms"] == pytest.approx(0.148)
     assert o["exposed_step_share"] == pytest.approx(0.148)
     assert o["exposed_per_step_ms"] == pytest.approx(0.148)
+    # 1,000,000 fp32 elements in 200 µs: 20 GB/s; an all-reduce over 4 ranks moves 2(n-1)/n of it: 30 GB/s
+    assert o["message_bytes"] == 4e6
+    assert o["algbw_gb_s"] == pytest.approx(20.0) and o["busbw_gb_s"] == pytest.approx(30.0)
 
 
 def test_overlap_aware_kernel_type_split(analysis):
@@ -122,6 +128,14 @@ def test_host_synchronisations(analysis):
     assert sync["blocked_ms"] == pytest.approx(0.020)
     assert sync["idle_after_ms"] == pytest.approx(0.050)
     assert sync["idle_after_beyond_one_per_step_ms"] == 0.0  # one a step is normal
+
+
+def test_queue_length_per_stream(analysis):
+    """HTA's definition: +1 when the launch call starts, -1 when the GPU operation starts. Stream 7: six launches
+    (K1, K2, the copy, K3, K4, K5), each started before the next launch: 1, 0, 1, 0, ...; stream 20: the NCCL kernel."""
+    queue = analysis["gpu_analysis"]["queue_length"]
+    assert queue == {"7": {"count": 12, "mean": 0.5, "p50": 0.5, "max": 1},
+                     "20": {"count": 2, "mean": 0.5, "p50": 0.5, "max": 1}}
 
 
 def test_memcpy_bandwidth_and_pageable_copies(analysis):

@@ -52,3 +52,24 @@ def test_the_planted_cause_is_found(recording):
     finding = diagnosis.findings[0]
     assert 0.15 < finding.share < 0.35 and finding.metrics["per_step_ms"] > 5
     assert any("aten::item > aten::_local_scalar_dense: 22 per step" in e for e in finding.evidence)
+
+
+def test_report_json_carries_the_analyses_and_the_finding(tmp_path):
+    """The whole path: ``generate`` on the recording; report.json valid against its schema, with the per-rank
+    ``comm_comp_overlap_pct`` slot, the sync counts and the host-sync finding; the page shows the new tables."""
+    import jsonschema
+
+    from reportgen.cli import main
+
+    out = tmp_path / "report.html"
+    assert main(["generate", str(HERE), "-o", str(out), "-q"]) == 0
+    report = json.loads(out.with_suffix(".json").read_text())
+    schema = json.loads((Path(__file__).parents[2] / "reportgen" / "schemas" / "report.schema.json").read_text())
+    jsonschema.validate(report, schema)
+    rank = next(iter(report["sections"]["gpu-kernels-operators"]["ranks"].values()))
+    assert "comm_comp_overlap_pct" in rank["gpu_analysis"]["overlap"]  # None: no communication on one GPU
+    assert rank["gpu_analysis"]["sync"]["calls"] == 89
+    assert [f["cause"] for f in report["diagnosis"]["findings"]] == ["host-sync"]
+    page = out.read_text()
+    for table in ("kineto-step-breakdown-", "kineto-launch-", "kineto-kernel-durations-", "kineto-memcpy-bandwidth-"):
+        assert table in page

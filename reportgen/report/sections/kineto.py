@@ -165,7 +165,7 @@ def _rank_blocks(label: str, r: dict) -> list:
     gpu_ids = as_list(r.get("gpu_ids"))
     where = ""
     if gpu_ids and devices:
-        names = sorted({devices[i] for i in gpu_ids if isinstance(i, int) and 0 <= i < len(devices)})
+        names = sorted({str(devices[i]) for i in gpu_ids if isinstance(i, int) and 0 <= i < len(devices)})
         where = f" on {', '.join(names)}" if names else ""
     span = number(r.get("span_ms"), 0.0)
     files = [str(f) for f in as_list(r.get("files")) or [r.get("file", "")]]
@@ -440,6 +440,15 @@ def gpu_analysis_blocks(label: str, r: dict) -> list:
         blocks.append(Chart(f"kineto-kernel-durations-chart-{sid}",
                             charts.boxes(stats, f"Kernel durations, rank {label} (top kernels by time, min to max)",
                                          "µs"), NO_JS))
+    queues = {str(k): as_dict(v) for k, v in as_dict(ga.get("queue_length")).items()}
+    if queues:
+        blocks.append(Table(
+            f"kineto-queue-{sid}", ["Stream", "Changes", "Mean", "Median", "Max"],
+            [[f"stream {k}", v.get("count", 0), number(v.get("mean")), number(v.get("p50")), number(v.get("max"))]
+             for k, v in list(queues.items())[:16]],
+            ["text", "int", "num2", "num2", "num2"],
+            caption="Queue length per stream (HTA): operations launched by the host and not yet started on the GPU, "
+                    "over its values at each change. A queue that stays near 0 is a GPU waiting for the host."))
     memcpy = [as_dict(m) for m in as_list(as_dict(ga.get("memcpy")).get("by_kind"))]
     if memcpy:
         blocks.append(Table(
