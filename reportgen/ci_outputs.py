@@ -18,6 +18,7 @@ from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluat
 from reportgen.errors import InputError
 from reportgen.formatting import human_duration
 from reportgen.report.rule_texts import finding as finding_text, recommend
+from reportgen.terminal_text import printable
 
 # Rules that can fire (the two usage summaries never do): what --fail-on accepts.
 SUITE = "reportgen.rules"
@@ -162,8 +163,9 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _x(value) -> str:
-    """Text for an XML attribute or element; ElementTree escapes &, <, >, quotes and newlines."""
-    return _NOT_XML.sub("\ufffd", _text(value))
+    """Text for an XML attribute or element; ElementTree escapes &, <, >, quotes and newlines; controls and
+    bidi overrides shown as escapes (``terminal_text``: CI logs print these messages)."""
+    return _NOT_XML.sub("\ufffd", printable(_text(value), lines=True))
 
 
 def junit_xml(data: dict) -> bytes:
@@ -220,8 +222,9 @@ NAME_CHARS = 120  # a job or node name longer than this is cut in the Markdown s
 
 def md(value, limit: int | None = None) -> str:
     """Data text made inert for inline use in Markdown: one line, HTML escaped, markup characters
-    backslash-escaped, no autolinks; cut to ``limit`` characters (with an ellipsis) when given."""
-    text = " ".join(_text(value).split())
+    backslash-escaped, no autolinks, controls and bidi overrides shown as escapes (``terminal_text``); cut
+    to ``limit`` characters (with an ellipsis) when given."""
+    text = printable(" ".join(_text(value).split()))
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")

@@ -7,12 +7,17 @@ prints a traceback unless ``--debug`` is given. Exit codes: see ``reportgen.erro
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
+import signal
 import sys
 from pathlib import Path
 
 from reportgen import __version__, interrupts
-from reportgen.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, ReportgenError
+from reportgen.errors import (EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, ReportgenError,
+                              environment_message, expanduser)
+from reportgen.terminal_text import printable_line
 
 EXIT_CODES_HELP = ("exit codes: 0 done; 1 a rule listed in --fail-on fired (every output was still written); "
                    "2 usage or input error (one line on stderr); 3 internal error")
@@ -172,7 +177,7 @@ def _source_options(args):
         if args.incremental:
             from reportgen.sources.s3 import default_cache_dir
 
-            cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
+            cache_root = expanduser(args.cache_dir) if args.cache_dir else default_cache_dir()
         engine = EngineOptions(scheduler=args.scheduler, cache_root=cache_root)
     return SourceOptions(cache_dir=args.cache_dir, recompute=getattr(args, "recompute", False),
                          rule_params=_rule_params(getattr(args, "config", None), getattr(args, "rule_param", [])),
@@ -202,7 +207,7 @@ def _compare(args, say) -> int:
 def _progress(quiet: bool):
     def say(message: str) -> None:
         if not quiet:
-            print(f"reportgen: {message}", file=sys.stderr, flush=True)
+            _print_line(f"reportgen: {message}")
     return say
 
 
@@ -225,8 +230,7 @@ def _ci_outputs(args, data: dict, say) -> int:
     for path in outcome.written:
         say(f"wrote {_name(path)}")
     if outcome.failing:
-        print(f"reportgen: rules listed in --fail-on fired: {', '.join(outcome.failing)} (exit code 1)",
-              file=sys.stderr)
+        _print_line(f"reportgen: rules listed in --fail-on fired: {', '.join(outcome.failing)} (exit code 1)")
         return EXIT_RULE_FIRED
     return EXIT_OK
 
@@ -272,20 +276,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    _usable_standard_streams()
+    interrupted_run = [False]
     with interrupts.watch() as interrupted:
         code = _main(args, interrupted)
-    if code == EXIT_INTERRUPTED and argv is None:
+        interrupted_run[0] = bool(interrupted)
+    if code in _INTERRUPT_CODES and interrupted_run[0] and argv is None:
         # The command line's own process: leave without the interpreter's shutdown, during which a
         # library thread still inside C++ (DuckDB) can abort the process ("terminate called after
-        # throwing ..."), turning a clean Ctrl-C into SIGABRT. Every output and work folder is
+        # throwing ..."), turning a clean interrupt into SIGABRT. Every output and work folder is
         # already cleaned up by now (context managers ran while the interrupt propagated).
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)
+        _flush_quietly()
+        os._exit(code)
     return code
 
 
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # SIGINT; SIGTERM and SIGHUP end as 143 and 129 (interrupts.exit_code)
+_INTERRUPT_CODES = {interrupts.exit_code(s) for s in interrupts.STOP_SIGNALS}
 
 
 def _main(args, interrupted: list) -> int:
@@ -300,28 +307,78 @@ def _main(args, interrupted: list) -> int:
         return _run(args, say)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt) or (interrupted and isinstance(err, Exception)):
-            # Ctrl-C, also when a library turned it into another exception on its way up
-            print("reportgen: interrupted; nothing was written", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            # a stop signal, also when a library turned the KeyboardInterrupt into another exception
+            signum = interrupts.received()
+            what = "" if signum in (None, signal.SIGINT) else f" by {interrupts.name(signum)}"
+            _print_line(f"reportgen: interrupted{what}; nothing was written")
+            return interrupts.exit_code(signum)
         if not isinstance(err, Exception):
             raise
         return _failure(err, args)
 
 
 def _failure(err: Exception, args) -> int:
-    """One line on stderr for a failure, and its exit code."""
+    """One line on stderr for a failure, and its exit code: 2 for the input or the environment (the one
+    mapping: ``errors.environment_message``), 3 only for a bug of reportgen's own."""
     if isinstance(err, ReportgenError):
-        print(f"reportgen: error: {err}", file=sys.stderr)
+        _print_line(f"reportgen: error: {err}")
         return err.exit_code
-    if isinstance(err, OSError):  # the environment, not a bug: disk full, read-only or vanished files
-        where = f": {err.filename}" if err.filename else ""
-        print(f"reportgen: error: {err.strerror or err}{where}", file=sys.stderr)
+    message = environment_message(err)
+    if message is not None:
+        _print_line(f"reportgen: error: {message}")
         return EXIT_INPUT
     if args.debug:  # a bug: one line, unless asked for details
         raise err
-    print(f"reportgen: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
-          file=sys.stderr)
+    _print_line(f"reportgen: internal error: {type(err).__name__}: {err} (rerun with --debug for details)")
     return EXIT_INTERNAL
+
+
+def _print_line(line: str) -> None:
+    """The one error line, whatever state stderr is in (closed, a terminal that cannot show a character)."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        print(printable_line(line), file=stream, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+class _ClosedStream:
+    """Standard output closed by the caller (``>&-``: Python sets ``sys.stdout`` to None): writing to it
+    is an error of the environment (exit 2, one line), not an AttributeError (exit 3)."""
+
+    encoding = "utf-8"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def write(self, _text) -> int:
+        raise OSError(errno.EBADF, f"{self.name} is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, f"{self.name} is closed")
+
+
+def _usable_standard_streams() -> None:
+    """A closed stdout raises a worded OSError when written; a terminal whose encoding cannot show a
+    character (a Latin-1 terminal, a job name in Chinese) shows it escaped instead of failing the run."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream("standard output")
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(Exception):
+                reconfigure(errors="backslashreplace")
+
+
+def _flush_quietly() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
 
 
 def _record(args, say) -> int:

@@ -97,6 +97,7 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
                                    silence_logs=logging.ERROR)
             client = Client(cluster)
         else:
+            _check_handshake(sched.address, connect_timeout)
             client = Client(sched.address, timeout=connect_timeout)
     except (OSError, TimeoutError) as err:
         if cluster is not None:
@@ -109,6 +110,16 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _check_handshake(address: str, timeout: float) -> None:
+    """A tcp:// scheduler must answer its handshake within ``timeout`` (``dask_probe``: Client's own
+    limit covers only the TCP connect)."""
+    from reportgen.readers.dask_probe import check_scheduler
+
+    match = re.match(r"^tcp://(?P<host>[^\s/:]+):(?P<port>\d{1,5})/?$", address)
+    if match:
+        check_scheduler(match.group("host"), int(match.group("port")), address, timeout)
 
 
 # ------------------------------------------------------------------------------------ sources

@@ -36,7 +36,8 @@ def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
         elif status == "new" and _insufficient(a):
             status = "not judged in A"
         delta = (fb.seconds if fb else 0.0) - (fa.seconds if fa else 0.0)
-        rows.append([cause, _impact(fa), _impact(fb), f"{delta:+.0f} s", status])
+        shown = f"{delta:+.0f}"
+        rows.append([cause, _impact(fa), _impact(fb), f"{'0' if float(shown) == 0 else shown} s", status])  # no -0 s
         data.append({"cause": cause, "status": status, "a_seconds": fa.seconds if fa else None,
                      "b_seconds": fb.seconds if fb else None, "a_share": fa.share if fa else None,
                      "b_share": fb.share if fb else None, "delta_seconds": delta})
