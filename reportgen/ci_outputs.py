@@ -7,6 +7,7 @@ Older 1.0 files lack the rows' ``status`` and ``finding``: they are derived from
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -137,7 +138,42 @@ def load_report_json(path: Path) -> dict:
     version = str(data.get("schema_version", ""))
     if version.split(".")[0] != "1":
         raise InputError(f"{path}: schema_version {version or '(none)'} is not supported (expected 1.x)")
+    problem = rules_table_problem(data)
+    if problem:
+        raise InputError(f"{path}: damaged report.json: {problem}")
     return data
+
+
+_COUNTS = ("times_triggered", "violations", "datapoints")
+
+
+def rules_table_problem(data: dict) -> str | None:
+    """What makes the rules table unfit to gate on, or None. ``check`` fails closed: a table whose rows were
+    replaced by ``[1, "x", null]`` or removed used to pass ``--fail-on any`` with a JUnit file of 0 tests.
+    The schema says the section is always there, and has rows unless it says ``available: false``."""
+    section = data["sections"].get("rules-summary-section")
+    if section is None:
+        return "the rules summary section (rules-summary-section) is missing"
+    if section.get("available") is False:
+        return None
+    rows = section.get("rows")
+    if not isinstance(rows, list) or not rows:
+        return "the rules summary has no rows, and does not say it is unavailable"
+    for number, row in enumerate(rows, 1):
+        where = f"rules summary row {number}"
+        if not isinstance(row, dict):
+            return f"{where} is a {_json_type(row)}, not an object"
+        if not isinstance(row.get("rule"), str) or not row["rule"].strip():
+            return f"{where} has no rule name"
+        for key in _COUNTS:
+            value = row.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    isinstance(value, int) or (math.isfinite(value) and value.is_integer())) or value < 0:
+                return f"{where} ({printable(row['rule'])}): {key} is {printable(json.dumps(value))[:40]}, not a count"
+        status = row.get("status")
+        if status is not None and status not in (*STATES, "no_data"):
+            return f"{where} ({printable(row['rule'])}): unknown status {printable(json.dumps(status))[:40]}"
+    return None
 
 
 def _json_type(value) -> str:
