@@ -17,7 +17,7 @@ from pathlib import Path
 
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluate_rule
 from reportgen.errors import InputError
-from reportgen.formatting import human_duration
+from reportgen.formatting import human_duration, money_text
 from reportgen.report.rule_texts import finding as finding_text, recommend
 from reportgen.terminal_text import printable
 
@@ -230,7 +230,7 @@ def junit_xml(data: dict) -> bytes:
         for key, value in r.parameters:
             ET.SubElement(case_props, "property", {"name": _x(f"parameter.{key}"), "value": _x(value)})
         if r.status == FIRED:
-            lead = cause_line(r.cause) if r.cause else r.finding
+            lead = cause_line(r.cause, report_currency(data)) if r.cause else r.finding
             failure = ET.SubElement(case, "failure", {"message": _x(lead), "type": "RuleFired"})
             body = [lead]
             if r.cause:
@@ -284,7 +284,7 @@ def _duration(seconds) -> str:
     return f"{seconds} s ({human})" if seconds >= 60 else human
 
 
-def _impact(finding: dict) -> str:
+def _impact(finding: dict, currency: str = "USD") -> str:
     impact = finding.get("impact") if isinstance(finding.get("impact"), dict) else {}
     risk = impact.get("risk") if isinstance(impact.get("risk"), dict) else None
     if risk is not None:
@@ -299,14 +299,22 @@ def _impact(finding: dict) -> str:
     if isinstance(share, (int, float)) and math.isfinite(share):
         text += f" ({share * 100:.0f} % of the job)"
     if isinstance(cost, (int, float)) and math.isfinite(cost):
-        text += f", about ${cost:,.2f}"
+        text += f", about {money_text(cost, currency)}"
     return text
 
 
-def cause_line(finding: dict) -> str:
+def cause_line(finding: dict, currency: str = "USD") -> str:
     """``input-pipeline: The input pipeline starves the GPUs, up to 452 s (58 % of the job). Fix: ...``"""
     title = _text(finding.get("title")) or _text(finding.get("cause"))
-    return f"{_text(finding.get('cause'))}: {title}, {_impact(finding)}. Fix: {_text(finding.get('fix'))}"
+    return f"{_text(finding.get('cause'))}: {title}, {_impact(finding, currency)}. Fix: {_text(finding.get('fix'))}"
+
+
+def report_currency(data: dict) -> str:
+    """The currency of the price table the report's costs come from (the cost section's ``prices``)."""
+    cost = (data.get("sections") or {}).get("cost")
+    prices = cost.get("prices") if isinstance(cost, dict) else None
+    currency = prices.get("currency") if isinstance(prices, dict) else None
+    return _text(currency) or "USD"
 
 
 
@@ -340,7 +348,7 @@ def verdict_lines(data: dict) -> list[str]:
         lines += ["Nothing could be judged: too little data for any rule or utilization check.", ""]
     for number, finding in enumerate(findings[:3], 1):
         lines += [f"{number}. **{md(finding.get('title') or finding.get('cause'))}** "
-                  f"(`{md(finding.get('cause'))}`), {md(_impact(finding))}",
+                  f"(`{md(finding.get('cause'))}`), {md(_impact(finding, report_currency(data)))}",
                   f"   - Fix: {md(finding.get('fix'))}",
                   f"   - Evidence: {md('; '.join(map(_text, finding.get('evidence') or [])))}"]
     if findings:

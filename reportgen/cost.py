@@ -110,6 +110,7 @@ class RunCost:
     price_per_hour: float | None
     duration_s: float | None
     instance_from: str = ""  # "command line", "job description" or ""
+    currency: str = "USD"  # the price table's, shown as given
 
     @property
     def cost(self) -> float | None:
@@ -154,7 +155,7 @@ def make_run_cost(duration_s, instance_type: str | None, instance_count: int | N
                   prices: PriceTable, instance_from: str = "") -> RunCost:
     region = region or DEFAULT_REGION
     return RunCost(instance_type or None, instance_count or None, region, prices.price(instance_type, region),
-                   duration_s, instance_from)
+                   duration_s, instance_from, prices.currency)
 
 
 def price_note(prices: PriceTable) -> str:

@@ -126,3 +126,14 @@ HUMANE = {
     "us": (lambda us: human_duration(us / 1e6), "int"),
     "pct1": (pct1, "num2"),
 }
+
+
+def money_text(value, currency: str = "USD", digits: int = 2, *, grouping: bool = True) -> str:
+    """An amount in the price table's currency: ``$1,234.50`` for USD, ``1,234.50 EUR`` for any other (a
+    ``--prices`` file in euros was shown with a dollar sign); empty for a non-number. ``grouping=False``: no
+    thousands separator (the cost tables never had one: their outputs stay the same)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return ""
+    currency = str(currency or "USD").strip() or "USD"
+    number = f"{value:,.{digits}f}" if grouping else f"{value:.{digits}f}"
+    return f"${number}" if currency.upper() == "USD" else f"{number} {currency}"

@@ -6,7 +6,7 @@ put together here, so the block template stays free of logic.
 
 from __future__ import annotations
 
-from reportgen.formatting import human_duration as duration_text
+from reportgen.formatting import human_duration as duration_text, money_text
 from reportgen.report.model import Report
 
 TOP = 3
@@ -14,11 +14,13 @@ STATUS_LABELS = {"healthy": "Healthy", "problems": "Problems found", "insufficie
 DEVIATIONS_DOC = "docs/deviations.md"  # in reportgen's documentation (the report is read offline)
 
 
-def money(value) -> str:
-    return f"${value:,.2f}" if isinstance(value, (int, float)) else ""
+def currency(report: Report) -> str:
+    """The price table's currency, as the cost section recorded it (a --prices file in euros)."""
+    prices = (report.cost or {}).get("prices")
+    return str(prices.get("currency") or "USD") if isinstance(prices, dict) else "USD"
 
 
-def impact_text(finding, duration) -> str:
+def impact_text(finding, duration, money_in: str = "USD") -> str:
     if finding.risk is not None:
         risk = finding.risk
         parts = []
@@ -31,7 +33,7 @@ def impact_text(finding, duration) -> str:
     if duration:
         text = f"up to {text}"
     if finding.cost is not None:
-        text += f", about {money(finding.cost)}"
+        text += f", about {money_text(finding.cost, money_in)}"
     return text
 
 
@@ -61,7 +63,7 @@ def identity(report: Report) -> list[tuple[str, str]]:
             seconds = int(ev.duration_s) if ev.duration_s >= 10 else ev.duration_s
             items.append(("Duration", duration_text(seconds)))
     if cost.get("cost_rounded") is not None:
-        items.append(("Cost", money(cost["cost_rounded"])))
+        items.append(("Cost", money_text(cost["cost_rounded"], currency(report))))
     return items
 
 
@@ -74,7 +76,7 @@ def glance(report: Report) -> dict | None:
     findings = []
     for finding in diagnosis.findings[:TOP]:
         findings.append({
-            "cause": finding.cause, "title": finding.title, "impact": impact_text(finding, duration),
+            "cause": finding.cause, "title": finding.title, "impact": impact_text(finding, duration, currency(report)),
             "evidence": "; ".join(finding.evidence[:3]), "fix": finding.fix, "note": finding.note,
             "minor": not finding.counts,
             "links": [(f"#sec-{x.id}", x.title) for s in finding.sections for x in report.sections

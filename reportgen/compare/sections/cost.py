@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.compare.side import Side
 from reportgen.cost import PriceTable, RunCost, compare_costs, make_run_cost, price_note
+from reportgen.formatting import money_text
 from reportgen.report.model import Section, Table, Text
 
 
@@ -16,12 +17,12 @@ def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCo
     saving = compare_costs(ca, cb)
 
     def money(run: RunCost):
-        return f"${run.cost_rounded:.2f}" if run.cost is not None else "unknown"
+        return money_text(run.cost_rounded, run.currency, grouping=False) if run.cost is not None else "unknown"
 
     rows = []
     for label, run in (("A", ca), ("B", cb)):
         rows.append([label, run.instance_type or "unknown", run.instance_count, run.region,
-                     f"${run.price_per_hour:.3f}" if run.price_per_hour is not None else "unknown",
+                     money_text(run.price_per_hour, run.currency, 3, grouping=False) if run.price_per_hour is not None else "unknown",
                      run.duration_s, money(run), run.instance_from or ""])
     section.add(Text("Cost per run = job duration × instance count × hourly price ÷ 3600, from the profiled "
                      "job duration (not AWS's billed time, which also counts the instance start-up)."))
@@ -33,7 +34,7 @@ def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCo
         section.add(Text(
             f"B costs {money(cb)} per run against {money(ca)} for A: "
             + (f"{abs(saving['saving_pct_from_rounded']):.1f} % more"
-               if more else f"a saving of ${saving['saving_rounded']:.2f} per run, "
+               if more else f"a saving of {money_text(saving['saving_rounded'], cb.currency, grouping=False)} per run, "
                             f"{saving['saving_pct_from_rounded']:.1f} %")
             + f" (from the rounded costs; {abs(saving['saving_pct']):.1f} % from the unrounded ones).",
             tone="finding" if more else "ok"))

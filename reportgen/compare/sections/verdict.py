@@ -7,6 +7,7 @@ from reportgen.compare.common import signed
 from reportgen.compare.sections.causes import compare_causes
 from reportgen.compare.side import Side
 from reportgen.cost import RunCost
+from reportgen.formatting import money_text
 from reportgen.report.model import Section, Text
 
 SAME_TIME_PCT = 5.0  # durations within this many % count as "about the same"
@@ -59,12 +60,13 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     data["utilization_p95"] = util
     if saving.get("saving") is not None:
         if saving["saving"] >= 0:
-            sentences.append(f"A run of B costs ${cb.cost_rounded:.2f} instead of ${ca.cost_rounded:.2f}: "
-                             f"{saving['saving_pct_from_rounded']:.1f} % less (${saving['saving_rounded']:.2f} "
+            sentences.append(f"A run of B costs {money_text(cb.cost_rounded, cb.currency, grouping=False)} instead of "
+                             f"{money_text(ca.cost_rounded, ca.currency, grouping=False)}: {saving['saving_pct_from_rounded']:.1f} % "
+                             f"less ({money_text(saving['saving_rounded'], cb.currency, grouping=False)} "
                              "saved per run).")
         else:
-            sentences.append(f"A run of B costs ${cb.cost_rounded:.2f} instead of ${ca.cost_rounded:.2f}: "
-                             f"{-saving['saving_pct_from_rounded']:.1f} % more.")
+            sentences.append(f"A run of B costs {money_text(cb.cost_rounded, cb.currency, grouping=False)} instead of "
+                             f"{money_text(ca.cost_rounded, ca.currency, grouping=False)}: {-saving['saving_pct_from_rounded']:.1f} % more.")
         data["saving_pct"] = saving["saving_pct"]
         data["saving_pct_from_rounded"] = saving["saving_pct_from_rounded"]
     else:
