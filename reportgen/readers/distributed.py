@@ -93,7 +93,9 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
     try:
         if sched.local:
             n = sched.workers or os.cpu_count() or 1
+            # local_directory: the run's work folder (workdir.scratch_env), not dask-scratch-space/ in $TMPDIR
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                   local_directory=os.environ.get("DASK_TEMPORARY_DIRECTORY") or None,
                                    silence_logs=logging.ERROR)
             client = Client(cluster)
         else:
