@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_gpu_series import make_node  # noqa: E402
 
 NOTE = (f"more than {MAX_GPU_SERIES_PER_NODE} GPU series on one node "
-        f"(LoadBalancing compared the first {MAX_GPU_SERIES_PER_NODE} only)")
+        f"(LoadBalancing and the timeline use the first {MAX_GPU_SERIES_PER_NODE} only)")
 
 
 def _analyze(tmp_path: Path, gpus: int) -> tuple[dict, dict]:

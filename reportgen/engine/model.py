@@ -39,7 +39,7 @@ class NodeTable(Protocol):
 SCAN_INTERVAL_US = 60_000_000
 # GPU series one node may have for the rules that compare them pairwise (LoadBalancing: GPUs² pairs per
 # window). The largest instances have 8 GPUs (16 on a few); a node with 20,000 GPU series (a 7 MB file)
-# took 4 GB and 98 s. Past this, the first ones are compared and Data quality says so (``gpu_series_note``).
+# took 4 GB and 98 s. Past this, the first ones are compared and drawn, and Data quality says so.
 MAX_GPU_SERIES_PER_NODE = 64
 
 
