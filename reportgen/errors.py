@@ -8,11 +8,13 @@ code  meaning
 0     done: every requested output was written (rules may have fired; ``--fail-on none``)
 1     a rule listed in ``--fail-on`` fired (``any``: any rule); every output was written first
 2     no report could be made: usage or input error (bad source, nothing usable in it, unreadable
-      report.json, unknown rule in ``--fail-on``) or an OSError of the environment (disk full,
-      read-only output folder, a file vanished); one line on stderr, nothing half-written (an
-      unwritable $GITHUB_STEP_SUMMARY is found after the report was written)
+      or damaged report.json, unknown rule in ``--fail-on``) or an error of the environment (an
+      OSError in any phase: disk full, read-only output folder, a file vanished; a UnicodeError; an
+      unknown ~user; an unreachable or foreign scheduler); one line on stderr naming the path or
+      address, nothing half-written (an unwritable $GITHUB_STEP_SUMMARY is found after the report
+      was written)
 3     internal error (a bug, or the notebook/HTML conversion failed); nothing half-written
-130   interrupted (Ctrl-C)
+128+n stopped by signal n: 130 Ctrl-C (SIGINT), 143 SIGTERM, 129 SIGHUP; nothing written
 ====  ==========================================================================================
 """
 
