@@ -246,7 +246,7 @@ def _run(args, say) -> int:
         data = load_report_json(args.report_json)
         if not (args.junit or args.markdown or
                 (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
-            sys.stdout.write(markdown_summary(data))
+            _write_stdout(markdown_summary(data))
         return _ci_outputs(args, data, say)
 
     from reportgen.pipeline import CostOptions, GenerateOptions, generate
@@ -264,6 +264,17 @@ def _run(args, say) -> int:
         return EXIT_OK
     args.junit = args.markdown = None  # written above, with the report
     return _ci_outputs(args, result.report, say)
+
+
+def _write_stdout(text: str) -> None:
+    """Standard output full (``> /dev/full``) or closed is an error of the environment naming it."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as err:
+        if not err.filename and not isinstance(sys.stdout, _ClosedStream):  # that one says it already
+            err.filename = "standard output"
+        raise
 
 
 def _name(path) -> str:

@@ -237,12 +237,17 @@ def _write_temp(final: Path, payload: bytes) -> str:
 
 def _write_in_place(target: Target, payload: bytes) -> None:
     if target.kind == "stdout":
-        out = getattr(sys.stdout, "buffer", None)
-        if out is None:
-            sys.stdout.write(payload.decode("utf-8"))
-        else:
-            out.write(payload)
-        sys.stdout.flush()
+        try:
+            out = getattr(sys.stdout, "buffer", None)
+            if out is None:
+                sys.stdout.write(payload.decode("utf-8"))
+            else:
+                out.write(payload)
+            sys.stdout.flush()
+        except OSError as err:  # full (/dev/full) or closed: name it
+            if not err.filename and "standard output" not in str(err.strerror):
+                err.filename = "standard output"
+            raise
         return
     path = os.fspath(target.path)
     flags = os.O_WRONLY | os.O_NOCTTY

@@ -154,6 +154,18 @@ def test_standard_output_closed_is_exit_2(tmp_path):
     assert proc.stderr.strip().splitlines() == ["reportgen: error: cannot write the outputs (standard output is closed)"]
 
 
+def test_standard_output_full_is_exit_2_naming_it(tmp_path):
+    report = tmp_path / "r.json"
+    assert _reportgen("generate", str(SAMPLE), "-o", str(tmp_path / "r.html"), "-q").returncode == 0
+    for extra, line in (([], "reportgen: error: No space left on device: standard output"),
+                        (["--junit", "-"], "reportgen: error: cannot write the outputs (No space left on device: "
+                                           "standard output)")):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([sys.executable, "-m", "reportgen", "check", str(report), *extra], stdout=full,
+                                  stderr=subprocess.PIPE, text=True, env=_env(), timeout=120)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [line], proc.stderr
+
+
 def test_a_latin1_terminal_shows_a_non_ascii_job_name_escaped(tmp_path):
     out = tmp_path / "r.html"
     assert _reportgen("generate", str(SAMPLE), "-o", str(out), "-q", "--job-name", "训练 job").returncode == 0
