@@ -367,7 +367,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
             staged.swap_in()
             progress(f"rule outputs kept in {kept}")
     seconds = time.perf_counter() - started
-    return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, kept, used, notes,
+    return GenerateResult(output, json_path, len(html.encode("utf-8", "backslashreplace")), seconds, kept, used, notes,
                           stats.get("system_files"), stats.get("system_files_read"), data,
                           [t.path for t in written])
 

@@ -135,10 +135,15 @@ def test_a_source_folder_whose_name_is_not_utf8_makes_a_report(tmp_path):
 
     folder = os.fsencode(tmp_path) + b"/job-\xff\xfe"
     shutil.copytree(SAMPLE, os.fsdecode(folder))
-    out = tmp_path / "r.html"
-    proc = _reportgen(b"generate", folder, b"-o", os.fsencode(out), b"-q")
+    for worker in ("1", "0"):  # the page made by the worker process, and in this process
+        out = tmp_path / f"r{worker}.html"
+        proc = _reportgen(b"generate", folder, b"-o", os.fsencode(out), b"-q",
+                          env=_env(REPORTGEN_NOTEBOOK_PROCESS=worker))
+        assert proc.returncode == 0, proc.stderr
+        assert "job-\\udcff\\udcfe" in out.read_text(encoding="utf-8")  # the bytes shown, not lost
+    proc = _reportgen(b"compare", os.fsencode(SAMPLE), folder, b"--format", b"md", b"-o",
+                      os.fsencode(tmp_path) + b"/c\xff.md", b"-q")
     assert proc.returncode == 0, proc.stderr
-    assert "job-\\udcff\\udcfe" in out.read_text(encoding="utf-8")  # the bytes shown, not lost
 
 
 def test_standard_output_closed_is_exit_2(tmp_path):

@@ -116,7 +116,7 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
                                      "standalone": True}, notebook=compare_notebook_path()).html
         produced = _produced_json(work_dir)
         outputs.commit({"-o": text, "--json": produced.read_text(encoding="utf-8")})
-    return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started)
+    return CompareResult(output, json_path, len(text.encode("utf-8", "backslashreplace")), time.perf_counter() - started)
 
 
 def _produced_json(work_dir: Path) -> Path:
