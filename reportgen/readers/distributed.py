@@ -106,6 +106,13 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
             cluster.close()
         where = "start a local Dask cluster" if sched.local else f"reach the Dask scheduler at {sched.address}"
         raise InputError(f"--scheduler: cannot {where} ({type(err).__name__}: {err})") from None
+    except (TypeError, ValueError) as err:  # tls:// without Dask's TLS settings: the configuration, not a bug
+        if cluster is not None:
+            cluster.close()
+        if sched.local:
+            raise
+        raise InputError(f"--scheduler {sched.address}: Dask cannot connect with this configuration "
+                         f"({type(err).__name__}: {err})") from None
     try:
         yield client
     finally:
