@@ -23,6 +23,12 @@ def _impact(finding) -> str:
     return f"{finding.seconds:.0f} s ({finding.share * 100:.0f} %)"
 
 
+def delta_text(delta: float) -> str:
+    """``+12 s`` / ``-3 s``; a delta that rounds to zero is ``0 s`` (it was printed ``-0 s`` or ``+0 s``)."""
+    shown = f"{delta:+.0f}"
+    return f"{'0' if float(shown) == 0 else shown} s"
+
+
 def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
     """(blocks for the verdict section, data). Only causes that count (≥ 5 % of the job, or a serious risk)."""
     ca, cb = _counted(a), _counted(b)
@@ -36,8 +42,7 @@ def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
         elif status == "new" and _insufficient(a):
             status = "not judged in A"
         delta = (fb.seconds if fb else 0.0) - (fa.seconds if fa else 0.0)
-        shown = f"{delta:+.0f}"
-        rows.append([cause, _impact(fa), _impact(fb), f"{'0' if float(shown) == 0 else shown} s", status])  # no -0 s
+        rows.append([cause, _impact(fa), _impact(fb), delta_text(delta), status])
         data.append({"cause": cause, "status": status, "a_seconds": fa.seconds if fa else None,
                      "b_seconds": fb.seconds if fb else None, "a_share": fa.share if fa else None,
                      "b_share": fb.share if fb else None, "delta_seconds": delta})
