@@ -7,6 +7,7 @@ Older 1.0 files lack the rows' ``status`` and ``finding``: they are derived from
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -16,8 +17,9 @@ from pathlib import Path
 
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluate_rule
 from reportgen.errors import InputError
-from reportgen.formatting import human_duration
+from reportgen.formatting import human_duration, money_text
 from reportgen.report.rule_texts import finding as finding_text, recommend
+from reportgen.terminal_text import printable
 
 # Rules that can fire (the two usage summaries never do): what --fail-on accepts.
 SUITE = "reportgen.rules"
@@ -136,7 +138,42 @@ def load_report_json(path: Path) -> dict:
     version = str(data.get("schema_version", ""))
     if version.split(".")[0] != "1":
         raise InputError(f"{path}: schema_version {version or '(none)'} is not supported (expected 1.x)")
+    problem = rules_table_problem(data)
+    if problem:
+        raise InputError(f"{path}: damaged report.json: {problem}")
     return data
+
+
+_COUNTS = ("times_triggered", "violations", "datapoints")
+
+
+def rules_table_problem(data: dict) -> str | None:
+    """What makes the rules table unfit to gate on, or None. ``check`` fails closed: a table whose rows were
+    replaced by ``[1, "x", null]`` or removed used to pass ``--fail-on any`` with a JUnit file of 0 tests.
+    The schema says the section is always there, and has rows unless it says ``available: false``."""
+    section = data["sections"].get("rules-summary-section")
+    if section is None:
+        return "the rules summary section (rules-summary-section) is missing"
+    if section.get("available") is False:
+        return None
+    rows = section.get("rows")
+    if not isinstance(rows, list) or not rows:
+        return "the rules summary has no rows, and does not say it is unavailable"
+    for number, row in enumerate(rows, 1):
+        where = f"rules summary row {number}"
+        if not isinstance(row, dict):
+            return f"{where} is a {_json_type(row)}, not an object"
+        if not isinstance(row.get("rule"), str) or not row["rule"].strip():
+            return f"{where} has no rule name"
+        for key in _COUNTS:
+            value = row.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    isinstance(value, int) or (math.isfinite(value) and value.is_integer())) or value < 0:
+                return f"{where} ({printable(row['rule'])}): {key} is {printable(json.dumps(value))[:40]}, not a count"
+        status = row.get("status")
+        if status is not None and status not in (*STATES, "no_data"):
+            return f"{where} ({printable(row['rule'])}): unknown status {printable(json.dumps(status))[:40]}"
+    return None
 
 
 def _json_type(value) -> str:
@@ -262,8 +299,9 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _x(value) -> str:
-    """Text for an XML attribute or element; ElementTree escapes &, <, >, quotes and newlines."""
-    return _NOT_XML.sub("\ufffd", _text(value))
+    """Text for an XML attribute or element; ElementTree escapes &, <, >, quotes and newlines; controls and
+    bidi overrides shown as escapes (``terminal_text``: CI logs print these messages)."""
+    return _NOT_XML.sub("\ufffd", printable(_text(value), lines=True))
 
 
 CAUSE_SUITE = "reportgen.causes"
@@ -302,7 +340,7 @@ def junit_xml(data: dict) -> bytes:
         for key, value in r.parameters:
             ET.SubElement(case_props, "property", {"name": _x(f"parameter.{key}"), "value": _x(value)})
         if r.status == FIRED:
-            lead = cause_line(r.cause) if r.cause else r.finding
+            lead = cause_line(r.cause, report_currency(data)) if r.cause else r.finding
             failure = ET.SubElement(case, "failure", {"message": _x(lead), "type": "RuleFired"})
             body = [lead]
             if r.cause:
@@ -359,8 +397,9 @@ NAME_CHARS = 120  # a job or node name longer than this is cut in the Markdown s
 
 def md(value, limit: int | None = None) -> str:
     """Data text made inert for inline use in Markdown: one line, HTML escaped, markup characters
-    backslash-escaped, no autolinks; cut to ``limit`` characters (with an ellipsis) when given."""
-    text = " ".join(_text(value).split())
+    backslash-escaped, no autolinks, controls and bidi overrides shown as escapes (``terminal_text``); cut
+    to ``limit`` characters (with an ellipsis) when given."""
+    text = printable(" ".join(_text(value).split()))
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
@@ -384,7 +423,7 @@ def _duration(seconds) -> str:
     return f"{seconds} s ({human})" if seconds >= 60 else human
 
 
-def _impact(finding: dict) -> str:
+def _impact(finding: dict, currency: str = "USD") -> str:
     impact = finding.get("impact") if isinstance(finding.get("impact"), dict) else {}
     risk = impact.get("risk") if isinstance(impact.get("risk"), dict) else None
     if risk is not None:
@@ -403,14 +442,22 @@ def _impact(finding: dict) -> str:
                      math.isfinite(loop) and of != "profiled steps" else "")
         text += f" ({loop_text}{share * 100:.0f} % {whole})"
     if isinstance(cost, (int, float)) and math.isfinite(cost):
-        text += f", about ${cost:,.2f}"
+        text += f", about {money_text(cost, currency)}"
     return text
 
 
-def cause_line(finding: dict) -> str:
+def cause_line(finding: dict, currency: str = "USD") -> str:
     """``input-pipeline: The input pipeline starves the GPUs, about 452 s (58 % of the job). Fix: ...``"""
     title = _text(finding.get("title")) or _text(finding.get("cause"))
-    return f"{_text(finding.get('cause'))}: {title}, {_impact(finding)}. Fix: {_text(finding.get('fix'))}"
+    return f"{_text(finding.get('cause'))}: {title}, {_impact(finding, currency)}. Fix: {_text(finding.get('fix'))}"
+
+
+def report_currency(data: dict) -> str:
+    """The currency of the price table the report's costs come from (the cost section's ``prices``)."""
+    cost = (data.get("sections") or {}).get("cost")
+    prices = cost.get("prices") if isinstance(cost, dict) else None
+    currency = prices.get("currency") if isinstance(prices, dict) else None
+    return _text(currency) or "USD"
 
 
 
@@ -444,7 +491,7 @@ def verdict_lines(data: dict) -> list[str]:
         lines += ["Nothing could be judged: too little data for any rule or utilization check.", ""]
     for number, finding in enumerate(findings[:3], 1):
         lines += [f"{number}. **{md(finding.get('title') or finding.get('cause'))}** "
-                  f"(`{md(finding.get('cause'))}`), {md(_impact(finding))}",
+                  f"(`{md(finding.get('cause'))}`), {md(_impact(finding, report_currency(data)))}",
                   f"   - Fix: {md(finding.get('fix'))}",
                   f"   - Evidence: {md('; '.join(map(_text, finding.get('evidence') or [])))}"]
     if findings:

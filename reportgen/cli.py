@@ -7,12 +7,17 @@ prints a traceback unless ``--debug`` is given. Exit codes: see ``reportgen.erro
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
+import signal
 import sys
 from pathlib import Path
 
 from reportgen import __version__, interrupts
-from reportgen.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, InputError, ReportgenError
+from reportgen.errors import (EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, InputError, ReportgenError,
+                              environment_message, expanduser)
+from reportgen.terminal_text import printable_line
 
 EXIT_CODES_HELP = ("exit codes: 0 done; 1 what --fail-on lists was found (every output was still written); "
                    "2 usage or input error (one line on stderr); 3 internal error")
@@ -215,7 +220,7 @@ def _source_options(args):
         if args.incremental:
             from reportgen.sources.s3 import default_cache_dir
 
-            cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
+            cache_root = expanduser(args.cache_dir) if args.cache_dir else default_cache_dir()
         engine = EngineOptions(scheduler=args.scheduler, cache_root=cache_root)
     return SourceOptions(cache_dir=args.cache_dir, recompute=getattr(args, "recompute", False),
                          rule_params=_rule_params(getattr(args, "config", None), getattr(args, "rule_param", [])),
@@ -269,7 +274,7 @@ def _trend(args, say) -> int:
 def _progress(quiet: bool):
     def say(message: str) -> None:
         if not quiet:
-            print(f"reportgen: {message}", file=sys.stderr, flush=True)
+            _print_line(f"reportgen: {message}")
     return say
 
 
@@ -296,7 +301,7 @@ def _ci_outputs(args, data: dict, say, regression=None) -> int:
         say(f"wrote {_name(path)}")
     code = _regression_exit(regression)
     if outcome.tripped:
-        print(f"reportgen: {outcome.tripped.message()} (exit code 1)", file=sys.stderr)
+        _print_line(f"reportgen: {outcome.tripped.message()} (exit code 1)")
         return EXIT_RULE_FIRED
     return code
 
@@ -326,7 +331,7 @@ def _run(args, say) -> int:
         regression = _check_regression(args, data)
         if not (args.junit or args.markdown or
                 (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
-            sys.stdout.write(markdown_summary(data, "\n".join(regression.markdown()) if regression else ""))
+            _write_stdout(markdown_summary(data, "\n".join(regression.markdown()) if regression else ""))
         return _ci_outputs(args, data, say, regression)
 
     from reportgen.pipeline import CostOptions, GenerateOptions, generate
@@ -346,6 +351,17 @@ def _run(args, say) -> int:
     return _ci_outputs(args, result.report, say)
 
 
+def _write_stdout(text: str) -> None:
+    """Standard output full (``> /dev/full``) or closed is an error of the environment naming it."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as err:
+        if not err.filename and not isinstance(sys.stdout, _ClosedStream):  # that one says it already
+            err.filename = "standard output"
+        raise
+
+
 def _name(path) -> str:
     return "standard output" if str(path) == "-" else str(path)
 
@@ -357,20 +373,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    _usable_standard_streams()
+    interrupted_run = [False]
     with interrupts.watch() as interrupted:
         code = _main(args, interrupted)
-    if code == EXIT_INTERRUPTED and argv is None:
+        interrupted_run[0] = bool(interrupted)
+    if code in _INTERRUPT_CODES and interrupted_run[0] and argv is None:
         # The command line's own process: leave without the interpreter's shutdown, during which a
         # library thread still inside C++ (DuckDB) can abort the process ("terminate called after
-        # throwing ..."), turning a clean Ctrl-C into SIGABRT. Every output and work folder is
+        # throwing ..."), turning a clean interrupt into SIGABRT. Every output and work folder is
         # already cleaned up by now (context managers ran while the interrupt propagated).
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)
+        _flush_quietly()
+        os._exit(code)
     return code
 
 
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # SIGINT; SIGTERM and SIGHUP end as 143 and 129 (interrupts.exit_code)
+_INTERRUPT_CODES = {interrupts.exit_code(s) for s in interrupts.STOP_SIGNALS}
 
 
 def _main(args, interrupted: list) -> int:
@@ -387,28 +406,78 @@ def _main(args, interrupted: list) -> int:
         return _run(args, say)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt) or (interrupted and isinstance(err, Exception)):
-            # Ctrl-C, also when a library turned it into another exception on its way up
-            print("reportgen: interrupted; nothing was written", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            # a stop signal, also when a library turned the KeyboardInterrupt into another exception
+            signum = interrupts.received()
+            what = "" if signum in (None, signal.SIGINT) else f" by {interrupts.name(signum)}"
+            _print_line(f"reportgen: interrupted{what}; nothing was written")
+            return interrupts.exit_code(signum)
         if not isinstance(err, Exception):
             raise
         return _failure(err, args)
 
 
 def _failure(err: Exception, args) -> int:
-    """One line on stderr for a failure, and its exit code."""
+    """One line on stderr for a failure, and its exit code: 2 for the input or the environment (the one
+    mapping: ``errors.environment_message``), 3 only for a bug of reportgen's own."""
     if isinstance(err, ReportgenError):
-        print(f"reportgen: error: {err}", file=sys.stderr)
+        _print_line(f"reportgen: error: {err}")
         return err.exit_code
-    if isinstance(err, OSError):  # the environment, not a bug: disk full, read-only or vanished files
-        where = f": {err.filename}" if err.filename else ""
-        print(f"reportgen: error: {err.strerror or err}{where}", file=sys.stderr)
+    message = environment_message(err)
+    if message is not None:
+        _print_line(f"reportgen: error: {message}")
         return EXIT_INPUT
     if args.debug:  # a bug: one line, unless asked for details
         raise err
-    print(f"reportgen: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
-          file=sys.stderr)
+    _print_line(f"reportgen: internal error: {type(err).__name__}: {err} (rerun with --debug for details)")
     return EXIT_INTERNAL
+
+
+def _print_line(line: str) -> None:
+    """The one error line, whatever state stderr is in (closed, a terminal that cannot show a character)."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        print(printable_line(line), file=stream, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+class _ClosedStream:
+    """Standard output closed by the caller (``>&-``: Python sets ``sys.stdout`` to None): writing to it
+    is an error of the environment (exit 2, one line), not an AttributeError (exit 3)."""
+
+    encoding = "utf-8"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def write(self, _text) -> int:
+        raise OSError(errno.EBADF, f"{self.name} is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, f"{self.name} is closed")
+
+
+def _usable_standard_streams() -> None:
+    """A closed stdout raises a worded OSError when written; a terminal whose encoding cannot show a
+    character (a Latin-1 terminal, a job name in Chinese) shows it escaped instead of failing the run."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream("standard output")
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(Exception):
+                reconfigure(errors="backslashreplace")
+
+
+def _flush_quietly() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
 
 
 def _record(args, say) -> int:

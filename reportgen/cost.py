@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen.errors import InputError
+from reportgen.formatting import money_text
 
 DEFAULT_REGION = "us-east-1"
 PRICES_FILE = Path(__file__).resolve().parent / "data" / "prices.toml"
@@ -108,14 +109,10 @@ def money(value: float) -> float:
     return math.floor(value * 100 + 0.5) / 100
 
 
-def money_text(value: float | None) -> str:
-    """A cost as printed: "$1.52"; "< $0.01" for a cost above zero that rounds to no cent (a short run on
-    a small instance is not free); "unknown" for None."""
-    if value is None:
-        return "unknown"
-    if 0 < value and money(value) == 0:
-        return "< $0.01"
-    return f"${money(value):.2f}"
+def cost_text(value: float | None, currency: str = "USD") -> str:
+    """A cost as printed: "$1.52", "1.52 EUR"; "< $0.01" for a cost above zero that rounds to no cent (a short
+    run on a small instance is not free); "unknown" for None."""
+    return "unknown" if value is None else money_text(value, currency, grouping=False)
 
 
 def saving_pct(cost_a: float, cost_b: float) -> float | None:
@@ -133,6 +130,7 @@ class RunCost:
     price_per_hour: float | None
     duration_s: float | None
     instance_from: str = ""  # "command line", "job description" or ""
+    currency: str = "USD"  # the price table's, shown as given
 
     @property
     def cost(self) -> float | None:
@@ -177,7 +175,7 @@ def make_run_cost(duration_s, instance_type: str | None, instance_count: int | N
                   prices: PriceTable, instance_from: str = "") -> RunCost:
     region = region or DEFAULT_REGION
     return RunCost(instance_type or None, instance_count or None, region, prices.price(instance_type, region),
-                   duration_s, instance_from)
+                   duration_s, instance_from, prices.currency)
 
 
 def price_note(prices: PriceTable) -> str:

@@ -126,3 +126,17 @@ HUMANE = {
     "us": (lambda us: human_duration(us / 1e6), "int"),
     "pct1": (pct1, "num2"),
 }
+
+
+def money_text(value, currency: str = "USD", digits: int = 2, *, grouping: bool = True) -> str:
+    """An amount in the price table's currency: ``$1,234.50`` for USD, ``1,234.50 EUR`` for any other (a
+    ``--prices`` file in euros was shown with a dollar sign); empty for a non-number. ``grouping=False``: no
+    thousands separator (the cost tables never had one: their outputs stay the same)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return ""
+    currency = str(currency or "USD").strip() or "USD"
+    step = 10.0 ** -digits
+    below = 0 < value < step / 2  # above zero, rounds to nothing: "< $0.01" (a short run is not free)
+    value = step if below else math.floor(value / step + 0.5) * step  # half up, as costs are printed
+    number = f"{value:,.{digits}f}" if grouping else f"{value:.{digits}f}"
+    return ("< " if below else "") + (f"${number}" if currency.upper() == "USD" else f"{number} {currency}")

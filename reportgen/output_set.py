@@ -98,15 +98,44 @@ def _classify(role: str, path: Path) -> Target:
 
 
 def _check_folder(target: Target) -> None:
+    """The output folder can be written: probed in it, or, when it does not exist yet, in the nearest folder
+    above it that does (nothing is created before the outputs are committed: a run that fails on its source
+    must not leave ``new/deep/`` behind)."""
     folder = target.final.parent
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{target.role} {target.path}: the output folder {folder} is a file")
+    existing = folder
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{target.role} {target.path}: cannot make the output folder {folder} "
+                         f"({existing} is a file)")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=folder, prefix=TMP_PREFIX + "probe-", delete=True)
+        probe = tempfile.NamedTemporaryFile(dir=existing, prefix=TMP_PREFIX + "probe-", delete=True)
         probe.close()
     except OSError as err:
-        raise InputError(f"{target.role} {target.path}: cannot write to {folder} ({err.strerror or err})") from None
+        raise InputError(f"{target.role} {target.path}: cannot write to {existing} ({err.strerror or err})") from None
+
+
+def _make_folders(folders: list[str]) -> list[Path]:
+    """Create the output folders that do not exist yet; returns those made, deepest first (to undo)."""
+    made: list[Path] = []
+    for folder in folders:
+        missing = []
+        path = Path(folder)
+        while not path.exists() and path.parent != path:
+            missing.append(path)
+            path = path.parent
+        for path in reversed(missing):
+            path.mkdir(exist_ok=True)
+            made.insert(0, path)
+    return made
+
+
+def _remove_made(made: list[Path]) -> None:
+    for path in made:
+        with contextlib.suppress(OSError):
+            path.rmdir()  # only when empty: another run may have put files there meanwhile
 
 
 class OutputSet:
@@ -142,10 +171,23 @@ class OutputSet:
         files replaced. Returns the targets written."""
         interrupts.check()  # Ctrl-C swallowed by a library on the way: an interrupted run writes nothing
         todo = [t for t in self.targets if t.role in contents]
-        data = {t.role: contents[t.role].encode("utf-8") if isinstance(contents[t.role], str) else contents[t.role]
-                for t in todo}
+        # backslashreplace: a source folder whose name is not UTF-8 is shown as \udcff, not a failed run
+        data = {t.role: contents[t.role].encode("utf-8", "backslashreplace") if isinstance(contents[t.role], str)
+                else contents[t.role] for t in todo}
         files = [t for t in todo if t.kind == "file"]
         folders = sorted({str(t.final.parent) for t in files})
+        try:
+            made = _make_folders(folders)
+        except OSError as err:
+            raise _write_error(err, todo) from None
+        try:
+            self._commit(todo, data, files, folders)
+        except BaseException:
+            _remove_made(made)
+            raise
+        return todo
+
+    def _commit(self, todo: list[Target], data: dict, files: list[Target], folders: list[str]) -> None:
         with contextlib.ExitStack() as locks:
             for folder in folders:  # sorted: two runs lock shared folders in the same order
                 locks.enter_context(folder_lock(Path(folder)))
@@ -160,12 +202,15 @@ class OutputSet:
                 for t in files:
                     os.replace(temps.pop(t.role), t.final)
             except OSError as err:
+                _remove_all_leftovers(folders)
                 raise _write_error(err, todo) from None
+            except BaseException:  # a stop signal between two steps: no temporary file may stay behind
+                _remove_all_leftovers(folders)
+                raise
             finally:
                 for tmp in temps.values():
                     with contextlib.suppress(OSError):
                         os.unlink(tmp)
-        return todo
 
 
 def _write_error(err: OSError, todo: list[Target]) -> InputError:
@@ -192,12 +237,17 @@ def _write_temp(final: Path, payload: bytes) -> str:
 
 def _write_in_place(target: Target, payload: bytes) -> None:
     if target.kind == "stdout":
-        out = getattr(sys.stdout, "buffer", None)
-        if out is None:
-            sys.stdout.write(payload.decode("utf-8"))
-        else:
-            out.write(payload)
-        sys.stdout.flush()
+        try:
+            out = getattr(sys.stdout, "buffer", None)
+            if out is None:
+                sys.stdout.write(payload.decode("utf-8"))
+            else:
+                out.write(payload)
+            sys.stdout.flush()
+        except OSError as err:  # full (/dev/full) or closed: name it
+            if not err.filename and "standard output" not in str(err.strerror):
+                err.filename = "standard output"
+            raise
         return
     path = os.fspath(target.path)
     flags = os.O_WRONLY | os.O_NOCTTY
@@ -217,6 +267,12 @@ def _write_in_place(target: Target, payload: bytes) -> None:
         fd = os.open(path, flags)
     with os.fdopen(fd, "wb") as handle:
         handle.write(payload)
+
+
+def _remove_all_leftovers(folders: list[str]) -> None:
+    """Every temporary file in the folders this run holds locked (its own, wherever it was interrupted)."""
+    for folder in folders:
+        _remove_leftovers(Path(folder))
 
 
 def _remove_leftovers(folder: Path) -> None:

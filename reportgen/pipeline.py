@@ -188,8 +188,9 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
                                 "raw data and PyTorch profiler traces")
         return Prepared(resolved, rule_dir, "raw data")
     if kineto:
-        return Prepared(resolved, _add_kineto(resolved, work_dir / "analysis", options, progress),
-                        "PyTorch profiler traces")
+        report_dir = _add_kineto(resolved, work_dir / "analysis", options, progress)
+        _require_trace_events(source, report_dir.parent)
+        return Prepared(resolved, report_dir, "PyTorch profiler traces")
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
 
 
@@ -243,6 +244,22 @@ def _cost_parameter(resolved, cost: CostOptions) -> dict:
     return {"instance_type": instance_type, "instance_count": count or resolved.instance_count or 1,
             "region": region or resolved.region, "prices_file": str(Path(prices_file).resolve()) if prices_file else None,
             "instance_from": "command line" if instance else "job description"}
+
+
+def _require_trace_events(source, analysis_dir: Path) -> None:
+    """A source of PyTorch profiler traces only, none of which holds a usable event, is no report (exit 2), as
+    raw SageMaker data in the same state is: it made an empty report with exit 0."""
+    from reportgen.json_file import read_json_file
+    from reportgen.kineto.outputs import KINETO_JSON
+
+    ranks = (read_json_file(analysis_dir / KINETO_JSON).get("ranks") or {}).values()
+    if any(isinstance(rank, dict) and rank.get("events") for rank in ranks):
+        return
+    quality = analysis_dir / "data-quality.json"
+    reasons = (read_json_file(quality).get("by_reason") or {}) if quality.is_file() else {}
+    why = "; ".join(f"{reason} ×{count}" for reason, count in reasons.items())
+    raise InputError(f"no usable profiler data in {source}: no PyTorch profiler trace holds a complete event"
+                     + (f" ({why})" if why else ""))
 
 
 def _add_kineto(resolved, analysis_dir: Path, options: SourceOptions, progress: Progress, client=None) -> Path:
@@ -361,7 +378,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
             staged.swap_in()
             progress(f"rule outputs kept in {kept}")
     seconds = time.perf_counter() - started
-    return GenerateResult(output, json_path, len(html.encode("utf-8")), seconds, kept, used, notes,
+    return GenerateResult(output, json_path, len(html.encode("utf-8", "backslashreplace")), seconds, kept, used, notes,
                           stats.get("system_files"), stats.get("system_files_read"), data,
                           [t.path for t in written])
 

@@ -8,6 +8,11 @@ run holds an exclusive ``flock`` on it while it exists. A run starting later rem
 of its user whose lock it can take: the kernel drops a dead process's locks, so a folder with a free
 lock belongs to no live run, however young it is (age is never the test). The folder is made under
 another name and renamed once locked, so no run can see it unlocked.
+
+The scratch space of the libraries a run uses lives there too (``scratch_env``): IPython's profile
+(``IPYTHONDIR``; it wrote ``~/.ipython`` on every run, and with an unwritable HOME leaked a new temporary
+folder into ``$TMPDIR`` per run) and Dask's ``dask-scratch-space/`` (``DASK_TEMPORARY_DIRECTORY``, which
+``--scheduler local`` left in ``$TMPDIR``). Nothing is left in HOME or ``$TMPDIR`` after a run.
 """
 
 from __future__ import annotations
@@ -56,6 +61,26 @@ def remove_stale(base: Path) -> list[str]:
     return removed
 
 
+SCRATCH_VARIABLES = {"IPYTHONDIR": "ipython", "DASK_TEMPORARY_DIRECTORY": "dask"}
+
+
+@contextlib.contextmanager
+def scratch_env(work_dir: Path):
+    """While the block runs, the environment points IPython and Dask (and the processes started meanwhile:
+    the page's worker, Dask's workers) at folders inside ``work_dir``; restored after."""
+    saved = {name: os.environ.get(name) for name in SCRATCH_VARIABLES}
+    for name, sub in SCRATCH_VARIABLES.items():
+        os.environ[name] = str(Path(work_dir) / sub)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @contextlib.contextmanager
 def work_folder(base: Path | None = None):
     """A fresh, locked work folder (removed on exit), after clearing stale ones."""
@@ -70,7 +95,8 @@ def work_folder(base: Path | None = None):
         path = fresh.with_name(PREFIX + fresh.name[len(_NEW):])
         os.rename(fresh, path)
         fresh = path
-        yield path
+        with scratch_env(path):
+            yield path
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
         if fd is not None:

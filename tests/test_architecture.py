@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "reportgen"
 # Low to high. A module may import from its own layer or any lower one. The first parts of a
 # module's dotted name (``reportgen.X``) decide its layer.
 LAYERS = (
-    {"reportgen", "errors", "problems", "atomic", "formatting", "locking", "resources", "rulebook", "cost",
+    {"reportgen", "errors", "problems", "atomic", "formatting", "terminal_text", "locking", "resources", "rulebook", "cost",
      "output_set", "workdir", "json_file", "interrupts"},
     {"traces", "sources"},  # every trace file's reading; where inputs are and how they are laid out
     {"readers"},  # raw profiler data -> tables

@@ -11,6 +11,7 @@ from reportgen import __version__
 from reportgen.formatting import format_cell
 from reportgen.report.json_output import json_safe
 from reportgen.report.model import Chart, ChartRow, Heading, Report, Table, Text
+from reportgen.terminal_text import printable
 
 SCHEMA_VERSION = "1.0"
 
@@ -33,8 +34,9 @@ _AUTOLINK = (("://", "&#58;//"), ("www.", "www&#46;"))
 def md_escape(value) -> str:
     """A data string made inert in GitHub Markdown (the comparison is meant for pull-request comments):
     HTML escaped, Markdown punctuation and ``@`` mentions / ``#`` references backslashed, URLs and
-    ``www.`` names broken so they do not autolink, newlines flattened (a table cell is one line)."""
-    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    ``www.`` names broken so they do not autolink, newlines flattened (a table cell is one line), controls
+    and bidi overrides shown as escapes (``terminal_text``)."""
+    text = printable(" ".join(str(value).split())).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
     for live, inert in _AUTOLINK:
         text = text.replace(live, inert)

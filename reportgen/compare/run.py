@@ -129,7 +129,7 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
         if json_path is not None:
             contents["--json"] = produced.read_text(encoding="utf-8")
         outputs.commit(contents)
-    return CompareResult(output, json_path, len(text.encode("utf-8")), time.perf_counter() - started, regression)
+    return CompareResult(output, json_path, len(text.encode("utf-8", "backslashreplace")), time.perf_counter() - started, regression)
 
 
 def _gate(produced: Path, threshold: float) -> Regression:

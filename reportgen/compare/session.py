@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from reportgen.errors import expanduser
 from reportgen import __version__
 from reportgen.atomic import write_text_atomic
 from reportgen.compare.build import build_comparison
@@ -44,7 +45,7 @@ class ComparisonSession(ReportSession):
 
 def _rule_dir(source: str) -> Path:
     """A ready rule-output folder as is; any other source (raw data, s3://, ARN) prepared as ``open_report`` does."""
-    folder = Path(source).expanduser()
+    folder = expanduser(source)
     found = find_rule_output_dir(folder) if folder.is_dir() else None
     if found is not None:
         return found

@@ -59,7 +59,7 @@ def load_data(raw_root: Path, problems: ProblemLog | None = None, *, scheduler: 
 
 def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=None, client=None):
     from reportgen.engine.framework_events import merge_summaries, summarize_file
-    from reportgen.engine.model import AnalysisData, time_axis
+    from reportgen.engine.model import MAX_GPU_SERIES_PER_NODE, AnalysisData, gpu_series_note, time_axis
     from reportgen.readers.ingest import TraceReduction, read_profile
 
     raw_root = Path(raw_root)
@@ -76,6 +76,9 @@ def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=Non
                              "traces)")
         t0, n_windows = time_axis(system.nodes, fw, profile.first_key_us)
         data = AnalysisData(nodes=system.nodes, events=fw.rows, t0_us=t0, n_windows=n_windows, framework=fw)
+        for node, n in gpu_series_note(system.nodes):
+            problems.add(f"node {node}", None, f"more than {MAX_GPU_SERIES_PER_NODE} GPU series on one node "
+                         f"(LoadBalancing and the timeline use the first {MAX_GPU_SERIES_PER_NODE} only)", count=n - MAX_GPU_SERIES_PER_NODE)
     except BaseException:  # an input error or an interrupt: the spilled correlation columns go now
         fw.close()
         raise
@@ -124,10 +127,17 @@ def _evaluate(data, params, progress, threads: int, timeline: bool) -> tuple[dic
             progress(f"running the {len(RULE_ORDER)} rules (2 threads)")
         events = [rule.name for rule in RULES if rule.lane == "events"]
         system = [rule.name for rule in RULES if rule.lane != "events"]
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-rules") as pool:
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-rules")
+        try:
             first = pool.submit(lane, events, timeline)
             lane(system, False)
             doc = first.result()
+        except BaseException:
+            # a stop signal (or an error) in this thread: do not wait for the other lane to finish its
+            # rule (it only computes in memory; the command line then leaves with os._exit)
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     return {name: out[name] for name in RULE_ORDER}, doc
 
 

@@ -37,6 +37,20 @@ class NodeTable(Protocol):
 
 
 SCAN_INTERVAL_US = 60_000_000
+# GPU series one node may have for the rules that compare them pairwise (LoadBalancing: GPUs² pairs per
+# window). The largest instances have 8 GPUs (16 on a few); a node with 20,000 GPU series (a 7 MB file)
+# took 4 GB and 98 s. Past this, the first ones are compared and drawn, and Data quality says so.
+MAX_GPU_SERIES_PER_NODE = 64
+
+
+def gpu_series_note(nodes: dict) -> list[tuple[str, int]]:
+    """(node, GPU series) of every node over ``MAX_GPU_SERIES_PER_NODE``."""
+    over = []
+    for node, ns in nodes.items():
+        n = list(ns.dims).count("GPUUtilization")
+        if n > MAX_GPU_SERIES_PER_NODE:
+            over.append((node, n))
+    return over
 
 
 @dataclass

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from reportgen.errors import InputError
 from reportgen.rulebook import RULES
+from reportgen.terminal_text import has_unsafe, printable
 
 PERCENT = "percent"  # 0..100
 POSITIVE = "positive"  # > 0
@@ -144,7 +145,15 @@ def _convert(rule: str, f: dataclasses.Field, value):
     if kind == ANY:
         if value is None or (isinstance(value, str) and value.strip() in ("", "None", "none", "null")):
             return None
-        return str(value)
+        text = str(value)
+        # written as a ``name:value`` line of RuleParameters, read back up to the line's first ':' (so a
+        # colon in the value is safe, e.g. Step:ModeKeys.TRAIN): a line break, the separator, would forge
+        # another parameter (``x\nstddev:999``), a control character would reach terminals. Refused before
+        # anything is written.
+        if has_unsafe(text):
+            raise InputError(f"bad value '{printable(text)}' for {where}: no line break or control character "
+                             "allowed (it is written as one name:value line)")
+        return text
     if isinstance(value, str):
         text = value.strip()
         try:

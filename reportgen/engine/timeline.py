@@ -14,6 +14,7 @@ import pandas as pd
 
 from reportgen.engine.rules.max_initialization_time import step_events
 from reportgen.engine.slow_steps import workers_slow_steps
+from reportgen.engine.model import MAX_GPU_SERIES_PER_NODE
 from reportgen.engine.stats import merged_segments
 
 BUCKETS = 600
@@ -71,6 +72,14 @@ def node_timeline(ns, budget: int = BUCKETS) -> dict:
     def idx(pred):
         return [i for i in range(len(ns.columns)) if pred(i)]
 
+    # columns by (name, dimension), in one pass: finding each GPU's two columns by a scan of all columns
+    # was columns x GPUs (20,000 GPU series on one node: hours). Past MAX_GPU_SERIES_PER_NODE the first
+    # GPUs are drawn (the engine notes it under Data quality).
+    by_series: dict = {}
+    for i in range(len(ns.columns)):
+        by_series.setdefault((ns.names[i], ns.dims[i]), []).append(i)
+    gpu_names = [ns.names[i] for i in range(len(ns.columns)) if ns.dims[i] == "GPUUtilization"]
+
     lines = {
         "cpu_total": (idx(lambda i: ns.dims[i] == "CPUUtilization"), "mean"),
         "cpu_memory": (idx(lambda i: ns.names[i] == "MemoryUsedPercent"), "mean"),
@@ -78,10 +87,9 @@ def node_timeline(ns, budget: int = BUCKETS) -> dict:
         "network_algorithm": (idx(lambda i: ns.types[i] == "network" and ns.dims[i] == "Algorithm"), "sum"),
         "network_platform": (idx(lambda i: ns.types[i] == "network" and ns.dims[i] == "Platform"), "sum"),
     }
-    for g in ns.select("GPUUtilization")[0]:
-        lines[f"{g}/GPUUtilization"] = (idx(lambda i, g=g: ns.names[i] == g and ns.dims[i] == "GPUUtilization"), "mean")
-        lines[f"{g}/GPUMemoryUtilization"] = (
-            idx(lambda i, g=g: ns.names[i] == g and ns.dims[i] == "GPUMemoryUtilization"), "mean")
+    for g in gpu_names[:MAX_GPU_SERIES_PER_NODE]:
+        lines[f"{g}/GPUUtilization"] = (by_series.get((g, "GPUUtilization"), []), "mean")
+        lines[f"{g}/GPUMemoryUtilization"] = (by_series.get((g, "GPUMemoryUtilization"), []), "mean")
     for key, (cols, how) in lines.items():
         v = _agg_series(ns, cols, how)
         if v is None:
@@ -90,7 +98,10 @@ def node_timeline(ns, budget: int = BUCKETS) -> dict:
         nd = 0 if key.startswith("network") else 2
         out["series"][key] = {"min": _r(mn[:, 0], nd), "max": _r(mx[:, 0], nd), "mean": _r(mean[:, 0], nd)}
     for key, dim in (("cpu_heatmap", "CPUUtilization"), ("gpu_heatmap", "GPUUtilization")):
-        names, mat = ns.select(dim)
+        cols = [i for i in range(len(ns.columns)) if ns.dims[i] == dim]
+        if dim == "GPUUtilization":
+            cols = cols[:MAX_GPU_SERIES_PER_NODE]
+        names, mat = [ns.names[i] for i in cols], ns.take(cols)
         if names:
             _, _, mean = _bucket_reduce(mat, bstart)
             out[key] = {"rows": names, "mean": [_r(mean[:, j], 1) for j in range(len(names))]}

@@ -120,6 +120,23 @@ WORDING = Wording(unreadable="unreadable file ({})", broken_gzip="broken gzip st
                   object_without_events="not a Chrome trace (no traceEvents array)",
                   no_events_array="not a Chrome trace (no traceEvents array)", no_events_line=None,
                   cut_line="event")
+# An event longer than this, or starting further than this from the epoch, is no time of a real job: Kineto
+# writes dur = 2**64 ns (584 years) for a kernel whose end it never saw, which made a 584-year rank span
+# with the GPU 100 % busy. Dropped and counted, as the framework reader drops times out of range; 30 days
+# is the limit the readers' clock-jump check uses (longer than SageMaker's 28-day maximum runtime).
+# Checked twice: while reading, in the file's own unit, not yet known (a ns file is told by its median time),
+# with bounds that hold for both (2**63 ns is the year 2262; 30 days in ns); then in µs once the unit is known.
+MAX_DURATION_US = 30 * 86400 * 1e6
+MAX_ABS_TS_US = 2.0**53  # year 2255 in epoch µs; a float holds every µs below it
+_RAW_MAX_DURATION = MAX_DURATION_US * 1000
+_RAW_MAX_ABS_TS = 2.0**63
+OUT_OF_RANGE = "event time out of range (longer than 30 days or beyond year 2255; dropped)"
+
+
+def _in_range(ts: float, dur: float) -> bool:
+    return -_RAW_MAX_ABS_TS < ts < _RAW_MAX_ABS_TS and dur <= _RAW_MAX_DURATION
+
+
 CHUNK_EVENTS = 50_000  # a streamed file's events held at a time
 
 
@@ -152,6 +169,7 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> KinetoTrace:
     spans = OpenSpans()  # B events waiting for their E, per (pid, tid)
     bad_time = 0
     negative = 0
+    out_of_range = 0
 
     def add(e: dict, ts: float, d: float) -> None:
         c = _CATEGORIES.get(str(e.get("cat", "")).lower(), OTHER)
@@ -192,6 +210,9 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> KinetoTrace:
             if d < 0:
                 negative += 1
                 continue
+            if not _in_range(ts, d):
+                out_of_range += 1
+                continue
             add(e, ts, d)
         elif ph == "B":
             ts = as_float(e.get("ts"), text=True)
@@ -206,10 +227,12 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> KinetoTrace:
                 problems.add(path, None, "E event without matching B")
                 continue
             begin, bts = pair
-            if ts >= bts:
-                add(begin, bts, ts - bts)
-            else:
+            if ts < bts:
                 negative += 1
+            elif not _in_range(bts, ts - bts):
+                out_of_range += 1
+            else:
+                add(begin, bts, ts - bts)
     unclosed = len(spans.unclosed())
     if unclosed:
         problems.add(path, None, "unclosed B event (no matching E; dropped)", count=unclosed)
@@ -232,13 +255,21 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> KinetoTrace:
     )
     ts_arr = np.asarray(start, dtype=np.float64)
     dur_arr = np.asarray(dur, dtype=np.float64)
-    if ts_arr.size and float(np.nanmax(ts_arr)) > NS_THRESHOLD:
+    # the unit by the typical time, not the largest: one absurd time must not make a µs file a ns one
+    if ts_arr.size and float(np.median(ts_arr)) > NS_THRESHOLD:
         trace.time_unit = "ns"
         ts_arr = ts_arr / 1000.0
         dur_arr = dur_arr / 1000.0
     base = as_float(meta.get("baseTimeNanoseconds"), text=True)
     if base is not None and ts_arr.size and float(ts_arr.max()) < 1e15:  # relative to the base
         ts_arr = ts_arr + base / 1000.0
+    keep = (np.abs(ts_arr) < MAX_ABS_TS_US) & (dur_arr <= MAX_DURATION_US)
+    out_of_range += int((~keep).sum())
+    if out_of_range:
+        problems.add(path, None, OUT_OF_RANGE, count=out_of_range)
+    if not keep.all():  # in µs now: dur = 2**64 ns (584 years) of a kernel whose end Kineto never saw
+        ts_arr, dur_arr = ts_arr[keep], dur_arr[keep]
+        cat, name, device, nbytes, tids, corrs = (np.asarray(a)[keep] for a in (cat, name, device, nbytes, tids, corrs))
     order = np.argsort(ts_arr, kind="stable")
     trace.names = list(names)
     trace.cat = np.asarray(cat, dtype=np.int8)[order]

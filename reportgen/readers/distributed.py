@@ -93,22 +93,42 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
     try:
         if sched.local:
             n = sched.workers or os.cpu_count() or 1
+            # local_directory: the run's work folder (workdir.scratch_env), not dask-scratch-space/ in $TMPDIR
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                   local_directory=os.environ.get("DASK_TEMPORARY_DIRECTORY") or None,
                                    silence_logs=logging.ERROR)
             client = Client(cluster)
         else:
+            _check_handshake(sched.address, connect_timeout)
             client = Client(sched.address, timeout=connect_timeout)
     except (OSError, TimeoutError) as err:
         if cluster is not None:
             cluster.close()
         where = "start a local Dask cluster" if sched.local else f"reach the Dask scheduler at {sched.address}"
         raise InputError(f"--scheduler: cannot {where} ({type(err).__name__}: {err})") from None
+    except (TypeError, ValueError) as err:  # tls:// without Dask's TLS settings: the configuration, not a bug
+        if cluster is not None:
+            cluster.close()
+        if sched.local:
+            raise
+        raise InputError(f"--scheduler {sched.address}: Dask cannot connect with this configuration "
+                         f"({type(err).__name__}: {err})") from None
     try:
         yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _check_handshake(address: str, timeout: float) -> None:
+    """A tcp:// scheduler must answer its handshake within ``timeout`` (``dask_probe``: Client's own
+    limit covers only the TCP connect)."""
+    from reportgen.readers.dask_probe import check_scheduler
+
+    match = re.match(r"^tcp://(?P<host>[^\s/:]+):(?P<port>\d{1,5})/?$", address)
+    if match:
+        check_scheduler(match.group("host"), int(match.group("port")), address, timeout)
 
 
 # ------------------------------------------------------------------------------------ sources

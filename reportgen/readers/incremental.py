@@ -149,9 +149,13 @@ class RecordCache:
         for meta in sorted(self.folder.glob("*.json")):
             try:
                 doc = json.loads(meta.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            except (OSError, ValueError):  # zero bytes or cut: what a crash before the rename cannot leave,
+                self._remove(meta.stem)  # but a crashed file system or a copy can; read again, not fatal
                 continue
-            if doc.get("version") != CACHE_VERSION or doc.get("source") != self.source_id:
+            if not isinstance(doc, dict) or doc.get("version") != CACHE_VERSION or doc.get("source") != self.source_id:
+                continue
+            if not _valid_doc(doc):
+                self._remove(meta.stem)
                 continue
             out.append((meta.stem, doc))
         return out
@@ -186,11 +190,19 @@ class RecordCache:
         return chosen, covered
 
     def _load(self, sid: str, doc: dict) -> Records | None:
+        """The piece's arrays, or None (then it is removed and its files read again) for anything unusable:
+        a missing, cut or foreign ``.npz``, arrays of the wrong kind or lengths."""
         try:
-            with np.load(self.folder / f"{sid}.npz") as z:
+            with np.load(self.folder / f"{sid}.npz", allow_pickle=False) as z:
                 nodes = {node: (z[f"s{i}"], z[f"t{i}"], z[f"v{i}"]) for i, node in enumerate(doc["nodes"])}
-        except (OSError, ValueError, KeyError):
+        except Exception:  # noqa: BLE001 - OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError...
             return None
+        n_keys = len(doc["keys"])
+        for s, t, v in nodes.values():
+            if not (s.ndim == t.ndim == v.ndim == 1 and len(s) == len(t) == len(v)
+                    and s.dtype.kind in "iu" and t.dtype.kind == "f" and v.dtype.kind == "f"
+                    and (not len(s) or (int(s.min()) >= 0 and int(s.max()) < n_keys))):
+                return None
         return Records(keys=[tuple(k) for k in doc["keys"]], nodes=nodes,
                        problem_counts=dict(doc.get("problem_counts", {})),
                        problem_items=[tuple(p) for p in doc.get("problem_items", [])], files_read=0)
@@ -213,13 +225,15 @@ class RecordCache:
             try:
                 with os.fdopen(fd, "wb") as handle:
                     np.savez(handle, **arrays)
+                    handle.flush()
+                    os.fsync(handle.fileno())  # whole on disk before it has its name: a crash leaves no half
                 os.replace(tmp, self.folder / f"{sid}.npz")
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
             from reportgen.atomic import write_text_atomic
 
-            write_text_atomic(self.folder / f"{sid}.json", json.dumps(doc))
+            write_text_atomic(self.folder / f"{sid}.json", json.dumps(doc), durable=True)
             self.stored += 1
         except OSError:
             self._remove(sid)
@@ -230,6 +244,21 @@ class RecordCache:
                 (self.folder / f"{sid}{suffix}").unlink()
             except OSError:
                 pass
+
+
+def _valid_doc(doc: dict) -> bool:
+    """A piece's JSON of the shape ``store`` writes (wrong types there made every later run exit 3)."""
+    def is_str_list(value, n=None):
+        return isinstance(value, list) and (n is None or len(value) == n) and all(isinstance(x, str) for x in value)
+
+    files, keys, counts, items = (doc.get(k) for k in ("files", "keys", "problem_counts", "problem_items"))
+    return (isinstance(files, list) and all(isinstance(f, list) and f and isinstance(f[0], str) for f in files)
+            and is_str_list(doc.get("nodes"))
+            and isinstance(keys, list) and all(is_str_list(k, 4) for k in keys)
+            and isinstance(counts, dict) and all(isinstance(c, int) and not isinstance(c, bool) for c in counts.values())
+            and isinstance(items, list) and all(
+                isinstance(p, list) and len(p) == 3 and isinstance(p[0], str) and isinstance(p[2], str)
+                and (p[1] is None or (isinstance(p[1], int) and not isinstance(p[1], bool))) for p in items))
 
 
 def clear_cache(cache_root: Path) -> None:

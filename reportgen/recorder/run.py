@@ -1,7 +1,7 @@
 """``reportgen record``: run a command and record the host's (and GPUs') metrics while it runs.
 
 The sampler runs in this process's main thread, waking every ``interval`` (it waits on the child,
-so the child's exit is seen at once). Ctrl-C (SIGINT) is forwarded to the child once; the recording
+so the child's exit is seen at once). SIGINT, SIGTERM and SIGHUP are forwarded to the child once; the recording
 stops when the child has exited (or after a grace period, when it is terminated), and what was
 recorded is kept. The sampler's own cost is measured as this process's CPU time over the wall time
 of the recording, and written to ``recording.json``.
@@ -9,6 +9,7 @@ of the recording, and written to ``recording.json``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -21,6 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from reportgen import interrupts
 from reportgen.errors import InputError
 from reportgen.recorder.sampler import ProcessTree, Sampler, load_nvml
 from reportgen.recorder.writer import MetricsWriter
@@ -168,15 +170,25 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
     def on_signal(signum, _frame):
         stop["signal"] = signum
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    # SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) alike, unless ignored (nohup): the
+    # command is signalled and the recording finished and kept. The handler stays until recording.json
+    # is written, so a second signal cannot cut the ending short.
+    previous = {s: signal.signal(s, on_signal) for s in interrupts.handled_signals()}
+    try:
+        return _record_child(command, out_dir, interval_s, trace_dir, sampler, writer, stop, gpu_note, progress)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler, writer, stop: dict, gpu_note: str,
+                  progress) -> RecordResult:
     started = time.time()
     wall0, cpu0 = time.monotonic(), time.process_time()
     reaped0 = _reaped_cpu_s()
     try:
         child = subprocess.Popen(command)
     except OSError as err:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
         sampler.close()
         raise InputError(f"record: cannot run {command[0]!r} ({err.strerror or err})") from None
     progress(f"recording {' '.join(command)} (pid {child.pid}) every {interval_s * 1000:.0f} ms into {out_dir}")
@@ -227,8 +239,6 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
         job_file.close()
         writer.close(ended)
         sampler.close()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
     pids = tree.pids
     # What the kernel counted for the command and the descendants it reaped, once it exited: exact, and
     # it includes the part after the last tick, which the tree's samples cannot see.
@@ -279,5 +289,6 @@ def main(args, say) -> int:
     say(f"sampler cost: {result.sampler_cpu_pct_of_one_core:.2f} % of one core "
         f"({result.sampler_cpu_s:.3f} s CPU over {result.wall_s:.1f} s); "
         f"command exit code {result.exit_code}; next: reportgen generate {result.out_dir}")
-    sys.stderr.flush()
+    with contextlib.suppress(Exception):  # the terminal may be gone (SIGHUP)
+        sys.stderr.flush()
     return result.exit_code

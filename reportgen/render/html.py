@@ -18,6 +18,13 @@ from reportgen.render import disclaimer, inprocess
 from reportgen.resources import notebook_path, plotly_js_gzip, template_dir
 
 
+# Errors of the environment a cell can raise (by name: papermill reports a cell's exception as text).
+ENVIRONMENT_ERRORS = frozenset(
+    cls.__name__ for cls in (OSError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+                             FileExistsError, InterruptedError, UnicodeError, UnicodeEncodeError, UnicodeDecodeError,
+                             MemoryError))
+
+
 def execute_notebook(parameters: dict, notebook: Path | None = None, cwd: Path | None = None):
     """Run the report notebook (or ``notebook``) with papermill and return the executed notebook (in memory:
     papermill saves nothing, neither per cell nor at the end). The cells run in this process
@@ -50,6 +57,8 @@ def execute_notebook(parameters: dict, notebook: Path | None = None, cwd: Path |
     except papermill.PapermillExecutionError as err:
         if err.ename == "InputError":
             raise InputError(err.evalue) from None
+        if err.ename in ENVIRONMENT_ERRORS:  # a full disk or $TMPDIR while a cell writes: not a bug (exit 2)
+            raise InputError(f"{err.ename}: {err.evalue}") from None
         raise RenderError(f"the analysis notebook failed in {_failed_part(err.source, err.exec_count)}: "
                           f"{err.ename}: {err.evalue}") from None
 

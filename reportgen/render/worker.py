@@ -23,7 +23,8 @@ def warm_up() -> None:
 def serve(stdin, stdout) -> int:
     from pathlib import Path
 
-    from reportgen.errors import InputError, RenderError
+    from reportgen.atomic import write_text_atomic
+    from reportgen.errors import InputError, RenderError, environment_message
 
     try:
         warm_up()
@@ -38,16 +39,20 @@ def serve(stdin, stdout) -> int:
 
         notebook = Path(request["notebook"]) if request.get("notebook") else None
         page = render_page(request["parameters"], notebook=notebook, keep_notebook=bool(request.get("ipynb")))
-        Path(request["html"]).write_text(page.html, encoding="utf-8")
+        write_text_atomic(Path(request["html"]), page.html)  # a full $TMPDIR: an OSError naming the page
         if request.get("ipynb"):
-            Path(request["ipynb"]).write_text(page.notebook, encoding="utf-8")
+            write_text_atomic(Path(request["ipynb"]), page.notebook)
         reply = {"ok": True}
     except InputError as err:
         reply = {"error": "input", "message": str(err)}
     except RenderError as err:
         reply = {"error": "render", "message": str(err)}
-    except Exception as err:  # noqa: BLE001 - reported to the run, which words it as a RenderError
-        reply = {"error": "render", "message": f"making the page failed: {type(err).__name__}: {err}"}
+    except Exception as err:  # noqa: BLE001 - a full $TMPDIR, a path this system cannot encode: the environment
+        message = environment_message(err)
+        if message is None:
+            reply = {"error": "render", "message": f"making the page failed: {type(err).__name__}: {err}"}
+        else:
+            reply = {"error": "input", "message": message}
     stdout.write(json.dumps(reply) + "\n")
     stdout.flush()
     return 0

@@ -7,6 +7,7 @@ put together here, so the block template stays free of logic.
 from __future__ import annotations
 
 from reportgen.diagnosis.causes import secs
+from reportgen.formatting import money_text
 from reportgen.report.model import Report
 
 TOP = 3
@@ -14,8 +15,10 @@ STATUS_LABELS = {"healthy": "Healthy", "problems": "Problems found", "insufficie
 DEVIATIONS_DOC = "docs/deviations.md"  # in reportgen's documentation (the report is read offline)
 
 
-def money(value) -> str:
-    return f"${value:,.2f}" if isinstance(value, (int, float)) else ""
+def currency(report: Report) -> str:
+    """The price table's currency, as the cost section recorded it (a --prices file in euros)."""
+    prices = (report.cost or {}).get("prices")
+    return str(prices.get("currency") or "USD") if isinstance(prices, dict) else "USD"
 
 
 seconds_text = secs  # one format for a duration in At a glance and in the findings' evidence
@@ -26,7 +29,7 @@ def sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def impact_text(finding, duration) -> str:
+def impact_text(finding, duration, money_in: str = "USD") -> str:
     if finding.risk is not None:
         risk = finding.risk
         parts = []
@@ -43,7 +46,7 @@ def impact_text(finding, duration) -> str:
     else:
         text = f"about {seconds_text(finding.seconds)} ({finding.share * 100:.0f} % of the job)"
     if finding.cost is not None:
-        text += f", about {money(finding.cost)}"
+        text += f", about {money_text(finding.cost, money_in)}"
     return text
 
 
@@ -77,7 +80,7 @@ def identity(report: Report) -> list[tuple[str, str]]:
             if ev.loop_s:
                 items.append(("Training loop", seconds_text(ev.loop_s)))
     if cost.get("cost_rounded") is not None:
-        items.append(("Cost", money(cost["cost_rounded"])))
+        items.append(("Cost", money_text(cost["cost_rounded"], currency(report))))
     return items
 
 
@@ -90,7 +93,7 @@ def glance(report: Report) -> dict | None:
     findings = []
     for finding in diagnosis.findings[:TOP]:
         findings.append({
-            "cause": finding.cause, "title": finding.title, "impact": impact_text(finding, duration),
+            "cause": finding.cause, "title": finding.title, "impact": impact_text(finding, duration, currency(report)),
             "evidence": sentence("; ".join(finding.evidence[:3])), "fix": finding.fix, "note": finding.note,
             "basis": finding.basis,
             "minor": not finding.counts,

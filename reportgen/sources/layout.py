@@ -18,6 +18,7 @@ import os
 import zlib
 from pathlib import Path
 
+from reportgen.errors import expanduser
 from reportgen.rulebook import RULE_ORDER
 
 PROFILER_OUTPUT = "profiler-output"  # a job's raw profiler data (and the rule's own output folder)
@@ -112,10 +113,10 @@ def is_raw_profile(path) -> bool:
 def local_job_name(source: str) -> str:
     """A local folder's own name (or its parent's, for a profiler-output/ folder) names the job; ""
     when ``source`` is no existing path."""
-    path = Path(str(source)).expanduser().resolve()
+    path = expanduser(str(source)).resolve()
     while path.name in LAYOUT_FOLDERS and path.parent != path:
         path = path.parent
-    return path.name if Path(str(source)).expanduser().exists() else ""
+    return path.name if expanduser(str(source)).exists() else ""
 
 
 def job_folder_name(path: Path) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
-from reportgen.errors import InputError
+from reportgen.errors import InputError, expanduser
 from reportgen.sources.layout import (LAYOUT_FOLDERS, PROFILER_REPORT, RAW_DIR_NAMES, RULE_DIR_NAMES,
                                       RULE_JSON_NAMES, SKIP_DIRS, TRACE_SUFFIXES, find_traces, is_framework_trace)
 from reportgen.sources.arn import JOB_PREFIX, is_job_name, job_name_of, looks_like_arn, parse_arn
@@ -65,7 +65,7 @@ def classify(source: str) -> str:
         return parse_arn(text).resource_type
     if text.lower().startswith("s3://"):
         return "s3"
-    path = Path(text).expanduser()
+    path = expanduser(text)
     if path.exists():
         return "local"
     if job_name_of(text) is not None:
@@ -105,7 +105,7 @@ def resolve_source(
     """
     kind = classify(source)
     if kind == "local":
-        return resolve_local(Path(source.strip()).expanduser(), recompute=recompute, source=source)
+        return resolve_local(expanduser(source.strip()), recompute=recompute, source=source)
     remote = _Remote(source.strip(), cache_dir, recompute, progress, session_kwargs, max_workers)
     remote.defer_system = defer_system
     remote.defer_traces = defer_traces
@@ -307,7 +307,7 @@ class _Remote:
         from reportgen.sources.s3 import default_cache_dir
 
         self.source = source
-        self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+        self.cache_root = expanduser(cache_dir) if cache_dir is not None else default_cache_dir()
         self.recompute = recompute
         self.progress = progress
         self.max_workers = max_workers

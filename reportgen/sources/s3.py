@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import urlparse
 
-from reportgen.errors import InputError
+from reportgen.errors import InputError, expanduser
 from reportgen.locking import folder_lock
 from reportgen.sources.aws import aws_errors
 
@@ -134,7 +134,7 @@ def default_cache_dir() -> Path:
     """
     env = os.environ.get("REPORTGEN_CACHE_DIR")
     if env:
-        return Path(env).expanduser()
+        return expanduser(env)
     if sys.platform == "win32":
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
         return Path(base) / "reportgen" / "Cache"
@@ -210,7 +210,7 @@ class S3Cache:
     """Mirror of S3 objects under ``root``; see the module docstring for layout and keying."""
 
     def __init__(self, root: Path, client: Any, *, max_workers: int = DEFAULT_WORKERS):
-        self.root = Path(root).expanduser()
+        self.root = expanduser(root)
         self.client = client
         self.namespace = client_namespace(client)
         self.max_workers = max(1, max_workers)

@@ -35,7 +35,12 @@ def test_parse_overrides_and_errors():
     assert ps["StepOutlier"].mode == "Step:ModeKeys.TRAIN" and ps["LoadBalancing"].threshold == 0.5
     for bad, word in [("NoSuchRule.x=1", "NoSuchRule"), ("BatchSize.nope=1", "BatchSize.nope"),
                       ("BatchSize.window=abc", "BatchSize.window"), ("BatchSize.window=2.5", "BatchSize.window"),
-                      ("CPUBottleneck.threshold=150", "CPUBottleneck.threshold"), ("BatchSize", "BatchSize")]:
+                      ("CPUBottleneck.threshold=150", "CPUBottleneck.threshold"), ("BatchSize", "BatchSize"),
+                      # a line break in a value forged another RuleParameters line (issue #30)
+                      ("StepOutlier.mode=x\nstddev:999", "StepOutlier.mode"),
+                      ("StepOutlier.mode=TRAIN\rstddev:999", "StepOutlier.mode"),
+                      ("StepOutlier.mode=\x1b]0;pwned\x07", "StepOutlier.mode"),
+                      ("StepOutlier.mode=TRAIN\u2028n_outliers:0", "StepOutlier.mode")]:
         with pytest.raises(InputError) as e:
             parse_overrides([bad])
         assert word in str(e.value) and "\n" not in str(e.value)
@@ -50,6 +55,10 @@ def test_load_config_toml_and_yaml(tmp_path):
     (tmp_path / "bad.yaml").write_text("GPUMemoryIncrease:\n  bogus: 10\n")
     with pytest.raises(InputError, match="GPUMemoryIncrease.bogus"):
         load_config(tmp_path / "bad.yaml")
+    (tmp_path / "forged.toml").write_text('[StepOutlier]\nmode = "TRAIN\\nstddev:999"\n')
+    with pytest.raises(InputError, match="StepOutlier.mode: no line break") as err:
+        load_config(tmp_path / "forged.toml")
+    assert "\n" not in str(err.value) and "TRAIN\\x0astddev:999" in str(err.value)
 
 
 def _raw(tmp_path: Path) -> Path:

@@ -25,8 +25,14 @@ def _impact(finding) -> str:
     return f"{finding.seconds:.0f} s ({finding.share * 100:.0f} %)"
 
 
+def delta_text(delta: float) -> str:
+    """``+12 s`` / ``-3 s``; a delta that rounds to zero is ``0 s`` (it was printed ``-0 s`` or ``+0 s``)."""
+    shown = f"{delta:+.0f}"
+    return f"{'0' if float(shown) == 0 else shown} s"
+
+
 def _seconds(value) -> str:
-    return f"{value:+.0f} s".replace("-", "\u2212")
+    return delta_text(value).replace("-", "\u2212")  # a true minus sign in the table
 
 
 def _measured(a: Side, b: Side) -> float | None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from reportgen.compare.side import Side
-from reportgen.cost import PriceTable, RunCost, compare_costs, make_run_cost, money_text, price_note
+from reportgen.cost import PriceTable, RunCost, compare_costs, cost_text, make_run_cost, price_note
+from reportgen.formatting import money_text
 from reportgen.report.model import Section, Table, Text
 
 
@@ -16,12 +17,12 @@ def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCo
     saving = compare_costs(ca, cb)
 
     def money(run: RunCost):
-        return money_text(run.cost)
+        return cost_text(run.cost, run.currency)
 
     rows = []
     for label, run in (("A", ca), ("B", cb)):
         rows.append([label, run.instance_type or "unknown", run.instance_count, run.region,
-                     f"${run.price_per_hour:.3f}" if run.price_per_hour is not None else "unknown",
+                     money_text(run.price_per_hour, run.currency, 3, grouping=False) if run.price_per_hour is not None else "unknown",
                      run.duration_s, money(run), run.instance_from or ""])
     section.add(Text("Cost per run = job duration × instance count × hourly price ÷ 3600, from the profiled "
                      "job duration (not AWS's billed time, which also counts the instance start-up)."))
@@ -30,8 +31,8 @@ def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCo
                       rows, ["text", "text", "int", "text", "num2", "int", "num2", "text"]))
     if saving["saving"] is not None:
         more = saving["saving"] < 0
-        section.add(Text(f"B costs {money(cb)} per run against {money(ca)} for A: " + saving_words(saving) + ".",
-                         tone="finding" if more else "ok"))
+        section.add(Text(f"B costs {money(cb)} per run against {money(ca)} for A: " + saving_words(saving, cb.currency)
+                         + ".", tone="finding" if more else "ok"))
     else:
         for label, run in (("A", ca), ("B", cb)):
             if run.cost is None:
@@ -42,7 +43,7 @@ def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCo
     return section, ca, cb, saving
 
 
-def saving_words(saving: dict) -> str:
+def saving_words(saving: dict, currency: str = "USD") -> str:
     """"a saving of $5.09 per run, 82.6 % (from the rounded costs; 82.7 % from the unrounded ones)"; from the
     unrounded costs alone when A's rounds to no cent (no percentage of $0.00)."""
     more, pct, rounded_pct = saving["saving"] < 0, saving["saving_pct"], saving["saving_pct_from_rounded"]
@@ -52,5 +53,5 @@ def saving_words(saving: dict) -> str:
         change = f"{abs(pct):.1f} % more" if more else f"{pct:.1f} % less"
         return f"{change} (from the unrounded costs: A's rounds to no cent)"
     change = (f"{abs(rounded_pct):.1f} % more" if more else
-              f"a saving of ${saving['saving_rounded']:.2f} per run, {rounded_pct:.1f} %")
+              f"a saving of {money_text(saving['saving_rounded'], currency, grouping=False)} per run, {rounded_pct:.1f} %")
     return f"{change} (from the rounded costs; {abs(pct):.1f} % from the unrounded ones)"

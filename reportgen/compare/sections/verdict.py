@@ -7,7 +7,8 @@ from reportgen.compare.common import signed
 from reportgen.compare.regression import judge
 from reportgen.compare.sections.causes import compare_causes
 from reportgen.compare.side import Side
-from reportgen.cost import RunCost, money_text
+from reportgen.cost import RunCost, cost_text
+from reportgen.formatting import money_text
 from reportgen.report.model import Section, Text
 
 SAME_TIME_PCT = 5.0  # durations within this many % count as "about the same"
@@ -59,13 +60,13 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         sentences.append(f"The 95th percentile of {metric} utilization {how}.")
     data["utilization_p95"] = util
     if saving.get("saving") is not None:
-        costs = f"A run of B costs {money_text(cb.cost)} instead of {money_text(ca.cost)}"
+        costs = f"A run of B costs {cost_text(cb.cost, cb.currency)} instead of {cost_text(ca.cost, ca.currency)}"
         pct = saving["saving_pct_from_rounded"]
         pct = pct if pct is not None else saving["saving_pct"]  # A's cost rounds to no cent
         if pct is None:
             sentences.append(f"{costs}.")
         elif saving["saving"] >= 0:
-            saved = (f"${saving['saving_rounded']:.2f}" if saving["saving_rounded"] or not saving["saving"]
+            saved = (money_text(saving['saving_rounded'], cb.currency, grouping=False) if saving["saving_rounded"] or not saving["saving"]
                      else "less than a cent")
             sentences.append(f"{costs}: {pct:.1f} % less ({saved} saved per run).")
         else:

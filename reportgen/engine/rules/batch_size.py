@@ -15,11 +15,22 @@ from reportgen.engine.rules._common import result
 from reportgen.engine.stats import box, percentile_windows, window_ends
 
 
-def _col(ns, data, dim, name):
-    names, mat = ns.select(dim, name)
-    if not names:
+def _columns(ns, dim):
+    """``name -> column`` of a dimension, selected once (the first column of each name, as a select by name
+    gives): selecting by name per GPU scanned every column once per GPU, 20,000 GPU series on one node
+    took 98 s and 4 GB."""
+    names, mat = ns.select(dim)
+    first: dict = {}
+    for j, name in enumerate(names):
+        first.setdefault(name, j)
+    return names, mat, first
+
+
+def _col(ns, data, columns, name):
+    _, mat, first = columns
+    if name not in first:
         return None
-    col = mat[:, 0]
+    col = mat[:, first[name]]
     ok = ~np.isnan(col)
     return col[ok], data.window_of_s(ns.tick_ts[ok])
 
@@ -46,9 +57,10 @@ def evaluate(data, params: BatchSizeParams | None = None) -> dict:
         cpu_win = data.window_of_s(ns.tick_ts[has])
         datapoints = len(cpu_total)
         gpus = []
-        for gname in ns.select("GPUUtilization")[0]:
-            util = _col(ns, data, "GPUUtilization", gname)
-            mem = _col(ns, data, "GPUMemoryUtilization", gname)
+        utils, mems = _columns(ns, "GPUUtilization"), _columns(ns, "GPUMemoryUtilization")
+        for gname in utils[0]:
+            util = _col(ns, data, utils, gname)
+            mem = _col(ns, data, mems, gname)
             if mem is None or len(mem[0]) == 0:
                 continue
             gpus.append((gname, util, mem, window_ends(util[1], nw), window_ends(mem[1], nw)))

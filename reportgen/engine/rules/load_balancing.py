@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reportgen.engine.model import MAX_GPU_SERIES_PER_NODE
 from reportgen.engine.params import LoadBalancingParams
 from reportgen.engine.rules._common import result
 from reportgen.engine.stats import pairwise_sum_rows
@@ -71,9 +72,12 @@ def evaluate(data, params: LoadBalancingParams | None = None) -> dict:
     violations = 0
     datapoints = 0
     for node, ns in data.nodes.items():
-        names, mat = ns.select("GPUUtilization")
-        if not names:
+        # the node's GPU series, as select("GPUUtilization") gives them, but no more than the cap: pairs grow
+        # as GPUs², so past it only the first ones are compared (the engine notes it under Data quality)
+        idx = [i for i, dim in enumerate(ns.dims) if dim == "GPUUtilization"][:MAX_GPU_SERIES_PER_NODE]
+        if not idx:
             continue
+        names, mat = [ns.names[i] for i in idx], ns.take(idx)
         win = data.window_of_s(ns.tick_ts)
         cum = np.empty((len(names), nw, nb), np.int64)  # gpu x window x bin: cumulative histograms
         for j in range(len(names)):

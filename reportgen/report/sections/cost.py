@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from reportgen.cost import load_prices, make_run_cost, money_text, price_note
+from reportgen.cost import cost_text, load_prices, make_run_cost, price_note
+from reportgen.formatting import money_text
 from reportgen.report.model import Section, Table, Text
 
 
@@ -19,10 +20,11 @@ def build(duration_s, instance_type: str | None, instance_count: int | None, reg
         section.data.update(data)
         return section
     section.add(Text(f"This run on {run.instance_count} × {run.instance_type} ({run.region}) for "
-                     f"{run.duration_s:g} s cost about {money_text(run.cost)}."))
+                     f"{run.duration_s:g} s cost about {cost_text(run.cost, run.currency)}."))
     section.add(Table("run-cost", ["Instance type", "Count", "Region", "Price per hour", "Duration (s)", "Cost"],
-                      [[run.instance_type, run.instance_count, run.region, f"${run.price_per_hour:.3f}",
-                        run.duration_s, money_text(run.cost)]],
+                      [[run.instance_type, run.instance_count, run.region,
+                        money_text(run.price_per_hour, run.currency, 3, grouping=False),
+                        run.duration_s, cost_text(run.cost, run.currency)]],
                       ["text", "int", "text", "text", "int", "text"]))
     section.add(Text(price_note(prices), tone="note"))
     section.data = data
