@@ -135,8 +135,9 @@ def money_text(value, currency: str = "USD", digits: int = 2, *, grouping: bool 
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return ""
     currency = str(currency or "USD").strip() or "USD"
-    step = 10.0 ** -digits
-    below = 0 < value < step / 2  # above zero, rounds to nothing: "< $0.01" (a short run is not free)
-    value = step if below else math.floor(value / step + 0.5) * step  # half up, as costs are printed
+    scale = 10 ** digits
+    rounded = math.floor(value * scale + 0.5) / scale  # half up, as costs are printed
+    below = 0 < value and rounded == 0  # above zero, rounds to nothing: "< $0.01" (a short run is not free)
+    value = 1 / scale if below else rounded
     number = f"{value:,.{digits}f}" if grouping else f"{value:.{digits}f}"
     return ("< " if below else "") + (f"${number}" if currency.upper() == "USD" else f"{number} {currency}")

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from reportgen.cost import money_text
+from reportgen.cost import cost_text
 from tests.conftest import ROOT
 from testdata.synthetic import Scenario, generate
 
@@ -38,12 +38,13 @@ def recordings(tmp_path_factory):
 
 
 def test_money_text_below_a_cent():
-    assert money_text(0.0001) == "< $0.01"
-    assert money_text(0.004999) == "< $0.01"
-    assert money_text(0.005) == "$0.01"  # half up, as printed elsewhere
-    assert money_text(0.0) == "$0.00"
-    assert money_text(1.519375) == "$1.52"
-    assert money_text(None) == "unknown"
+    assert cost_text(0.0001) == "< $0.01"
+    assert cost_text(0.004999) == "< $0.01"
+    assert cost_text(0.005) == "$0.01"  # half up, as printed elsewhere
+    assert cost_text(0.0) == "$0.00"
+    assert cost_text(1.519375) == "$1.52"
+    assert cost_text(None) == "unknown"
+    assert cost_text(0.0001, "EUR") == "< 0.01 EUR"  # the prices file's currency, as given
 
 
 def test_compare_of_two_short_recordings_with_prices_to_stdout(recordings):
