@@ -119,3 +119,17 @@ def test_on_dask_a_rank_of_several_files_is_read_by_one_task_per_file_and_merged
     assert stats[0].bytes == sum(p.stat().st_size for p in copies[:3])
     workers = set(dask_cluster.run(os.getpid).values())
     assert {s.worker_pid for s in stats} <= workers
+
+
+def _worker_config() -> tuple:
+    import dask
+
+    return (dask.config.get("distributed.worker.profile.enabled"), dask.config.get("distributed.admin.tick.interval"))
+
+
+def test_a_local_cluster_runs_its_workers_without_the_statistical_profiler():
+    pytest.importorskip("distributed")
+    from reportgen.readers.distributed import dask_client, parse_scheduler
+
+    with dask_client(parse_scheduler("local:1")) as client:
+        assert list(client.run(_worker_config).values()) == [(False, "500ms")]
