@@ -79,7 +79,8 @@ def build_set(copies: int, distinct: bool) -> Path:
     folder.mkdir(parents=True)
     raw = src.read_bytes()
     text = gzip.decompress(raw) if distinct else b""
-    info = re.search(rb'"distributedInfo": \{"backend": "nccl", "rank": 0, "world_size": 1,', text[:65536]) if distinct else None
+    pattern = rb'"distributedInfo": \{"backend": "nccl", "rank": 0, "world_size": 1,'
+    info = re.search(pattern, text[:65536]) if distinct else None
     if distinct and info is None:
         raise SystemExit("the fixture's distributedInfo is not where this benchmark expects it")
     for i, path in enumerate(names):
@@ -122,7 +123,8 @@ class TcpCluster:
         dask = str(bin_dir / "dask") if (bin_dir / "dask").exists() else "dask"
         self.log = tempfile.TemporaryFile()
         self.procs = [psutil.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                    "--dashboard-address", ":0", "--no-show"], stdout=self.log, stderr=subprocess.STDOUT)]
+                                    "--dashboard-address", ":0", "--no-show"], stdout=self.log,
+                                   stderr=subprocess.STDOUT)]
         time.sleep(1.0)
         self.procs.append(psutil.Popen([dask, "worker", self.address, "--nworkers", str(workers), "--nthreads", "1",
                                         "--host", "127.0.0.1", "--no-dashboard"], stdout=self.log,

@@ -22,14 +22,16 @@ with its frozen output on every fixture trace set).
 
 How (docs/distributed.md, "PyTorch profiler traces"):
 
-1. **Plan** without reading anything: a task per torch worker (``<host>_<pid>`` in torch's file
-   names: one process, its profiling cycles), else per file.
-2. **Reduce** (:func:`reduce_task`, on a worker or here): read the task's files, group them into
+1. **Plan** from the file names and each file's first 64 KiB (:func:`probe_rank`): a task per
+   ``distributedInfo.rank`` and per torch worker (``<host>_<pid>`` in torch's file names: one process,
+   its profiling cycles), else per file; so a rank's files are normally one task and read once.
+2. **Reduce** (:func:`reduce_task`, on a worker or here; on Dask a task of several files is one
+   :func:`read_file` task per file, on any worker, then :func:`reduce_reads`): read the task's files, group them into
    ranks exactly as ``reportgen.kineto.ranks`` does, merge each rank's cycles, ``analyze_trace`` it,
    and keep every distinct kernel and CPU-operator name with its total and count (not only the
    rank's top 15: that is what makes the job-wide top 15 exact).
-3. **Merge**: a rank whose files ended up in more than one task (two files with one
-   ``distributedInfo.rank``, two workers of one rank) is reduced again from all its files at once,
+3. **Merge**: a rank whose files ended up in more than one task (its rank written after the events,
+   two workers of one rank, S3 keys) is reduced again from all its files at once,
    as one task, so it is merged exactly as before. Then the labels, the straggler, and the job-wide
    tables (``job`` in kineto.json): per-name sums over the ranks in rank order, top 15.
 """
