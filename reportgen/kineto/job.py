@@ -22,14 +22,16 @@ with its frozen output on every fixture trace set).
 
 How (docs/distributed.md, "PyTorch profiler traces"):
 
-1. **Plan** without reading anything: a task per torch worker (``<host>_<pid>`` in torch's file
-   names: one process, its profiling cycles), else per file.
-2. **Reduce** (:func:`reduce_task`, on a worker or here): read the task's files, group them into
+1. **Plan** from the file names and each file's first 64 KiB (:func:`probe_rank`): a task per
+   ``distributedInfo.rank`` and per torch worker (``<host>_<pid>`` in torch's file names: one process,
+   its profiling cycles), else per file; so a rank's files are normally one task and read once.
+2. **Reduce** (:func:`reduce_task`, on a worker or here; on Dask a task of several files is one
+   :func:`read_file` task per file, on any worker, then :func:`reduce_reads`): read the task's files, group them into
    ranks exactly as ``reportgen.kineto.ranks`` does, merge each rank's cycles, ``analyze_trace`` it,
    and keep every distinct kernel and CPU-operator name with its total and count (not only the
    rank's top 15: that is what makes the job-wide top 15 exact).
-3. **Merge**: a rank whose files ended up in more than one task (two files with one
-   ``distributedInfo.rank``, two workers of one rank) is reduced again from all its files at once,
+3. **Merge**: a rank whose files ended up in more than one task (its rank written after the events,
+   two workers of one rank, S3 keys) is reduced again from all its files at once,
    as one task, so it is merged exactly as before. Then the labels, the straggler, and the job-wide
    tables (``job`` in kineto.json): per-name sums over the ranks in rank order, top 15.
 """
@@ -37,9 +39,12 @@ How (docs/distributed.md, "PyTorch profiler traces"):
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,8 +57,8 @@ from reportgen.problems import DataProblem, ProblemLog
 from reportgen.readers.distributed import PieceStats as TaskStats
 from reportgen.readers.distributed import S3System, download_objects, peak_rss
 
-__all__ = ["RankSummary", "S3System", "TaskResult", "TaskStats", "analyze_traces", "job_tables", "plan_tasks",
-           "reduce_task", "straggler_summary"]
+__all__ = ["FileRead", "RankSummary", "S3System", "TaskResult", "TaskStats", "analyze_traces", "job_tables",
+           "plan_tasks", "probe_rank", "read_file", "reduce_reads", "reduce_task", "straggler_summary"]
 
 
 @dataclass
@@ -80,17 +85,98 @@ class TaskResult:
 # ------------------------------------------------------------------------------------ plan
 
 
-def plan_tasks(files: list[str]) -> list[list[int]]:
+def plan_tasks(files: list[str], ranks: list[int | None] | None = None) -> list[list[int]]:
     """File indices per task, without reading a file: torch's worker name (``<worker>.<ns>.pt.trace.json``)
-    groups a process's cycles, any other file is a task of its own; tasks in the order of their first file."""
-    tasks: dict[tuple, list[int]] = {}
+    groups a process's cycles, any other file is a task of its own; ``ranks`` (:func:`probe_rank` of each
+    file, None where unknown) also puts the files of one ``distributedInfo.rank`` in one task, so that a
+    rank is never reduced twice. Tasks in the order of their first file, files in job order."""
+    parent = list(range(len(files)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[tuple, int] = {}
     for i, name in enumerate(files):
         worker = worker_of(Path(str(name)))
-        tasks.setdefault(("worker", worker) if worker is not None else ("file", i), []).append(i)
+        keys = [("worker", worker)] if worker is not None else []
+        if ranks is not None and ranks[i] is not None:
+            keys.append(("rank", ranks[i]))
+        for key in keys:
+            a, b = root(first.setdefault(key, i)), root(i)
+            parent[max(a, b)] = min(a, b)
+    tasks: dict[int, list[int]] = {}
+    for i in range(len(files)):
+        tasks.setdefault(root(i), []).append(i)
     return list(tasks.values())
 
 
+PROBE_BYTES = 64 * 1024  # compressed bytes read from the start of a file to find its distributedInfo
+PROBE_TEXT = 256 * 1024  # at most this much text decompressed from them (a gzip bomb stays small)
+_INFO = re.compile(rb'"distributedInfo"\s*:\s*')
+
+
+def probe_rank(path) -> int | None:
+    """``distributedInfo.rank`` when the file states it before its events (torch writes it in the header),
+    from the first 64 KiB only; None when it is not there, not a number, or the file cannot be read. A
+    prediction for the plan only: the reduction still groups by what the whole read finds."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(PROBE_BYTES)
+        if head[:2] == b"\x1f\x8b":
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, PROBE_TEXT)
+        head = head.split(b'"traceEvents"', 1)[0]
+        match = _INFO.search(head)
+        if match is None:
+            return None
+        info, _ = json.JSONDecoder().raw_decode(head[match.end():].decode("utf-8", "replace"))
+    except (OSError, ValueError, zlib.error):
+        return None
+    rank = info.get("rank") if isinstance(info, dict) else None
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+
 # ------------------------------------------------------------------------------------ reduce (worker side)
+
+
+@dataclass
+class FileRead:
+    """One file read into columns (:func:`read_file`): on Dask, a rank's files are read by separate
+    tasks, on any worker, and these go to the one task that merges the rank."""
+
+    index: int  # the job's file index
+    display: str  # how data problems name the file (local path or s3:// URI)
+    trace: object  # KinetoTrace, or None when the S3 key was unsafe (not fetched)
+    problems: tuple[dict, list[DataProblem]]
+    bytes: int = 0
+    seconds: float = 0.0
+    peak_rss: int = 0
+
+
+def read_file(index: int, name: str, cap: int, s3: S3System | None = None) -> FileRead:
+    """Read one trace file (a local path, or an S3 key the worker fetches into a temporary folder it then
+    deletes) into its columns. Never raises on bad content (the reader records it); S3 errors do."""
+    started = time.perf_counter()
+    log = ProblemLog(cap)
+    with contextlib.ExitStack() as stack:
+        if s3 is not None:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reportgen-traces-")))
+            path, display = dict(download_objects(s3, [name], tmp)).get(name), f"s3://{s3.bucket}/{name}"
+        else:
+            path, display = Path(name), str(Path(name))
+        if path is None:
+            log.add(display, None, "unsafe S3 key (not fetched)")
+            return FileRead(index, display, None, (dict(log.counts), log.items), 0, time.perf_counter() - started)
+        trace = read_trace(path, log)
+        nbytes = 0
+        with contextlib.suppress(OSError):
+            nbytes = path.stat().st_size
+    if display != str(path):
+        log.items = [DataProblem(display if p.file == str(path) else p.file, p.line, p.reason) for p in log.items]
+    return FileRead(index, display, trace, (dict(log.counts), log.items), nbytes, time.perf_counter() - started,
+                    peak_rss())
 
 
 def reduce_task(files: list[tuple[int, str]], cap: int, s3: S3System | None = None,
@@ -98,50 +184,36 @@ def reduce_task(files: list[tuple[int, str]], cap: int, s3: S3System | None = No
     """Read ``files`` (job index, local path or S3 key), group them into ranks and reduce each rank.
     ``one_rank``: the files are one rank (the client's regrouping), no grouping. Never raises on bad
     content (the reader records it); S3 errors do."""
+    return reduce_reads([read_file(i, name, cap, s3) for i, name in files], one_rank)
+
+
+def reduce_reads(reads: list[FileRead], one_rank: bool = False) -> TaskResult:
+    """Group files already read into ranks and reduce each rank (the second half of :func:`reduce_task`)."""
     started = time.perf_counter()
-    problems: dict[int, tuple[dict, list[DataProblem]]] = {}
-    with contextlib.ExitStack() as stack:
-        if s3 is not None:
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reportgen-traces-")))
-            fetched: dict[str, Path] = {}
-            for i, key in files:  # a folder per file: two keys may share a name
-                fetched.update(download_objects(s3, [key], tmp / str(i)))
-            located = [(i, fetched.get(key), f"s3://{s3.bucket}/{key}") for i, key in files]
-        else:
-            located = [(i, Path(name), str(Path(name))) for i, name in files]
-        traces, index, shown = [], {}, {}
-        nbytes = 0
-        for i, path, display in located:
-            log = ProblemLog(cap)
-            if path is None:
-                log.add(display, None, "unsafe S3 key (not fetched)")
-                problems[i] = (dict(log.counts), log.items)
-                continue
-            trace = read_trace(path, log)
-            with contextlib.suppress(OSError):
-                nbytes += path.stat().st_size
-            if display != str(path):
-                log.items = [DataProblem(display if p.file == str(path) else p.file, p.line, p.reason) for p in log.items]
-            problems[i] = (dict(log.counts), log.items)
-            index[id(trace)], shown[id(trace)] = i, display
-            traces.append(trace)
-        if one_rank:
-            cycle_order(traces)
-            groups = [(rank_key(traces[0]), traces)] if traces else []
-        else:
-            groups = group_traces_keyed(traces)
-        del traces  # each group's files go as soon as the group is merged
-        ranks = []
-        for key, group in groups:
-            members = [index[id(t)] for t in group]
-            label, first_name, first_file = rank_label(group), group[0].path.name, shown[id(group[0])]
-            rank = merge_cycles(group)
-            group.clear()
-            ranks.append(RankSummary(key, members, label, first_name, first_file, list(rank.workers),
-                                     analyze_trace(rank), totals_by_name(rank)))
-            del rank
-    stats = TaskStats(files=len(files), bytes=nbytes, seconds=time.perf_counter() - started, worker_pid=os.getpid(),
-                      peak_rss=peak_rss())
+    problems = {read.index: read.problems for read in reads}
+    traces = [read.trace for read in reads if read.trace is not None]
+    index = {id(read.trace): read.index for read in reads if read.trace is not None}
+    shown = {id(read.trace): read.display for read in reads if read.trace is not None}
+    if one_rank:
+        cycle_order(traces)
+        groups = [(rank_key(traces[0]), traces)] if traces else []
+    else:
+        groups = group_traces_keyed(traces)
+    del traces  # each group's files go as soon as the group is merged
+    ranks = []
+    for key, group in groups:
+        members = [index[id(t)] for t in group]
+        label, first_name, first_file = rank_label(group), group[0].path.name, shown[id(group[0])]
+        rank = merge_cycles(group)
+        group.clear()
+        ranks.append(RankSummary(key, members, label, first_name, first_file, list(rank.workers),
+                                 analyze_trace(rank), totals_by_name(rank)))
+        del rank
+    read_seconds = sum(read.seconds for read in reads)
+    stats = TaskStats(files=len(reads), bytes=sum(read.bytes for read in reads),
+                      seconds=read_seconds + time.perf_counter() - started, worker_pid=os.getpid(),
+                      peak_rss=max([peak_rss(), *(read.peak_rss for read in reads)]))
+    reads.clear()
     return TaskResult(ranks, problems, stats)
 
 
@@ -170,20 +242,30 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
         if client is None:
             results = [reduce_task(job, problems.cap, s3, one_rank) for job in jobs]
         else:
-            futures = [client.submit(reduce_task, job, problems.cap, s3, one_rank, pure=False) for job in jobs]
+            # A task of several files (a rank's cycles) reads each file in a task of its own, so the
+            # files are read on every worker at once; one task then merges and analyses the rank.
+            # Submitted in order, each reduction before the next task's reads: Dask runs it first.
+            futures, reads = [], []
+            for job in jobs:
+                if len(job) == 1:
+                    futures.append(client.submit(reduce_task, job, problems.cap, s3, one_rank, pure=False))
+                    continue
+                parts = [client.submit(read_file, i, name, problems.cap, s3, pure=False) for i, name in job]
+                reads += parts
+                futures.append(client.submit(reduce_reads, parts, one_rank, pure=False))
             try:
                 results = client.gather(futures)
             except Exception as err:
                 _explain_dask_failure(err)
                 raise
             finally:
-                for future in futures:
+                for future in futures + reads:
                     future.release()
         if stats is not None:
             stats.extend(r.stats for r in results)
         return results
 
-    results = run(plan_tasks(names), False)
+    results = run(plan_tasks(names, None if s3 is not None else [probe_rank(name) for name in names]), False)
     per_file = {i: found for result in results for i, found in result.problems.items()}
     for i in sorted(per_file):  # in file order, as a sequential read records them
         counts, items = per_file[i]

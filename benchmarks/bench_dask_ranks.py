@@ -1,0 +1,280 @@
+#!/usr/bin/env python
+"""Does ``--scheduler`` make a PyTorch trace job faster? One process against ``local:2`` and against a
+``tcp://`` cluster of two worker processes, on copies of a real GPU rank, interleaved (issue #33).
+
+    python benchmarks/bench_dask_ranks.py [--copies 24,96] [--rounds 3] [--modes single,local:2,tcp]
+        [--base CHECKOUT] [--json FILE]
+
+The sets are built under ``benchmarks/data/`` (git-ignored) from ``../shared/fixtures/raw/hta-resnet-v100-1gpu``
+(one real rank: 68,692 events, 1.15 MB gzip'd, 15.4 MB of JSON):
+
+* ``hta-copies-N``: N byte-identical copies named ``rank-<i>.<...>.pt.trace.json.gz`` (the issue's set). Every
+  copy says ``distributedInfo.rank`` 0, so the job is **one rank of N cycles**: N files to read, one merge;
+* ``hta-ranks-N`` (``--distinct``): the same copies with ``distributedInfo.rank`` set to ``i`` (``world_size``
+  N): N ranks of one file each.
+
+Each run is a whole fresh ``python -m reportgen analyze SET -o OUT`` process (interpreter, imports and, for
+``local:2``, the cluster's start all count). Rounds are interleaved (each round runs every mode once, the
+order rotating), since the machine may be shared. Per run:
+
+* **wall**; **CPU** (user + system) of the client process alone (its last ``psutil`` sample, read every
+  50 ms) and of the workers (``local:2``: every descendant, from ``RUSAGE_CHILDREN`` less the client;
+  ``tcp``: the worker processes' CPU counters before and after the run);
+* **client peak** (``VmHWM``, the kernel's high-water mark) and each worker's peak;
+* the 1-minute load average before the run (``uptime``), the machine's number of cores.
+
+The reportgen trees measured are byte-compiled first, as ``pip install`` leaves a package: where
+``PYTHONDONTWRITEBYTECODE`` is set (this machine), a source checkout would otherwise compile every module it
+imports in every process, and ``local:2`` has three of them (the client and two workers).
+
+The ``tcp`` mode starts ``dask scheduler`` and ``dask worker --nworkers 2 --nthreads 1`` on 127.0.0.1 once
+(not timed: an existing cluster), and runs ``--scheduler tcp://127.0.0.1:PORT``. ``--base CHECKOUT``
+also runs another checkout's reportgen (``base-single``, ``base-local:2``: e.g. ``git worktree add
+/tmp/base main``). At the end: the medians, the ratio of each mode's median wall to ``single``'s, and
+whether ``kineto.json``, ``StepOutlier.json`` and ``data-quality.json`` are byte-equal across modes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT.parent / "shared" / "fixtures" / "raw" / "hta-resnet-v100-1gpu"
+DATA = ROOT / "benchmarks" / "data"
+OUTPUTS = ("kineto.json", "StepOutlier.json", "data-quality.json")
+
+
+def _source() -> Path:
+    found = sorted(FIXTURE.glob("*.pt.trace.json.gz"))
+    if not found:
+        raise SystemExit(f"no trace in {FIXTURE} (the shared fixtures)")
+    return found[0]
+
+
+def build_set(copies: int, distinct: bool) -> Path:
+    """The set's folder under benchmarks/data/, made once (see the module docstring)."""
+    src = _source()
+    folder = DATA / f"hta-{'ranks' if distinct else 'copies'}-{copies}"
+    stem = src.name.split(".", 1)[1]  # Apr_03_18_51_38.1102.pt.trace.json.gz
+    names = [folder / f"rank-{i}.{stem}" for i in range(copies)]
+    if all(p.is_file() for p in names) and len(list(folder.iterdir())) == copies:
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    raw = src.read_bytes()
+    text = gzip.decompress(raw) if distinct else b""
+    pattern = rb'"distributedInfo": \{"backend": "nccl", "rank": 0, "world_size": 1,'
+    info = re.search(pattern, text[:65536]) if distinct else None
+    if distinct and info is None:
+        raise SystemExit("the fixture's distributedInfo is not where this benchmark expects it")
+    for i, path in enumerate(names):
+        if not distinct:
+            path.write_bytes(raw)
+            continue
+        header = info.group(0).replace(b'"rank": 0, "world_size": 1', b'"rank": %d, "world_size": %d' % (i, copies))
+        path.write_bytes(gzip.compress(text[:info.start()] + header + text[info.end():], 6, mtime=0))
+    return folder
+
+
+def _hwm_mb(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _cpu(proc: psutil.Process) -> float | None:
+    try:
+        t = proc.cpu_times()
+        return t.user + t.system
+    except psutil.Error:
+        return None
+
+
+class TcpCluster:
+    """``dask scheduler`` and ``dask worker --nworkers 2 --nthreads 1`` on 127.0.0.1, for the whole benchmark."""
+
+    def __init__(self, workers: int = 2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.address = f"tcp://127.0.0.1:{port}"
+        bin_dir = Path(sys.executable).parent
+        dask = str(bin_dir / "dask") if (bin_dir / "dask").exists() else "dask"
+        self.log = tempfile.TemporaryFile()
+        self.procs = [psutil.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                    "--dashboard-address", ":0", "--no-show"], stdout=self.log,
+                                   stderr=subprocess.STDOUT)]
+        time.sleep(1.0)
+        self.procs.append(psutil.Popen([dask, "worker", self.address, "--nworkers", str(workers), "--nthreads", "1",
+                                        "--host", "127.0.0.1", "--no-dashboard"], stdout=self.log,
+                                       stderr=subprocess.STDOUT))
+        from distributed import Client
+
+        with Client(self.address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+
+    def workers(self) -> list[psutil.Process]:
+        try:
+            return [p for p in self.procs[1].children(recursive=True)] + [self.procs[1]]
+        except psutil.Error:
+            return []
+
+    def cpu(self) -> float:
+        return sum(c for p in self.workers() if (c := _cpu(p)) is not None)
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except psutil.TimeoutExpired:
+                proc.kill()
+
+
+def _sample(proc: psutil.Popen, tcp: TcpCluster | None, worker_peaks: dict, client: list) -> None:
+    """Until ``proc`` exits, every 50 ms: its CPU and peak (``client``: [cpu, peak]) and its workers' peaks."""
+    while proc.poll() is None:
+        client[0] = _cpu(proc) or client[0]
+        client[1] = max(client[1], _hwm_mb(proc.pid) or 0.0)
+        try:
+            children = tcp.workers() if tcp is not None else proc.children(recursive=True)
+        except psutil.Error:
+            children = []
+        for child in children:
+            peak = _hwm_mb(child.pid)
+            if peak is not None:
+                worker_peaks[child.pid] = max(worker_peaks.get(child.pid, 0.0), peak)
+        time.sleep(0.05)
+
+
+def run_once(folder: Path, mode: str, out: Path, base: Path | None, tcp: TcpCluster | None) -> dict:
+    """One whole ``reportgen analyze`` process (see the module docstring for what is measured)."""
+    code_mode = mode.removeprefix("base-")
+    cwd, env = ROOT, dict(os.environ)
+    if mode.startswith("base-"):
+        cwd = base
+        env["PYTHONPATH"] = str(base)
+    argv = [sys.executable, "-m", "reportgen", "analyze", str(folder.resolve()), "-o", str(out), "-q"]
+    if code_mode == "tcp":
+        argv += ["--scheduler", tcp.address]
+    elif code_mode != "single":
+        argv += ["--scheduler", code_mode]
+    load = os.getloadavg()[0]
+    tcp_before = tcp.cpu() if tcp is not None and code_mode == "tcp" else None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    log = tempfile.TemporaryFile()
+    started = time.perf_counter()
+    proc = psutil.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    client, worker_peaks = [0.0, 0.0], {}
+    try:
+        _sample(proc, tcp if code_mode == "tcp" else None, worker_peaks, client)
+    finally:
+        if proc.poll() is None:  # the benchmark was stopped: so is the run
+            proc.terminate()
+    client_cpu, client_peak = client
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if tcp_before is not None:
+        workers_cpu = tcp.cpu() - tcp_before
+        total += workers_cpu
+    else:
+        workers_cpu = max(total - client_cpu, 0.0)
+    log.seek(0)
+    tail = log.read()[-1500:].decode(errors="replace")
+    # the worker processes are the big ones (a resource tracker or the nanny stays small)
+    peaks = sorted((round(p) for p in worker_peaks.values() if p > 100), reverse=True)
+    return {"mode": mode, "rc": proc.returncode, "wall_s": round(wall, 2), "cpu_s": round(total, 2),
+            "client_cpu_s": round(client_cpu, 2), "workers_cpu_s": round(workers_cpu, 2),
+            "client_peak_mb": round(client_peak), "worker_peaks_mb": peaks, "load1_before": round(load, 2),
+            **({"tail": tail} if proc.returncode else {})}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--copies", default="24,96", help="set sizes, comma-separated (files per set)")
+    ap.add_argument("--distinct", action="store_true", help="N ranks of one file (default: one rank of N cycles)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--modes", default="single,local:2,tcp", help="single, local:N, tcp, base-single, base-local:N")
+    ap.add_argument("--base", type=Path, default=None, help="another checkout, for the base-* modes")
+    ap.add_argument("--json", type=Path, default=None, help="append every row as one JSON line here")
+    args = ap.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if any(m.startswith("base-") for m in modes) and args.base is None:
+        ap.error("base-* modes need --base CHECKOUT")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed benchmark still stops its tcp cluster
+    for tree in [ROOT] + ([args.base] if args.base else []):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "reportgen")], check=True)
+    print(f"# {os.cpu_count()} cores; {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
+          flush=True)
+    tcp = TcpCluster() if "tcp" in modes else None
+    ok = True
+    try:
+        for copies in [int(c) for c in args.copies.split(",") if c.strip()]:
+            folder = build_set(copies, args.distinct)
+            rows: list[dict] = []
+            outputs: dict[str, dict[str, bytes]] = {}
+            for round_ in range(args.rounds):
+                order = modes[round_ % len(modes):] + modes[: round_ % len(modes)]
+                for mode in order:
+                    out = Path(tempfile.mkdtemp(prefix="bench-ranks-"))
+                    try:
+                        row = {"set": folder.name, "round": round_, **run_once(folder, mode, out, args.base, tcp)}
+                        if round_ == 0 or mode not in outputs:
+                            outputs[mode] = {n: (out / n).read_bytes() for n in OUTPUTS if (out / n).is_file()}
+                    finally:
+                        shutil.rmtree(out, ignore_errors=True)
+                    ok &= row["rc"] == 0
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                    if args.json:
+                        with open(args.json, "a") as handle:
+                            handle.write(json.dumps(row) + "\n")
+            print(f"\n{folder.name}: median of {args.rounds} interleaved rounds")
+            print("| mode | wall s | ratio to single | CPU s (client + workers) | client peak MB | worker peaks MB |")
+            print("|---|---|---|---|---|---|")
+            med = {m: statistics.median(r["wall_s"] for r in rows if r["mode"] == m) for m in modes}
+            for mode in modes:
+                mine = [r for r in rows if r["mode"] == mode]
+                client = statistics.median(r["client_cpu_s"] for r in mine)
+                workers = statistics.median(r["workers_cpu_s"] for r in mine)
+                ratio = f"{med[mode] / med['single']:.2f}" if "single" in med else "-"
+                print(f"| {mode} | {med[mode]:.2f} | {ratio} | {client:.1f} + {workers:.1f} | "
+                      f"{statistics.median(r['client_peak_mb'] for r in mine):.0f} | "
+                      f"{max((r['worker_peaks_mb'] for r in mine), key=len, default=[])} |")
+            first = next(iter(outputs.values()), {})
+            for mode, got in outputs.items():
+                same = got == first and len(got) == len(OUTPUTS)
+                ok &= same
+                print(f"{mode}: {', '.join(OUTPUTS)} byte-equal to {next(iter(outputs))}'s: {same}")
+            print(flush=True)
+    finally:
+        if tcp is not None:
+            tcp.close()
+    print(f"# {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
