@@ -46,11 +46,12 @@ from pathlib import Path
 from reportgen.kineto.analysis import TOP_KERNELS, TOP_OPS, analyze_trace, compare_ranks, totals_by_name
 from reportgen.kineto.ranks import (cycle_order, group_traces_keyed, merge_cycles, rank_key, rank_label, rank_order,
                                     unique_labels, worker_of)
-from reportgen.kineto.reader import read_trace
+from reportgen.kineto.formats import read_trace_file
 from reportgen.errors import InputError
 from reportgen.problems import DataProblem, ProblemLog
 from reportgen.readers.distributed import PieceStats as TaskStats
 from reportgen.readers.distributed import S3System, download_objects, peak_rss
+from reportgen.sources.layout import TRACE_FORMATS, trace_format
 
 __all__ = ["RankSummary", "S3System", "TaskResult", "TaskStats", "analyze_traces", "job_tables", "plan_tasks",
            "reduce_task", "straggler_summary"]
@@ -117,7 +118,7 @@ def reduce_task(files: list[tuple[int, str]], cap: int, s3: S3System | None = No
                 log.add(display, None, "unsafe S3 key (not fetched)")
                 problems[i] = (dict(log.counts), log.items)
                 continue
-            trace = read_trace(path, log)
+            trace = read_trace_file(path, log)
             with contextlib.suppress(OSError):
                 nbytes += path.stat().st_size
             if display != str(path):
@@ -210,6 +211,9 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
            "comparison": compare_ranks(ranks)}
     doc["straggler"] = straggler_summary(doc["comparison"])
     doc["job"] = job_tables(summaries, labels)
+    formats = sorted({fmt.name for name in names if (fmt := trace_format(Path(name))) is not None})
+    if any(name != TRACE_FORMATS[0].name for name in formats):  # Kineto-only documents stay as they were
+        doc["formats"] = formats
     return doc, problems
 
 

@@ -7,7 +7,9 @@ same time two or three times. Here a region's time is the length of the union of
 per thread (the outermost interval wins), summed over threads.
 
 * **Data loading**: events whose name mentions ``DataLoader`` (the profiler's
-  ``enumerate(DataLoader)#<iterator>.__next__`` and Python frames in ``dataloader.py``). The
+  ``enumerate(DataLoader)#<iterator>.__next__`` and Python frames in ``dataloader.py``), and the
+  input-pipeline waits of the XSpace formats (``reportgen.kineto.xspace``): TensorFlow's
+  ``IteratorGetNext`` and JAX's Python-tracer ``$builtins next``. The
   iterator class tells whether workers load the data: ``_SingleProcessDataLoaderIter`` loads in
   the training process (``num_workers=0``), ``_MultiProcessingDataLoaderIter`` uses workers.
   **Step share**: data-loading time inside ``ProfilerStep#N`` intervals / total step time.
@@ -26,7 +28,7 @@ import numpy as np
 from reportgen.kineto import reader as k
 from reportgen.kineto.classify import is_communication_kernel
 
-DATALOADER = re.compile(r"dataloader", re.I)
+DATALOADER = re.compile(r"dataloader|IteratorGetNext|^\$builtins next$", re.I)
 _ITERATOR = re.compile(r"DataLoader\)#(\w+)\.__next__")
 _CPU_COLLECTIVE = re.compile(
     r"^(gloo|nccl|mpi|ucc|c10d|record_param_comms)\b|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"

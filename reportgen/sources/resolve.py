@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 from reportgen.errors import InputError
-from reportgen.sources.layout import (RAW_DIR_NAMES, RULE_DIR_NAMES, RULE_JSON_NAMES, SKIP_DIRS, TRACE_SUFFIXES,
+from reportgen.sources.layout import (RAW_DIR_NAMES, RULE_DIR_NAMES, RULE_JSON_NAMES, SKIP_DIRS, TRACE_NAME_SUFFIXES,
                                       find_traces, is_framework_trace)
 from reportgen.sources.arn import JOB_PREFIX, is_job_name, job_name_of, looks_like_arn, parse_arn
 
@@ -164,7 +164,8 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
     if rule_dir is None and raw_dir is None and not kineto:
         raise InputError(
             f"No profiler data in {str(root)!r}: expected rule outputs (profiler-reports/*.json) "
-            "or raw profiler data (system/, framework/) or PyTorch profiler traces (*.pt.trace.json[.gz])."
+            "or raw profiler data (system/, framework/) or PyTorch profiler traces (*.pt.trace.json[.gz]) "
+            "or JAX / TensorFlow profiler output (plugins/profile/<run>/<host>.xplane.pb)."
         )
     if recompute and raw_dir is None and not kineto:  # PyTorch traces are raw data the engine analyses
         raise InputError(f"--recompute needs raw profiler data (system/, framework/) but {str(root)!r} has only rule outputs.")
@@ -230,7 +231,7 @@ def _select(objects: Iterable[Any], base_key: str) -> _Selection:
             sel.rule_groups.setdefault(str(path.parent), []).append(obj)
             continue
         parts = key.split("/")
-        if path.name.endswith(TRACE_SUFFIXES) and not SKIP_DIRS.intersection(parts[:-1]):
+        if path.name.endswith(TRACE_NAME_SUFFIXES) and not SKIP_DIRS.intersection(parts[:-1]):
             sel.traces.append(obj)
             continue
         for i, part in enumerate(parts[:-1]):
