@@ -241,3 +241,36 @@ def test_negative_durations_and_unknown_metadata_are_handled(tmp_path):
 def test_the_encoder_writes_protobufs_documented_encoding():
     # protobuf's documented example: field 1 = 150 is 08 96 01; -1 as int64 is ten bytes
     assert _int(1, 150) == bytes([0x08, 0x96, 0x01]) and _varint(-1) == b"\xff" * 9 + b"\x01"
+
+
+# ------------------------------------------------------------------ the whole report, as a user generates it
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    from reportgen.pipeline import generate
+
+    out = {}
+    for name in ("jax-cpu", "tf-cpu"):
+        html = tmp_path_factory.mktemp(name) / "report.html"
+        generate(str(RUNS / name), html)
+        out[name] = (json.loads(html.with_suffix(".json").read_text()), html.read_text(encoding="utf-8"))
+    return out
+
+
+@pytest.mark.parametrize("name", ["jax-cpu", "tf-cpu"])
+def test_a_recording_gives_a_report_with_ranks_steps_operators_and_a_diagnosis(reports, name):
+    doc, html = reports[name]
+    truth = _truth(name)
+    ranks = doc["sections"]["gpu-kernels-operators"]["ranks"]
+    assert len(ranks) == 1
+    stats = doc["sections"]["step-duration-analysis"]["nodes"]["rank-vm"]["stats"]
+    assert stats["p50"] == pytest.approx(truth["median_step_ms"] / 1000.0, abs=0.0005)
+    assert stats["max"] == pytest.approx(max(truth["step_ms"]) / 1000.0, abs=0.0005)
+    assert doc["sections"]["dataloading-analysis"]["trace_dataloader_share"] > 0.1
+    # the diagnosis judged the steps: on this loaded machine both runs had slow steps the scripts saw too
+    slowest = max(range(truth["steps"]), key=lambda i: truth["step_ms"][i])
+    finding = next(f for f in doc["diagnosis"]["findings"] if f["cause"] == "step-outliers")
+    assert f"slowest: step {slowest}, {max(truth['step_ms']) / 1000:.2f} s" in finding["evidence"]
+    assert "XSpace (JAX / TensorFlow profiler) trace file(s) of 1 rank(s)" in html
+    assert "have no device plane (a CPU-only run)" in html
