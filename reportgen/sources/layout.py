@@ -125,6 +125,13 @@ def trace_format(path: Path) -> TraceFormat | None:
     return next((fmt for fmt in TRACE_FORMATS if fmt.recognise(path)), None)
 
 
+def traces_named(paths) -> str:
+    """How messages name a set of trace files: "PyTorch profiler" while they are all Kineto traces (the
+    words used before there were other formats), else their formats' names."""
+    names = sorted({(trace_format(Path(str(p))) or TRACE_FORMATS[0]).name for p in paths})
+    return "PyTorch profiler" if names in ([], [TRACE_FORMATS[0].name]) else " and ".join(names)
+
+
 def _superseded(path: Path, names: set[str]) -> bool:
     """JAX writes ``<host>.trace.json.gz`` (Chrome JSON) beside ``<host>.xplane.pb``: the same profile,
     read once (from the XSpace file, which holds everything)."""

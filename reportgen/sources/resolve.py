@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from reportgen.errors import InputError
 from reportgen.sources.layout import (RAW_DIR_NAMES, RULE_DIR_NAMES, RULE_JSON_NAMES, SKIP_DIRS, TRACE_NAME_SUFFIXES,
-                                      find_traces, is_framework_trace)
+                                      find_traces, is_framework_trace, traces_named)
 from reportgen.sources.arn import JOB_PREFIX, is_job_name, job_name_of, looks_like_arn, parse_arn
 
 KINDS = ("local", "s3", "processing-job", "training-job")
@@ -175,7 +175,7 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
     if raw_dir is not None:
         parts.append(f"raw profiler data in {raw_dir}")
     if kineto:
-        parts.append(f"{len(kineto)} PyTorch profiler trace file(s) in {kineto[0].parent}")
+        parts.append(f"{len(kineto)} {traces_named(kineto)} trace file(s) in {kineto[0].parent}")
     return ResolvedSource(
         kind="local",
         rule_output_dir=rule_dir,

@@ -23,7 +23,7 @@ from reportgen.kineto.formats import read_trace_file, reader_of
 from reportgen.kineto.reader import KERNEL, MEMCPY, CPU_OP, PYTHON, read_trace
 from reportgen.kineto.xspace import read_xspace
 from reportgen.problems import ProblemLog
-from reportgen.sources.layout import TRACE_FORMATS, trace_format
+from reportgen.sources.layout import TRACE_FORMATS, trace_format, traces_named
 from tests.conftest import ROOT
 
 RUNS = ROOT / "tests" / "recordings" / "jax-tf"
@@ -106,6 +106,10 @@ def test_the_format_table_names_a_reader_per_row():
     assert trace_format(Path("a/vm_1.123456789012.pt.trace.json.gz")) is TRACE_FORMATS[0]
     assert trace_format(Path("plugins/profile/run/host.xplane.pb")) is TRACE_FORMATS[1]
     assert trace_format(Path("notes.txt")) is None
+    # messages keep their words for Kineto-only sets and name the formats otherwise
+    assert traces_named([Path("w.1234567890123.pt.trace.json")]) == "PyTorch profiler"
+    assert traces_named([Path("h.xplane.pb"), Path("h2.xplane.pb.gz")]) == XSPACE
+    assert traces_named([Path("h.xplane.pb"), Path("r.pt.trace.json")]) == f"PyTorch profiler (Kineto) and {XSPACE}"
 
 
 # ------------------------------------------------------------------ synthetic XSpace (our own encoder)
