@@ -40,7 +40,7 @@ from reportgen.traces.gunzip import MAGIC, GunzipStream
 from reportgen.traces.protowire import LEN, VARINT, WireError, fields, signed64, text
 from reportgen.traces.read import text_cap
 
-MAX_MB = 2048  # the most of one file read (REPORTGEN_XSPACE_MAX_MB): the file is held whole while read
+MAX_MB = 1024  # the most of one file read (REPORTGEN_XSPACE_MAX_MB): the file is held whole while read
 
 
 def max_bytes() -> int:
@@ -187,17 +187,16 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.KinetoTrace
         problems.add(path, None, "negative duration (dropped)", count=state["negative"])
     trace = k.KinetoTrace(path=path, label=label, rank=None, devices=devices)
     trace.events_in_file, trace.complete = state["events"], state["complete"]
-    starts = np.asarray(cols.start, dtype=np.float64)
-    order = np.argsort(starts, kind="stable")
+    del data, planes, parsed  # the file's bytes go before the columns are sorted
+    order = np.argsort(np.frombuffer(cols.start, dtype=np.float64), kind="stable")
     trace.names = list(cols.names)
-    trace.cat = np.asarray(cols.cat, dtype=np.int8)[order]
-    trace.name = np.asarray(cols.name, dtype=np.int32)[order]
-    trace.start_us = starts[order]
-    trace.dur_us = np.asarray(cols.dur, dtype=np.float64)[order]
-    trace.device = np.asarray(cols.device, dtype=np.int32)[order]
-    trace.nbytes = np.asarray(cols.nbytes, dtype=np.float64)[order]
-    trace.tid = np.asarray(cols.tid, dtype=np.int64)[order]
-    trace.corr = np.asarray(cols.corr, dtype=np.int64)[order]
+    for attr, column, dtype in (("cat", "cat", np.int8), ("name", "name", np.int32), ("start_us", "start", np.float64),
+                                ("dur_us", "dur", np.float64), ("device", "device", np.int32),
+                                ("nbytes", "nbytes", np.float64), ("tid", "tid", np.int64), ("corr", "corr", np.int64)):
+        # a zero-copy view of the growing array, sorted into its own copy; the array is freed at once
+        setattr(trace, attr, np.frombuffer(getattr(cols, column), dtype=dtype)[order] if len(order) else
+                np.zeros(0, dtype))
+        setattr(cols, column, None)
     if not trace.start_us.size:
         problems.add(path, None, "no complete events in the trace")
     return trace
@@ -235,33 +234,50 @@ def _plane(buf, path: Path, problems: ProblemLog, state: dict):
     return name, lines, event_names, stat_names
 
 
-def _line_events(buf, path: Path, problems: ProblemLog, state: dict):
-    """(line name, timestamp ns, [(metadata id, offset ps, duration ps, stats)]) of one XLine."""
-    name, ts_ns, events = "", 0, []
+def _line_head(buf) -> tuple[str, int]:
+    """(name, timestamp ns) of one XLine (damage is reported when its events are walked)."""
+    name, ts_ns = "", 0
     try:
         for number, wire, value in _walk(buf):
             if number == 2 and wire == LEN:
                 name = text(value)
             elif number == 3 and wire == VARINT:
                 ts_ns = signed64(value)
-            elif number == 4 and wire == LEN:
-                meta = offset = duration = 0
-                stats = []
-                for n, w, v in _walk(value):
-                    if w == VARINT and n == 1:
-                        meta = signed64(v)
-                    elif w == VARINT and n == 2:
-                        offset = signed64(v)
-                    elif w == VARINT and n == 3:
-                        duration = signed64(v)
-                    elif w == LEN and n == 4:
-                        stats.append(v)
-                events.append((meta, offset, duration, stats))
+    except _Damage:
+        pass
+    return name, ts_ns
+
+
+def _line_events(buf):
+    """Each XEvent of one XLine as (metadata id, offset ps, duration ps, stats), one at a time (a line
+    may hold millions: none is kept here); raises :class:`_Damage` after the good ones."""
+    for number, wire, value in _walk(buf):
+        if number != 4 or wire != LEN:
+            continue
+        meta = offset = duration = 0
+        stats = []
+        for n, w, v in _walk(value):
+            if w == VARINT and n == 1:
+                meta = signed64(v)
+            elif w == VARINT and n == 2:
+                offset = signed64(v)
+            elif w == VARINT and n == 3:
+                duration = signed64(v)
+            elif w == LEN and n == 4:
+                stats.append(v)
+        yield meta, offset, duration, stats
+
+
+def _each_event(buf, path: Path, problems: ProblemLog, state: dict):
+    """:func:`_line_events` with damage counted (the events before it kept) and events counted."""
+    try:
+        for event in _line_events(buf):
+            state["events"] += 1
+            yield event
     except _Damage as err:
         state["complete"] = False
-        problems.add(path, None, f"XSpace line {name!r} damaged ({err}): the events before the damage kept")
-    state["events"] += len(events)
-    return name, ts_ns, events
+        problems.add(path, None, f"XSpace line {_line_head(buf)[0]!r} damaged ({err}): the events before the "
+                                 "damage kept")
 
 
 def _base_us(ts_ns: int, start_ns: int | None) -> float:
@@ -273,11 +289,11 @@ def _base_us(ts_ns: int, start_ns: int | None) -> float:
 def _host_events(lines, event_names, stat_names, cols, start_ns, state, path, problems) -> None:
     step_stat = {i for i, n in stat_names.items() if n == "step_num"}
     for buf in lines:
-        _, ts_ns, events = _line_events(buf, path, problems, state)
+        _, ts_ns = _line_head(buf)
         tid = state["tids"]
         state["tids"] += 1
         base = _base_us(ts_ns, start_ns)
-        for meta, offset, duration, stats in events:
+        for meta, offset, duration, stats in _each_event(buf, path, problems, state):
             if duration < 0:
                 state["negative"] += 1
                 continue
@@ -297,13 +313,13 @@ def _host_events(lines, event_names, stat_names, cols, start_ns, state, path, pr
 def _device_events(lines, event_names, kind, device, cols, start_ns, state, path, problems) -> None:
     own = _DERIVED_FREE[kind]
     for buf in lines:
-        name, ts_ns, events = _line_events(buf, path, problems, state)
+        name, ts_ns = _line_head(buf)
         tid = state["tids"]
         state["tids"] += 1
         if not own.search(name):
             continue
         base = _base_us(ts_ns, start_ns)
-        for meta, offset, duration, _ in events:
+        for meta, offset, duration, _ in _each_event(buf, path, problems, state):
             if duration < 0:
                 state["negative"] += 1
                 continue
