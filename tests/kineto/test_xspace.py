@@ -278,3 +278,26 @@ def test_a_recording_gives_a_report_with_ranks_steps_operators_and_a_diagnosis(r
     assert f"slowest: step {slowest}, {max(truth['step_ms']) / 1000:.2f} s" in finding["evidence"]
     assert "XSpace (JAX / TensorFlow profiler) trace file(s) of 1 rank(s)" in html
     assert "have no device plane (a CPU-only run)" in html
+
+
+def test_mutated_real_files_never_raise_and_say_what_they_lost(tmp_path):
+    import random
+
+    whole = gzip.decompress(next((RUNS / "tf-cpu").rglob("*.xplane.pb.gz")).read_bytes())
+    rng = random.Random(31)
+    for i in range(40):
+        data = bytearray(whole)
+        if i % 2:
+            for _ in range(rng.randint(1, 20)):  # flipped bytes
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        else:
+            del data[rng.randrange(len(data)):]  # cut anywhere
+        path = tmp_path / f"m{i}.xplane.pb"
+        path.write_bytes(bytes(data))
+        problems = ProblemLog()
+        trace = read_xspace(path, problems)
+        assert trace.cat.size == trace.start_us.size == trace.tid.size
+        assert trace.complete or problems.total >= 1  # a damaged file says so
+        if not trace.complete:
+            assert any("damaged" in p.reason or "no planes" in p.reason or "no complete events" in p.reason
+                       for p in problems.items), problems.items
