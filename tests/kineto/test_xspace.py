@@ -301,3 +301,19 @@ def test_mutated_real_files_never_raise_and_say_what_they_lost(tmp_path):
         if not trace.complete:
             assert any("damaged" in p.reason or "no planes" in p.reason or "no complete events" in p.reason
                        for p in problems.items), problems.items
+
+
+def test_compare_puts_a_jax_and_a_tensorflow_run_side_by_side(tmp_path):
+    from reportgen.compare.run import compare
+
+    compare(str(RUNS / "jax-cpu"), str(RUNS / "tf-cpu"), tmp_path / "compare.html")
+    doc = json.loads((tmp_path / "compare.json").read_text())
+    traces = doc["sections"]["step-durations"]["traces"]
+    for side, name in (("a", "jax-cpu"), ("b", "tf-cpu")):
+        truth = _truth(name)
+        assert traces[side]["profiled_steps"] == truth["steps"] and traces[side]["step_numbers"] == [0, truth["steps"] - 1]
+        assert traces[side]["mean_step_ms"] == pytest.approx(sum(truth["step_ms"]) / truth["steps"], abs=0.5)
+    assert traces["a"]["dataloader_share"] == pytest.approx(_truth("jax-cpu")["input_share"], abs=0.01)
+    rows = doc["sections"]["operators"]["traces"]["rows"]
+    assert any(r["a_ms_per_step"] and r["operator"].startswith("ThunkExecutor") for r in rows)
+    assert any(r["b_ms_per_step"] and r["operator"] == "EagerExecute" for r in rows)
