@@ -393,7 +393,7 @@ class _Remote:
             parts.append(f"raw profiler data at s3://{prefix.bucket}/{root + '/' if root else ''}{state}")
         if n_traces:
             folder = str(PurePosixPath(sel.traces[0].key).parent)
-            parts.append(f"{n_traces} PyTorch profiler trace file(s) from s3://{prefix.bucket}/"
+            parts.append(f"{n_traces} {traces_named(o.key for o in sel.traces)} trace file(s) from s3://{prefix.bucket}/"
                          + (f"{folder}/" if folder != "." else "")
                          + (" (read there by the Dask workers)" if self.trace_objects else ""))
         return self._result(
