@@ -277,6 +277,8 @@ def test_a_recording_gives_a_report_with_ranks_steps_operators_and_a_diagnosis(r
     finding = next(f for f in doc["diagnosis"]["findings"] if f["cause"] == "step-outliers")
     assert f"slowest: step {slowest}, {max(truth['step_ms']) / 1000:.2f} s" in finding["evidence"]
     assert "XSpace (JAX / TensorFlow profiler) trace file(s) of 1 rank(s)" in html
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(doc, json.loads((ROOT / "reportgen" / "schemas" / "report.schema.json").read_text()))
     assert "have no device plane (a CPU-only run)" in html
 
 
