@@ -14,7 +14,8 @@ per thread (the outermost interval wins), summed over threads.
   the training process (``num_workers=0``), ``_MultiProcessingDataLoaderIter`` uses workers.
   **Step share**: data-loading time inside ``ProfilerStep#N`` intervals / total step time.
 * **Collectives**: communication kernels on the GPU (NCCL) when there are any, else the CPU-side
-  collective ranges (``gloo:all_reduce``, ``nccl:all_reduce``, ``c10d::...``): union over all
+  collective ranges (``gloo:all_reduce``, ``nccl:all_reduce``, ``c10d::...``; a format's reader may name
+  its own, ``KinetoTrace.cpu_collectives``: XLA's ``broadcast`` is no collective): union over all
   threads/streams of the rank, i.e. the wall time during which the rank had a collective in flight.
 """
 
@@ -118,7 +119,8 @@ def collectives(trace: k.KinetoTrace, steps: list[dict]) -> dict:
     if gpu.any():
         mask, source = gpu, "GPU communication kernels"
     else:
-        mask, source = cpu_side(trace) & np.isin(trace.name, _ids(trace, _CPU_COLLECTIVE)), "CPU-side collectives"
+        pattern = getattr(trace, "cpu_collectives", None) or _CPU_COLLECTIVE
+        mask, source = cpu_side(trace) & np.isin(trace.name, _ids(trace, pattern)), "CPU-side collectives"
     if not mask.any():
         return {"wait_ms": 0.0, "count": 0, "source": None, "names": [], "step_share": None, "per_step_ms": None}
     iv = merged(trace.start_us[mask], trace.end_us[mask])

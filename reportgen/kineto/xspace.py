@@ -13,6 +13,9 @@ step statistics, input share, diagnosis and compare work unchanged:
   trace model's step;
 * **input pipeline**: TF's ``IteratorGetNext`` on the training thread, JAX's ``$builtins next`` (the
   Python tracer's call that fetches the next batch) — ``kineto.regions`` counts them as data loading;
+* **collectives** on the host: XLA's (``all-reduce.N``, ``all-gather-start``, …) and TensorFlow's
+  (``CollectiveReduceV2``, …) by :data:`CPU_COLLECTIVES` (torch's pattern would take XLA's
+  ``broadcast_*`` fusions and TF's ``BroadcastTo`` for collectives);
 * **device planes** ``/device:GPU:N`` (its ``Stream …`` lines: kernels, memcpy, memset) and
   ``/device:TPU:N`` (its ``XLA Ops`` line); the derived lines (XLA Modules, Steps, …) repeat those
   events and are skipped. A CPU-only run has no device plane: no kernels, no GPU time.
@@ -51,6 +54,11 @@ def max_bytes() -> int:
 _DEVICE = re.compile(r"^/device:(GPU|TPU):(\d+)$")
 _DERIVED_FREE = {"GPU": re.compile(r"^Stream\b"), "TPU": re.compile(r"^XLA Ops$")}
 _ABSOLUTE_NS = 10**15  # a line timestamp below this is relative to the profile's start
+# Collectives by XLA's HLO names (all-reduce.3, all-gather-start) and TensorFlow's ops; torch's pattern would
+# take XLA's tensor ops broadcast_* and TF's BroadcastTo for collectives.
+CPU_COLLECTIVES = re.compile(r"^(all-reduce|all-gather|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute|"
+                             r"collective-broadcast)(-start|-done)?(\.\d+)?$|Collective(Reduce|Gather|Bcast|AllToAll|"
+                             r"Permute)|NcclAllReduce")
 
 
 def _file_label(path: Path) -> str:
@@ -185,7 +193,7 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.KinetoTrace
                            problems)
     if state["negative"]:
         problems.add(path, None, "negative duration (dropped)", count=state["negative"])
-    trace = k.KinetoTrace(path=path, label=label, rank=None, devices=devices)
+    trace = k.KinetoTrace(path=path, label=label, rank=None, devices=devices, cpu_collectives=CPU_COLLECTIVES)
     trace.events_in_file, trace.complete = state["events"], state["complete"]
     del data, planes, parsed  # the file's bytes go before the columns are sorted
     order = np.argsort(np.frombuffer(cols.start, dtype=np.float64), kind="stable")

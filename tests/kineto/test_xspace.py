@@ -319,3 +319,19 @@ def test_compare_puts_a_jax_and_a_tensorflow_run_side_by_side(tmp_path):
     rows = doc["sections"]["operators"]["traces"]["rows"]
     assert any(r["a_ms_per_step"] and r["operator"].startswith("ThunkExecutor") for r in rows)
     assert any(r["b_ms_per_step"] and r["operator"] == "EagerExecute" for r in rows)
+
+
+def test_collectives_are_xla_and_tensorflow_ones_not_tensor_broadcasts(jobs, tmp_path):
+    doc, _ = jobs("jax-cpu")  # XLA's broadcast_maximum_fusion runs on the host: no collective
+    assert doc["ranks"]["vm"]["collectives"]["count"] == 0
+    ops = {1: "broadcast_maximum_fusion", 2: "EagerLocalExecute: BroadcastTo", 3: "all-reduce.1",
+           4: "EagerLocalExecute: CollectiveReduceV2", 5: "train"}
+    step = _len(4, _int(1, 1) + _int(4, 0))
+    events = [(5, 0, 10 * MS, step), (1, 1 * MS, 1 * MS, b""), (2, 2 * MS, 1 * MS, b""), (3, 4 * MS, 2 * MS, b""),
+              (4, 7 * MS, 1 * MS, b"")]
+    (tmp_path / "h.xplane.pb").write_bytes(_space(_plane("/host:CPU", [("python", START_NS, events)], ops,
+                                                         {1: "step_num"})))
+    rank = analyze_job(find_traces(tmp_path))[0]["ranks"]["h"]
+    got = rank["collectives"]
+    assert got["count"] == 2 and sorted(got["names"]) == ["EagerLocalExecute: CollectiveReduceV2", "all-reduce.1"]
+    assert got["step_share"] == pytest.approx(0.3) and got["source"] == "CPU-side collectives"
