@@ -19,7 +19,7 @@ from reportgen.errors import InputError, RenderError
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
 from reportgen.workdir import work_folder
-from reportgen.sources.layout import local_job_name
+from reportgen.sources.layout import local_job_name, traces_named
 
 Progress = Callable[[str], None]
 
@@ -278,7 +278,7 @@ def _add_kineto(resolved, analysis_dir: Path, options: SourceOptions, progress: 
         files = [key for key, _, _ in objects]
         progress(f"{len(files)} PyTorch profiler trace objects stay in s3://{bucket}/: the Dask workers read them")
     where = f" on Dask ({scheduler}, one task per rank)" if scheduler else ""
-    progress(f"analysing {len(files)} PyTorch profiler trace file(s){where}")
+    progress(f"analysing {len(files)} {traces_named(files)} trace file(s){where}")
     stats: list = []
     report_dir = write_kineto_outputs(files, analysis_dir, params=options.rule_params, scheduler=scheduler, s3=s3,
                                       stats=stats, client=client)

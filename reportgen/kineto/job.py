@@ -51,11 +51,12 @@ from pathlib import Path
 from reportgen.kineto.analysis import TOP_KERNELS, TOP_OPS, analyze_trace, compare_ranks, totals_by_name
 from reportgen.kineto.ranks import (cycle_order, group_traces_keyed, merge_cycles, rank_key, rank_label, rank_order,
                                     unique_labels, worker_of)
-from reportgen.kineto.reader import read_trace
+from reportgen.kineto.formats import read_trace_file
 from reportgen.errors import InputError
 from reportgen.problems import DataProblem, ProblemLog
 from reportgen.readers.distributed import PieceStats as TaskStats
 from reportgen.readers.distributed import S3System, download_objects, peak_rss
+from reportgen.sources.layout import TRACE_FORMATS, trace_format
 
 __all__ = ["FileRead", "RankSummary", "S3System", "TaskResult", "TaskStats", "analyze_traces", "job_tables",
            "plan_tasks", "probe_rank", "read_file", "reduce_reads", "reduce_task", "straggler_summary"]
@@ -169,7 +170,7 @@ def read_file(index: int, name: str, cap: int, s3: S3System | None = None) -> Fi
         if path is None:
             log.add(display, None, "unsafe S3 key (not fetched)")
             return FileRead(index, display, None, (dict(log.counts), log.items), 0, time.perf_counter() - started)
-        trace = read_trace(path, log)
+        trace = read_trace_file(path, log)
         nbytes = 0
         with contextlib.suppress(OSError):
             nbytes = path.stat().st_size
@@ -292,6 +293,9 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
            "comparison": compare_ranks(ranks)}
     doc["straggler"] = straggler_summary(doc["comparison"])
     doc["job"] = job_tables(summaries, labels)
+    formats = sorted({fmt.name for name in names if (fmt := trace_format(Path(name))) is not None})
+    if any(name != TRACE_FORMATS[0].name for name in formats):  # Kineto-only documents stay as they were
+        doc["formats"] = formats
     return doc, problems
 
 

@@ -131,7 +131,7 @@ def merge_cycles(members: list[KinetoTrace]) -> RankTrace:
         compute_capability=next((t.compute_capability for t in members if t.compute_capability), []),
         time_unit=first.time_unit, names=list(names),
         events_in_file=sum(t.events_in_file for t in members), complete=all(t.complete for t in members),
-        files=[t.path.name for t in members], cycles=cycles,
+        files=[t.path.name for t in members], cycles=cycles, cpu_collectives=first.cpu_collectives,
         workers=sorted({w for t in members if (w := worker_of(t.path))}))
     start = np.concatenate(columns["start_us"])
     order = np.argsort(start, kind="stable")

@@ -74,6 +74,8 @@ class KinetoTrace:
     corr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # args.correlation, -1 when absent
     events_in_file: int = 0
     complete: bool = True  # False when the file was truncated or broken
+    # the format's CPU-side collective names (None: torch's, in kineto.regions); set by a format's reader
+    cpu_collectives: re.Pattern | None = None
 
     @property
     def end_us(self) -> np.ndarray:

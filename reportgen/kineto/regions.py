@@ -7,12 +7,15 @@ same time two or three times. Here a region's time is the length of the union of
 per thread (the outermost interval wins), summed over threads.
 
 * **Data loading**: events whose name mentions ``DataLoader`` (the profiler's
-  ``enumerate(DataLoader)#<iterator>.__next__`` and Python frames in ``dataloader.py``). The
+  ``enumerate(DataLoader)#<iterator>.__next__`` and Python frames in ``dataloader.py``), and the
+  input-pipeline waits of the XSpace formats (``reportgen.kineto.xspace``): TensorFlow's
+  ``IteratorGetNext`` and JAX's Python-tracer ``$builtins next``. The
   iterator class tells whether workers load the data: ``_SingleProcessDataLoaderIter`` loads in
   the training process (``num_workers=0``), ``_MultiProcessingDataLoaderIter`` uses workers.
   **Step share**: data-loading time inside ``ProfilerStep#N`` intervals / total step time.
 * **Collectives**: communication kernels on the GPU (NCCL) when there are any, else the CPU-side
-  collective ranges (``gloo:all_reduce``, ``nccl:all_reduce``, ``c10d::...``): union over all
+  collective ranges (``gloo:all_reduce``, ``nccl:all_reduce``, ``c10d::...``; a format's reader may name
+  its own, ``KinetoTrace.cpu_collectives``: XLA's ``broadcast`` is no collective): union over all
   threads/streams of the rank, i.e. the wall time during which the rank had a collective in flight.
 """
 
@@ -26,7 +29,7 @@ import numpy as np
 from reportgen.kineto import reader as k
 from reportgen.kineto.classify import is_communication_kernel
 
-DATALOADER = re.compile(r"dataloader", re.I)
+DATALOADER = re.compile(r"dataloader|IteratorGetNext|^\$builtins next$", re.I)
 _ITERATOR = re.compile(r"DataLoader\)#(\w+)\.__next__")
 _CPU_COLLECTIVE = re.compile(
     r"^(gloo|nccl|mpi|ucc|c10d|record_param_comms)\b|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
@@ -116,7 +119,8 @@ def collectives(trace: k.KinetoTrace, steps: list[dict]) -> dict:
     if gpu.any():
         mask, source = gpu, "GPU communication kernels"
     else:
-        mask, source = cpu_side(trace) & np.isin(trace.name, _ids(trace, _CPU_COLLECTIVE)), "CPU-side collectives"
+        pattern = getattr(trace, "cpu_collectives", None) or _CPU_COLLECTIVE
+        mask, source = cpu_side(trace) & np.isin(trace.name, _ids(trace, pattern)), "CPU-side collectives"
     if not mask.any():
         return {"wait_ms": 0.0, "count": 0, "source": None, "names": [], "step_share": None, "per_step_ms": None}
     iv = merged(trace.start_us[mask], trace.end_us[mask])

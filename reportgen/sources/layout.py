@@ -9,6 +9,13 @@ traces are recognised by name (``*.pt.trace.json`` / ``*.pt.trace.json.gz``) or,
 ``*.json`` / ``*.json.gz`` files, by sniffing the first bytes for a Chrome trace with Kineto's
 markers; SageMaker's own trees and rule-output folders are skipped (their JSON files belong to the
 other readers).
+
+Trace formats are rows of :data:`TRACE_FORMATS` (name, recogniser, reader): every format's reader turns
+one file into the same trace columns (``reportgen.kineto.reader.KinetoTrace``), so the analysis, the
+report and ``compare`` never ask which format a rank came from. A new format is one reader module and
+one row here (docs/architecture.md, "Adding a trace format"). The reader is named by its dotted path
+(``module:function``, resolved by ``reportgen.kineto.formats``) because readers build the analysis
+layer's columns, above this layer.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from reportgen.errors import expanduser
 from reportgen.rulebook import RULE_ORDER
@@ -83,11 +92,61 @@ def looks_like_kineto(path: Path) -> bool:
     return b'"traceEvents"' in head and any(marker in head for marker in _MARKERS)
 
 
+XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+
+
+def looks_like_xspace(path: Path) -> bool:
+    """An XSpace protobuf as JAX (``jax.profiler.trace``) and TensorFlow (``tf.profiler.experimental``)
+    write it: ``<logdir>/plugins/profile/<run>/<host>.xplane.pb`` (recognised by its name alone; also
+    gzip'd by the user)."""
+    return path.name.endswith(XSPACE_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    """One trace format: how the report names it, how a file is recognised, which function reads it."""
+
+    name: str
+    recognise: Callable[[Path], bool]
+    reader: str  # "module:function" taking (path, ProblemLog) and returning the trace columns
+    suffixes: tuple[str, ...]  # names that are this format without looking inside (S3 listings select by them)
+
+
+TRACE_FORMATS = (
+    TraceFormat("PyTorch profiler (Kineto)", looks_like_kineto, "reportgen.kineto.reader:read_trace", TRACE_SUFFIXES),
+    TraceFormat("XSpace (JAX / TensorFlow profiler)", looks_like_xspace, "reportgen.kineto.xspace:read_xspace",
+                XSPACE_SUFFIXES),
+)
+TRACE_NAME_SUFFIXES = tuple(s for fmt in TRACE_FORMATS for s in fmt.suffixes)
+
+
+def trace_format(path: Path) -> TraceFormat | None:
+    """The first row of :data:`TRACE_FORMATS` that recognises ``path`` (None: no trace)."""
+    path = Path(path)
+    return next((fmt for fmt in TRACE_FORMATS if fmt.recognise(path)), None)
+
+
+def traces_named(paths) -> str:
+    """How messages name a set of trace files: "PyTorch profiler" while they are all Kineto traces (the
+    words used before there were other formats), else their formats' names."""
+    names = sorted({(trace_format(Path(str(p))) or TRACE_FORMATS[0]).name for p in paths})
+    return "PyTorch profiler" if names in ([], [TRACE_FORMATS[0].name]) else " and ".join(names)
+
+
+def _superseded(path: Path, names: set[str]) -> bool:
+    """JAX writes ``<host>.trace.json.gz`` (Chrome JSON) beside ``<host>.xplane.pb``: the same profile,
+    read once (from the XSpace file, which holds everything)."""
+    name = path.name
+    host = name[: -len(".trace.json.gz")]
+    return name.endswith(".trace.json.gz") and any(host + suffix in names for suffix in XSPACE_SUFFIXES)
+
+
 def find_traces(root: Path) -> list[Path]:
-    """Every Kineto trace file under ``root`` (sorted), not descending into SageMaker's trees."""
+    """Every trace file of a format in :data:`TRACE_FORMATS` under ``root`` (sorted), not descending
+    into SageMaker's trees."""
     root = Path(root)
     if root.is_file():
-        return [root] if looks_like_kineto(root) else []
+        return [root] if trace_format(root) is not None else []
     found: list[Path] = []
     base = len(root.parts)
     for dirpath, dirs, files in os.walk(root):
@@ -95,11 +154,12 @@ def find_traces(root: Path) -> list[Path]:
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
         if len(here.parts) - base >= _MAX_DEPTH:
             dirs[:] = []
+        names = set(files)
         for name in sorted(files):
             if name in ("timeline.json", "data-quality.json", "kineto.json", "recording.json", "report.json"):
                 continue
             path = here / name
-            if path.is_file() and looks_like_kineto(path):
+            if path.is_file() and trace_format(path) is not None and not _superseded(path, names):
                 found.append(path)
     return sorted(found)
 

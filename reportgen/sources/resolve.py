@@ -9,7 +9,8 @@ from typing import Any, Iterable
 
 from reportgen.errors import InputError, expanduser
 from reportgen.sources.layout import (LAYOUT_FOLDERS, PROFILER_REPORT, RAW_DIR_NAMES, RULE_DIR_NAMES,
-                                      RULE_JSON_NAMES, SKIP_DIRS, TRACE_SUFFIXES, find_traces, is_framework_trace)
+                                      RULE_JSON_NAMES, SKIP_DIRS, TRACE_NAME_SUFFIXES, find_traces,
+                                      is_framework_trace, traces_named)
 from reportgen.sources.arn import JOB_PREFIX, is_job_name, job_name_of, looks_like_arn, parse_arn
 
 KINDS = ("local", "s3", "processing-job", "training-job")
@@ -193,7 +194,8 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
     if rule_dir is None and raw_dir is None and not kineto:
         raise InputError(
             f"No profiler data in {str(root)!r}: expected rule outputs (profiler-reports/*.json) "
-            "or raw profiler data (system/, framework/) or PyTorch profiler traces (*.pt.trace.json[.gz])."
+            "or raw profiler data (system/, framework/) or PyTorch profiler traces (*.pt.trace.json[.gz]) "
+            "or JAX / TensorFlow profiler output (plugins/profile/<run>/<host>.xplane.pb)."
         )
     if recompute and raw_dir is None and not kineto:  # PyTorch traces are raw data the engine analyses
         raise InputError(f"--recompute needs raw profiler data (system/, framework/) but {str(root)!r} has only rule outputs.")
@@ -203,7 +205,7 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
     if raw_dir is not None:
         parts.append(f"raw profiler data in {raw_dir}")
     if kineto:
-        parts.append(f"{len(kineto)} PyTorch profiler trace file(s) in {kineto[0].parent}")
+        parts.append(f"{len(kineto)} {traces_named(kineto)} trace file(s) in {kineto[0].parent}")
     return ResolvedSource(
         kind="local",
         rule_output_dir=rule_dir,
@@ -259,7 +261,7 @@ def _select(objects: Iterable[Any], base_key: str) -> _Selection:
             sel.rule_groups.setdefault(str(path.parent), []).append(obj)
             continue
         parts = key.split("/")
-        if path.name.endswith(TRACE_SUFFIXES) and not SKIP_DIRS.intersection(parts[:-1]):
+        if path.name.endswith(TRACE_NAME_SUFFIXES) and not SKIP_DIRS.intersection(parts[:-1]):
             sel.traces.append(obj)
             continue
         for i, part in enumerate(parts[:-1]):
@@ -421,7 +423,7 @@ class _Remote:
             parts.append(f"raw profiler data at s3://{prefix.bucket}/{root + '/' if root else ''}{state}")
         if n_traces:
             folder = str(PurePosixPath(sel.traces[0].key).parent)
-            parts.append(f"{n_traces} PyTorch profiler trace file(s) from s3://{prefix.bucket}/"
+            parts.append(f"{n_traces} {traces_named(o.key for o in sel.traces)} trace file(s) from s3://{prefix.bucket}/"
                          + (f"{folder}/" if folder != "." else "")
                          + (" (read there by the Dask workers)" if self.trace_objects else ""))
         return self._result(

@@ -107,3 +107,25 @@ def test_pytorch_traces_from_s3_give_the_local_report(world, tmp_path, monkeypat
              progress=again.append)
     assert not any(m.startswith("downloaded") for m in again)
 
+
+
+def test_jax_profiler_output_from_s3_gives_the_local_report(world, tmp_path, monkeypatch):
+    """A JAX log folder under an s3:// prefix: the .xplane.pb is selected by the format table's suffixes
+    (the Chrome-JSON copy beside it is not), downloaded and analysed like the local folder."""
+    from sources_testlib import client
+    from tests.conftest import ROOT
+
+    folder = ROOT / "tests" / "recordings" / "jax-tf" / "jax-cpu"
+    s3 = client("s3")
+    for path in (folder / "logdir").rglob("*.gz"):
+        s3.put_object(Bucket=world.bucket, Key=f"jax/run-1/{path.relative_to(folder).as_posix()}", Body=path.read_bytes())
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    local = generate(str(folder), tmp_path / "local.html")
+    messages = []
+    result = generate(f"s3://{world.bucket}/jax/run-1", tmp_path / "s3.html", cached(tmp_path), progress=messages.append)
+    assert any(m.startswith("downloaded 1/1 files") for m in messages), messages
+    assert any("1 XSpace (JAX / TensorFlow profiler) trace file(s) from s3://" in m for m in messages), messages
+    got, want = sections(result.json_path), sections(local.json_path)
+    assert got["step-duration-analysis"] == want["step-duration-analysis"]
+    assert got["step-duration-analysis"]["datapoints"] == 30
+    assert got["gpu-kernels-operators"]["ranks"] == want["gpu-kernels-operators"]["ranks"]

@@ -66,7 +66,8 @@ def test_empty_folder(tmp_path):
         resolve_source(str(tmp_path))
     assert str(info.value) == (
         f"No profiler data in {str(tmp_path)!r}: expected rule outputs (profiler-reports/*.json) "
-        "or raw profiler data (system/, framework/) or PyTorch profiler traces (*.pt.trace.json[.gz])."
+        "or raw profiler data (system/, framework/) or PyTorch profiler traces (*.pt.trace.json[.gz]) "
+        "or JAX / TensorFlow profiler output (plugins/profile/<run>/<host>.xplane.pb)."
     )
 
 

@@ -271,11 +271,18 @@ def build(outputs: RuleOutputs) -> Section:
                                "*.pt.trace.json(.gz) files to see GPU kernels and operators per rank.")
     comparison = as_dict(doc.get("comparison"))
     n_files = len(doc.get("files") or ranks)
+    formats = [str(f) for f in as_list(doc.get("formats"))]
     section.add(Text(
-        f"From {n_files} PyTorch profiler trace file(s) of {len(ranks)} rank(s) (torch writes one file per "
-        "profiling cycle; a rank's cycles are merged): what each GPU ran (kernels, memory copies, memsets), how "
+        f"From {n_files} {' and '.join(formats) if formats else 'PyTorch profiler'} trace file(s) of {len(ranks)} "
+        + ("rank(s) (a host's profiling sessions are merged)" if formats else "rank(s) (torch writes one file per "
+           "profiling cycle; a rank's cycles are merged)") + ": what each GPU ran (kernels, memory copies, memsets), how "
         "long it sat idle, how much of each step went to data loading and to waiting in collectives, which CPU "
         "operators cost most, and the ranks side by side so a straggler stands out."))
+    if formats and not any(as_dict(as_dict(r).get("gpu")).get("has_gpu_activity") for r in ranks.values()):
+        section.add(Text(
+            "These JAX / TensorFlow profiles have no device plane (a CPU-only run): they cannot show GPU kernels, "
+            "memory copies or GPU idle time. Steps, host operators and the input pipeline (TensorFlow's "
+            "IteratorGetNext, JAX's next() seen by the Python tracer) come from the host plane.", tone="note"))
     section.add(Heading("Ranks side by side", 3))
     straggler = comparison.get("straggler")
     if straggler is not None and comparison.get("method") == "collective wait":

@@ -1,0 +1,83 @@
+"""The protocol-buffer wire format, walked without the ``protobuf`` package: enough to read XSpace.
+
+Why our own (~80 lines) rather than ``protobuf`` + the ``.proto`` files: XSpace needs five message
+types and four wire types; the generated ``xplane_pb2`` ships only inside the tensorflow wheel, and
+``protobuf``'s parser rejects a damaged message whole, where this walker hands out every field before
+the damage and says where it stopped (the project's salvage policy, docs/reliability.md).
+
+A message is walked field by field: ``(number, wire type, value)``, ``value`` an int for varint /
+fixed fields (unsigned, as on the wire) and a zero-copy ``memoryview`` for length-delimited ones
+(strings, bytes, nested messages, packed arrays). Malformed input raises :class:`WireError` at the
+first bad byte, after every good field before it was yielded.
+"""
+
+from __future__ import annotations
+
+import struct
+
+VARINT, I64, LEN, I32 = 0, 1, 2, 5
+_MAX_FIELD = (1 << 29) - 1
+
+
+class WireError(ValueError):
+    """The bytes stop being a protobuf message here (truncated, or not protobuf at all)."""
+
+
+def varint(buf, pos: int) -> tuple[int, int]:
+    """The varint at ``pos`` and the position after it."""
+    result = shift = 0
+    end = len(buf)
+    while True:
+        if pos >= end:
+            raise WireError("varint cut short")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise WireError("varint longer than 10 bytes")
+
+
+def fields(buf):
+    """Every field of the message in ``buf`` (bytes or memoryview), in wire order."""
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    pos, end = 0, len(view)
+    while pos < end:
+        key, pos = varint(view, pos)
+        number, wire = key >> 3, key & 7
+        if not 0 < number <= _MAX_FIELD:
+            raise WireError(f"field number {number}")
+        if wire == VARINT:
+            value, pos = varint(view, pos)
+        elif wire == LEN:
+            size, pos = varint(view, pos)
+            if size > end - pos:
+                raise WireError(f"field {number}: {size} bytes announced, {end - pos} left")
+            value = view[pos:pos + size]
+            pos += size
+        elif wire in (I64, I32):
+            width = 8 if wire == I64 else 4
+            if width > end - pos:
+                raise WireError(f"field {number}: fixed value cut short")
+            value = int.from_bytes(view[pos:pos + width], "little")
+            pos += width
+        else:  # groups (3, 4) are not used by any message read here; 6, 7 do not exist
+            raise WireError(f"field {number}: wire type {wire}")
+        yield number, wire, value
+
+
+def signed64(value: int) -> int:
+    """An ``int64`` field's value (negative numbers travel as their 64-bit two's complement)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def as_double(value: int) -> float:
+    """A ``double`` field's value from its 8 wire bytes read as an integer."""
+    return struct.unpack("<d", value.to_bytes(8, "little"))[0]
+
+
+def text(value) -> str:
+    """A ``string`` field (bad UTF-8 replaced, never raised on)."""
+    return bytes(value).decode("utf-8", errors="replace") if isinstance(value, memoryview) else ""
