@@ -62,3 +62,23 @@ def test_an_eight_step_run_judges_nothing(diagnosed):
     diagnosis, truth = diagnosed("short")
     assert truth["steps"] == 8 and diagnosis.status == "insufficient-data" and diagnosis.findings == []
     assert "shorter than 10 s" in {a.question: a for a in diagnosis.answers}["input-pipeline"].how
+
+
+GPU = ROOT / "tests" / "recordings" / "gpu-input"
+
+
+def test_gpu_input_pipeline_impact_matches_what_four_workers_saved(tmp_path):
+    """A real H200 run loading its data in the training process, then the same run with 4 workers: the
+    impact of the first's input-pipeline finding (a share of its profiled steps) against the share of the
+    loop the fix saved by the script's own timing (7.41 s -> 1.66 s: 78 %)."""
+    truth = {t["workers"]: t for t in json.loads((GPU / "truth.json").read_text(encoding="utf-8"))}
+    saved = 1 - truth[4]["loop_s"] / truth[0]["loop_s"]
+    before = diagnose(load_rule_outputs(analyze(str(GPU / "w0"), tmp_path / "w0")))
+    top = before.findings[0]
+    assert before.status == "problems" and top.cause == "input-pipeline" and top.base == "profiled steps"
+    assert abs(top.share - saved) <= 0.35 * saved, (top.share, saved)  # 0.84 against 0.78
+    assert "num_workers from 0 to" in top.fix
+    after = diagnose(load_rule_outputs(analyze(str(GPU / "w4"), tmp_path / "w4")))
+    remaining = next(f for f in after.findings if f.cause == "input-pipeline")
+    assert remaining.share < top.share / 2  # 33 % of the step still waits: less, not gone
+    assert "already loads in worker processes" in remaining.fix  # it has workers: never "use num_workers=4"

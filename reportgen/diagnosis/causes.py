@@ -386,7 +386,11 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                if ev.cores else "")
     more = now is None or n > now
     if more:
+        multi = now is None and iterator is not None and "MultiProcessing" in str(iterator)
         fix = (f"Raise the DataLoader's num_workers from {now} to {n}" if now is not None else
+               "Raise the DataLoader's num_workers: it already loads in worker processes (the trace does not say "
+               "how many) and training still waits for them; give it up to " + (
+                   f"{n}" if ev.cores else "the cores ÷ training processes − 1") if multi else
                f"Load and preprocess data in parallel: a DataLoader with num_workers={n}")
         fix += f" ({machine}, one core left to each process)" if machine else ""
         if ev.pin_memory is False:
