@@ -6,8 +6,6 @@ Run as a user would: the CLI in a subprocess, on sample_data/, a short recording
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -16,13 +14,10 @@ import pytest
 from reportgen.ci_outputs import FailOn, known_causes, parse_fail_on
 from reportgen.errors import InputError
 from tests.conftest import REAL, ROOT, need
+from tests.cli import run_cli
 
 
-def run(*args, cwd=None):
-    environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    environ["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, text=True, env=environ,
-                          cwd=cwd)
+run = run_cli
 
 
 @pytest.fixture(scope="module")

@@ -7,23 +7,17 @@ without ``--json``; the cause table's change from the measured durations.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 
 import pytest
 
 from reportgen.cost import cost_text
-from tests.conftest import ROOT
+from tests.cli import run_cli
 from testdata.synthetic import Scenario, generate
 
 
-def run(*args, cwd=None):
-    environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    environ["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, text=True, env=environ,
-                          cwd=cwd)
+run = run_cli
 
 
 @pytest.fixture(scope="module")

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import REAL, ROOT, need
+from tests.conftest import REAL, need
+from tests.cli import run_cli
 from testdata.synthetic import generate
 
 
-def run(*args, cwd=None):
-    environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    environ["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, text=True, env=environ,
-                          cwd=cwd)
+run = run_cli
 
 
 @pytest.mark.fixtures

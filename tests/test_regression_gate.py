@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from reportgen.compare.regression import judge, parse_threshold
 from reportgen.errors import InputError
-from tests.conftest import ROOT
+from tests.cli import run_cli
 from testdata.synthetic import Scenario, generate
 
 BASE = dict(nodes=1, cores=4, gpus=1, duration_s=300, interval_ms=500)
@@ -32,11 +30,7 @@ RUNS = {  # name: (seed, step ms, step jitter, duration s, framework traces)
 }
 
 
-def run(*args, cwd=None):
-    environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    environ["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, text=True, env=environ,
-                          cwd=cwd)
+run = run_cli
 
 
 @pytest.fixture(scope="module")

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from reportgen.compare.regression import judge
 from tests.conftest import ROOT
+from tests.cli import run_cli
 from testdata.synthetic import Scenario, generate
 
 HOSTILE = '<b>pr "1"</b> & *x* [l](http://e.invalid)'
 
 
-def run(*args, cwd=None):
-    environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    environ["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, text=True, env=environ,
-                          cwd=cwd)
+run = run_cli
 
 
 @pytest.fixture(scope="module")
