@@ -216,6 +216,12 @@ def test_diagnosis_survives_odd_rule_outputs(sample_outputs):
         made.timeline = copy.deepcopy(sample_outputs.timeline)
         node = made.timeline["nodes"]["algo-1"]
         node[rng.choice(["t", "series", "cpu_heatmap", "bucket_s"])] = rng.choice(WEIRD)
+        steps = made.timeline.get("steps") or {}
+        for worker in list(steps)[:1]:  # the slow steps the engine wrote, damaged one field at a time
+            entry = dict(steps[worker])
+            entry[rng.choice(["steps", "count", "seconds_lost", "median_s", "slowest", "period"])] = rng.choice(WEIRD)
+            entry["slowest"] = rng.choice([entry.get("slowest"), [rng.choice(WEIRD)], WEIRD])
+            steps[worker] = entry
         made.kineto = rng.choice([None, {"ranks": rng.choice(WEIRD), "comparison": rng.choice(WEIRD)},
                                   {"ranks": {"0": {"steps": [{"dur_ms": rng.choice(WEIRD)}],
                                                    "dataloader": rng.choice(WEIRD), "gpu": rng.choice(WEIRD)}},

@@ -281,12 +281,27 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
         if str(node) not in ev.nodes:
             ev.nodes.append(str(node))
     for worker, found in _dict(timeline.get("steps")).items():
-        if isinstance(found, dict) and _num(found.get("steps")) and _num(found.get("seconds_lost")) is not None:
+        if (found := _slow_steps_entry(found)) is not None:
             ev.slow_steps[str(worker)] = found
     if spans:
         ev.timeline_s = max(spans)
         if ev.has_gpu is None:
             ev.has_gpu = any(s.gpu_util for s in ev.series.values())
+
+
+def _slow_steps_entry(found) -> dict | None:
+    """One worker's ``timeline.json`` slow steps, checked field by field (a folder of rule outputs is input too):
+    None unless every number the detectors read is a finite number."""
+    found = _dict(found)
+    numbers = {k: _num(found.get(k)) for k in ("steps", "count", "seconds_lost", "total_s", "median_s", "threshold_s")}
+    if any(v is None or v < 0 for v in numbers.values()) or not numbers["steps"]:
+        return None
+    slowest = [{"step": str(x.get("step")), "start_s": _num(x.get("start_s")), "duration_s": _num(x.get("duration_s"))}
+               for x in _list(found.get("slowest")) if isinstance(x, dict) and _num(x.get("duration_s")) is not None]
+    period = _num(found.get("period"))
+    return {**numbers, "count": int(numbers["count"]), "steps": int(numbers["steps"]), "slowest": slowest,
+            "period": int(period) if period and period >= 2 else None,
+            "periodic_count": int(_num(found.get("periodic_count")) or 0), "mad_s": _num(found.get("mad_s"))}
 
 
 def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
