@@ -21,7 +21,6 @@ def currency(report: Report) -> str:
     return str(prices.get("currency") or "USD") if isinstance(prices, dict) else "USD"
 
 
-seconds_text = secs  # one format for a duration in At a glance and in the findings' evidence
 
 
 def sentence(text: str) -> str:
@@ -29,22 +28,22 @@ def sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def impact_text(finding, duration, money_in: str = "USD") -> str:
+def impact_text(finding, money_in: str = "USD") -> str:
     if finding.risk is not None:
         risk = finding.risk
         parts = []
         if "time_to_full_s" in risk:
-            parts.append(f"full in {seconds_text(risk['time_to_full_s'])} at this rate")
+            parts.append(f"full in {secs(risk['time_to_full_s'])} at this rate")
         if "peak_pct" in risk:
             parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
         return "Risk, no time lost yet: " + ", ".join(parts) if parts else "Risk, no time lost yet"
     if finding.base == "profiled steps":
-        text = f"about {seconds_text(finding.seconds)} of the profiled steps ({finding.share * 100:.0f} %)"
+        text = f"about {secs(finding.seconds)} of the profiled steps ({finding.share * 100:.0f} %)"
     elif finding.loop_share is not None:
-        text = (f"about {seconds_text(finding.seconds)} ({finding.loop_share * 100:.0f} % of the training loop, "
+        text = (f"about {secs(finding.seconds)} ({finding.loop_share * 100:.0f} % of the training loop, "
                 f"{finding.share * 100:.0f} % of the job)")
     else:
-        text = f"about {seconds_text(finding.seconds)} ({finding.share * 100:.0f} % of the job)"
+        text = f"about {secs(finding.seconds)} ({finding.share * 100:.0f} % of the job)"
     if finding.cost is not None:
         text += f", about {money_text(finding.cost, money_in)}"
     return text
@@ -72,13 +71,13 @@ def identity(report: Report) -> list[tuple[str, str]]:
         if ev.cores:
             items.append(("CPU cores per node", str(ev.cores)))
         if ev.trace_only and ev.duration_s is not None:
-            covers = f" of a trace covering {seconds_text(ev.trace_span_s)}" \
+            covers = f" of a trace covering {secs(ev.trace_span_s)}" \
                 if ev.trace_span_s and ev.trace_span_s > 1.05 * ev.duration_s else ""
-            items.append(("Profiled", f"{seconds_text(ev.duration_s)}{covers}"))
+            items.append(("Profiled", f"{secs(ev.duration_s)}{covers}"))
         elif ev.duration_s is not None:
-            items.append(("Duration", seconds_text(ev.duration_s)))
+            items.append(("Duration", secs(ev.duration_s)))
             if ev.loop_s:
-                items.append(("Training loop", seconds_text(ev.loop_s)))
+                items.append(("Training loop", secs(ev.loop_s)))
     if cost.get("cost_rounded") is not None:
         items.append(("Cost", money_text(cost["cost_rounded"], currency(report))))
     return items
@@ -89,11 +88,10 @@ def glance(report: Report) -> dict | None:
     diagnosis = report.diagnosis
     if diagnosis is None:
         return None
-    duration = diagnosis.evidence.duration_s
     findings = []
     for finding in diagnosis.findings[:TOP]:
         findings.append({
-            "cause": finding.cause, "title": finding.title, "impact": impact_text(finding, duration, currency(report)),
+            "cause": finding.cause, "title": finding.title, "impact": impact_text(finding, currency(report)),
             "evidence": sentence("; ".join(finding.evidence[:3])), "fix": finding.fix, "note": finding.note,
             "basis": finding.basis,
             "minor": not finding.counts,

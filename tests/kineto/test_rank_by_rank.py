@@ -128,23 +128,6 @@ def test_job_wide_top_15_equals_a_brute_force_sum_over_all_events(synthetic, nam
 # ------------------------------------------------------------------------------------ on Dask
 
 
-@pytest.fixture(scope="module")
-def dask_cluster():
-    pytest.importorskip("distributed")
-    import logging
-
-    from dask.distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.ERROR)
-    client = Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-
-
 @pytest.mark.parametrize("name", ["hta-sampled-128rank", "torch-cpu-record-ddp2", "kineto-resnet50-num-workers-0",
                                   "ddp4", "regroup"])
 def test_dask_gives_the_same_kineto_json_and_problems_as_the_local_path(synthetic, dask_cluster, name):

@@ -87,23 +87,6 @@ def test_one_rank_in_several_files_is_read_once_per_file(copies, monkeypatch):
     assert json.dumps(again) == json.dumps(doc) and again_problems.to_json() == problems.to_json()
 
 
-@pytest.fixture(scope="module")
-def dask_cluster():
-    pytest.importorskip("distributed")
-    import logging
-
-    from dask.distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.ERROR)
-    client = Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-
-
 def test_on_dask_a_rank_of_several_files_is_read_by_one_task_per_file_and_merged_once(copies, dask_cluster):
     from distributed import get_task_stream
 
