@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.formatting import human_rate, num2
+from reportgen.formatting import exact_number, human_rate, num2
 from reportgen.report.model import Section, Shown, Table, Text
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, int_pct, number
@@ -28,11 +28,13 @@ def rows_of(details: dict) -> tuple[list[dict], list[str]]:
 
 
 def _display_row(row: dict, present: list[str]) -> list:
-    """A table row; network throughput shows as "596.3 MB/s" with the original's bytes in data-value."""
+    """A table row; network throughput shows as "596.3 MB/s", its exact bytes/s in data-value and the
+    original's printed "596310691.39" (unit "bytes") in data-sagemaker."""
     if row["unit"] != "bytes":
         return [row["node"], row["metric"], row["unit"], *[row.get(k) for k in present]]
-    return [row["node"], row["metric"], Shown("bytes/s", row["unit"]),
-            *[Shown(human_rate(row[k]), num2(row[k])) if row.get(k) is not None else None for k in present]]
+    return [row["node"], row["metric"], Shown("bytes/s", None, row["unit"]),
+            *[Shown(human_rate(row[k]), exact_number(row[k]), num2(row[k])) if row.get(k) is not None else None
+              for k in present]]
 
 
 def node_sentence(node: str, gpu: dict | None, cpu: dict | None) -> str | None:
