@@ -21,7 +21,7 @@ def outputs(recording) -> RuleOutputs:
 
 def test_a_shared_host_gives_the_commands_own_cpu_and_sets_the_hosts_per_core_load_aside():
     ev = gather(outputs(SHARED))
-    assert ev.job_cpu == {"mean": 12.5, "p50": 11.0, "p95": 30.0, "host": 96.0}
+    assert ev.job_cpu == {"mean": 12.5, "p50": 11.0, "p95": 30.0, "host": 96.0, "rss_peak_bytes": 10**9}
     assert ev.cpu_stat("p95") == 30.0 and ev.cpu_stat("p50") == 11.0
     ev.series = {"algo-1": NodeSeries(cores=[99.0, 2.0, 1.0, 3.0], cpu_total=26.0)}  # a neighbour's busy core
     ev.timeline_s = 120.0
@@ -54,3 +54,18 @@ def test_a_damaged_summary_never_raises(damage):
 @pytest.mark.parametrize("recording", [None, [], "text", {}, {"host_shared": True}])
 def test_no_or_odd_summary_is_no_recording(recording):
     assert gather(outputs(recording)).job_cpu is None
+
+
+def test_host_memory_growth_on_a_shared_host_says_whose_memory_it_is():
+    from reportgen.diagnosis.causes import host_memory_growth
+
+    rising = [(float(t), 20.0 + t / 10) for t in range(0, 600, 5)]  # +6 points a minute, a perfect fit
+    for recording, said in ((SHARED, True), ({**SHARED, "host_shared": False}, False)):
+        ev = gather(outputs(recording))
+        ev.series = {"algo-1": NodeSeries(host_memory=rising)}
+        ev.timeline_s = ev.loop_s = 600.0
+        finding = host_memory_growth(ev, {})
+        assert finding is not None and finding.cause == "host-memory-growth"
+        shared = [e for e in finding.evidence if "the host was shared" in e]
+        assert shared == (["the host was shared with other work, whose memory this counts too; the recorded "
+                           "command's own processes peaked at 1000 MB"] if said else [])

@@ -665,6 +665,9 @@ def host_memory_growth(ev: Evidence, found: dict) -> Finding | None:
                 f"memory over the training loop ({slope * 3600:.0f} points per hour, R² {r2:.2f})",
                 f"at this rate it is full in {secs(to_full)}" + (f", {to_full / loop:.1f}× this loop's length"
                                                                  if loop else "")]
+    if ev.job_cpu is not None:  # a recording on a shared host: other processes' memory is in the host's figure
+        evidence.append(f"the host was shared with other work, whose memory this counts too; the recorded command's "
+                        f"own processes peaked at {ev.job_cpu['rss_peak_bytes'] / 1e6:.0f} MB")
     fix = ("Find what the training process keeps from step to step: losses or outputs stored with their autograd "
            "graph (keep loss.item() or loss.detach(), not loss), lists, dicts or caches that only grow, metrics "
            "accumulated as tensors; in DataLoader workers, Python objects of the dataset copied as they are touched "

@@ -102,7 +102,8 @@ class Evidence:
     price_per_s: float | None = None  # whole job (all instances), when the instance and price are known
     raw: bool = False  # made from raw data by our engine (timeline.json is there)
     # A recording on a shared host: the recorded command's own CPU, % of the host's cores (mean, p50, p95) beside
-    # the host's mean. The host's figures count the neighbours' work, so the CPU evidence uses these instead.
+    # the host's mean, and its peak RSS. The host's figures count the neighbours' work, so the CPU evidence uses
+    # these instead.
     job_cpu: dict[str, float] | None = None
     not_judged: list[str] = field(default_factory=list)
 
@@ -326,7 +327,7 @@ def _recorded_command(ev: Evidence, outputs: RuleOutputs) -> None:
         return
     mean = command["job_cpu_pct_of_host"]
     ev.job_cpu = {"mean": mean, "p50": command["job_cpu_pct_of_host_p50"], "p95": command["job_cpu_pct_of_host_p95"],
-                  "host": command["host_cpu_pct"]}
+                  "host": command["host_cpu_pct"], "rss_peak_bytes": command["job_rss_peak_bytes"]}
     ev.cpu_bn_share = ev.cpu_bn_cores = None
     ev.framework_during_bn = {}
     ev.not_judged.append(
