@@ -41,20 +41,51 @@ def format_cell(value, fmt: str) -> str:
     return cell_parts(value, fmt)[0]
 
 
-def cell_parts(value, fmt: str) -> tuple[str, str | None]:
-    """(text shown, exact text or None): a humane format shows e.g. "596.3 MB/s" and keeps the
-    original's exact "596310691.39" for the cell's ``data-value``. A ``Shown`` value (duck-typed: it
-    has ``text`` and ``exact``) brings both."""
+def cell_parts(value, fmt: str) -> tuple[str, str | None, str | None]:
+    """(text shown, exact value or None, SageMaker's printed text or None) of a table cell.
+
+    The exact value (the cell's ``data-value``) is there whenever the text rounds or reformats the
+    value: "596.3 MB/s" keeps "596310691.3912" (full precision, the column's unit), "12.35" keeps
+    "12.3456". SageMaker's printed text (``data-sagemaker``) is there where it differs from the text
+    shown: the fidelity tests compare it with the original report. A ``Shown`` value (duck-typed: it
+    has ``text`` and ``exact``, optionally ``sagemaker``) brings its own."""
     if hasattr(value, "text") and hasattr(value, "exact"):
-        return str(value.text), (None if value.exact is None else str(value.exact))
+        exact, printed = value.exact, getattr(value, "sagemaker", None)
+        return (str(value.text), None if exact is None else str(exact),
+                None if printed is None else str(printed))
     humane = HUMANE.get(fmt)
     if fmt == "params" and isinstance(value, str):
-        shown = inline_params(value)
-        return shown, (value if shown != value else None)
-    if humane is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        show, exact_fmt = humane
-        return show(value), _plain_cell(value, exact_fmt)
-    return _plain_cell(value, "num2" if humane else fmt), None
+        shown = inline_params(value)  # the same text laid out on one line: SageMaker's layout kept aside
+        return shown, None, (value if shown != value else None)
+    if humane is not None and _is_number(value) and math.isfinite(value):
+        show, printed_fmt = humane
+        printed = _plain_cell(value, printed_fmt) if fmt in SAGEMAKER_PRINTED else None
+        return show(value), exact_number(value), printed
+    fmt = "num2" if humane else fmt
+    text = _plain_cell(value, fmt)
+    return text, (_rounded_exact(value, fmt) if _is_number(value) else None), None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def exact_number(value) -> str | None:
+    """A number in full precision (the shortest text that reads back as the same float; an int as
+    it is); None for a non-number or a non-finite float."""
+    if not _is_number(value):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    return repr(float(value)) if math.isfinite(value) else None
+
+
+def _rounded_exact(value, fmt: str) -> str | None:
+    """The exact value of a plain number cell whose text rounds it ("12.35" for 12.3456), else None."""
+    if fmt not in ("num2", "pct", "int") or isinstance(value, int) or not math.isfinite(value):
+        return None
+    shown = float(num2(value)) if fmt != "int" else float(int(value))
+    return None if shown == float(value) else exact_number(value)
 
 
 def _plain_cell(value, fmt: str) -> str:
@@ -119,13 +150,15 @@ def inline_params(text: str) -> str:
     return ", ".join(line.replace(":", ": ", 1) for line in str(text).splitlines() if line.strip())
 
 
-# Humane column formats: (shown text, format of the exact value kept in data-value).
+# Humane column formats: (shown text, format of the text SageMaker's report printed).
 HUMANE = {
     "params": (inline_params, "text"),
     "bytes_s": (human_rate, "num2"),
     "us": (lambda us: human_duration(us / 1e6), "int"),
     "pct1": (pct1, "num2"),
 }
+# The humane formats used in SageMaker's own tables: their cells carry its printed text in data-sagemaker.
+SAGEMAKER_PRINTED = {"us"}
 
 
 def money_text(value, currency: str = "USD", digits: int = 2, *, grouping: bool = True) -> str:

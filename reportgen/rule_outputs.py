@@ -89,6 +89,35 @@ def _finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+RECORDED = ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores", "job_rss_peak_bytes", "host_shared")
+
+
+def _float_or_none(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond float range, as JSON can hold
+        return None
+    return value if math.isfinite(value) else None
+
+
+def recorded_command(recording: dict | None) -> dict | None:
+    """The recorded command's own figures (recording.json of `reportgen record`), or None: read here once for
+    the system usage text and the diagnosis (both judge a shared host by the command's own CPU)."""
+    if not isinstance(recording, dict):
+        return None
+    values = {k: recording.get(k) for k in RECORDED}
+    numbers = [_float_or_none(values[k]) for k in RECORDED[:5]]
+    if any(v is None for v in numbers) or not isinstance(values["host_shared"], bool):
+        return None
+    command = dict(zip(RECORDED[:5], numbers))
+    command["cpu_cores"], command["job_rss_peak_bytes"] = int(command["cpu_cores"]), int(command["job_rss_peak_bytes"])
+    for key in ("job_cpu_pct_of_host_p50", "job_cpu_pct_of_host_p95"):  # absent in recordings before them
+        command[key] = _float_or_none(recording.get(key))
+    return {**command, "host_shared": values["host_shared"]}
+
+
 def time_problems(details: dict) -> list[str]:
     """Why MaxInitializationTime's times cannot be shown as facts (empty when they can): a start after
     the end (a negative duration), times in the wrong unit (milliseconds or microseconds where seconds

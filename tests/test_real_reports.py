@@ -11,7 +11,7 @@ import pytest
 from reportgen.pipeline import generate
 from reportgen.report.util import slug
 from tests.conftest import REAL, need, real_jobs
-from tests.html_tables import read_tables
+from tests.html_tables import read_sagemaker_tables, read_tables
 
 
 def two(value) -> str:
@@ -25,7 +25,8 @@ def job(request, tmp_path_factory):
     out = tmp_path_factory.mktemp(request.param) / "report.html"
     result = generate(str(folder), out)
     html = out.read_text(encoding="utf-8")
-    return {"id": request.param, "expected": expected, "html": html, "tables": read_tables(html),
+    return {"id": request.param, "expected": expected, "html": html, "tables": read_sagemaker_tables(html),
+            "exact": read_tables(html),
             "json": json.loads(result.json_path.read_text()), "folder": folder}
 
 
@@ -117,3 +118,32 @@ def test_at_a_glance_from_rule_outputs_alone(job):
                                  "not_evaluated" if row["datapoints"] == 0 else row["status"])
     if diagnosis["status"] == "problems":
         assert diagnosis["findings"][0]["fix"] and diagnosis["findings"][0]["evidence"]
+
+
+def test_data_value_is_the_exact_value(job):
+    """data-value holds the source's value in full precision (the original's printed text is in data-sagemaker):
+    the summary's times in Unix seconds, its durations and shares before int truncation, network in bytes/s."""
+    folder, exact = job["folder"], job["exact"]
+    details = json.loads((folder / "profiler-reports" / "MaxInitializationTime.json").read_text())["Details"]
+    start, end = details["job_start"], details["job_end"]
+    summary = dict(exact["job-summary"][1:])
+    assert float(summary["Start time"]) == start and float(summary["End time"]) == end
+    assert float(summary["Job duration"]) == end - start
+    step = details.get("step_num") or {}
+    if "Training loop start" in summary:
+        first, last = step["first"] / 1e6, step["last"] / 1e6
+        assert float(summary["Training loop start"]) == first and float(summary["Training loop end"]) == last
+        assert float(summary["Training loop duration"]) == last - first
+        assert float(summary["Initialization time"]) == first - start
+        assert float(summary["Finalization time"]) == abs(end - last)
+        if end > start:
+            loop_share = (step["last"] - step["first"]) / 1e6 / (end - start) * 100
+            assert float(summary["Training loop"]) == pytest.approx(loop_share, rel=1e-12)
+    header, *rows = exact["system-usage"]
+    usage = json.loads((folder / "profiler-reports" / "OverallSystemUsage.json").read_text())["Details"]
+    for row in rows:
+        cells = dict(zip(header, row))
+        source = usage[cells["metric"]][cells["node"]]
+        assert cells["unit"] == ("bytes/s" if cells["metric"] == "Network" else "percentage")
+        for key in ("max", "p99", "p95", "p50", "min"):
+            assert float(cells[key]) == source[key], (cells["node"], cells["metric"], key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timezone
 
 import pytest
 
@@ -346,10 +347,10 @@ def test_no_chart_is_repeated(sample_report):
 def test_no_unit_less_large_number_in_any_table_and_exact_values_kept(sample_report):
     import re
 
-    from tests.html_tables import read_shown_tables, read_tables
+    from tests.html_tables import read_sagemaker_tables, read_shown_tables, read_tables
 
     html = sample_report.read_text(encoding="utf-8")
-    shown, exact = read_shown_tables(html), read_tables(html)
+    shown, exact, printed = read_shown_tables(html), read_tables(html), read_sagemaker_tables(html)
     bare = re.compile(r"^-?[\d,]+(\.\d+)?$")
     counted = ("Number of", "Count", "count", "Steps", "launches", "Line")
     offenders = []
@@ -361,26 +362,32 @@ def test_no_unit_less_large_number_in_any_table_and_exact_values_kept(sample_rep
                         c in name for c in counted):
                     offenders.append((table_id, name, cell))
     assert offenders == []
-    # humane on screen, the original's exact value in data-value
-    network = [(s, e) for s, e in zip(shown["system-usage"][1:], exact["system-usage"][1:]) if e[2] == "bytes"]
-    assert network and all(s[2] == "bytes/s" and s[3].endswith("B/s") for s, e in network)
-    assert all(re.fullmatch(r"\d+\.\d\d", e[3]) for s, e in network)
+    # humane on screen, the exact value in data-value, the original's printed text in data-sagemaker
+    network = [(s, e, p) for s, e, p in zip(shown["system-usage"][1:], exact["system-usage"][1:],
+                                            printed["system-usage"][1:]) if p[2] == "bytes"]
+    assert network and all(s[2] == "bytes/s" == e[2] and s[3].endswith("B/s") for s, e, p in network)
+    assert all(re.fullmatch(r"\d+\.\d\d", p[3]) and float(p[3]) == round(float(e[3]), 2) for s, e, p in network)
     summary = dict(shown["job-summary"][1:])
     assert summary["Start time"] == "2023-11-14 22:14:00 UTC"
-    assert dict(exact["job-summary"][1:])["Start time"] == "22:14:00 11/14/2023"
+    assert dict(printed["job-summary"][1:])["Start time"] == "22:14:00 11/14/2023"
+    start = float(dict(exact["job-summary"][1:])["Start time"])  # Unix seconds
+    assert datetime.fromtimestamp(start, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") == summary["Start time"]
     ops = shown["cpu-operators"][1:]
     assert all(re.search(r"(µs|ms|s|min)$", row[1]) for row in ops)
 
 
 def test_table_and_chart_of_the_same_quantity_show_the_same_value(sample_report):
-    from tests.html_tables import read_shown_tables
+    from tests.html_tables import read_sagemaker_tables, read_shown_tables, read_tables
 
     html = sample_report.read_text(encoding="utf-8")
     summary = dict(read_shown_tables(html)["job-summary"][1:])
     phases = next(s for s in _specs(html) if s["layout"]["title"]["text"].startswith("Time spent in each phase"))
     assert {t["name"]: t["text"][0] for t in phases["data"]} == {
         k: summary[k] for k in ("Initialization", "Training loop", "Finalization")}
-    assert summary["Training loop"] == "87.9 %"  # the original's truncated "87 %" stays in data-value
+    assert summary["Training loop"] == "87.9 %"  # the original's truncated "87 %" stays in data-sagemaker
+    html_printed = dict(read_sagemaker_tables(html)["job-summary"][1:])
+    exact = dict(read_tables(html)["job-summary"][1:])
+    assert html_printed["Training loop"] == "87 %" and f"{float(exact['Training loop']):.1f} %" == "87.9 %"
 
 
 def test_print_view_expands_every_details(sample_report):

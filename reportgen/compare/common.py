@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.formatting import exact_number
+from reportgen.report.model import Shown
 from reportgen.report.util import number
 
 STATS = ("max", "p99", "p95", "p90", "p50", "min")
@@ -21,3 +23,12 @@ def signed(value, digits: int = 2) -> str | None:
     if float(text) == 0:
         return text
     return ("+" if value > 0 else "\u2212") + text
+
+
+def signed_cell(value, digits: int = 2):
+    """A delta for a table cell: printed as ``signed`` shows it, the exact value kept in data-value when
+    the text rounds it."""
+    text = signed(value, digits)
+    if text is None or float(text.replace("\u2212", "-")) == value:
+        return text
+    return Shown(text, exact_number(value))

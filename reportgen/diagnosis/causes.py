@@ -130,9 +130,10 @@ def plural(n, one: str, many: str | None = None) -> str:
 
 
 def loop_cpu(ev: Evidence) -> float | None:
-    """The busiest node's CPU use over the training loop, as a fraction of all its cores."""
-    totals = [s.cpu_total for s in ev.series.values() if s.cpu_total is not None] if ev.timeline_ok else []
-    return max(totals) / 100 if totals else None
+    """The busiest node's CPU use over the training loop, as a fraction of all its cores (the recorded
+    command's own on a shared host)."""
+    pct = ev.loop_cpu_pct()
+    return pct / 100 if pct is not None else None
 
 
 def loader_saving(ev: Evidence, loader_share: float, workers: int) -> tuple[float, str]:
@@ -146,7 +147,8 @@ def loader_saving(ev: Evidence, loader_share: float, workers: int) -> tuple[floa
     cpu = loop_cpu(ev)
     bounds = {"loading ÷ workers": loader_share / workers, "the rest of the step": 1 - loader_share}
     if cpu is not None:
-        bounds[f"the CPU work on all {ev.cores} cores"] = cpu
+        bounds[f"the CPU work on all {ev.cores} cores" + (" (the command's own, not the shared host's)"
+                                                           if ev.job_cpu is not None else "")] = cpu
     limit = max(bounds, key=bounds.get)
     ratio = bounds[limit]
     text = ", ".join(f"{k} {v * 100:.0f} %" for k, v in bounds.items())
@@ -289,14 +291,15 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
     if ev.has_gpu is False:
         return None
     idle = gpu_idle_share(ev)
-    totals = [s.cpu_total for s in ev.series.values() if s.cpu_total is not None] if ev.timeline_ok else []
-    cpu = max(totals) if totals else ev.usage_stat("CPU", "p50")
+    loop = ev.loop_cpu_pct()
+    cpu = loop if loop is not None else ev.cpu_stat("p50")
     if cpu is None or cpu < SATURATED or idle is None or idle < GPU_IDLE:
         return None
     share = max(ev.cpu_bn_share or 0, idle)  # the GPUs wait for the CPUs
     hot, cores, _, _ = ev.busy_cores(HOT_CORE)
-    evidence = [f"CPU {cpu:.0f} % (mean of all cores) during the training loop" if totals else
-                f"CPU utilization median {cpu:.0f} % (mean of all cores)",
+    over = "over the recording" if ev.job_cpu is not None else "during the training loop"
+    evidence = [(f"CPU {cpu:.0f} % (mean of all cores) {over}" if loop is not None else
+                 f"CPU utilization median {cpu:.0f} % (mean of all cores)") + ev.cpu_whose(),
                 f"{hot} of {cores} cores busy above {HOT_CORE:.0f} %" if cores else "",
                 f"a GPU nearly idle while a core was saturated for {pct(ev.cpu_bn_share)} of the job (training loop)"
                 if ev.cpu_bn_share is not None else "",
@@ -445,7 +448,7 @@ def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
         return None  # some GPU is well used: the others are unevenly loaded (load-imbalance judges), not the batch
     mem95 = ev.usage_stat("GPU memory", "p95")
     util95 = ev.usage_stat("GPU", "p95")
-    cpu95 = ev.usage_stat("CPU", "p95")
+    cpu95 = ev.cpu_stat("p95")
     mean = ev.gpu_mean if ev.timeline_ok else None
     share = 1 - mean / 100 if mean is not None else (idle if idle is not None else 0.5)
     factor = None
@@ -454,7 +457,7 @@ def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
     evidence = [gpu_busy_text(ev),
                 f"GPU utilization p95 {util95:.0f} %" if util95 is not None and mean is not None else "",
                 f"GPU memory p95 {mem95:.0f} %" if mem95 is not None else "",
-                f"CPU p95 {cpu95:.0f} % (no core saturated)" if cpu95 is not None else "",
+                f"CPU p95 {cpu95:.0f} % (no core saturated){ev.cpu_whose()}" if cpu95 is not None else "",
                 "BatchSize fired: CPU, GPU and GPU memory all low at once" if batch else ""]
     gpus = (ev.gpus_per_node or 1) * max(len(ev.nodes), 1)
     bigger = f"about {factor}×" if factor else "2-4×"
@@ -662,6 +665,9 @@ def host_memory_growth(ev: Evidence, found: dict) -> Finding | None:
                 f"memory over the training loop ({slope * 3600:.0f} points per hour, R² {r2:.2f})",
                 f"at this rate it is full in {secs(to_full)}" + (f", {to_full / loop:.1f}× this loop's length"
                                                                  if loop else "")]
+    if ev.job_cpu is not None:  # a recording on a shared host: other processes' memory is in the host's figure
+        evidence.append(f"the host was shared with other work, whose memory this counts too; the recorded command's "
+                        f"own processes peaked at {ev.job_cpu['rss_peak_bytes'] / 1e6:.0f} MB")
     fix = ("Find what the training process keeps from step to step: losses or outputs stored with their autograd "
            "graph (keep loss.item() or loss.detach(), not loss), lists, dicts or caches that only grow, metrics "
            "accumulated as tensors; in DataLoader workers, Python objects of the dataset copied as they are touched "

@@ -2,7 +2,8 @@
 
 Sources, each optional: the rule outputs (SageMaker's or our engine's), ``timeline.json`` (our
 engine's per-node series: per-core and per-GPU utilization, GPU memory, I/O wait over time) and
-``kineto.json`` (PyTorch profiler traces per rank). Every field is None / empty when its source is
+``kineto.json`` (PyTorch profiler traces per rank) and a ``reportgen record`` recording's summary
+(``recording.json``: the recorded command's own CPU). Every field is None / empty when its source is
 absent, and ``not_judged`` says what could therefore not be looked at.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.rule_outputs import RuleOutputs, recorded_command
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
 MIN_TIMELINE_S = 60.0  # a shorter recording is too short to judge utilization from
@@ -100,6 +101,10 @@ class Evidence:
     procs_per_node: int | None = None  # training processes per node (GPUs per node, or ranks per host)
     price_per_s: float | None = None  # whole job (all instances), when the instance and price are known
     raw: bool = False  # made from raw data by our engine (timeline.json is there)
+    # A recording on a shared host: the recorded command's own CPU, % of the host's cores (mean, p50, p95) beside
+    # the host's mean, and its peak RSS. The host's figures count the neighbours' work, so the CPU evidence uses
+    # these instead.
+    job_cpu: dict[str, float] | None = None
     not_judged: list[str] = field(default_factory=list)
 
     def state(self, rule: str) -> str:
@@ -131,10 +136,34 @@ class Evidence:
     def timeline_ok(self) -> bool:
         return bool(self.series) and (self.timeline_s or 0) >= MIN_TIMELINE_S
 
+    def cpu_stat(self, stat: str) -> float | None:
+        """CPU use over the job (% of all cores, "p50" / "p95"): the recorded command's own on a shared host,
+        else OverallSystemUsage's busiest node."""
+        if self.job_cpu is not None:
+            return self.job_cpu.get(stat)
+        return self.usage_stat("CPU", stat)
+
+    def loop_cpu_pct(self) -> float | None:
+        """The busiest node's mean CPU use (% of its cores) over the training loop (timeline); on a shared host
+        the recorded command's own mean share instead (the host's counts the neighbours')."""
+        if self.job_cpu is not None:  # over the whole recording (the command's tree is not split by phase)
+            return self.job_cpu["mean"] if self.timeline_ok else None
+        totals = [s.cpu_total for s in self.series.values() if s.cpu_total is not None] if self.timeline_ok else []
+        return max(totals) if totals else None
+
+    def cpu_whose(self) -> str:
+        """Whose CPU the figures are, for an evidence line: empty unless the host was shared."""
+        if self.job_cpu is None:
+            return ""
+        return (f" (the recorded command's own share of the host's cores; the host, shared with other work, was at "
+                f"{self.job_cpu['host']:.0f} %)")
+
     def busy_cores(self, threshold: float = 70.0) -> tuple[int, int, float | None, float | None]:
         """(cores whose loop mean is above ``threshold``, cores, their mean, median of the others) on the
-        node with the most such cores."""
+        node with the most such cores; none on a shared host (a busy core may be a neighbour's)."""
         best = (0, 0, None, None)
+        if self.job_cpu is not None:
+            return best
         for s in self.series.values():
             if not s.cores:
                 continue
@@ -289,6 +318,24 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
             ev.has_gpu = any(s.gpu_util for s in ev.series.values())
 
 
+def _recorded_command(ev: Evidence, outputs: RuleOutputs) -> None:
+    """On a shared host (the recording says the host was busier than the command by more than a few points),
+    the CPU evidence is the command's own: the host's per-core load and CPUBottleneck's saturated cores may be a
+    neighbour's, so they are set aside and ``not_judged`` says so."""
+    command = recorded_command(outputs.recording)
+    if command is None or not command["host_shared"]:
+        return
+    mean = command["job_cpu_pct_of_host"]
+    ev.job_cpu = {"mean": mean, "p50": command["job_cpu_pct_of_host_p50"], "p95": command["job_cpu_pct_of_host_p95"],
+                  "host": command["host_cpu_pct"], "rss_peak_bytes": command["job_rss_peak_bytes"]}
+    ev.cpu_bn_share = ev.cpu_bn_cores = None
+    ev.framework_during_bn = {}
+    ev.not_judged.append(
+        f"per-core load and CPU bottlenecks: the host was shared with other work (its CPU {command['host_cpu_pct']:.0f} %, "
+        f"the recorded command's own {mean:.0f} % of its cores), and a busy core may be another process's; the CPU "
+        "figures used are the command's own")
+
+
 def _slow_steps_entry(found) -> dict | None:
     """One worker's ``timeline.json`` slow steps, checked field by field (a folder of rule outputs is input too):
     None unless every number the detectors read is a finite number."""
@@ -375,6 +422,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     if ev.duration_s is None:
         _job_times(ev, outputs)  # from the traces or the timeline
     _steps(ev, outputs)
+    _recorded_command(ev, outputs)
     for name, rule in outputs.rules.items():
         if name in SUMMARY_RULES:
             continue

@@ -70,11 +70,12 @@ def compile_templates() -> None:
 @dataclass
 class Cell:
     """One table cell ready to print: the text shown, the exact value (``data-value``) when the text
-    is a humane form of it, the in-cell bar length (% of the column's largest value), and the
-    lines of a "lines" cell."""
+    rounds or reformats it, SageMaker's printed text (``data-sagemaker``) when it differs from the
+    text, the in-cell bar length (% of the column's largest value), and the lines of a "lines" cell."""
 
     text: str
     exact: str | None = None
+    sagemaker: str | None = None
     bar: float | None = None
     lines: list[str] | None = None
 
@@ -90,8 +91,8 @@ def table_cells(table: Table) -> list[list[Cell]]:
         cells = []
         for index, value in enumerate(row):
             fmt = table.formats[index] if index < len(table.formats) else "text"
-            text, exact = cell_parts(value, fmt)
-            cell = Cell(text, exact)
+            text, exact, printed = cell_parts(value, fmt)
+            cell = Cell(text, exact, printed)
             if fmt == "lines":
                 cell.lines = str(value or "").splitlines()
             if index == table.bar_column and peak and isinstance(value, (int, float)) and math.isfinite(value):

@@ -31,18 +31,21 @@ class Heading:
 class Shown:
     """A table cell whose displayed text differs from its exact value (a humane unit, an ISO time).
 
-    The HTML shows ``text`` and keeps ``exact`` in the cell's ``data-value`` attribute, so a reader
-    (or the fidelity test) can still get the number the original report printed."""
+    The HTML shows ``text``, keeps ``exact`` (the value in full precision, or None where the source
+    holds nothing finer than the text) in the cell's ``data-value`` and ``sagemaker`` (the text
+    SageMaker's report printed there, when it differs) in ``data-sagemaker``: the fidelity tests
+    compare that with the original report."""
 
     text: str
     exact: Any
+    sagemaker: str | None = None
 
 
 @dataclass
 class Table:
     """A real HTML table; ``formats`` per column: "text", "int", "num2" (2 decimals), "pct", "lines",
     or a humane unit (see ``reportgen.formatting.HUMANE``): the cell then shows e.g. "596.3 MB/s" and
-    carries the column's exact "num2"/"int" text in ``data-value``."""
+    carries the exact value in ``data-value`` (see ``reportgen.formatting.cell_parts``)."""
 
     id: str
     columns: list[str]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.compare.common import delta, signed
+from reportgen.compare.common import delta, signed_cell
 from reportgen.compare.side import Side
 from reportgen.report.model import Section, Table, Text
 from reportgen.report.util import as_dict, number
@@ -22,7 +22,7 @@ def build(a: Side, b: Side) -> Section:
         ga, gb = as_dict(fa.get(group)), as_dict(fb.get(group))
         for key in dict.fromkeys(list(ga) + list(gb)):
             va, vb = number(ga.get(key)), number(gb.get(key))
-            rows.append([title, key, va, vb, signed(delta(va, vb))])
+            rows.append([title, key, va, vb, signed_cell(delta(va, vb))])
             data.append({"group": group, "key": key, "a_pct": va, "b_pct": vb, "delta": delta(va, vb)})
     if rows:
         section.add(Table("framework-table", ["", "Part", "A (%)", "B (%)", "Δ (points)"], rows,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.compare.common import delta, signed
+from reportgen.compare.common import delta, signed_cell
 from reportgen.compare.side import Side
 from reportgen.report.charts import grouped_bars
 from reportgen.report.model import Chart, Section, Table, Text
@@ -34,7 +34,7 @@ def build(a: Side, b: Side) -> Section:
         d = delta(va, vb)
         rel = d / va * 100 if d is not None and va else None
         rows.append([title, va, sa.get(pct) if pct else None, vb, sb.get(pct) if pct else None,
-                     signed(d, 0), signed(rel, 1)])
+                     signed_cell(d, 0), signed_cell(rel, 1)])
         data_rows.append({"phase": key, "a_s": va, "b_s": vb, "delta_s": d, "delta_pct": rel,
                           "a_pct": sa.get(pct) if pct else None, "b_pct": sb.get(pct) if pct else None})
     if rows:

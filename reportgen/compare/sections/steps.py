@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reportgen.compare import traces
-from reportgen.compare.common import delta, signed
+from reportgen.compare.common import delta, signed_cell
 from reportgen.compare.side import Side
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Table, Text
@@ -58,7 +58,7 @@ def build(a: Side, b: Side) -> Section:
     if na and nb:
         d = {k: delta(sa[k], sb[k]) for k in keys}
         rows.append(["Δ (B − A)", "mean over nodes" if len(na) > 1 or len(nb) > 1 else "",
-                     *[signed(shown(d[k]), 2 if in_ms else 4) for k in keys], None])
+                     *[signed_cell(shown(d[k]), 2 if in_ms else 4) for k in keys], None])
     if rows:
         section.add(Text(f"Step durations in {unit} per node, as each run's StepOutlier rule measured them."))
         section.add(Table("step-stats", ["Run", "Node", *keys, "Outliers"], rows,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from reportgen.compare.common import SHOWN_STATS, STATS, delta, signed
+from reportgen.compare.common import SHOWN_STATS, STATS, delta, signed_cell
 from reportgen.compare.side import Side
 from reportgen.report.charts import grouped_bars
-from reportgen.formatting import human_rate, num2
+from reportgen.formatting import exact_number, human_rate
 from reportgen.report.model import Chart, Heading, Section, Shown, Table, Text
 from reportgen.report.util import number
 
@@ -50,7 +50,7 @@ def _usage_rows(keys, ia: dict, ib: dict, with_node: bool) -> tuple[list, list]:
             entry["a"][stat], entry["b"][stat] = number(ra.get(stat)), number(rb.get(stat))
             entry["delta"][stat] = delta(ra.get(stat), rb.get(stat))
         for stat in SHOWN_STATS:
-            cells += [entry["a"][stat], entry["b"][stat], signed(entry["delta"][stat])]
+            cells += [entry["a"][stat], entry["b"][stat], signed_cell(entry["delta"][stat])]
         if unit == "bytes":  # network throughput in humane units, as in generate; the exact bytes/s in data-value
             cells = cells[:-3 * len(SHOWN_STATS) - 1] + ["bytes/s"] + [
                 _rate(entry[side][stat], signed=side == "delta") for stat in SHOWN_STATS
@@ -65,7 +65,7 @@ def _rate(value, signed: bool = False):
     if value is None:
         return None
     sign = ("+" if value > 0 else "\u2212" if value < 0 else "") if signed else ""
-    return Shown(sign + human_rate(abs(value) if signed else value), num2(value))
+    return Shown(sign + human_rate(abs(value) if signed else value), exact_number(value))
 
 
 def build(a: Side, b: Side) -> Section:

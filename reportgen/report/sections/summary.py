@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from reportgen.formatting import human_duration, iso_utc, pct1, timestamp
+from reportgen.formatting import exact_number, human_duration, iso_utc, pct1, timestamp
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Shown, Table, TableWithChart, Text
 from reportgen.report.trace_facts import steps_sentence, trace_facts
@@ -52,11 +52,24 @@ def compute(details: dict) -> dict | None:
 
 
 def _when(seconds: float) -> Shown:
-    return Shown(iso_utc(seconds), timestamp(seconds))
+    """A moment: ISO on screen, Unix seconds as the exact value, the original's "HH:MM:SS MM/DD/YYYY" kept."""
+    return Shown(iso_utc(seconds), exact_number(seconds), timestamp(seconds))
 
 
-def _took(seconds: int) -> Shown:
-    return Shown(human_duration(seconds), f"{seconds} seconds")
+def _took(seconds: int, exact: float) -> Shown:
+    """A duration the original truncated to whole seconds ("39 seconds"); the exact seconds kept beside it."""
+    return Shown(human_duration(seconds), exact_number(exact), f"{seconds} seconds")
+
+
+def exact_durations(summary: dict) -> dict:
+    """The summary's durations in seconds before the original's int truncation, from its own instants."""
+    start, end = summary["job_start"], summary["job_end"]
+    out = {"job_duration_s": end - start}
+    if "training_loop_start" in summary:
+        first, last = summary["training_loop_start"], summary["training_loop_end"]
+        out.update(training_loop_duration_s=last - first, initialization_s=first - start,
+                   finalization_s=abs(end - last))
+    return out
 
 
 def build(outputs: RuleOutputs) -> Section:
@@ -79,24 +92,26 @@ def build(outputs: RuleOutputs) -> Section:
         f"The job started at {iso_utc(summary['job_start'])} and ran for "
         f"{human_duration(summary['job_duration_s'])}."
     ))
+    exact = exact_durations(summary)
     rows = [
         ["Start time", _when(summary["job_start"])],
         ["End time", _when(summary["job_end"])],
-        ["Job duration", _took(summary["job_duration_s"])],
+        ["Job duration", _took(summary["job_duration_s"], exact["job_duration_s"])],
     ]
     shares = summary.get("phase_shares_pct") or {}
     if "training_loop_start" in summary:
         rows += [
             ["Training loop start", _when(summary["training_loop_start"])],
             ["Training loop end", _when(summary["training_loop_end"])],
-            ["Training loop duration", _took(summary["training_loop_duration_s"])],
-            ["Initialization time", _took(summary["initialization_s"])],
-            ["Finalization time", _took(summary["finalization_s"])],
+            *[[label, _took(summary[key], exact[key])] for label, key in (
+                ("Training loop duration", "training_loop_duration_s"), ("Initialization time", "initialization_s"),
+                ("Finalization time", "finalization_s"))],
         ]
         for label, key in (("Initialization", "initialization_pct"), ("Training loop", "training_loop_pct"),
                            ("Finalization", "finalization_pct")):
-            exact = f"{summary[key]} %"
-            rows.append([label, Shown(pct1(shares[label]), exact) if label in shares else exact])
+            printed = f"{summary[key]} %"  # the original's int-truncated share; the exact one in percent
+            rows.append([label, Shown(pct1(shares[label]), exact_number(shares[label]), printed)
+                         if label in shares else printed])
     table = Table("job-summary", ["", "Job Statistics"], rows, ["text", "text"], row_header=True)
     if shares:
         chart = Chart("job-phases", charts.share_bar(shares, "Time spent in each phase of the job"),

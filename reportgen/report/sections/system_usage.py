@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from reportgen.formatting import human_rate, num2
+from reportgen.formatting import exact_number, human_rate, num2
 from reportgen.report.model import Section, Shown, Table, Text
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, int_pct, number
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.rule_outputs import RuleOutputs, recorded_command
 
 STATS = ("max", "p99", "p95", "p90", "p50", "min")
 UNITS = {"Network": "bytes"}
@@ -28,11 +28,13 @@ def rows_of(details: dict) -> tuple[list[dict], list[str]]:
 
 
 def _display_row(row: dict, present: list[str]) -> list:
-    """A table row; network throughput shows as "596.3 MB/s" with the original's bytes in data-value."""
+    """A table row; network throughput shows as "596.3 MB/s", its exact bytes/s in data-value and the
+    original's printed "596310691.39" (unit "bytes") in data-sagemaker."""
     if row["unit"] != "bytes":
         return [row["node"], row["metric"], row["unit"], *[row.get(k) for k in present]]
-    return [row["node"], row["metric"], Shown("bytes/s", row["unit"]),
-            *[Shown(human_rate(row[k]), num2(row[k])) if row.get(k) is not None else None for k in present]]
+    return [row["node"], row["metric"], Shown("bytes/s", None, row["unit"]),
+            *[Shown(human_rate(row[k]), exact_number(row[k]), num2(row[k])) if row.get(k) is not None else None
+              for k in present]]
 
 
 def node_sentence(node: str, gpu: dict | None, cpu: dict | None) -> str | None:
@@ -112,24 +114,6 @@ def build(outputs: RuleOutputs) -> Section:
     section.data = {"rows": rows, "datapoints": rule.datapoints if rule else 0,
                     **({"recorded_command": command} if command is not None else {})}
     return section
-
-
-RECORDED = ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores", "job_rss_peak_bytes", "host_shared")
-
-
-def recorded_command(recording: dict | None) -> dict | None:
-    """The recorded command's own figures (recording.json of `reportgen record`), or None."""
-    if not isinstance(recording, dict):
-        return None
-    values = {k: recording.get(k) for k in RECORDED}
-    numbers = [number(values[k]) for k in RECORDED[:5]]
-    if any(v is None for v in numbers) or not isinstance(values["host_shared"], bool):
-        return None
-    command = dict(zip(RECORDED[:5], numbers))
-    command["cpu_cores"], command["job_rss_peak_bytes"] = int(command["cpu_cores"]), int(command["job_rss_peak_bytes"])
-    for key in ("job_cpu_pct_of_host_p50", "job_cpu_pct_of_host_p95"):  # absent in recordings before them
-        command[key] = number(recording.get(key))
-    return {**command, "host_shared": values["host_shared"]}
 
 
 def command_sentence(c: dict) -> str:
