@@ -20,6 +20,7 @@ All on one rank's merged trace, times in µs internally, ms (or µs where a key 
 * **queue length** per stream (HTA's ``get_queue_length_summary``): operations launched and not yet started;
 * **tensor cores**: the device's compute capability (``deviceProperties``) and the share of compute kernel
   time in fp32 GEMM/convolution kernels (eligible for tensor cores with TF32 or AMP);
+* **idle per stream** (HTA's ``get_idle_time_breakdown``): ``reportgen.kineto.gpu_idle.idle_per_stream``;
 * **host synchronisation**: blocking runtime calls (``cuda*Synchronize``, synchronous ``cudaMemcpy``), the
   operators they run in (``aten::item``, ``aten::nonzero``...), and each in-window GPU idle gap attributed
   once: after a synchronisation (the host waited for the GPU to drain, then had to refill it), after a
@@ -34,7 +35,7 @@ import numpy as np
 
 from reportgen.kineto import reader as k
 from reportgen.kineto.classify import is_communication_kernel, kernel_precision, memory_op_kind
-from reportgen.kineto.gpu_idle import KERNEL_WAIT_US
+from reportgen.kineto.gpu_idle import KERNEL_WAIT_US, idle_per_stream
 from reportgen.kineto.regions import DATALOADER, merged
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's runtime_cutoff: a launch call longer than this is an outlier
@@ -120,7 +121,16 @@ def gpu_analyses(trace: k.KinetoTrace, steps: list[dict]) -> dict:
     out["sync"] = sync
     out["idle_gaps_ms"] = gaps
     out["step_breakdown"] = _breakdown(trace, steps, iv)
+    out["idle_per_stream"] = idle_per_stream(trace, _cycles(trace))
     return out
+
+
+def _cycles(trace: k.KinetoTrace) -> list[tuple[float, float]]:
+    """The rank's profiling cycles (one span when the trace does not say)."""
+    cycles = getattr(trace, "cycles", None)
+    if cycles:
+        return list(cycles)
+    return [(float(trace.start_us.min()), float(trace.end_us.max()))] if trace.start_us.size else []
 
 
 def _overlap(iv: dict, steps: list[dict]) -> dict:
@@ -355,8 +365,7 @@ def _sync_and_gaps(trace: k.KinetoTrace, steps: list[dict]) -> tuple[dict, dict]
     sync_end, sync_start = trace.end_us[sync_rows][by_end], trace.start_us[sync_rows][by_end]
     gaps = {"after_sync": 0.0, "after_pageable_copy": 0.0, "host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
     per_step_sync_gaps: dict[int, list[float]] = {}
-    cycles = list(getattr(trace, "cycles", None) or ([(float(trace.start_us.min()), float(ends_max))]
-                                                     if trace.start_us.size and (ends_max := trace.end_us.max()) else []))
+    cycles = _cycles(trace)
     pageable_names = _ids(trace, lambda n: "pageable" in n.lower() and "htod" in n.lower())
     for lo, hi in cycles:
         i0, i1 = int(np.searchsorted(trace.start_us, lo, "left")), int(np.searchsorted(trace.start_us, hi, "right"))

@@ -456,6 +456,18 @@ def gpu_analysis_blocks(label: str, r: dict) -> list:
             ["text", "int", "num2", "num2", "num2"],
             caption="Queue length per stream (HTA): operations launched by the host and not yet started on the GPU, "
                     "over its values at each change. A queue that stays near 0 is a GPU waiting for the host."))
+    streams = {str(k): as_dict(v) for k, v in as_dict(ga.get("idle_per_stream")).items()}
+    if streams:
+        blocks.append(Table(
+            f"kineto-idle-streams-{sid}", ["Stream", "Operations", "Busy (ms)", "Idle (ms)", "Host wait (ms)",
+                                           "Kernel wait (ms)", "Other (ms)"],
+            [[f"stream {k}", v.get("operations", 0), number(v.get("busy_ms")), number(v.get("idle_ms")),
+              number(v.get("host_wait_ms")), number(v.get("kernel_wait_ms")), number(v.get("other_ms"))]
+             for k, v in list(streams.items())[:16]],
+            ["text", "int", "num2", "num2", "num2", "num2", "num2"],
+            caption="Idle time per stream (HTA's idle time breakdown): each gap between two operations of a stream; "
+                    "host wait when the next one was launched only after the stream went idle, kernel wait under "
+                    "30 µs, other (events, synchronisation) the rest. A stream idle while another works counts here."))
     memcpy = [as_dict(m) for m in as_list(as_dict(ga.get("memcpy")).get("by_kind"))]
     if memcpy:
         blocks.append(Table(
