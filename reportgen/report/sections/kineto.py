@@ -358,6 +358,10 @@ def build(outputs: RuleOutputs) -> Section:
     return section
 
 
+CRITICAL_PATH_LABELS = {"cpu_bound": "CPU", "gpu_compute_bound": "GPU compute",
+                        "gpu_communication_bound": "GPU communication",
+                        "gpu_kernel_kernel_overhead": "gaps between kernels",
+                        "gpu_kernel_launch_overhead": "kernel launch (call start to kernel start)"}
 SPLIT_ORDER = ("compute only", "compute + communication", "compute + memory", "compute + communication + memory",
                "communication only", "communication + memory", "memory only")
 BREAKDOWN_LABELS = {"kernel": "Kernel (compute)", "memcpy": "Memcpy", "memset": "Memset",
@@ -468,6 +472,17 @@ def gpu_analysis_blocks(label: str, r: dict) -> list:
             caption="Idle time per stream (HTA's idle time breakdown): each gap between two operations of a stream; "
                     "host wait when the next one was launched only after the stream went idle, kernel wait under "
                     "30 µs, other (events, synchronisation) the rest. A stream idle while another works counts here."))
+    path = as_dict(ga.get("critical_path"))
+    path_by = as_dict(path.get("by_ms"))
+    if number(path.get("path_ms"), 0.0) > 0 and path_by:
+        blocks.append(Table(
+            f"kineto-critical-path-{sid}", ["On the critical path", "Time (ms)", "Share of the path"],
+            [[CRITICAL_PATH_LABELS.get(c, c), number(v, 0.0), 100.0 * number(as_dict(path.get("shares")).get(c), 0.0)]
+             for c, v in path_by.items()],
+            ["text", "num2", "pct"],
+            caption=f"Critical path of ProfilerStep#{path.get('step')} ({number(path.get('step_ms'), 0.0):.2f} ms, "
+                    f"the median step; path {number(path.get('path_ms'), 0.0):.2f} ms), summarised as HTA does: the "
+                    "chain of CPU work, launches and GPU work that the step's end waited for."))
     memcpy = [as_dict(m) for m in as_list(as_dict(ga.get("memcpy")).get("by_kind"))]
     if memcpy:
         blocks.append(Table(
