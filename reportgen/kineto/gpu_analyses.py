@@ -22,6 +22,7 @@ All on one rank's merged trace, times in µs internally, ms (or µs where a key 
   time in fp32 GEMM/convolution kernels (eligible for tensor cores with TF32 or AMP);
 * **idle per stream** (HTA's ``get_idle_time_breakdown``): ``reportgen.kineto.gpu_idle.idle_per_stream``;
 * **critical path** of one step, HTA's summary of it: ``reportgen.kineto.critical_path``;
+* **frequent CUDA kernel sequences** per top-level operator (HTA's): ``reportgen.kineto.kernel_patterns``;
 * **host synchronisation**: blocking runtime calls (``cuda*Synchronize``, synchronous ``cudaMemcpy``), the
   operators they run in (``aten::item``, ``aten::nonzero``...), and each in-window GPU idle gap attributed
   once: after a synchronisation (the host waited for the GPU to drain, then had to refill it), after a
@@ -38,6 +39,7 @@ from reportgen.kineto import reader as k
 from reportgen.kineto.classify import is_communication_kernel, kernel_precision, memory_op_kind
 from reportgen.kineto.critical_path import critical_path
 from reportgen.kineto.gpu_idle import KERNEL_WAIT_US, idle_per_stream
+from reportgen.kineto.kernel_patterns import kernel_patterns, top_level_ops
 from reportgen.kineto.regions import DATALOADER, merged
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's runtime_cutoff: a launch call longer than this is an outlier
@@ -125,6 +127,7 @@ def gpu_analyses(trace: k.KinetoTrace, steps: list[dict]) -> dict:
     out["step_breakdown"] = _breakdown(trace, steps, iv)
     out["idle_per_stream"] = idle_per_stream(trace, _cycles(trace))
     out["critical_path"] = critical_path(trace, steps, _ids(trace, SYNC_CALL.match), _cycles(trace))
+    out["kernel_patterns"] = kernel_patterns(trace, top_level_ops(trace, _ids(trace, _STEP.match)))
     return out
 
 

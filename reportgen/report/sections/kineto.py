@@ -369,6 +369,14 @@ BREAKDOWN_LABELS = {"kernel": "Kernel (compute)", "memcpy": "Memcpy", "memset": 
                     "cpu_exec": "CPU operators", "other": "Other"}
 
 
+def _sequence(pattern: dict, shown: int = 4) -> str:
+    """The first kernels of a sequence, short, and how many more."""
+    names = [_short(str(n), 40) for n in as_list(pattern.get("kernels"))]
+    length = number(pattern.get("length"), len(names)) or 0
+    more = int(length) - min(len(names), shown)
+    return " → ".join(names[:shown]) + (f" … (+{more})" if more > 0 else "")
+
+
 def _percent_of(row: dict, keys) -> dict:
     total = sum(number(row.get(k), 0.0) for k in keys)
     return {BREAKDOWN_LABELS.get(k, k): 100.0 * number(row.get(k), 0.0) / total for k in keys} if total > 0 else {}
@@ -483,6 +491,16 @@ def gpu_analysis_blocks(label: str, r: dict) -> list:
             caption=f"Critical path of ProfilerStep#{path.get('step')} ({number(path.get('step_ms'), 0.0):.2f} ms, "
                     f"the median step; path {number(path.get('path_ms'), 0.0):.2f} ms), summarised as HTA does: the "
                     "chain of CPU work, launches and GPU work that the step's end waited for."))
+    patterns = [as_dict(p) for p in as_list(ga.get("kernel_patterns"))]
+    if patterns:
+        blocks.append(Table(
+            f"kineto-kernel-patterns-{sid}", ["Operator", "Kernels (in GPU order)", "Count", "GPU (ms)", "CPU (ms)"],
+            [[_short(str(p.get("operator", "")), 60), _sequence(p), p.get("count", 0), number(p.get("gpu_ms")),
+              number(p.get("cpu_ms"))] for p in patterns[:10]],
+            ["text", "text", "int", "num2", "num2"],
+            caption="The most frequent CUDA kernel sequences per top-level operator (HTA's frequent patterns): an "
+                    "operator's GPU work, in the order it ran; repeated sequences are what CUDA graphs or "
+                    "torch.compile can fuse. Count, and the GPU and CPU time of all of them."))
     memcpy = [as_dict(m) for m in as_list(as_dict(ga.get("memcpy")).get("by_kind"))]
     if memcpy:
         blocks.append(Table(
