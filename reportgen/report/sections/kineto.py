@@ -468,6 +468,24 @@ def gpu_analysis_blocks(label: str, r: dict) -> list:
             ["text", "int", "num2", "num2", "num2"],
             caption="Queue length per stream (HTA): operations launched by the host and not yet started on the GPU, "
                     "over its values at each change. A queue that stays near 0 is a GPU waiting for the host."))
+    over = as_dict(ga.get("queue_over_step"))
+    over_streams = {str(k): as_dict(v) for k, v in as_dict(over.get("streams")).items()}
+    if over_streams:
+        blocks.append(Table(
+            f"kineto-queue-step-{sid}", ["Stream", "Changes", "Mean (time-weighted)", "Max", "Nothing queued"],
+            [[f"stream {k}", v.get("changes", 0), number(v.get("mean")), number(v.get("max")),
+              100 * number(v.get("empty_share"), 0.0)] for k, v in over_streams.items()],
+            ["text", "int", "num2", "num2", "pct"],
+            caption=f"Queue length over ProfilerStep#{over.get('step')} ({number(over.get('step_ms'), 0.0):.2f} ms, "
+                    "the median step): the mean over the step's time, its maximum, and the share of the step with "
+                    "nothing launched and waiting on the stream (the GPU can only wait for the host then)."))
+        width = number(over.get("bin_ms"), 0.0) or 0.0
+        lines = {f"stream {k}": [number(b) for b in as_list(v.get("bin_max"))] for k, v in over_streams.items()}
+        n = max((len(v) for v in lines.values()), default=0)
+        if n and width > 0:
+            blocks.append(Chart(f"kineto-queue-step-chart-{sid}", charts.steps_lines(
+                [i * width for i in range(n)], lines, f"Queue length over ProfilerStep#{over.get('step')}, rank {label} "
+                f"(maximum per {width:.2f} ms)", "ms since the step's start", "operations queued"), NO_JS))
     streams = {str(k): as_dict(v) for k, v in as_dict(ga.get("idle_per_stream")).items()}
     if streams:
         blocks.append(Table(
