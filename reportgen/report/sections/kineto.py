@@ -369,7 +369,7 @@ BREAKDOWN_LABELS = {"kernel": "Kernel (compute)", "memcpy": "Memcpy", "memset": 
                     "cpu_exec": "CPU operators", "other": "Other"}
 
 
-def _sequence(pattern: dict, shown: int = 4) -> str:
+def _sequence(pattern: dict, shown: int = 3) -> str:
     """The first kernels of a sequence, short, and how many more."""
     names = [_short(str(n), 40) for n in as_list(pattern.get("kernels"))]
     length = number(pattern.get("length"), len(names)) or 0
@@ -514,9 +514,10 @@ def gpu_analysis_blocks(label: str, r: dict) -> list:
         blocks.append(Table(
             f"kineto-kernel-patterns-{sid}", ["Operator", "Kernels (in GPU order)", "Count", "GPU (ms)", "CPU (ms)"],
             [[_short(str(p.get("operator", "")), 60), _sequence(p), p.get("count", 0), number(p.get("gpu_ms")),
-              number(p.get("cpu_ms"))] for p in patterns[:10]],
+              number(p.get("cpu_ms"))] for p in patterns[:5]],
             ["text", "text", "int", "num2", "num2"],
-            caption="The most frequent CUDA kernel sequences per top-level operator (HTA's frequent patterns): an "
+            caption="The 5 most frequent CUDA kernel sequences per top-level operator (HTA's frequent patterns; "
+                    "report.json has 10): an "
                     "operator's GPU work, in the order it ran; repeated sequences are what CUDA graphs or "
                     "torch.compile can fuse. Count, and the GPU and CPU time of all of them."))
     memcpy = [as_dict(m) for m in as_list(as_dict(ga.get("memcpy")).get("by_kind"))]
