@@ -17,9 +17,13 @@ All on one rank's merged trace, times in µs internally, ms (or µs where a key 
   that covers it (TensorBoard counts NCCL kernels as "Kernel"; here they are "Communication", so the
   exposed communication shows);
 * **memory copies**: bytes, time and bandwidth by direction, pageable vs pinned host memory;
-* **queue length** per stream (HTA's ``get_queue_length_summary``): operations launched and not yet started;
+* **queue length** per stream (HTA's ``get_queue_length_summary``): operations launched and not yet started; and
+  over one step (the median one), as HTA's ``get_queue_length_time_series`` draws it: a chart and its numbers;
 * **tensor cores**: the device's compute capability (``deviceProperties``) and the share of compute kernel
   time in fp32 GEMM/convolution kernels (eligible for tensor cores with TF32 or AMP);
+* **idle per stream** (HTA's ``get_idle_time_breakdown``): ``reportgen.kineto.gpu_idle.idle_per_stream``;
+* **critical path** of one step, HTA's summary of it: ``reportgen.kineto.critical_path``;
+* **frequent CUDA kernel sequences** per top-level operator (HTA's): ``reportgen.kineto.kernel_patterns``;
 * **host synchronisation**: blocking runtime calls (``cuda*Synchronize``, synchronous ``cudaMemcpy``), the
   operators they run in (``aten::item``, ``aten::nonzero``...), and each in-window GPU idle gap attributed
   once: after a synchronisation (the host waited for the GPU to drain, then had to refill it), after a
@@ -34,7 +38,9 @@ import numpy as np
 
 from reportgen.kineto import reader as k
 from reportgen.kineto.classify import is_communication_kernel, kernel_precision, memory_op_kind
-from reportgen.kineto.gpu_idle import KERNEL_WAIT_US
+from reportgen.kineto.critical_path import critical_path, pick_step
+from reportgen.kineto.gpu_idle import KERNEL_WAIT_US, idle_per_stream
+from reportgen.kineto.kernel_patterns import kernel_patterns, top_level_ops
 from reportgen.kineto.regions import DATALOADER, merged
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's runtime_cutoff: a launch call longer than this is an outlier
@@ -53,6 +59,8 @@ _STEP = re.compile(r"^ProfilerStep#\d+$")
 _CPU_COLLECTIVE = re.compile(r"^(nccl|gloo|c10d)[:_]|^record_param_comms$", re.I)
 SPLIT_KINDS = ("compute only", "communication only", "memory only", "compute + communication",
                "compute + memory", "communication + memory", "compute + communication + memory")
+QUEUE_BINS = 50  # slices of the step in the queue-length chart
+QUEUE_STREAMS = 4
 BREAKDOWN = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
 
 
@@ -114,13 +122,26 @@ def gpu_analyses(trace: k.KinetoTrace, steps: list[dict]) -> dict:
     out["kernel_type_split_ms"] = _split(iv)
     out["launch"] = _launch(trace, kern, n_steps)
     out["memcpy"] = _memcpy(trace, memcpy, iv, n_steps)
-    out["queue_length"] = _queue_length(trace)
+    queues = _queue_series(trace)
+    out["queue_length"] = _queue_length(queues)
     out["tensor_cores"] = _tensor_cores(trace, compute)
     sync, gaps = _sync_and_gaps(trace, steps)
     out["sync"] = sync
     out["idle_gaps_ms"] = gaps
     out["step_breakdown"] = _breakdown(trace, steps, iv)
+    out["idle_per_stream"] = idle_per_stream(trace, _cycles(trace))
+    out["critical_path"] = critical_path(trace, steps, _ids(trace, SYNC_CALL.match), _cycles(trace))
+    out["kernel_patterns"] = kernel_patterns(trace, top_level_ops(trace, _ids(trace, _STEP.match)))
+    out["queue_over_step"] = _queue_over_step(queues, pick_step(steps))
     return out
+
+
+def _cycles(trace: k.KinetoTrace) -> list[tuple[float, float]]:
+    """The rank's profiling cycles (one span when the trace does not say)."""
+    cycles = getattr(trace, "cycles", None)
+    if cycles:
+        return list(cycles)
+    return [(float(trace.start_us.min()), float(trace.end_us.max()))] if trace.start_us.size else []
 
 
 def _overlap(iv: dict, steps: list[dict]) -> dict:
@@ -250,10 +271,10 @@ def _launch(trace: k.KinetoTrace, kern: np.ndarray, n_steps: int) -> dict:
     }
 
 
-def _queue_length(trace: k.KinetoTrace) -> dict:
+def _queue_series(trace: k.KinetoTrace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """HTA's queue length per stream: operations launched and not yet started (+1 at the launch call's start,
-    -1 at the GPU operation's start; a launch and a start at the same instant: the launch first), summarised
-    over its values at each change as HTA's ``get_queue_length_summary`` (count, mean, p50, max)."""
+    -1 at the GPU operation's start; a launch and a start at the same instant: the launch first), as its
+    (time, value) at each change, in time order."""
     activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
     starts, _, names = _launches(trace, activity)
     ok = ~np.isnan(starts) & np.isin(names, _ids(trace, QUEUE_CALLS.__contains__))
@@ -264,10 +285,43 @@ def _queue_length(trace: k.KinetoTrace) -> dict:
         pick = stream == s
         when = np.r_[launched[pick], started[pick]]
         step = np.r_[np.ones(int(pick.sum())), -np.ones(int(pick.sum()))]
-        queue = np.cumsum(step[np.lexsort((-step, when))])
-        out[str(int(s))] = {"count": int(queue.size), "mean": float(queue.mean()), "p50": float(np.median(queue)),
-                            "max": int(queue.max())}
+        order = np.lexsort((-step, when))
+        out[int(s)] = (when[order], np.cumsum(step[order]))
     return out
+
+
+def _queue_length(series: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict:
+    """The queue length summarised over its values at each change as HTA's ``get_queue_length_summary`` (count,
+    mean, p50, max)."""
+    return {str(s): {"count": int(queue.size), "mean": float(queue.mean()), "p50": float(np.median(queue)),
+                     "max": int(queue.max())} for s, (_, queue) in series.items()}
+
+
+def _queue_over_step(series: dict[int, tuple[np.ndarray, np.ndarray]], step: dict | None) -> dict | None:
+    """The queue length over one step (``critical_path.pick_step``'s, the median one) for the streams with the
+    most changes in it (at most ``QUEUE_STREAMS``): its time-weighted mean, maximum and the share of the step with
+    nothing queued, and its maximum in each of ``QUEUE_BINS`` equal slices of the step (the chart)."""
+    if step is None or step["dur_us"] <= 0:
+        return None
+    lo, hi = step["start_us"], step["start_us"] + step["dur_us"]
+    edges = np.linspace(lo, hi, QUEUE_BINS + 1)
+    rows = []
+    for s, (when, queue) in series.items():
+        inside = (when > lo) & (when < hi)
+        before = int(np.searchsorted(when, lo, "right")) - 1
+        values = np.r_[queue[before] if before >= 0 else 0.0, queue[inside]]
+        bounds = np.r_[lo, when[inside], hi]
+        length = np.diff(bounds)
+        piece_at = np.searchsorted(bounds, edges[:-1], "right") - 1
+        piece_end = np.searchsorted(bounds, edges[1:], "left") - 1
+        bins = [int(values[a:max(b, a) + 1].max()) for a, b in zip(piece_at.tolist(), piece_end.tolist())]
+        rows.append((int(inside.sum()), str(s), {
+            "changes": int(inside.sum()), "mean": float((values * length).sum() / (hi - lo)),
+            "max": int(values.max()), "empty_share": float(length[values == 0].sum() / (hi - lo)),
+            "bin_max": bins}))
+    rows.sort(key=lambda r: -r[0])
+    return {"step": step["step"], "step_ms": step["dur_us"] / 1000.0, "bin_ms": step["dur_us"] / 1000.0 / QUEUE_BINS,
+            "streams": {s: row for _, s, row in rows[:QUEUE_STREAMS] if row["changes"] or row["max"]}}
 
 
 def _memcpy(trace: k.KinetoTrace, memcpy: np.ndarray, iv: dict, n_steps: int) -> dict:
@@ -355,8 +409,7 @@ def _sync_and_gaps(trace: k.KinetoTrace, steps: list[dict]) -> tuple[dict, dict]
     sync_end, sync_start = trace.end_us[sync_rows][by_end], trace.start_us[sync_rows][by_end]
     gaps = {"after_sync": 0.0, "after_pageable_copy": 0.0, "host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
     per_step_sync_gaps: dict[int, list[float]] = {}
-    cycles = list(getattr(trace, "cycles", None) or ([(float(trace.start_us.min()), float(ends_max))]
-                                                     if trace.start_us.size and (ends_max := trace.end_us.max()) else []))
+    cycles = _cycles(trace)
     pageable_names = _ids(trace, lambda n: "pageable" in n.lower() and "htod" in n.lower())
     for lo, hi in cycles:
         i0, i1 = int(np.searchsorted(trace.start_us, lo, "left")), int(np.searchsorted(trace.start_us, hi, "right"))

@@ -17,6 +17,11 @@ the same):
 * **kernel wait**: a gap shorter than ``KERNEL_WAIT_US`` (HTA's default 30 µs) between kernels
   that were already queued: launch overhead between back-to-back kernels;
 * **other**: the rest (waiting on events, synchronisation, a launch whose runtime call is unknown).
+
+**Per stream** (:func:`idle_per_stream`, HTA's ``get_idle_time_breakdown``): the same three categories on each
+CUDA stream alone, the gap being the time between one operation's end and the next one's start on that stream.
+A stream idle while another one works is idle here, so the sums exceed the union's idle time: what it tells is
+which stream waits for what (a communication stream waiting on the host is normal, a compute stream is not).
 """
 
 from __future__ import annotations
@@ -95,3 +100,33 @@ def gpu_idle(trace: k.KinetoTrace, cycles: list[tuple[float, float]]) -> dict:
         "window_idle_split_ms": {key: value / 1000.0 for key, value in split.items()},
         "kernel_wait_threshold_us": KERNEL_WAIT_US,
     }
+
+
+def idle_per_stream(trace: k.KinetoTrace, cycles: list[tuple[float, float]]) -> dict[str, dict]:
+    """Idle time per CUDA stream (module docstring), ms, streams in first-activity order; each gap of a
+    profiling cycle, from an operation's end (the latest end so far on the stream: an overlap there is no
+    negative idle) to the next one's start; a cycle's first operation has no gap."""
+    activity = trace.rows(*_ACTIVITY)
+    sums: dict[int, np.ndarray] = {}  # stream -> [host, kernel, other, busy, operations]
+    for lo, hi in cycles:
+        i0, i1 = _slice(trace, lo, hi)
+        rows = activity[i0:i1]
+        if not rows.any():
+            continue
+        starts, ends = trace.start_us[i0:i1][rows], trace.end_us[i0:i1][rows]
+        stream = trace.tid[i0:i1][rows] if trace.tid.size == trace.cat.size else np.zeros(starts.size, np.int64)
+        corr = trace.corr[i0:i1][rows] if trace.corr.size == trace.cat.size else np.full(starts.size, -1)
+        launched = _launch_starts(trace, lo, hi, corr)
+        for s in dict.fromkeys(stream.tolist()):
+            pick = stream == s
+            order = np.argsort(starts[pick], kind="stable")
+            st, en, la = starts[pick][order], ends[pick][order], launched[pick][order]
+            prev_end = np.maximum.accumulate(en)[:-1]
+            gap = np.maximum(st[1:] - prev_end, 0.0)
+            host = la[1:] > prev_end  # NaN (launch unknown) compares False, as in HTA
+            kernel = ~host & (gap < KERNEL_WAIT_US)
+            acc = sums.setdefault(int(s), np.zeros(5))
+            acc += (gap[host].sum(), gap[kernel].sum(), gap[~host & ~kernel].sum(), (en - st).sum(), st.size)
+    return {str(s): {"host_wait_ms": v[0] / 1000.0, "kernel_wait_ms": v[1] / 1000.0, "other_ms": v[2] / 1000.0,
+                     "idle_ms": float(v[:3].sum()) / 1000.0, "busy_ms": v[3] / 1000.0, "operations": int(v[4])}
+            for s, v in sums.items()}

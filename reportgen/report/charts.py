@@ -467,3 +467,15 @@ def grouped_bars(categories: list[str], series: dict[str, list], title: str, yax
                "hovertemplate": "%{x}: %{y:.2f}<extra>" + safe(name) + "</extra>"}
               for i, (name, values) in enumerate(series.items())]
     return {"data": traces, "layout": _layout(title, barmode="group", yaxis=_axis(yaxis))}
+
+
+def steps_lines(x: list, series: dict[str, list], title: str, xaxis: str, yaxis: str, height: int = 220) -> dict:
+    """Step-shaped lines on a plain numeric x axis (not the job's clock), one per series: a value that holds
+    until the next x (the queue length over one profiler step)."""
+    traces = [{"type": "scatter", "mode": "lines", "line": {"shape": "hv", "width": 1.6,
+                                                            "color": PALETTE[i % len(PALETTE)]},
+               "name": safe(name), "x": _finite(x), "y": _finite(values),
+               "hovertemplate": "%{x:.2f}: %{y}<extra>" + safe(name) + "</extra>"}
+              for i, (name, values) in enumerate(series.items())]
+    return {"data": traces, "layout": _layout(title, height=height, xaxis=_axis(xaxis),
+                                              yaxis=_axis(yaxis, rangemode="tozero"))}

@@ -358,11 +358,23 @@ def build(outputs: RuleOutputs) -> Section:
     return section
 
 
+CRITICAL_PATH_LABELS = {"cpu_bound": "CPU", "gpu_compute_bound": "GPU compute",
+                        "gpu_communication_bound": "GPU communication",
+                        "gpu_kernel_kernel_overhead": "gaps between kernels",
+                        "gpu_kernel_launch_overhead": "kernel launch (call start to kernel start)"}
 SPLIT_ORDER = ("compute only", "compute + communication", "compute + memory", "compute + communication + memory",
                "communication only", "communication + memory", "memory only")
 BREAKDOWN_LABELS = {"kernel": "Kernel (compute)", "memcpy": "Memcpy", "memset": "Memset",
                     "communication": "Communication", "runtime": "CUDA runtime", "dataloader": "DataLoader",
                     "cpu_exec": "CPU operators", "other": "Other"}
+
+
+def _sequence(pattern: dict, shown: int = 3) -> str:
+    """The first kernels of a sequence, short, and how many more."""
+    names = [_short(str(n), 40) for n in as_list(pattern.get("kernels"))]
+    length = number(pattern.get("length"), len(names)) or 0
+    more = int(length) - min(len(names), shown)
+    return " → ".join(names[:shown]) + (f" … (+{more})" if more > 0 else "")
 
 
 def _percent_of(row: dict, keys) -> dict:
@@ -456,6 +468,58 @@ def gpu_analysis_blocks(label: str, r: dict) -> list:
             ["text", "int", "num2", "num2", "num2"],
             caption="Queue length per stream (HTA): operations launched by the host and not yet started on the GPU, "
                     "over its values at each change. A queue that stays near 0 is a GPU waiting for the host."))
+    over = as_dict(ga.get("queue_over_step"))
+    over_streams = {str(k): as_dict(v) for k, v in as_dict(over.get("streams")).items()}
+    if over_streams:
+        blocks.append(Table(
+            f"kineto-queue-step-{sid}", ["Stream", "Changes", "Mean (time-weighted)", "Max", "Nothing queued"],
+            [[f"stream {k}", v.get("changes", 0), number(v.get("mean")), number(v.get("max")),
+              100 * number(v.get("empty_share"), 0.0)] for k, v in over_streams.items()],
+            ["text", "int", "num2", "num2", "pct"],
+            caption=f"Queue length over ProfilerStep#{over.get('step')} ({number(over.get('step_ms'), 0.0):.2f} ms, "
+                    "the median step): the mean over the step's time, its maximum, and the share of the step with "
+                    "nothing launched and waiting on the stream (the GPU can only wait for the host then)."))
+        width = number(over.get("bin_ms"), 0.0) or 0.0
+        lines = {f"stream {k}": [number(b) for b in as_list(v.get("bin_max"))] for k, v in over_streams.items()}
+        n = max((len(v) for v in lines.values()), default=0)
+        if n and width > 0:
+            blocks.append(Chart(f"kineto-queue-step-chart-{sid}", charts.steps_lines(
+                [i * width for i in range(n)], lines, f"Queue length over ProfilerStep#{over.get('step')}, rank {label} "
+                f"(maximum per {width:.2f} ms)", "ms since the step's start", "operations queued"), NO_JS))
+    streams = {str(k): as_dict(v) for k, v in as_dict(ga.get("idle_per_stream")).items()}
+    if streams:
+        blocks.append(Table(
+            f"kineto-idle-streams-{sid}", ["Stream", "Operations", "Busy (ms)", "Idle (ms)", "Host wait (ms)",
+                                           "Kernel wait (ms)", "Other (ms)"],
+            [[f"stream {k}", v.get("operations", 0), number(v.get("busy_ms")), number(v.get("idle_ms")),
+              number(v.get("host_wait_ms")), number(v.get("kernel_wait_ms")), number(v.get("other_ms"))]
+             for k, v in list(streams.items())[:16]],
+            ["text", "int", "num2", "num2", "num2", "num2", "num2"],
+            caption="Idle time per stream (HTA's idle time breakdown): each gap between two operations of a stream; "
+                    "host wait when the next one was launched only after the stream went idle, kernel wait under "
+                    "30 µs, other (events, synchronisation) the rest. A stream idle while another works counts here."))
+    path = as_dict(ga.get("critical_path"))
+    path_by = as_dict(path.get("by_ms"))
+    if number(path.get("path_ms"), 0.0) > 0 and path_by:
+        blocks.append(Table(
+            f"kineto-critical-path-{sid}", ["On the critical path", "Time (ms)", "Share of the path"],
+            [[CRITICAL_PATH_LABELS.get(c, c), number(v, 0.0), 100.0 * number(as_dict(path.get("shares")).get(c), 0.0)]
+             for c, v in path_by.items()],
+            ["text", "num2", "pct"],
+            caption=f"Critical path of ProfilerStep#{path.get('step')} ({number(path.get('step_ms'), 0.0):.2f} ms, "
+                    f"the median step; path {number(path.get('path_ms'), 0.0):.2f} ms), summarised as HTA does: the "
+                    "chain of CPU work, launches and GPU work that the step's end waited for."))
+    patterns = [as_dict(p) for p in as_list(ga.get("kernel_patterns"))]
+    if patterns:
+        blocks.append(Table(
+            f"kineto-kernel-patterns-{sid}", ["Operator", "Kernels (in GPU order)", "Count", "GPU (ms)", "CPU (ms)"],
+            [[_short(str(p.get("operator", "")), 60), _sequence(p), p.get("count", 0), number(p.get("gpu_ms")),
+              number(p.get("cpu_ms"))] for p in patterns[:5]],
+            ["text", "text", "int", "num2", "num2"],
+            caption="The 5 most frequent CUDA kernel sequences per top-level operator (HTA's frequent patterns; "
+                    "report.json has 10): an "
+                    "operator's GPU work, in the order it ran; repeated sequences are what CUDA graphs or "
+                    "torch.compile can fuse. Count, and the GPU and CPU time of all of them."))
     memcpy = [as_dict(m) for m in as_list(as_dict(ga.get("memcpy")).get("by_kind"))]
     if memcpy:
         blocks.append(Table(
