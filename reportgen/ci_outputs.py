@@ -191,7 +191,7 @@ def known_causes() -> tuple[str, ...]:
     import reportgen.diagnosis  # noqa: F401  (the package imports every detector module, so all are registered)
     from reportgen.diagnosis import causes
 
-    return tuple(dict.fromkeys([*causes.CAUSES, *(cause for cause, _ in causes.DETECTORS)]))
+    return tuple(dict.fromkeys([*causes.CAUSES, *(cause.id for cause in causes.REGISTRY)]))
 
 
 @dataclass(frozen=True)

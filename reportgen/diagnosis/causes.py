@@ -1,9 +1,10 @@
 """Cause detectors: one small function per root cause, in a registry.
 
-Each detector reads the ``Evidence`` (and the findings of the detectors before it, so a symptom that
-one cause explains is not blamed on another) and returns a ``Finding`` or None. Adding evidence from a
-new source is a few lines in the detector concerned; adding a cause is one decorated function. The
-decision logic is documented in docs/diagnosis.md; keep the two in step.
+Each detector reads the ``Evidence`` (and the findings of the causes its registry row names in
+``after``, so a symptom that one cause explains is not blamed on another) and returns a ``Finding`` or
+None. ``REGISTRY`` holds every fact of a cause (id, title, what it reads, its place in the run); adding a
+cause is a row there and one decorated function (docs/adding-a-cause.md). The decision logic is
+documented in docs/diagnosis.md; keep the two in step.
 """
 
 from __future__ import annotations
@@ -18,28 +19,49 @@ from reportgen.diagnosis.evaluation import FIRED
 from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
 
-# GPU causes read from PyTorch profiler traces; their detectors are in gpu_causes.py, run before gpu-underused
+@dataclass(frozen=True)
+class Cause:
+    """One row of the cause registry: its id (report.json's ``cause``, ``--fail-on``), the finding's default
+    title, the question of ``coverage.QUESTIONS`` it answers (a cause the data could not judge is not
+    claimed absent), and ``after``: the causes whose findings its detector reads (they run first, and a
+    detector sees only their findings). Its detector is the function decorated ``@detector(id)``."""
+
+    id: str
+    title: str
+    question: str = "gpu-use"
+    after: tuple[str, ...] = ()
+
+
+# The GPU causes read from PyTorch profiler traces (detectors in gpu_causes.py); those that explain idle GPUs
+# are concluded before gpu-underused, which is then blamed only when none of them explains the idle time.
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy")
-IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")  # explain idle GPUs
+IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
+
+# The registry, in the order the detectors run (findings of equal impact keep this order on the page).
+REGISTRY: tuple[Cause, ...] = (
+    Cause("io-bound", "Training waits for storage", "input-pipeline"),
+    Cause("cpu-bound", "The CPUs are saturated", "input-pipeline"),
+    Cause("input-pipeline", "The input pipeline starves the GPUs", "input-pipeline", after=("cpu-bound", "io-bound")),
+    Cause("host-sync", "The host waits for the GPU in synchronisations"),
+    Cause("kernel-launch-bound", "The GPU waits for kernel launches"),
+    Cause("communication-bound", "Communication is not overlapped with compute"),
+    Cause("no-mixed-precision", "Matrix math runs in fp32 on tensor-core GPUs"),
+    Cause("pageable-memcpy", "Host-to-device copies from pageable memory"),
+    Cause("gpu-underused", "The GPUs are underused",
+          after=("input-pipeline", "cpu-bound", "io-bound", *IDLE_GPU_CAUSES)),
+    Cause("straggler", "One worker is slower than the rest", "step-times"),
+    Cause("load-imbalance", "The work is spread unevenly", after=("straggler",)),
+    Cause("gpu-memory-growth", "GPU memory is at risk", "memory"),
+    Cause("host-memory-growth", "Host memory keeps growing", "memory"),
+    Cause("slow-initialization", "Slow start before the first step", "step-times"),
+    Cause("step-outliers", "Some steps are much slower than the rest", "step-times"),
+)
+# The vocabulary in its published order: report.json's schema enum, the JUnit causes suite (tests keep the
+# schema and this equal to the registry's ids).
 CAUSES = ("input-pipeline", "gpu-underused", "io-bound", "cpu-bound", "straggler", "load-imbalance",
           "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers", *GPU_CAUSES)
-TITLES = {
-    "input-pipeline": "The input pipeline starves the GPUs",
-    "gpu-underused": "The GPUs are underused",
-    "io-bound": "Training waits for storage",
-    "cpu-bound": "The CPUs are saturated",
-    "straggler": "One worker is slower than the rest",
-    "load-imbalance": "The work is spread unevenly",
-    "gpu-memory-growth": "GPU memory is at risk",
-    "host-memory-growth": "Host memory keeps growing",
-    "slow-initialization": "Slow start before the first step",
-    "step-outliers": "Some steps are much slower than the rest",
-    "host-sync": "The host waits for the GPU in synchronisations",
-    "kernel-launch-bound": "The GPU waits for kernel launches",
-    "communication-bound": "Communication is not overlapped with compute",
-    "no-mixed-precision": "Matrix math runs in fp32 on tensor-core GPUs",
-    "pageable-memcpy": "Host-to-device copies from pageable memory",
-}
+BY_ID = {cause.id: cause for cause in REGISTRY}
+TITLES = {cause.id: cause.title for cause in REGISTRY}
 
 # Thresholds (documented in docs/diagnosis.md).
 GPU_IDLE = 0.40  # GPUs idle at least this share of the time: the GPU is not the bottleneck
@@ -93,18 +115,32 @@ class Finding:
 
 
 Detector = Callable[[Evidence, dict], "Finding | None"]
-DETECTORS: list[tuple[str, Detector]] = []
+DETECTORS: dict[str, Detector] = {}  # cause id -> its detector (filled by @detector)
 
 
-def detector(cause: str, before: str | None = None):
-    """Register a detector; ``before``: run it ahead of that cause's (appended otherwise)."""
-    assert cause in CAUSES, cause
+def detector(cause: str):
+    """Register the detector of a cause of the registry (one per cause)."""
+    if cause not in BY_ID or cause in DETECTORS:
+        raise ValueError(f"@detector({cause!r}): not a cause of the registry, or registered twice")
 
     def register(func: Detector) -> Detector:
-        at = next((i for i, (c, _) in enumerate(DETECTORS) if c == before), len(DETECTORS))
-        DETECTORS.insert(at, (cause, func))
+        DETECTORS[cause] = func
         return func
     return register
+
+
+def run_order() -> list[tuple[Cause, Detector]]:
+    """Every cause with its detector, in the registry's order; a cause without a detector, or one that reads a
+    cause registered after it (or none at all), is an error here rather than a silently different result."""
+    seen: set[str] = set()
+    for cause in REGISTRY:
+        if cause.id not in DETECTORS:
+            raise ValueError(f"cause {cause.id!r} has no @detector")
+        late = [c for c in cause.after if c not in seen]
+        if late:
+            raise ValueError(f"cause {cause.id!r} reads {late}, which must come before it in the registry")
+        seen.add(cause.id)
+    return [(cause, DETECTORS[cause.id]) for cause in REGISTRY]
 
 
 # ----------------------------------------------------------------------------------------- helpers

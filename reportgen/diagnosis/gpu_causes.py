@@ -87,7 +87,7 @@ def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]],
     return make(ev, cause, share, text, fix(worst, per_step), sections=list(sections), metrics=metrics)
 
 
-@detector("host-sync", before="gpu-underused")
+@detector("host-sync")
 def host_sync(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
@@ -129,7 +129,7 @@ def _ranks_steps(ev: Evidence, label: str) -> int:
     return _steps(_d(_d(ev.kineto.get(label)).get("gpu_analysis")))
 
 
-@detector("kernel-launch-bound", before="gpu-underused")
+@detector("kernel-launch-bound")
 def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
@@ -165,7 +165,7 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
     return _judge(ev, "kernel-launch-bound", costs, MINOR / 2, evidence, fix, {})
 
 
-@detector("communication-bound", before="gpu-underused")
+@detector("communication-bound")
 def communication_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
@@ -205,7 +205,7 @@ def communication_bound(ev: Evidence, found: dict) -> Finding | None:
                   least=True)
 
 
-@detector("no-mixed-precision", before="gpu-underused")
+@detector("no-mixed-precision")
 def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
@@ -244,7 +244,7 @@ def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
                    "assumed_speedup": AMP_SPEEDUP})
 
 
-@detector("pageable-memcpy", before="gpu-underused")
+@detector("pageable-memcpy")
 def pageable_memcpy(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):

@@ -9,6 +9,7 @@ from reportgen.report.reconcile import reconcile
 from reportgen.report.model import Chart, Columns, Details, Heading, ItemList, Report, Section, Table, Text
 from reportgen.report.sections import SECTIONS
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.rulebook import DEEP_DIVES
 
 
 def loop_intro() -> Section:
@@ -38,19 +39,10 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
                     raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
     cost_data = next((s.data for s in sections if s.id == "cost"), None)
     attach_diagnosis(report, outputs, cost_data)
-    reconcile(report, RULE_SECTIONS)
+    reconcile(report, DEEP_DIVES)
     fold_missing(sections)
     make_deep_dives_collapsible(sections, outputs)
     return report
-
-
-# The deep dive of each rule (a rule that was not evaluated says so at the top of its section).
-RULE_SECTIONS = {
-    "step-duration-analysis": "StepOutlier", "gpu-utilization-analysis": "LowGPUUtilization",
-    "workload-balancing": "LoadBalancing", "dataloading-analysis": "Dataloader", "batch-size": "BatchSize",
-    "cpu-bottlenecks": "CPUBottleneck", "io-bottlenecks": "IOBottleneck", "gpu-memory": "GPUMemoryIncrease",
-    "initialization-time": "MaxInitializationTime",
-}
 
 
 def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = None) -> None:
@@ -73,7 +65,7 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
         report.diagnosis = None
         return
     for section in report.sections:
-        rule = RULE_SECTIONS.get(section.id)
+        rule = DEEP_DIVES.get(section.id)
         state, reason = report.diagnosis.evidence.states.get(rule, (None, ""))
         if rule is None or state != NOT_EVALUATED or section.data.get("evaluation") == NOT_EVALUATED:
             continue
@@ -151,7 +143,7 @@ def make_deep_dives_collapsible(sections: list[Section], outputs: RuleOutputs) -
     """Short to scan, deep on demand: each rule's deep dive becomes a <details> element (works without
     JavaScript), open for the rules that found something, closed with a one-line verdict otherwise."""
     for section in sections:
-        rule = RULE_SECTIONS.get(section.id)
+        rule = DEEP_DIVES.get(section.id)
         if rule is None or section.hidden:
             continue
         section.collapsible = True
