@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.errors import InputError, RenderError
+from reportgen.notebook_parameters import NotebookParameters
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
 from reportgen.workdir import work_folder
@@ -104,6 +105,7 @@ class GenerateOptions:
     junit: Path | None = None  # also write the rules as JUnit XML here (``-``: standard output)
     markdown: Path | None = None  # also write the Markdown summary here (``-``: standard output)
     rule_outputs: Path | None = None  # also keep the rule outputs the report was made from, here
+    debug: bool = False  # the page made in this process (breakpoint() works); a failing section fails the run
 
 
 def check_engine_options(options: EngineOptions | None) -> None:
@@ -321,7 +323,8 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
     if cost.prices_file or cost.instance or cost.count is not None:
         _check_cost_options(cost)
     with work_folder() as work_dir:
-        maker = NotebookProcess(work_dir, progress)  # gets ready to make the page while the engine runs (render/process.py)
+        # gets ready to make the page while the engine runs (render/process.py); --debug: made in this process
+        maker = NotebookProcess(work_dir, progress, in_process=options.debug)
         try:
             prepared = prepare_rule_outputs(source, work_dir, options.source, progress, stats)
             resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used
@@ -335,12 +338,12 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
             progress("executing the analysis notebook and converting it to HTML")
             # The notebook reads the rule outputs (once; an unreadable one is an InputError) and writes
             # report.json into the work folder.
-            page = maker.render({"source": str(rule_dir.resolve()), "output_dir": str(work_dir.resolve()),
-                                 "job_name": options.job_name or resolved.job_name or local_job_name(source),
-                                 "standalone": True, "notes": notes, "description": description,
-                                 "incomplete": resolved.incomplete, "source_label": str(source),
-                                 "cost": _cost_parameter(resolved, cost)},
-                                keep_notebook=bool(options.keep_notebook))
+            parameters = NotebookParameters(
+                source=str(rule_dir.resolve()), output_dir=str(work_dir.resolve()),
+                job_name=options.job_name or resolved.job_name or local_job_name(source), standalone=True,
+                notes=notes, description=description, incomplete=resolved.incomplete, source_label=str(source),
+                cost=_cost_parameter(resolved, cost), debug=options.debug)
+            page = maker.render(parameters.to_papermill(), keep_notebook=bool(options.keep_notebook))
         finally:
             maker.close()
         html = page.html

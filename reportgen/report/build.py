@@ -18,8 +18,9 @@ def loop_intro() -> Section:
 
 
 def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str] | None = None,
-                 cost: dict | None = None) -> Report:
-    """Every section in ``SECTIONS`` order; a failing builder costs its section, not the report.
+                 cost: dict | None = None, debug: bool = False) -> Report:
+    """Every section in ``SECTIONS`` order; a failing builder costs its section, not the report (``debug``:
+    it raises, so ``generate --debug`` fails with its traceback).
     ``cost``: ``reportgen.report.sections.cost.build``'s arguments (instance type, count, region, prices file), when
     the instance type is known; the run's duration comes from the summary built before it."""
     notes = list(outputs.notes) + list(extra_notes or [])
@@ -32,20 +33,20 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
         elif section_id == "training-loop-analysis":
             sections.append(loop_intro())
         else:
-            sections.append(_build(section_id, builder, outputs, notes))
+            sections.append(_build(section_id, builder, outputs, notes, debug))
     sections = [s if s is not None else data_quality_section(notes, outputs.data_quality) for s in sections]
     intro = KINETO_INTRO if fold_inapplicable(sections, outputs) else ""
     report = Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder), intro=intro,
                     raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
     cost_data = next((s.data for s in sections if s.id == "cost"), None)
-    attach_diagnosis(report, outputs, cost_data)
+    attach_diagnosis(report, outputs, cost_data, debug)
     reconcile(report, DEEP_DIVES)
     fold_missing(sections)
     make_deep_dives_collapsible(sections, outputs)
     return report
 
 
-def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = None) -> None:
+def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = None, debug: bool = False) -> None:
     """Diagnose the job (with its cost when the instance and price are known: the cost section's data)
     and mark the deep dives of rules that could not be evaluated."""
     cost = cost or {}
@@ -54,6 +55,8 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
         report.diagnosis = diagnose(outputs, price_per_hour=cost.get("price_per_hour"),
                                     instance_count=cost.get("instance_count"), job_cost=cost.get("cost"))
     except Exception as err:  # the diagnosis costs only itself: the report is still made, and says so
+        if debug:
+            raise
         last = traceback.extract_tb(err.__traceback__)[-1]
         note = f"the diagnosis could not be made: {type(err).__name__}: {err} (at {last.name}:{last.lineno})"
         report.notes.append(note)
@@ -82,10 +85,20 @@ def _cost(built: list[Section | None], cost: dict) -> Section:
     return cost_section(summary.data.get("job_duration_s") if summary else None, **cost)
 
 
-def _build(section_id: str, builder, outputs: RuleOutputs, notes: list[str]) -> Section:
+class SectionBuildError(Exception):
+    """A section builder raised under ``debug`` (the builder's own exception is its ``__cause__``): the run fails
+    naming the section, as a failing section cell does (``render.html`` reads the name)."""
+
+    def __init__(self, section_id: str, err: Exception):
+        super().__init__(f"section {section_id}: {type(err).__name__}: {err}")
+
+
+def _build(section_id: str, builder, outputs: RuleOutputs, notes: list[str], debug: bool = False) -> Section:
     try:
         return builder(outputs)
     except Exception as err:  # keep the rest of the report; say what went wrong
+        if debug:
+            raise SectionBuildError(section_id, err) from err
         last = traceback.extract_tb(err.__traceback__)[-1]
         message = f"{type(err).__name__}: {err} (at {last.name}:{last.lineno})"
         notes.append(f"section {section_id} could not be built: {message}")
