@@ -390,7 +390,6 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-EXIT_INTERRUPTED = 130  # SIGINT; SIGTERM and SIGHUP end as 143 and 129 (interrupts.exit_code)
 _INTERRUPT_CODES = {interrupts.exit_code(s) for s in interrupts.STOP_SIGNALS}
 
 

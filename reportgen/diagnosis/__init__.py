@@ -61,10 +61,6 @@ class Diagnosis:
         open_ = [f"{LABELS[a.question]} ({a.how})" for a in self.questions_open]
         return text + (f" Not judged: {'; '.join(open_)}." if open_ else "")
 
-    def finding_for_rule(self, rule: str) -> Finding | None:
-        """The first (most costly) finding that a rule's symptom belongs to."""
-        return next((f for f in self.findings if rule in f.rules), None)
-
     def to_data(self) -> dict:
         """The ``diagnosis`` object of report.json (docs/report-json.md)."""
         return {

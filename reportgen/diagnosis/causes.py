@@ -72,7 +72,6 @@ SATURATED = 80.0  # mean of all cores above this: the CPUs are saturated
 LOADER_SHARE = 0.25  # share of step time in the DataLoader (PyTorch traces)
 FEW_LOADERS = 0.70  # parallel data-loading processes below this share of the cores (the Dataloader rule's 70 %)
 STRAGGLER = 0.10  # a worker's median step this much above the median of the workers
-GPU_SPREAD = 15.0  # points between the busiest and the least busy GPU over the loop
 WELL_USED = 60.0  # a GPU busy this much on average over the loop is well used
 FLUCTUATING = 70.0  # GPU p95 at least this while mostly idle: busy bursts between waits (LowGPUUtilization's p95)
 INIT_MIN_S, INIT_SHARE = 120.0, 0.15

@@ -85,7 +85,3 @@ def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), det
         return NOT_EVALUATED, (f"the job lasted {duration_s:.0f} s, and it judges only after more than "
                                f"{DATALOADER_PATIENCE_S} s of data loading")
     return PASSED, ""
-
-
-def state_label(state: str) -> str:
-    return {FIRED: "fired", PASSED: "did not fire", NOT_EVALUATED: "not evaluated"}.get(state, state)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError, RenderError
 from reportgen.render import disclaimer, inprocess
 from reportgen.resources import notebook_path, plotly_js_gzip, template_dir
@@ -186,8 +185,3 @@ def _report_exporter_class():
             return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
 
     return ReportExporter
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write next to the target and rename, so a failed run never leaves half a file."""
-    write_text_atomic(path, text)
