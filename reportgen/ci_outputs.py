@@ -20,6 +20,7 @@ from reportgen.errors import InputError
 from reportgen.formatting import human_duration, money_text
 from reportgen.report.rule_texts import finding as finding_text, recommend
 from reportgen.terminal_text import printable
+from reportgen.section_ids import SectionId
 
 # Rules that can fire (the two usage summaries never do): what --fail-on accepts.
 SUITE = "reportgen.rules"
@@ -85,7 +86,7 @@ def diagnosis_findings(data: dict) -> list[dict]:
 
 def rule_results(data: dict) -> list[RuleResult]:
     """One result per row of the rules summary, in the report's order (most triggered first)."""
-    section = (data.get("sections") or {}).get("rules-summary-section") or {}
+    section = (data.get("sections") or {}).get(SectionId.RULES_SUMMARY_SECTION) or {}
     findings = diagnosis_findings(data)
     results = []
     for row in section.get("rows") or []:
@@ -151,7 +152,7 @@ def rules_table_problem(data: dict) -> str | None:
     """What makes the rules table unfit to gate on, or None. ``check`` fails closed: a table whose rows were
     replaced by ``[1, "x", null]`` or removed used to pass ``--fail-on any`` with a JUnit file of 0 tests.
     The schema says the section is always there, and has rows unless it says ``available: false``."""
-    section = data["sections"].get("rules-summary-section")
+    section = data["sections"].get(SectionId.RULES_SUMMARY_SECTION)
     if section is None:
         return "the rules summary section (rules-summary-section) is missing"
     if section.get("available") is False:
@@ -454,7 +455,7 @@ def cause_line(finding: dict, currency: str = "USD") -> str:
 
 def report_currency(data: dict) -> str:
     """The currency of the price table the report's costs come from (the cost section's ``prices``)."""
-    cost = (data.get("sections") or {}).get("cost")
+    cost = (data.get("sections") or {}).get(SectionId.COST)
     prices = cost.get("prices") if isinstance(cost, dict) else None
     currency = prices.get("currency") if isinstance(prices, dict) else None
     return _text(currency) or "USD"
@@ -468,7 +469,7 @@ KEY_PERCENTILES = ("p50", "p95", "p99")
 
 def node_percentiles(data: dict) -> list[tuple[str, dict[str, dict]]]:
     """[(node, {metric: row})] for the key metrics, nodes in the order of the system usage table."""
-    rows = ((data.get("sections") or {}).get("system-usage-statistics") or {}).get("rows") or []
+    rows = ((data.get("sections") or {}).get(SectionId.SYSTEM_USAGE_STATISTICS) or {}).get("rows") or []
     nodes: dict[str, dict[str, dict]] = {}
     for row in rows:
         if isinstance(row, dict) and row.get("metric") in KEY_METRICS:
@@ -511,7 +512,7 @@ def markdown_summary(data: dict, extra: str = "") -> str:
     if extra:
         lines += [extra.rstrip("\n"), ""]
 
-    summary = sections.get("training-job-summary") or {}
+    summary = sections.get(SectionId.TRAINING_JOB_SUMMARY) or {}
     if summary.get("available") is False or "job_duration_s" not in summary:
         lines += ["Job duration: unknown (no system or framework timestamps).", ""]
     else:
@@ -555,7 +556,7 @@ def markdown_summary(data: dict, extra: str = "") -> str:
     if skipped:
         lines += [f"Not evaluated: {', '.join(f'{md(r.rule)} ({md(r.reason)})' for r in skipped)}.", ""]
 
-    problems = (sections.get("data-quality") or {}).get("problems")
+    problems = (sections.get(SectionId.DATA_QUALITY) or {}).get("problems")
     if isinstance(problems, int) and problems:
         lines += [f"Data quality: {problems} problem(s) while reading the input (listed in the report).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -13,6 +13,7 @@ from reportgen.compare import traces
 from reportgen.report.build import build_report
 from reportgen.report.model import Report
 from reportgen.rule_outputs import RuleOutputs, load_rule_outputs
+from reportgen.section_ids import SectionId
 
 
 @dataclass
@@ -47,7 +48,7 @@ class Side:
 
     def traces(self) -> dict | None:
         """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""
-        return traces.summarize(self.outputs.kineto, self.data("training-job-summary").get("job_duration_s"))
+        return traces.summarize(self.outputs.kineto, self.data(SectionId.TRAINING_JOB_SUMMARY).get("job_duration_s"))
 
     def meta(self) -> dict:
         return {"label": self.label, "name": self.name, "source": self.source, "description": self.description,

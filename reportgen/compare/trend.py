@@ -18,6 +18,7 @@ from reportgen import __version__
 from reportgen.compare.output import md_escape
 from reportgen.compare.regression import Distribution, Regression, judge
 from reportgen.errors import InputError
+from reportgen.section_ids import SectionId
 
 DEFAULT_THRESHOLD = 0.05
 
@@ -63,9 +64,9 @@ def _mean_stat(rows, metric: str, stat: str) -> float | None:
 def run_of(data: dict, label: str, path: str) -> Run:
     sections = data.get("sections") or {}
     dist = Distribution.of(sections)
-    rows = (sections.get("system-usage-statistics") or {}).get("rows") or []
-    summary = sections.get("training-job-summary") or {}
-    cost = sections.get("cost") or {}
+    rows = (sections.get(SectionId.SYSTEM_USAGE_STATISTICS) or {}).get("rows") or []
+    summary = sections.get(SectionId.TRAINING_JOB_SUMMARY) or {}
+    cost = sections.get(SectionId.COST) or {}
     diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
     causes = [str(f.get("cause")) for f in diagnosis.get("findings") or []
               if isinstance(f, dict) and f.get("cause") and f.get("serious", True)]

@@ -18,6 +18,8 @@ from typing import Callable
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
+from reportgen.section_ids import SectionId
+
 
 @dataclass(frozen=True)
 class Cause:
@@ -314,7 +316,8 @@ def io_bound(ev: Evidence, found: dict) -> Finding | None:
            "a copy to the instance's local disk), read fewer, larger files (e.g. WebDataset/TFRecord shards)"
            f"{workers}.")
     return make(ev, "io-bound", share, evidence, fix, rules=["IOBottleneck", *fired(ev, "LowGPUUtilization")],
-                sections=["io-bottlenecks", "utilization-over-time", "system-usage-statistics"],
+                sections=[SectionId.IO_BOTTLENECKS, SectionId.UTILIZATION_OVER_TIME,
+                          SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"io_bottleneck_share": ev.io_bn_share, "io_wait_loop_pct": by_series,
                          "io_wait_p95": io_p95, "gpu_idle_share": idle})
 
@@ -341,7 +344,8 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
            f"with more vCPUs per GPU (today {ev.cores or '?'} cores for {ev.gpus_per_node or '?'} GPU(s) per node).")
     return make(ev, "cpu-bound", share, evidence, fix,
                 rules=["CPUBottleneck", *fired(ev, "LowGPUUtilization", "BatchSize")],
-                sections=["cpu-bottlenecks", "utilization-over-time", "system-usage-statistics"],
+                sections=[SectionId.CPU_BOTTLENECKS, SectionId.UTILIZATION_OVER_TIME,
+                          SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"cpu_pct": cpu, "gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share},
                 note=_smaller_instance_note(ev))
 
@@ -451,8 +455,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                 heading="" if ev.has_gpu is not False else "Training waits for its input pipeline",
                 rules=[*(["Dataloader", "CPUBottleneck"] if ev.has_gpu is not False else []),
                        *fired(ev, "LowGPUUtilization", "BatchSize")],
-                sections=["dataloading-analysis", "cpu-bottlenecks", "utilization-over-time",
-                          *(["gpu-kernels-operators"] if loader_share is not None else [])],
+                sections=[SectionId.DATALOADING_ANALYSIS, SectionId.CPU_BOTTLENECKS, SectionId.UTILIZATION_OVER_TIME,
+                          *([SectionId.GPU_KERNELS_OPERATORS] if loader_share is not None else [])],
                 metrics={"gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share,
                          "busy_cores": hot if cores else None, "cores": ev.cores, "num_workers": ev.workers,
                          "parallel_loaders": ev.loaders, "dataloader_step_share": loader_share,
@@ -499,7 +503,7 @@ def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
     fix += "."
     return make(ev, "gpu-underused", share, evidence, fix,
                 rules=[*fired(ev, "BatchSize", "LowGPUUtilization")],
-                sections=["batch-size", "gpu-utilization-analysis", "system-usage-statistics"],
+                sections=[SectionId.BATCH_SIZE, SectionId.GPU_UTILIZATION_ANALYSIS, SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"gpu_mean_pct": mean, "gpu_p95": util95, "gpu_memory_p95": mem95, "cpu_p95": cpu95,
                          "batch_factor": factor})
 
@@ -547,8 +551,8 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
              "much shorter")
     return make(ev, "straggler", 0.0, evidence, fix, loop_share=share, basis=basis,
                 rules=[*fired(ev, "LoadBalancing", "StepOutlier")],
-                sections=["gpu-kernels-operators", "step-duration-analysis"] if kind == "ranks" else
-                ["step-duration-analysis", "utilization-over-time"],
+                sections=[SectionId.GPU_KERNELS_OPERATORS, SectionId.STEP_DURATION_ANALYSIS] if kind == "ranks" else
+                [SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
                 metrics={"who": who, "compared": kind})
 
 
@@ -589,7 +593,8 @@ def load_imbalance(ev: Evidence, found: dict) -> Finding | None:
              f"1 − average/busiest ({mean:.0f} % / {top:.0f} %)")
     return make(ev, "load-imbalance", 0.0, evidence, fix, loop_share=1 - mean / top, basis=basis,
                 rules=[*fired(ev, "LoadBalancing", "LowGPUUtilization")],
-                sections=["workload-balancing", "utilization-over-time", "system-usage-statistics"],
+                sections=[SectionId.WORKLOAD_BALANCING, SectionId.UTILIZATION_OVER_TIME,
+                          SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"least_busy": low_who, "least_busy_pct": low, "busiest": top_who, "busiest_pct": top,
                          "mean_pct": mean, "compared": kind})
 
@@ -675,7 +680,8 @@ def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
     note = ("GPUMemoryIncrease suggests an instance with more GPU memory; a steady rise is a leak that would "
             "fill any GPU, so fix it first.") if growth and jumps else ""
     return make(ev, "gpu-memory-growth", 0.0, evidence, fix, rules=[*fired(ev, "GPUMemoryIncrease")],
-                sections=["utilization-over-time", "gpu-memory"], metrics=risk, risk=risk, serious=serious,
+                sections=[SectionId.UTILIZATION_OVER_TIME, SectionId.GPU_MEMORY], metrics=risk, risk=risk,
+                serious=serious,
                 note=note)
 
 
@@ -703,8 +709,8 @@ def host_memory_growth(ev: Evidence, found: dict) -> Finding | None:
            "(keep them in numpy arrays). Compare tracemalloc snapshots, or each process's memory, every N steps.")
     risk = {"time_to_full_s": to_full, "where": node, "rise_points": rise, "points_per_hour": slope * 3600,
             "first_pct": first, "last_pct": last, "memory": "host"}
-    return make(ev, "host-memory-growth", 0.0, evidence, fix, sections=["utilization-over-time",
-                                                                         "system-usage-statistics"],
+    return make(ev, "host-memory-growth", 0.0, evidence, fix, sections=[SectionId.UTILIZATION_OVER_TIME,
+                                                                         SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics=risk, risk=risk, serious=to_full < 10 * loop)
 
 
@@ -724,7 +730,8 @@ def slow_initialization(ev: Evidence, found: dict) -> Finding | None:
     fix = ("Stream the input instead of downloading it before training (SageMaker FastFile or Pipe mode), "
            "start from a container with the dependencies installed, and load the model/checkpoint lazily.")
     return make(ev, "slow-initialization", share, evidence, fix, rules=[*fired(ev, "MaxInitializationTime")],
-                sections=["initialization-time", "training-job-summary", "utilization-over-time"],
+                sections=[SectionId.INITIALIZATION_TIME, SectionId.TRAINING_JOB_SUMMARY,
+                          SectionId.UTILIZATION_OVER_TIME],
                 metrics={"initialization_s": init, "download_bytes_per_s": max(downloads) if downloads else None})
 
 
@@ -790,7 +797,8 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         fix = (f"The slow steps come every {period} steps: look for work done every {period} steps (checkpointing, "
                "logging, evaluation) and make it asynchronous or less frequent.")
     return make(ev, "step-outliers", 0.0, evidence, fix, loop_share=loop_share, seconds=seconds,
-                rules=[*fired(ev, "StepOutlier")], sections=["step-duration-analysis", "utilization-over-time"],
+                rules=[*fired(ev, "StepOutlier")],
+                sections=[SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
                 metrics=metrics, basis="if the slow steps took as long as the median step")
 
 

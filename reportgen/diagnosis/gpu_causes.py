@@ -14,6 +14,7 @@ import math
 
 from reportgen.diagnosis.causes import MINOR, Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
+from reportgen.section_ids import SectionId
 
 SYNC_MIN = 0.02  # idle after syncs beyond one per step, share of step time, for a finding at all
 LAUNCH_SHORT = 0.30  # share of kernels shorter than their launch call
@@ -62,7 +63,7 @@ def _num(d: dict, *path, default=None):
 
 
 def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]], minimum: float, evidence, fix,
-           metrics: dict, sections=("gpu-kernels-operators",), least: bool = False) -> Finding | None:
+           metrics: dict, sections=(SectionId.GPU_KERNELS_OPERATORS,), least: bool = False) -> Finding | None:
     """``costs``: label -> (ms a fix gives back, step time ms, steps). The finding's share is the mean over
     the ranks with GPU activity (ranks without the cause count 0), per-step figures the worst rank's; with
     ``least``, both are the rank with the smallest share's (what every rank has in common)."""
