@@ -15,12 +15,17 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reportgen.diagnosis import causes as cause_registry  # the package imports every detector module
+from reportgen.diagnosis.causes import MINOR
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluate_rule
 from reportgen.errors import InputError
 from reportgen.formatting import human_duration, money_text
+from reportgen.json_file import JsonFileError, read_json_file
+from reportgen.output_set import OutputSet
 from reportgen.report.rule_texts import finding as finding_text, recommend
-from reportgen.terminal_text import printable
+from reportgen.rulebook import CHECKED_RULES
 from reportgen.section_ids import SectionId
+from reportgen.terminal_text import printable
 
 # Rules that can fire (the two usage summaries never do): what --fail-on accepts.
 SUITE = "reportgen.rules"
@@ -116,8 +121,6 @@ def rule_results(data: dict) -> list[RuleResult]:
 
 def load_report_json(path: Path) -> dict:
     """Read a report.json; anything we cannot use is a one-line InputError (exit code 2)."""
-    from reportgen.json_file import JsonFileError, read_json_file
-
     path = Path(path)
     try:
         data = read_json_file(path)
@@ -189,10 +192,7 @@ STATUS_GATES = ("problems", "insufficient-data")
 
 def known_causes() -> tuple[str, ...]:
     """The diagnosis vocabulary, read from the cause registry (never a copy: new causes gate at once)."""
-    import reportgen.diagnosis  # noqa: F401  (the package imports every detector module, so all are registered)
-    from reportgen.diagnosis import causes
-
-    return tuple(dict.fromkeys([*causes.CAUSES, *(cause.id for cause in causes.REGISTRY)]))
+    return tuple(dict.fromkeys([*cause_registry.CAUSES, *(cause.id for cause in cause_registry.REGISTRY)]))
 
 
 @dataclass(frozen=True)
@@ -212,8 +212,6 @@ def parse_fail_on(text: str | None) -> FailOn:
     """``none`` (default), ``any`` (any rule fired), or a comma-separated mix of statuses (``problems``,
     ``insufficient-data``), causes (``input-pipeline``...) and rules (``LowGPUUtilization``...), matched
     case-insensitively. An unknown name is a usage error: a typo must not silently turn a check off."""
-    from reportgen.rulebook import CHECKED_RULES
-
     value = (text or "none").strip()
     if value.lower() in ("none", ""):
         return FailOn()
@@ -272,8 +270,6 @@ def serious(finding: dict) -> bool:
     had the field: a share of at least 5 % of the job, or a risk (judged the cautious way)."""
     if isinstance(finding.get("serious"), bool):
         return finding["serious"]
-    from reportgen.diagnosis.causes import MINOR
-
     impact = finding.get("impact") if isinstance(finding.get("impact"), dict) else {}
     share = impact.get("share")
     return impact.get("risk") is not None or (isinstance(share, (int, float)) and share >= MINOR)
@@ -576,8 +572,6 @@ def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | 
                      environ: dict | None = None, extra_markdown: str = "") -> CIOutcome:
     """Write the requested outputs together (``output_set``: checked first, all or none; ``-`` is
     standard output); then append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
-    from reportgen.output_set import OutputSet
-
     environ = os.environ if environ is None else environ
     outputs = OutputSet()
     contents: dict = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.errors import InputError, RenderError
+from reportgen.json_file import read_json_file
 from reportgen.notebook_parameters import NotebookParameters
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
@@ -201,8 +203,6 @@ def _keep_recording(raw_dir: Path, rule_dir: Path) -> None:
     with the rule outputs, so the report can say whose CPU the system metrics show."""
     summary = raw_dir / "recording.json"
     if summary.is_file() and summary.stat().st_size < 10_000_000:
-        import shutil
-
         shutil.copyfile(summary, rule_dir.parent / "recording.json")
 
 
@@ -251,7 +251,6 @@ def _cost_parameter(resolved, cost: CostOptions) -> dict:
 def _require_trace_events(source, analysis_dir: Path) -> None:
     """A source of PyTorch profiler traces only, none of which holds a usable event, is no report (exit 2), as
     raw SageMaker data in the same state is: it made an empty report with exit 0."""
-    from reportgen.json_file import read_json_file
     from reportgen.kineto.outputs import KINETO_JSON
 
     ranks = (read_json_file(analysis_dir / KINETO_JSON).get("ranks") or {}).values()

@@ -10,6 +10,7 @@ re-analysed. The page is standalone HTML with no script at all (a table and a ba
 from __future__ import annotations
 
 import html
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,8 +210,6 @@ def to_html(runs: list[Run], threshold: float) -> str:
 def trend(paths: list[Path], output, *, fmt: str = "html", labels: list[str] | None = None,
           threshold: float = DEFAULT_THRESHOLD, json_path=None) -> list[Run]:
     """Read the reports (each must be a reportgen report.json), write the page (and trend.json when asked)."""
-    import json
-
     from reportgen.ci_outputs import load_report_json
     from reportgen.output_set import OutputSet
 

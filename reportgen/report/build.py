@@ -11,6 +11,7 @@ from reportgen.report.sections import SECTIONS
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.rulebook import DEEP_DIVES
 from reportgen.section_ids import SectionId
+from reportgen.report.sections.cost import build as cost_section
 
 
 def loop_intro() -> Section:
@@ -80,8 +81,6 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
 
 
 def _cost(built: list[Section | None], cost: dict) -> Section:
-    from reportgen.report.sections.cost import build as cost_section
-
     summary = next((s for s in built if s is not None and s.id == SectionId.TRAINING_JOB_SUMMARY), None)
     return cost_section(summary.data.get("job_duration_s") if summary else None, **cost)
 
