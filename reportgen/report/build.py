@@ -12,6 +12,7 @@ from reportgen.rule_outputs import RuleOutputs
 from reportgen.rulebook import DEEP_DIVES
 from reportgen.section_ids import SectionId
 from reportgen.report.sections.cost import build as cost_section
+from reportgen.report.views import JobSummary
 
 
 def loop_intro() -> Section:
@@ -82,7 +83,7 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
 
 def _cost(built: list[Section | None], cost: dict) -> Section:
     summary = next((s for s in built if s is not None and s.id == SectionId.TRAINING_JOB_SUMMARY), None)
-    return cost_section(summary.data.get("job_duration_s") if summary else None, **cost)
+    return cost_section(JobSummary.of(summary.data).job_duration_s if summary else None, **cost)
 
 
 class SectionBuildError(Exception):

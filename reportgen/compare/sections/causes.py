@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from reportgen.compare.side import Side
 from reportgen.report.model import Table, Text
-from reportgen.section_ids import SectionId
 
 
 def _counted(side: Side) -> dict:
@@ -38,8 +37,8 @@ def _seconds(value) -> str:
 
 def _measured(a: Side, b: Side) -> float | None:
     """B's job duration − A's, as measured (each run's training-job summary)."""
-    da = a.data(SectionId.TRAINING_JOB_SUMMARY).get("job_duration_s")
-    db = b.data(SectionId.TRAINING_JOB_SUMMARY).get("job_duration_s")
+    da = a.summary().job_duration_s
+    db = b.summary().job_duration_s
     ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (da, db))
     return db - da if ok else None
 

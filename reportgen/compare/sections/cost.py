@@ -6,14 +6,13 @@ from reportgen.compare.side import Side
 from reportgen.cost import PriceTable, RunCost, compare_costs, cost_text, make_run_cost, price_note
 from reportgen.formatting import money_text
 from reportgen.report.model import Section, Table, Text
-from reportgen.section_ids import SectionId
 
 
 def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCost, dict]:
     section = Section("cost", "Cost per run")
-    ca = make_run_cost(a.data(SectionId.TRAINING_JOB_SUMMARY).get("job_duration_s"), a.instance_type, a.instance_count,
+    ca = make_run_cost(a.summary().job_duration_s, a.instance_type, a.instance_count,
                        a.region, prices, a.instance_from)
-    cb = make_run_cost(b.data(SectionId.TRAINING_JOB_SUMMARY).get("job_duration_s"), b.instance_type, b.instance_count,
+    cb = make_run_cost(b.summary().job_duration_s, b.instance_type, b.instance_count,
                        b.region, prices, b.instance_from)
     saving = compare_costs(ca, cb)
 

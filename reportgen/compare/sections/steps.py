@@ -74,8 +74,8 @@ def build(a: Side, b: Side) -> Section:
     else:
         section.data["available"] = False
     trace_blocks, trace_data = traces.steps_blocks(a.traces(), b.traces(),
-                                                   a.data(SectionId.TRAINING_JOB_SUMMARY).get("job_duration_s"),
-                                                   b.data(SectionId.TRAINING_JOB_SUMMARY).get("job_duration_s"))
+                                                   a.summary().job_duration_s,
+                                                   b.summary().job_duration_s)
     if trace_blocks:
         section.add(*trace_blocks)
         section.data.pop("available", None)

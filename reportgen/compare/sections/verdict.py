@@ -10,7 +10,6 @@ from reportgen.compare.side import Side
 from reportgen.cost import RunCost, cost_text
 from reportgen.formatting import money_text
 from reportgen.report.model import Section, Text
-from reportgen.section_ids import SectionId
 
 SAME_TIME_PCT = 5.0  # durations within this many % count as "about the same"
 SAME_UTIL_POINTS = 5.0  # utilization percentiles within this many points count as "about the same"
@@ -20,8 +19,8 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
              saving: dict) -> Section:
     section = Section("verdict", "Verdict")
     sentences, data = [], {}
-    da = a.data(SectionId.TRAINING_JOB_SUMMARY).get("job_duration_s")
-    db = b.data(SectionId.TRAINING_JOB_SUMMARY).get("job_duration_s")
+    da = a.summary().job_duration_s
+    db = b.summary().job_duration_s
     if da is not None and db is not None:
         rel = (db - da) / da * 100 if da else 0.0
         speed = "about as fast as" if abs(rel) <= SAME_TIME_PCT else "faster than" if rel < 0 else "slower than"
