@@ -127,4 +127,5 @@ def test_the_command_line_exits_3_with_the_traceback_under_debug_and_0_without(r
                            env=environ, timeout=300)
     assert plain.returncode == 0, plain.stderr
     assert "Traceback" not in plain.stderr
-    assert "This section could not be built from the data (KeyError: &#39;planted&#39; (at broken:7))." in out.read_text("utf-8")
+    page = out.read_text("utf-8")
+    assert "This section could not be built from the data (KeyError: &#39;planted&#39; (at broken:7))." in page
