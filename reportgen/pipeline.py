@@ -121,7 +121,7 @@ def check_engine_options(options: EngineOptions | None) -> None:
 
 def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress: Progress, resolved=None,
                  stats: dict | None = None, client=None) -> Path:
-    from reportgen.engine import analyze
+    from reportgen.engine import AnalysisOptions, analyze
 
     engine, rule_params, session_kwargs = options.engine or EngineOptions(), options.rule_params, options.session_kwargs
     s3_system = s3_framework = None
@@ -141,8 +141,9 @@ def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress
                  "the Dask workers read them")
     where = f" on Dask ({engine.scheduler})" if engine.scheduler else ""
     progress(f"analysing raw profiler data in {raw_dir}{where}")
-    result = analyze(raw_dir, work_dir / "analysis", params=rule_params, progress=None, scheduler=engine.scheduler,
-                     cache_root=engine.cache_root, s3_system=s3_system, s3_framework=s3_framework, client=client)
+    result = analyze(raw_dir, work_dir / "analysis", AnalysisOptions(
+        params=rule_params, scheduler=engine.scheduler, cache_root=engine.cache_root, s3_system=s3_system,
+        s3_framework=s3_framework, client=client))
     if engine.cache_root is not None:
         progress(f"system metrics: {result.system_files_read} of {result.system_files} files read, "
                  f"the rest from the cache in {engine.cache_root}")
