@@ -15,10 +15,16 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reportgen.diagnosis import causes as cause_registry  # the package imports every detector module
+from reportgen.diagnosis.causes import MINOR
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluate_rule
 from reportgen.errors import InputError
 from reportgen.formatting import human_duration, money_text
+from reportgen.json_file import JsonFileError, read_json_file
+from reportgen.output_set import OutputSet
 from reportgen.report.rule_texts import finding as finding_text, recommend
+from reportgen.rulebook import CHECKED_RULES
+from reportgen.section_ids import SectionId
 from reportgen.terminal_text import printable
 
 # Rules that can fire (the two usage summaries never do): what --fail-on accepts.
@@ -85,7 +91,7 @@ def diagnosis_findings(data: dict) -> list[dict]:
 
 def rule_results(data: dict) -> list[RuleResult]:
     """One result per row of the rules summary, in the report's order (most triggered first)."""
-    section = (data.get("sections") or {}).get("rules-summary-section") or {}
+    section = (data.get("sections") or {}).get(SectionId.RULES_SUMMARY_SECTION) or {}
     findings = diagnosis_findings(data)
     results = []
     for row in section.get("rows") or []:
@@ -115,8 +121,6 @@ def rule_results(data: dict) -> list[RuleResult]:
 
 def load_report_json(path: Path) -> dict:
     """Read a report.json; anything we cannot use is a one-line InputError (exit code 2)."""
-    from reportgen.json_file import JsonFileError, read_json_file
-
     path = Path(path)
     try:
         data = read_json_file(path)
@@ -151,7 +155,7 @@ def rules_table_problem(data: dict) -> str | None:
     """What makes the rules table unfit to gate on, or None. ``check`` fails closed: a table whose rows were
     replaced by ``[1, "x", null]`` or removed used to pass ``--fail-on any`` with a JUnit file of 0 tests.
     The schema says the section is always there, and has rows unless it says ``available: false``."""
-    section = data["sections"].get("rules-summary-section")
+    section = data["sections"].get(SectionId.RULES_SUMMARY_SECTION)
     if section is None:
         return "the rules summary section (rules-summary-section) is missing"
     if section.get("available") is False:
@@ -188,10 +192,7 @@ STATUS_GATES = ("problems", "insufficient-data")
 
 def known_causes() -> tuple[str, ...]:
     """The diagnosis vocabulary, read from the cause registry (never a copy: new causes gate at once)."""
-    import reportgen.diagnosis  # noqa: F401  (the package imports every detector module, so all are registered)
-    from reportgen.diagnosis import causes
-
-    return tuple(dict.fromkeys([*causes.CAUSES, *(cause for cause, _ in causes.DETECTORS)]))
+    return tuple(dict.fromkeys([*cause_registry.CAUSES, *(cause.id for cause in cause_registry.REGISTRY)]))
 
 
 @dataclass(frozen=True)
@@ -211,8 +212,6 @@ def parse_fail_on(text: str | None) -> FailOn:
     """``none`` (default), ``any`` (any rule fired), or a comma-separated mix of statuses (``problems``,
     ``insufficient-data``), causes (``input-pipeline``...) and rules (``LowGPUUtilization``...), matched
     case-insensitively. An unknown name is a usage error: a typo must not silently turn a check off."""
-    from reportgen.rulebook import CHECKED_RULES
-
     value = (text or "none").strip()
     if value.lower() in ("none", ""):
         return FailOn()
@@ -271,8 +270,6 @@ def serious(finding: dict) -> bool:
     had the field: a share of at least 5 % of the job, or a risk (judged the cautious way)."""
     if isinstance(finding.get("serious"), bool):
         return finding["serious"]
-    from reportgen.diagnosis.causes import MINOR
-
     impact = finding.get("impact") if isinstance(finding.get("impact"), dict) else {}
     share = impact.get("share")
     return impact.get("risk") is not None or (isinstance(share, (int, float)) and share >= MINOR)
@@ -454,7 +451,7 @@ def cause_line(finding: dict, currency: str = "USD") -> str:
 
 def report_currency(data: dict) -> str:
     """The currency of the price table the report's costs come from (the cost section's ``prices``)."""
-    cost = (data.get("sections") or {}).get("cost")
+    cost = (data.get("sections") or {}).get(SectionId.COST)
     prices = cost.get("prices") if isinstance(cost, dict) else None
     currency = prices.get("currency") if isinstance(prices, dict) else None
     return _text(currency) or "USD"
@@ -468,7 +465,7 @@ KEY_PERCENTILES = ("p50", "p95", "p99")
 
 def node_percentiles(data: dict) -> list[tuple[str, dict[str, dict]]]:
     """[(node, {metric: row})] for the key metrics, nodes in the order of the system usage table."""
-    rows = ((data.get("sections") or {}).get("system-usage-statistics") or {}).get("rows") or []
+    rows = ((data.get("sections") or {}).get(SectionId.SYSTEM_USAGE_STATISTICS) or {}).get("rows") or []
     nodes: dict[str, dict[str, dict]] = {}
     for row in rows:
         if isinstance(row, dict) and row.get("metric") in KEY_METRICS:
@@ -511,7 +508,7 @@ def markdown_summary(data: dict, extra: str = "") -> str:
     if extra:
         lines += [extra.rstrip("\n"), ""]
 
-    summary = sections.get("training-job-summary") or {}
+    summary = sections.get(SectionId.TRAINING_JOB_SUMMARY) or {}
     if summary.get("available") is False or "job_duration_s" not in summary:
         lines += ["Job duration: unknown (no system or framework timestamps).", ""]
     else:
@@ -555,7 +552,7 @@ def markdown_summary(data: dict, extra: str = "") -> str:
     if skipped:
         lines += [f"Not evaluated: {', '.join(f'{md(r.rule)} ({md(r.reason)})' for r in skipped)}.", ""]
 
-    problems = (sections.get("data-quality") or {}).get("problems")
+    problems = (sections.get(SectionId.DATA_QUALITY) or {}).get("problems")
     if isinstance(problems, int) and problems:
         lines += [f"Data quality: {problems} problem(s) while reading the input (listed in the report).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -575,8 +572,6 @@ def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | 
                      environ: dict | None = None, extra_markdown: str = "") -> CIOutcome:
     """Write the requested outputs together (``output_set``: checked first, all or none; ``-`` is
     standard output); then append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
-    from reportgen.output_set import OutputSet
-
     environ = os.environ if environ is None else environ
     outputs = OutputSet()
     contents: dict = {}

@@ -55,7 +55,9 @@ def _common() -> argparse.ArgumentParser:
     """Options every command takes (an argparse parent)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    common.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    common.add_argument("--debug", action="store_true",
+                        help="show tracebacks of internal errors; generate: make the page in this process, so "
+                             "breakpoint() in a section builder works, and fail (exit 3) on a section that raises")
     return common
 
 
@@ -339,7 +341,7 @@ def _run(args, say) -> int:
     options = GenerateOptions(
         source=_source_options(args), job_name=args.job_name, json_path=args.json_path,
         keep_notebook=args.keep_notebook, rule_outputs=args.rule_outputs, junit=args.junit, markdown=args.markdown,
-        cost=CostOptions(instance=args.instance, count=args.count, region=args.region, prices_file=args.prices))
+        debug=args.debug, cost=CostOptions(instance=args.instance, count=args.count, region=args.region, prices_file=args.prices))
     result = generate(args.source, args.output, options, progress=say)
     say(f"wrote {_name(result.html_path)} ({result.html_bytes / 1e6:.1f} MB) and {_name(result.json_path)} "
         f"in {result.seconds:.1f} s")
@@ -388,7 +390,6 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-EXIT_INTERRUPTED = 130  # SIGINT; SIGTERM and SIGHUP end as 143 and 129 (interrupts.exit_code)
 _INTERRUPT_CODES = {interrupts.exit_code(s) for s in interrupts.STOP_SIGNALS}
 
 

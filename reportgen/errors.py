@@ -21,6 +21,7 @@ code  meaning
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 EXIT_OK = 0
 EXIT_RULE_FIRED = 1
@@ -85,8 +86,6 @@ def _cwd_exists() -> bool:
 def expanduser(path) -> "Path":
     """``Path(path).expanduser()``, but a ``~user`` that names no user (or no HOME) is an ``InputError``
     naming the path (exit 2), not a ``RuntimeError`` (exit 3)."""
-    from pathlib import Path
-
     try:
         return Path(path).expanduser()
     except RuntimeError:

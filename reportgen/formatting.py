@@ -20,11 +20,6 @@ def iso_utc(seconds: float) -> str:
     return utc(seconds).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def day_and_hour(seconds: float) -> tuple[str, str]:
-    moment = utc(seconds)
-    return moment.strftime("%m/%d/%Y"), moment.strftime("%H:%M:%S")
-
-
 def num2(value) -> str:
     """Two decimals; non-finite values are spelled out instead of crashing."""
     if value is None:

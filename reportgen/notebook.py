@@ -88,11 +88,12 @@ class ReportSession:
 
 def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool = False,
                 notes: list[str] | None = None, description: str = "", incomplete: bool = False,
-                source_label: str = "", cost: dict | None = None) -> ReportSession:
+                source_label: str = "", cost: dict | None = None, debug: bool = False) -> ReportSession:
     """Build the report of ``source``: a rule-output folder, raw profiler data, s3:// or a SageMaker job.
 
     reportgen's pipeline passes a ready rule-output folder; in Jupyter any source works (raw data is
-    analysed by the engine into a temporary folder that lives as long as the kernel).
+    analysed by the engine into a temporary folder that lives as long as the kernel). ``debug``: a section
+    builder that raises fails here (``generate --debug``) instead of becoming a note on its section.
     """
     if not str(source).strip():  # the notebook's default
         from reportgen.resources import sample_data_dir
@@ -114,7 +115,7 @@ def open_report(source: str | os.PathLike, job_name: str = "", standalone: bool 
         job_name = job_name or prepared.resolved.job_name or ""
     outputs = load_rule_outputs(rule_dir)
     name = job_name or job_folder_name(folder.resolve())
-    report = build_report(outputs, job_name=name, extra_notes=notes, cost=cost or None)
+    report = build_report(outputs, job_name=name, extra_notes=notes, cost=cost or None, debug=debug)
     report.description = description
     report.source = source_label or report.source
     report.incomplete = incomplete

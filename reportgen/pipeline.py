@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.errors import InputError, RenderError
+from reportgen.json_file import read_json_file
+from reportgen.notebook_parameters import NotebookParameters
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
 from reportgen.workdir import work_folder
@@ -104,6 +107,7 @@ class GenerateOptions:
     junit: Path | None = None  # also write the rules as JUnit XML here (``-``: standard output)
     markdown: Path | None = None  # also write the Markdown summary here (``-``: standard output)
     rule_outputs: Path | None = None  # also keep the rule outputs the report was made from, here
+    debug: bool = False  # the page made in this process (breakpoint() works); a failing section fails the run
 
 
 def check_engine_options(options: EngineOptions | None) -> None:
@@ -117,7 +121,7 @@ def check_engine_options(options: EngineOptions | None) -> None:
 
 def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress: Progress, resolved=None,
                  stats: dict | None = None, client=None) -> Path:
-    from reportgen.engine import analyze
+    from reportgen.engine import AnalysisOptions, analyze
 
     engine, rule_params, session_kwargs = options.engine or EngineOptions(), options.rule_params, options.session_kwargs
     s3_system = s3_framework = None
@@ -137,8 +141,9 @@ def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress
                  "the Dask workers read them")
     where = f" on Dask ({engine.scheduler})" if engine.scheduler else ""
     progress(f"analysing raw profiler data in {raw_dir}{where}")
-    result = analyze(raw_dir, work_dir / "analysis", params=rule_params, progress=None, scheduler=engine.scheduler,
-                     cache_root=engine.cache_root, s3_system=s3_system, s3_framework=s3_framework, client=client)
+    result = analyze(raw_dir, work_dir / "analysis", AnalysisOptions(
+        params=rule_params, scheduler=engine.scheduler, cache_root=engine.cache_root, s3_system=s3_system,
+        s3_framework=s3_framework, client=client))
     if engine.cache_root is not None:
         progress(f"system metrics: {result.system_files_read} of {result.system_files} files read, "
                  f"the rest from the cache in {engine.cache_root}")
@@ -199,8 +204,6 @@ def _keep_recording(raw_dir: Path, rule_dir: Path) -> None:
     with the rule outputs, so the report can say whose CPU the system metrics show."""
     summary = raw_dir / "recording.json"
     if summary.is_file() and summary.stat().st_size < 10_000_000:
-        import shutil
-
         shutil.copyfile(summary, rule_dir.parent / "recording.json")
 
 
@@ -249,7 +252,6 @@ def _cost_parameter(resolved, cost: CostOptions) -> dict:
 def _require_trace_events(source, analysis_dir: Path) -> None:
     """A source of PyTorch profiler traces only, none of which holds a usable event, is no report (exit 2), as
     raw SageMaker data in the same state is: it made an empty report with exit 0."""
-    from reportgen.json_file import read_json_file
     from reportgen.kineto.outputs import KINETO_JSON
 
     ranks = (read_json_file(analysis_dir / KINETO_JSON).get("ranks") or {}).values()
@@ -321,7 +323,8 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
     if cost.prices_file or cost.instance or cost.count is not None:
         _check_cost_options(cost)
     with work_folder() as work_dir:
-        maker = NotebookProcess(work_dir, progress)  # gets ready to make the page while the engine runs (render/process.py)
+        # gets ready to make the page while the engine runs (render/process.py); --debug: made in this process
+        maker = NotebookProcess(work_dir, progress, in_process=options.debug)
         try:
             prepared = prepare_rule_outputs(source, work_dir, options.source, progress, stats)
             resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used
@@ -335,12 +338,12 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
             progress("executing the analysis notebook and converting it to HTML")
             # The notebook reads the rule outputs (once; an unreadable one is an InputError) and writes
             # report.json into the work folder.
-            page = maker.render({"source": str(rule_dir.resolve()), "output_dir": str(work_dir.resolve()),
-                                 "job_name": options.job_name or resolved.job_name or local_job_name(source),
-                                 "standalone": True, "notes": notes, "description": description,
-                                 "incomplete": resolved.incomplete, "source_label": str(source),
-                                 "cost": _cost_parameter(resolved, cost)},
-                                keep_notebook=bool(options.keep_notebook))
+            parameters = NotebookParameters(
+                source=str(rule_dir.resolve()), output_dir=str(work_dir.resolve()),
+                job_name=options.job_name or resolved.job_name or local_job_name(source), standalone=True,
+                notes=notes, description=description, incomplete=resolved.incomplete, source_label=str(source),
+                cost=_cost_parameter(resolved, cost), debug=options.debug)
+            page = maker.render(parameters.to_papermill(), keep_notebook=bool(options.keep_notebook))
         finally:
             maker.close()
         html = page.html

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -50,16 +52,12 @@ def plotly_js_gzip() -> bytes:
 
 def plotly_js() -> str:
     """plotly.js itself (for a page or notebook that wants the script as text)."""
-    import gzip
-
     return gzip.decompress(plotly_js_gzip()).decode("utf-8")
 
 
 def reportgen_pythonpath() -> str:
     """PYTHONPATH for a child process (the notebook's worker or kernel) that must import the very reportgen
     that is running, also from a source checkout: its folder first, then the caller's PYTHONPATH."""
-    import os
-
     here = str(Path(__file__).resolve().parents[1])
     rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return os.pathsep.join([here, *[str(Path(p).resolve()) for p in rest]])

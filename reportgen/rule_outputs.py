@@ -9,6 +9,9 @@ only a folder where no rule output can be read is an input error.
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -297,9 +300,6 @@ class StagedRuleOutputs:
     renames in one folder), or discards it when the commit fails."""
 
     def __init__(self, rule_dir: Path, dest: Path):
-        import shutil
-        import uuid
-
         self.dest = Path(dest)
         check_rule_output_folder(self.dest)
         self.dest.parent.mkdir(parents=True, exist_ok=True)
@@ -313,10 +313,6 @@ class StagedRuleOutputs:
             raise
 
     def swap_in(self) -> list[Path]:
-        import os
-        import shutil
-        import uuid
-
         try:
             if self.dest.is_dir():
                 old = self.dest.parent / f".{self.dest.name}.{uuid.uuid4().hex[:12]}.old"
@@ -331,7 +327,5 @@ class StagedRuleOutputs:
         return sorted(self.dest.iterdir())
 
     def discard(self) -> None:
-        import shutil
-
         shutil.rmtree(self.staging, ignore_errors=True)
 

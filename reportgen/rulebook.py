@@ -5,17 +5,21 @@ evaluation order (the row's position), the module under ``reportgen/engine/rules
 ``evaluate(data, params)`` computes it, the parameter class in ``reportgen/engine/params.py``, the
 lane it runs in (``events``: rules that build big temporaries from the framework event table run
 one after another beside the ``system`` lane, so peak memory stays one heavy rule per lane), whether
-it only summarises (never triggers; not listed in the rules summary table), and our wording for the
-report: what it checks, what to do when it fires, what firing means. Adding a rule: a row here plus
-its module (and a report section if it has one), see docs/adding-a-rule.md.
+it only summarises (never triggers; not listed in the rules summary table), whether it judges GPU use
+(so it cannot fire without GPU metrics: the diagnosis then says "not evaluated", never "did not fire"),
+the report section that is its deep dive, and our wording for the report: what it checks, what to do
+when it fires, what firing means. Adding a rule: a row here plus its module (and a report section if it
+has one), see docs/adding-a-rule.md.
 
-This module imports nothing from the package: the engine resolves ``module`` and ``params`` by name,
-and the report stays free of engine imports.
+This module imports only the section ids (layer 0): the engine resolves ``module`` and ``params`` by
+name, and the report stays free of engine imports.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from reportgen.section_ids import SectionId
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,8 @@ class Rule:
     params: str  # the RuleParams subclass in reportgen.engine.params
     lane: str  # "events" or "system" (see the module docstring)
     summary_only: bool  # a summary (never triggers), left out of the rules summary table and CI checks
+    needs_gpu: bool  # judges moments of GPU use: without GPU metrics it cannot fire (not evaluated)
+    section: SectionId | None  # its deep dive in the report (None: only its line in the rules summary)
     description: str | None  # what it checks (report's rules summary)
     recommendation: str | None  # what to do when it fires
     symptom: str | None  # what firing means, the second half of the one-line finding
@@ -34,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="CPUBottleneck", module="cpu_bottleneck", params="CPUBottleneckParams",
         lane="events", summary_only=False,
+        needs_gpu=True, section=SectionId.CPU_BOTTLENECKS,
         description=("Counts the moments when a CPU core is busy while the GPU is nearly idle: the GPU is then"
                      " likely waiting for data prepared on the CPU. Fires when such moments exceed the "
                      "threshold share of all samples (default 50 %)."),
@@ -44,6 +51,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="IOBottleneck", module="io_bottleneck", params="IOBottleneckParams",
         lane="events", summary_only=False,
+        needs_gpu=True, section=SectionId.IO_BOTTLENECKS,
         description=("Counts the moments when cores wait on I/O while the GPU is nearly idle: training is then"
                      " likely waiting for storage. Fires when such moments exceed the threshold share of all "
                      "samples (default 50 %)."),
@@ -53,6 +61,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="LowGPUUtilization", module="low_gpu_utilization", params="LowGPUUtilizationParams",
         lane="system", summary_only=False,
+        needs_gpu=True, section=SectionId.GPU_UTILIZATION_ANALYSIS,
         description=("Fires when GPU utilization is low or swings widely, which points at bottlenecks, "
                      "blocking synchronization calls or a small batch."),
         recommendation=("Look for bottlenecks, reduce blocking calls, review the distribution strategy, or "
@@ -62,6 +71,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="StepOutlier", module="step_outlier", params="StepOutlierParams",
         lane="events", summary_only=False,
+        needs_gpu=False, section=SectionId.STEP_DURATION_ANALYSIS,
         description=("Flags steps that take much longer than usual (more than the mean plus a number of "
                      "standard deviations), a sign of stalls or bottlenecks."),
         recommendation="Check whether CPU or I/O bottlenecks coincide with the slow steps.",
@@ -70,6 +80,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="GPUMemoryIncrease", module="gpu_memory_increase", params="GPUMemoryIncreaseParams",
         lane="system", summary_only=False,
+        needs_gpu=True, section=SectionId.GPU_MEMORY,
         description="Watches the moving average of GPU memory utilization and fires on a large increase.",
         recommendation=("If memory utilization is close to the GPU's capacity, use an instance with more GPU "
                         "memory."),
@@ -78,6 +89,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="BatchSize", module="batch_size", params="BatchSizeParams",
         lane="system", summary_only=False,
+        needs_gpu=True, section=SectionId.BATCH_SIZE,
         description=("Fires when CPU, GPU and GPU memory utilization are all low at the same time: the batch "
                      "is probably too small for the instance."),
         recommendation="Increase the batch size, or run on a smaller instance type.",
@@ -86,6 +98,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="MaxInitializationTime", module="max_initialization_time", params="MaxInitializationTimeParams",
         lane="events", summary_only=False,
+        needs_gpu=False, section=SectionId.INITIALIZATION_TIME,
         description=("Fires when the first training step starts later than the threshold (default 20 minutes) "
                      "after the job started, e.g. because input data is downloaded up front."),
         recommendation="Stream input data instead of downloading it all first (e.g. Pipe or FastFile mode).",
@@ -94,6 +107,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="LoadBalancing", module="load_balancing", params="LoadBalancingParams",
         lane="system", summary_only=False,
+        needs_gpu=True, section=SectionId.WORKLOAD_BALANCING,
         description=("Compares the utilization histograms of every pair of GPUs and fires when they differ by "
                      "more than the threshold: some GPUs work harder than others."),
         recommendation="Review the data-parallel strategy or framework so work is spread evenly.",
@@ -102,6 +116,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="OverallSystemUsage", module="overall_system_usage", params="OverallSystemUsageParams",
         lane="system", summary_only=True,
+        needs_gpu=False, section=None,
         description=None,
         recommendation=None,
         symptom=None,
@@ -109,6 +124,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="Dataloader", module="dataloader", params="DataloaderParams",
         lane="events", summary_only=False,
+        needs_gpu=False, section=SectionId.DATALOADING_ANALYSIS,
         description=("Compares how many data-loading processes ran in parallel with the number of CPU cores. "
                      "Too few starve the GPU; too many compete with the rest of the training work for the CPU."),
         recommendation="Change the number of data-loading processes to suit the number of cores.",
@@ -117,6 +133,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="OverallFrameworkMetrics", module="overall_framework_metrics", params="OverallFrameworkMetricsParams",
         lane="events", summary_only=True,
+        needs_gpu=False, section=None,
         description=None,
         recommendation=None,
         symptom=None,
@@ -126,6 +143,8 @@ RULES: tuple[Rule, ...] = (
 BY_NAME = {rule.name: rule for rule in RULES}
 RULE_ORDER = tuple(rule.name for rule in RULES)  # SageMaker's evaluation order
 SUMMARY_RULES = tuple(rule.name for rule in RULES if rule.summary_only)
+# A rule's deep dive: section id -> the rule (a rule that was not evaluated says so at the top of it).
+DEEP_DIVES = {rule.section: rule.name for rule in RULES if rule.section is not None}
 
 
 # The rules a CI run can fail on (--fail-on): every rule but the two summaries, which never fire.

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 
+from reportgen.notebook_parameters import NotebookParameters
 from reportgen.report.sections import SECTION_IDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,22 +44,9 @@ def analysis_notebook() -> nbformat.NotebookNode:
         "cells. Every table, text and chart comes from the `reportgen` package (`reportgen.report`), so this "
         "notebook stays thin. `report.figures(\"gpu-memory\")` gives a section's charts as plotly figures to "
         "restyle and `.show()`.",
-        "# Parameters (papermill injects new values below this cell)\n"
-        "source = \"\"  # rule outputs or raw profiler data: a folder, s3:// URI, ARN or job:NAME; empty: sample_data/\n"
-        "output_dir = \"\"  # where report.json is written; empty: not written\n"
-        "job_name = \"\"  # shown in the header; empty: guessed from the folder\n"
-        "standalone = False  # True when rendered to HTML by reportgen (charts drawn by the page)\n"
-        "notes = []  # data-quality notes from earlier pipeline stages\n"
-        "description = \"\"  # what the source resolved to (shown in the header)\n"
-        "incomplete = False  # the job was still running when the data was read\n"
-        "source_label = \"\"  # what the user asked for (ARN, s3:// URI, folder); empty: source\n"
-        "cost = {}  # instance_type, instance_count, region, prices_file: adds the cost section; empty: none")
+        NotebookParameters.cell_source())
     cells.append(nbformat.v4.new_code_cell(
-        "from reportgen.notebook import open_report\n\n"
-        "report = open_report(source, job_name=job_name, standalone=standalone, notes=notes,\n"
-        "                     description=description, incomplete=incomplete, source_label=source_label,\n"
-        "                     cost=cost)\n"
-        "report.header()"))
+        "from reportgen.notebook import open_report\n\n" + NotebookParameters.open_report_call() + "\nreport.header()"))
     cells += [nbformat.v4.new_code_cell(f'report.show("{section_id}")') for section_id in SECTION_IDS]
     cells.append(nbformat.v4.new_code_cell("if output_dir:\n    report.save_json(output_dir)"))
     return finish(nb, cells)

@@ -173,7 +173,7 @@ def test_causes_come_from_the_registry(monkeypatch):
         parse_fail_on("planted-cause")
     monkeypatch.setattr(registry, "CAUSES", (*registry.CAUSES, "planted-cause"))
     assert parse_fail_on("planted-cause,problems") == FailOn(statuses=("problems",), causes=("planted-cause",))
-    monkeypatch.setattr(registry, "DETECTORS", [*registry.DETECTORS, ("planted-gpu-cause", lambda ev, found: None)])
+    monkeypatch.setattr(registry, "REGISTRY", (*registry.REGISTRY, registry.Cause("planted-gpu-cause", "Planted")))
     assert parse_fail_on("planted-gpu-cause").causes == ("planted-gpu-cause",)
     assert set(registry.CAUSES) <= set(known_causes())
     assert parse_fail_on("none") == FailOn() and not parse_fail_on("none")

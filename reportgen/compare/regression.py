@@ -18,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass, replace
 
 from reportgen.errors import InputError
+from reportgen.section_ids import SectionId
 
 CONFIDENCE = 0.95
 REPLICATES = 2000
@@ -37,7 +38,7 @@ def parse_threshold(text: str) -> float:
 
 
 def _histograms(sections: dict) -> list[tuple[list[float], list[float]]]:
-    nodes = ((sections or {}).get("step-duration-analysis") or {}).get("nodes") or {}
+    nodes = ((sections or {}).get(SectionId.STEP_DURATION_ANALYSIS) or {}).get("nodes") or {}
     found = []
     for info in nodes.values() if isinstance(nodes, dict) else ():
         hist = info.get("histogram") if isinstance(info, dict) else None
@@ -217,7 +218,7 @@ def _pct(ratio: float | None) -> str:
 
 
 def _duration(sections: dict):
-    value = ((sections or {}).get("training-job-summary") or {}).get("job_duration_s")
+    value = ((sections or {}).get(SectionId.TRAINING_JOB_SUMMARY) or {}).get("job_duration_s")
     return float(value) if _finite(value) and value > 0 else None
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from reportgen.compare import traces
 from reportgen.report.build import build_report
 from reportgen.report.model import Report
+from reportgen.report.views import JobSummary
 from reportgen.rule_outputs import RuleOutputs, load_rule_outputs
+from reportgen.section_ids import SectionId
 
 
 @dataclass
@@ -47,7 +49,11 @@ class Side:
 
     def traces(self) -> dict | None:
         """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""
-        return traces.summarize(self.outputs.kineto, self.data("training-job-summary").get("job_duration_s"))
+        return traces.summarize(self.outputs.kineto, self.summary().job_duration_s)
+
+    def summary(self) -> JobSummary:
+        """The training job summary's numbers (``report.views.JobSummary``)."""
+        return JobSummary.of(self.data(SectionId.TRAINING_JOB_SUMMARY))
 
     def meta(self) -> dict:
         return {"label": self.label, "name": self.name, "source": self.source, "description": self.description,

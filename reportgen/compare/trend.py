@@ -10,6 +10,7 @@ re-analysed. The page is standalone HTML with no script at all (a table and a ba
 from __future__ import annotations
 
 import html
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from reportgen import __version__
 from reportgen.compare.output import md_escape
 from reportgen.compare.regression import Distribution, Regression, judge
 from reportgen.errors import InputError
+from reportgen.section_ids import SectionId
 
 DEFAULT_THRESHOLD = 0.05
 
@@ -63,9 +65,9 @@ def _mean_stat(rows, metric: str, stat: str) -> float | None:
 def run_of(data: dict, label: str, path: str) -> Run:
     sections = data.get("sections") or {}
     dist = Distribution.of(sections)
-    rows = (sections.get("system-usage-statistics") or {}).get("rows") or []
-    summary = sections.get("training-job-summary") or {}
-    cost = sections.get("cost") or {}
+    rows = (sections.get(SectionId.SYSTEM_USAGE_STATISTICS) or {}).get("rows") or []
+    summary = sections.get(SectionId.TRAINING_JOB_SUMMARY) or {}
+    cost = sections.get(SectionId.COST) or {}
     diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
     causes = [str(f.get("cause")) for f in diagnosis.get("findings") or []
               if isinstance(f, dict) and f.get("cause") and f.get("serious", True)]
@@ -208,8 +210,6 @@ def to_html(runs: list[Run], threshold: float) -> str:
 def trend(paths: list[Path], output, *, fmt: str = "html", labels: list[str] | None = None,
           threshold: float = DEFAULT_THRESHOLD, json_path=None) -> list[Run]:
     """Read the reports (each must be a reportgen report.json), write the page (and trend.json when asked)."""
-    import json
-
     from reportgen.ci_outputs import load_report_json
     from reportgen.output_set import OutputSet
 

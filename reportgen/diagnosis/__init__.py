@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reportgen.diagnosis import gpu_causes  # noqa: F401  (registers the GPU causes' detectors)
-from reportgen.diagnosis.causes import CAUSES, DETECTORS, MINOR, TITLES, Finding
-from reportgen.diagnosis.coverage import CAUSE_QUESTION, LABELS, Answer, judge
+from reportgen.diagnosis.causes import BY_ID, CAUSES, MINOR, TITLES, Finding, run_order
+from reportgen.diagnosis.coverage import LABELS, Answer, judge
 from reportgen.diagnosis.explained import fired_without_finding
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, PASSED, evaluate_rule
 from reportgen.diagnosis.evidence import Evidence, gather
@@ -24,6 +24,9 @@ __all__ = ["CAUSES", "TITLES", "Diagnosis", "Finding", "diagnose", "evaluate_rul
            "NOT_EVALUATED", "STATUSES", "rule_states"]
 
 HEALTHY, PROBLEMS, INSUFFICIENT = "healthy", "problems", "insufficient-data"
+# Every cause's detector, in the registry's order (checked here, at import: a cause without a detector or
+# one that reads a later cause fails at once).
+RUN_ORDER = run_order()
 STATUSES = (HEALTHY, PROBLEMS, INSUFFICIENT)
 
 
@@ -48,7 +51,7 @@ class Diagnosis:
 
     def could_judge(self, cause: str) -> bool:
         """Whether this data could show the cause: the question it answers was judged."""
-        question = CAUSE_QUESTION.get(cause, "gpu-use")
+        question = BY_ID[cause].question if cause in BY_ID else "gpu-use"
         return any(a.judged for a in self.answers if a.question == question)
 
     def coverage_text(self) -> str:
@@ -57,10 +60,6 @@ class Diagnosis:
         text = f"Judged: {', '.join(judged)}." if judged else "Nothing could be judged."
         open_ = [f"{LABELS[a.question]} ({a.how})" for a in self.questions_open]
         return text + (f" Not judged: {'; '.join(open_)}." if open_ else "")
-
-    def finding_for_rule(self, rule: str) -> Finding | None:
-        """The first (most costly) finding that a rule's symptom belongs to."""
-        return next((f for f in self.findings if rule in f.rules), None)
 
     def to_data(self) -> dict:
         """The ``diagnosis`` object of report.json (docs/report-json.md)."""
@@ -112,10 +111,10 @@ def diagnose(outputs: RuleOutputs, *, price_per_hour: float | None = None, insta
     # minute. A few seconds of utilization say nothing about a training job, so no cause is concluded from them.
     enough = any(a.judged for a in answers if a.question != "memory") or ev.timeline_ok
     found: dict[str, Finding] = {}
-    for cause, detect in DETECTORS if enough else ():
-        finding = detect(ev, found)
+    for cause, detect in RUN_ORDER if enough else ():
+        finding = detect(ev, {c: found[c] for c in cause.after if c in found})  # only what its row says it reads
         if finding is not None:
-            found[cause] = finding
+            found[cause.id] = finding
     findings = _order(list(found.values()))
     if any(f.counts for f in findings):
         status = PROBLEMS

@@ -1,9 +1,10 @@
 """Cause detectors: one small function per root cause, in a registry.
 
-Each detector reads the ``Evidence`` (and the findings of the detectors before it, so a symptom that
-one cause explains is not blamed on another) and returns a ``Finding`` or None. Adding evidence from a
-new source is a few lines in the detector concerned; adding a cause is one decorated function. The
-decision logic is documented in docs/diagnosis.md; keep the two in step.
+Each detector reads the ``Evidence`` (and the findings of the causes its registry row names in
+``after``, so a symptom that one cause explains is not blamed on another) and returns a ``Finding`` or
+None. ``REGISTRY`` holds every fact of a cause (id, title, what it reads, its place in the run); adding a
+cause is a row there and one decorated function (docs/adding-a-cause.md). The decision logic is
+documented in docs/diagnosis.md; keep the two in step.
 """
 
 from __future__ import annotations
@@ -17,29 +18,52 @@ from typing import Callable
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
+from reportgen.section_ids import SectionId
 
-# GPU causes read from PyTorch profiler traces; their detectors are in gpu_causes.py, run before gpu-underused
+
+@dataclass(frozen=True)
+class Cause:
+    """One row of the cause registry: its id (report.json's ``cause``, ``--fail-on``), the finding's default
+    title, the question of ``coverage.QUESTIONS`` it answers (a cause the data could not judge is not
+    claimed absent), and ``after``: the causes whose findings its detector reads (they run first, and a
+    detector sees only their findings). Its detector is the function decorated ``@detector(id)``."""
+
+    id: str
+    title: str
+    question: str = "gpu-use"
+    after: tuple[str, ...] = ()
+
+
+# The GPU causes read from PyTorch profiler traces (detectors in gpu_causes.py); those that explain idle GPUs
+# are concluded before gpu-underused, which is then blamed only when none of them explains the idle time.
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy")
-IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")  # explain idle GPUs
+IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
+
+# The registry, in the order the detectors run (findings of equal impact keep this order on the page).
+REGISTRY: tuple[Cause, ...] = (
+    Cause("io-bound", "Training waits for storage", "input-pipeline"),
+    Cause("cpu-bound", "The CPUs are saturated", "input-pipeline"),
+    Cause("input-pipeline", "The input pipeline starves the GPUs", "input-pipeline", after=("cpu-bound", "io-bound")),
+    Cause("host-sync", "The host waits for the GPU in synchronisations"),
+    Cause("kernel-launch-bound", "The GPU waits for kernel launches"),
+    Cause("communication-bound", "Communication is not overlapped with compute"),
+    Cause("no-mixed-precision", "Matrix math runs in fp32 on tensor-core GPUs"),
+    Cause("pageable-memcpy", "Host-to-device copies from pageable memory"),
+    Cause("gpu-underused", "The GPUs are underused",
+          after=("input-pipeline", "cpu-bound", "io-bound", *IDLE_GPU_CAUSES)),
+    Cause("straggler", "One worker is slower than the rest", "step-times"),
+    Cause("load-imbalance", "The work is spread unevenly", after=("straggler",)),
+    Cause("gpu-memory-growth", "GPU memory is at risk", "memory"),
+    Cause("host-memory-growth", "Host memory keeps growing", "memory"),
+    Cause("slow-initialization", "Slow start before the first step", "step-times"),
+    Cause("step-outliers", "Some steps are much slower than the rest", "step-times"),
+)
+# The vocabulary in its published order: report.json's schema enum, the JUnit causes suite (tests keep the
+# schema and this equal to the registry's ids).
 CAUSES = ("input-pipeline", "gpu-underused", "io-bound", "cpu-bound", "straggler", "load-imbalance",
           "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers", *GPU_CAUSES)
-TITLES = {
-    "input-pipeline": "The input pipeline starves the GPUs",
-    "gpu-underused": "The GPUs are underused",
-    "io-bound": "Training waits for storage",
-    "cpu-bound": "The CPUs are saturated",
-    "straggler": "One worker is slower than the rest",
-    "load-imbalance": "The work is spread unevenly",
-    "gpu-memory-growth": "GPU memory is at risk",
-    "host-memory-growth": "Host memory keeps growing",
-    "slow-initialization": "Slow start before the first step",
-    "step-outliers": "Some steps are much slower than the rest",
-    "host-sync": "The host waits for the GPU in synchronisations",
-    "kernel-launch-bound": "The GPU waits for kernel launches",
-    "communication-bound": "Communication is not overlapped with compute",
-    "no-mixed-precision": "Matrix math runs in fp32 on tensor-core GPUs",
-    "pageable-memcpy": "Host-to-device copies from pageable memory",
-}
+BY_ID = {cause.id: cause for cause in REGISTRY}
+TITLES = {cause.id: cause.title for cause in REGISTRY}
 
 # Thresholds (documented in docs/diagnosis.md).
 GPU_IDLE = 0.40  # GPUs idle at least this share of the time: the GPU is not the bottleneck
@@ -50,7 +74,6 @@ SATURATED = 80.0  # mean of all cores above this: the CPUs are saturated
 LOADER_SHARE = 0.25  # share of step time in the DataLoader (PyTorch traces)
 FEW_LOADERS = 0.70  # parallel data-loading processes below this share of the cores (the Dataloader rule's 70 %)
 STRAGGLER = 0.10  # a worker's median step this much above the median of the workers
-GPU_SPREAD = 15.0  # points between the busiest and the least busy GPU over the loop
 WELL_USED = 60.0  # a GPU busy this much on average over the loop is well used
 FLUCTUATING = 70.0  # GPU p95 at least this while mostly idle: busy bursts between waits (LowGPUUtilization's p95)
 INIT_MIN_S, INIT_SHARE = 120.0, 0.15
@@ -93,18 +116,32 @@ class Finding:
 
 
 Detector = Callable[[Evidence, dict], "Finding | None"]
-DETECTORS: list[tuple[str, Detector]] = []
+DETECTORS: dict[str, Detector] = {}  # cause id -> its detector (filled by @detector)
 
 
-def detector(cause: str, before: str | None = None):
-    """Register a detector; ``before``: run it ahead of that cause's (appended otherwise)."""
-    assert cause in CAUSES, cause
+def detector(cause: str):
+    """Register the detector of a cause of the registry (one per cause)."""
+    if cause not in BY_ID or cause in DETECTORS:
+        raise ValueError(f"@detector({cause!r}): not a cause of the registry, or registered twice")
 
     def register(func: Detector) -> Detector:
-        at = next((i for i, (c, _) in enumerate(DETECTORS) if c == before), len(DETECTORS))
-        DETECTORS.insert(at, (cause, func))
+        DETECTORS[cause] = func
         return func
     return register
+
+
+def run_order() -> list[tuple[Cause, Detector]]:
+    """Every cause with its detector, in the registry's order; a cause without a detector, or one that reads a
+    cause registered after it (or none at all), is an error here rather than a silently different result."""
+    seen: set[str] = set()
+    for cause in REGISTRY:
+        if cause.id not in DETECTORS:
+            raise ValueError(f"cause {cause.id!r} has no @detector")
+        late = [c for c in cause.after if c not in seen]
+        if late:
+            raise ValueError(f"cause {cause.id!r} reads {late}, which must come before it in the registry")
+        seen.add(cause.id)
+    return [(cause, DETECTORS[cause.id]) for cause in REGISTRY]
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -281,7 +318,8 @@ def io_bound(ev: Evidence, found: dict) -> Finding | None:
            "a copy to the instance's local disk), read fewer, larger files (e.g. WebDataset/TFRecord shards)"
            f"{workers}.")
     return make(ev, "io-bound", share, evidence, fix, rules=["IOBottleneck", *fired(ev, "LowGPUUtilization")],
-                sections=["io-bottlenecks", "utilization-over-time", "system-usage-statistics"],
+                sections=[SectionId.IO_BOTTLENECKS, SectionId.UTILIZATION_OVER_TIME,
+                          SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"io_bottleneck_share": ev.io_bn_share, "io_wait_loop_pct": by_series,
                          "io_wait_p95": io_p95, "gpu_idle_share": idle})
 
@@ -309,7 +347,8 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
            f"with more vCPUs per GPU (today {ev.cores or '?'} cores for {ev.gpus_per_node or '?'} GPU(s) per node).")
     return make(ev, "cpu-bound", share, evidence, fix,
                 rules=["CPUBottleneck", *fired(ev, "LowGPUUtilization", "BatchSize")],
-                sections=["cpu-bottlenecks", "utilization-over-time", "system-usage-statistics"],
+                sections=[SectionId.CPU_BOTTLENECKS, SectionId.UTILIZATION_OVER_TIME,
+                          SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"cpu_pct": cpu, "gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share},
                 note=_smaller_instance_note(ev))
 
@@ -419,8 +458,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                 heading="" if ev.has_gpu is not False else "Training waits for its input pipeline",
                 rules=[*(["Dataloader", "CPUBottleneck"] if ev.has_gpu is not False else []),
                        *fired(ev, "LowGPUUtilization", "BatchSize")],
-                sections=["dataloading-analysis", "cpu-bottlenecks", "utilization-over-time",
-                          *(["gpu-kernels-operators"] if loader_share is not None else [])],
+                sections=[SectionId.DATALOADING_ANALYSIS, SectionId.CPU_BOTTLENECKS, SectionId.UTILIZATION_OVER_TIME,
+                          *([SectionId.GPU_KERNELS_OPERATORS] if loader_share is not None else [])],
                 metrics={"gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share,
                          "busy_cores": hot if cores else None, "cores": ev.cores, "num_workers": ev.workers,
                          "parallel_loaders": ev.loaders, "dataloader_step_share": loader_share,
@@ -467,7 +506,7 @@ def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
     fix += "."
     return make(ev, "gpu-underused", share, evidence, fix,
                 rules=[*fired(ev, "BatchSize", "LowGPUUtilization")],
-                sections=["batch-size", "gpu-utilization-analysis", "system-usage-statistics"],
+                sections=[SectionId.BATCH_SIZE, SectionId.GPU_UTILIZATION_ANALYSIS, SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"gpu_mean_pct": mean, "gpu_p95": util95, "gpu_memory_p95": mem95, "cpu_p95": cpu95,
                          "batch_factor": factor})
 
@@ -515,8 +554,8 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
              "much shorter")
     return make(ev, "straggler", 0.0, evidence, fix, loop_share=share, basis=basis,
                 rules=[*fired(ev, "LoadBalancing", "StepOutlier")],
-                sections=["gpu-kernels-operators", "step-duration-analysis"] if kind == "ranks" else
-                ["step-duration-analysis", "utilization-over-time"],
+                sections=[SectionId.GPU_KERNELS_OPERATORS, SectionId.STEP_DURATION_ANALYSIS] if kind == "ranks" else
+                [SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
                 metrics={"who": who, "compared": kind})
 
 
@@ -557,7 +596,8 @@ def load_imbalance(ev: Evidence, found: dict) -> Finding | None:
              f"1 − average/busiest ({mean:.0f} % / {top:.0f} %)")
     return make(ev, "load-imbalance", 0.0, evidence, fix, loop_share=1 - mean / top, basis=basis,
                 rules=[*fired(ev, "LoadBalancing", "LowGPUUtilization")],
-                sections=["workload-balancing", "utilization-over-time", "system-usage-statistics"],
+                sections=[SectionId.WORKLOAD_BALANCING, SectionId.UTILIZATION_OVER_TIME,
+                          SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"least_busy": low_who, "least_busy_pct": low, "busiest": top_who, "busiest_pct": top,
                          "mean_pct": mean, "compared": kind})
 
@@ -643,7 +683,8 @@ def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
     note = ("GPUMemoryIncrease suggests an instance with more GPU memory; a steady rise is a leak that would "
             "fill any GPU, so fix it first.") if growth and jumps else ""
     return make(ev, "gpu-memory-growth", 0.0, evidence, fix, rules=[*fired(ev, "GPUMemoryIncrease")],
-                sections=["utilization-over-time", "gpu-memory"], metrics=risk, risk=risk, serious=serious,
+                sections=[SectionId.UTILIZATION_OVER_TIME, SectionId.GPU_MEMORY], metrics=risk, risk=risk,
+                serious=serious,
                 note=note)
 
 
@@ -674,8 +715,8 @@ def host_memory_growth(ev: Evidence, found: dict) -> Finding | None:
            "(keep them in numpy arrays). Compare tracemalloc snapshots, or each process's memory, every N steps.")
     risk = {"time_to_full_s": to_full, "where": node, "rise_points": rise, "points_per_hour": slope * 3600,
             "first_pct": first, "last_pct": last, "memory": "host"}
-    return make(ev, "host-memory-growth", 0.0, evidence, fix, sections=["utilization-over-time",
-                                                                         "system-usage-statistics"],
+    return make(ev, "host-memory-growth", 0.0, evidence, fix, sections=[SectionId.UTILIZATION_OVER_TIME,
+                                                                         SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics=risk, risk=risk, serious=to_full < 10 * loop)
 
 
@@ -695,7 +736,8 @@ def slow_initialization(ev: Evidence, found: dict) -> Finding | None:
     fix = ("Stream the input instead of downloading it before training (SageMaker FastFile or Pipe mode), "
            "start from a container with the dependencies installed, and load the model/checkpoint lazily.")
     return make(ev, "slow-initialization", share, evidence, fix, rules=[*fired(ev, "MaxInitializationTime")],
-                sections=["initialization-time", "training-job-summary", "utilization-over-time"],
+                sections=[SectionId.INITIALIZATION_TIME, SectionId.TRAINING_JOB_SUMMARY,
+                          SectionId.UTILIZATION_OVER_TIME],
                 metrics={"initialization_s": init, "download_bytes_per_s": max(downloads) if downloads else None})
 
 
@@ -761,7 +803,8 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         fix = (f"The slow steps come every {period} steps: look for work done every {period} steps (checkpointing, "
                "logging, evaluation) and make it asynchronous or less frequent.")
     return make(ev, "step-outliers", 0.0, evidence, fix, loop_share=loop_share, seconds=seconds,
-                rules=[*fired(ev, "StepOutlier")], sections=["step-duration-analysis", "utilization-over-time"],
+                rules=[*fired(ev, "StepOutlier")],
+                sections=[SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
                 metrics=metrics, basis="if the slow steps took as long as the median step")
 
 

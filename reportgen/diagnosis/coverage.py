@@ -23,11 +23,7 @@ LABELS = {"gpu-use": "GPU use", "input-pipeline": "the input pipeline", "step-ti
           "memory": "memory"}
 MIN_LOOP_S = 10.0  # a training loop shorter than this says nothing about how a job runs
 MIN_TRACE_STEPS = 1  # whole profiled steps per rank for a share of step time (DataLoader, GPU activity)
-# The question each cause answers (a side that did not judge it cannot have fixed or found it); causes not
-# listed (the GPU causes from traces) belong to GPU use.
-CAUSE_QUESTION = {"input-pipeline": "input-pipeline", "io-bound": "input-pipeline", "cpu-bound": "input-pipeline",
-                  "straggler": "step-times", "step-outliers": "step-times", "slow-initialization": "step-times",
-                  "gpu-memory-growth": "memory", "host-memory-growth": "memory"}
+# The question each cause answers is on its registry row (causes.Cause.question).
 MIN_STEPS = 20  # steps per worker for slow or periodic steps (engine.slow_steps.MIN_STEPS)
 
 

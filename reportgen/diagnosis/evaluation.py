@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import math
 
+from reportgen.rulebook import BY_NAME
+
 FIRED, PASSED, NOT_EVALUATED = "fired", "passed", "not_evaluated"
 STATES = (FIRED, PASSED, NOT_EVALUATED)
 
-# Rules that only judge moments when a GPU is nearly idle: without GPU metrics they cannot fire.
-GPU_RULES = ("LowGPUUtilization", "BatchSize", "GPUMemoryIncrease", "LoadBalancing", "CPUBottleneck",
-             "IOBottleneck")
 # StepOutlier (SageMaker's and our engine's) judges a node only once it has more than this many steps.
 STEP_OUTLIER_MIN_STEPS = 100
 # Dataloader judges once more than this many seconds had data-loading events (its patience; not printed
@@ -63,7 +62,7 @@ def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), det
     details = details if isinstance(details, dict) else {}
     if (triggered or 0) > 0:
         return FIRED, ""
-    if has_gpu is False and rule in GPU_RULES:
+    if has_gpu is False and rule in BY_NAME and BY_NAME[rule].needs_gpu:  # the rulebook row says it judges GPU use
         return NOT_EVALUATED, "no GPU metrics were recorded, and this rule judges GPU use"
     if not datapoints:
         return NOT_EVALUATED, "no datapoints: the data it needs was not recorded"
@@ -86,7 +85,3 @@ def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), det
         return NOT_EVALUATED, (f"the job lasted {duration_s:.0f} s, and it judges only after more than "
                                f"{DATALOADER_PATIENCE_S} s of data loading")
     return PASSED, ""
-
-
-def state_label(state: str) -> str:
-    return {FIRED: "fired", PASSED: "did not fire", NOT_EVALUATED: "not evaluated"}.get(state, state)

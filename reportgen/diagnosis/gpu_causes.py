@@ -14,6 +14,7 @@ import math
 
 from reportgen.diagnosis.causes import MINOR, Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
+from reportgen.section_ids import SectionId
 
 SYNC_MIN = 0.02  # idle after syncs beyond one per step, share of step time, for a finding at all
 LAUNCH_SHORT = 0.30  # share of kernels shorter than their launch call
@@ -62,7 +63,7 @@ def _num(d: dict, *path, default=None):
 
 
 def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]], minimum: float, evidence, fix,
-           metrics: dict, sections=("gpu-kernels-operators",), least: bool = False) -> Finding | None:
+           metrics: dict, sections=(SectionId.GPU_KERNELS_OPERATORS,), least: bool = False) -> Finding | None:
     """``costs``: label -> (ms a fix gives back, step time ms, steps). The finding's share is the mean over
     the ranks with GPU activity (ranks without the cause count 0), per-step figures the worst rank's; with
     ``least``, both are the rank with the smallest share's (what every rank has in common)."""
@@ -87,7 +88,7 @@ def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]],
     return make(ev, cause, share, text, fix(worst, per_step), sections=list(sections), metrics=metrics)
 
 
-@detector("host-sync", before="gpu-underused")
+@detector("host-sync")
 def host_sync(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
@@ -129,7 +130,7 @@ def _ranks_steps(ev: Evidence, label: str) -> int:
     return _steps(_d(_d(ev.kineto.get(label)).get("gpu_analysis")))
 
 
-@detector("kernel-launch-bound", before="gpu-underused")
+@detector("kernel-launch-bound")
 def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
@@ -165,7 +166,7 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
     return _judge(ev, "kernel-launch-bound", costs, MINOR / 2, evidence, fix, {})
 
 
-@detector("communication-bound", before="gpu-underused")
+@detector("communication-bound")
 def communication_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
@@ -205,7 +206,7 @@ def communication_bound(ev: Evidence, found: dict) -> Finding | None:
                   least=True)
 
 
-@detector("no-mixed-precision", before="gpu-underused")
+@detector("no-mixed-precision")
 def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
@@ -244,7 +245,7 @@ def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
                    "assumed_speedup": AMP_SPEEDUP})
 
 
-@detector("pageable-memcpy", before="gpu-underused")
+@detector("pageable-memcpy")
 def pageable_memcpy(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):

@@ -22,7 +22,7 @@ from reportgen.errors import InputError
 from reportgen.rulebook import RULE_ORDER, RULES
 
 __all__ = [
-    "AnalysisResult", "DataProblem", "analyze", "load_data", "run_rules",
+    "AnalysisOptions", "AnalysisResult", "DataProblem", "analyze", "load_data", "run_rules",
     "parse_overrides", "load_config", "default_params",
 ]
 
@@ -39,6 +39,21 @@ class AnalysisResult:
     n_events: int = 0
     system_files: int = 0  # system files in the profile
     system_files_read: int = 0  # of which parsed by this run (the rest came from the --incremental cache)
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """How ``analyze`` reads and judges a raw profile, passed whole (the pipeline makes one from its
+    ``SourceOptions``): ``params``, validated rule parameters; ``scheduler``, ``cache_root``, ``s3_system``,
+    ``s3_framework``: see :func:`load_data`; ``client``: a ``dask.distributed.Client`` you hold, used instead of
+    starting a cluster for ``scheduler``."""
+
+    params: dict[str, RuleParams] | None = None
+    scheduler: str | None = None
+    cache_root: Path | None = None
+    s3_system: object = None
+    s3_framework: object = None
+    client: object = None
 
 
 def write_json_atomic(path: Path, obj) -> None:
@@ -141,19 +156,22 @@ def _evaluate(data, params, progress, threads: int, timeline: bool) -> tuple[dic
     return {name: out[name] for name in RULE_ORDER}, doc
 
 
-def analyze(raw_root: Path, out_dir: Path, *, params: dict[str, RuleParams] | None = None,
-            progress: Callable[[str], None] | None = None, scheduler: str | None = None,
-            cache_root: Path | None = None, s3_system=None, s3_framework=None, client=None) -> AnalysisResult:
+def analyze(raw_root: Path, out_dir: Path, options: AnalysisOptions | None = None, *,
+            progress: Callable[[str], None] | None = None, **fields) -> AnalysisResult:
     """Read ``raw_root``, run all rules, write the rule JSONs, data-quality.json and timeline.json.
 
-    ``scheduler``, ``cache_root``, ``s3_system``, ``s3_framework``: see :func:`load_data`; ``client``: a
-    ``dask.distributed.Client`` you hold, used instead of starting a cluster for ``scheduler``."""
+    ``options``: an ``AnalysisOptions``; or its fields as keywords (``analyze(raw, out, scheduler=...)``), not both."""
+    if options is None:
+        options = AnalysisOptions(**fields)  # an unknown keyword is a TypeError, as it was
+    elif fields:
+        raise TypeError(f"analyze: give options or its fields as keywords, not both ({', '.join(fields)})")
     out_dir = Path(out_dir)
     if progress:
         progress("reading raw profiler data")
-    data, problems, system = _load(Path(raw_root), None, scheduler, cache_root, s3_system, s3_framework, client)
+    data, problems, system = _load(Path(raw_root), None, options.scheduler, options.cache_root, options.s3_system,
+                                   options.s3_framework, options.client)
     try:
-        rules, timeline_doc = _evaluate(data, params, progress, RULE_THREADS, timeline=True)
+        rules, timeline_doc = _evaluate(data, options.params, progress, RULE_THREADS, timeline=True)
     finally:
         data.framework.close()  # the spilled correlation columns (engine.framework_events)
     report_dir = out_dir / "profiler-reports"

@@ -6,6 +6,7 @@ and, when system metrics were analysed too, the steps as phases in ``timeline.js
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -162,8 +163,6 @@ def write_kineto_outputs(files: list[Path], analysis_dir: Path, *, params=None, 
 def with_rule_outputs(rule_dir: Path, analysis_dir: Path) -> Path:
     """Copy existing rule outputs (and the extras beside them) into ``analysis_dir`` so the
     profiler's outputs can be added without touching the user's folder; returns ``analysis_dir``."""
-    import shutil
-
     analysis_dir = Path(analysis_dir)
     target = analysis_dir / "profiler-reports"
     target.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ from reportgen.formatting import cell_parts, format_cell
 from reportgen.report.model import (Chart, ChartRow, Columns, Details, Heading, ItemList, Report, Section, Table,
                                     TableWithChart, Text)
 from reportgen.resources import template_dir
+from reportgen.report.glance import glance
 
 
 def _json_default(value):
@@ -136,8 +137,6 @@ def render_section(section: Section) -> str:
 
 def render_glance(report: Report) -> str:
     """The At a glance block (empty when the report has no diagnosis)."""
-    from reportgen.report.glance import glance
-
     view = glance(report)
     return environment().get_template("at_a_glance.html.j2").render(g=view) if view else ""
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError, RenderError
 from reportgen.render import disclaimer, inprocess
 from reportgen.resources import notebook_path, plotly_js_gzip, template_dir
@@ -32,14 +31,17 @@ def execute_notebook(parameters: dict, notebook: Path | None = None, cwd: Path |
     then on a kernel process on this interpreter, in ``cwd``, so that the user's shell is never used.
 
     A failing cell fails the run, naming the section its cell shows: an ``InputError`` raised in the notebook
-    (an unreadable rule output) stays an ``InputError`` (exit code 2), anything else is a ``RenderError``."""
+    (an unreadable rule output) stays an ``InputError`` (exit code 2), anything else is a ``RenderError``.
+    ``parameters["debug"]`` (``generate --debug``): the cells keep this process's terminal (``breakpoint()``
+    works) and a failing cell's traceback is printed on stderr before the error is raised."""
     from reportgen.render.kernel import KERNEL_NAME, ThisPythonKernelManager
 
     papermill = _papermill()
     logging.getLogger("papermill").setLevel(logging.WARNING)
+    debug = bool(parameters.get("debug"))
     if inprocess.available():
         inprocess.register()
-        engine = {"engine_name": inprocess.ENGINE_NAME}
+        engine = {"engine_name": inprocess.ENGINE_NAME, **({"passthrough": True} if debug else {})}
     else:
         engine = {"kernel_manager_class": ThisPythonKernelManager}
     try:
@@ -55,10 +57,15 @@ def execute_notebook(parameters: dict, notebook: Path | None = None, cwd: Path |
             **engine,
         )
     except papermill.PapermillExecutionError as err:
+        if debug:
+            sys.stderr.write("".join(line if line.endswith("\n") else line + "\n" for line in err.traceback or ()))
+            sys.stderr.flush()
         if err.ename == "InputError":
             raise InputError(err.evalue) from None
         if err.ename in ENVIRONMENT_ERRORS:  # a full disk or $TMPDIR while a cell writes: not a bug (exit 2)
             raise InputError(f"{err.ename}: {err.evalue}") from None
+        if err.ename == "SectionBuildError":  # report.build under --debug: "section <id>: <the builder's error>"
+            raise RenderError(f"the analysis notebook failed in {err.evalue}") from None
         raise RenderError(f"the analysis notebook failed in {_failed_part(err.source, err.exec_count)}: "
                           f"{err.ename}: {err.evalue}") from None
 
@@ -178,8 +185,3 @@ def _report_exporter_class():
             return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
 
     return ReportExporter
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write next to the target and rename, so a failed run never leaves half a file."""
-    write_text_atomic(path, text)

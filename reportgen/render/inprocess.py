@@ -136,15 +136,24 @@ def _shell():
     return cls.instance(config=config, user_module=types.ModuleType("reportgen_notebook"))
 
 
-def _run_cell(shell, source: str, count: int) -> tuple[list, BaseException | None]:
-    """(outputs, the exception the cell raised) — printed text becomes stream outputs, as in a kernel."""
+def _run_cell(shell, source: str, count: int, passthrough: bool = False) -> tuple[list, BaseException | None]:
+    """(outputs, the exception the cell raised) — printed text becomes stream outputs, as in a kernel.
+    ``passthrough`` (``generate --debug``): the cells keep this process's standard streams, so ``breakpoint()``
+    in a section builder talks to the terminal; the failing cell's traceback is left to the caller."""
     outputs: list = []
     shell.display_pub.outputs = outputs
     shell.displayhook.outputs = outputs
     shell.displayhook.count = count
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        result = shell.run_cell(source, store_history=False, silent=False)
+    if passthrough:
+        shell.showtraceback = lambda *args, **kwargs: None  # the run prints it once, on stderr
+        try:
+            result = shell.run_cell(source, store_history=False, silent=False)
+        finally:
+            del shell.showtraceback
+    else:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            result = shell.run_cell(source, store_history=False, silent=False)
     error = result.error_before_exec or result.error_in_exec
     if isinstance(error, KeyboardInterrupt):  # IPython catches Ctrl-C inside a cell: the run must still end
         raise error
@@ -171,7 +180,7 @@ def _define_engine_class():
         failing cell (papermill then raises ``PapermillExecutionError`` for it)."""
 
         @classmethod
-        def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
+        def execute_managed_notebook(cls, nb_man, kernel_name, passthrough=False, **kwargs):
             with _LOCK:
                 shell = _shell()
                 count = 0
@@ -181,7 +190,7 @@ def _define_engine_class():
                     count += 1
                     nb_man.cell_start(cell, index)
                     try:
-                        cell.outputs, error = _run_cell(shell, cell.source, count)
+                        cell.outputs, error = _run_cell(shell, cell.source, count, passthrough)
                         cell.execution_count = count
                         if error is not None:
                             nb_man.cell_exception(cell, cell_index=index, exception=error)

@@ -38,12 +38,13 @@ def usable_cpus() -> int:
 class NotebookProcess:
     """The worker process of one run (see the module docstring); ``close()`` ends it in every case."""
 
-    def __init__(self, work_dir: Path, notice=None):
+    def __init__(self, work_dir: Path, notice=None, in_process: bool = False):
         self.notice = notice or (lambda message: None)  # progress lines of the run (a worker that died)
         self.work_dir = Path(work_dir).resolve()
         self.process: subprocess.Popen | None = None
         self.stderr_path = self.work_dir / "notebook-worker.stderr"
-        if usable_cpus() < 2 or os.environ.get("REPORTGEN_NOTEBOOK_PROCESS") == "0":
+        # in_process (``generate --debug``): the page is made here, where breakpoint() has the terminal
+        if in_process or usable_cpus() < 2 or os.environ.get("REPORTGEN_NOTEBOOK_PROCESS") == "0":
             return
         try:
             with open(self.stderr_path, "wb") as stderr:

@@ -9,51 +9,47 @@ from reportgen.report.reconcile import reconcile
 from reportgen.report.model import Chart, Columns, Details, Heading, ItemList, Report, Section, Table, Text
 from reportgen.report.sections import SECTIONS
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.rulebook import DEEP_DIVES
+from reportgen.section_ids import SectionId
+from reportgen.report.sections.cost import build as cost_section
+from reportgen.report.views import JobSummary
 
 
 def loop_intro() -> Section:
     """The heading the deep dives are grouped under, as in the original report."""
-    return Section("training-loop-analysis", "Analyzing the training loop", 2, [])
+    return Section(SectionId.TRAINING_LOOP_ANALYSIS, "Analyzing the training loop", 2, [])
 
 
 def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str] | None = None,
-                 cost: dict | None = None) -> Report:
-    """Every section in ``SECTIONS`` order; a failing builder costs its section, not the report.
+                 cost: dict | None = None, debug: bool = False) -> Report:
+    """Every section in ``SECTIONS`` order; a failing builder costs its section, not the report (``debug``:
+    it raises, so ``generate --debug`` fails with its traceback).
     ``cost``: ``reportgen.report.sections.cost.build``'s arguments (instance type, count, region, prices file), when
     the instance type is known; the run's duration comes from the summary built before it."""
     notes = list(outputs.notes) + list(extra_notes or [])
     sections: list[Section | None] = []
     for section_id, builder in SECTIONS:
-        if section_id == "data-quality":
+        if section_id == SectionId.DATA_QUALITY:
             sections.append(None)  # built last, once every builder's notes are in
-        elif section_id == "cost":
+        elif section_id == SectionId.COST:
             sections += [_cost(sections, cost)] if cost else []
-        elif section_id == "training-loop-analysis":
+        elif section_id == SectionId.TRAINING_LOOP_ANALYSIS:
             sections.append(loop_intro())
         else:
-            sections.append(_build(section_id, builder, outputs, notes))
+            sections.append(_build(section_id, builder, outputs, notes, debug))
     sections = [s if s is not None else data_quality_section(notes, outputs.data_quality) for s in sections]
     intro = KINETO_INTRO if fold_inapplicable(sections, outputs) else ""
     report = Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder), intro=intro,
                     raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
-    cost_data = next((s.data for s in sections if s.id == "cost"), None)
-    attach_diagnosis(report, outputs, cost_data)
-    reconcile(report, RULE_SECTIONS)
+    cost_data = next((s.data for s in sections if s.id == SectionId.COST), None)
+    attach_diagnosis(report, outputs, cost_data, debug)
+    reconcile(report, DEEP_DIVES)
     fold_missing(sections)
     make_deep_dives_collapsible(sections, outputs)
     return report
 
 
-# The deep dive of each rule (a rule that was not evaluated says so at the top of its section).
-RULE_SECTIONS = {
-    "step-duration-analysis": "StepOutlier", "gpu-utilization-analysis": "LowGPUUtilization",
-    "workload-balancing": "LoadBalancing", "dataloading-analysis": "Dataloader", "batch-size": "BatchSize",
-    "cpu-bottlenecks": "CPUBottleneck", "io-bottlenecks": "IOBottleneck", "gpu-memory": "GPUMemoryIncrease",
-    "initialization-time": "MaxInitializationTime",
-}
-
-
-def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = None) -> None:
+def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = None, debug: bool = False) -> None:
     """Diagnose the job (with its cost when the instance and price are known: the cost section's data)
     and mark the deep dives of rules that could not be evaluated."""
     cost = cost or {}
@@ -62,10 +58,12 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
         report.diagnosis = diagnose(outputs, price_per_hour=cost.get("price_per_hour"),
                                     instance_count=cost.get("instance_count"), job_cost=cost.get("cost"))
     except Exception as err:  # the diagnosis costs only itself: the report is still made, and says so
+        if debug:
+            raise
         last = traceback.extract_tb(err.__traceback__)[-1]
         note = f"the diagnosis could not be made: {type(err).__name__}: {err} (at {last.name}:{last.lineno})"
         report.notes.append(note)
-        quality = next((s for s in report.sections if s.id == "data-quality"), None)
+        quality = next((s for s in report.sections if s.id == SectionId.DATA_QUALITY), None)
         if quality is not None:  # built already: the note is added to it
             quality.add(Text(note, tone="note"))
             quality.data["notes"] = [*quality.data.get("notes", []), note]
@@ -73,7 +71,7 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
         report.diagnosis = None
         return
     for section in report.sections:
-        rule = RULE_SECTIONS.get(section.id)
+        rule = DEEP_DIVES.get(section.id)
         state, reason = report.diagnosis.evidence.states.get(rule, (None, ""))
         if rule is None or state != NOT_EVALUATED or section.data.get("evaluation") == NOT_EVALUATED:
             continue
@@ -84,16 +82,24 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
 
 
 def _cost(built: list[Section | None], cost: dict) -> Section:
-    from reportgen.report.sections.cost import build as cost_section
-
-    summary = next((s for s in built if s is not None and s.id == "training-job-summary"), None)
-    return cost_section(summary.data.get("job_duration_s") if summary else None, **cost)
+    summary = next((s for s in built if s is not None and s.id == SectionId.TRAINING_JOB_SUMMARY), None)
+    return cost_section(JobSummary.of(summary.data).job_duration_s if summary else None, **cost)
 
 
-def _build(section_id: str, builder, outputs: RuleOutputs, notes: list[str]) -> Section:
+class SectionBuildError(Exception):
+    """A section builder raised under ``debug`` (the builder's own exception is its ``__cause__``): the run fails
+    naming the section, as a failing section cell does (``render.html`` reads the name)."""
+
+    def __init__(self, section_id: str, err: Exception):
+        super().__init__(f"section {section_id}: {type(err).__name__}: {err}")
+
+
+def _build(section_id: str, builder, outputs: RuleOutputs, notes: list[str], debug: bool = False) -> Section:
     try:
         return builder(outputs)
     except Exception as err:  # keep the rest of the report; say what went wrong
+        if debug:
+            raise SectionBuildError(section_id, err) from err
         last = traceback.extract_tb(err.__traceback__)[-1]
         message = f"{type(err).__name__}: {err} (at {last.name}:{last.lineno})"
         notes.append(f"section {section_id} could not be built: {message}")
@@ -121,13 +127,13 @@ def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> bool:
         return False
     for section in folded:
         section.hidden = True
-    host = next((s for s in sections if s.id == "gpu-kernels-operators"), None)
+    host = next((s for s in sections if s.id == SectionId.GPU_KERNELS_OPERATORS), None)
     if host is not None:
         names = ", ".join(s.title for s in folded)
         host.blocks.insert(0, Text(
             f"This report was made from PyTorch profiler traces only. The {len(folded)} sections that need "
             f"SageMaker Debugger's system metrics or framework traces are left out: {names}.", tone="note"))
-    loop = next((s for s in sections if s.id == "training-loop-analysis"), None)
+    loop = next((s for s in sections if s.id == SectionId.TRAINING_LOOP_ANALYSIS), None)
     if loop is not None:
         loop.blocks = [Text("The following sections look at the training loop rule by rule. From PyTorch profiler "
                             "traces, that is the step durations.")]
@@ -151,7 +157,7 @@ def make_deep_dives_collapsible(sections: list[Section], outputs: RuleOutputs) -
     """Short to scan, deep on demand: each rule's deep dive becomes a <details> element (works without
     JavaScript), open for the rules that found something, closed with a one-line verdict otherwise."""
     for section in sections:
-        rule = RULE_SECTIONS.get(section.id)
+        rule = DEEP_DIVES.get(section.id)
         if rule is None or section.hidden:
             continue
         section.collapsible = True
@@ -184,12 +190,12 @@ def fold_missing(sections: list[Section]) -> None:
     report.json with ``available: false``."""
     lines = []
     for section in sections:
-        if section.hidden or section.id == "data-quality" or not section.blocks:
+        if section.hidden or section.id == SectionId.DATA_QUALITY or not section.blocks:
             continue
         if all(isinstance(b, Text) and b.tone == "missing" for b in section.blocks):
             section.hidden = True
             lines.append(f"{section.title}: " + " ".join(b.text for b in section.blocks))
-    quality = next((s for s in sections if s.id == "data-quality"), None)
+    quality = next((s for s in sections if s.id == SectionId.DATA_QUALITY), None)
     if lines and quality is not None:
         quality.blocks[:0] = [Text("Not in this data (these sections had nothing to show):", tone="note"),
                               ItemList(lines)]
@@ -198,7 +204,7 @@ def fold_missing(sections: list[Section]) -> None:
 
 def data_quality_section(notes: list[str], engine: dict | None = None) -> Section:
     """Everything skipped or defaulted while reading: loader notes and the engine's problem log."""
-    section = Section("data-quality", "Data quality", 2)
+    section = Section(SectionId.DATA_QUALITY, "Data quality", 2)
     engine = engine if isinstance(engine, dict) else {}
     total = engine.get("total") if isinstance(engine.get("total"), int) else 0
     if total:

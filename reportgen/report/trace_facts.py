@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from reportgen.report.util import as_dict, as_list, number
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
-PYTORCH_SECTION = "gpu-kernels-operators"
+PYTORCH_SECTION = SectionId.GPU_KERNELS_OPERATORS
 PYTORCH_TITLE = "GPU kernels and operators (PyTorch profiler)"
 EPOCH_US_2001 = 1e15  # trace timestamps at least this large are µs since the epoch (absolute)
 

@@ -190,15 +190,16 @@ def _disk_full(after: int = 0):
 def _fake_page_maker():
     """A stand-in for the page's worker (papermill + nbconvert) that makes the notebook's calls in this process."""
     from reportgen.notebook import open_report
+    from reportgen.notebook_parameters import NotebookParameters
     from reportgen.render.blocks import render_header, render_section
     from reportgen.render.html import Page
 
     class InThisProcess:
-        def __init__(self, work_dir, notice=None):
+        def __init__(self, work_dir, notice=None, in_process=False):
             pass
 
         def render(self, parameters: dict, notebook=None, keep_notebook=False) -> Page:
-            keys = ("job_name", "standalone", "notes", "description", "incomplete", "source_label", "cost")
+            keys = NotebookParameters.opened()[1:]  # open_report's keywords (source is positional)
             session = open_report(parameters["source"], **{k: parameters[k] for k in keys if k in parameters})
             page = [render_header(session.report, session.generated_at, "test")]
             page += [render_section(s) for s in session.report.sections]

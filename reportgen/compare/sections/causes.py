@@ -37,8 +37,8 @@ def _seconds(value) -> str:
 
 def _measured(a: Side, b: Side) -> float | None:
     """B's job duration − A's, as measured (each run's training-job summary)."""
-    da = a.data("training-job-summary").get("job_duration_s")
-    db = b.data("training-job-summary").get("job_duration_s")
+    da = a.summary().job_duration_s
+    db = b.summary().job_duration_s
     ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (da, db))
     return db - da if ok else None
 

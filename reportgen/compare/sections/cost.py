@@ -10,9 +10,9 @@ from reportgen.report.model import Section, Table, Text
 
 def build(a: Side, b: Side, prices: PriceTable) -> tuple[Section, RunCost, RunCost, dict]:
     section = Section("cost", "Cost per run")
-    ca = make_run_cost(a.data("training-job-summary").get("job_duration_s"), a.instance_type, a.instance_count,
+    ca = make_run_cost(a.summary().job_duration_s, a.instance_type, a.instance_count,
                        a.region, prices, a.instance_from)
-    cb = make_run_cost(b.data("training-job-summary").get("job_duration_s"), b.instance_type, b.instance_count,
+    cb = make_run_cost(b.summary().job_duration_s, b.instance_type, b.instance_count,
                        b.region, prices, b.instance_from)
     saving = compare_costs(ca, cb)
 

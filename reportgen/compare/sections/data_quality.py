@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from reportgen.compare.side import Side
 from reportgen.report.model import Section, Text
+from reportgen.section_ids import SectionId
 
 
 def build(a: Side, b: Side) -> Section:
     section = Section("data-quality", "Data quality")
     data = {}
     for side in (a, b):
-        dq = side.data("data-quality")
+        dq = side.data(SectionId.DATA_QUALITY)
         data[side.label.lower()] = {"problems": dq.get("problems", 0)}
         n = dq.get("problems", 0)
         section.add(Text(f"{side.label}: " + ("every input file was read completely." if not n else

@@ -6,12 +6,13 @@ from reportgen.compare.common import delta, signed_cell
 from reportgen.compare.side import Side
 from reportgen.report.model import Section, Table, Text
 from reportgen.report.util import as_dict, number
+from reportgen.section_ids import SectionId
 
 
 def build(a: Side, b: Side) -> Section:
     section = Section("framework", "Framework phases")
-    fa, fb = a.data("framework-metrics-summary"), b.data("framework-metrics-summary")
-    ok_a, ok_b = a.available("framework-metrics-summary"), b.available("framework-metrics-summary")
+    fa, fb = a.data(SectionId.FRAMEWORK_METRICS_SUMMARY), b.data(SectionId.FRAMEWORK_METRICS_SUMMARY)
+    ok_a, ok_b = a.available(SectionId.FRAMEWORK_METRICS_SUMMARY), b.available(SectionId.FRAMEWORK_METRICS_SUMMARY)
     for side, ok in ((a, ok_a), (b, ok_b)):
         if not ok:
             section.add(Text(f"{side.label} has no framework data (framework profiling was off or produced no "

@@ -6,6 +6,7 @@ from reportgen.compare.common import delta, signed_cell
 from reportgen.compare.side import Side
 from reportgen.report.charts import grouped_bars
 from reportgen.report.model import Chart, Section, Table, Text
+from reportgen.section_ids import SectionId
 
 
 PHASES = (("Job duration", "job_duration_s", None), ("Initialization", "initialization_s", "initialization_pct"),
@@ -15,9 +16,9 @@ PHASES = (("Job duration", "job_duration_s", None), ("Initialization", "initiali
 
 def build(a: Side, b: Side) -> Section:
     section = Section("duration-phases", "Duration and phases")
-    sa, sb = a.data("training-job-summary"), b.data("training-job-summary")
+    sa, sb = a.data(SectionId.TRAINING_JOB_SUMMARY), b.data(SectionId.TRAINING_JOB_SUMMARY)
     for side, data in ((a, sa), (b, sb)):
-        if not side.available("training-job-summary"):
+        if not side.available(SectionId.TRAINING_JOB_SUMMARY):
             section.add(Text(f"{side.label} has no job start and end times (training job summary missing).",
                              tone="missing"))
         elif "training_loop_duration_s" not in data and side.traces():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.compare.side import Side
 from reportgen.report.model import Section, Table, Text
+from reportgen.section_ids import SectionId
 
 
 def rule_status(ta, tb, a_evaluated: bool = True, b_evaluated: bool = True) -> str:
@@ -28,8 +29,8 @@ def rule_status(ta, tb, a_evaluated: bool = True, b_evaluated: bool = True) -> s
 
 def build(a: Side, b: Side) -> Section:
     section = Section("rules", "Rules fired in A and B")
-    ra = {r["rule"]: r for r in a.data("rules-summary-section").get("rows") or []}
-    rb = {r["rule"]: r for r in b.data("rules-summary-section").get("rows") or []}
+    ra = {r["rule"]: r for r in a.data(SectionId.RULES_SUMMARY_SECTION).get("rows") or []}
+    rb = {r["rule"]: r for r in b.data(SectionId.RULES_SUMMARY_SECTION).get("rows") or []}
     for side, rules in ((a, ra), (b, rb)):
         if not rules:
             section.add(Text(f"{side.label} has no rule outputs besides the usage summaries.", tone="missing"))

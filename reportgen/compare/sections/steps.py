@@ -8,6 +8,7 @@ from reportgen.compare.side import Side
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Table, Text
 from reportgen.report.util import as_dict, number
+from reportgen.section_ids import SectionId
 
 
 def _step_summary(nodes: dict) -> dict:
@@ -33,8 +34,8 @@ def _histogram(side: Side) -> dict:
 
 def build(a: Side, b: Side) -> Section:
     section = Section("step-durations", "Step durations")
-    na = as_dict(a.data("step-duration-analysis").get("nodes"))
-    nb = as_dict(b.data("step-duration-analysis").get("nodes"))
+    na = as_dict(a.data(SectionId.STEP_DURATION_ANALYSIS).get("nodes"))
+    nb = as_dict(b.data(SectionId.STEP_DURATION_ANALYSIS).get("nodes"))
     for side, nodes in ((a, na), (b, nb)):
         if not nodes:
             section.add(Text(f"{side.label} has no step durations (no StepOutlier output or no steps profiled).",
@@ -73,8 +74,8 @@ def build(a: Side, b: Side) -> Section:
     else:
         section.data["available"] = False
     trace_blocks, trace_data = traces.steps_blocks(a.traces(), b.traces(),
-                                                   a.data("training-job-summary").get("job_duration_s"),
-                                                   b.data("training-job-summary").get("job_duration_s"))
+                                                   a.summary().job_duration_s,
+                                                   b.summary().job_duration_s)
     if trace_blocks:
         section.add(*trace_blocks)
         section.data.pop("available", None)

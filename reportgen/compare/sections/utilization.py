@@ -8,10 +8,11 @@ from reportgen.report.charts import grouped_bars
 from reportgen.formatting import exact_number, human_rate
 from reportgen.report.model import Chart, Heading, Section, Shown, Table, Text
 from reportgen.report.util import number
+from reportgen.section_ids import SectionId
 
 
 def _usage_index(side: Side) -> dict[tuple[str, str], dict]:
-    rows = side.data("system-usage-statistics").get("rows") or []
+    rows = side.data(SectionId.SYSTEM_USAGE_STATISTICS).get("rows") or []
     return {(r["metric"], r["node"]): r for r in rows}
 
 

@@ -19,8 +19,8 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
              saving: dict) -> Section:
     section = Section("verdict", "Verdict")
     sentences, data = [], {}
-    da = a.data("training-job-summary").get("job_duration_s")
-    db = b.data("training-job-summary").get("job_duration_s")
+    da = a.summary().job_duration_s
+    db = b.summary().job_duration_s
     if da is not None and db is not None:
         rel = (db - da) / da * 100 if da else 0.0
         speed = "about as fast as" if abs(rel) <= SAME_TIME_PCT else "faster than" if rel < 0 else "slower than"

@@ -22,39 +22,41 @@ from reportgen.report.sections import (
     batch_size,
     timeline,
 )
+from reportgen.section_ids import SectionId
 
 # The report's sections in display order: the one list that the report builder (report/build.py), the
 # notebook generator (scripts/make_notebook.py -> notebooks/profiler_report.ipynb, one cell each) and so
-# the HTML follow. To add a section, add a row here (and its module) and rerun scripts/make_notebook.py;
-# tests/test_notebook_path.py fails while the committed notebook is not regenerated.
+# the HTML follow. To add a section, add its member to reportgen/section_ids.py (in this order: a test keeps the
+# two equal), a row here (and its module) and rerun scripts/make_notebook.py; tests/test_notebook_path.py
+# fails while the committed notebook is not regenerated.
 # A builder takes the job's RuleOutputs and returns a Section. None marks a section made from other inputs:
 # "cost" (reportgen.cost, only when the instance type is known: OPTIONAL), "training-loop-analysis" (the
 # heading of the deep dives, LOOP_INTRO) and "data-quality" (the notes of every stage, built last).
 SECTIONS = (
-    ("training-job-summary", summary.build),
-    ("cost", None),
-    ("system-usage-statistics", system_usage.build),
-    ("utilization-over-time", timeline.build),
-    ("framework-metrics-summary", framework.build),
-    ("cpu-operators-overview", operators.build_cpu),
-    ("gpu-operators-overview", operators.build_gpu),
-    ("gpu-kernels-operators", kineto.build),
-    ("rules-summary-section", rules_summary.build),
-    ("training-loop-analysis", None),
-    ("step-duration-analysis", steps.build),
-    ("gpu-utilization-analysis", gpu.build_utilization),
-    ("workload-balancing", gpu.build_balancing),
-    ("dataloading-analysis", dataloader.build),
-    ("batch-size", batch_size.build),
-    ("cpu-bottlenecks", bottlenecks.build_cpu),
-    ("io-bottlenecks", bottlenecks.build_io),
-    ("gpu-memory", gpu_memory.build),
-    ("initialization-time", initialization.build),
-    ("data-quality", None),
+    (SectionId.TRAINING_JOB_SUMMARY, summary.build),
+    (SectionId.COST, None),
+    (SectionId.SYSTEM_USAGE_STATISTICS, system_usage.build),
+    (SectionId.UTILIZATION_OVER_TIME, timeline.build),
+    (SectionId.FRAMEWORK_METRICS_SUMMARY, framework.build),
+    (SectionId.CPU_OPERATORS_OVERVIEW, operators.build_cpu),
+    (SectionId.GPU_OPERATORS_OVERVIEW, operators.build_gpu),
+    (SectionId.GPU_KERNELS_OPERATORS, kineto.build),
+    (SectionId.RULES_SUMMARY_SECTION, rules_summary.build),
+    (SectionId.TRAINING_LOOP_ANALYSIS, None),
+    (SectionId.STEP_DURATION_ANALYSIS, steps.build),
+    (SectionId.GPU_UTILIZATION_ANALYSIS, gpu.build_utilization),
+    (SectionId.WORKLOAD_BALANCING, gpu.build_balancing),
+    (SectionId.DATALOADING_ANALYSIS, dataloader.build),
+    (SectionId.BATCH_SIZE, batch_size.build),
+    (SectionId.CPU_BOTTLENECKS, bottlenecks.build_cpu),
+    (SectionId.IO_BOTTLENECKS, bottlenecks.build_io),
+    (SectionId.GPU_MEMORY, gpu_memory.build),
+    (SectionId.INITIALIZATION_TIME, initialization.build),
+    (SectionId.DATA_QUALITY, None),
 )
 
 # Sections a report has only in some runs; the notebook's cell for one shows nothing when it is absent.
-OPTIONAL = frozenset({"cost"})
+OPTIONAL = frozenset({SectionId.COST})
 
 SECTION_IDS = tuple(section_id for section_id, _ in SECTIONS)
 # The sections built from the rule outputs, in order.

@@ -7,10 +7,11 @@ from reportgen.report.model import Chart, Section, Text, chart_rows
 from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, gpu_nodes, last_triggered
 from reportgen.report.util import slug
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section("batch-size", "Batch size", level=3)
+    section = Section(SectionId.BATCH_SIZE, "Batch size", level=3)
     rule = outputs.get("BatchSize")
     if rule is None:
         return section.missing("No BatchSize output was found.")

@@ -8,11 +8,12 @@ from reportgen.report.model import Chart, Fallback, Section, Text
 from reportgen.report.sections.framework import refer_back
 from reportgen.report.util import as_dict, number
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
 
 def _build(outputs: RuleOutputs, rule_name: str, kind: str) -> Section:
     cpu = kind == "CPU"
-    section = Section("cpu-bottlenecks" if cpu else "io-bottlenecks", f"{kind} bottlenecks", level=3)
+    section = Section(SectionId.CPU_BOTTLENECKS if cpu else SectionId.IO_BOTTLENECKS, f"{kind} bottlenecks", level=3)
     rule = outputs.get(rule_name)
     if rule is None:
         return section.missing(f"No {rule_name} output was found.")

@@ -6,12 +6,13 @@ from __future__ import annotations
 from reportgen.cost import cost_text, load_prices, make_run_cost, price_note
 from reportgen.formatting import money_text
 from reportgen.report.model import Section, Table, Text
+from reportgen.section_ids import SectionId
 
 
 def build(duration_s, instance_type: str | None, instance_count: int | None, region: str | None = None,
                  prices_file: str | None = None, instance_from: str = "") -> Section:
     """The single-run report's cost section (shown only when the instance is known)."""
-    section = Section("cost", "Cost of this run", level=3)
+    section = Section(SectionId.COST, "Cost of this run", level=3)
     prices = load_prices(prices_file)
     run = make_run_cost(duration_s, instance_type, instance_count, region, prices, instance_from)
     data = {**run.to_data(), "prices": prices.provenance()}

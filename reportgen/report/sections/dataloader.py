@@ -7,6 +7,7 @@ from reportgen.report.model import Chart, Section, Text
 from reportgen.report.trace_facts import dataloader_sentence, trace_facts
 from reportgen.report.util import as_dict, number
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
 
 def _from_traces(section: Section, facts, lead: str) -> Section:
@@ -22,7 +23,7 @@ def _from_traces(section: Section, facts, lead: str) -> Section:
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section("dataloading-analysis", "Dataloading analysis", level=3)
+    section = Section(SectionId.DATALOADING_ANALYSIS, "Dataloading analysis", level=3)
     rule = outputs.get("Dataloader")
     facts = trace_facts(outputs)
     if rule is None and facts.dataloader_share is not None:

@@ -13,8 +13,9 @@ from reportgen.report.model import Chart, Fallback, Section, Text, chart_rows
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import numeric_items, slug
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
-SECTION_ID = "framework-metrics-summary"
+SECTION_ID = SectionId.FRAMEWORK_METRICS_SUMMARY
 SECTION_TITLE = "Framework metrics summary"
 BREAKDOWNS = (("phase", "TRAIN/EVAL phases and others"), ("forward_backward", "Forward vs backward pass"),
               ("ratio", "CPU vs GPU operators"), ("general", "General framework operations"),

@@ -7,6 +7,7 @@ from reportgen.report import charts
 from reportgen.report.model import Chart, Fallback, Heading, Section, Table, Text, chart_rows, column_rows
 from reportgen.report.util import as_dict, number, pct_text, slug
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
 BOX_NOTE = ("Box plot (needs JavaScript): whiskers at 1.5 x the interquartile range; an open circle marks a "
             "maximum beyond them, open triangles the 5th percentile and minimum below them. Its values:")
@@ -42,7 +43,7 @@ def gpu_nodes(details: dict) -> dict[str, dict[str, dict]]:
 
 
 def build_utilization(outputs: RuleOutputs) -> Section:
-    section = Section("gpu-utilization-analysis", "GPU utilization analysis", level=3)
+    section = Section(SectionId.GPU_UTILIZATION_ANALYSIS, "GPU utilization analysis", level=3)
     rule = outputs.get("LowGPUUtilization")
     if rule is None:
         return section.missing("No LowGPUUtilization output was found.")
@@ -89,7 +90,7 @@ def build_utilization(outputs: RuleOutputs) -> Section:
 
 
 def build_balancing(outputs: RuleOutputs) -> Section:
-    section = Section("workload-balancing", "Workload balancing", level=3)
+    section = Section(SectionId.WORKLOAD_BALANCING, "Workload balancing", level=3)
     rule = outputs.get("LoadBalancing")
     if rule is None:
         return section.missing("No LoadBalancing output was found.")

@@ -7,10 +7,11 @@ from reportgen.report.model import Chart, Heading, Section, Text, column_rows
 from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, gpu_nodes, last_triggered
 from reportgen.report.util import number, pct_text, slug
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section("gpu-memory", "GPU memory", level=3)
+    section = Section(SectionId.GPU_MEMORY, "GPU memory", level=3)
     rule = outputs.get("GPUMemoryIncrease")
     if rule is None:
         return section.missing("No GPUMemoryIncrease output was found.")

@@ -7,10 +7,11 @@ from reportgen.report.sections.summary import compute
 from reportgen.report.trace_facts import initialization_sentence, trace_facts
 from reportgen.report.util import as_dict
 from reportgen.rule_outputs import RuleOutputs, time_problems
+from reportgen.section_ids import SectionId
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section("initialization-time", "Initialization time", level=3)
+    section = Section(SectionId.INITIALIZATION_TIME, "Initialization time", level=3)
     rule = outputs.get("MaxInitializationTime")
     if rule is None:
         return section.missing("No MaxInitializationTime output was found.")

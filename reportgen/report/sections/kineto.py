@@ -11,8 +11,9 @@ from reportgen.report import charts
 from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Table, Text
 from reportgen.report.util import as_dict, as_list, number, slug
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
-SECTION_ID = "gpu-kernels-operators"
+SECTION_ID = SectionId.GPU_KERNELS_OPERATORS
 DETAILED_RANKS = 8
 MANY_RANKS = 16  # above: the ranks' spread leads, the one-row-per-rank table and charts are folded
 NO_JS = "Chart (needs JavaScript); the numbers are in the tables of this section."

@@ -11,6 +11,7 @@ from reportgen.report.model import Section, Table, Text
 from reportgen.report.rule_texts import describe, finding, recommend
 from reportgen.rulebook import RULE_ORDER, SUMMARY_RULES
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
 
 def summary_rows(outputs: RuleOutputs) -> list[dict]:
@@ -67,7 +68,7 @@ def status_cell(row: dict) -> str:
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section("rules-summary-section", "Rules summary")
+    section = Section(SectionId.RULES_SUMMARY_SECTION, "Rules summary")
     rows = summary_rows(outputs)
     if not rows:
         return section.missing("No rule outputs besides the usage summaries were found.")

@@ -9,6 +9,7 @@ from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Shown, Table, TableWithChart, Text
 from reportgen.report.trace_facts import steps_sentence, trace_facts
 from reportgen.rule_outputs import RuleOutputs, job_times_plausible, step_times_plausible, time_problems
+from reportgen.section_ids import SectionId
 
 
 def _finite_number(value) -> bool:
@@ -73,7 +74,7 @@ def exact_durations(summary: dict) -> dict:
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section("training-job-summary", "Training job summary")
+    section = Section(SectionId.TRAINING_JOB_SUMMARY, "Training job summary")
     rule = outputs.get("MaxInitializationTime")
     summary = compute(rule.details) if rule else None
     if summary is None and rule is not None and time_problems(rule.details):

@@ -7,6 +7,7 @@ from reportgen.report.model import Section, Shown, Table, Text
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, int_pct, number
 from reportgen.rule_outputs import RuleOutputs, recorded_command
+from reportgen.section_ids import SectionId
 
 STATS = ("max", "p99", "p95", "p90", "p50", "min")
 UNITS = {"Network": "bytes"}
@@ -78,7 +79,7 @@ def _input_bound_caveat(facts) -> str:
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section("system-usage-statistics", "System usage statistics")
+    section = Section(SectionId.SYSTEM_USAGE_STATISTICS, "System usage statistics")
     rule = outputs.get("OverallSystemUsage")
     details = as_dict(rule.details) if rule else {}
     rows, present = rows_of(details)

@@ -11,6 +11,7 @@ from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, T
 from reportgen.report.outlier_steps import outlier_steps
 from reportgen.report.util import as_dict, number, slug
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
 
 def no_js(title: str) -> str:
     return f"{title}: time-series chart (needs JavaScript); the per-node statistics are in System usage statistics."
@@ -63,7 +64,7 @@ def _gpu_series(series: dict) -> dict:
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section("utilization-over-time", "Node utilization over time")
+    section = Section(SectionId.UTILIZATION_OVER_TIME, "Node utilization over time")
     timeline = as_dict(outputs.timeline)
     nodes = as_dict(timeline.get("nodes"))
     if not nodes:

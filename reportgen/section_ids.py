@@ -1,0 +1,40 @@
+"""The report's section ids, one enum: the page's anchors, report.json's ``sections`` keys, compare's lookups.
+
+A ``str`` enum, so a member *is* its id (``SectionId.GPU_MEMORY == "gpu-memory"``, ``f"{member}"`` and
+``json.dumps`` give the plain id): outputs stay byte-identical while a misspelt id fails at import, not
+when a test happens to render that path. Declared in the report's display order; the order the page
+follows is still ``reportgen.report.sections.SECTIONS`` (which a test keeps equal to this). Layer 0:
+the rulebook (a rule's deep dive), the diagnosis (a finding's sections) and compare all name sections.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class SectionId(str, Enum):
+    TRAINING_JOB_SUMMARY = "training-job-summary"
+    COST = "cost"
+    SYSTEM_USAGE_STATISTICS = "system-usage-statistics"
+    UTILIZATION_OVER_TIME = "utilization-over-time"
+    FRAMEWORK_METRICS_SUMMARY = "framework-metrics-summary"
+    CPU_OPERATORS_OVERVIEW = "cpu-operators-overview"
+    GPU_OPERATORS_OVERVIEW = "gpu-operators-overview"
+    GPU_KERNELS_OPERATORS = "gpu-kernels-operators"
+    RULES_SUMMARY_SECTION = "rules-summary-section"
+    TRAINING_LOOP_ANALYSIS = "training-loop-analysis"
+    STEP_DURATION_ANALYSIS = "step-duration-analysis"
+    GPU_UTILIZATION_ANALYSIS = "gpu-utilization-analysis"
+    WORKLOAD_BALANCING = "workload-balancing"
+    DATALOADING_ANALYSIS = "dataloading-analysis"
+    BATCH_SIZE = "batch-size"
+    CPU_BOTTLENECKS = "cpu-bottlenecks"
+    IO_BOTTLENECKS = "io-bottlenecks"
+    GPU_MEMORY = "gpu-memory"
+    INITIALIZATION_TIME = "initialization-time"
+    DATA_QUALITY = "data-quality"
+
+    def __str__(self) -> str:  # the plain id in f-strings and str() on every Python (3.11 changed format())
+        return self.value
+
+    __format__ = str.__format__
