@@ -2,6 +2,7 @@
 """Peak memory against the job's duration (issue 32: bounded by nodes x series, not by duration).
 
     python benchmarks/bench_memory_duration.py RAW_DIR... [--runs N] [--analyze] [--base DIR] [--json FILE]
+                                               [--keep DIR]
 
 Each RAW_DIR is a SageMaker raw profile, e.g. ``generate_data.py --size large --hours 1|2|4|8`` (16 nodes,
 96 cores and 8 GPUs a node, a sample every 0.5 s). For each, in fresh processes, interleaved with
@@ -80,6 +81,7 @@ def main() -> None:
     ap.add_argument("--analyze", action="store_true", help="also time `reportgen analyze` (the engine alone)")
     ap.add_argument("--base", type=Path, default=None, help="another checkout, run in the same rounds")
     ap.add_argument("--json", type=Path, default=None, help="write every run's figures here")
+    ap.add_argument("--keep", type=Path, default=None, help="copy each page here (<input>-<side>.html)")
     args = ap.parse_args()
     sides = {"tree": ROOT} if args.base is None else {"base": args.base.resolve(), "tree": ROOT}
     commands = ["generate"] + (["analyze"] if args.analyze else [])
@@ -105,6 +107,9 @@ def main() -> None:
                               flush=True)
                         if out.is_dir():
                             shutil.rmtree(out)
+                        elif args.keep and out.is_file():
+                            args.keep.mkdir(parents=True, exist_ok=True)
+                            shutil.copy(out, args.keep / f"{raw.name}-{side}.html")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"load after: {os.getloadavg()[0]:.2f}")
