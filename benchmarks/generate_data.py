@@ -3,6 +3,7 @@
 
     PYTHONPATH=. python benchmarks/generate_data.py --size small|medium|large --out DIR [--seed N]
                                                     [--nodes-only 0,1] [--no-framework]
+                                                    [--nodes N] [--hours H]
 
 Sizes (all sampled every 500 ms, with modest framework traces):
 
@@ -16,7 +17,9 @@ large       16     96     8  4 h       ~ 12 GB
 
 ``--nodes-only`` writes only some nodes of the configuration (node data do not depend on the
 other nodes), e.g. ``--size large --nodes-only 0`` to time one node of ``large`` without
-putting 12 GB on disk.  Prints the sizes written and the generation time.
+putting 12 GB on disk.  ``--nodes`` / ``--hours`` change a size's node count or duration (the rest
+as the size has it), e.g. ``--size large --hours 8`` for issue 32's 16-node x 8 h job (~24 GB),
+or shorter runs of it to see what grows with the duration.  Prints the sizes written and the generation time.
 """
 
 from __future__ import annotations
@@ -71,10 +74,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes-only", default=None,
                     help="comma-separated 0-based node indices to write (default: all)")
     ap.add_argument("--no-framework", action="store_true", help="write system metrics only")
+    ap.add_argument("--nodes", type=int, default=None, help="node count instead of the size's")
+    ap.add_argument("--hours", type=float, default=None, help="duration in hours instead of the size's")
     args = ap.parse_args(argv)
     if os.path.isdir(args.out) and os.listdir(args.out):
         ap.error(f"{args.out} is not empty")
     cfg = dict(SIZES[args.size])
+    if args.nodes is not None:
+        if args.nodes < 1:
+            ap.error("--nodes must be at least 1")
+        cfg["nodes"] = args.nodes
+    if args.hours is not None:
+        if not args.hours > 0:
+            ap.error("--hours must be positive")
+        cfg["duration_s"] = args.hours * 3600
     subset = None
     if args.nodes_only:
         subset = tuple(int(x) for x in args.nodes_only.split(","))

@@ -43,9 +43,14 @@ def _bucket_reduce(values: np.ndarray, bstart: np.ndarray) -> tuple[np.ndarray, 
 
 
 def _agg_series(ns, cols_idx, how):
+    """The per-tick mean (or sum) of the columns, made block of ticks by block of ticks (the same
+    values: each tick's own columns only), so a long job's temporaries stay one block's size."""
     if not cols_idx:
         return None
-    m = ns.take(cols_idx)
+    return np.concatenate([_agg_block(ns.take(cols_idx, rows), how) for rows in ns.row_blocks()])
+
+
+def _agg_block(m, how):
     with np.errstate(invalid="ignore"):
         if how == "sum":
             allnan = np.isnan(m).all(axis=1)
@@ -57,6 +62,23 @@ def _agg_series(ns, cols_idx, how):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.nanmean(m, axis=1)
+
+
+def _bucket_means(ns, cols, bstart) -> np.ndarray:
+    """Per-bucket means of the columns (buckets x columns), read in blocks of whole buckets of about
+    ``row_blocks``' size: each bucket is reduced from its own ticks, so the result is the whole
+    matrix's, with temporaries of one block."""
+    size = max(b - a for a, b in ns.row_blocks())
+    parts, first = [], 0
+    while first < len(bstart):
+        start = int(bstart[first])
+        last = int(np.searchsorted(bstart, start + size, side="right"))  # buckets starting within the block
+        last = max(last, first + 1)
+        stop = int(bstart[last]) if last < len(bstart) else len(ns.tick_ts)
+        _, _, mean = _bucket_reduce(ns.take(cols, (start, stop)), bstart[first:last] - start)
+        parts.append(mean)
+        first = last
+    return np.concatenate(parts, axis=0)
 
 
 def node_timeline(ns, budget: int = BUCKETS) -> dict:
@@ -101,9 +123,9 @@ def node_timeline(ns, budget: int = BUCKETS) -> dict:
         cols = [i for i in range(len(ns.columns)) if ns.dims[i] == dim]
         if dim == "GPUUtilization":
             cols = cols[:MAX_GPU_SERIES_PER_NODE]
-        names, mat = [ns.names[i] for i in cols], ns.take(cols)
+        names = [ns.names[i] for i in cols]
         if names:
-            _, _, mean = _bucket_reduce(mat, bstart)
+            mean = _bucket_means(ns, cols, bstart)
             out[key] = {"rows": names, "mean": [_r(mean[:, j], 1) for j in range(len(names))]}
     return out
 

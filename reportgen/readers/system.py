@@ -29,7 +29,7 @@ from reportgen import interrupts
 from reportgen.readers.heap import trim_heap
 from reportgen.readers.listing import walk_files
 from reportgen.readers.tick_build import KNOWN_TYPES, SeriesChunk, build_table, natural_key
-from reportgen.readers.tick_table import NodeSystem, SystemData
+from reportgen.readers.tick_table import NodeSystem, SystemData, TableBudget
 from reportgen.problems import ProblemLog
 
 # ``<epoch seconds>.<node>.json``. The epoch has 10 digits from 2001-09-09 on; a node whose clock
@@ -236,6 +236,7 @@ def _join_groups(parts: list) -> tuple[list[int], list[np.ndarray], list[np.ndar
     index: dict[int, int] = {}
     ts: list[list] = []
     vs: list[list] = []
+    t_l = v_l = None
     for uniq, t_l, v_l in parts:
         for hh, t, v in zip(uniq.tolist(), t_l, v_l):
             j = index.get(hh)
@@ -247,8 +248,13 @@ def _join_groups(parts: list) -> tuple[list[int], list[np.ndarray], list[np.ndar
                 ts[j].append(t)
                 vs[j].append(v)
     parts.clear()
-    join = lambda chunks: np.concatenate(chunks) if len(chunks) > 1 else chunks[0]  # noqa: E731
-    return list(index), [join(t) for t in ts], [join(v) for v in vs]
+    del t_l, v_l  # the last slice's lists: each series' pieces are now held by ``ts`` / ``vs`` alone
+    # Joined series by series, each series' pieces dropped as it is joined: the node's records are
+    # then in memory once, not twice (8 h of a 96-core node: ~200 MB of records).
+    for j in range(len(ts)):
+        ts[j] = np.concatenate(ts[j]) if len(ts[j]) > 1 else ts[j][0]
+        vs[j] = np.concatenate(vs[j]) if len(vs[j]) > 1 else vs[j][0]
+    return list(index), ts, vs
 
 
 def _catalog_of(rows, hashes: list[int]) -> dict[int, tuple] | None:
@@ -397,11 +403,12 @@ def _is_percent(key: tuple) -> bool:
 
 
 class SystemReader:
-    def __init__(self, root: Path, problems: ProblemLog, streaming: bool = True):
+    def __init__(self, root: Path, problems: ProblemLog, streaming: bool = True, budget: TableBudget | None = None):
         import duckdb
 
         self.root = root
         self.streaming = streaming
+        self.budget = budget  # tables past it spilled as they are built (None: all kept in memory)
         self.out: dict[str, NodeSystem] = {}
         self.files_read = 0  # files handed to ``read`` (what incremental mode is checked by)
         self.problems = problems
@@ -627,7 +634,7 @@ class SystemReader:
         self.acc.built.add(node)
         table = build_table(node, chunks, self.acc.keys, self.problems)
         if table is not None:
-            self.out[node] = table
+            self.out[node] = table if self.budget is None else self.budget.hold(table)
 
     def _read_batches(self, files: list[Path]) -> None:
         for i in range(0, len(files), BATCH_FILES):
@@ -691,7 +698,9 @@ def read_system(root: Path, problems: ProblemLog, files: list[tuple[int, Path]] 
     # Problems go to a local log first, so a restart does not report them twice.
     local = ProblemLog(cap=problems.cap)
     try:
-        reader = SystemReader(root, local, streaming=True)
+        # Past REPORTGEN_TABLES_MEMORY_MB of tables, the next nodes' columns go to a temporary file
+        # (read back per use): memory no longer grows with the job's duration (benchmarks/README.md).
+        reader = SystemReader(root, local, streaming=True, budget=TableBudget())
         reader.read(paths)
         data.nodes = reader.tables()
         data.files_read = reader.files_read
@@ -700,7 +709,7 @@ def read_system(root: Path, problems: ProblemLog, files: list[tuple[int, Path]] 
         # everything again and build all tables at the end (memory then grows with the data).
         local = ProblemLog(cap=problems.cap)
         first = reader.files_read
-        reader = SystemReader(root, local, streaming=False)
+        reader = SystemReader(root, local, streaming=False, budget=TableBudget())
         reader.read(paths)
         data.nodes = reader.tables()
         data.files_read = first + reader.files_read

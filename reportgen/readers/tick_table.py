@@ -6,6 +6,8 @@ profile's node tables (``SystemData``). The readers build them; the rules read t
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,7 +63,105 @@ def encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
     return out
 
 
-def decode(arr: np.ndarray, scale: float, dst: np.ndarray) -> None:
+class Spilled:
+    """Where one encoded column lies in a ``ColumnSpill`` file: read back by ``decode``."""
+
+    __slots__ = ("spill", "offset", "dtype", "n")
+
+    def __init__(self, spill: "ColumnSpill", offset: int, dtype: np.dtype, n: int):
+        self.spill, self.offset, self.dtype, self.n = spill, offset, dtype, n
+
+    @property
+    def nbytes(self) -> int:
+        return 0  # held on disk, not in memory
+
+    def load(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        return self.spill.read(self, start, self.n if stop is None else stop)
+
+
+class ColumnSpill:
+    """Encoded columns written to one anonymous temporary file and read back per use, so that a
+    profile's tick tables do not hold memory that grows with the job's duration (16 nodes x 8 h:
+    ~420 MB of columns). The file is unlinked from the start (``tempfile.TemporaryFile``): nothing
+    is left on disk whatever ends the run, and the space goes when the last table is collected."""
+
+    def __init__(self, folder: str | None = None):
+        self._file = tempfile.TemporaryFile(prefix="reportgen-columns-", dir=folder)
+        self._end = 0
+        self.bytes = 0
+
+    def write(self, arr: np.ndarray) -> Spilled:
+        data = np.ascontiguousarray(arr)
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):  # a full disk gives a short write, not an error
+            wrote = os.pwrite(self._file.fileno(), view[done:], self._end + done)
+            if wrote <= 0:
+                raise OSError("no space left for the spilled columns")
+            done += wrote
+        ref = Spilled(self, self._end, data.dtype, len(data))
+        self._end += data.nbytes
+        self.bytes += data.nbytes
+        return ref
+
+    def read(self, ref: Spilled, start: int, stop: int) -> np.ndarray:
+        """Values ``start:stop`` of a spilled column."""
+        stop = max(start, min(stop, ref.n))
+        size = (stop - start) * ref.dtype.itemsize
+        at = ref.offset + start * ref.dtype.itemsize
+        buf = bytearray(size)
+        view = memoryview(buf)
+        done = 0
+        while done < size:  # pread may return less than asked
+            got = os.preadv(self._file.fileno(), [view[done:]], at + done)
+            if got <= 0:
+                raise OSError(f"the spilled columns' file ended at {at + done} of {at + size}")
+            done += got
+        return np.frombuffer(buf, dtype=ref.dtype)
+
+
+def spill_budget_bytes() -> int:
+    """``REPORTGEN_TABLES_MEMORY_MB`` (default 64): how much of the tick tables stays in memory
+    before the next tables' columns go to a ``ColumnSpill`` file (0: every table spilled)."""
+    try:
+        return max(0, int(float(os.environ.get("REPORTGEN_TABLES_MEMORY_MB", "64")) * 2**20))
+    except (ValueError, OverflowError):
+        return 64 * 2**20
+
+
+class TableBudget:
+    """Keeps tick tables in memory up to ``limit`` bytes, then spills each further table's columns
+    (``NodeSystem.spill``) as it is handed over. A spill file that cannot be made or written (no
+    temporary folder, a full disk) costs memory, not the run: the table stays in memory."""
+
+    def __init__(self, limit: int | None = None, folder: str | None = None):
+        self.limit = spill_budget_bytes() if limit is None else limit
+        self.folder = folder
+        self.held = 0
+        self._spill: ColumnSpill | None = None
+        self._failed = False
+
+    def hold(self, table: "NodeSystem") -> "NodeSystem":
+        size = table.nbytes - table.tick_ts.nbytes
+        if self.held + size <= self.limit or self._failed:
+            self.held += size
+            return table
+        try:
+            if self._spill is None:
+                self._spill = ColumnSpill(self.folder)
+            table.spill(self._spill)
+        except OSError:
+            self._failed = True
+            self.held += size
+        return table
+
+
+def decode(arr, scale: float, dst: np.ndarray, start: int = 0, stop: int | None = None) -> None:
+    """Rows ``start:stop`` of an encoded column into ``dst`` (float64)."""
+    if isinstance(arr, Spilled):
+        arr = arr.load(start, stop)
+    elif start or stop is not None:
+        arr = arr[start:stop]
     if scale:
         np.divide(arr, scale, out=dst, dtype=np.float64)
         dst[arr == np.iinfo(arr.dtype).min] = np.nan
@@ -97,6 +197,9 @@ def encode_placed(v: np.ndarray, tick: np.ndarray, n: int) -> tuple[np.ndarray, 
     return arr, 0.0
 
 
+ROW_BLOCK = 16384  # ticks per block of ``NodeSystem.row_blocks`` (2 h 16 min at 0.5 s; 96 cores: 12.6 MB)
+
+
 class NodeSystem:
     """Per-tick table of one node: ``values[tick, column]``, NaN where a series has no sample.
 
@@ -128,21 +231,40 @@ class NodeSystem:
 
     @property
     def nbytes(self) -> int:
+        """Bytes held in memory (spilled columns count nothing)."""
         return int(sum(a.nbytes for a, _ in self._store) + self.tick_ts.nbytes)
+
+    def spill(self, to: ColumnSpill) -> None:
+        """Move the encoded columns to ``to``'s file; ``take`` reads them back, bit for bit. All or
+        nothing: a failed write (OSError) leaves every column in memory."""
+        refs = [(a if isinstance(a, Spilled) else to.write(a), scale) for a, scale in self._store]
+        self._store = refs
 
     @property
     def shape(self) -> tuple[int, int]:
         return self._n, len(self.columns)
 
-    def take(self, idx) -> np.ndarray:
+    def take(self, idx, rows: tuple[int, int] | None = None) -> np.ndarray:
         """float64 (ticks x len(idx)) matrix of the given column indices, Fortran-ordered exactly like
         the ``matrix[:, idx]`` copy it replaces, so reductions along rows add in the same order and
-        give bit-identical results."""
+        give bit-identical results. ``rows=(start, stop)``: only those ticks (``row_blocks``), the
+        same values as that slice of the whole matrix."""
         idx = list(idx)
-        out = np.empty((self._n, len(idx)), dtype=np.float64, order="F")
+        start, stop = (0, self._n) if rows is None else (max(0, rows[0]), min(self._n, rows[1]))
+        out = np.empty((max(0, stop - start), len(idx)), dtype=np.float64, order="F")
         for k, j in enumerate(idx):
-            decode(*self._store[j], out[:, k])
+            if rows is None:
+                decode(*self._store[j], out[:, k])
+            else:
+                decode(*self._store[j], out[:, k], start, stop)
         return out
+
+    def row_blocks(self, block: int | None = None) -> list[tuple[int, int]]:
+        """``(start, stop)`` tick ranges of at most ``block`` ticks covering the table, for rules
+        whose per-tick results do not depend on other ticks: their temporaries then stay the size of
+        one block of ticks, whatever the job's duration."""
+        block = max(1, block or ROW_BLOCK)
+        return [(a, min(a + block, self._n)) for a in range(0, self._n, block)] or [(0, 0)]
 
     @property
     def values(self) -> np.ndarray:

@@ -18,11 +18,14 @@ from reportgen.engine.rules._common import result
 def evaluate_bottleneck(data: AnalysisData, params, second_dim: str, second_threshold: float) -> dict:
     ts_l, win_l, low_l, high_l = [], [], [], []
     for node, ns in data.nodes.items():
-        _, gpu = ns.select("GPUUtilization")
-        _, other = ns.select(second_dim)
-        with np.errstate(invalid="ignore"):
-            low = (gpu < params.gpu_threshold).sum(axis=1)
-            high = (other > second_threshold).sum(axis=1)
+        gpu_idx = [i for i, d in enumerate(ns.dims) if d == "GPUUtilization"]
+        other_idx = [i for i, d in enumerate(ns.dims) if d == second_dim]
+        low_b, high_b = [], []
+        for rows in ns.row_blocks():  # per tick: a block of ticks at a time, whatever the duration
+            with np.errstate(invalid="ignore"):
+                low_b.append((ns.take(gpu_idx, rows) < params.gpu_threshold).sum(axis=1))
+                high_b.append((ns.take(other_idx, rows) > second_threshold).sum(axis=1))
+        low, high = np.concatenate(low_b), np.concatenate(high_b)
         ts_l.append(ns.tick_ts)
         win_l.append(data.window_of_s(ns.tick_ts))
         low_l.append(low)

@@ -48,12 +48,16 @@ def evaluate(data, params: BatchSizeParams | None = None) -> dict:
     last_window = None
     nw = data.n_windows
     for node, ns in data.nodes.items():
-        _, cpu_mat = ns.select("CPUUtilization")
-        if cpu_mat.shape[1] == 0:
+        cpu_idx = [i for i, d in enumerate(ns.dims) if d == "CPUUtilization"]
+        if not cpu_idx:
             continue
-        has = ~np.isnan(cpu_mat).all(axis=1)
-        with np.errstate(invalid="ignore"):
-            cpu_total = np.nanmean(cpu_mat[has], axis=1)
+        has_b, total_b = [], []
+        for rows in ns.row_blocks():  # the mean over cores per tick, a block of ticks at a time
+            cpu_mat = ns.take(cpu_idx, rows)
+            has_b.append(~np.isnan(cpu_mat).all(axis=1))
+            with np.errstate(invalid="ignore"):
+                total_b.append(np.nanmean(cpu_mat[has_b[-1]], axis=1))
+        has, cpu_total = np.concatenate(has_b), np.concatenate(total_b)
         cpu_win = data.window_of_s(ns.tick_ts[has])
         datapoints = len(cpu_total)
         gpus = []

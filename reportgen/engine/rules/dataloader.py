@@ -37,7 +37,7 @@ def evaluate(data, params: DataloaderParams | None = None) -> dict:
         details["num_workers"] = int(workers[-1])
     if any("Prefetch" in str(name) for name in data.framework.groups["name"]):
         details["prefetch"] = True
-    cores = max((len(ns.select("CPUUtilization")[0]) for ns in data.nodes.values()), default=0)
+    cores = max((list(ns.dims).count("CPUUtilization") for ns in data.nodes.values()), default=0)
 
     s = loaders["start_us"].to_numpy()
     pid = loaders["arg_pid"].to_numpy()

@@ -29,11 +29,15 @@ def _per_tick(ns, metric):
         reduce = np.nanmean
     if not idx:
         return None
-    mat = ns.take(idx)
-    has = ~np.isnan(mat).all(axis=1)
-    if not has.any():
+    parts = []
+    for rows in ns.row_blocks():  # per tick, a block of ticks at a time (the same values)
+        mat = ns.take(idx, rows)
+        has = ~np.isnan(mat).all(axis=1)
+        if has.any():
+            parts.append(reduce(mat[has], axis=1))
+    if not parts:
         return None
-    return reduce(mat[has], axis=1)
+    return np.concatenate(parts)
 
 
 def _clean(x: float):
