@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import multiprocessing
 import os
 import re
 import tempfile
@@ -56,8 +57,9 @@ DASK_DUCKDB_THREADS = int(os.environ.get("REPORTGEN_DASK_DUCKDB_THREADS", "1") o
 # 0.33 M and 0.7 s (12.6 CPU s instead of 9.8, one process started with that variable).
 LOCAL_CLUSTER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "500ms",
                         "distributed.admin.system-monitor.interval": "2s",
-                        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
-                        "distributed.worker.multiprocessing-method": "forkserver"}
+                        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+if "forkserver" in multiprocessing.get_all_start_methods():  # not on Windows: spawned workers there
+    LOCAL_CLUSTER_CONFIG["distributed.worker.multiprocessing-method"] = "forkserver"
 # A local cluster's workers are forked from one server process that imported these once (spawned workers
 # each import Dask, then the task's modules), and a forked worker ends without an interpreter teardown:
 # local:2's close 0.86-1.23 s -> 0.07-0.11 s, its workers' start-up CPU 1.0 -> 0.7-0.8 s, a worker's first
@@ -155,12 +157,12 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
 def _forkserver_preload() -> None:
     """Our preload for the fork server, set before Dask's first start would set its own (which imports pandas
     and lz4 in this process first, ~0.45 s, then in the server, and not the trace reader)."""
+    if LOCAL_CLUSTER_CONFIG.get("distributed.worker.multiprocessing-method") != "forkserver":
+        return
     from distributed import utils as dask_utils
 
     if getattr(dask_utils, "_forkserver_preload_set", None) is False:  # else Dask's own (a newer Dask: still right)
         dask_utils._forkserver_preload_set = True
-        import multiprocessing
-
         multiprocessing.get_context("forkserver").set_forkserver_preload(LOCAL_PRELOAD)
 
 

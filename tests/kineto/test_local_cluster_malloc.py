@@ -11,6 +11,7 @@ server started after it inherits.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import platform
 import subprocess
@@ -63,6 +64,7 @@ def test_local_workers_run_without_dasks_malloc_trim_threshold(local_cluster_sta
     assert local_cluster_state["client_env"] is None
 
 
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server (Windows)")
 def test_local_workers_are_forked_with_the_trace_reader_already_imported(local_cluster_state):
     # imported once in the fork server, before any task asked for it (a spawned worker imports it itself)
     assert [(w["forked"], w["preloaded"]) for w in local_cluster_state["workers"]] == [(True, True)] * 2
