@@ -18,7 +18,8 @@ Each run is a whole fresh ``python -m reportgen analyze SET -o OUT`` process (in
 order rotating), since the machine may be shared. Per run:
 
 * **wall**; **CPU** (user + system) of the client process alone (its last ``psutil`` sample, read every
-  50 ms) and of the workers (``local:2``: every descendant, from ``RUSAGE_CHILDREN`` less the client;
+  50 ms) and of the workers (``local:2``: every descendant, from ``RUSAGE_CHILDREN`` less the client, or the
+  sum of each descendant's last sample where larger: workers forked by a fork server are not reaped by the client;
   ``tcp``: the worker processes' CPU counters before and after the run);
 * **client peak** (``VmHWM``, the kernel's high-water mark) and each worker's peak;
 * the 1-minute load average before the run (``uptime``), the machine's number of cores.
@@ -28,7 +29,9 @@ The reportgen trees measured are byte-compiled first, as ``pip install`` leaves 
 imports in every process, and ``local:2`` has three of them (the client and two workers).
 
 The ``tcp`` mode starts ``dask scheduler`` and ``dask worker --nworkers 2 --nthreads 1`` on 127.0.0.1 once
-(not timed: an existing cluster), and runs ``--scheduler tcp://127.0.0.1:PORT``. ``--base CHECKOUT``
+(not timed: an existing cluster), with the Dask settings ``local:N`` gives its workers
+(``reportgen.readers.distributed.LOCAL_CLUSTER_CONFIG`` written to a ``DASK_CONFIG`` YAML file, as
+docs/distributed.md advises for a remote cluster), and runs ``--scheduler tcp://127.0.0.1:PORT``. ``--base CHECKOUT``
 also runs another checkout's reportgen (``base-single``, ``base-local:2``: e.g. ``git worktree add
 /tmp/base main``). At the end: the medians, the ratio of each mode's median wall to ``single``'s, and
 whether ``kineto.json``, ``StepOutlier.json`` and ``data-quality.json`` are byte-equal across modes.
@@ -53,6 +56,8 @@ import time
 from pathlib import Path
 
 import psutil
+
+from reportgen.readers.distributed import LOCAL_CLUSTER_CONFIG
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "raw" / "hta-resnet-v100-1gpu"
@@ -111,6 +116,18 @@ def _cpu(proc: psutil.Process) -> float | None:
         return None
 
 
+def _nested(dotted: dict) -> dict:
+    """``{"a.b": 1}`` -> ``{"a": {"b": 1}}`` (a Dask config file's shape)."""
+    out: dict = {}
+    for key, value in dotted.items():
+        *parents, last = key.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
 class TcpCluster:
     """``dask scheduler`` and ``dask worker --nworkers 2 --nthreads 1`` on 127.0.0.1, for the whole benchmark."""
 
@@ -122,13 +139,16 @@ class TcpCluster:
         bin_dir = Path(sys.executable).parent
         dask = str(bin_dir / "dask") if (bin_dir / "dask").exists() else "dask"
         self.log = tempfile.TemporaryFile()
+        self.config = tempfile.TemporaryDirectory(prefix="bench-dask-config-")
+        env = {**os.environ, "DASK_CONFIG": self.config.name}
+        Path(self.config.name, "reportgen.yaml").write_text(json.dumps(_nested(LOCAL_CLUSTER_CONFIG)))  # JSON is YAML
         self.procs = [psutil.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                     "--dashboard-address", ":0", "--no-show"], stdout=self.log,
-                                   stderr=subprocess.STDOUT)]
+                                   stderr=subprocess.STDOUT, env=env)]
         time.sleep(1.0)
         self.procs.append(psutil.Popen([dask, "worker", self.address, "--nworkers", str(workers), "--nthreads", "1",
                                         "--host", "127.0.0.1", "--no-dashboard"], stdout=self.log,
-                                       stderr=subprocess.STDOUT))
+                                       stderr=subprocess.STDOUT, env=env))
         from distributed import Client
 
         with Client(self.address, timeout=60) as client:
@@ -150,10 +170,12 @@ class TcpCluster:
                 proc.wait(20)
             except psutil.TimeoutExpired:
                 proc.kill()
+        self.config.cleanup()
 
 
-def _sample(proc: psutil.Popen, tcp: TcpCluster | None, worker_peaks: dict, client: list) -> None:
-    """Until ``proc`` exits, every 50 ms: its CPU and peak (``client``: [cpu, peak]) and its workers' peaks."""
+def _sample(proc: psutil.Popen, tcp: TcpCluster | None, worker_peaks: dict, client: list, worker_cpu: dict) -> None:
+    """Until ``proc`` exits, every 50 ms: its CPU and peak (``client``: [cpu, peak]), its workers' peaks and
+    each descendant's own CPU (``worker_cpu``: the last value seen per pid)."""
     while proc.poll() is None:
         client[0] = _cpu(proc) or client[0]
         client[1] = max(client[1], _hwm_mb(proc.pid) or 0.0)
@@ -165,6 +187,8 @@ def _sample(proc: psutil.Popen, tcp: TcpCluster | None, worker_peaks: dict, clie
             peak = _hwm_mb(child.pid)
             if peak is not None:
                 worker_peaks[child.pid] = max(worker_peaks.get(child.pid, 0.0), peak)
+            if tcp is None and (used := _cpu(child)) is not None:
+                worker_cpu[child.pid] = used
         time.sleep(0.05)
 
 
@@ -186,9 +210,9 @@ def run_once(folder: Path, mode: str, out: Path, base: Path | None, tcp: TcpClus
     log = tempfile.TemporaryFile()
     started = time.perf_counter()
     proc = psutil.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    client, worker_peaks = [0.0, 0.0], {}
+    client, worker_peaks, worker_cpu = [0.0, 0.0], {}, {}
     try:
-        _sample(proc, tcp if code_mode == "tcp" else None, worker_peaks, client)
+        _sample(proc, tcp if code_mode == "tcp" else None, worker_peaks, client, worker_cpu)
     finally:
         if proc.poll() is None:  # the benchmark was stopped: so is the run
             proc.terminate()
@@ -200,7 +224,10 @@ def run_once(folder: Path, mode: str, out: Path, base: Path | None, tcp: TcpClus
         workers_cpu = tcp.cpu() - tcp_before
         total += workers_cpu
     else:
-        workers_cpu = max(total - client_cpu, 0.0)
+        # reaped by the client (spawned workers): in RUSAGE_CHILDREN; forked by the fork server, which outlives
+        # the client and is reaped by no one here: only in the samples (each process's last, <= 50 ms old)
+        workers_cpu = max(total - client_cpu, sum(worker_cpu.values()), 0.0)
+        total = client_cpu + workers_cpu
     log.seek(0)
     tail = log.read()[-1500:].decode(errors="replace")
     # the worker processes are the big ones (a resource tracker or the nanny stays small)
