@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
 REPO = ROOT
@@ -21,11 +22,9 @@ SAMPLE = REPO / "sample_data"
 
 
 def _run(*args, home: Path, tmp: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "TMPDIR": str(tmp)}
-    env.pop("IPYTHONDIR", None)
-    env.pop("XDG_CACHE_HOME", None)
-    return subprocess.run([sys.executable, "-m", "reportgen", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env=env)
+    """With its own HOME and TMPDIR, and no IPython or XDG cache folder set elsewhere."""
+    return run_cli(*args, timeout=300, env={"HOME": str(home), "TMPDIR": str(tmp), "IPYTHONDIR": None,
+                                            "XDG_CACHE_HOME": None})
 
 
 def _dirs(tmp_path: Path) -> tuple[Path, Path]:

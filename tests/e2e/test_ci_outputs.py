@@ -12,10 +12,7 @@ import copy
 import json
 import os
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
@@ -23,6 +20,7 @@ from reportgen.ci_outputs import junit_xml, markdown_summary
 from reportgen.report.build import build_report
 from reportgen.report.json_output import report_data
 from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
+from tests.support.cli import run_cli
 from tests.support.paths import REAL, ROOT, need
 
 SNAPSHOT = ROOT / "tests" / "snapshots" / "sample_summary.md"
@@ -30,12 +28,7 @@ SCHEMA = ROOT / "reportgen" / "schemas" / "report.schema.json"
 HOSTILE = 'Evil<script>alert("x")</script> ]]> & \'q\' *b* [l](http://e.invalid) | #1'
 
 
-def run(*args, env=None, cwd=None):
-    environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    environ["PYTHONPATH"] = str(ROOT)
-    environ.update(env or {})
-    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, text=True,
-                          env=environ, cwd=cwd)
+run = run_cli
 
 
 @pytest.fixture(scope="module")

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import run_cli
 from tests.support.paths import REAL, need
 
-
-def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, text=True, cwd=cwd)
+run = run_cli
 
 
 def run_quiet(*args):

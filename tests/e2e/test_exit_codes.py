@@ -8,6 +8,7 @@ output closed by the shell, a Latin-1 terminal, ``~unknown-user/`` paths, a dele
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
@@ -16,6 +17,8 @@ import threading
 import time
 
 import pytest
+
+from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
 REPO = ROOT
@@ -26,9 +29,7 @@ def _env(**extra) -> dict:
     return {**os.environ, "PYTHONPATH": str(REPO), **extra}
 
 
-def _reportgen(*args, env=None, timeout=180, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, timeout=timeout,
-                          env=env or _env(), **kwargs)
+_reportgen = functools.partial(run_cli, timeout=180, text=False)  # bytes out unless text=True
 
 
 def _listener(answer: bytes | None) -> tuple[int, socket.socket]:

@@ -8,15 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
-
-def reportgen(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``env`` values of None remove the variable."""
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    environment = {k: v for k, v in environment.items() if v is not None}
-    return subprocess.run([sys.executable, "-m", "reportgen", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, env=environment)
+reportgen = run_cli  # ``env`` values of None remove the variable
 
 
 NO_AWS = {"AWS_REGION": None, "AWS_DEFAULT_REGION": None, "AWS_PROFILE": None, "AWS_CONFIG_FILE": "/nonexistent",

@@ -7,16 +7,15 @@ clipboard write, a bidi override) were printed raw by ``check`` (stdout), ``gene
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from reportgen.terminal_text import has_unsafe, printable
+from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
 REPO = ROOT
@@ -28,13 +27,7 @@ BIDI = "\u202egnp.exe"
 C1 = "\x9b31m"  # CSI as one C1 byte
 
 
-def _env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(REPO)}
-
-
-def _reportgen(*args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reportgen", *map(str, args)], capture_output=True, text=True,
-                          timeout=240, env=_env(), **kwargs)
+_reportgen = functools.partial(run_cli, timeout=240)
 
 
 def _clean(text: str) -> bool:

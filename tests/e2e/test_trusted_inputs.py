@@ -3,13 +3,12 @@ source with nothing usable, a prices file's currency. (``check`` failing closed:
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from reportgen.kineto.reader import OUT_OF_RANGE
+from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
 REPO = ROOT
@@ -17,9 +16,7 @@ SAMPLE = REPO / "sample_data"
 T0 = 1.7e15  # µs since the epoch
 
 
-def _reportgen(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reportgen", *map(str, args)], capture_output=True, text=True,
-                          timeout=240, env={**os.environ, "PYTHONPATH": str(REPO)})
+_reportgen = functools.partial(run_cli, timeout=240)
 
 
 def _trace(folder: Path, events: list, name: str = "host_1.1700000000000.pt.trace.json") -> Path:
