@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import run_cli
 from tests.support.paths import REAL, need
 
@@ -63,6 +65,7 @@ def test_rule_json_that_is_not_an_object(tmp_path):
     assert "BatchSize.json: expected a JSON object, found list" in line
 
 
+@pytest.mark.fixtures
 def test_unwritable_output_folder(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -71,6 +74,7 @@ def test_unwritable_output_folder(tmp_path):
     assert "is a file" in line
 
 
+@pytest.mark.fixtures
 def test_generate_quiet_writes_html_and_json(tmp_path):
     folder = need(REAL / "beauvilerobed-dd30fc8e")
     result = run("generate", str(folder), "-o", str(tmp_path / "out" / "r.html"), "-q")
@@ -83,6 +87,7 @@ def test_generate_quiet_writes_html_and_json(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r.html", "r.json"]
 
 
+@pytest.mark.fixtures
 def test_progress_on_stderr(tmp_path):
     folder = need(REAL / "beauvilerobed-dd30fc8e")
     result = run("generate", str(folder), "-o", str(tmp_path / "r.html"))

@@ -122,6 +122,7 @@ def real_pair(tmp_path_factory):
     return out, load(f"{A_JOB}.json")["sections"], load(f"{B_JOB}.json")["sections"], load("compare.json")
 
 
+@pytest.mark.fixtures
 def test_compare_numbers_equal_each_sides_own_report(real_pair):
     _out, ra, rb, cmp = real_pair
     sec = cmp["sections"]
@@ -165,6 +166,7 @@ def test_compare_numbers_equal_each_sides_own_report(real_pair):
     assert sec["verdict"]["speed"] == "slower"
 
 
+@pytest.mark.fixtures
 @pytest.mark.browser
 def test_compare_html_opens_offline_without_console_errors(real_pair):
     from tests.support.browser import visit
@@ -179,6 +181,7 @@ def test_compare_html_opens_offline_without_console_errors(real_pair):
     assert page.dom["charts"] == 3 and page.dom["fallbacks"] == 0
 
 
+@pytest.mark.fixtures
 def test_case_study_in_the_comparison_model():
     """The case study's durations laid onto two real jobs: the page and its data print the case study's figures."""
     a = load_side("A", _rules_dir(A_JOB), name="run-1", instance_type="ml.p3.8xlarge", instance_count=3)
@@ -201,6 +204,7 @@ def test_case_study_in_the_comparison_model():
 # ------------------------------------------------------------------------------------------ missing data
 
 
+@pytest.mark.fixtures
 def test_b_without_gpu_data_renders_and_says_so(tmp_path):
     need(REAL / A_JOB), need(REAL / CPU_ONLY_JOB)
     out = tmp_path / "cpu.html"
@@ -218,6 +222,7 @@ def test_b_without_gpu_data_renders_and_says_so(tmp_path):
     assert 'class="text tone-missing"' in html and "cell-error" not in html
 
 
+@pytest.mark.fixtures
 def test_b_without_framework_data_renders_and_says_so(tmp_path):
     need(REAL / A_JOB), need(REAL / NO_FRAMEWORK_JOB)
     out = tmp_path / "nofw.md"
@@ -234,6 +239,7 @@ def test_b_without_framework_data_renders_and_says_so(tmp_path):
 # ------------------------------------------------------------------------------------------ markdown
 
 
+@pytest.mark.fixtures
 def test_markdown_output_shape(tmp_path):
     need(REAL / A_JOB), need(REAL / B_JOB)
     out = tmp_path / "pr.md"
@@ -262,6 +268,7 @@ def test_markdown_output_shape(tmp_path):
                 j += 1
 
 
+@pytest.mark.fixtures
 def test_markdown_escapes_data_strings():
     a = load_side("A", _rules_dir(A_JOB), name="job|<img src=x onerror=alert(1)>*bold*")
     b = load_side("B", _rules_dir(B_JOB), name="# [link](http://evil)")
@@ -275,6 +282,7 @@ def test_markdown_escapes_data_strings():
 # ------------------------------------------------------------------------------------------ sources
 
 
+@pytest.mark.fixtures
 def test_instance_from_the_job_description_of_an_arn_source(monkeypatch, tmp_path):
     """ARN sources carry instance type, count and region; the command line overrides them."""
     from types import SimpleNamespace
@@ -299,6 +307,7 @@ def test_instance_from_the_job_description_of_an_arn_source(monkeypatch, tmp_pat
         ("ml.g5.xlarge", 2, "eu-west-1", "command line")
 
 
+@pytest.mark.fixtures
 def test_generate_report_json_gains_cost_only_when_instance_known(tmp_path):
     folder = need(REAL / B_JOB)
     run = _run("generate", folder, "-o", tmp_path / "r.html", "-q", "--instance", "ml.p3.2xlarge", "--count", "2")

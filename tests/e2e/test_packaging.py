@@ -38,6 +38,7 @@ def test_wheel_contains_notebook_and_templates(wheel):
         assert required in names
 
 
+@pytest.mark.fixtures
 def test_installed_wheel_generates_a_report_outside_the_checkout(wheel, tmp_path):
     folder = need(REAL / "beauvilerobed-dd30fc8e")
     target = tmp_path / "site"

@@ -33,6 +33,7 @@ def report(tmp_path_factory):
     return out
 
 
+@pytest.mark.fixtures
 @pytest.mark.browser
 def test_no_console_errors_no_network_and_every_chart_drawn(report, tmp_path):
     page = visit(report, screenshot=tmp_path / "report.png", probe=PROBE)
@@ -49,6 +50,7 @@ def test_no_console_errors_no_network_and_every_chart_drawn(report, tmp_path):
     assert (tmp_path / "report.png").stat().st_size > 50_000
 
 
+@pytest.mark.fixtures
 @pytest.mark.browser
 def test_readable_without_javascript(report):
     page = visit(report, javascript=False, probe=PROBE)

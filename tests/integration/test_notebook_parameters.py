@@ -6,10 +6,13 @@ import json
 import shutil
 from html import unescape
 
+import pytest
+
 from reportgen.pipeline import GenerateOptions, generate
 from tests.support.paths import REAL, need
 
 
+@pytest.mark.fixtures
 def test_hostile_folder_name_is_not_executed(tmp_path):
     folder = need(REAL / "beauvilerobed-dd30fc8e")
     name = "job\"'; open('PWNED','w') #\n\"\"\"\\ é 日本 ${x} `id`"

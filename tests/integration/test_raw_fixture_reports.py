@@ -28,6 +28,7 @@ def reports(tmp_path_factory):
     return make
 
 
+@pytest.mark.fixtures
 def test_system_metrics_snapshots(reports):
     sections = reports("smdebug-sysmetrics")
     means = []
@@ -39,6 +40,7 @@ def test_system_metrics_snapshots(reports):
     assert sections["data-quality"]["problems"] == 0
 
 
+@pytest.mark.fixtures
 def test_tf_timeline_steps(reports):
     sections = reports("smdebug-tf-timeline")
     steps = 0
@@ -50,6 +52,7 @@ def test_tf_timeline_steps(reports):
     assert set(sections["framework-metrics-summary"]["phase"]) >= {"Step:ModeKeys.TRAIN", "others"}
 
 
+@pytest.mark.fixtures
 def test_tf_profiler_trace_operators(reports):
     sections = reports("smdebug-tf-profiler-trace")
     (path,) = glob.glob(str(RAW / "smdebug-tf-profiler-trace/**/*.trace.json.gz"), recursive=True)
@@ -67,6 +70,7 @@ def test_tf_profiler_trace_operators(reports):
     assert [(r["percentage"], r["time"], r["operator"]) for r in rows] == expected
 
 
+@pytest.mark.fixtures
 def test_horovod_timeline_unmatched_events_are_reported_not_fatal(reports):
     sections = reports("smdebug-horovod-timeline")
     assert sections["framework-metrics-summary"]["horovod"]

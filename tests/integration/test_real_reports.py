@@ -10,6 +10,9 @@ import pytest
 
 from reportgen.report.util import slug
 
+# Every test reads a real job's report: 70 jobs, one full generate each (real_report, once per session).
+pytestmark = [pytest.mark.fixtures, pytest.mark.slow]
+
 
 def two(value) -> str:
     return f"{float(value):.2f}"

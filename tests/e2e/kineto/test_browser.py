@@ -19,6 +19,7 @@ PROBE = """() => ({
 })"""
 
 
+@pytest.mark.fixtures
 @pytest.mark.browser
 def test_kineto_report_draws_without_errors_or_network(tmp_path):
     out = tmp_path / "report.html"
@@ -36,6 +37,7 @@ CELLS = """() => Array.from(document.querySelectorAll('table.data-table td, tabl
   .filter(c => c.scrollWidth > c.clientWidth + 1).map(c => [c.closest('table').id, c.textContent.slice(0, 60)])"""
 
 
+@pytest.mark.fixtures
 @pytest.mark.browser
 def test_long_kernel_names_wrap_inside_their_cells_regression(tmp_path):
     """Kernel signatures of 100-450 characters sat in a no-wrap first column capped at 60ch, so
@@ -57,6 +59,7 @@ COLUMNS = """() => {
 }"""
 
 
+@pytest.mark.fixtures
 @pytest.mark.browser
 def test_dataloader_column_of_the_ranks_table_is_on_screen_at_1400px(tmp_path):
     """The DataLoader share, the number that shows an input-bound run, was the 10th column behind a long

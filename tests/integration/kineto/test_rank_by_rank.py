@@ -37,6 +37,7 @@ def _frozen(name: str) -> dict:
     return json.loads((SNAPSHOTS / f"{name}.json").read_text())
 
 
+@pytest.mark.fixtures
 @pytest.mark.parametrize("name", FIXTURE_SETS)
 def test_fixture_sets_give_the_frozen_kineto_json(name):
     doc, problems = analyze_traces(fixture_files(name))
@@ -101,6 +102,7 @@ def _brute_force(files: list[Path]) -> dict:
     return tables
 
 
+@pytest.mark.fixtures
 @pytest.mark.parametrize("name", ["hta-sampled-128rank", "torch-cpu-record-ddp2", "kineto-resnet50-num-workers-4",
                                   "ddp4"])
 def test_job_wide_top_15_equals_a_brute_force_sum_over_all_events(synthetic, name):
@@ -128,6 +130,7 @@ def test_job_wide_top_15_equals_a_brute_force_sum_over_all_events(synthetic, nam
 # ------------------------------------------------------------------------------------ on Dask
 
 
+@pytest.mark.fixtures
 @pytest.mark.parametrize("name", ["hta-sampled-128rank", "torch-cpu-record-ddp2", "kineto-resnet50-num-workers-0",
                                   "ddp4", "regroup"])
 def test_dask_gives_the_same_kineto_json_and_problems_as_the_local_path(synthetic, dask_cluster, name):

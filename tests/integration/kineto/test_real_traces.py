@@ -76,6 +76,7 @@ def _merge(into: dict, table: dict) -> None:
         into[name][1] += count
 
 
+@pytest.mark.fixtures
 def test_kernel_and_operator_tables_match_an_independent_reading(generated):
     folder, out = generated
     tables = read_tables(out.read_text(encoding="utf-8"))
@@ -114,6 +115,7 @@ def test_kernel_and_operator_tables_match_an_independent_reading(generated):
         assert len(ops_rows) == min(15, len(truth["ops"]))
 
 
+@pytest.mark.fixtures
 def test_sections_needing_sagemaker_data_are_left_out_and_named(generated):
     folder, out = generated
     html = out.read_text(encoding="utf-8")

@@ -25,6 +25,7 @@ def _job(name: str) -> dict:
     return doc
 
 
+@pytest.mark.fixtures
 def test_input_bound_recording_is_one_rank_spending_four_fifths_of_each_step_loading_data():
     doc = _job("torch-cpu-record-inputbound")
     assert list(doc["ranks"]) == ["vm_29949"]  # two cycle files of one process (host vm, pid 29949)
@@ -38,6 +39,7 @@ def test_input_bound_recording_is_one_rank_spending_four_fifths_of_each_step_loa
     assert doc["comparison"]["straggler"] is None and doc["straggler"] is None
 
 
+@pytest.mark.fixtures
 def test_two_worker_recording_is_one_rank_without_straggler_and_little_loading():
     doc = _job("torch-cpu-record-workers2")
     assert list(doc["ranks"]) == ["vm_30238"]
@@ -47,6 +49,7 @@ def test_two_worker_recording_is_one_rank_without_straggler_and_little_loading()
     assert doc["straggler"] is None and doc["comparison"]["straggler"] is None
 
 
+@pytest.mark.fixtures
 def test_ddp_recording_has_two_ranks_and_rank_0_is_the_straggler_by_collective_wait():
     doc = _job("torch-cpu-record-ddp2")
     assert sorted(doc["ranks"]) == ["0", "1"] and all(r["cycles"] == 2 for r in doc["ranks"].values())
@@ -145,6 +148,7 @@ def test_worker_names_follow_torchs_trace_handler():
 HTA_WINDOW_US, HTA_IDLE_US = 480029.227, 7574.786
 
 
+@pytest.mark.fixtures
 def test_gpu_idle_within_the_active_window_equals_htas_temporal_breakdown():
     doc = _job("hta-resnet-v100-1gpu")
     gpu = doc["ranks"]["0"]["gpu"]
@@ -161,6 +165,7 @@ def test_gpu_idle_within_the_active_window_equals_htas_temporal_breakdown():
 
 # --- compare of two recordings ------------------------------------------------------------------
 
+@pytest.mark.fixtures
 def test_compare_of_the_input_bound_and_two_worker_runs_reports_duration_throughput_and_coverage(tmp_path):
     from reportgen.compare.run import compare
 
@@ -215,6 +220,7 @@ def reports(tmp_path_factory):
     return out
 
 
+@pytest.mark.fixtures
 def test_input_bound_report_leads_with_the_input_pipeline_and_num_workers(reports):
     doc, html = reports["inputbound"]
     assert len(doc["sections"]["gpu-kernels-operators"]["ranks"]) == 1
@@ -234,6 +240,7 @@ def test_input_bound_report_leads_with_the_input_pipeline_and_num_workers(report
         assert contradiction not in html
 
 
+@pytest.mark.fixtures
 def test_two_worker_report_has_one_rank_and_no_straggler(reports):
     doc, _ = reports["workers2"]
     kineto = doc["sections"]["gpu-kernels-operators"]
@@ -241,6 +248,7 @@ def test_two_worker_report_has_one_rank_and_no_straggler(reports):
     assert all(f["cause"] != "straggler" for f in doc["diagnosis"]["findings"])
 
 
+@pytest.mark.fixtures
 def test_ddp_report_names_rank_0_as_the_straggler_from_collective_wait(reports):
     doc, html = reports["ddp2"]
     kineto = doc["sections"]["gpu-kernels-operators"]
@@ -288,6 +296,7 @@ def test_a_hostile_kineto_json_costs_no_section(rank):
     operators_blocks(summary, summary)
 
 
+@pytest.mark.fixtures
 @pytest.mark.parametrize("name", ["kineto-resnet50-num-workers-0", "hta-trace-diff-rank3of8", "hta-sampled-128rank"])
 def test_gpu_idle_two_ways_are_consistent_on_real_gpu_traces(name):
     doc = _job(name)
@@ -301,6 +310,7 @@ def test_gpu_idle_two_ways_are_consistent_on_real_gpu_traces(name):
         assert split["host_wait"] > 0  # these runs launch kernels one by one from Python
 
 
+@pytest.mark.fixtures
 def test_trace_step_outlier_with_few_steps_is_not_evaluated_but_can_be_with_many(tmp_path):
     """The traces' StepOutlier fires on a rank only with more than n_outliers (10) outliers: six profiled
     steps can never make it fire, so it is 'not evaluated', never a pass."""

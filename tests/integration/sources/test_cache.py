@@ -30,6 +30,7 @@ def snapshot(root):
     return {p.relative_to(root).as_posix() for p in root.rglob("*")}
 
 
+@pytest.mark.fixtures
 def test_second_run_downloads_nothing(world, tmp_path):
     first = resolve_source(f"job:{world.training_job}", cache_dir=tmp_path, recompute=True)
     assert first.downloads == 16

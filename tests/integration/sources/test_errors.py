@@ -46,6 +46,7 @@ def test_no_region_for_bare_job_name(tmp_path, monkeypatch):
            cache_dir=tmp_path)
 
 
+@pytest.mark.fixtures
 @pytest.mark.parametrize(
     "source, message",
     [
@@ -60,17 +61,20 @@ def test_job_not_found(world, tmp_path, source, message):
     _fails(source, message, cache_dir=tmp_path)
 
 
+@pytest.mark.fixtures
 def test_bucket_not_found(world, tmp_path):
     _fails("s3://no-such-bucket-4711/models/job", "S3 bucket 'no-such-bucket-4711' does not exist (while listing s3://no-such-bucket-4711/models/job/).",
            cache_dir=tmp_path)
 
 
+@pytest.mark.fixtures
 def test_prefix_not_found(world, tmp_path):
     _fails(f"s3://{world.bucket}/models/no-such-job",
            f"Nothing found under s3://{world.bucket}/models/no-such-job/: the prefix is empty or does not exist.",
            cache_dir=tmp_path)
 
 
+@pytest.mark.fixtures
 def test_prefix_without_profiler_data(world, tmp_path):
     _fails(f"s3://{world.bucket}/models/{world.training_job}/output",
            f"No profiler data under s3://{world.bucket}/models/{world.training_job}/output/: 1 object but no rule outputs "
@@ -80,12 +84,14 @@ def test_prefix_without_profiler_data(world, tmp_path):
     assert not any(p.is_file() for p in tmp_path.rglob("*") if "/s3/" in p.as_posix())
 
 
+@pytest.mark.fixtures
 def test_recompute_without_raw_data(world, tmp_path):
     uri = f"s3://{world.bucket}/{world.rule_prefix}"
     _fails(uri, f"--recompute needs raw profiler data (system/, framework/) but none is under {uri}/.",
            cache_dir=tmp_path, recompute=True)
 
 
+@pytest.mark.fixtures
 def test_training_job_without_profiler_data(world, tmp_path):
     from moto.sagemaker.models import sagemaker_backends
 
@@ -142,6 +148,7 @@ def iam_user(world, monkeypatch):
         yield use
 
 
+@pytest.mark.fixtures
 def test_access_denied_on_s3(world, tmp_path, iam_user):
     iam_user("sagemaker-only")
     err = _fails(f"job:{world.training_job}", str_message := (
@@ -151,6 +158,7 @@ def test_access_denied_on_s3(world, tmp_path, iam_user):
     assert str(err) == str_message
 
 
+@pytest.mark.fixtures
 def test_access_denied_on_sagemaker(world, tmp_path, iam_user):
     iam_user("nothing")
     # moto answers SageMaker denials with HTTP 403 and an XML body (the real service: AccessDeniedException).

@@ -27,6 +27,7 @@ def local_report(tmp_path_factory, rule_fixture_dir):
     return sections(out.with_suffix(".json"))
 
 
+@pytest.mark.fixtures
 @pytest.mark.parametrize("form", ["processing_arn", "training_arn", "training_name", "s3_rules"])
 def test_remote_sources_give_the_local_report(world, local_report, tmp_path, monkeypatch, form):
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
@@ -60,6 +61,7 @@ def test_remote_sources_give_the_local_report(world, local_report, tmp_path, mon
     assert not any(m.startswith("downloaded") for m in again)
 
 
+@pytest.mark.fixtures
 def test_compare_takes_the_instances_of_an_arn_source_from_its_job(world, rule_fixture_dir, tmp_path, monkeypatch):
     from reportgen.compare.run import CompareOptions, compare
     from reportgen.pipeline import CostOptions
@@ -79,6 +81,7 @@ def test_compare_takes_the_instances_of_an_arn_source_from_its_job(world, rule_f
     assert "| A | ml.p3.2xlarge | 1 | us-east-1 | $3.825 |" in out.read_text(encoding="utf-8")
 
 
+@pytest.mark.fixtures
 def test_pytorch_traces_from_s3_give_the_local_report(world, tmp_path, monkeypatch):
     """PyTorch profiler traces under an s3:// prefix are downloaded (cache) and analysed like a local folder."""
     from tests.support.sources_testlib import client
@@ -109,6 +112,7 @@ def test_pytorch_traces_from_s3_give_the_local_report(world, tmp_path, monkeypat
 
 
 
+@pytest.mark.fixtures
 def test_jax_profiler_output_from_s3_gives_the_local_report(world, tmp_path, monkeypatch):
     """A JAX log folder under an s3:// prefix: the .xplane.pb is selected by the format table's suffixes
     (the Chrome-JSON copy beside it is not), downloaded and analysed like the local folder."""

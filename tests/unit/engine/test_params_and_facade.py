@@ -17,6 +17,7 @@ from tests.unit.readers.test_readers import instant, write_sys, write_trace, HEA
 REAL_JOB = FIXTURES / "real" / "callmesora-b2fb5951" / "profiler-reports"
 
 
+@pytest.mark.fixtures
 def test_default_rule_parameters_match_the_real_container_output():
     need_fixture(REAL_JOB)
     for name, p in default_params().items():
@@ -110,6 +111,7 @@ def _shape(x):
     return "number" if isinstance(x, (int, float)) and not isinstance(x, bool) else type(x).__name__
 
 
+@pytest.mark.fixtures
 def test_output_schema_matches_real_rule_outputs(tmp_path):
     need_fixture(REAL_JOB)
     res = analyze(_raw(tmp_path), tmp_path / "out")
