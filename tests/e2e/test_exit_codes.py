@@ -150,6 +150,7 @@ def test_tmpdir_filling_while_the_page_is_written_is_exit_2_naming_the_file(tmp_
     assert os.listdir(small_tmpfs) == [] and not out.exists()
 
 
+@pytest.mark.slow
 def test_a_source_folder_whose_name_is_not_utf8_makes_a_report(tmp_path):
     """Was exit 3 (UnicodeEncodeError while the page was written), even with --job-name."""
     import shutil

@@ -111,6 +111,7 @@ def busy_profile(tmp_path_factory) -> Path:
     return prof
 
 
+@pytest.mark.slow
 def test_ctrl_c_at_any_moment_of_the_engine_phase(busy_profile, tmp_path):
     trials = int(os.environ.get("REPORTGEN_INTERRUPT_TRIALS", "6"))
     out, tmp = tmp_path / "out", tmp_path / "tmp"

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
@@ -252,6 +254,7 @@ def _readme_commands() -> list[str]:
     return commands
 
 
+@pytest.mark.slow
 def test_readme_examples_run_exactly_as_written_from_a_fresh_folder(tmp_path):
     commands = _readme_commands()
     assert len(commands) == 7 and commands[1] == "reportgen generate sample_data -o r.html --rule-outputs ro/"

@@ -110,6 +110,7 @@ def test_report_from_the_recording_shows_the_core_over_time(recording, tmp_path)
     assert data["data-quality"]["problems"] == 0
 
 
+@pytest.mark.slow
 def test_sigint_stops_both_and_keeps_the_data(tmp_path):
     out = tmp_path / "rec"
     proc = subprocess.Popen([sys.executable, "-m", "reportgen", "record", "--interval", "100ms", "--out", str(out),

@@ -8,9 +8,12 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from tests.support.paths import ROOT
 
 
+@pytest.mark.slow
 def test_ten_second_recording_is_insufficient_data_everywhere(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     rec = tmp_path / "rec"

@@ -65,6 +65,7 @@ def test_readable_without_javascript(report):
     assert page.dom["findings"] >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_sample_report_from_raw_data_draws_its_time_series(sample_report, tmp_path):
     page = visit(sample_report, screenshot=tmp_path / "sample.png", probe=PROBE)

@@ -131,6 +131,7 @@ def test_workers_read_framework_traces_from_s3_and_match_the_local_read(uploaded
     assert not list(empty_root.rglob("*"))  # nothing was written on the client's side
 
 
+@pytest.mark.slow
 def test_generate_pipeline_leaves_system_metrics_and_traces_in_s3(uploaded, profile, tmp_path, monkeypatch):
     """The pipeline path (as `generate s3://... --scheduler local:2`): the sources cache gets the end
     marker but no system-metrics file and no framework trace, and the rule outputs equal the local ones."""

@@ -81,6 +81,7 @@ def test_compare_takes_the_instances_of_an_arn_source_from_its_job(world, rule_f
     assert "| A | ml.p3.2xlarge | 1 | us-east-1 | $3.825 |" in out.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.fixtures
 def test_pytorch_traces_from_s3_give_the_local_report(world, tmp_path, monkeypatch):
     """PyTorch profiler traces under an s3:// prefix are downloaded (cache) and analysed like a local folder."""
