@@ -44,6 +44,7 @@ def run_measured(args: list[str], log: Path, timeout: float = 600) -> tuple[int,
     return proc.returncode, usage.ru_maxrss * 1024
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(bombs.KINDS))
 def test_gzip_bomb_keeps_memory_bounded_and_says_what_was_not_read(kind, tmp_path):
     src = tmp_path / "in"

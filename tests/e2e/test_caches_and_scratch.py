@@ -68,6 +68,7 @@ def _damage_arrays(folder: Path) -> None:
         np.savez(handle, **arrays)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [_damage_zero_json, _damage_cut_npz, _damage_types, _damage_arrays],
                          ids=["zero-byte-json", "cut-npz", "json-types", "npz-arrays"])
 def test_a_damaged_incremental_cache_piece_is_read_again(tmp_path, damage):

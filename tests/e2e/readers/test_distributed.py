@@ -87,6 +87,7 @@ def outputs(folder: Path) -> dict[str, bytes]:
     return got
 
 
+@pytest.mark.slow
 def test_dask_gives_byte_identical_rule_outputs(bench_profile, single, cluster, tmp_path):
     result = analyze(bench_profile, tmp_path, scheduler=cluster.scheduler_address)
     assert result.system_files == 80 and result.system_files_read == 80
@@ -313,6 +314,7 @@ def test_cli_without_dask_installed_exits_2(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.slow
 def test_generate_without_scheduler_never_imports_dask_and_incremental_rereads_nothing(tmp_path):
     """Through the command line in a fresh interpreter: a plain `generate`, then two `generate
     --incremental` runs (the second on the unchanged folder parses 0 system files, as its progress

@@ -90,6 +90,7 @@ def test_unreadable_hour_folder_is_counted_when_read_by_a_normal_user(shared_tmp
     assert got["values"] == planted_sys and got["events"] == planted_events
 
 
+@pytest.mark.slow
 def test_two_gigabyte_line_without_newline_is_skipped_in_bounded_memory(tmp_path):
     """Issue #20 item 1 (system part): a 2 GB metrics file with no newline was read as one line
     (4.0 GB peak). The file here is sparse (2 GiB of NUL bytes after a record's start, no disk

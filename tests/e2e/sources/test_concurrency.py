@@ -80,6 +80,7 @@ def _shown_name(html: str) -> str:
     return unescape(html.split("<h1>", 1)[1].split("</h1>", 1)[0])
 
 
+@pytest.mark.slow
 def test_two_generate_runs_into_one_output_folder_with_one_cache(big_bucket, tmp_path):
     name, files = big_bucket
     uri = f"s3://{name}/job/profiler-output/"

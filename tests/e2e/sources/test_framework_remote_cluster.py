@@ -58,6 +58,7 @@ def uploaded(moto_endpoint, tmp_path_factory):
     return _outputs(local), n_traces
 
 
+@pytest.mark.slow
 def test_generate_on_a_tcp_cluster_leaves_traces_in_s3_and_writes_the_local_outputs(
         remote_cluster, uploaded, tmp_path, monkeypatch):  # noqa: F811
     from reportgen.pipeline import EngineOptions, SourceOptions, prepare_rule_outputs
@@ -80,6 +81,7 @@ def test_generate_on_a_tcp_cluster_leaves_traces_in_s3_and_writes_the_local_outp
     assert set(overall["phase"]) >= {"Step:ModeKeys.TRAIN", "others"}  # the rules saw the traces
 
 
+@pytest.mark.slow
 def test_each_trace_is_reduced_in_a_worker_that_fetched_it(remote_cluster, uploaded):  # noqa: F811
     from dask.distributed import Client
 

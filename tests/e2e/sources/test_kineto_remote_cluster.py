@@ -137,6 +137,7 @@ def test_generate_on_a_tcp_cluster_leaves_the_traces_in_s3_and_gets_the_same_kin
                                                         f"s3://{BUCKET}/{PREFIX}/node0_201.1700000000000000001.pt.trace.json.gz"]
 
 
+@pytest.mark.slow
 def test_every_task_runs_in_a_worker_process_that_fetched_its_own_objects(remote_cluster, uploaded):
     from dask.distributed import Client
 
