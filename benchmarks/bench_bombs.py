@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Gzip bombs: wall time and peak RSS of ``reportgen generate`` on each bomb of ``tests/bombs.py``.
+"""Gzip bombs: wall time and peak RSS of ``reportgen generate`` on each bomb of ``tests/support/bombs.py``.
 
     python benchmarks/bench_bombs.py [--dir /tmp/reportgen-bombs] [--only KIND,KIND]
 
@@ -8,7 +8,7 @@ report in a fresh child process; the peak RSS is the child's as the kernel repor
 (``os.wait4``), the times are the child's wall time and CPU time (user + system, with the
 notebook kernel it waited for). Prints one row per bomb plus the 1-minute load
 average (the machine is shared: compare rows taken together). Nothing here is a test:
-tests/test_bombs.py asserts the memory bound; numbers go to benchmarks/README.md.
+tests/e2e/test_bombs.py asserts the memory bound; numbers go to benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests import bombs  # noqa: E402
+from tests.support import bombs  # noqa: E402
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """Regenerate notebooks/profiler_report.ipynb: one cell per report section, in ``SECTIONS`` order.
 
-The notebook is committed; tests/test_notebook_path.py fails while it differs from what this script makes.
+The notebook is committed; tests/e2e/test_notebook_path.py fails while it differs from what this script makes.
 """
 
 from pathlib import Path

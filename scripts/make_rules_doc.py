@@ -3,7 +3,7 @@
 
     python scripts/make_rules_doc.py [--check]
 
-``--check`` exits 1 when docs/rules.md is not what the rulebook gives (tests/test_rulebook.py runs it).
+``--check`` exits 1 when docs/rules.md is not what the rulebook gives (tests/e2e/test_rules_doc.py runs it).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from testdata.synthetic import DEFAULT_START_EPOCH, Scenario, generate  # noqa: E402
 
-#: The planted scenario (also imported by tests/test_synthetic.py).
+#: The planted scenario (also imported by tests/unit/testdata/test_synthetic.py).
 SAMPLE_SCENARIO = Scenario(
     init_s=90.0,
     final_s=4.0,

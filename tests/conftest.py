@@ -1,21 +1,25 @@
-"""Shared test helpers: where the real third-party fixtures are, and how to skip without them."""
+"""The test lanes (see docs/testing.md) and the fixtures every lane shares.
+
+A test's lane is the first folder under ``tests/``: ``unit`` (in this process, no child process, no
+browser: the fast lane), ``integration`` (the whole pipeline in this process, on the sample job and the
+real ones, each made once per session), ``e2e`` (``reportgen`` in child processes, a browser, packaging,
+signals). The lane is set here as a marker, so ``pytest tests/unit`` and ``pytest -m unit`` are the same."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-# The real third-party fixtures (real/ rule outputs, raw/ profiler data), read in place: beside the
-# checkout in ../shared/fixtures, or wherever REPORTGEN_FIXTURES points (a clone elsewhere).
-FIXTURES_ENV = "REPORTGEN_FIXTURES"
-SHARED_FIXTURES = Path(os.environ.get(FIXTURES_ENV) or ROOT / ".." / "shared" / "fixtures").expanduser().resolve()
-REAL = SHARED_FIXTURES / "real"
-RAW = SHARED_FIXTURES / "raw"
-WHERE = (f"the real fixtures are looked for in {SHARED_FIXTURES} (../shared/fixtures beside the checkout); "
-         f"set {FIXTURES_ENV}=/path/to/fixtures to point elsewhere")
+# Re-exported for the tests written before the lanes (``from tests.conftest import REAL, need``); new
+# tests import them from tests.support.paths.
+from tests.support.paths import (FIXTURES_ENV, RAW, REAL, ROOT, SHARED_FIXTURES, WHERE,  # noqa: F401
+                                 fixtures_required, need, real_jobs)
+from tests.support.aws import moto_endpoint, rule_fixture_dir, world  # noqa: F401  (fixtures, started on first use)
+from tests.support.shared_runs import dask_cluster, real_report, sample_report, sample_rule_outputs  # noqa: F401  (fixtures)
+
+LANES = ("unit", "integration", "e2e")
+TESTS = Path(__file__).resolve().parent
 
 
 def pytest_report_header(config):
@@ -25,20 +29,33 @@ def pytest_report_header(config):
     return f"reportgen fixtures: none ({WHERE}); the tests that need them are skipped"
 
 
-def fixtures_required() -> bool:
-    """CI sets REPORTGEN_REQUIRE_FIXTURES=1: then a missing fixture fails instead of skipping."""
-    return os.environ.get("REPORTGEN_REQUIRE_FIXTURES") == "1"
+def lane_of(path: Path) -> str | None:
+    """The lane a test file is in: the first folder under tests/, when it is one of LANES."""
+    try:
+        first = Path(path).resolve().relative_to(TESTS).parts[0]
+    except (ValueError, IndexError):
+        return None
+    return first if first in LANES else None
 
 
-def need(path: Path) -> Path:
-    if not path.exists():
-        if fixtures_required():
-            pytest.fail(f"fixture {path} is missing but REPORTGEN_REQUIRE_FIXTURES=1")
-        pytest.skip(f"fixture {path} not available: {WHERE}")
-    return path
+def pytest_collection_modifyitems(config, items):
+    """Mark every test with its lane; name the files that are in no lane (they run with the whole suite
+    only, and belong in one: docs/testing.md says which)."""
+    outside = set()
+    for item in items:
+        lane = lane_of(item.path)
+        if lane is None:
+            outside.add(str(Path(item.path).resolve().relative_to(ROOT)))
+        else:
+            item.add_marker(getattr(pytest.mark, lane))
+    config.stash[_OUTSIDE] = sorted(outside)
 
 
-def real_jobs() -> list[str]:
-    if not REAL.is_dir():
-        return ["<no fixtures>"]
-    return sorted(p.name for p in REAL.iterdir() if (p / "profiler-reports").is_dir())
+_OUTSIDE = pytest.StashKey[list]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    outside = config.stash.get(_OUTSIDE, [])
+    if outside:
+        terminalreporter.write_line(f"reportgen: {len(outside)} test file(s) in no lane (tests/unit, tests/integration, "
+                                    f"tests/e2e; see docs/testing.md): {', '.join(outside)}", yellow=True)

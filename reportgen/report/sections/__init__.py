@@ -27,7 +27,7 @@ from reportgen.section_ids import SectionId
 # The report's sections in display order: the one list that the report builder (report/build.py), the
 # notebook generator (scripts/make_notebook.py -> notebooks/profiler_report.ipynb, one cell each) and so
 # the HTML follow. To add a section, add its member to reportgen/section_ids.py (in this order: a test keeps the
-# two equal), a row here (and its module) and rerun scripts/make_notebook.py; tests/test_notebook_path.py
+# two equal), a row here (and its module) and rerun scripts/make_notebook.py; tests/e2e/test_notebook_path.py
 # fails while the committed notebook is not regenerated.
 # A builder takes the job's RuleOutputs and returns a Section. None marks a section made from other inputs:
 # "cost" (reportgen.cost, only when the instance type is known: OPTIONAL), "training-loop-analysis" (the

@@ -1,0 +1,162 @@
+"""Series sized for the screen (issue 32): every time series of the page is a fixed number of buckets
+with min / max / mean envelopes, encoded compactly; the exact figures stay in the tables and report.json.
+
+The reduction itself is the engine's (``engine.timeline``: at most 600 buckets per series whatever the
+job's length); these tests check it on known data, one-sample spikes included, and that the charts'
+compact encoding (a regular grid as ``x0``/``dx``, plotly.js typed arrays) carries the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from reportgen.engine.timeline import node_timeline
+from reportgen.report import charts
+from testdata.long_timeline import node_samples
+
+
+def _raw_buckets(table, columns, how):
+    """Per-bucket min / max / mean of a series computed here, from the raw ticks, with plain loops."""
+    t = table.tick_ts
+    values = table.take([table.columns.index(c) for c in columns])
+    per_tick = np.nansum(values, axis=1) if how == "sum" else np.nanmean(values, axis=1)
+    width = max(table.interval_s, (t[-1] - t[0]) / 600)
+    buckets: dict[int, list[float]] = {}
+    for ts, v in zip(t, per_tick):
+        buckets.setdefault(min(int((ts - t[0]) // width), 599), []).append(float(v))
+    return [(min(v), max(v), sum(v) / len(v)) for _, v in sorted(buckets.items())]
+
+
+@pytest.fixture(scope="module")
+def two_hours():
+    """2 h at 0.5 s (14,400 samples, 24 per bucket), 4 cores, 2 GPUs, a one-sample spike in each series."""
+    return node_samples("algo-1", cores=4, gpus=2, hours=2.0, seed=3)
+
+
+def test_each_bucket_keeps_the_raw_series_min_max_and_mean(two_hours):
+    table, _ = two_hours
+    doc = node_timeline(table)
+    assert len(doc["t"]) == 600 and doc["interval_s"] == 0.5 and doc["bucket_s"] == pytest.approx(12.0, abs=0.01)
+    cases = {"gpu1/GPUUtilization": (["gpu1/GPUUtilization"], "mean"),
+             "cpu_total": ([f"cpu{c}/CPUUtilization" for c in range(4)], "mean"),
+             "network_algorithm": (["eth0/Algorithm"], "sum")}
+    for key, (columns, how) in cases.items():
+        raw = _raw_buckets(table, columns, how)
+        series = doc["series"][key]
+        nd = 0 if key.startswith("network") else 2
+        assert len(raw) == len(series["mean"]) == 600, key
+        # min and max exactly, rounded as the engine documents (numpy's rounding, to 2 decimals; bytes/s to 0)
+        assert series["min"] == np.round([lo for lo, _, _ in raw], nd).tolist(), key
+        assert series["max"] == np.round([hi for _, hi, _ in raw], nd).tolist(), key
+        # the mean: the same to the last decimal kept (the engine adds in another order, so a mean that
+        # falls on a rounding edge may round the other way)
+        assert series["mean"] == pytest.approx([m for _, _, m in raw], abs=0.5001 * 10 ** -nd), key
+
+
+def test_a_spike_of_one_sample_stays_visible_in_the_chart(two_hours):
+    table, spikes = two_hours
+    doc = node_timeline(table)
+    at = spikes["gpu1/GPUUtilization"]
+    bucket = int((table.tick_ts[at] - table.tick_ts[0]) // doc["bucket_s"])
+    series = doc["series"]["gpu1/GPUUtilization"]
+    assert series["max"][bucket] == 100.0 and series["mean"][bucket] < 90.0  # averaging alone would hide it
+    figure = charts.time_lines(doc["t"], {"GPU": {**series, "kind": "gpu"}}, "t", "%")
+    top, bottom, mean = (charts.decode_array(trace["y"]) for trace in figure["data"])
+    assert top[bucket] == 100.0 and max(top) == 100.0
+    assert top == pytest.approx(series["max"], rel=1e-6) and bottom == pytest.approx(series["min"], rel=1e-6)
+    assert mean == pytest.approx(series["mean"], rel=1e-6)  # float32: 7 digits, the data has 4-5
+
+
+def test_the_bucket_instants_travel_as_a_regular_grid(two_hours):
+    table, _ = two_hours
+    doc = node_timeline(table)
+    figure = charts.time_lines(doc["t"], {"CPU": {**doc["series"]["cpu_total"], "kind": "cpu"}}, "t", "%")
+    step = doc["bucket_s"] * 1000.0
+    for trace in figure["data"]:
+        assert "x" not in trace and trace["dx"] == pytest.approx(step, abs=1.0)
+        rebuilt = charts.x_values(trace)
+        assert len(rebuilt) == 600
+        assert max(abs(a - b * 1000.0) for a, b in zip(rebuilt, doc["t"])) <= charts.GRID_TOLERANCE * step
+    heat = charts.heatmap(doc["t"], doc["cpu_heatmap"]["rows"], doc["cpu_heatmap"]["mean"], "t", columns=600)
+    assert heat["data"][0]["x0"] == figure["data"][0]["x0"] and len(charts.x_values(heat["data"][0])) == 600
+
+
+def test_a_series_with_missing_buckets_keeps_its_instants():
+    """A node that stopped reporting for a while: its buckets are not one grid, so each keeps its instant."""
+    t = [0.0, 10.0, 20.0, 50.0, 60.0]
+    figure = charts.time_lines(t, {"s": {"mean": [1, 2, 3, 4, 5], "min": [0] * 5, "max": [9] * 5}}, "t", "%")
+    assert [trace["x"] for trace in figure["data"]] == [[0.0, 10000.0, 20000.0, 50000.0, 60000.0]] * 3
+    assert charts.regular_grid([0.0, 1000.0, 2000.0, 3000.4]) == (0.0, pytest.approx(1000.13, abs=0.01))
+    assert charts.regular_grid([0.0, 1000.0, 2100.0, 3000.0]) is None  # 10 % of a step off the grid
+    assert charts.regular_grid([0.0, 1000.0]) is None and charts.regular_grid([0.0, None, 2.0]) is None
+
+
+def test_heatmap_cells_are_whole_percents_in_a_typed_array():
+    spec = charts.percent_matrix([[0.0, 49.6, 100.0, 12.4], [3.5, 2.49, 99.5, 50.0]])
+    assert spec["dtype"] == "u1" and spec["shape"] == "2,4"
+    assert charts.decode_array(spec) == [0, 50, 100, 12, 4, 2, 100, 50]
+    # a gap or a value outside 0-100 keeps the plain lists, rounded the same way
+    assert charts.percent_matrix([[1.4, None], [float("nan"), 7.6]]) == [[1, None], [None, 8]]
+    assert charts.percent_matrix([[101.2, 3.0]]) == [[101, 3]]
+
+
+def test_line_values_are_float32_typed_arrays_unless_they_have_gaps():
+    values = [0.01 * i for i in range(20)] + [123456789.0]
+    spec = charts.float_array(values)
+    assert spec["dtype"] == "f4" and len(spec["bdata"]) == 4 * math.ceil(21 * 4 / 3)  # 84 bytes
+    assert charts.decode_array(spec) == pytest.approx(values, rel=1e-7)
+    assert charts.float_array([1.0, None] * 8) == [1.0, None] * 8
+    assert charts.float_array([1.0, 2.0]) == [1.0, 2.0]  # too short to pay for the wrapper
+
+
+def test_heatmap_columns_merge_to_the_screen_and_keep_the_means():
+    t = [1000.0 + 12.0 * i for i in range(600)]
+    rows = [[float(i % 7) * 10 for i in range(600)], [None] * 3 + [50.0] * 597]
+    trace = charts.heatmap(t, ["cpu0", "cpu1"], rows, "t")["data"][0]
+    assert trace["z"] == [[round((a + b + c) / 3) for a, b, c in zip(*[iter(rows[0])] * 3)], [None] + [50] * 199]
+    # a merged cell is centred on its three buckets' cells: the first spans [x0 - step/2, x0 + 2.5 steps]
+    assert trace["x0"] == pytest.approx(1_012_000.0) and trace["dx"] == pytest.approx(36_000.0)
+    assert len(charts.x_values(trace)) == 200
+    # few buckets, or instants off the grid: every bucket stays a column
+    assert len(charts.heatmap(t[:150], ["cpu0"], [rows[0][:150]], "t")["data"][0]["z"]["bdata"]) == 200
+    assert charts.merge_columns([[1.0, None, 3.0, None, None]], 2) == [[1.0, 3.0, None]]
+
+
+def test_the_page_of_a_long_many_node_job_stays_under_two_megabytes(tmp_path, sample_rule_outputs):
+    """8 nodes x 8 h, 96 cores and 8 GPUs each (the page of a 16-node job: benchmarks/README.md). The
+    page's size does not depend on the sampling interval (600 buckets per series whatever it is), so
+    the samples here are 2 s apart: the timeline is the engine's own bucketing of 14,400 samples a
+    series instead of 57,600, four times quicker to make."""
+    import json
+    import shutil
+
+    from reportgen.pipeline import generate
+    from testdata.long_timeline import long_job_timeline
+
+    outputs = tmp_path / "outputs"
+    shutil.copytree(sample_rule_outputs.parent, outputs)  # the engine's outputs of sample_data, made once
+    timeline = long_job_timeline(nodes=8, cores=96, gpus=8, hours=8.0, interval_s=2.0)
+    (outputs / "timeline.json").write_text(json.dumps(timeline))
+    page = tmp_path / "report.html"
+    generate(str(outputs), page)
+    html = page.read_text(encoding="utf-8")
+    assert html.count('class="chart-spec"') >= 8 * 5  # every node's panels and heatmaps are there
+    # said once: every node has the same buckets and sampling interval
+    assert html.count("Each point of these charts summarises 48 s: about 24 samples, one every 2 s on every node.") == 1
+    assert page.stat().st_size <= 2_000_000, page.stat().st_size
+
+
+def test_every_chart_of_the_sample_report_uses_a_trace_type_of_the_bundle():
+    """The page's plotly.js holds only ``PLOTLY_TRACES`` (scripts/build_plotly.sh): a chart of any other
+    type would draw nothing. Every chart of the sample report, whichever builder made it."""
+    from reportgen.notebook import open_report
+    from reportgen.resources import PLOTLY_TRACES
+    from tests.support.paths import ROOT
+
+    report = open_report(str(ROOT / "sample_data")).report
+    used = {trace.get("type", "scatter") for section in report.sections for chart in section.charts()
+            for trace in chart.figure["data"]}
+    assert {"scatter", "heatmap", "bar", "box"} <= used <= PLOTLY_TRACES
