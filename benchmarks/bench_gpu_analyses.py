@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""The GPU analyses of issue 28 (``reportgen.kineto.gpu_analyses``) cost: a job's trace analysis
-(``reportgen.kineto.job.analyze_traces``, what ``reportgen analyze`` runs on a trace folder) with them, against a
+"""The GPU analyses of issue 28 (``reportgen.trace_analysis.gpu_analyses``) cost: a job's trace analysis
+(``reportgen.trace_analysis.job.analyze_traces``, what ``reportgen analyze`` runs on a trace folder) with them, against a
 checkout without them, on the same sets, interleaved.
 
     python benchmarks/bench_gpu_analyses.py --base BASE_CHECKOUT SET [SET ...] [--repeat 3] [--json FILE]
@@ -29,7 +29,7 @@ import resource, sys, time
 sys.path.insert(0, sys.argv[1])
 import reportgen
 assert reportgen.__file__.startswith(sys.argv[1]), reportgen.__file__
-from reportgen.kineto.job import analyze_traces
+from reportgen.trace_analysis.job import analyze_traces
 files = sys.argv[2:]
 t = time.perf_counter()
 doc, problems = analyze_traces(files)

@@ -193,8 +193,8 @@ def write_kineto_gz(path: Path, megabytes: float) -> tuple[int, int]:
 _KINETO = r"""
 import json, sys
 from pathlib import Path
-from reportgen.kineto.analysis import analyze_trace
-from reportgen.kineto.reader import read_trace
+from reportgen.trace_analysis.analysis import analyze_trace
+from reportgen.readers.kineto_trace import read_trace
 from reportgen.problems import ProblemLog
 log = ProblemLog()
 trace = read_trace(Path(sys.argv[1]), log)  # what analyze_job does per rank file

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """JAX / TensorFlow profiler output (XSpace ``.xplane.pb``) at scale: read time and peak memory of
-``reportgen.kineto.xspace.read_xspace`` against the number of events.
+``reportgen.readers.xspace_trace.read_xspace`` against the number of events.
 
     python benchmarks/bench_xspace.py [--events 200000,1000000] [--repeat 2] [--json FILE]
 
@@ -75,7 +75,7 @@ def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
-from reportgen.kineto.xspace import read_xspace
+from reportgen.readers.xspace_trace import read_xspace
 from reportgen.problems import ProblemLog
 before = hwm()
 r0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()

@@ -170,30 +170,30 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
                               progress=_download_progress(progress), session_kwargs=options.session_kwargs,
                               **({"defer_system": True, "defer_traces": True} if defer else {}))
     progress(resolved.description)
-    kineto = tuple(resolved.kineto_files or ()) or getattr(resolved, "trace_objects", None)
+    traces = tuple(resolved.trace_files or ()) or getattr(resolved, "trace_objects", None)
     if resolved.rule_output_dir is not None and not recompute:
-        if rule_params is not None and not kineto:
+        if rule_params is not None and not traces:
             raise InputError(_rule_params_unused(source, resolved.raw_available))
-        if engine is not None and (engine.cache_root or (engine.scheduler and not kineto)):
+        if engine is not None and (engine.cache_root or (engine.scheduler and not traces)):
             progress("--scheduler/--incremental not used: the source has rule outputs, no raw data is analysed "
                      "(--recompute analyses the raw data)")
-        if kineto:
-            from reportgen.kineto.outputs import with_rule_outputs
+        if traces:
+            from reportgen.trace_analysis.outputs import with_rule_outputs
 
-            return Prepared(resolved, _add_kineto(resolved, with_rule_outputs(resolved.rule_output_dir, work_dir / "analysis"),
+            return Prepared(resolved, _add_trace_analysis(resolved, with_rule_outputs(resolved.rule_output_dir, work_dir / "analysis"),
                                                   options, progress), "rule outputs and PyTorch profiler traces")
         return Prepared(resolved, resolved.rule_output_dir, "rule outputs")
     if resolved.raw_dir is not None:
-        engine_for_both = options.engine if kineto else None
+        engine_for_both = options.engine if traces else None
         with _shared_cluster(engine_for_both) as client:
             rule_dir = _analyse_raw(resolved.raw_dir, work_dir, options, progress, resolved, stats, client)
             _keep_recording(Path(resolved.raw_dir), rule_dir)
-            if kineto:
-                return Prepared(resolved, _add_kineto(resolved, rule_dir.parent, options, progress, client),
+            if traces:
+                return Prepared(resolved, _add_trace_analysis(resolved, rule_dir.parent, options, progress, client),
                                 "raw data and PyTorch profiler traces")
         return Prepared(resolved, rule_dir, "raw data")
-    if kineto:
-        report_dir = _add_kineto(resolved, work_dir / "analysis", options, progress)
+    if traces:
+        report_dir = _add_trace_analysis(resolved, work_dir / "analysis", options, progress)
         _require_trace_events(source, report_dir.parent)
         return Prepared(resolved, report_dir, "PyTorch profiler traces")
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
@@ -252,7 +252,7 @@ def _cost_parameter(resolved, cost: CostOptions) -> dict:
 def _require_trace_events(source, analysis_dir: Path) -> None:
     """A source of PyTorch profiler traces only, none of which holds a usable event, is no report (exit 2), as
     raw SageMaker data in the same state is: it made an empty report with exit 0."""
-    from reportgen.kineto.outputs import KINETO_JSON
+    from reportgen.trace_analysis.outputs import KINETO_JSON
 
     ranks = (read_json_file(analysis_dir / KINETO_JSON).get("ranks") or {}).values()
     if any(isinstance(rank, dict) and rank.get("events") for rank in ranks):
@@ -264,13 +264,13 @@ def _require_trace_events(source, analysis_dir: Path) -> None:
                      + (f" ({why})" if why else ""))
 
 
-def _add_kineto(resolved, analysis_dir: Path, options: SourceOptions, progress: Progress, client=None) -> Path:
+def _add_trace_analysis(resolved, analysis_dir: Path, options: SourceOptions, progress: Progress, client=None) -> Path:
     """The traces -> kineto.json & co. in ``analysis_dir``: rank after rank here, or one Dask task per
     rank with ``--scheduler`` (traces left in S3 are fetched by the workers)."""
-    from reportgen.kineto import write_kineto_outputs
+    from reportgen.trace_analysis import write_kineto_outputs
 
     scheduler = (options.engine or EngineOptions()).scheduler
-    files, s3 = list(resolved.kineto_files or ()), None
+    files, s3 = list(resolved.trace_files or ()), None
     deferred = getattr(resolved, "trace_objects", None)
     if deferred is not None:
         from reportgen.readers.distributed import S3System

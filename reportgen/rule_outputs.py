@@ -64,7 +64,7 @@ class RuleOutputs:
     # Written by our engine beside profiler-reports/ (absent for SageMaker's own outputs).
     timeline: dict | None = None
     data_quality: dict | None = None
-    kineto: dict | None = None  # PyTorch profiler traces analysed by reportgen.kineto (kineto.json)
+    traces: dict | None = None  # profiler traces analysed by reportgen.trace_analysis (kineto.json)
     recording: dict | None = None  # a `reportgen record` recording's summary (recording.json): the job's own CPU
 
     def get(self, name: str) -> RuleOutput | None:
@@ -241,7 +241,7 @@ def load_rule_outputs(folder: Path) -> RuleOutputs:
     outputs.rules = {name: outputs.rules[name] for name in RULE_ORDER if name in outputs.rules}
     outputs.timeline = _load_extra(folder, "timeline.json", outputs.notes)
     outputs.data_quality = _load_extra(folder, "data-quality.json", outputs.notes)
-    outputs.kineto = _load_extra(folder, "kineto.json", outputs.notes)
+    outputs.traces = _load_extra(folder, "kineto.json", outputs.notes)
     outputs.recording = _load_extra(folder, "recording.json", outputs.notes)
     return outputs
 

@@ -3,7 +3,7 @@
     python scripts/section_id_literals.py          # rewrite: a literal "gpu-memory" -> SectionId.GPU_MEMORY
     python scripts/section_id_literals.py --check  # list the literals left (exit 1 if any)
 
-Replayable: after a merge brings new literals, run it again (tests/test_section_id_literals.py fails
+Replayable: after a merge brings new literals, run it again (tests/unit/test_section_id_literals.py fails
 until then). A ``SectionId`` is a ``str`` enum, so the rewrite moves no output byte. Not rewritten:
 ``"cost"`` (also a dict key everywhere: its few section uses were converted by hand), comments, and
 the comparison page's own section ids (``compare/build.py``'s ``SECTION_IDS``, a vocabulary of its own).

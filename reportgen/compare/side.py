@@ -49,7 +49,7 @@ class Side:
 
     def traces(self) -> dict | None:
         """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""
-        return traces.summarize(self.outputs.kineto, self.summary().job_duration_s)
+        return traces.summarize(self.outputs.traces, self.summary().job_duration_s)
 
     def summary(self) -> JobSummary:
         """The training job summary's numbers (``report.views.JobSummary``)."""

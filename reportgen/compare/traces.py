@@ -23,9 +23,9 @@ def _mean(values: list) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def summarize(kineto, job_s) -> dict | None:
+def summarize(doc, job_s) -> dict | None:
     """One run's traces in a few numbers (None without profiled steps)."""
-    ranks = [as_dict(r) for r in as_dict(as_dict(kineto).get("ranks")).values()]
+    ranks = [as_dict(r) for r in as_dict(as_dict(doc).get("ranks")).values()]
     ranks = [{**r, "steps": [as_dict(s) for s in as_list(r.get("steps"))]} for r in ranks]
     ranks = [r for r in ranks if r["steps"]]
     if not ranks:
@@ -37,7 +37,7 @@ def summarize(kineto, job_s) -> dict | None:
     loaders = [as_dict(r.get("dataloader")) for r in ranks]
     iterators = sorted({str(d["iterator"]) for d in loaders if isinstance(d.get("iterator"), str) and d["iterator"]})
     steps = _mean([len(r["steps"]) for r in ranks])
-    ops, ops_exact = operator_ms_per_step(kineto, ranks)
+    ops, ops_exact = operator_ms_per_step(doc, ranks)
     job_s = number(job_s)
     return {
         "ranks": len(ranks),
@@ -54,16 +54,16 @@ def summarize(kineto, job_s) -> dict | None:
         "collective_share": _mean([number(as_dict(r.get("collectives")).get("step_share")) for r in ranks]),
         "op_ms_per_step": ops,
         "op_ms_per_step_exact": ops_exact,
-        **gpu_summary(kineto, ranks),
+        **gpu_summary(doc, ranks),
     }
 
 
-def gpu_summary(kineto, ranks: list[dict]) -> dict:
+def gpu_summary(doc, ranks: list[dict]) -> dict:
     """The GPU side of one run's traces per profiled step, averaged over the ranks with GPU analyses."""
     gpu = [r for r in ranks if as_dict(r.get("gpu_analysis"))]
     if not gpu:
         return {"gpu": None}
-    kernels, exact = operator_ms_per_step(kineto, ranks, "kernels")
+    kernels, exact = operator_ms_per_step(doc, ranks, "kernels")
 
     def per_step(r, ms):
         return number(ms) / len(r["steps"]) if number(ms) is not None else None
@@ -89,7 +89,7 @@ def gpu_summary(kineto, ranks: list[dict]) -> dict:
     }}
 
 
-def operator_ms_per_step(kineto, ranks: list[dict], key: str = "cpu_ops") -> tuple[dict[str, float], bool]:
+def operator_ms_per_step(doc, ranks: list[dict], key: str = "cpu_ops") -> tuple[dict[str, float], bool]:
     """Each CPU operator's inclusive ms per profiled step of one rank, and whether that is exact
     (``key="kernels"``: each GPU kernel's, from the same tables of kernels).
 
@@ -104,8 +104,8 @@ def operator_ms_per_step(kineto, ranks: list[dict], key: str = "cpu_ops") -> tup
     divisor has no steps of it): the mean over the ranks of each rank's total ÷ its steps from each
     rank's own top 15, not exact (an operator outside a rank's top 15 counts 0 there).
     """
-    job = as_dict(as_dict(kineto).get("job"))
-    every_rank_stepped = len(ranks) == len(as_dict(as_dict(kineto).get("ranks")))
+    job = as_dict(as_dict(doc).get("job"))
+    every_rank_stepped = len(ranks) == len(as_dict(as_dict(doc).get("ranks")))
     covered = job.get("ranks")
     top = as_dict(job.get(key)).get("top")
     ops: dict[str, float] = {}

@@ -224,7 +224,7 @@ def gpu_idle_share(ev: Evidence) -> float | None:
     candidates = [ev.gpu_low_share]
     if ev.timeline_ok and ev.gpu_mean is not None:
         candidates.append(1 - ev.gpu_mean / 100)
-    active = kineto_gpu_active(ev)
+    active = trace_gpu_active(ev)
     if active is not None:
         candidates.append(1 - active / 100)
     if not any(c is not None for c in candidates):
@@ -234,9 +234,9 @@ def gpu_idle_share(ev: Evidence) -> float | None:
     return max(values) if values else None
 
 
-def kineto_gpu_active(ev: Evidence) -> float | None:
+def trace_gpu_active(ev: Evidence) -> float | None:
     """Mean GPU-active share of the traced time over the ranks with GPU activity (%)."""
-    active = [r["gpu"].get("active_pct") for r in ev.kineto.values()
+    active = [r["gpu"].get("active_pct") for r in ev.trace_ranks.values()
               if isinstance(r.get("gpu"), dict) and r["gpu"].get("has_gpu_activity")]
     active = [a for a in active if isinstance(a, (int, float))]
     return statistics.mean(active) if active else None
@@ -245,7 +245,7 @@ def kineto_gpu_active(ev: Evidence) -> float | None:
 def gpu_busy_text(ev: Evidence) -> str:
     if ev.timeline_ok and ev.gpu_mean is not None:
         return f"GPU busy {ev.gpu_mean:.0f} % on average during the training loop"
-    active = kineto_gpu_active(ev)
+    active = trace_gpu_active(ev)
     if active is not None:
         return f"GPU active {active:.0f} % of the traced time"
     p50 = ev.usage_stat("GPU", "p50", statistics.median)
@@ -256,16 +256,16 @@ def gpu_busy_text(ev: Evidence) -> str:
     return ""
 
 
-def kineto_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
+def trace_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
     """(largest DataLoader share of step time over the ranks, that rank, its iterator class).
 
     The straggler the traces name is left out when there are other ranks: one rank that loads its data
     slowly holds the others back (the straggler cause, which says so), the job's input pipeline is judged
     on the ranks it holds back; counting it here too blamed the same seconds on two causes."""
     best = (None, None, None)
-    straggler = ev.kineto_comparison.get("straggler")
-    for label, rank in ev.kineto.items():
-        if straggler is not None and len(ev.kineto) >= 2 and label == str(straggler):
+    straggler = ev.trace_comparison.get("straggler")
+    for label, rank in ev.trace_ranks.items():
+        if straggler is not None and len(ev.trace_ranks) >= 2 and label == str(straggler):
             continue
         share = dataloader_step_share(rank)
         if share is not None and (best[0] is None or share > best[0]):
@@ -367,7 +367,7 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     if "cpu-bound" in found:
         return None
     idle = gpu_idle_share(ev)
-    loader_share, loader_rank, iterator = kineto_loader(ev)
+    loader_share, loader_rank, iterator = trace_loader(ev)
     if ev.has_gpu is False and (loader_share is None or loader_share < LOADER_SHARE):
         return None  # without GPUs, only the traces' DataLoader share of step time shows training waiting for data
     hot, cores, hot_mean, rest = ev.busy_cores(HOT_CORE)
@@ -523,7 +523,7 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
             share = 1 - mid / medians[slow]  # of the training loop
             best = (share, slow, [f"median step on {worker_name(slow)}: {medians[slow]:.3f} s vs {mid:.3f} s on the others "
                                   f"(+{excess * 100:.0f} %)"], "step times")
-    comparison = ev.kineto_comparison
+    comparison = ev.trace_comparison
     if comparison.get("straggler") is not None:
         rank = str(comparison["straggler"])
         detail = comparison.get("detail") if isinstance(comparison.get("detail"), dict) else {}

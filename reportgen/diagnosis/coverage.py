@@ -47,7 +47,7 @@ def _loop_long_enough(ev: Evidence) -> bool:
 
 
 def _trace_steps(ev: Evidence) -> int:
-    counts = [len(r.get("steps") or []) for r in ev.kineto.values() if isinstance(r.get("steps"), list)]
+    counts = [len(r.get("steps") or []) for r in ev.trace_ranks.values() if isinstance(r.get("steps"), list)]
     return min(counts) if counts else 0
 
 
@@ -58,7 +58,7 @@ def _gpu_use(ev: Evidence) -> Answer:
         return Answer("gpu-use", True, "GPU utilization over the training loop")
     if ev.evaluated("LowGPUUtilization"):
         return Answer("gpu-use", True, "the LowGPUUtilization rule")
-    gpu_ranks = [r for r in ev.kineto.values() if isinstance(r.get("gpu"), dict) and r["gpu"].get("has_gpu_activity")]
+    gpu_ranks = [r for r in ev.trace_ranks.values() if isinstance(r.get("gpu"), dict) and r["gpu"].get("has_gpu_activity")]
     if gpu_ranks and _trace_steps(ev) >= MIN_TRACE_STEPS and _loop_long_enough(ev):
         return Answer("gpu-use", True, "GPU activity in the profiled steps")
     if ev.has_gpu is None:
@@ -68,17 +68,17 @@ def _gpu_use(ev: Evidence) -> Answer:
 
 
 def _input_pipeline(ev: Evidence, gpu: Answer) -> Answer:
-    loader_ranks = [r for r in ev.kineto.values() if isinstance(r.get("dataloader"), dict)]
+    loader_ranks = [r for r in ev.trace_ranks.values() if isinstance(r.get("dataloader"), dict)]
     if loader_ranks and _trace_steps(ev) >= MIN_TRACE_STEPS and _loop_long_enough(ev):
         return Answer("input-pipeline", True, "the DataLoader's share of the profiled step time")
     if gpu.judged and (ev.timeline_ok or ev.evaluated("CPUBottleneck") or ev.evaluated("Dataloader")):
         return Answer("input-pipeline", True, "whether the GPUs wait while the CPU side is busy")
     if ev.has_gpu is False and ev.evaluated("Dataloader"):
         return Answer("input-pipeline", True, "the Dataloader rule (data-loading processes against cores)")
-    if ev.kineto and not _loop_long_enough(ev):
+    if ev.trace_ranks and not _loop_long_enough(ev):
         return Answer("input-pipeline", False, "the traced training loop is shorter than "
                                                f"{MIN_LOOP_S:.0f} s")
-    if ev.kineto:
+    if ev.trace_ranks:
         return Answer("input-pipeline", False, "no whole profiled step in a rank")
     return Answer("input-pipeline", False, "no profiler trace, and without one the time spent waiting for data "
                                            "cannot be told apart from compute" + ("; per-core load and I/O wait were "
@@ -86,7 +86,7 @@ def _input_pipeline(ev: Evidence, gpu: Answer) -> Answer:
 
 
 def _step_times(ev: Evidence) -> Answer:
-    if ev.evaluated("StepOutlier") and not ev.kineto:  # traces: StepOutlier may judge a dozen steps
+    if ev.evaluated("StepOutlier") and not ev.trace_ranks:  # traces: StepOutlier may judge a dozen steps
         return Answer("step-times", True, "the StepOutlier rule" + (" and the slow steps of every worker"
                                                                    if ev.slow_steps else ""))
     judged = [w for w, s in ev.slow_steps.items() if (s.get("steps") or 0) >= MIN_STEPS]

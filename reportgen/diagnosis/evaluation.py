@@ -39,7 +39,7 @@ def minimum_datapoints(parameters) -> int:
 
 
 def _too_few_steps(details: dict, parameters) -> str:
-    """PyTorch-trace StepOutlier (``reportgen.kineto``): it fires on a rank only with more than ``n_outliers``
+    """PyTorch-trace StepOutlier (``reportgen.trace_analysis``): it fires on a rank only with more than ``n_outliers``
     outlier steps, so ranks with at most that many profiled steps can never fire."""
     nodes = details.get("step_details")
     counts = [node.get("steps") for node in nodes.values() if isinstance(node, dict)] if isinstance(nodes, dict) else []

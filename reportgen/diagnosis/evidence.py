@@ -92,8 +92,8 @@ class Evidence:
     timeline_s: float | None = None  # span of the timeline
     steps: dict[str, dict] = field(default_factory=dict)  # worker -> step_stats + outliers
     outliers: list[dict] = field(default_factory=list)  # {step, worker, duration_s, median_s, start_s}
-    kineto: dict[str, dict] = field(default_factory=dict)  # rank -> analysis
-    kineto_comparison: dict = field(default_factory=dict)
+    trace_ranks: dict[str, dict] = field(default_factory=dict)  # rank -> its trace analysis (kineto.json)
+    trace_comparison: dict = field(default_factory=dict)
     slow_steps: dict[str, dict] = field(default_factory=dict)  # worker/rank -> engine.slow_steps summary
     trace_only: bool = False  # only profiler traces: no job times, no system metrics
     trace_span_s: float | None = None  # first to last traced event over every rank and cycle
@@ -187,17 +187,17 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
             ev.loop = (first / 1e6, last / 1e6)
             ev.init_s = max(first / 1e6 - start, 0.0)
             ev.loop_s = (last - first) / 1e6
-    if ev.duration_s is not None and ev.loop is None and ev.kineto and start is not None:
+    if ev.duration_s is not None and ev.loop is None and ev.trace_ranks and start is not None:
         # a recording with traces: the loop runs from the first traced event (the profiler starts with the
         # loop) to the end of the job; what came before is start-up
-        firsts = [_num(r.get("start_us")) for r in ev.kineto.values()]
+        firsts = [_num(r.get("start_us")) for r in ev.trace_ranks.values()]
         firsts = [f / 1e6 for f in firsts if f is not None and start <= f / 1e6 <= start + ev.duration_s]
         if firsts:
             ev.loop = (min(firsts), start + ev.duration_s)
             ev.init_s = min(firsts) - start
             ev.loop_s = ev.loop[1] - ev.loop[0]
-    if ev.duration_s is None and ev.kineto:
-        spans = [_num(r.get("span_ms")) for r in ev.kineto.values()]
+    if ev.duration_s is None and ev.trace_ranks:
+        spans = [_num(r.get("span_ms")) for r in ev.trace_ranks.values()]
         spans = [s for s in spans if s]
         if spans:
             ev.duration_s = max(spans) / 1000.0
@@ -368,22 +368,22 @@ def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
                                 "median_s": median, "start_s": _num(item.get("start_s"))})
 
 
-def _kineto(ev: Evidence, outputs: RuleOutputs) -> None:
-    kineto = _dict(outputs.kineto)
-    ev.kineto = {str(k): v for k, v in _dict(kineto.get("ranks")).items() if isinstance(v, dict)}
-    ev.kineto_comparison = _dict(kineto.get("comparison"))
-    if ev.kineto and ev.has_gpu is None:
-        ev.has_gpu = any(_dict(r.get("gpu")).get("has_gpu_activity") for r in ev.kineto.values())
-    starts = [_num(r.get("start_us")) for r in ev.kineto.values()]
-    ends = [_num(r.get("end_us")) for r in ev.kineto.values()]
+def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
+    doc = _dict(outputs.traces)
+    ev.trace_ranks = {str(k): v for k, v in _dict(doc.get("ranks")).items() if isinstance(v, dict)}
+    ev.trace_comparison = _dict(doc.get("comparison"))
+    if ev.trace_ranks and ev.has_gpu is None:
+        ev.has_gpu = any(_dict(r.get("gpu")).get("has_gpu_activity") for r in ev.trace_ranks.values())
+    starts = [_num(r.get("start_us")) for r in ev.trace_ranks.values()]
+    ends = [_num(r.get("end_us")) for r in ev.trace_ranks.values()]
     starts, ends = [x for x in starts if x is not None], [x for x in ends if x is not None]
     if starts and ends and max(ends) >= min(starts):
         ev.trace_span_s = (max(ends) - min(starts)) / 1e6
-    spans = [_num(r.get("span_ms")) for r in ev.kineto.values()]
+    spans = [_num(r.get("span_ms")) for r in ev.trace_ranks.values()]
     spans = [x for x in spans if x]
     ev.profiled_s = max(spans) / 1000.0 if spans else None
     hosts: dict[str, int] = {}
-    for label, rank in ev.kineto.items():
+    for label, rank in ev.trace_ranks.items():
         for host in {str(w).rsplit("_", 1)[0] for w in _list(rank.get("workers"))} or {""}:
             hosts[host] = hosts.get(host, 0) + 1
         steps = [x for x in _list(rank.get("steps")) if isinstance(x, dict) and _num(x.get("dur_ms")) is not None]
@@ -415,7 +415,7 @@ def dataloader_step_share(rank: dict) -> float | None:
 def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     """Everything the cause detectors need, from what the report already read."""
     ev = Evidence(rules=dict(outputs.rules), price_per_s=price_per_s)
-    _kineto(ev, outputs)
+    _traces(ev, outputs)
     _job_times(ev, outputs)
     _system(ev, outputs)
     _timeline(ev, outputs)

@@ -8,7 +8,7 @@ the reader wonder which one to believe, so each gets the job's own numbers that 
 from __future__ import annotations
 
 from reportgen.diagnosis.causes import (GPU_IDLE, IMBALANCE, WELL_USED, Finding, gpu_busy_text, gpu_idle_share,
-                                        kineto_loader, plural)
+                                        trace_loader, plural)
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.diagnosis.evidence import Evidence
 
@@ -26,7 +26,7 @@ def _why(rule: str, ev: Evidence, times: str) -> str:
         return (f"{rule} fired {times}, but the GPUs were kept busy ({busy}): no cause costing 5 % or more of the "
                 "job follows from it")
     if rule == "Dataloader":
-        share, _, _ = kineto_loader(ev)
+        share, _, _ = trace_loader(ev)
         if share is not None:
             return (f"Dataloader fired {times} (fewer data-loading processes than cores), but the DataLoader takes "
                     f"only {share * 100:.0f} % of the profiled step time: training does not wait for its data")

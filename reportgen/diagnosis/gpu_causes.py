@@ -1,7 +1,7 @@
 """The causes a GPU trace reveals: host syncs, launch-bound kernels, exposed communication, fp32 matrix
 math on tensor-core GPUs, pageable copies.
 
-Each detector reads the numbers ``reportgen.kineto.gpu_analyses`` put in each rank's ``gpu_analysis``
+Each detector reads the numbers ``reportgen.trace_analysis.gpu_analyses`` put in each rank's ``gpu_analysis``
 (kineto.json) and registers ahead of gpu-underused, which is then concluded only when none of them explains
 the idle GPU. Impact is the time a fix gives back: per step (the slowest rank's, the one the job waits for
 in synchronous training) and as a share of step time, the job's share being the mean over the ranks with
@@ -45,7 +45,7 @@ def _ranks(ev: Evidence) -> list[tuple[str, dict, float]]:
     """(label, gpu_analysis, step time ms) of each rank with GPU activity and profiled steps (odd values in a
     kineto.json written by something else cost that rank, never the diagnosis)."""
     out = []
-    for label, rank in ev.kineto.items():
+    for label, rank in ev.trace_ranks.items():
         ga = _d(rank).get("gpu_analysis")
         steps = [_d(s).get("dur_ms") for s in _l(_d(rank).get("steps"))]
         total = sum(d for d in steps if isinstance(d, (int, float)) and not isinstance(d, bool) and 0 <= d < 1e12)
@@ -127,7 +127,7 @@ def host_sync(ev: Evidence, found: dict) -> Finding | None:
 
 
 def _ranks_steps(ev: Evidence, label: str) -> int:
-    return _steps(_d(_d(ev.kineto.get(label)).get("gpu_analysis")))
+    return _steps(_d(_d(ev.trace_ranks.get(label)).get("gpu_analysis")))
 
 
 @detector("kernel-launch-bound")
@@ -135,7 +135,7 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
         launch, gaps = _d(ga.get("launch")), _d(ga.get("idle_gaps_ms"))
-        gpu = _d(_d(ev.kineto[label]).get("gpu"))
+        gpu = _d(_d(ev.trace_ranks[label]).get("gpu"))
         window, idle = _num(gpu, "window_ms"), _num(gpu, "window_idle_ms")
         short = _num(launch, "shorter_than_launch_share")
         launch_idle = _num(gaps, "host_wait", default=0.0) + _num(gaps, "kernel_wait", default=0.0)
@@ -176,7 +176,7 @@ def communication_bound(ev: Evidence, found: dict) -> Finding | None:
             continue
         costs[label] = (exposed, total, _steps(ga))
         info[label] = overlap
-    rank = _d(next(iter(ev.kineto.values()), {}))
+    rank = _d(next(iter(ev.trace_ranks.values()), {}))
     names = ", ".join(str(n)[:60] for n in _l(_d(rank.get("collectives")).get("names"))[:2])
 
     def evidence(worst):
@@ -219,7 +219,7 @@ def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
             continue  # the GPU is mostly waiting: faster kernels would not shorten the step much
         costs[label] = (fp32 * (1 - 1 / AMP_SPEEDUP), total, _steps(ga))
         info[label] = tc
-    devices = {label: [str(d) for d in _l(_d(ev.kineto[label]).get("devices"))] for label in info}
+    devices = {label: [str(d) for d in _l(_d(ev.trace_ranks[label]).get("devices"))] for label in info}
 
     def evidence(worst):
         tc = info[worst]

@@ -64,7 +64,7 @@ if "forkserver" in multiprocessing.get_all_start_methods():  # not on Windows: s
 # each import Dask, then the task's modules), and a forked worker ends without an interpreter teardown:
 # local:2's close 0.86-1.23 s -> 0.07-0.11 s, its workers' start-up CPU 1.0 -> 0.7-0.8 s, a worker's first
 # trace task 0.3-0.9 s -> 0.05 s sooner (load ~12).
-LOCAL_PRELOAD = ["distributed", "reportgen.kineto.job"]
+LOCAL_PRELOAD = ["distributed", "reportgen.trace_analysis.job"]
 
 
 # ------------------------------------------------------------------------------------ scheduler

@@ -107,7 +107,7 @@ def _build(section_id: str, builder, outputs: RuleOutputs, notes: list[str], deb
         return failed.missing(f"This section could not be built from the data ({message}).")
 
 
-# What reportgen.kineto derives from PyTorch profiler traces; every other rule needs SageMaker Debugger data.
+# What reportgen.trace_analysis derives from PyTorch profiler traces; every other rule needs SageMaker Debugger data.
 KINETO_RULES = frozenset({"StepOutlier"})
 KINETO_INTRO = ("This report summarises PyTorch profiler traces, one per rank: what each GPU ran and how long it "
                 "sat idle, which CPU operators cost most, how long each step took, and which rank lags behind.")
@@ -119,8 +119,8 @@ def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> bool:
     nothing about the job. One text at the top of the PyTorch section names them instead; they stay
     in report.json with ``available: false``. True when it folded any (the header then says what the
     report covers: ``KINETO_INTRO``)."""
-    kineto = outputs.kineto if isinstance(outputs.kineto, dict) else {}
-    if not kineto.get("ranks") or set(outputs.rules) - KINETO_RULES or (outputs.timeline or {}).get("nodes"):
+    doc = outputs.traces if isinstance(outputs.traces, dict) else {}
+    if not doc.get("ranks") or set(outputs.rules) - KINETO_RULES or (outputs.timeline or {}).get("nodes"):
         return False
     folded = [s for s in sections if s.data.get("available") is False]
     if not folded:

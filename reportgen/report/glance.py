@@ -62,8 +62,8 @@ def identity(report: Report) -> list[tuple[str, str]]:
     if ev is not None:
         if ev.nodes:
             items.append(("Nodes", str(len(ev.nodes))))
-        elif ev.kineto:
-            items.append(("Ranks", str(len(ev.kineto))))
+        elif ev.trace_ranks:
+            items.append(("Ranks", str(len(ev.trace_ranks))))
         if ev.gpus_per_node:
             items.append(("GPUs per node", str(ev.gpus_per_node)))
         elif ev.has_gpu is False:

@@ -42,7 +42,7 @@ class TraceFacts:
 
 
 def trace_facts(outputs: RuleOutputs) -> TraceFacts:
-    doc = as_dict(getattr(outputs, "kineto", None))
+    doc = as_dict(getattr(outputs, "traces", None))
     ranks = [as_dict(r) for r in as_dict(doc.get("ranks")).values()]
     facts = TraceFacts(ranks=len(ranks))
     if not ranks:

@@ -11,10 +11,10 @@ markers; SageMaker's own trees and rule-output folders are skipped (their JSON f
 other readers).
 
 Trace formats are rows of :data:`TRACE_FORMATS` (name, recogniser, reader): every format's reader turns
-one file into the same trace columns (``reportgen.kineto.reader.KinetoTrace``), so the analysis, the
+one file into the same trace columns (``reportgen.readers.kineto_trace.TraceColumns``), so the analysis, the
 report and ``compare`` never ask which format a rank came from. A new format is one reader module and
 one row here (docs/architecture.md, "Adding a trace format"). The reader is named by its dotted path
-(``module:function``, resolved by ``reportgen.kineto.formats``) because readers build the analysis
+(``module:function``, resolved by ``reportgen.readers.trace_files``) because readers build the analysis
 layer's columns, above this layer.
 """
 
@@ -113,8 +113,8 @@ class TraceFormat:
 
 
 TRACE_FORMATS = (
-    TraceFormat("PyTorch profiler (Kineto)", looks_like_kineto, "reportgen.kineto.reader:read_trace", TRACE_SUFFIXES),
-    TraceFormat("XSpace (JAX / TensorFlow profiler)", looks_like_xspace, "reportgen.kineto.xspace:read_xspace",
+    TraceFormat("PyTorch profiler (Kineto)", looks_like_kineto, "reportgen.readers.kineto_trace:read_trace", TRACE_SUFFIXES),
+    TraceFormat("XSpace (JAX / TensorFlow profiler)", looks_like_xspace, "reportgen.readers.xspace_trace:read_xspace",
                 XSPACE_SUFFIXES),
 )
 TRACE_NAME_SUFFIXES = tuple(s for fmt in TRACE_FORMATS for s in fmt.suffixes)

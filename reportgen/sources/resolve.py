@@ -43,12 +43,12 @@ class ResolvedSource:
     notes: tuple[str, ...] = ()
     refused_keys: tuple[str, ...] = ()  # S3 keys skipped because they could not be stored safely
     bytes_downloaded: int = 0
-    kineto_files: tuple[Path, ...] = ()  # PyTorch profiler (Kineto) traces found in a local folder
+    trace_files: tuple[Path, ...] = ()  # PyTorch profiler (Kineto) traces found in a local folder
     # With ``defer_system``: the raw data's system/ objects, left in S3 for Dask workers to fetch
     # (bucket, profile-root key, ((key, size, etag), ...)); raw_dir then holds everything else.
     system_objects: tuple | None = None
     # With ``defer_traces``: the PyTorch profiler traces, left in S3 for Dask workers to fetch
-    # (bucket, ((key, size, etag), ...)) in the order ``kineto_files`` would have had; kineto_files is then ().
+    # (bucket, ((key, size, etag), ...)) in the order ``trace_files`` would have had; trace_files is then ().
     trace_objects: tuple | None = None
     # With ``defer_system``, likewise the framework traces (``layout.is_framework_trace``): the same shape.
     framework_objects: tuple | None = None
@@ -190,22 +190,22 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
     if not root.is_dir():
         raise InputError(f"Local source {str(root)!r} is not a folder.")
     rule_dir, raw_dir = locate_local(root)
-    kineto = tuple(find_traces(root))
-    if rule_dir is None and raw_dir is None and not kineto:
+    traces = tuple(find_traces(root))
+    if rule_dir is None and raw_dir is None and not traces:
         raise InputError(
             f"No profiler data in {str(root)!r}: expected rule outputs (profiler-reports/*.json) "
             "or raw profiler data (system/, framework/) or PyTorch profiler traces (*.pt.trace.json[.gz]) "
             "or JAX / TensorFlow profiler output (plugins/profile/<run>/<host>.xplane.pb)."
         )
-    if recompute and raw_dir is None and not kineto:  # PyTorch traces are raw data the engine analyses
+    if recompute and raw_dir is None and not traces:  # PyTorch traces are raw data the engine analyses
         raise InputError(f"--recompute needs raw profiler data (system/, framework/) but {str(root)!r} has only rule outputs.")
     parts = []
     if rule_dir is not None:
         parts.append(f"rule outputs in {rule_dir}")
     if raw_dir is not None:
         parts.append(f"raw profiler data in {raw_dir}")
-    if kineto:
-        parts.append(f"{len(kineto)} {traces_named(kineto)} trace file(s) in {kineto[0].parent}")
+    if traces:
+        parts.append(f"{len(traces)} {traces_named(traces)} trace file(s) in {traces[0].parent}")
     return ResolvedSource(
         kind="local",
         rule_output_dir=rule_dir,
@@ -219,7 +219,7 @@ def resolve_local(root: Path, *, recompute: bool = False, source: str | None = N
         source=source if source is not None else str(root),
         raw_available=raw_dir is not None,
         end_marker=_end_marker(raw_dir) if raw_dir is not None else None,
-        kineto_files=kineto,
+        trace_files=traces,
     )
 
 
@@ -435,7 +435,7 @@ class _Remote:
             rule_output_uri=f"s3://{prefix.bucket}/{group}/" if group is not None else None,
             raw_uri=f"s3://{prefix.bucket}/{root + '/' if root else ''}" if root is not None else None,
             raw_available=root is not None,
-            kineto_files=traces,
+            trace_files=traces,
         )
 
     def _fetch_traces(self, cache, bucket: str, objects: list[Any]) -> tuple[Path, ...]:

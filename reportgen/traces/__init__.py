@@ -8,5 +8,5 @@ profiler / Kineto traces) is opened, decompressed, parsed or streamed, salvaged 
 * ``numbers``: what counts as a time, a number, an id;
 * ``spans.OpenSpans``: B/E pairing.
 
-The readers (``readers/framework.py``, ``kineto/reader.py``) only map events to their columns.
+The readers (``readers/framework.py``, ``readers/kineto_trace.py``) only map events to their columns.
 """

@@ -7,7 +7,7 @@ import functools
 import json
 from pathlib import Path
 
-from reportgen.kineto.reader import OUT_OF_RANGE
+from reportgen.readers.kineto_trace import OUT_OF_RANGE
 from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
@@ -50,7 +50,7 @@ def test_a_kernel_whose_end_kineto_never_saw_is_dropped_and_counted(tmp_path):
 
 
 def _rank_span_ms(folder: Path) -> float:
-    from reportgen.kineto.job import analyze_traces
+    from reportgen.trace_analysis.job import analyze_traces
 
     doc, _ = analyze_traces(sorted(folder.iterdir()))
     rank, = doc["ranks"].values()

@@ -83,7 +83,7 @@ def synthetic_sets(root: Path) -> dict[str, list[Path]]:
 
 
 def fixture_files(name: str) -> list[Path]:
-    from reportgen.kineto import find_traces
+    from reportgen.trace_analysis import find_traces
     from tests.support.paths import RAW, need
 
     return list(find_traces(need(RAW / name)))

@@ -22,8 +22,8 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from reportgen.kineto.job import S3System, analyze_traces  # noqa: E402
-from reportgen.kineto.outputs import write_kineto_outputs  # noqa: E402
+from reportgen.trace_analysis.job import S3System, analyze_traces  # noqa: E402
+from reportgen.trace_analysis.outputs import write_kineto_outputs  # noqa: E402
 from tests.support.trace_sets import rank_events, write_trace  # noqa: E402
 
 from tests.support.sources_testlib import REGION, client  # noqa: E402

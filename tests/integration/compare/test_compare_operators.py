@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reportgen.compare.traces import operators_blocks, summarize
-from reportgen.kineto import analyze_job, find_traces
+from reportgen.trace_analysis import analyze_job, find_traces
 from tests.support.trace_sets import write_trace
 
 COMMON = [f"aten::common{k:02d}" for k in range(16)]  # 16 operators every rank runs, 84-99 µs each

@@ -57,7 +57,7 @@ def test_diagnosis_survives_odd_rule_outputs(sample_outputs):
             entry[rng.choice(["steps", "count", "seconds_lost", "median_s", "slowest", "period"])] = rng.choice(WEIRD)
             entry["slowest"] = rng.choice([entry.get("slowest"), [rng.choice(WEIRD)], WEIRD])
             steps[worker] = entry
-        made.kineto = rng.choice([None, {"ranks": rng.choice(WEIRD), "comparison": rng.choice(WEIRD)},
+        made.traces = rng.choice([None, {"ranks": rng.choice(WEIRD), "comparison": rng.choice(WEIRD)},
                                   {"ranks": {"0": {"steps": [{"dur_ms": rng.choice(WEIRD)}],
                                                    "dataloader": rng.choice(WEIRD), "gpu": rng.choice(WEIRD)}},
                                    "comparison": {"straggler": "0", "evidence": "text", "detail": rng.choice(WEIRD)}}])

@@ -12,7 +12,7 @@ from reportgen.diagnosis import diagnose
 from reportgen.engine import analyze
 from reportgen.pipeline import analyze as analyze_source
 from reportgen.engine.slow_steps import find_period, slow_steps
-from reportgen.kineto.straggler import find_straggler
+from reportgen.trace_analysis.straggler import find_straggler
 from reportgen.report.build import build_report
 from reportgen.rule_outputs import load_rule_outputs
 from testdata.synthetic import Scenario, generate

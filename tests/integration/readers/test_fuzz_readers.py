@@ -26,7 +26,7 @@ from reportgen.readers.framework import read_framework  # noqa: E402
 from reportgen.problems import ProblemLog  # noqa: E402
 from reportgen.readers.system import read_system  # noqa: E402
 from reportgen.errors import InputError  # noqa: E402
-from reportgen.kineto.reader import read_trace  # noqa: E402
+from reportgen.readers.kineto_trace import read_trace  # noqa: E402
 from reportgen.rule_outputs import load_rule_outputs  # noqa: E402
 
 EXAMPLES = int(os.environ.get("REPORTGEN_FUZZ_EXAMPLES", "40"))

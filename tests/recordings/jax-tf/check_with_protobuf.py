@@ -4,7 +4,7 @@ tensorflow-cpu, whose wheel ships ``xplane_pb2``; reportgen's tests need neither
     /tmp/tfvenv/bin/python check_with_protobuf.py /path/to/reportgen-checkout
 
 Every host-plane event of each recording here is decoded by ``xplane_pb2`` and by
-``reportgen.kineto.xspace.read_xspace`` in a subprocess of the checkout's own interpreter; the rows
+``reportgen.readers.xspace_trace.read_xspace`` in a subprocess of the checkout's own interpreter; the rows
 (start µs, duration µs, name, steps renamed ``ProfilerStep#<n>``) must be identical.
 """
 
@@ -19,7 +19,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2
 HERE = Path(__file__).resolve().parent
 MINE = r"""
 import json, sys
-from reportgen.kineto.xspace import read_xspace
+from reportgen.readers.xspace_trace import read_xspace
 t = read_xspace(sys.argv[1])
 print(json.dumps(sorted((round(float(s), 6), round(float(d), 6), t.names[n]) for s, d, n in zip(t.start_us, t.dur_us, t.name))))
 """

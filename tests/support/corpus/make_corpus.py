@@ -158,7 +158,7 @@ def rule_outputs(folder: Path, sub="profiler-reports") -> Path:
 
 
 # ---------------------------------------------------------------------------------- the cases
-# Reasons, exactly as the readers write them (reportgen/engine/*_reader.py, reportgen/kineto/reader.py).
+# Reasons, exactly as the readers write them (reportgen/engine/*_reader.py, reportgen/readers/kineto_trace.py).
 MALFORMED = "malformed JSON line"
 TRUNC_LAST = "truncated last line"
 EMPTY = "empty file"

@@ -263,8 +263,8 @@ def records_used(source: Path, hook_spec: str | None = None) -> dict:
     """What the readers kept from ``source`` (independently of the report)."""
     from reportgen.engine import load_data
     from reportgen.errors import ReportgenError
-    from reportgen.kineto import find_traces
-    from reportgen.kineto.reader import read_trace
+    from reportgen.trace_analysis import find_traces
+    from reportgen.readers.kineto_trace import read_trace
     from reportgen.problems import ProblemLog
     from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
 

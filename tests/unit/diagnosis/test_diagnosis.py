@@ -21,7 +21,7 @@ def rule(name, triggered=0, violations=0, datapoints=2000, details=None, params=
 def outputs(*rules, timeline=None, kineto=None):
     made = RuleOutputs(folder=Path("."))
     made.rules = {r.name: r for r in rules}
-    made.timeline, made.kineto = timeline, kineto
+    made.timeline, made.traces = timeline, kineto
     return made
 
 
@@ -102,7 +102,7 @@ def test_nothing_evaluated_is_insufficient_data_not_healthy():
 
 
 def kineto_outputs(name):
-    from reportgen.kineto.outputs import analyze_job
+    from reportgen.trace_analysis.outputs import analyze_job
     from tests.support.paths import RAW, need
 
     folder = need(RAW / name)
@@ -134,7 +134,7 @@ def test_torch_two_workers_recording_is_not_called_healthy_on_six_profiled_steps
 
 def _loader_straggler_set(tmp_path):
     """Three DDP ranks; rank 2 loads its data 40 ms slower per step, the others wait for it in the all-reduce."""
-    from reportgen.kineto import analyze_job, find_traces
+    from reportgen.trace_analysis import analyze_job, find_traces
     from testdata.kineto_synthetic import KinetoSet, write_set
 
     write_set(KinetoSet(ranks=3, mb=1.0, seed=5, cycles=2, straggler=2, straggler_ms=40.0, layers=2), tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reportgen.diagnosis import diagnose
-from reportgen.kineto import analyze_job, find_traces
+from reportgen.trace_analysis import analyze_job, find_traces
 from reportgen.rule_outputs import RuleOutputs
 from testdata.kineto_synthetic import PLANTED, KinetoSet, write_set
 
@@ -19,7 +19,7 @@ def _diagnosis(tmp_path: Path, cause: str | None):
     write_set(KinetoSet(ranks=2, mb=2.5, seed=3, cycles=1, straggler=None, cause=cause), tmp_path)
     doc, _ = analyze_job(find_traces(tmp_path))
     made = RuleOutputs(folder=Path("."))
-    made.rules, made.timeline, made.kineto = {}, None, doc
+    made.rules, made.timeline, made.traces = {}, None, doc
     return diagnose(made), doc
 
 
@@ -107,7 +107,7 @@ def test_odd_gpu_analysis_values_never_break_the_diagnosis_or_the_section(tmp_pa
     import copy
     import random
 
-    from reportgen.report.sections.kineto import build
+    from reportgen.report.sections.gpu_kernels_operators import build
 
     _, doc = _diagnosis(tmp_path, cause)
     rank = doc["ranks"]["0"]
@@ -122,7 +122,7 @@ def test_odd_gpu_analysis_values_never_break_the_diagnosis_or_the_section(tmp_pa
         container, key = rng.choice([(c, k) for c, k in _leaves(view)])
         container[key] = rng.choice(WEIRD)
         outputs = RuleOutputs(folder=Path("."))
-        outputs.rules, outputs.timeline, outputs.kineto = {}, None, made
+        outputs.rules, outputs.timeline, outputs.traces = {}, None, made
         diagnosis = diagnose(outputs)
         assert diagnosis.status in ("healthy", "problems", "insufficient-data"), round_
         json.dumps(diagnosis.to_data(), allow_nan=True)
@@ -172,7 +172,7 @@ def test_host_syncs_the_generator_never_wrote(tmp_path, call, inside):
     folder = _handmade_job(tmp_path, 8, call, inside)
     doc, _ = analyze_job(find_traces(folder))
     made = RuleOutputs(folder=Path("."))
-    made.rules, made.timeline, made.kineto = {}, None, doc
+    made.rules, made.timeline, made.traces = {}, None, doc
     diagnosis = diagnose(made)
     first = diagnosis.findings[0]
     assert first.cause == "host-sync", [(f.cause, f.share) for f in diagnosis.findings]
@@ -187,6 +187,6 @@ def test_the_same_job_without_syncs_is_healthy(tmp_path):
     folder = _handmade_job(tmp_path, 0, "", None)
     doc, _ = analyze_job(find_traces(folder))
     made = RuleOutputs(folder=Path("."))
-    made.rules, made.timeline, made.kineto = {}, None, doc
+    made.rules, made.timeline, made.traces = {}, None, doc
     diagnosis = diagnose(made)
     assert diagnosis.findings == [] and diagnosis.status == "insufficient-data"  # no sync finding; no all-clear

@@ -17,7 +17,7 @@ import reportgen.traces.stream as trace_stream
 from reportgen.readers.framework import read_framework
 from reportgen.problems import ProblemLog
 from reportgen.readers.system import read_system
-from reportgen.kineto.reader import read_trace
+from reportgen.readers.kineto_trace import read_trace
 
 T = 1_700_000_000
 BASE = T * 1_000_000

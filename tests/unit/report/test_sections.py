@@ -240,7 +240,7 @@ def _shown(report) -> list[str]:
 
 def test_pytorch_traces_alone_hide_the_sagemaker_only_sections():
     made = outputs(StepOutlier={"details": {}})
-    made.kineto = KINETO
+    made.traces = KINETO
     report = build_report(made)
     hidden = [s.id for s in report.sections if s.hidden]
     assert hidden == ["training-job-summary", "system-usage-statistics", "utilization-over-time",
@@ -258,7 +258,7 @@ def test_pytorch_traces_alone_hide_the_sagemaker_only_sections():
 
 def test_pytorch_traces_beside_sagemaker_outputs_hide_nothing():
     made = outputs(StepOutlier={"details": {}}, LowGPUUtilization={"details": {}})
-    made.kineto = KINETO
+    made.traces = KINETO
     report = build_report(made)
     assert report.intro == "" and not report.section("gpu-kernels-operators").hidden
     plain = outputs(StepOutlier={"details": {}})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from reportgen.readers.framework import read_framework
-from reportgen.kineto.reader import read_trace
+from reportgen.readers.kineto_trace import read_trace
 from reportgen.problems import ProblemLog
 from reportgen.traces.stream import OVERSIZED
 

@@ -1,0 +1,221 @@
+"""PyTorch profiler (Kineto) Chrome traces, one file per rank, read into the trace model
+(:mod:`reportgen.readers.trace_model`).
+
+A file is decoded once (stdlib JSON) and turned into a few numpy columns, one row per complete
+event: category code, interned name, start and duration in µs, GPU device and bytes moved. What is
+kept is only what the analysis needs; the decoded dicts are dropped file by file.
+
+Bad input never raises: a damaged gzip stream keeps what decompressed before the damage, a broken
+JSON array keeps the events before the break, unclosed ``B`` events and events without a numeric
+time are skipped; each case is counted in the shared :class:`~reportgen.problems.ProblemLog`.
+
+Timestamps: the Chrome trace format says µs, and Kineto writes µs (recent versions with a
+fractional part, i.e. ns resolution). A file whose timestamps are larger than 1e17 can only be
+ns since the epoch (as µs that would be the year 5138), so it is scaled to µs. ``baseTimeNanoseconds``
+(written by newer Kineto, with timestamps relative to it) is added to make times absolute.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from pathlib import Path
+
+import numpy as np
+
+from reportgen.problems import ProblemLog
+from reportgen.readers.trace_model import (CATEGORY_CODES, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL, MEMCPY, MEMSET,
+                                           OTHER, TraceColumns, file_label, rank_from_name)
+from reportgen.traces.numbers import as_float, hashable
+from reportgen.traces.read import TraceRead, Wording
+from reportgen.traces.spans import OpenSpans
+
+NS_THRESHOLD = 1e17
+_META_KEYS = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds")
+
+
+# element sizes of the ``dtype`` torch writes on a collective's kernel (``Collective name``, ``In msg nelems``...)
+DTYPE_BYTES = {"Float": 4, "BFloat16": 2, "Half": 2, "Double": 8, "Long": 8, "Int": 4, "Short": 2, "Char": 1,
+               "Byte": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1, "ComplexFloat": 8}
+
+
+def message_bytes(args: dict) -> float | None:
+    """A collective kernel's message in bytes (``In msg nelems`` x its dtype's size; None when either is odd)."""
+    nelems, size = as_float(args.get("In msg nelems"), text=True), DTYPE_BYTES.get(str(args.get("dtype")))
+    return nelems * size if nelems is not None and size is not None and 0 <= nelems < 1e15 else None
+
+
+def _capability(props: dict) -> float | None:
+    """``computeMajor``.``computeMinor`` of a deviceProperties entry (8.0 for an A100), None when absent."""
+    major, minor = props.get("computeMajor"), props.get("computeMinor", 0)
+    if not isinstance(major, int) or isinstance(major, bool) or not 0 <= major < 100:
+        return None
+    return major + (minor / 10.0 if isinstance(minor, int) and not isinstance(minor, bool) and 0 <= minor < 10 else 0.0)
+
+
+# The Kineto reader's words for a file's outcomes (the trace layer's defaults are the framework reader's).
+WORDING = Wording(unreadable="unreadable file ({})", broken_gzip="broken gzip stream",
+                  object_without_events="not a Chrome trace (no traceEvents array)",
+                  no_events_array="not a Chrome trace (no traceEvents array)", no_events_line=None,
+                  cut_line="event")
+# An event longer than this, or starting further than this from the epoch, is no time of a real job: Kineto
+# writes dur = 2**64 ns (584 years) for a kernel whose end it never saw, which made a 584-year rank span
+# with the GPU 100 % busy. Dropped and counted, as the framework reader drops times out of range; 30 days
+# is the limit the readers' clock-jump check uses (longer than SageMaker's 28-day maximum runtime).
+# Checked twice: while reading, in the file's own unit, not yet known (a ns file is told by its median time),
+# with bounds that hold for both (2**63 ns is the year 2262; 30 days in ns); then in µs once the unit is known.
+MAX_DURATION_US = 30 * 86400 * 1e6
+MAX_ABS_TS_US = 2.0**53  # year 2255 in epoch µs; a float holds every µs below it
+_RAW_MAX_DURATION = MAX_DURATION_US * 1000
+_RAW_MAX_ABS_TS = 2.0**63
+OUT_OF_RANGE = "event time out of range (longer than 30 days or beyond year 2255; dropped)"
+
+
+def _in_range(ts: float, dur: float) -> bool:
+    return -_RAW_MAX_ABS_TS < ts < _RAW_MAX_ABS_TS and dur <= _RAW_MAX_DURATION
+
+
+CHUNK_EVENTS = 50_000  # a streamed file's events held at a time
+
+
+def read_trace(path: Path, problems: ProblemLog | None = None) -> TraceColumns:
+    """Read one Kineto trace file (the trace layer opens, streams and salvages it); never raises on
+    bad content."""
+    path = Path(path)
+    problems = problems if problems is not None else ProblemLog()
+    read = TraceRead(path, path, WORDING, cap=problems.cap)
+    bad_events = ProblemLog(problems.cap)
+    events = itertools.chain.from_iterable(read.chunks(CHUNK_EVENTS))
+    trace = _columns_of(path, lambda: read.meta(_META_KEYS), events, bad_events)
+    read.finish(problems, bad_events)
+    if read.error is not None:
+        return TraceColumns(path, file_label(path), rank_from_name(path), complete=False)
+    trace.events_in_file, trace.complete = read.count, read.complete
+    if not len(trace.start_us):
+        problems.add(path, None, "no complete events in the trace")
+    return trace
+
+
+def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
+    """``events`` as columns. ``meta``: a function giving the document's metadata once the events
+    are read (a trace's metadata may follow its events)."""
+    names: dict[str, int] = {}
+    # compact columns (~37 bytes per event instead of Python objects), for huge traces
+    cat, name, start, dur, device, nbytes = array("b"), array("i"), array("d"), array("d"), array("i"), array("d")
+    tids, corrs = array("q"), array("q")
+    tid_ids: dict = {}  # a tid that is no 64-bit integer (a string, a list) gets a negative id of its own
+    spans = OpenSpans()  # B events waiting for their E, per (pid, tid)
+    bad_time = 0
+    negative = 0
+    out_of_range = 0
+
+    def add(e: dict, ts: float, d: float) -> None:
+        c = CATEGORY_CODES.get(str(e.get("cat", "")).lower(), OTHER)
+        label = str(e.get("name", ""))
+        idx = names.get(label)
+        if idx is None:
+            idx = names[label] = len(names)
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        dev = -1
+        if c in GPU_CATEGORIES or c == GPU_ANNOTATION:
+            value = args.get("device", e.get("pid"))
+            dev = int(value) if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31 else -1
+        moved = (as_float(args.get("bytes"), text=True) if c in (MEMCPY, MEMSET)
+                 else message_bytes(args) if c == KERNEL and "In msg nelems" in args else None)
+        tid = e.get("tid")
+        if not (isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < 2**62):
+            tid = tid_ids.setdefault(hashable(tid), -1 - len(tid_ids))
+        corr = args.get("correlation")
+        tids.append(tid)
+        corrs.append(corr if isinstance(corr, int) and not isinstance(corr, bool) and 0 <= corr < 2**62 else -1)
+        cat.append(c)
+        name.append(idx)
+        start.append(ts)
+        dur.append(d)
+        device.append(dev)
+        nbytes.append(moved or 0.0)
+
+    for e in events:
+        if not isinstance(e, dict):
+            bad_time += 1
+            continue
+        ph = e.get("ph")
+        if ph == "X":
+            ts, d = as_float(e.get("ts"), text=True), as_float(e.get("dur"), text=True)
+            if ts is None or d is None:
+                bad_time += 1
+                continue
+            if d < 0:
+                negative += 1
+                continue
+            if not _in_range(ts, d):
+                out_of_range += 1
+                continue
+            add(e, ts, d)
+        elif ph == "B":
+            ts = as_float(e.get("ts"), text=True)
+            if ts is None:
+                bad_time += 1
+                continue
+            spans.begin((hashable(e.get("pid")), hashable(e.get("tid"))), e, ts)
+        elif ph == "E":
+            ts = as_float(e.get("ts"), text=True)
+            pair = spans.end((hashable(e.get("pid")), hashable(e.get("tid")))) if ts is not None else None
+            if pair is None:
+                problems.add(path, None, "E event without matching B")
+                continue
+            begin, bts = pair
+            if ts < bts:
+                negative += 1
+            elif not _in_range(bts, ts - bts):
+                out_of_range += 1
+            else:
+                add(begin, bts, ts - bts)
+    unclosed = len(spans.unclosed())
+    if unclosed:
+        problems.add(path, None, "unclosed B event (no matching E; dropped)", count=unclosed)
+    if bad_time:
+        problems.add(path, None, "event without numeric ts/dur (dropped)", count=bad_time)
+    if negative:
+        problems.add(path, None, "negative duration (dropped)", count=negative)
+    meta = meta()
+    info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    rank = info.get("rank") if isinstance(info.get("rank"), int) and not isinstance(info.get("rank"), bool) else None
+    if rank is None:
+        rank = rank_from_name(path)
+    props = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
+    trace = TraceColumns(
+        path=path, label=str(rank) if rank is not None else file_label(path), rank=rank,
+        world_size=info.get("world_size") if isinstance(info.get("world_size"), int) else None,
+        backend=str(info["backend"]) if info.get("backend") else None,
+        devices=[str(p.get("name", "?")) for p in props if isinstance(p, dict)],
+        compute_capability=[_capability(p) for p in props if isinstance(p, dict)],
+    )
+    ts_arr = np.asarray(start, dtype=np.float64)
+    dur_arr = np.asarray(dur, dtype=np.float64)
+    # the unit by the typical time, not the largest: one absurd time must not make a µs file a ns one
+    if ts_arr.size and float(np.median(ts_arr)) > NS_THRESHOLD:
+        trace.time_unit = "ns"
+        ts_arr = ts_arr / 1000.0
+        dur_arr = dur_arr / 1000.0
+    base = as_float(meta.get("baseTimeNanoseconds"), text=True)
+    if base is not None and ts_arr.size and float(ts_arr.max()) < 1e15:  # relative to the base
+        ts_arr = ts_arr + base / 1000.0
+    keep = (np.abs(ts_arr) < MAX_ABS_TS_US) & (dur_arr <= MAX_DURATION_US)
+    out_of_range += int((~keep).sum())
+    if out_of_range:
+        problems.add(path, None, OUT_OF_RANGE, count=out_of_range)
+    if not keep.all():  # in µs now: dur = 2**64 ns (584 years) of a kernel whose end Kineto never saw
+        ts_arr, dur_arr = ts_arr[keep], dur_arr[keep]
+        cat, name, device, nbytes, tids, corrs = (np.asarray(a)[keep] for a in (cat, name, device, nbytes, tids, corrs))
+    order = np.argsort(ts_arr, kind="stable")
+    trace.names = list(names)
+    trace.cat = np.asarray(cat, dtype=np.int8)[order]
+    trace.name = np.asarray(name, dtype=np.int32)[order]
+    trace.start_us = ts_arr[order]
+    trace.dur_us = dur_arr[order]
+    trace.device = np.asarray(device, dtype=np.int32)[order]
+    trace.nbytes = np.asarray(nbytes, dtype=np.float64)[order]
+    trace.tid = np.asarray(tids, dtype=np.int64)[order]
+    trace.corr = np.asarray(corrs, dtype=np.int64)[order]
+    return trace

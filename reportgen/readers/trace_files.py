@@ -1,0 +1,29 @@
+"""One trace file read by its format's reader: the rows of ``sources.layout.TRACE_FORMATS`` resolved.
+
+The format table lives in the layout vocabulary (layer 1) and names each reader by its dotted path,
+because the readers build this layer's columns; here the path becomes the function. A file no row
+recognises (one named explicitly) is read as a Kineto trace, as before there were formats.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from pathlib import Path
+
+from reportgen.readers.trace_model import TraceColumns
+from reportgen.problems import ProblemLog
+from reportgen.sources.layout import TRACE_FORMATS, TraceFormat, trace_format
+
+
+@lru_cache(maxsize=None)
+def reader_of(fmt: TraceFormat):
+    """The function a format's row names (``module:function``)."""
+    module, _, function = fmt.reader.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def read_trace_file(path: Path, problems: ProblemLog | None = None) -> TraceColumns:
+    """``path`` read by its format's reader into the trace columns; never raises on bad content."""
+    fmt = trace_format(Path(path)) or TRACE_FORMATS[0]
+    return reader_of(fmt)(Path(path), problems)

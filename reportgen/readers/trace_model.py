@@ -1,0 +1,83 @@
+"""The one trace model: every trace format's reader turns a file into these columns.
+
+One row per complete event (category code, interned name, start and duration in µs, device, bytes,
+thread or stream, correlation id), sorted by start, with the rank's metadata. PyTorch profiler
+(Kineto) traces (``readers/kineto_trace.py``) and XSpace files of JAX and TensorFlow
+(``readers/xspace_trace.py``) are read into it; ``reportgen.trace_analysis`` analyses it without
+asking which format a rank came from. The categories are Kineto's names, the most detailed of the
+formats; a format without one of them leaves it empty.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# Canonical categories. Kineto's 2021 traces use Operator/Runtime/Kernel/Memcpy/Memset.
+CPU_OP, USER_ANNOTATION, KERNEL, MEMCPY, MEMSET, RUNTIME, DRIVER, SYNC, GPU_ANNOTATION, PYTHON, OTHER = range(11)
+CATEGORY_NAMES = ("cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime",
+                  "cuda_driver", "cuda_sync", "gpu_user_annotation", "python_function", "other")
+CATEGORY_CODES = {  # the category names formats write -> codes
+    "cpu_op": CPU_OP, "operator": CPU_OP,
+    "user_annotation": USER_ANNOTATION,
+    "kernel": KERNEL,
+    "gpu_memcpy": MEMCPY, "memcpy": MEMCPY,
+    "gpu_memset": MEMSET, "memset": MEMSET,
+    "cuda_runtime": RUNTIME, "runtime": RUNTIME,
+    "cuda_driver": DRIVER,
+    "cuda_sync": SYNC,
+    "gpu_user_annotation": GPU_ANNOTATION,
+    "python_function": PYTHON,
+}
+GPU_CATEGORIES = (KERNEL, MEMCPY, MEMSET, SYNC)
+
+
+@dataclass
+class TraceColumns:
+    """One trace file as columns (one row per complete event, sorted by start)."""
+
+    path: Path
+    label: str  # how the report names this rank: its rank number, or the file's stem
+    rank: int | None
+    world_size: int | None = None
+    backend: str | None = None
+    devices: list[str] = field(default_factory=list)  # deviceProperties names
+    compute_capability: list[float | None] = field(default_factory=list)  # deviceProperties computeMajor.Minor
+    time_unit: str = "us"  # unit found in the file ("ns" files are scaled to µs)
+    names: list[str] = field(default_factory=list)  # interned names; ``name`` indexes into it
+    cat: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    name: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    start_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    dur_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    device: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # GPU id, -1 for CPU events
+    nbytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))  # memcpy/memset bytes, a collective
+    # kernel's message bytes (In msg nelems x dtype), else 0
+    tid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # thread (CPU) or stream (GPU)
+    corr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # args.correlation, -1 when absent
+    events_in_file: int = 0
+    complete: bool = True  # False when the file was truncated or broken
+    # the format's CPU-side collective names (None: torch's, in trace_analysis.regions); set by a format's reader
+    cpu_collectives: re.Pattern | None = None
+
+    @property
+    def end_us(self) -> np.ndarray:
+        return self.start_us + self.dur_us
+
+    def rows(self, *cats: int) -> np.ndarray:
+        return np.isin(self.cat, np.asarray(cats, dtype=np.int8))
+
+
+def file_label(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".json", ".pt.trace", ".trace"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or path.name
+
+
+def rank_from_name(path: Path) -> int | None:
+    match = re.search(r"rank[-_]?(\d+)", path.name, re.IGNORECASE)
+    return int(match.group(1)) if match else None

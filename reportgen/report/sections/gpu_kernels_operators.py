@@ -1,0 +1,549 @@
+"""GPU kernels and operators from PyTorch profiler (Kineto) traces, per rank and ranks side by side.
+
+Built from ``kineto.json`` (written by ``reportgen.trace_analysis`` next to ``profiler-reports/``): the
+view SageMaker's Profiler dashboard gave (GPU active vs idle, top kernels, activity mix, memory
+operations, precision) plus the comparison of ranks that exposes a straggler.
+"""
+
+from __future__ import annotations
+
+from reportgen.report import charts
+from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Table, Text
+from reportgen.report.util import as_dict, as_list, number, slug
+from reportgen.rule_outputs import RuleOutputs
+from reportgen.section_ids import SectionId
+
+SECTION_ID = SectionId.GPU_KERNELS_OPERATORS
+DETAILED_RANKS = 8
+MANY_RANKS = 16  # above: the ranks' spread leads, the one-row-per-rank table and charts are folded
+NO_JS = "Chart (needs JavaScript); the numbers are in the tables of this section."
+
+
+def _ms(value) -> float | None:
+    return number(value)
+
+
+def _rank_order(ranks: dict, straggler) -> list[str]:
+    labels = list(ranks)
+    if len(labels) <= DETAILED_RANKS:
+        return labels
+    chosen = labels[:DETAILED_RANKS]
+    if straggler in ranks and straggler not in chosen:
+        chosen = [straggler, *chosen[: DETAILED_RANKS - 1]]
+    return chosen
+
+
+def _pct(share) -> float | None:
+    share = number(share)
+    return None if share is None else 100.0 * share
+
+
+def _ranks_table(ranks: dict) -> Table:
+    """The columns that tell the story first (steps, data loading, collective wait), GPU after."""
+    rows = []
+    for label, r in ranks.items():
+        r = as_dict(r)
+        cycles = number(r.get("cycles"))
+        rows.append([str(label), int(cycles) if cycles is not None and abs(cycles) < 1e15 else None,
+                     len(as_list(r.get("steps"))), *_rank_metrics(r)])
+    return Table("kineto-ranks", ["Rank", "Cycles", "Steps", "Mean step (ms)", "Max step (ms)", "DataLoader share",
+                                  "DataLoader per step (ms)", "Collective wait", "GPU active (trace)",
+                                  "GPU idle (active window)"],
+                 rows, ["text", "int", "int", "num2", "num2", "pct", "num2", "pct", "pct", "pct"],
+                 caption=("DataLoader share and collective wait: share of the profiled step time (nested events "
+                          "counted once). GPU active over the whole trace; GPU idle within the window from the "
+                          "first to the last GPU activity, as HTA and TensorBoard count it. Empty: not in the "
+                          "trace."))
+
+
+def _rank_metrics(r: dict) -> list[float | None]:
+    """The ranks table's measures of one rank, in the order of ``RANK_METRICS``."""
+    stats, gpu = as_dict(r.get("step_stats_ms")), as_dict(r.get("gpu"))
+    loader, collectives = as_dict(r.get("dataloader")), as_dict(r.get("collectives"))
+    return [number(stats.get("mean")), number(stats.get("max")), _pct(loader.get("step_share")),
+            number(loader.get("per_step_ms")), _pct(collectives.get("step_share")),
+            number(gpu.get("active_pct")) if gpu.get("has_gpu_activity") else None, _pct(gpu.get("window_idle_share"))]
+
+
+RANK_METRICS = ("Mean step (ms)", "Max step (ms)", "DataLoader share (%)", "DataLoader per step (ms)",
+                "Collective wait (% of step time)", "GPU active, trace (%)", "GPU idle, active window (%)")
+
+
+def _spread_table(ranks: dict) -> Table:
+    """Many ranks in a few rows: per measure the least, the median and the most, and which ranks."""
+    per_rank = {label: _rank_metrics(as_dict(r)) for label, r in ranks.items()}
+    rows = []
+    for i, name in enumerate(RANK_METRICS):
+        found = sorted(((v[i], label) for label, v in per_rank.items() if v[i] is not None), key=lambda x: x[0])
+        if not found:
+            continue
+        mid = len(found) // 2
+        median = found[mid][0] if len(found) % 2 else (found[mid - 1][0] + found[mid][0]) / 2
+        rows.append([name, found[0][0], str(found[0][1]), median, found[-1][0], str(found[-1][1]), len(found)])
+    return Table("kineto-ranks-spread", ["Per rank", "Least", "Least at rank", "Median", "Most", "Most at rank",
+                                         "Ranks"], rows,
+                 ["text", "num2", "text", "num2", "num2", "text", "int"],
+                 caption=(f"{len(ranks)} ranks in a few rows: for each measure of the ranks table below, the least "
+                          "and the most a rank has (and which; ties: the first rank) and the median over the ranks "
+                          "that have it."))
+
+
+def _job_tables(job: dict, n_ranks: int) -> list:
+    """Kernels and CPU operators summed over every rank (``job`` in kineto.json; exact top 15)."""
+    blocks: list = []
+    kernels, ops = as_dict(job.get("kernels")), as_dict(job.get("cpu_ops"))
+    top = [as_dict(k) for k in as_list(kernels.get("top"))]
+    spread = ("One rank: the least and the most time one rank spent in it (among the ranks that ran it) and the "
+              "rank with the most; report.json has the exact values.")
+    if top:
+        blocks.append(Table(
+            "kineto-job-kernels", ["Kernel", "Time, all ranks (ms)", "Launches", "Mean (µs)", "Share of kernel time",
+                                   "Ranks", "One rank: least – most (ms)"],
+            [[str(k.get("name", "")), number(k.get("total_ms")), k.get("launches", 0), number(k.get("mean_us")),
+              number(k.get("pct")), k.get("ranks", 0), _spread(k)] for k in top],
+            ["text", "num2", "int", "num2", "pct", "int", "text"],
+            caption=(f"Top {len(top)} of {kernels.get('distinct', len(top))} distinct kernels of all {n_ranks} ranks "
+                     f"by total time (exact: every rank's every kernel summed); all kernels: "
+                     f"{number(kernels.get('total_ms'), 0.0):.2f} ms in {kernels.get('count', 0)} launches. {spread}")))
+    top_ops = [as_dict(o) for o in as_list(ops.get("top"))]
+    if top_ops:
+        blocks.append(Table(
+            "kineto-job-ops", ["CPU operator", "Time, all ranks (ms)", "Calls", "Mean (µs)", "Ranks",
+                               "One rank: least – most (ms)"],
+            [[str(o.get("name", "")), number(o.get("total_ms")), o.get("calls", 0), number(o.get("mean_us")),
+              o.get("ranks", 0), _spread(o)] for o in top_ops],
+            ["text", "num2", "int", "num2", "int", "text"],
+            caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators of all "
+                     f"{n_ranks} ranks by total inclusive time (exact). {spread}")))
+    return blocks
+
+
+def _spread(row: dict) -> str:
+    least, most = number(row.get("min_rank_ms")), number(row.get("max_rank_ms"))
+    if least is None or most is None:
+        return ""
+    if f"{least:.2f}" == f"{most:.2f}":
+        return f"{most:.2f} on each"
+    return f"{least:.2f} – {most:.2f} (rank {row.get('max_rank', '?')})"
+
+
+def _rank_summary(label: str, r: dict, straggler) -> str:
+    """One line for a rank's collapsed details."""
+    stats, gpu = as_dict(r.get("step_stats_ms")), as_dict(r.get("gpu"))
+    parts = [f"Rank {label}" + (" (the straggler)" if straggler is not None and str(straggler) == label else "")]
+    if number(stats.get("mean")) is not None:
+        parts.append(f"mean step {number(stats.get('mean')):.2f} ms")
+    if gpu.get("has_gpu_activity"):
+        parts.append(f"GPU active {number(gpu.get('active_pct'), 0.0):.1f} %")
+    kernels = as_dict(r.get("kernels"))
+    if number(kernels.get("total_ms")):
+        parts.append(f"kernels {number(kernels.get('total_ms')):.2f} ms")
+    return ", ".join(parts)
+
+
+def _gpu_idle_text(label: str, gpu: dict) -> Text | None:
+    window, idle = number(gpu.get("window_ms")), number(gpu.get("window_idle_ms"))
+    if window is None or idle is None:
+        return None
+    split = as_dict(gpu.get("window_idle_split_ms"))
+    parts = ", ".join(f"{name} {number(split.get(key), 0.0):.2f} ms" for key, name in
+                      (("host_wait", "host wait"), ("kernel_wait", "kernel wait"), ("other", "other")))
+    threshold = number(gpu.get("kernel_wait_threshold_us"), 30.0)
+    return Text(
+        f"GPU idle two ways, rank {label}. Over the whole trace: {number(gpu.get('idle_ms'), 0.0):.2f} ms "
+        f"({100 - number(gpu.get('active_pct'), 0.0):.1f} %), including CPU-only stretches before the first and "
+        f"after the last GPU activity. Within the GPU's active window (first to last kernel, copy or memset, "
+        f"{window:.2f} ms): {idle:.2f} ms ({100 * number(gpu.get('window_idle_share'), 0.0):.1f} %) - the figure "
+        f"Holistic Trace Analysis (temporal breakdown) and TensorBoard report. Split as HTA does: {parts} "
+        f"(host wait: the CPU launched the next kernel only after the GPU went idle; kernel wait: a gap under "
+        f"{threshold:.0f} µs between queued kernels; other: synchronisation and the rest).")
+
+
+def _rank_blocks(label: str, r: dict) -> list:
+    blocks: list = [Heading(f"Rank {label}", 3)]
+    gpu = as_dict(r.get("gpu"))
+    devices = as_list(r.get("devices"))
+    gpu_ids = as_list(r.get("gpu_ids"))
+    where = ""
+    if gpu_ids and devices:
+        names = sorted({str(devices[i]) for i in gpu_ids if isinstance(i, int) and 0 <= i < len(devices)})
+        where = f" on {', '.join(names)}" if names else ""
+    span = number(r.get("span_ms"), 0.0)
+    files = [str(f) for f in as_list(r.get("files")) or [r.get("file", "")]]
+    cycles = (f"{len(files)} profiling cycles: {', '.join(files[:3])}{', ...' if len(files) > 3 else ''}"
+              if len(files) > 1 else str(files[0]) if files else "")
+    if gpu.get("has_gpu_activity"):
+        blocks.append(Text(
+            f"The trace of rank {label} ({cycles}) spans {span:.2f} ms. The GPU{where} was active "
+            f"{number(gpu.get('active_ms'), 0.0):.2f} ms ({number(gpu.get('active_pct'), 0.0):.1f} %: union of kernels, "
+            f"memory copies, memsets and syncs on every stream) and idle {number(gpu.get('idle_ms'), 0.0):.2f} ms.",
+            tone="finding" if number(gpu.get("active_pct"), 100.0) < 50 else "plain"))
+        idle_text = _gpu_idle_text(label, gpu)
+        if idle_text is not None:
+            blocks.append(idle_text)
+    else:
+        blocks.append(Text(f"The trace of rank {label} ({cycles}) spans {span:.2f} ms and holds no GPU "
+                           "activity (a CPU-only run, or CUDA activities were not recorded).", tone="note"))
+    loader = as_dict(r.get("dataloader"))
+    share = number(loader.get("step_share"))
+    if share is not None and number(loader.get("total_ms"), 0.0) > 0:
+        how = {False: "in the training process, num_workers=0", True: "by DataLoader worker processes"}.get(
+            loader.get("workers"), "")
+        blocks.append(Text(
+            f"Data loading (DataLoader): {number(loader.get('in_steps_ms'), 0.0):.2f} ms of the profiled steps, "
+            f"{100 * share:.1f} % of step time, {number(loader.get('per_step_ms'), 0.0):.2f} ms per step"
+            + (f", loaded {how}, iterator {loader.get('iterator')}" if how and loader.get("iterator") else "") + ".",
+            tone="finding" if share >= 0.3 else "plain"))
+    collectives = as_dict(r.get("collectives"))
+    if number(collectives.get("count"), 0):
+        names = ", ".join(str(n) for n in as_list(collectives.get("names")))
+        blocks.append(Text(
+            f"Collectives ({collectives.get('source', '')}: {names}): in flight "
+            f"{number(collectives.get('in_steps_ms'), 0.0):.2f} ms of the profiled steps "
+            f"({100 * number(collectives.get('step_share'), 0.0):.1f} % of step time)."))
+    kernels = as_dict(r.get("kernels"))
+    top = [as_dict(k) for k in as_list(kernels.get("top"))]
+    sid = slug(label)
+    if top:
+        blocks.append(Table(
+            f"kineto-kernels-{sid}", ["Kernel", "Time (ms)", "Launches", "Mean (µs)", "Share of kernel time"],
+            [[str(k.get("name", "")), number(k.get("total_ms")), k.get("launches", 0), number(k.get("mean_us")),
+              number(k.get("pct"))] for k in top],
+            ["text", "num2", "int", "num2", "pct"],
+            caption=(f"Top {len(top)} of {kernels.get('distinct', len(top))} distinct kernels by total time; all "
+                     f"kernels: {number(kernels.get('total_ms'), 0.0):.2f} ms in {kernels.get('count', 0)} launches")))
+        blocks.append(Chart(f"kineto-kernels-chart-{sid}",
+                            charts.hbar([_short(k.get("name", "")) for k in top], [number(k.get("total_ms")) for k in top],
+                                        f"Top kernels of rank {label}", "Time in ms"), NO_JS))
+    pies = []
+    mix = {k: v for k, v in as_dict(r.get("gpu_mix_ms")).items() if number(v)}
+    if mix:
+        pies.append(Chart(f"kineto-gpu-mix-{sid}", charts.pie(mix, f"GPU time by activity, rank {label} (ms)"), NO_JS))
+    precision = {k: v for k, v in as_dict(r.get("precision_ms")).items() if number(v)}
+    if precision:
+        pies.append(Chart(f"kineto-precision-{sid}", charts.pie(precision, f"Kernel time by precision, rank {label} (ms)"),
+                          NO_JS))
+    if mix:
+        blocks.append(Table(f"kineto-gpu-mix-table-{sid}", ["GPU activity", "Time (ms)"],
+                            [[k, number(v)] for k, v in mix.items()], ["text", "num2"]))
+    if precision:
+        blocks.append(Table(f"kineto-precision-table-{sid}", ["Precision (from kernel names)", "Kernel time (ms)"],
+                            [[k, number(v)] for k, v in precision.items()], ["text", "num2"],
+                            caption="Told by the kernel names (e.g. fp16/half, bf16, tf32 tensor-op GEMMs, float "
+                                    "templates); 'unknown' when a name does not say."))
+    if pies:
+        blocks.append(ChartRow(pies))
+    memory = [as_dict(m) for m in as_list(r.get("memory_ops"))]
+    if memory:
+        blocks.append(Table(f"kineto-memory-{sid}", ["Memory operation", "Count", "Time (ms)", "Bytes (MB)"],
+                            [[str(m.get("kind", "")), m.get("count", 0), number(m.get("total_ms")),
+                              (number(m.get("bytes"), 0.0)) / 1e6] for m in memory],
+                            ["text", "int", "num2", "num2"]))
+    ops = as_dict(r.get("cpu_ops"))
+    top_ops = [as_dict(o) for o in as_list(ops.get("top"))]
+    if top_ops:
+        blocks.append(Table(
+            f"kineto-ops-{sid}", ["CPU operator", "Total time (ms)", "Calls", "Mean (µs)"],
+            [[str(o.get("name", "")), number(o.get("total_ms")), o.get("calls", 0), number(o.get("mean_us"))]
+             for o in top_ops],
+            ["text", "num2", "int", "num2"],
+            caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators by total "
+                     "inclusive time (a parent's time includes its children's)")))
+    blocks.extend(gpu_analysis_blocks(label, r))
+    steps = [as_dict(s) for s in as_list(r.get("steps"))]
+    if steps:
+        blocks.append(Table(f"kineto-steps-{sid}", ["Step", "Starts at (ms into the trace)", "Duration (ms)"],
+                            [[f"ProfilerStep#{s.get('step')}", number(s.get("start_ms")), number(s.get("dur_ms"))]
+                             for s in steps[:200]], ["text", "num2", "num2"]))
+    return blocks
+
+
+def _short(name: str, limit: int = 80) -> str:
+    name = str(name)
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def build(outputs: RuleOutputs) -> Section:
+    section = Section(SECTION_ID, "GPU kernels and operators (PyTorch profiler)")
+    doc = as_dict(getattr(outputs, "traces", None))
+    ranks = {label: as_dict(r) for label, r in as_dict(doc.get("ranks")).items()}
+    if not ranks:
+        return section.missing("No PyTorch profiler (Kineto) traces were given: point reportgen at a folder with "
+                               "*.pt.trace.json(.gz) files to see GPU kernels and operators per rank.")
+    comparison = as_dict(doc.get("comparison"))
+    n_files = len(doc.get("files") or ranks)
+    formats = [str(f) for f in as_list(doc.get("formats"))]
+    section.add(Text(
+        f"From {n_files} {' and '.join(formats) if formats else 'PyTorch profiler'} trace file(s) of {len(ranks)} "
+        + ("rank(s) (a host's profiling sessions are merged)" if formats else "rank(s) (torch writes one file per "
+           "profiling cycle; a rank's cycles are merged)") + ": what each GPU ran (kernels, memory copies, memsets), how "
+        "long it sat idle, how much of each step went to data loading and to waiting in collectives, which CPU "
+        "operators cost most, and the ranks side by side so a straggler stands out."))
+    if formats and not any(as_dict(as_dict(r).get("gpu")).get("has_gpu_activity") for r in ranks.values()):
+        section.add(Text(
+            "These JAX / TensorFlow profiles have no device plane (a CPU-only run): they cannot show GPU kernels, "
+            "memory copies or GPU idle time. Steps, host operators and the input pipeline (TensorFlow's "
+            "IteratorGetNext, JAX's next() seen by the Python tracer) come from the host plane.", tone="note"))
+    section.add(Heading("Ranks side by side", 3))
+    straggler = comparison.get("straggler")
+    if straggler is not None and comparison.get("method") == "collective wait":
+        evidence = "; ".join(str(e) for e in as_list(comparison.get("evidence")))
+        section.add(Text(
+            f"Rank {straggler} is the straggler: {comparison.get('reason', '')}. The other ranks wait for it in the "
+            f"collectives: {evidence}. In synchronous training the step times are equal on all ranks, so the "
+            "wait is what shows it.", tone="finding"))
+    elif straggler is not None:
+        section.add(Text(
+            f"Rank {straggler} is a straggler: its mean step takes {number(comparison.get('slowest_excess_pct'), 0.0):.1f} % "
+            f"longer than the median of the ranks ({number(comparison.get('median_step_ms'), 0.0):.2f} ms). In a "
+            "synchronous job every other rank waits for it.", tone="finding"))
+    elif comparison.get("method") == "collective wait":
+        detail = as_dict(comparison.get("detail"))
+        section.add(Text(
+            f"No straggler: the ranks wait about equally in collectives (least: rank {detail.get('rank')}, "
+            f"{100 * number(detail.get('its_wait_share'), 0.0):.1f} % of step time; the others' median "
+            f"{100 * number(detail.get('others_median_wait_share'), 0.0):.1f} %; threshold "
+            f"{number(comparison.get('wait_gap_pct'), 10.0):.0f} points).", tone="ok"))
+    elif comparison.get("method") == "not compared":
+        section.add(Text(f"Ranks not compared: {as_dict(comparison.get('detail')).get('why', '')}.", tone="note"))
+    elif comparison.get("slowest") is not None:
+        section.add(Text(
+            f"No straggler: the slowest rank ({comparison['slowest']}) is "
+            f"{number(comparison.get('slowest_excess_pct'), 0.0):.1f} % above the median mean step time "
+            f"(threshold {number(comparison.get('margin_pct'), 5.0):.0f} %).", tone="ok"))
+    many = len(ranks) > MANY_RANKS
+    if many:
+        section.add(_spread_table(ranks), Details(f"All {len(ranks)} ranks, one row each", [_ranks_table(ranks)]))
+    else:
+        section.add(_ranks_table(ranks))
+    job = as_dict(doc.get("job"))
+    if len(ranks) > 1 and job:
+        section.add(Heading(f"Whole job: kernels and CPU operators over all {len(ranks)} ranks", 3))
+        section.add(*_job_tables(job, len(ranks)))
+    means = {label: number(as_dict(r.get("step_stats_ms")).get("mean")) for label, r in ranks.items()}
+    means = {k: v for k, v in means.items() if v is not None}
+    waits = {label: _pct(as_dict(r.get("collectives")).get("step_share")) for label, r in ranks.items()}
+    waits = {k: v for k, v in waits.items() if v is not None}
+    per_rank_charts = []
+    if len(waits) >= 2:  # equal step times hide a straggler; the wait in collectives shows it
+        per_rank_charts.append(Chart("kineto-wait-by-rank", charts.hbar(
+            [f"rank {k}" for k in waits], list(waits.values()), "Collective wait per rank (% of profiled step time)",
+            "%"), NO_JS))
+    if len(means) >= 2:
+        per_rank_charts.append(Chart("kineto-step-by-rank", charts.hbar(
+            [f"rank {k}" for k in means], list(means.values()), "Mean step time per rank", "ms"), NO_JS))
+    if many and per_rank_charts:  # a bar per rank: tall; on demand
+        section.add(Details(f"Collective wait and mean step time of all {len(ranks)} ranks (charts)", per_rank_charts))
+    else:
+        section.add(*per_rank_charts)
+    shown = _rank_order(ranks, straggler)
+    hists = {}
+    for label in shown:  # one overlaid histogram per rank is readable for a few ranks only
+        h = as_dict(as_dict(ranks[label]).get("step_hist"))
+        if h.get("counts") and h.get("edges"):
+            hists[f"rank {label}"] = (h["counts"], h["edges"])
+    if hists:
+        title = "Step-time distribution (ProfilerStep#N)" + (
+            f", {len(hists)} of {len(ranks)} ranks" if len(shown) < len(ranks) else "")
+        section.add(Chart("kineto-step-hist", charts.histograms(hists, title, "Step duration in ms"), NO_JS))
+    if len(shown) < len(ranks):
+        section.add(Text(f"Details follow for {len(shown)} of {len(ranks)} ranks (the straggler, if any, first); "
+                         "report.json holds every rank.", tone="note"))
+    for label in shown:
+        blocks = _rank_blocks(str(label), as_dict(ranks[label]))
+        if len(ranks) > 1:  # the ranks table and the job-wide tables lead; each rank's detail on demand
+            section.add(Details(_rank_summary(str(label), as_dict(ranks[label]), straggler), blocks[1:]))
+        else:
+            section.add(*blocks)
+    section.data = {"comparison": comparison, "ranks": ranks, **({"job": job} if job else {})}
+    return section
+
+
+CRITICAL_PATH_LABELS = {"cpu_bound": "CPU", "gpu_compute_bound": "GPU compute",
+                        "gpu_communication_bound": "GPU communication",
+                        "gpu_kernel_kernel_overhead": "gaps between kernels",
+                        "gpu_kernel_launch_overhead": "kernel launch (call start to kernel start)"}
+SPLIT_ORDER = ("compute only", "compute + communication", "compute + memory", "compute + communication + memory",
+               "communication only", "communication + memory", "memory only")
+BREAKDOWN_LABELS = {"kernel": "Kernel (compute)", "memcpy": "Memcpy", "memset": "Memset",
+                    "communication": "Communication", "runtime": "CUDA runtime", "dataloader": "DataLoader",
+                    "cpu_exec": "CPU operators", "other": "Other"}
+
+
+def _sequence(pattern: dict, shown: int = 3) -> str:
+    """The first kernels of a sequence, short, and how many more."""
+    names = [_short(str(n), 40) for n in as_list(pattern.get("kernels"))]
+    length = number(pattern.get("length"), len(names)) or 0
+    more = int(length) - min(len(names), shown)
+    return " → ".join(names[:shown]) + (f" … (+{more})" if more > 0 else "")
+
+
+def _percent_of(row: dict, keys) -> dict:
+    total = sum(number(row.get(k), 0.0) for k in keys)
+    return {BREAKDOWN_LABELS.get(k, k): 100.0 * number(row.get(k), 0.0) / total for k in keys} if total > 0 else {}
+
+
+def gpu_analysis_blocks(label: str, r: dict) -> list:
+    """What HTA and TensorBoard show for one rank (``gpu_analysis`` in kineto.json): overlap, the
+    overlap-aware kernel split, the exclusive step breakdown, launch statistics, kernel durations, copies,
+    tensor cores, host syncs."""
+    ga = as_dict(r.get("gpu_analysis"))
+    if not ga:
+        return []
+    sid = slug(label)
+    blocks: list = [Heading(f"Rank {label}: what HTA and TensorBoard show", 4)]
+    overlap = as_dict(ga.get("overlap"))
+    if number(overlap.get("communication_ms"), 0.0) > 0:
+        blocks.append(Text(
+            f"Communication-computation overlap: {number(overlap.get('comm_comp_overlap_pct'), 0.0):.1f} % of the "
+            f"{number(overlap.get('communication_ms'), 0.0):.2f} ms of communication kernels ran beside compute "
+            f"kernels (HTA's comm_comp_overlap); exposed, with no compute beside it: "
+            f"{number(overlap.get('exposed_per_step_ms'), 0.0):.2f} ms per step "
+            f"({100 * number(overlap.get('exposed_step_share'), 0.0):.1f} % of step time).",
+            tone="finding" if number(overlap.get("exposed_step_share"), 0.0) >= 0.1 else "plain"))
+    split = as_dict(ga.get("kernel_type_split_ms"))
+    busy = sum(number(v, 0.0) for v in split.values())
+    if busy > 0:
+        blocks.append(Table(
+            f"kineto-kernel-split-{sid}", ["GPU busy with", "Time (ms)", "Share of busy time"],
+            [[kind, number(split.get(kind), 0.0), 100.0 * number(split.get(kind), 0.0) / busy] for kind in SPLIT_ORDER
+             if number(split.get(kind), 0.0) > 0],
+            ["text", "num2", "pct"],
+            caption="Overlap-aware: each instant the GPU was busy counted once, by what ran at once on any stream "
+                    "(memory = memcpy and memset)."))
+    breakdown = as_dict(ga.get("step_breakdown"))
+    cats = [str(c) for c in as_list(breakdown.get("categories"))]
+    steps = [as_dict(s) for s in as_list(breakdown.get("steps"))]
+    if steps and cats:
+        blocks.append(Table(
+            f"kineto-step-breakdown-{sid}", ["Step", *[BREAKDOWN_LABELS.get(c, c) + " (ms)" for c in cats]],
+            [[f"ProfilerStep#{s.get('step')}", *[number(s.get(c), 0.0) for c in cats]] for s in steps[:50]],
+            ["text", *["num2"] * len(cats)],
+            caption="Step time split the way TensorBoard's overview splits it: each instant of a step counted once, "
+                    "in the first of these categories that covers it (communication: NCCL kernels without compute "
+                    "beside them, and CPU-side collectives)."))
+        rows = {f"step {s.get('step')}": _percent_of(s, cats) for s in steps[:20]}
+        rows = {k: v for k, v in rows.items() if v}
+        if rows:
+            blocks.append(Chart(f"kineto-step-breakdown-chart-{sid}",
+                                charts.share_bars(rows, f"Step time by category, rank {label} (%)"), NO_JS))
+    launch = as_dict(ga.get("launch"))
+    if number(launch.get("kernels"), 0):
+        delay = as_dict(launch.get("launch_delay_us"))
+        blocks.append(Table(
+            f"kineto-launch-{sid}", ["Kernel launches", "Value"],
+            [["kernels per step", number(launch.get("kernels_per_step"))],
+             ["kernels shorter than their launch call", number(launch.get("shorter_than_launch"))],
+             ["... share of kernels with a known launch (%)", 100 * number(launch.get("shorter_than_launch_share"), 0.0)],
+             ["median kernel (µs)", number(launch.get("kernel_p50_us"))],
+             ["median launch call (µs)", number(launch.get("launch_p50_us"))],
+             [f"runtime calls over {number(launch.get('runtime_cutoff_us'), 50.0):.0f} µs",
+              number(launch.get("runtime_over_cutoff"))],
+             ["launch delay p50 / p95 / max (µs)",
+              " / ".join(f"{number(delay.get(k), 0.0):.1f}" for k in ("p50", "p95", "max")) if delay else "-"],
+             [f"launch delays over {number(launch.get('launch_delay_cutoff_us'), 100.0):.0f} µs",
+              number(launch.get("launch_delay_over_cutoff"))]],
+            ["text", "text"],
+            caption="HTA's CUDA kernel launch statistics: a kernel is matched to the runtime call that launched it "
+                    "by correlation id; launch delay = kernel start - launch call start."))
+    top = [as_dict(k) for k in as_list(as_dict(r.get("kernels")).get("top")) if "min_us" in as_dict(k)]
+    if top:
+        blocks.append(Table(
+            f"kineto-kernel-durations-{sid}", ["Kernel", "Launches", "Min (µs)", "Median (µs)", "Max (µs)", "Std (µs)"],
+            [[_short(k.get("name", "")), k.get("launches", 0), number(k.get("min_us")), number(k.get("p50_us")),
+              number(k.get("max_us")), number(k.get("std_us"))] for k in top],
+            ["text", "int", "num2", "num2", "num2", "num2"],
+            caption="Duration distribution of the top kernels (population std; HTA shows pandas' sample std)."))
+        stats = {f"#{i + 1}": {"p25": number(k.get("p25_us")), "p50": number(k.get("p50_us")),
+                               "p75": number(k.get("p75_us")), "lower": number(k.get("min_us")),
+                               "upper": number(k.get("max_us"))} for i, k in enumerate(top[:10])}
+        blocks.append(Chart(f"kineto-kernel-durations-chart-{sid}",
+                            charts.boxes(stats, f"Kernel durations, rank {label} (top kernels by time, min to max)",
+                                         "µs"), NO_JS))
+    queues = {str(k): as_dict(v) for k, v in as_dict(ga.get("queue_length")).items()}
+    if queues:
+        blocks.append(Table(
+            f"kineto-queue-{sid}", ["Stream", "Changes", "Mean", "Median", "Max"],
+            [[f"stream {k}", v.get("count", 0), number(v.get("mean")), number(v.get("p50")), number(v.get("max"))]
+             for k, v in list(queues.items())[:16]],
+            ["text", "int", "num2", "num2", "num2"],
+            caption="Queue length per stream (HTA): operations launched by the host and not yet started on the GPU, "
+                    "over its values at each change. A queue that stays near 0 is a GPU waiting for the host."))
+    over = as_dict(ga.get("queue_over_step"))
+    over_streams = {str(k): as_dict(v) for k, v in as_dict(over.get("streams")).items()}
+    if over_streams:
+        blocks.append(Table(
+            f"kineto-queue-step-{sid}", ["Stream", "Changes", "Mean (time-weighted)", "Max", "Nothing queued"],
+            [[f"stream {k}", v.get("changes", 0), number(v.get("mean")), number(v.get("max")),
+              100 * number(v.get("empty_share"), 0.0)] for k, v in over_streams.items()],
+            ["text", "int", "num2", "num2", "pct"],
+            caption=f"Queue length over ProfilerStep#{over.get('step')} ({number(over.get('step_ms'), 0.0):.2f} ms, "
+                    "the median step): the mean over the step's time, its maximum, and the share of the step with "
+                    "nothing launched and waiting on the stream (the GPU can only wait for the host then)."))
+        width = number(over.get("bin_ms"), 0.0) or 0.0
+        lines = {f"stream {k}": [number(b) for b in as_list(v.get("bin_max"))] for k, v in over_streams.items()}
+        n = max((len(v) for v in lines.values()), default=0)
+        if n and width > 0:
+            blocks.append(Chart(f"kineto-queue-step-chart-{sid}", charts.steps_lines(
+                [i * width for i in range(n)], lines, f"Queue length over ProfilerStep#{over.get('step')}, rank {label} "
+                f"(maximum per {width:.2f} ms)", "ms since the step's start", "operations queued"), NO_JS))
+    streams = {str(k): as_dict(v) for k, v in as_dict(ga.get("idle_per_stream")).items()}
+    if streams:
+        blocks.append(Table(
+            f"kineto-idle-streams-{sid}", ["Stream", "Operations", "Busy (ms)", "Idle (ms)", "Host wait (ms)",
+                                           "Kernel wait (ms)", "Other (ms)"],
+            [[f"stream {k}", v.get("operations", 0), number(v.get("busy_ms")), number(v.get("idle_ms")),
+              number(v.get("host_wait_ms")), number(v.get("kernel_wait_ms")), number(v.get("other_ms"))]
+             for k, v in list(streams.items())[:16]],
+            ["text", "int", "num2", "num2", "num2", "num2", "num2"],
+            caption="Idle time per stream (HTA's idle time breakdown): each gap between two operations of a stream; "
+                    "host wait when the next one was launched only after the stream went idle, kernel wait under "
+                    "30 µs, other (events, synchronisation) the rest. A stream idle while another works counts here."))
+    path = as_dict(ga.get("critical_path"))
+    path_by = as_dict(path.get("by_ms"))
+    if number(path.get("path_ms"), 0.0) > 0 and path_by:
+        blocks.append(Table(
+            f"kineto-critical-path-{sid}", ["On the critical path", "Time (ms)", "Share of the path"],
+            [[CRITICAL_PATH_LABELS.get(c, c), number(v, 0.0), 100.0 * number(as_dict(path.get("shares")).get(c), 0.0)]
+             for c, v in path_by.items()],
+            ["text", "num2", "pct"],
+            caption=f"Critical path of ProfilerStep#{path.get('step')} ({number(path.get('step_ms'), 0.0):.2f} ms, "
+                    f"the median step; path {number(path.get('path_ms'), 0.0):.2f} ms), summarised as HTA does: the "
+                    "chain of CPU work, launches and GPU work that the step's end waited for."))
+    patterns = [as_dict(p) for p in as_list(ga.get("kernel_patterns"))]
+    if patterns:
+        blocks.append(Table(
+            f"kineto-kernel-patterns-{sid}", ["Operator", "Kernels (in GPU order)", "Count", "GPU (ms)", "CPU (ms)"],
+            [[_short(str(p.get("operator", "")), 60), _sequence(p), p.get("count", 0), number(p.get("gpu_ms")),
+              number(p.get("cpu_ms"))] for p in patterns[:5]],
+            ["text", "text", "int", "num2", "num2"],
+            caption="The 5 most frequent CUDA kernel sequences per top-level operator (HTA's frequent patterns; "
+                    "report.json has 10): an "
+                    "operator's GPU work, in the order it ran; repeated sequences are what CUDA graphs or "
+                    "torch.compile can fuse. Count, and the GPU and CPU time of all of them."))
+    memcpy = [as_dict(m) for m in as_list(as_dict(ga.get("memcpy")).get("by_kind"))]
+    if memcpy:
+        blocks.append(Table(
+            f"kineto-memcpy-bandwidth-{sid}", ["Copy", "Host memory", "Count", "MB", "Time (ms)", "GB/s"],
+            [[str(m.get("kind", "")), str(m.get("host_memory") or "-"), m.get("count", 0),
+              number(m.get("bytes"), 0.0) / 1e6, number(m.get("time_ms")), number(m.get("gb_per_s"))] for m in memcpy],
+            ["text", "text", "int", "num2", "num2", "num2"]))
+    tc = as_dict(ga.get("tensor_cores"))
+    if number(tc.get("compute_kernel_ms"), 0.0) > 0:
+        cc = number(tc.get("compute_capability"))
+        blocks.append(Text(
+            f"Tensor cores: {100 * number(tc.get('eligible_share'), 0.0):.1f} % of compute kernel time is fp32 "
+            f"GEMM/convolution (eligible for tensor cores with TF32 or mixed precision), "
+            f"{number(tc.get('tensor_core_gemm_conv_ms'), 0.0):.2f} ms runs in tensor-core precisions; device "
+            + (f"compute capability {cc:.1f} ({'with' if tc.get('has_tensor_cores') else 'without'} tensor cores)."
+               if cc is not None else "capability unknown (no deviceProperties).")))
+    sync = as_dict(ga.get("sync"))
+    if number(sync.get("calls"), 0):
+        ops = "; ".join(f"{name} ×{count}" for name, count in list(as_dict(sync.get("by_operator")).items())[:3])
+        blocks.append(Text(
+            f"Host synchronisations: {sync.get('calls')} blocking calls ({ops}), "
+            + (f"{number(sync.get('per_step'), 0.0):.1f} per step, " if sync.get("per_step") is not None else "")
+            + f"the host blocked {number(sync.get('blocked_ms'), 0.0):.2f} ms; the GPU sat idle "
+            f"{number(sync.get('idle_after_ms'), 0.0):.2f} ms after them "
+            f"({number(sync.get('idle_after_beyond_one_per_step_ms'), 0.0):.2f} ms beyond one per step)."))
+    return blocks

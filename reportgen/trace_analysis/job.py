@@ -1,0 +1,355 @@
+"""A job's PyTorch profiler traces analysed rank by rank: plan, reduce per rank, exact merge.
+
+One rank's trace files are read, merged and analysed at a time, so memory holds one rank, never the
+job; on a Dask cluster each rank is one task on a worker, which reads the files where they are (a
+local folder, or S3 with the worker's own credentials) and sends back only the rank's summary.
+
+The functions to call::
+
+    from reportgen.trace_analysis.job import analyze_traces, TaskStats
+    doc, problems = analyze_traces(files)                        # this process, one rank after another
+    doc, problems = analyze_traces(files, scheduler="local:2")   # Dask: a local cluster of 2 workers
+    doc, problems = analyze_traces(files, scheduler="tcp://host:8786")  # an existing cluster
+    doc, problems = analyze_traces(files, client=dask_client)    # a dask.distributed.Client you hold
+    stats: list[TaskStats] = []                                  # per task: files, bytes, seconds,
+    analyze_traces(files, scheduler="local:2", stats=stats)      #   worker pid and its peak RSS
+    # S3 objects the workers fetch themselves (keys, not local paths; needs a scheduler):
+    analyze_traces(keys, client=client, s3=S3System(bucket, "", objects, region=...))
+
+``doc`` is the ``kineto.json`` document (``write_kineto_outputs`` writes it), ``problems`` the
+traces' data problems. Every number is the one the all-files-at-once analysis gave (tests compare
+with its frozen output on every fixture trace set).
+
+How (docs/distributed.md, "PyTorch profiler traces"):
+
+1. **Plan** from the file names and each file's first 64 KiB (:func:`probe_rank`): a task per
+   ``distributedInfo.rank`` and per torch worker (``<host>_<pid>`` in torch's file names: one process,
+   its profiling cycles), else per file; so a rank's files are normally one task and read once.
+2. **Reduce** (:func:`reduce_task`, on a worker or here; on Dask a task of several files is one
+   :func:`read_file` task per file, on any worker, then :func:`reduce_reads`): read the task's files, group them into
+   ranks exactly as ``reportgen.trace_analysis.ranks`` does, merge each rank's cycles, ``analyze_trace`` it,
+   and keep every distinct kernel and CPU-operator name with its total and count (not only the
+   rank's top 15: that is what makes the job-wide top 15 exact).
+3. **Merge**: a rank whose files ended up in more than one task (its rank written after the events,
+   two workers of one rank, S3 keys) is reduced again from all its files at once,
+   as one task, so it is merged exactly as before. Then the labels, the straggler, and the job-wide
+   tables (``job`` in kineto.json): per-name sums over the ranks in rank order, top 15.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reportgen.trace_analysis.analysis import TOP_KERNELS, TOP_OPS, analyze_trace, compare_ranks, totals_by_name
+from reportgen.trace_analysis.ranks import (cycle_order, group_traces_keyed, merge_cycles, rank_key, rank_label, rank_order,
+                                    unique_labels, worker_of)
+from reportgen.readers.trace_files import read_trace_file
+from reportgen.errors import InputError
+from reportgen.problems import DataProblem, ProblemLog
+from reportgen.readers.distributed import PieceStats as TaskStats
+from reportgen.readers.distributed import S3System, download_objects, peak_rss
+from reportgen.sources.layout import TRACE_FORMATS, trace_format
+
+__all__ = ["FileRead", "RankSummary", "S3System", "TaskResult", "TaskStats", "analyze_traces", "job_tables",
+           "plan_tasks", "probe_rank", "read_file", "reduce_reads", "reduce_task", "straggler_summary"]
+
+
+@dataclass
+class RankSummary:
+    """What a task returns per rank: small, and enough for an exact merge."""
+
+    key: tuple  # ("rank", n) / ("worker", name) / ("file", label): how ranks are grouped and ordered
+    members: list[int]  # the job's file indices of its files
+    label: str  # rank_label() of its files (made unique on the client)
+    first_name: str  # name of its first file (in time order)
+    first_file: str  # how data problems name that file (local path or s3:// URI)
+    workers: list[str]
+    doc: dict  # analyze_trace(): what kineto.json holds for the rank
+    totals: dict  # totals_by_name(): every kernel / CPU-operator name -> (total µs, count)
+
+
+@dataclass
+class TaskResult:
+    ranks: list[RankSummary]
+    problems: dict[int, tuple[dict, list[DataProblem]]]  # file index -> (counts by reason, listed sample)
+    stats: TaskStats = field(default_factory=TaskStats)
+
+
+# ------------------------------------------------------------------------------------ plan
+
+
+def plan_tasks(files: list[str], ranks: list[int | None] | None = None) -> list[list[int]]:
+    """File indices per task, without reading a file: torch's worker name (``<worker>.<ns>.pt.trace.json``)
+    groups a process's cycles, any other file is a task of its own; ``ranks`` (:func:`probe_rank` of each
+    file, None where unknown) also puts the files of one ``distributedInfo.rank`` in one task, so that a
+    rank is never reduced twice. Tasks in the order of their first file, files in job order."""
+    parent = list(range(len(files)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[tuple, int] = {}
+    for i, name in enumerate(files):
+        worker = worker_of(Path(str(name)))
+        keys = [("worker", worker)] if worker is not None else []
+        if ranks is not None and ranks[i] is not None:
+            keys.append(("rank", ranks[i]))
+        for key in keys:
+            a, b = root(first.setdefault(key, i)), root(i)
+            parent[max(a, b)] = min(a, b)
+    tasks: dict[int, list[int]] = {}
+    for i in range(len(files)):
+        tasks.setdefault(root(i), []).append(i)
+    return list(tasks.values())
+
+
+PROBE_BYTES = 64 * 1024  # compressed bytes read from the start of a file to find its distributedInfo
+PROBE_TEXT = 256 * 1024  # at most this much text decompressed from them (a gzip bomb stays small)
+_INFO = re.compile(rb'"distributedInfo"\s*:\s*')
+
+
+def probe_rank(path) -> int | None:
+    """``distributedInfo.rank`` when the file states it before its events (torch writes it in the header),
+    from the first 64 KiB only; None when it is not there, not a number, or the file cannot be read. A
+    prediction for the plan only: the reduction still groups by what the whole read finds."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(PROBE_BYTES)
+        if head[:2] == b"\x1f\x8b":
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, PROBE_TEXT)
+        head = head.split(b'"traceEvents"', 1)[0]
+        match = _INFO.search(head)
+        if match is None:
+            return None
+        info, _ = json.JSONDecoder().raw_decode(head[match.end():].decode("utf-8", "replace"))
+    except (OSError, ValueError, zlib.error):
+        return None
+    rank = info.get("rank") if isinstance(info, dict) else None
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+
+# ------------------------------------------------------------------------------------ reduce (worker side)
+
+
+@dataclass
+class FileRead:
+    """One file read into columns (:func:`read_file`): on Dask, a rank's files are read by separate
+    tasks, on any worker, and these go to the one task that merges the rank."""
+
+    index: int  # the job's file index
+    display: str  # how data problems name the file (local path or s3:// URI)
+    trace: object  # TraceColumns, or None when the S3 key was unsafe (not fetched)
+    problems: tuple[dict, list[DataProblem]]
+    bytes: int = 0
+    seconds: float = 0.0
+    peak_rss: int = 0
+
+
+def read_file(index: int, name: str, cap: int, s3: S3System | None = None) -> FileRead:
+    """Read one trace file (a local path, or an S3 key the worker fetches into a temporary folder it then
+    deletes) into its columns. Never raises on bad content (the reader records it); S3 errors do."""
+    started = time.perf_counter()
+    log = ProblemLog(cap)
+    with contextlib.ExitStack() as stack:
+        if s3 is not None:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reportgen-traces-")))
+            path, display = dict(download_objects(s3, [name], tmp)).get(name), f"s3://{s3.bucket}/{name}"
+        else:
+            path, display = Path(name), str(Path(name))
+        if path is None:
+            log.add(display, None, "unsafe S3 key (not fetched)")
+            return FileRead(index, display, None, (dict(log.counts), log.items), 0, time.perf_counter() - started)
+        trace = read_trace_file(path, log)
+        nbytes = 0
+        with contextlib.suppress(OSError):
+            nbytes = path.stat().st_size
+    if display != str(path):
+        log.items = [DataProblem(display if p.file == str(path) else p.file, p.line, p.reason) for p in log.items]
+    return FileRead(index, display, trace, (dict(log.counts), log.items), nbytes, time.perf_counter() - started,
+                    peak_rss())
+
+
+def reduce_task(files: list[tuple[int, str]], cap: int, s3: S3System | None = None,
+                one_rank: bool = False) -> TaskResult:
+    """Read ``files`` (job index, local path or S3 key), group them into ranks and reduce each rank.
+    ``one_rank``: the files are one rank (the client's regrouping), no grouping. Never raises on bad
+    content (the reader records it); S3 errors do."""
+    return reduce_reads([read_file(i, name, cap, s3) for i, name in files], one_rank)
+
+
+def reduce_reads(reads: list[FileRead], one_rank: bool = False) -> TaskResult:
+    """Group files already read into ranks and reduce each rank (the second half of :func:`reduce_task`)."""
+    started = time.perf_counter()
+    problems = {read.index: read.problems for read in reads}
+    traces = [read.trace for read in reads if read.trace is not None]
+    index = {id(read.trace): read.index for read in reads if read.trace is not None}
+    shown = {id(read.trace): read.display for read in reads if read.trace is not None}
+    if one_rank:
+        cycle_order(traces)
+        groups = [(rank_key(traces[0]), traces)] if traces else []
+    else:
+        groups = group_traces_keyed(traces)
+    del traces  # each group's files go as soon as the group is merged
+    ranks = []
+    for key, group in groups:
+        members = [index[id(t)] for t in group]
+        label, first_name, first_file = rank_label(group), group[0].path.name, shown[id(group[0])]
+        rank = merge_cycles(group)
+        group.clear()
+        ranks.append(RankSummary(key, members, label, first_name, first_file, list(rank.workers),
+                                 analyze_trace(rank), totals_by_name(rank)))
+        del rank
+    read_seconds = sum(read.seconds for read in reads)
+    stats = TaskStats(files=len(reads), bytes=sum(read.bytes for read in reads),
+                      seconds=read_seconds + time.perf_counter() - started, worker_pid=os.getpid(),
+                      peak_rss=max([peak_rss(), *(read.peak_rss for read in reads)]))
+    reads.clear()
+    return TaskResult(ranks, problems, stats)
+
+
+# ------------------------------------------------------------------------------------ merge (client side)
+
+
+def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str | None = None, client=None,
+                   s3: S3System | None = None, stats: list | None = None) -> tuple[dict, ProblemLog]:
+    """The ``kineto.json`` document of a job's trace files and their data problems (module docstring).
+
+    ``files``: local paths, or S3 keys with ``s3``; ``scheduler`` (``local[:N]`` / ``tcp://host:port``)
+    or ``client``: one task per rank on Dask, else one rank after another here; ``stats``: a list
+    that receives each task's :class:`TaskStats`."""
+    problems = problems if problems is not None else ProblemLog()
+    names = [str(f) for f in files]
+    if scheduler is not None and client is None:
+        from reportgen.readers.distributed import dask_client, parse_scheduler
+
+        with dask_client(parse_scheduler(scheduler)) as own:
+            return analyze_traces(files, problems, client=own, s3=s3, stats=stats)
+    if s3 is not None and client is None:
+        raise ValueError("traces in S3 are fetched by Dask workers: give a scheduler or a client")
+
+    def run(tasks: list[list[int]], one_rank: bool) -> list[TaskResult]:
+        jobs = [[(i, names[i]) for i in task] for task in tasks]
+        if client is None:
+            results = [reduce_task(job, problems.cap, s3, one_rank) for job in jobs]
+        else:
+            # A task of several files (a rank's cycles) reads each file in a task of its own, so the
+            # files are read on every worker at once; one task then merges and analyses the rank.
+            # Submitted in order, each reduction before the next task's reads: Dask runs it first.
+            futures, reads = [], []
+            for job in jobs:
+                if len(job) == 1:
+                    futures.append(client.submit(reduce_task, job, problems.cap, s3, one_rank, pure=False))
+                    continue
+                parts = [client.submit(read_file, i, name, problems.cap, s3, pure=False) for i, name in job]
+                reads += parts
+                futures.append(client.submit(reduce_reads, parts, one_rank, pure=False))
+            try:
+                results = client.gather(futures)
+            except Exception as err:
+                _explain_dask_failure(err)
+                raise
+            finally:
+                for future in futures + reads:
+                    future.release()
+        if stats is not None:
+            stats.extend(r.stats for r in results)
+        return results
+
+    results = run(plan_tasks(names, None if s3 is not None else [probe_rank(name) for name in names]), False)
+    per_file = {i: found for result in results for i, found in result.problems.items()}
+    for i in sorted(per_file):  # in file order, as a sequential read records them
+        counts, items = per_file[i]
+        problems.counts.update(counts)
+        problems.items.extend(items[: max(problems.cap - len(problems.items), 0)])
+    by_key: dict[tuple, list[RankSummary]] = {}
+    for result in results:
+        for summary in result.ranks:
+            by_key.setdefault(summary.key, []).append(summary)
+    split = [key for key, found in by_key.items() if len(found) > 1]
+    if split:  # a rank spread over several tasks: reduced again from all its files at once
+        again = run([sorted(i for s in by_key[key] for i in s.members) for key in split], True)
+        for key, result in zip(split, again):
+            by_key[key] = result.ranks
+    summaries = [by_key[key][0] for key in sorted(by_key, key=rank_order)]
+    labels = unique_labels([(s.label, s.first_name) for s in summaries])
+    ranks: dict[str, dict] = {}
+    for summary, label in zip(summaries, labels):
+        if len(summary.workers) > 1:
+            problems.add(summary.first_file, None, f"rank {label}: trace files of {len(summary.workers)} processes "
+                         f"({', '.join(summary.workers[:4])}) merged; a folder reused by several runs?")
+        ranks[label] = summary.doc
+    doc = {"version": 2, "files": [Path(name).name for name in names], "ranks": ranks,
+           "comparison": compare_ranks(ranks)}
+    doc["straggler"] = straggler_summary(doc["comparison"])
+    doc["job"] = job_tables(summaries, labels)
+    formats = sorted({fmt.name for name in names if (fmt := trace_format(Path(name))) is not None})
+    if any(name != TRACE_FORMATS[0].name for name in formats):  # Kineto-only documents stay as they were
+        doc["formats"] = formats
+    return doc, problems
+
+
+def _explain_dask_failure(err: Exception) -> None:
+    """A worker that died (out of memory, killed) is the environment, not a bug: one line, exit 2."""
+    from distributed import KilledWorker
+
+    if isinstance(err, KilledWorker):
+        raise InputError(f"--scheduler: a Dask worker died while analysing PyTorch profiler traces ({err}); each "
+                         "worker needs the memory of one rank's traces (docs/distributed.md)") from None
+
+
+def straggler_summary(comparison: dict) -> dict | None:
+    """The top-level ``straggler`` of kineto.json: rank, reason, evidence, method (None: none found)."""
+    if comparison.get("straggler") is None:
+        return None
+    return {"rank": comparison["straggler"], "reason": comparison.get("reason"),
+            "evidence": list(comparison.get("evidence") or []), "method": comparison.get("method")}
+
+
+def job_tables(summaries: list[RankSummary], labels: list[str]) -> dict:
+    """Kernels and CPU operators over all ranks: each name's total and count summed over the ranks (in
+    rank order) from every rank's complete per-name totals, so the top 15 is exact; with the
+    per-rank least and most time among the ranks that ran it."""
+    out: dict = {"ranks": len(summaries)}
+    for key, count_key, top_n in (("kernels", "launches", TOP_KERNELS), ("cpu_ops", "calls", TOP_OPS)):
+        acc: dict[str, list] = {}  # name -> [total µs, count, ranks, least µs, its rank, most µs, its rank]
+        for summary, label in zip(summaries, labels):
+            for name, (total, count) in summary.totals.get(key, {}).items():
+                entry = acc.get(name)
+                if entry is None:
+                    acc[name] = [total, count, 1, total, label, total, label]
+                    continue
+                entry[0] += total
+                entry[1] += count
+                entry[2] += 1
+                if total < entry[3]:
+                    entry[3], entry[4] = total, label
+                if total > entry[5]:
+                    entry[5], entry[6] = total, label
+        grand = 0.0  # all kernel time of the job (the ranks' kernels.total_ms, in rank order)
+        for summary in summaries if key == "kernels" else ():
+            grand += summary.doc["kernels"]["total_ms"]
+        ranked = sorted(acc.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top_n]
+        top = []
+        for name, (total, count, n, least, least_at, most, most_at) in ranked:
+            row = {"name": name, "total_ms": total / 1000.0, count_key: count, "mean_us": total / count if count else 0.0,
+                   "ranks": n, "min_rank_ms": least / 1000.0, "min_rank": least_at, "max_rank_ms": most / 1000.0,
+                   "max_rank": most_at}
+            if key == "kernels":
+                row["pct"] = 100.0 * (total / 1000.0) / grand if grand else 0.0
+            top.append(row)
+        table = {"count": sum(e[1] for e in acc.values()), "distinct": len(acc), "top": top}
+        if key == "kernels":
+            table["total_ms"] = grand
+        out[key] = table
+    return out
