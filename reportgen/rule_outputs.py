@@ -19,6 +19,7 @@ from reportgen.errors import InputError
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER
 from reportgen.sources.layout import RULE_OUTPUT_SUBDIRS
+from reportgen.traces.numbers import as_float, is_number
 
 REQUIRED_FIELDS = ("RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters")
 
@@ -89,20 +90,11 @@ STEP_SLACK_S = 86_400  # a first/last step a day outside the job's time is no st
 
 
 def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A number a float holds (``math.isfinite`` raises on an integer of 400 digits)."""
+    return is_number(value) and math.isfinite(value)
 
 
 RECORDED = ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores", "job_rss_peak_bytes", "host_shared")
-
-
-def _float_or_none(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        value = float(value)
-    except OverflowError:  # an int beyond float range, as JSON can hold
-        return None
-    return value if math.isfinite(value) else None
 
 
 def recorded_command(recording: dict | None) -> dict | None:
@@ -111,13 +103,13 @@ def recorded_command(recording: dict | None) -> dict | None:
     if not isinstance(recording, dict):
         return None
     values = {k: recording.get(k) for k in RECORDED}
-    numbers = [_float_or_none(values[k]) for k in RECORDED[:5]]
+    numbers = [as_float(values[k]) for k in RECORDED[:5]]
     if any(v is None for v in numbers) or not isinstance(values["host_shared"], bool):
         return None
     command = dict(zip(RECORDED[:5], numbers))
     command["cpu_cores"], command["job_rss_peak_bytes"] = int(command["cpu_cores"]), int(command["job_rss_peak_bytes"])
     for key in ("job_cpu_pct_of_host_p50", "job_cpu_pct_of_host_p95"):  # absent in recordings before them
-        command[key] = _float_or_none(recording.get(key))
+        command[key] = as_float(recording.get(key))
     return {**command, "host_shared": values["host_shared"]}
 
 
