@@ -199,13 +199,23 @@ def make(ev: Evidence, cause: str, share: float, evidence: list[str], fix: str, 
     of the job here), or ``seconds``. Traces alone: shares of the profiled steps (the job is not known)."""
     if loop_share is not None:
         loop_share = min(max(float(loop_share), 0.0), 1.0)
-        loop = ev.loop_s if ev.loop_s else ev.duration_s
-        seconds = loop_share * loop if loop else 0.0
-    if seconds is not None:
-        share = seconds / ev.duration_s if ev.duration_s else 0.0
-    share = min(max(float(share), 0.0), 1.0)
-    seconds = min(seconds, ev.duration_s or 0.0) if seconds is not None else (
-        share * ev.duration_s if ev.duration_s else 0.0)
+    if ev.trace_only:  # every share is of the profiled steps, and so are the seconds
+        steps_s = ev.profiled_steps_s or ev.duration_s or 0.0
+        if loop_share is not None:
+            share = loop_share
+        elif seconds is not None:
+            share = seconds / steps_s if steps_s else 0.0
+        share = min(max(float(share), 0.0), 1.0)
+        seconds = share * steps_s
+    else:
+        if loop_share is not None:
+            loop = ev.loop_s if ev.loop_s else ev.duration_s
+            seconds = loop_share * loop if loop else 0.0
+        if seconds is not None:
+            share = seconds / ev.duration_s if ev.duration_s else 0.0
+        share = min(max(float(share), 0.0), 1.0)
+        seconds = min(seconds, ev.duration_s or 0.0) if seconds is not None else (
+            share * ev.duration_s if ev.duration_s else 0.0)
     cost = seconds * ev.price_per_s if ev.price_per_s is not None else None
     base = "profiled steps" if ev.trace_only else "job"
     return Finding(cause, share, seconds, cost, [e for e in evidence if e], fix, loop_share=loop_share, base=base,

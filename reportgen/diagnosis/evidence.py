@@ -96,6 +96,9 @@ class Evidence:
     trace_comparison: dict = field(default_factory=dict)
     slow_steps: dict[str, dict] = field(default_factory=dict)  # worker/rank -> engine.slow_steps summary
     trace_only: bool = False  # only profiler traces: no job times, no system metrics
+    # traces alone: the profiled steps' time (the longest rank's sum of its steps), what "of the profiled
+    # steps" impacts are shares of; None when no rank has steps (the trace's span stands in)
+    profiled_steps_s: float | None = None
     trace_span_s: float | None = None  # first to last traced event over every rank and cycle
     profiled_s: float | None = None  # the traced cycles' own time (a rank's cycles added up)
     procs_per_node: int | None = None  # training processes per node (GPUs per node, or ranks per host)
@@ -203,6 +206,10 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
             ev.duration_s = max(spans) / 1000.0
             ev.loop_s = ev.duration_s
             ev.trace_only = True
+            totals = [sum(d for d in (_num(_dict(x).get("dur_ms")) for x in _list(r.get("steps")))
+                          if d is not None and d > 0) for r in ev.trace_ranks.values()]
+            if max(totals, default=0) > 0:
+                ev.profiled_steps_s = min(max(totals) / 1000.0, ev.duration_s)
     if ev.duration_s is None and ev.timeline_s:
         ev.duration_s = ev.timeline_s
 
