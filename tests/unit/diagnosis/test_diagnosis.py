@@ -218,3 +218,18 @@ def test_a_trace_without_outlier_steps_does_not_claim_their_durations_are_missin
     counted = outputs(rule("StepOutlier", details={"step_details": {"algo-1": {
         "number_of_outliers": 3, "step_stats": {"p50": 0.4}}}}))
     assert any("only counts" in item for item in diagnose(counted).not_judged)
+
+
+@pytest.mark.fixtures
+def test_traces_alone_an_impact_is_its_share_of_the_profiled_steps_time_not_of_the_traces_span():
+    """hta-resnet-v100-1gpu: 5 profiled steps (394 ms) in a 590 ms trace; fp32 GEMMs that tensor cores would
+    halve give back 29.8 ms a step: 5 x 29.8 ms of the profiled steps, not 38 % of the whole trace."""
+    made = kineto_outputs("hta-resnet-v100-1gpu")
+    rank = made.traces["ranks"]["0"]
+    steps_s = sum(s["dur_ms"] for s in rank["steps"]) / 1000
+    assert len(rank["steps"]) == 5 and steps_s < rank["span_ms"] / 1000 * 0.7
+    diagnosis = diagnose(made)
+    top = diagnosis.findings[0]
+    assert top.cause == "no-mixed-precision" and top.base == "profiled steps"
+    assert top.seconds == pytest.approx(top.share * steps_s)
+    assert top.seconds == pytest.approx(5 * top.metrics["per_step_ms"] / 1000, rel=1e-6)
