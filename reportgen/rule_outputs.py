@@ -136,12 +136,67 @@ def time_problems(details: dict) -> list[str]:
     return out
 
 
-def job_times_plausible(details: dict) -> bool:
-    return not any(p.startswith("job_start") for p in time_problems(details))
+@dataclass(frozen=True)
+class OutlierStep:
+    """One outlier step as StepOutlier's details list it (``step_details.<worker>.outliers``: reportgen's
+    addition, step, start_s, duration_s) with its worker's median step: the typed view the report's outlier
+    table and the diagnosis' step-outliers cause both read."""
+
+    worker: str
+    step: str
+    duration_s: float
+    start_s: float | None  # epoch seconds, None when not recorded
+    median_s: float | None  # the worker's p50 step
 
 
-def step_times_plausible(details: dict) -> bool:
-    return not time_problems(details)
+def outlier_steps_of(details) -> list[OutlierStep]:
+    """Every listed outlier step with a usable duration, workers and steps in the details' order."""
+    details = details if isinstance(details, dict) else {}
+    workers = details.get("step_details") if isinstance(details.get("step_details"), dict) else {}
+    found = []
+    for worker, info in workers.items():
+        info = info if isinstance(info, dict) else {}
+        stats = info.get("step_stats") if isinstance(info.get("step_stats"), dict) else {}
+        median = as_float(stats.get("p50"))
+        for item in info.get("outliers") if isinstance(info.get("outliers"), list) else []:
+            item = item if isinstance(item, dict) else {}
+            duration = as_float(item.get("duration_s"))
+            if duration is not None:
+                found.append(OutlierStep(str(worker), str(item.get("step", "")), duration,
+                                         as_float(item.get("start_s")), median))
+    return found
+
+
+@dataclass(frozen=True)
+class JobTimes:
+    """MaxInitializationTime's job and step times, the typed view the summary and initialization sections and
+    the diagnosis read (one reading of ``job_start``/``job_end``/``step_num``). Numbers are kept as given (an
+    int stays an int: the summary shows them exactly); anything a float cannot hold is None."""
+
+    start_s: float | None = None  # the job's start and end, epoch seconds
+    end_s: float | None = None
+    first_step_us: float | None = None  # the first and last step's start, epoch microseconds
+    last_step_us: float | None = None
+    problems: tuple[str, ...] = ()  # why the times cannot be facts (``time_problems``)
+
+    @classmethod
+    def of(cls, details) -> JobTimes:
+        details = details if isinstance(details, dict) else {}
+        step = details.get("step_num") if isinstance(details.get("step_num"), dict) else {}
+        number = lambda value: value if _finite(value) else None  # noqa: E731
+        return cls(number(details.get("job_start")), number(details.get("job_end")), number(step.get("first")),
+                   number(step.get("last")), tuple(time_problems(details)))
+
+    @property
+    def job_known(self) -> bool:
+        """Start and end are numbers and plausible epoch seconds in order."""
+        return (self.start_s is not None and self.end_s is not None
+                and not any(p.startswith("job_start") for p in self.problems))
+
+    @property
+    def steps_known(self) -> bool:
+        """The job is known and so are its first and last steps, within its time."""
+        return self.job_known and self.first_step_us is not None and self.last_step_us is not None and not self.problems
 
 
 def find_rule_output_dir(source: Path) -> Path | None:

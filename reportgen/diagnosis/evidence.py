@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
-from reportgen.rule_outputs import RuleOutputs, recorded_command
+from reportgen.rule_outputs import JobTimes, RuleOutputs, outlier_steps_of, recorded_command
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
 MIN_TIMELINE_S = 60.0  # a shorter recording is too short to judge utilization from
@@ -180,12 +180,11 @@ class Evidence:
 
 def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
     rule = outputs.get("MaxInitializationTime")
-    details = _dict(rule.details) if rule else {}
-    start, end = _num(details.get("job_start")), _num(details.get("job_end"))
+    times = JobTimes.of(rule.details if rule else None)
+    start, end = _num(times.start_s), _num(times.end_s)
     if start is not None and end is not None and end >= start:
         ev.duration_s = end - start
-        steps = _dict(details.get("step_num"))
-        first, last = _num(steps.get("first")), _num(steps.get("last"))
+        first, last = _num(times.first_step_us), _num(times.last_step_us)
         if first is not None and last is not None and last >= first:
             ev.loop = (first / 1e6, last / 1e6)
             ev.init_s = max(first / 1e6 - start, 0.0)
@@ -365,14 +364,8 @@ def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
         stats = {k: _num(v) for k, v in _dict(info.get("step_stats")).items()}
         ev.steps[str(worker)] = {"stats": stats, "outliers": int(_num(info.get("number_of_outliers")) or 0),
                                  "steps": _num(info.get("steps"))}
-        median = stats.get("p50")
-        for item in _list(info.get("outliers")):
-            item = _dict(item)
-            duration = _num(item.get("duration_s"))
-            if duration is None:
-                continue
-            ev.outliers.append({"step": str(item.get("step", "")), "worker": str(worker), "duration_s": duration,
-                                "median_s": median, "start_s": _num(item.get("start_s"))})
+    ev.outliers = [{"step": o.step, "worker": o.worker, "duration_s": o.duration_s, "median_s": o.median_s,
+                    "start_s": o.start_s} for o in outlier_steps_of(rule.details if rule else None)]
 
 
 def _traces(ev: Evidence, outputs: RuleOutputs) -> None:

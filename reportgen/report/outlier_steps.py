@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from reportgen.formatting import utc
 from reportgen.report.model import Table
-from reportgen.report.util import as_dict, number
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.rule_outputs import RuleOutputs, outlier_steps_of
 
 LISTED = 20
 
@@ -19,19 +18,9 @@ def outlier_steps(outputs: RuleOutputs) -> list[dict]:
     """Every listed outlier step: worker, step, start_s (epoch s or None), duration_s, median_s, ratio;
     slowest first."""
     rule = outputs.get("StepOutlier")
-    details = as_dict(rule.details) if rule else {}
-    found = []
-    for worker, info in as_dict(details.get("step_details")).items():
-        info = as_dict(info)
-        median = number(as_dict(info.get("step_stats")).get("p50"))
-        for item in info.get("outliers") or []:
-            item = as_dict(item)
-            duration = number(item.get("duration_s"))
-            if duration is None:
-                continue
-            found.append({"worker": str(worker), "step": str(item.get("step", "")),
-                          "start_s": number(item.get("start_s")), "duration_s": duration, "median_s": median,
-                          "ratio": duration / median if median else None})
+    found = [{"worker": o.worker, "step": o.step, "start_s": o.start_s, "duration_s": o.duration_s,
+              "median_s": o.median_s, "ratio": o.duration_s / o.median_s if o.median_s else None}
+             for o in outlier_steps_of(rule.details if rule else None)]
     return sorted(found, key=lambda o: -o["duration_s"])
 
 

@@ -31,3 +31,36 @@ def test_a_recording_summary_with_a_400_digit_figure_is_no_summary():
     assert recorded_command({**good, "job_rss_peak_bytes": HUGE}) is None
     assert recorded_command({**good, "job_cpu_pct_of_host_p50": HUGE})["job_cpu_pct_of_host_p50"] is None
     assert recorded_command({**good, "host_shared": 1}) is None
+
+
+def test_job_times_view_reads_the_times_once_for_every_room():
+    from reportgen.rule_outputs import JobTimes
+    from reportgen.report.sections.summary import compute
+
+    good = {"job_start": 1_700_000_000, "job_end": 1_700_000_600,
+            "step_num": {"first": 1_700_000_030 * 10**6, "last": 1_700_000_590 * 10**6}}
+    times = JobTimes.of(good)
+    assert (times.start_s, times.end_s, times.job_known, times.steps_known) == (1_700_000_000, 1_700_000_600, True, True)
+    assert isinstance(times.start_s, int)  # kept as given: the summary shows it exactly
+    assert compute(good)["initialization_s"] == 30 and compute(good)["job_duration_s"] == 600
+    huge = {**good, "job_start": HUGE}
+    assert JobTimes.of(huge).start_s is None and not JobTimes.of(huge).job_known and compute(huge) is None
+    steps_late = {**good, "step_num": {"first": 1.8e15, "last": 1.9e15}}  # steps a day past the job
+    assert JobTimes.of(steps_late).job_known and not JobTimes.of(steps_late).steps_known
+    assert "training_loop_start" not in compute(steps_late)
+    assert JobTimes.of(None) == JobTimes() and not JobTimes.of("nonsense").job_known
+
+
+def test_outlier_steps_view_keeps_order_and_drops_what_is_no_duration():
+    from reportgen.rule_outputs import OutlierStep, outlier_steps_of
+
+    details = {"step_details": {
+        "algo-1": {"step_stats": {"p50": 0.5}, "outliers": [
+            {"step": 40, "start_s": 1.7e9, "duration_s": 2.5}, {"step": 41, "duration_s": HUGE},
+            {"step": 60, "duration_s": 1}, "nonsense"]},
+        "algo-2": {"step_stats": {"p50": True}, "outliers": [{"step": "7", "start_s": "x", "duration_s": 0.9}]},
+        "algo-3": "nonsense"}}
+    assert outlier_steps_of(details) == [OutlierStep("algo-1", "40", 2.5, 1.7e9, 0.5),
+                                         OutlierStep("algo-1", "60", 1.0, None, 0.5),
+                                         OutlierStep("algo-2", "7", 0.9, None, None)]
+    assert outlier_steps_of(None) == [] and outlier_steps_of({"step_details": []}) == []

@@ -6,7 +6,7 @@ from reportgen.report.model import Section, Text
 from reportgen.report.sections.summary import compute
 from reportgen.report.trace_facts import initialization_sentence, trace_facts
 from reportgen.report.util import as_dict
-from reportgen.rule_outputs import RuleOutputs, time_problems
+from reportgen.rule_outputs import JobTimes, RuleOutputs
 from reportgen.section_ids import SectionId
 
 
@@ -29,7 +29,7 @@ def build(outputs: RuleOutputs) -> Section:
                          "its first step.", tone="finding"))
     elif init is None and (bound := initialization_sentence(trace_facts(outputs), as_dict(rule.details).get("job_start"))):
         section.add(Text("The system metrics hold no step boundaries. " + bound, tone="note"))
-    elif init is None and time_problems(as_dict(rule.details)):
+    elif init is None and JobTimes.of(rule.details).problems:
         section.missing("The recorded job or step times are impossible (see Data quality), so the initialization "
                         "time is unknown.")
     elif init is None:

@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-import math
-
 from reportgen.formatting import exact_number, human_duration, iso_utc, pct1, timestamp
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Shown, Table, TableWithChart, Text
 from reportgen.report.trace_facts import steps_sentence, trace_facts
-from reportgen.rule_outputs import RuleOutputs, job_times_plausible, step_times_plausible, time_problems
+from reportgen.rule_outputs import JobTimes, RuleOutputs
 from reportgen.section_ids import SectionId
-
-
-def _finite_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def compute(details: dict) -> dict | None:
     """The summary numbers, computed exactly as the original report does (int truncation)."""
-    start, end = details.get("job_start"), details.get("job_end")
-    if not (_finite_number(start) and _finite_number(end)) or not job_times_plausible(details):
+    times = JobTimes.of(details)
+    if not times.job_known:
         return None  # impossible times are no facts (the loader's note says why, under Data quality)
+    start, end = times.start_s, times.end_s
     summary = {"job_start": start, "job_end": end, "job_duration_s": int(end - start)}
-    step = details.get("step_num") if isinstance(details.get("step_num"), dict) else {}
-    first, last = step.get("first"), step.get("last")
-    if _finite_number(first) and _finite_number(last) and step_times_plausible(details):
+    first, last = times.first_step_us, times.last_step_us
+    if times.steps_known:
         duration = summary["job_duration_s"]
         init = int(first / 1e6 - start)
         final = int(abs(end - last / 1e6))
@@ -77,7 +71,7 @@ def build(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.TRAINING_JOB_SUMMARY, "Training job summary")
     rule = outputs.get("MaxInitializationTime")
     summary = compute(rule.details) if rule else None
-    if summary is None and rule is not None and time_problems(rule.details):
+    if summary is None and rule is not None and JobTimes.of(rule.details).problems:
         return section.missing(
             "The job's recorded start and end times are impossible (see Data quality), so its start, end and "
             "duration are unknown."
