@@ -74,6 +74,8 @@ def identity(report: Report) -> list[tuple[str, str]]:
             covers = f" of a trace covering {secs(ev.trace_span_s)}" \
                 if ev.trace_span_s and ev.trace_span_s > 1.05 * ev.duration_s else ""
             items.append(("Profiled", f"{secs(ev.duration_s)}{covers}"))
+            if ev.profiled_steps_s and ev.profiled_steps_s < 0.95 * ev.duration_s:  # what impacts are shares of
+                items.append(("Profiled steps", secs(ev.profiled_steps_s)))
         elif ev.duration_s is not None:
             items.append(("Duration", secs(ev.duration_s)))
             if ev.loop_s:

@@ -74,5 +74,6 @@ def test_at_a_glance_duration_of_a_short_trace_keeps_its_milliseconds():
     items = dict(identity(build_report(made, job_name="t")))
     assert items["Ranks"] == "1"
     assert items["Profiled"] == "590 ms"  # was "0 s": whole seconds only; the trace covers no more than that
+    assert items["Profiled steps"] == "394 ms"  # 5 steps: what "of the profiled steps" impacts are shares of
     long = dict(identity(build_report(kineto_outputs("kineto-resnet50-num-workers-0"), job_name="t")))
     assert long["Profiled"] == "2.0 s of a trace covering 7 min 50 s"  # 470.97 s, truncated as elsewhere; and "Duration" not in long
