@@ -199,6 +199,109 @@ class JobTimes:
         return self.job_known and self.first_step_us is not None and self.last_step_us is not None and not self.problems
 
 
+def _given(value) -> float | None:
+    """A number as given (an int stays an int, so outputs do not move), None for anything no float holds."""
+    return value if _finite(value) else None
+
+
+USAGE_STATS = ("max", "p99", "p95", "p90", "p50", "min")
+
+
+@dataclass(frozen=True)
+class NodeUsage:
+    """One metric on one node in OverallSystemUsage's details (``{metric: {node: {stat: value}}}``): the typed
+    view the system usage section and the diagnosis both read."""
+
+    metric: str  # "CPU", "GPU", "CPU memory", "GPU memory", "I/O", "Network"
+    node: str
+    max: float | None = None
+    p99: float | None = None
+    p95: float | None = None
+    p90: float | None = None
+    p50: float | None = None
+    min: float | None = None
+    listed: tuple[str, ...] = ()  # the statistics the details list, in USAGE_STATS' order (a garbage one: None)
+    any_listed: bool = False  # the node's statistics are a non-empty object (of whatever keys)
+
+    def stat(self, name: str) -> float | None:
+        return getattr(self, name) if name in USAGE_STATS else None
+
+
+def system_usage_of(details) -> tuple[NodeUsage, ...]:
+    """Every (metric, node) of OverallSystemUsage's details, metric by metric, node by node (the original's
+    order); a metric that is not an object is skipped, a node whose statistics are not one has none."""
+    found = []
+    for metric, per_node in (details if isinstance(details, dict) else {}).items():
+        for node, stats in (per_node if isinstance(per_node, dict) else {}).items():
+            stats = stats if isinstance(stats, dict) else {}
+            listed = tuple(k for k in USAGE_STATS if k in stats)
+            found.append(NodeUsage(str(metric), str(node), **{k: _given(stats[k]) for k in listed},
+                                   listed=listed, any_listed=bool(stats)))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class GpuStats:
+    """One GPU's statistics in LowGPUUtilization's, GPUMemoryIncrease's or BatchSize's details (``gpu_max``,
+    ``gpu_95``, ``p25``... as each rule names them)."""
+
+    gpu: str
+    values: dict  # as listed: the box plot and report.json take them all
+
+    def stat(self, key: str) -> float | None:
+        """A statistic as given, None when absent or no number."""
+        return _given(self.values.get(key))
+
+
+@dataclass(frozen=True)
+class NodeGpus:
+    """One node of a per-GPU rule's details (``{node: {gpu: stats, "last_timestamp": ...}}``)."""
+
+    node: str
+    gpus: tuple[GpuStats, ...]  # the entries whose statistics are an object, in order
+    keys: tuple[str, ...]  # every key of the node's object (GPUs and bookkeeping)
+
+    def stats(self) -> dict[str, dict]:
+        """{gpu: statistics as listed}, what a box plot draws."""
+        return {g.gpu: g.values for g in self.gpus}
+
+
+def gpus_of(details) -> tuple[NodeGpus, ...]:
+    """The nodes of a per-GPU rule's details, in order; bookkeeping keys that are not objects are skipped."""
+    return tuple(NodeGpus(str(node), tuple(GpuStats(str(g), dict(s)) for g, s in info.items() if isinstance(s, dict)),
+                          tuple(str(k) for k in info))
+                 for node, info in (details if isinstance(details, dict) else {}).items() if isinstance(info, dict))
+
+
+@dataclass(frozen=True)
+class DataloaderDetails:
+    """The Dataloader rule's details: data-loading processes against cores and the loading times, the typed
+    view the dataloading section and the diagnosis both read. Numbers as given; anything else None."""
+
+    listed: bool = False  # the details hold anything at all
+    cores: float | None = None
+    dataloaders: float | None = None  # median number of data-loading processes running in parallel
+    num_workers: float | None = None
+    pin_memory: bool | None = None
+    prefetch: bool | None = None
+    time_p25: float | None = None  # data-loading time, seconds
+    time_p50: float | None = None
+    time_p95: float | None = None
+    time_probs: list | None = None  # the loading times' histogram as listed (counts, then bin edges)
+    time_binedges: list | None = None
+
+    @classmethod
+    def of(cls, details) -> DataloaderDetails:
+        details = details if isinstance(details, dict) else {}
+        timing = details.get("dataloading_time") if isinstance(details.get("dataloading_time"), dict) else {}
+        flag = lambda value: value if isinstance(value, bool) else None  # noqa: E731
+        listing = lambda value: value if isinstance(value, list) else None  # noqa: E731
+        return cls(bool(details), _given(details.get("cores")), _given(details.get("dataloaders")),
+                   _given(details.get("num_workers")), flag(details.get("pin_memory")), flag(details.get("prefetch")),
+                   *(_given(timing.get(k)) for k in ("p25", "p50", "p95")),
+                   listing(timing.get("probs")), listing(timing.get("binedges")))
+
+
 def find_rule_output_dir(source: Path) -> Path | None:
     """The folder under ``source`` that holds the rule JSONs, or None if there is none."""
     for sub in RULE_OUTPUT_SUBDIRS:

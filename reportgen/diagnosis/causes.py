@@ -579,7 +579,7 @@ def load_imbalance(ev: Evidence, found: dict) -> Finding | None:
         if ev.timeline_ok else []
     source = "mean GPU utilization over the training loop"
     if len(spread) < 2:
-        medians = {node: _stat(stats, "p50") for node, stats in (ev.usage.get("GPU") or {}).items()}
+        medians = {node: None if u.p50 is None else float(u.p50) for node, u in ev.usage_of("GPU").items()}
         spread = [(worker_name(node), v) for node, v in medians.items() if v is not None]
         source = "median GPU utilization of each node"
     if len(spread) < 2:
@@ -610,12 +610,6 @@ def load_imbalance(ev: Evidence, found: dict) -> Finding | None:
                           SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"least_busy": low_who, "least_busy_pct": low, "busiest": top_who, "busiest_pct": top,
                          "mean_pct": mean, "compared": kind})
-
-
-def _stat(stats, key: str) -> float | None:
-    value = stats.get(key) if isinstance(stats, dict) else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        else None
 
 
 def worker_name(worker: str) -> str:

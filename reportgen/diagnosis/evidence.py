@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
-from reportgen.rule_outputs import JobTimes, RuleOutputs, outlier_steps_of, recorded_command
+from reportgen.rule_outputs import (DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of, outlier_steps_of,
+                                    recorded_command, system_usage_of)
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
 MIN_TIMELINE_S = 60.0  # a shorter recording is too short to judge utilization from
@@ -79,7 +80,7 @@ class Evidence:
     gpus_per_node: int | None = None
     cores: int | None = None
     has_gpu: bool | None = None
-    usage: dict[str, dict[str, dict]] = field(default_factory=dict)  # OverallSystemUsage: metric -> node -> stats
+    usage: tuple[NodeUsage, ...] = ()  # OverallSystemUsage: each metric on each node
     gpu_low_share: float | None = None  # share of snapshots with a GPU nearly idle (CPUBottleneck's count)
     cpu_bn_share: float | None = None  # ... and a core > its threshold at the same time
     cpu_bn_cores: float | None = None  # median number of cores above the threshold at those moments
@@ -116,8 +117,12 @@ class Evidence:
     def evaluated(self, rule: str) -> bool:
         return rule in self.states and self.states[rule][0] != NOT_EVALUATED
 
+    def usage_of(self, metric: str) -> dict[str, NodeUsage]:
+        """OverallSystemUsage's ``metric`` node by node."""
+        return {u.node: u for u in self.usage if u.metric == metric}
+
     def usage_stat(self, metric: str, stat: str, how=max) -> float | None:
-        values = [_num(_dict(v).get(stat)) for v in _dict(self.usage.get(metric)).values()]
+        values = [_num(u.stat(stat)) for u in self.usage_of(metric).values()]
         values = [v for v in values if v is not None]
         return how(values) if values else None
 
@@ -125,8 +130,7 @@ class Evidence:
         """Highest GPU memory utilization of any single GPU: GPUMemoryIncrease's per-GPU max, else the
         node-level maximum of OverallSystemUsage (a mean over the node's GPUs)."""
         rule = self.rules.get("GPUMemoryIncrease")
-        peaks = [_num(_dict(g).get("gpu_max")) for node in _dict(rule.details if rule else {}).values()
-                 if isinstance(node, dict) for g in node.values()]
+        peaks = [_num(g.stat("gpu_max")) for node in gpus_of(rule.details if rule else None) for g in node.gpus]
         peaks = [p for p in peaks if p is not None]
         return max(peaks) if peaks else self.usage_stat("GPU memory", "max")
 
@@ -215,28 +219,27 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
 
 def _system(ev: Evidence, outputs: RuleOutputs) -> None:
     usage = outputs.get("OverallSystemUsage")
-    ev.usage = {k: _dict(v) for k, v in _dict(usage.details if usage else {}).items() if isinstance(v, dict)}
-    nodes = set(_dict(ev.usage.get("CPU"))) | set(_dict(ev.usage.get("GPU")))
+    ev.usage = system_usage_of(usage.details if usage else None)
+    nodes = set(ev.usage_of("CPU")) | set(ev.usage_of("GPU"))
     low = outputs.get("LowGPUUtilization")
     gpus = []
-    for node, info in _dict(low.details if low else {}).items():
-        if isinstance(info, dict):
-            nodes.add(node)
-            gpus.append(sum(1 for k in info if _GPU.match(str(k))))
+    for node in gpus_of(low.details if low else None):
+        nodes.add(node.node)
+        gpus.append(sum(1 for k in node.keys if _GPU.match(k)))
     if gpus:
         ev.gpus_per_node = max(gpus)
-    if ev.usage.get("GPU"):
+    if ev.usage_of("GPU"):
         ev.has_gpu = True
-    elif ev.usage.get("CPU"):
+    elif ev.usage_of("CPU"):
         ev.has_gpu = bool(gpus) or bool(low and low.datapoints)
     ev.nodes = sorted(nodes)
     loader = outputs.get("Dataloader")
     if loader:
-        d = _dict(loader.details)
-        ev.cores = int(d["cores"]) if _num(d.get("cores")) else None
-        ev.workers = int(d["num_workers"]) if _num(d.get("num_workers")) is not None else None
-        ev.loaders = _num(d.get("dataloaders"))
-        ev.pin_memory = d.get("pin_memory") if isinstance(d.get("pin_memory"), bool) else None
+        d = DataloaderDetails.of(loader.details)
+        ev.cores = int(d.cores) if _num(d.cores) else None
+        ev.workers = int(d.num_workers) if d.num_workers is not None else None
+        ev.loaders = _num(d.dataloaders)
+        ev.pin_memory = d.pin_memory
     for name, share_attr in (("CPUBottleneck", "cpu_bn_share"), ("IOBottleneck", "io_bn_share")):
         rule = outputs.get(name)
         if rule is None or not rule.datapoints or ev.has_gpu is False:

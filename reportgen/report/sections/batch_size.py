@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Text, chart_rows
-from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, gpu_nodes, last_triggered
+from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, last_triggered
 from reportgen.report.util import slug
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.rule_outputs import RuleOutputs, gpus_of
 from reportgen.section_ids import SectionId
 
 
@@ -24,7 +24,7 @@ def build(outputs: RuleOutputs) -> Section:
         f"{rule.param('patience', 1000)} datapoints are skipped. It found {rule.violations} such cases in "
         f"{rule.datapoints} datapoints and fired {rule.triggered} times.",
         tone="finding" if rule.triggered else "plain"))
-    nodes = gpu_nodes(rule.details)
+    nodes = {n.node: n.stats() for n in gpus_of(rule.details)}
     if rule.datapoints == 0 and not nodes:
         return section.missing("No GPU metrics were recorded, so the batch size could not be assessed.")
     if nodes:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Text
 from reportgen.report.trace_facts import dataloader_sentence, trace_facts
-from reportgen.report.util import as_dict, number
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.report.util import number
+from reportgen.rule_outputs import DataloaderDetails, RuleOutputs
 from reportgen.section_ids import SectionId
 
 
@@ -37,13 +37,13 @@ def build(outputs: RuleOutputs) -> Section:
         f"than {lo} % of the cores may starve training, more than {hi} % may slow down the rest of the "
         f"work on the CPU. It analysed {rule.datapoints} datapoints and fired {rule.triggered} times.",
         tone="finding" if rule.triggered else "plain"))
-    details = as_dict(rule.details)
-    if not details and facts.dataloader_share is not None:
+    details = DataloaderDetails.of(rule.details)
+    if not details.listed and facts.dataloader_share is not None:
         return _from_traces(section, facts, "SageMaker Debugger recorded no data-loading events; the PyTorch "
                                             "profiler traces did. ")
-    if not details:
+    if not details.listed:
         return section.missing("No data-loading events were recorded for this job.")
-    cores, loaders = number(details.get("cores")), number(details.get("dataloaders"))
+    cores, loaders = number(details.cores), number(details.dataloaders)
     advice = []
     if cores is not None and loaders is not None:
         if loaders < cores:
@@ -52,19 +52,18 @@ def build(outputs: RuleOutputs) -> Section:
         elif loaders > cores:
             advice.append(f"The instance has {int(cores)} cores, but on average {int(loaders)} data-loading "
                           "workers ran in parallel: consider fewer workers.")
-    if details.get("pin_memory") is False:
+    if details.pin_memory is False:
         advice.append("Pinned memory was off: setting pin_memory=True speeds up host-to-GPU copies.")
-    if details.get("prefetch") is False:
+    if details.prefetch is False:
         advice.append("Data was not pre-fetched: pre-fetching overlaps loading with computation.")
     if advice:
         section.add(Text(" ".join(advice), tone="finding"))
-    timing = as_dict(details.get("dataloading_time"))
-    p25, p50, p95 = (number(timing.get(k)) for k in ("p25", "p50", "p95"))
+    p25, p50, p95 = number(details.time_p25), number(details.time_p50), number(details.time_p95)
     if p50 is not None:
         section.add(Text(f"Data-loading time: median {p50:.4f} s, 95th percentile {p95 or 0:.4f} s, "
                          f"25th percentile {p25 or 0:.4f} s."))
-        probs, edges = timing.get("probs"), timing.get("binedges")
-        if isinstance(probs, list) and isinstance(edges, list) and len(edges) == len(probs) + 1:
+        probs, edges = details.time_probs, details.time_binedges
+        if probs is not None and edges is not None and len(edges) == len(probs) + 1:
             clip = charts.clip_edge(probs, edges)
             note = "Histogram of data-loading times; the count axis is logarithmic so rare slow loads stay visible."
             if clip is not None:
@@ -78,6 +77,6 @@ def build(outputs: RuleOutputs) -> Section:
                                                                     "Data-loading times", "Data loading in [s]",
                                                                     clip_at=clip, log_y=True),
                               "Histogram (needs JavaScript); the percentiles are given in the text."))
-    section.data = {"triggered": rule.triggered, "cores": cores, "dataloaders": loaders, "pin_memory": details.get("pin_memory"),
-                    "num_workers": details.get("num_workers"), "p25": p25, "p50": p50, "p95": p95}
+    section.data = {"triggered": rule.triggered, "cores": cores, "dataloaders": loaders, "pin_memory": details.pin_memory,
+                    "num_workers": details.num_workers, "p25": p25, "p50": p50, "p95": p95}
     return section

@@ -6,7 +6,7 @@ from reportgen.formatting import iso_utc
 from reportgen.report import charts
 from reportgen.report.model import Chart, Fallback, Heading, Section, Table, Text, chart_rows, column_rows
 from reportgen.report.util import as_dict, number, pct_text, slug
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.rule_outputs import RuleOutputs, gpus_of
 from reportgen.section_ids import SectionId
 
 BOX_NOTE = ("Box plot (needs JavaScript): whiskers at 1.5 x the interquartile range; an open circle marks a "
@@ -36,12 +36,6 @@ def last_triggered(details: dict) -> str:
     return f" The rule last fired at {iso_utc(ts / 1e6)}."
 
 
-def gpu_nodes(details: dict) -> dict[str, dict[str, dict]]:
-    """{node: {gpu: stats}}, skipping bookkeeping keys such as last_timestamp."""
-    return {str(n): {str(g): as_dict(s) for g, s in as_dict(v).items() if isinstance(s, dict)}
-            for n, v in as_dict(details).items() if isinstance(v, dict)}
-
-
 def build_utilization(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.GPU_UTILIZATION_ANALYSIS, "GPU utilization analysis", level=3)
     rule = outputs.get("LowGPUUtilization")
@@ -60,16 +54,18 @@ def build_utilization(outputs: RuleOutputs) -> Section:
         f"{p95_thr} % while the 5th is below {p5_thr} %. The first {patience} datapoints (initialization) "
         f"are skipped. The rule found {rule.violations} such cases in {rule.datapoints} datapoints and "
         f"fired {rule.triggered} times.", tone="finding" if rule.triggered else "plain"))
-    nodes = gpu_nodes(rule.details)
+    nodes = gpus_of(rule.details)
     data = {}
     groups = []  # one column per node: heading, per-GPU sentences, box plot
     if nodes:
         section.add(Text("The instance may be underused: consider a smaller instance type or a larger batch."
                          + last_triggered(rule.details), tone="finding"))
-    for node, gpus in nodes.items():
+    for node_gpus in nodes:
+        node = node_gpus.node
         group = [Heading(f"GPU utilization on node {node}", 4)]
-        for gpu, s in gpus.items():
-            gmax, g95, g5 = number(s.get("gpu_max")), number(s.get("gpu_95")), number(s.get("gpu_5"))
+        for stats in node_gpus.gpus:
+            gpu = stats.gpu
+            gmax, g95, g5 = (number(stats.stat(k)) for k in ("gpu_max", "gpu_95", "gpu_5"))
             parts = [f"The maximum utilization of {gpu} on node {node} was {pct_text(gmax)}."]
             if g95 is not None and g95 < p95_thr:
                 parts.append(f"Its 95th percentile was only {pct_text(g95)}: the GPU is underutilized.")
@@ -79,7 +75,8 @@ def build_utilization(outputs: RuleOutputs) -> Section:
                 parts.append(f"The gap between the 5th ({pct_text(g5)}) and 95th ({pct_text(g95)}) percentile is "
                              "large: utilization fluctuates strongly.")
             group.append(Text(" ".join(parts)))
-            data[f"{node}/{gpu}"] = {k: number(v) for k, v in s.items()}
+            data[f"{node}/{gpu}"] = {k: number(v) for k, v in stats.values.items()}
+        gpus = node_gpus.stats()
         group.append(Chart(f"gpu-util-{slug(node)}", charts.boxes(gpus, f"GPU utilization on node {node}"), BOX_NOTE,
                            numbers=box_numbers(gpus)))
         groups.append(group)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, Heading, Section, Text, column_rows
-from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, gpu_nodes, last_triggered
+from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, last_triggered
 from reportgen.report.util import number, pct_text, slug
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.rule_outputs import RuleOutputs, gpus_of
 from reportgen.section_ids import SectionId
 
 
@@ -24,17 +24,18 @@ def build(outputs: RuleOutputs) -> Section:
         tone="finding" if rule.triggered else "plain"))
     if rule.datapoints == 0:
         return section.missing("No GPU memory metrics were recorded (CPU-only job, or no GPU metrics).")
-    nodes = gpu_nodes(rule.details)
+    nodes = gpus_of(rule.details)
     groups = []  # one column per node: heading, per-GPU sentences, box plot
     if nodes:
         section.add(Text("GPU memory use rose sharply during training. If memory is close to the GPU's "
                          "capacity, an instance with more GPU memory avoids out-of-memory failures."
                          + last_triggered(rule.details), tone="finding"))
-    for node, gpus in nodes.items():
+    for node_gpus in nodes:
+        node, gpus = node_gpus.node, node_gpus.stats()
         group = [Heading(f"GPU memory on node {node}", 4)]
-        for gpu, s in gpus.items():
-            p95, p05, gmax = number(s.get("p95")), number(s.get("p05")), number(s.get("gpu_max"))
-            parts = [f"The maximum memory utilization of {gpu} on node {node} was {pct_text(gmax)}."]
+        for stats in node_gpus.gpus:
+            p95, p05, gmax = (number(stats.stat(k)) for k in ("p95", "p05", "gpu_max"))
+            parts = [f"The maximum memory utilization of {stats.gpu} on node {node} was {pct_text(gmax)}."]
             if p95 is not None and p95 < 50:
                 parts.append(f"Its 95th percentile was only {pct_text(p95)}.")
             if p05 is not None and p05 < 5:

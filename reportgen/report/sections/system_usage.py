@@ -6,25 +6,22 @@ from reportgen.formatting import exact_number, human_rate, num2
 from reportgen.report.model import Section, Shown, Table, Text
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, int_pct, number
-from reportgen.rule_outputs import RuleOutputs, recorded_command
+from reportgen.rule_outputs import USAGE_STATS, NodeUsage, RuleOutputs, recorded_command, system_usage_of
 from reportgen.section_ids import SectionId
 
-STATS = ("max", "p99", "p95", "p90", "p50", "min")
+STATS = USAGE_STATS
 UNITS = {"Network": "bytes"}
 
 
 def rows_of(details: dict) -> tuple[list[dict], list[str]]:
     """Rows metric by metric, node by node (the original's order), and the stats present."""
     rows, present = [], set()
-    for metric, per_node in as_dict(details).items():
-        for node, stats in as_dict(per_node).items():
-            stats = as_dict(stats)
-            row = {"node": str(node), "metric": str(metric), "unit": UNITS.get(metric, "percentage")}
-            for key in STATS:
-                if key in stats:
-                    row[key] = number(stats[key])
-                    present.add(key)
-            rows.append(row)
+    for usage in system_usage_of(details):
+        row = {"node": usage.node, "metric": usage.metric, "unit": UNITS.get(usage.metric, "percentage")}
+        for key in usage.listed:
+            row[key] = number(usage.stat(key))
+        present.update(usage.listed)
+        rows.append(row)
     return rows, [key for key in STATS if key in present]
 
 
@@ -38,11 +35,11 @@ def _display_row(row: dict, present: list[str]) -> list:
               for k in present]]
 
 
-def node_sentence(node: str, gpu: dict | None, cpu: dict | None) -> str | None:
+def node_sentence(node: str, gpu: NodeUsage | None, cpu: NodeUsage | None) -> str | None:
     """One sentence per node on how well it was used (fixes the original's CPU-only gap)."""
-    cpu95 = number(as_dict(cpu).get("p95"))
+    cpu95 = number(cpu.p95 if cpu else None)
     if gpu:
-        gpu95, gpu50 = number(gpu.get("p95")), number(gpu.get("p50"))
+        gpu95, gpu50 = number(gpu.p95), number(gpu.p50)
         if gpu95 is None or cpu95 is None:
             return None
         if gpu95 < 70 and cpu95 < 70:
@@ -56,7 +53,7 @@ def node_sentence(node: str, gpu: dict | None, cpu: dict | None) -> str | None:
         if gpu50 is not None and gpu50 > 70:
             return (f"On node {node} the median GPU utilization is {int_pct(gpu50)} %: the GPUs are "
                     "well utilized.")
-        cpu50 = number(as_dict(cpu).get("p50"), 0.0)
+        cpu50 = number(cpu.p50 if cpu else None, 0.0)
         return (f"On node {node} the median GPU utilization is {int_pct(gpu50)} % and the median "
                 f"CPU utilization {int_pct(cpu50)} %.")
     if cpu95 is None:
@@ -85,14 +82,18 @@ def build(outputs: RuleOutputs) -> Section:
     rows, present = rows_of(details)
     if not rows:
         return section.missing("No system metrics were recorded (OverallSystemUsage output missing or empty).")
-    gpu, cpu = as_dict(details.get("GPU")), as_dict(details.get("CPU"))
+    usages = system_usage_of(details)
+    gpu = {u.node: u for u in usages if u.metric == "GPU"}
+    cpu = {u.node: u for u in usages if u.metric == "CPU"}
     command = recorded_command(outputs.recording)
     for node in dict.fromkeys(list(cpu) + list(gpu)):
-        node_cpu = as_dict(cpu.get(node))
+        node_cpu = cpu.get(node)
         shared = command is not None and command["host_shared"] and command["job_cpu_pct_of_host_p95"] is not None
         if shared:  # a recording on a shared host: judge the node by the recorded command's own CPU
-            node_cpu = {"p95": command["job_cpu_pct_of_host_p95"], "p50": command["job_cpu_pct_of_host_p50"]}
-        sentence = node_sentence(str(node), as_dict(gpu.get(node)) or None, node_cpu)
+            node_cpu = NodeUsage("CPU", node, p95=command["job_cpu_pct_of_host_p95"],
+                                 p50=command["job_cpu_pct_of_host_p50"])
+        node_gpu = gpu.get(node)
+        sentence = node_sentence(node, node_gpu if node_gpu and node_gpu.any_listed else None, node_cpu)
         if sentence and shared:
             sentence = ("The host was shared with other work, so this is judged by the recorded command's own CPU "
                         "use (its share of the host's cores), not the host's: "

@@ -75,10 +75,17 @@ def test_system_usage_rows_are_metric_major_and_p90_appears_when_present():
 
 
 def test_system_usage_sentence_branches():
-    assert "starved" in system_usage.node_sentence("n", {"p95": 50, "p50": 10}, {"p95": 80, "p50": 50})
-    assert "well utilized" in system_usage.node_sentence("n", {"p95": 99, "p50": 90}, {"p95": 70, "p50": 50})
+    from reportgen.rule_outputs import NodeUsage
+
+    def usage(metric, p95, p50):
+        return NodeUsage(metric, "n", p95=p95, p50=p50)
+
+    assert "starved" in system_usage.node_sentence("n", usage("GPU", 50, 10), usage("CPU", 80, 50))
+    assert "well utilized" in system_usage.node_sentence("n", usage("GPU", 99, 90), usage("CPU", 70, 50))
     assert "median GPU utilization is 40 % and the median CPU utilization 50 %" in \
-        system_usage.node_sentence("n", {"p95": 99, "p50": 40}, {"p95": 70, "p50": 50})
+        system_usage.node_sentence("n", usage("GPU", 99, 40), usage("CPU", 70, 50))
+    assert "only 41 %" in system_usage.node_sentence("n", None, usage("CPU", 41, 20))
+    assert system_usage.node_sentence("n", usage("GPU", None, 40), None) is None
 
 
 def test_operator_rows_sorted_and_empty_breakdown_is_not_a_crash():

@@ -1,0 +1,87 @@
+"""The typed views of the rule-output details that several rooms read (rule_outputs.NodeUsage /
+system_usage_of, NodeGpus / gpus_of, DataloaderDetails): built from a real job's rule outputs, and from
+details with missing and garbage values, which must give None, never raise."""
+
+from __future__ import annotations
+
+import pytest
+
+from reportgen.rule_outputs import (DataloaderDetails, GpuStats, NodeGpus, NodeUsage, gpus_of, load_rule_outputs,
+                                    system_usage_of)
+from tests.support.paths import REAL, need
+
+HUGE = 10**400
+JOB = "suinaowawa-b3deafcd"  # two nodes, one GPU each, with Dataloader details
+
+
+@pytest.fixture(scope="module")
+def real():
+    return load_rule_outputs(need(REAL / JOB / "profiler-reports"))
+
+
+@pytest.mark.fixtures
+def test_system_usage_of_a_real_job(real):
+    usage = system_usage_of(real.get("OverallSystemUsage").details)
+    assert [(u.metric, u.node) for u in usage][:6] == [("Network", "algo-1"), ("Network", "algo-2"),
+                                                       ("GPU", "algo-1"), ("GPU", "algo-2"),
+                                                       ("CPU", "algo-1"), ("CPU", "algo-2")]
+    cpu2 = next(u for u in usage if (u.metric, u.node) == ("CPU", "algo-2"))
+    assert (cpu2.max, cpu2.p99, cpu2.p95, cpu2.p50, cpu2.min, cpu2.p90) == (100.0, 66.5, 46.6, 40.4, 0, None)
+    assert cpu2.listed == ("max", "p99", "p95", "p50", "min") and cpu2.stat("p95") == 46.6
+    network = usage[0]
+    assert network.max == 97139519.97 and isinstance(network.p50, int)  # kept as given: outputs do not move
+
+
+@pytest.mark.fixtures
+def test_gpus_of_a_real_job(real):
+    nodes = gpus_of(real.get("LowGPUUtilization").details)
+    assert [n.node for n in nodes] == ["algo-1", "algo-2"]  # last_timestamp is bookkeeping, not a node
+    assert nodes[0].keys == ("gpu0",) and [g.gpu for g in nodes[0].gpus] == ["gpu0"]
+    gpu = nodes[1].gpus[0]
+    assert (gpu.stat("gpu_max"), gpu.stat("gpu_95"), gpu.stat("gpu_5"), gpu.stat("p75")) == (100.0, 100.0, 0.0, 62.0)
+    memory = gpus_of(real.get("GPUMemoryIncrease").details)
+    assert [round(n.gpus[0].stat("increase"), 3) for n in memory] == [6.322, 11.544]
+    assert memory[0].stats()["gpu0"]["p95"] == 97.0
+
+
+@pytest.mark.fixtures
+def test_dataloader_details_of_a_real_job(real):
+    loader = DataloaderDetails.of(real.get("Dataloader").details)
+    assert loader.listed and (loader.cores, loader.dataloaders, loader.num_workers) == (4, 1, 0)
+    assert loader.pin_memory is False and loader.prefetch is None
+    assert (loader.time_p25, loader.time_p50, loader.time_p95) == (1.030003, 1.061709, 1.19639)
+    assert len(loader.time_probs) == 100 and len(loader.time_binedges) == 101
+
+
+def test_system_usage_of_garbage_is_none_not_an_error():
+    details = {"CPU": {"n1": {"p95": "high", "p50": HUGE, "max": float("nan"), "min": True, "p99": 7},
+                       "n2": "not stats", "n3": {"other": 1}},
+               "GPU": [1, 2], "I/O": {}}
+    usage = system_usage_of(details)
+    assert [u.node for u in usage] == ["n1", "n2", "n3"]
+    n1, n2, n3 = usage
+    assert n1 == NodeUsage("CPU", "n1", max=None, p99=7, p95=None, p50=None, min=None,
+                           listed=("max", "p99", "p95", "p50", "min"), any_listed=True)
+    assert n2 == NodeUsage("CPU", "n2") and not n2.any_listed
+    assert n3.listed == () and n3.any_listed and n3.stat("other") is None
+    assert system_usage_of(None) == () and system_usage_of("nonsense") == ()
+
+
+def test_gpus_of_garbage_is_none_not_an_error():
+    details = {"n1": {"gpu0": {"gpu_max": "full", "p95": HUGE, "p50": 3}, "gpu1": 12, "last_timestamp": 5},
+               "n2": [], "last_timestamp": 9}
+    assert gpus_of(details) == (NodeGpus("n1", (GpuStats("gpu0", {"gpu_max": "full", "p95": HUGE, "p50": 3}),),
+                                         ("gpu0", "gpu1", "last_timestamp")),)
+    gpu = gpus_of(details)[0].gpus[0]
+    assert (gpu.stat("gpu_max"), gpu.stat("p95"), gpu.stat("p50"), gpu.stat("absent")) == (None, None, 3, None)
+    assert gpus_of(None) == () and gpus_of(["n1"]) == ()
+
+
+def test_dataloader_details_of_garbage_is_none_not_an_error():
+    loader = DataloaderDetails.of({"cores": "four", "dataloaders": HUGE, "num_workers": 2.0, "pin_memory": "yes",
+                                   "prefetch": True, "dataloading_time": {"p50": float("inf"), "p95": 0.5,
+                                                                          "probs": "1,2", "binedges": [0, 1]}})
+    assert loader == DataloaderDetails(listed=True, cores=None, dataloaders=None, num_workers=2.0, pin_memory=None,
+                                       prefetch=True, time_p95=0.5, time_binedges=[0, 1])
+    assert DataloaderDetails.of({}) == DataloaderDetails() and not DataloaderDetails.of(None).listed
+    assert DataloaderDetails.of({"dataloading_time": []}).listed
