@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from reportgen.report.model import Table, Text
 from reportgen.report.util import as_dict, as_list, number
+from reportgen.trace_ranks import TraceLoader, TraceRank, trace_ranks_of
 
 TOP_OPERATORS = 10
 
@@ -25,18 +26,16 @@ def _mean(values: list) -> float | None:
 
 def summarize(doc, job_s) -> dict | None:
     """One run's traces in a few numbers (None without profiled steps)."""
-    ranks = [as_dict(r) for r in as_dict(as_dict(doc).get("ranks")).values()]
-    ranks = [{**r, "steps": [as_dict(s) for s in as_list(r.get("steps"))]} for r in ranks]
-    ranks = [r for r in ranks if r["steps"]]
+    ranks = [r for r in trace_ranks_of(doc).values() if r.step_list]
     if not ranks:
         return None
-    profiled_s = _mean([sum(number(s.get("dur_ms"), 0.0) for s in r["steps"]) / 1000.0 for r in ranks])
-    mean_ms = _mean([number(as_dict(r.get("step_stats_ms")).get("mean")) for r in ranks])
-    numbers = sorted({int(s["step"]) for r in ranks for s in r["steps"]
-                      if isinstance(s.get("step"), int) and not isinstance(s.get("step"), bool)})
-    loaders = [as_dict(r.get("dataloader")) for r in ranks]
-    iterators = sorted({str(d["iterator"]) for d in loaders if isinstance(d.get("iterator"), str) and d["iterator"]})
-    steps = _mean([len(r["steps"]) for r in ranks])
+    profiled_s = _mean([sum(number(s.dur_ms, 0.0) for s in r.step_list) / 1000.0 for r in ranks])
+    mean_ms = _mean([number(r.step_mean_ms) for r in ranks])
+    numbers = sorted({int(s.step) for r in ranks for s in r.step_list
+                      if isinstance(s.step, int) and not isinstance(s.step, bool)})
+    loaders = [r.dataloader or TraceLoader() for r in ranks]
+    iterators = sorted({d.iterator for d in loaders if d.iterator})
+    steps = _mean([len(r.step_list) for r in ranks])
     ops, ops_exact = operator_ms_per_step(doc, ranks)
     job_s = number(job_s)
     return {
@@ -48,40 +47,41 @@ def summarize(doc, job_s) -> dict | None:
         "coverage": profiled_s / job_s if job_s and profiled_s is not None else None,
         "mean_step_ms": mean_ms,
         "steps_per_s": 1000.0 / mean_ms if mean_ms else None,
-        "dataloader_share": _mean([number(d.get("step_share")) for d in loaders]),
-        "dataloader_per_step_ms": _mean([number(d.get("per_step_ms")) for d in loaders]),
+        "dataloader_share": _mean([number(d.step_share) for d in loaders]),
+        "dataloader_per_step_ms": _mean([number(d.per_step_ms) for d in loaders]),
         "iterators": iterators,
-        "collective_share": _mean([number(as_dict(r.get("collectives")).get("step_share")) for r in ranks]),
+        "collective_share": _mean([number(r.collective_share) for r in ranks]),
         "op_ms_per_step": ops,
         "op_ms_per_step_exact": ops_exact,
         **gpu_summary(doc, ranks),
     }
 
 
-def gpu_summary(doc, ranks: list[dict]) -> dict:
+def gpu_summary(doc, ranks: list[TraceRank]) -> dict:
     """The GPU side of one run's traces per profiled step, averaged over the ranks with GPU analyses."""
-    gpu = [r for r in ranks if as_dict(r.get("gpu_analysis"))]
+    gpu = [r for r in ranks if as_dict(r.entry.get("gpu_analysis"))]
     if not gpu:
         return {"gpu": None}
     kernels, exact = operator_ms_per_step(doc, ranks, "kernels")
 
     def per_step(r, ms):
-        return number(ms) / len(r["steps"]) if number(ms) is not None else None
+        return number(ms) / len(r.step_list) if number(ms) is not None else None
 
     breakdown: dict[str, float] = {}
     for r in gpu:
-        for cat, ms in as_dict(as_dict(as_dict(r["gpu_analysis"]).get("step_breakdown")).get("total_ms")).items():
+        for cat, ms in as_dict(as_dict(r.entry["gpu_analysis"].get("step_breakdown")).get("total_ms")).items():
             if number(ms) is not None:
-                breakdown[str(cat)] = breakdown.get(str(cat), 0.0) + number(ms) / len(r["steps"]) / len(gpu)
+                breakdown[str(cat)] = breakdown.get(str(cat), 0.0) + number(ms) / len(r.step_list) / len(gpu)
     return {"gpu": {
-        "kernel_ms_per_step": _mean([per_step(r, as_dict(r.get("kernels")).get("total_ms")) for r in gpu]),
-        "kernels_per_step": _mean([number(as_dict(r["gpu_analysis"].get("launch")).get("kernels_per_step")) for r in gpu]),
-        "comm_comp_overlap_pct": _mean([number(as_dict(r["gpu_analysis"].get("overlap")).get("comm_comp_overlap_pct"))
+        "kernel_ms_per_step": _mean([per_step(r, as_dict(r.entry.get("kernels")).get("total_ms")) for r in gpu]),
+        "kernels_per_step": _mean([number(as_dict(r.entry["gpu_analysis"].get("launch")).get("kernels_per_step"))
+                                   for r in gpu]),
+        "comm_comp_overlap_pct": _mean([number(as_dict(r.entry["gpu_analysis"].get("overlap")).get("comm_comp_overlap_pct"))
                                         for r in gpu]),
-        "exposed_comm_per_step_ms": _mean([number(as_dict(r["gpu_analysis"].get("overlap")).get("exposed_per_step_ms"))
+        "exposed_comm_per_step_ms": _mean([number(as_dict(r.entry["gpu_analysis"].get("overlap")).get("exposed_per_step_ms"))
                                            for r in gpu]),
-        "window_idle_pct": _mean([100 * number(as_dict(r.get("gpu")).get("window_idle_share"))
-                                  if number(as_dict(r.get("gpu")).get("window_idle_share")) is not None else None
+        "window_idle_pct": _mean([100 * number(as_dict(r.entry.get("gpu")).get("window_idle_share"))
+                                  if number(as_dict(r.entry.get("gpu")).get("window_idle_share")) is not None else None
                                   for r in gpu]),
         "breakdown_ms_per_step": breakdown,
         "kernel_ms_per_step_by_name": kernels,
@@ -89,7 +89,7 @@ def gpu_summary(doc, ranks: list[dict]) -> dict:
     }}
 
 
-def operator_ms_per_step(doc, ranks: list[dict], key: str = "cpu_ops") -> tuple[dict[str, float], bool]:
+def operator_ms_per_step(doc, ranks: list[TraceRank], key: str = "cpu_ops") -> tuple[dict[str, float], bool]:
     """Each CPU operator's inclusive ms per profiled step of one rank, and whether that is exact
     (``key="kernels"``: each GPU kernel's, from the same tables of kernels).
 
@@ -111,10 +111,10 @@ def operator_ms_per_step(doc, ranks: list[dict], key: str = "cpu_ops") -> tuple[
     ops: dict[str, float] = {}
     if (len(ranks) > 1 and every_rank_stepped and isinstance(top, list) and isinstance(covered, int)
             and not isinstance(covered, bool) and covered == len(ranks)):
-        _add_ms(ops, top, sum(len(r["steps"]) for r in ranks), 1)
+        _add_ms(ops, top, sum(len(r.step_list) for r in ranks), 1)
         return ops, True
     for r in ranks:
-        _add_ms(ops, as_list(as_dict(r.get(key)).get("top")), len(r["steps"]), len(ranks))
+        _add_ms(ops, as_list(as_dict(r.entry.get(key)).get("top")), len(r.step_list), len(ranks))
     return ops, len(ranks) == 1
 
 

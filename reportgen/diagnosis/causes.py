@@ -246,9 +246,8 @@ def gpu_idle_share(ev: Evidence) -> float | None:
 
 def trace_gpu_active(ev: Evidence) -> float | None:
     """Mean GPU-active share of the traced time over the ranks with GPU activity (%)."""
-    active = [r["gpu"].get("active_pct") for r in ev.trace_ranks.values()
-              if isinstance(r.get("gpu"), dict) and r["gpu"].get("has_gpu_activity")]
-    active = [a for a in active if isinstance(a, (int, float))]
+    active = [r.gpu_active_pct for r in ev.trace_ranks.values() if r.has_gpu_activity]
+    active = [a for a in active if a is not None]
     return statistics.mean(active) if active else None
 
 
@@ -279,9 +278,7 @@ def trace_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
             continue
         share = dataloader_step_share(rank)
         if share is not None and (best[0] is None or share > best[0]):
-            loader = rank.get("dataloader") if isinstance(rank.get("dataloader"), dict) else {}
-            iterator = loader.get("iterator")
-            best = (share, label, str(iterator) if isinstance(iterator, str) else None)
+            best = (share, label, rank.dataloader.iterator if rank.dataloader else None)
     return best
 
 

@@ -47,7 +47,7 @@ def _loop_long_enough(ev: Evidence) -> bool:
 
 
 def _trace_steps(ev: Evidence) -> int:
-    counts = [len(r.get("steps") or []) for r in ev.trace_ranks.values() if isinstance(r.get("steps"), list)]
+    counts = [len(r.steps) for r in ev.trace_ranks.values() if r.steps is not None]
     return min(counts) if counts else 0
 
 
@@ -58,7 +58,7 @@ def _gpu_use(ev: Evidence) -> Answer:
         return Answer("gpu-use", True, "GPU utilization over the training loop")
     if ev.evaluated("LowGPUUtilization"):
         return Answer("gpu-use", True, "the LowGPUUtilization rule")
-    gpu_ranks = [r for r in ev.trace_ranks.values() if isinstance(r.get("gpu"), dict) and r["gpu"].get("has_gpu_activity")]
+    gpu_ranks = [r for r in ev.trace_ranks.values() if r.has_gpu_activity]
     if gpu_ranks and _trace_steps(ev) >= MIN_TRACE_STEPS and _loop_long_enough(ev):
         return Answer("gpu-use", True, "GPU activity in the profiled steps")
     if ev.has_gpu is None:
@@ -68,7 +68,7 @@ def _gpu_use(ev: Evidence) -> Answer:
 
 
 def _input_pipeline(ev: Evidence, gpu: Answer) -> Answer:
-    loader_ranks = [r for r in ev.trace_ranks.values() if isinstance(r.get("dataloader"), dict)]
+    loader_ranks = [r for r in ev.trace_ranks.values() if r.dataloader is not None]
     if loader_ranks and _trace_steps(ev) >= MIN_TRACE_STEPS and _loop_long_enough(ev):
         return Answer("input-pipeline", True, "the DataLoader's share of the profiled step time")
     if gpu.judged and (ev.timeline_ok or ev.evaluated("CPUBottleneck") or ev.evaluated("Dataloader")):

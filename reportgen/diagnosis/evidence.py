@@ -18,6 +18,7 @@ from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.rule_outputs import (DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of, outlier_steps_of,
                                     recorded_command, system_usage_of)
+from reportgen.trace_ranks import TraceLoader, TraceRank, trace_ranks_of
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
 MIN_TIMELINE_S = 60.0  # a shorter recording is too short to judge utilization from
@@ -93,7 +94,7 @@ class Evidence:
     timeline_s: float | None = None  # span of the timeline
     steps: dict[str, dict] = field(default_factory=dict)  # worker -> step_stats + outliers
     outliers: list[dict] = field(default_factory=list)  # {step, worker, duration_s, median_s, start_s}
-    trace_ranks: dict[str, dict] = field(default_factory=dict)  # rank -> its trace analysis (kineto.json)
+    trace_ranks: dict[str, TraceRank] = field(default_factory=dict)  # rank -> its trace analysis (kineto.json)
     trace_comparison: dict = field(default_factory=dict)
     slow_steps: dict[str, dict] = field(default_factory=dict)  # worker/rank -> engine.slow_steps summary
     trace_only: bool = False  # only profiler traces: no job times, no system metrics
@@ -196,21 +197,21 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
     if ev.duration_s is not None and ev.loop is None and ev.trace_ranks and start is not None:
         # a recording with traces: the loop runs from the first traced event (the profiler starts with the
         # loop) to the end of the job; what came before is start-up
-        firsts = [_num(r.get("start_us")) for r in ev.trace_ranks.values()]
+        firsts = [_num(r.start_us) for r in ev.trace_ranks.values()]
         firsts = [f / 1e6 for f in firsts if f is not None and start <= f / 1e6 <= start + ev.duration_s]
         if firsts:
             ev.loop = (min(firsts), start + ev.duration_s)
             ev.init_s = min(firsts) - start
             ev.loop_s = ev.loop[1] - ev.loop[0]
     if ev.duration_s is None and ev.trace_ranks:
-        spans = [_num(r.get("span_ms")) for r in ev.trace_ranks.values()]
+        spans = [_num(r.span_ms) for r in ev.trace_ranks.values()]
         spans = [s for s in spans if s]
         if spans:
             ev.duration_s = max(spans) / 1000.0
             ev.loop_s = ev.duration_s
             ev.trace_only = True
-            totals = [sum(d for d in (_num(_dict(x).get("dur_ms")) for x in _list(r.get("steps")))
-                          if d is not None and d > 0) for r in ev.trace_ranks.values()]
+            totals = [sum(d for d in (_num(x.dur_ms) for x in r.step_list) if d is not None and d > 0)
+                      for r in ev.trace_ranks.values()]
             if max(totals, default=0) > 0:
                 ev.profiled_steps_s = min(max(totals) / 1000.0, ev.duration_s)
     if ev.duration_s is None and ev.timeline_s:
@@ -373,43 +374,43 @@ def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
 
 def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
     doc = _dict(outputs.traces)
-    ev.trace_ranks = {str(k): v for k, v in _dict(doc.get("ranks")).items() if isinstance(v, dict)}
+    ev.trace_ranks = {label: r for label, r in trace_ranks_of(doc).items() if r.is_object}
     ev.trace_comparison = _dict(doc.get("comparison"))
     if ev.trace_ranks and ev.has_gpu is None:
-        ev.has_gpu = any(_dict(r.get("gpu")).get("has_gpu_activity") for r in ev.trace_ranks.values())
-    starts = [_num(r.get("start_us")) for r in ev.trace_ranks.values()]
-    ends = [_num(r.get("end_us")) for r in ev.trace_ranks.values()]
+        ev.has_gpu = any(r.has_gpu_activity for r in ev.trace_ranks.values())
+    starts = [_num(r.start_us) for r in ev.trace_ranks.values()]
+    ends = [_num(r.end_us) for r in ev.trace_ranks.values()]
     starts, ends = [x for x in starts if x is not None], [x for x in ends if x is not None]
     if starts and ends and max(ends) >= min(starts):
         ev.trace_span_s = (max(ends) - min(starts)) / 1e6
-    spans = [_num(r.get("span_ms")) for r in ev.trace_ranks.values()]
+    spans = [_num(r.span_ms) for r in ev.trace_ranks.values()]
     spans = [x for x in spans if x]
     ev.profiled_s = max(spans) / 1000.0 if spans else None
     hosts: dict[str, int] = {}
     for label, rank in ev.trace_ranks.items():
-        for host in {str(w).rsplit("_", 1)[0] for w in _list(rank.get("workers"))} or {""}:
+        for host in {w.rsplit("_", 1)[0] for w in rank.workers} or {""}:
             hosts[host] = hosts.get(host, 0) + 1
-        steps = [x for x in _list(rank.get("steps")) if isinstance(x, dict) and _num(x.get("dur_ms")) is not None]
-        numbers = [_num(x.get("step")) for x in steps]
+        steps = [x for x in rank.step_list if _num(x.dur_ms) is not None]
+        numbers = [_num(x.step) for x in steps]
         if steps and all(n is not None for n in numbers):
-            found = slow_steps([int(n) for n in numbers], [x.get("step") for x in steps],
-                               [(_num(x.get("start_ms")) or 0) / 1e3 for x in steps],
-                               [_num(x["dur_ms"]) / 1e3 for x in steps])
+            found = slow_steps([int(n) for n in numbers], [x.step for x in steps],
+                               [(_num(x.start_ms) or 0) / 1e3 for x in steps],
+                               [_num(x.dur_ms) / 1e3 for x in steps])
             if found is not None:
                 ev.slow_steps[f"rank {label}"] = found
     if hosts:
         ev.procs_per_node = max(hosts.values())
 
 
-def dataloader_step_share(rank: dict) -> float | None:
+def dataloader_step_share(rank: TraceRank) -> float | None:
     """Fraction of profiled step time spent in DataLoader: ``dataloader.step_share`` when the trace analysis
     gives it (union of intervals), else DataLoader time over the sum of step durations, capped at 1."""
-    loader = _dict(rank.get("dataloader"))
-    share = _num(loader.get("step_share"))
+    loader = rank.dataloader or TraceLoader()
+    share = _num(loader.step_share)
     if share is not None:
         return min(max(share, 0.0), 1.0)
-    steps = sum(_num(s.get("dur_ms")) or 0 for s in _list(rank.get("steps")) if isinstance(s, dict))
-    total = _num(loader.get("total_ms"))
+    steps = sum(_num(s.dur_ms) or 0 for s in rank.step_list)
+    total = _num(loader.total_ms)
     if not steps or total is None:
         return None
     return min(total / steps, 1.0)

@@ -46,9 +46,8 @@ def _ranks(ev: Evidence) -> list[tuple[str, dict, float]]:
     kineto.json written by something else cost that rank, never the diagnosis)."""
     out = []
     for label, rank in ev.trace_ranks.items():
-        ga = _d(rank).get("gpu_analysis")
-        steps = [_d(s).get("dur_ms") for s in _l(_d(rank).get("steps"))]
-        total = sum(d for d in steps if isinstance(d, (int, float)) and not isinstance(d, bool) and 0 <= d < 1e12)
+        ga = rank.entry.get("gpu_analysis")
+        total = sum(s.dur_ms for s in rank.step_list if s.dur_ms is not None and 0 <= s.dur_ms < 1e12)
         if isinstance(ga, dict) and total > 0 and _steps(ga):
             out.append((label, ga, total))
     return out
@@ -127,7 +126,8 @@ def host_sync(ev: Evidence, found: dict) -> Finding | None:
 
 
 def _ranks_steps(ev: Evidence, label: str) -> int:
-    return _steps(_d(_d(ev.trace_ranks.get(label)).get("gpu_analysis")))
+    rank = ev.trace_ranks.get(label)
+    return _steps(_d(rank.entry.get("gpu_analysis") if rank else None))
 
 
 @detector("kernel-launch-bound")
@@ -135,7 +135,7 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
         launch, gaps = _d(ga.get("launch")), _d(ga.get("idle_gaps_ms"))
-        gpu = _d(_d(ev.trace_ranks[label]).get("gpu"))
+        gpu = _d(ev.trace_ranks[label].entry.get("gpu"))
         window, idle = _num(gpu, "window_ms"), _num(gpu, "window_idle_ms")
         short = _num(launch, "shorter_than_launch_share")
         launch_idle = _num(gaps, "host_wait", default=0.0) + _num(gaps, "kernel_wait", default=0.0)
@@ -176,7 +176,8 @@ def communication_bound(ev: Evidence, found: dict) -> Finding | None:
             continue
         costs[label] = (exposed, total, _steps(ga))
         info[label] = overlap
-    rank = _d(next(iter(ev.trace_ranks.values()), {}))
+    first = next(iter(ev.trace_ranks.values()), None)
+    rank = first.entry if first else {}
     names = ", ".join(str(n)[:60] for n in _l(_d(rank.get("collectives")).get("names"))[:2])
 
     def evidence(worst):
@@ -219,7 +220,7 @@ def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
             continue  # the GPU is mostly waiting: faster kernels would not shorten the step much
         costs[label] = (fp32 * (1 - 1 / AMP_SPEEDUP), total, _steps(ga))
         info[label] = tc
-    devices = {label: [str(d) for d in _l(_d(ev.trace_ranks[label]).get("devices"))] for label in info}
+    devices = {label: [str(d) for d in _l(ev.trace_ranks[label].entry.get("devices"))] for label in info}
 
     def evidence(worst):
         tc = info[worst]

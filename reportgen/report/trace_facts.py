@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.report.util import as_dict, as_list, number
+from reportgen.report.util import number
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.trace_ranks import TraceLoader, trace_ranks_of
 from reportgen.section_ids import SectionId
 
 PYTORCH_SECTION = SectionId.GPU_KERNELS_OPERATORS
@@ -42,35 +43,33 @@ class TraceFacts:
 
 
 def trace_facts(outputs: RuleOutputs) -> TraceFacts:
-    doc = as_dict(getattr(outputs, "traces", None))
-    ranks = [as_dict(r) for r in as_dict(doc.get("ranks")).values()]
+    ranks = list(trace_ranks_of(getattr(outputs, "traces", None)).values())
     facts = TraceFacts(ranks=len(ranks))
     if not ranks:
         return facts
-    facts.steps = sum(len(as_list(r.get("steps"))) for r in ranks)
-    facts.cpu_ops = sum(int(number(as_dict(r.get("cpu_ops")).get("count"), 0)) for r in ranks)
-    totals = [sum(number(as_dict(s).get("dur_ms"), 0.0) for s in as_list(r.get("steps"))) / 1000.0 for r in ranks
-              if as_list(r.get("steps"))]
+    facts.steps = sum(len(r.step_list) for r in ranks)
+    facts.cpu_ops = sum(int(number(r.cpu_op_count, 0)) for r in ranks)
+    totals = [sum(number(s.dur_ms, 0.0) for s in r.step_list) / 1000.0 for r in ranks if r.step_list]
     facts.profiled_s = sum(totals) / len(totals) if totals else None
-    means = [number(as_dict(r.get("step_stats_ms")).get("mean")) for r in ranks]
+    means = [number(r.step_mean_ms) for r in ranks]
     means = [m for m in means if m is not None]
     facts.mean_step_ms = sum(means) / len(means) if means else None
     firsts = []
     for r in ranks:
-        start, steps = number(r.get("start_us")), [as_dict(s) for s in as_list(r.get("steps"))]
-        if start is not None and start >= EPOCH_US_2001 and steps and number(steps[0].get("start_ms")) is not None:
-            firsts.append((start / 1e6 + number(steps[0].get("start_ms")) / 1e3, steps[0].get("step")))
+        start, steps = number(r.start_us), r.step_list
+        if start is not None and start >= EPOCH_US_2001 and steps and number(steps[0].start_ms) is not None:
+            firsts.append((start / 1e6 + number(steps[0].start_ms) / 1e3, steps[0].step))
     if firsts:
         facts.first_step_s, step = min(firsts, key=lambda pair: pair[0])
         facts.first_step = step if isinstance(step, int) and not isinstance(step, bool) else None
-    loaders = [as_dict(r.get("dataloader")) for r in ranks]
-    shares = [(number(d.get("step_share")), d) for d in loaders if number(d.get("step_share")) is not None]
+    loaders = [r.dataloader or TraceLoader() for r in ranks]
+    shares = [(number(d.step_share), d) for d in loaders if number(d.step_share) is not None]
     if shares:
         share, top = max(shares, key=lambda pair: pair[0])
         facts.dataloader_share = share
-        facts.dataloader_per_step_ms = number(top.get("per_step_ms"))
-        facts.iterator = top.get("iterator") if isinstance(top.get("iterator"), str) else None
-        facts.workers = top.get("workers") if isinstance(top.get("workers"), bool) else None
+        facts.dataloader_per_step_ms = number(top.per_step_ms)
+        facts.iterator = top.iterator
+        facts.workers = top.workers
     return facts
 
 

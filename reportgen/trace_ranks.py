@@ -1,0 +1,102 @@
+"""The typed view of kineto.json's per-rank entries, the facts of a rank that several rooms read.
+
+``kineto.json`` (``trace_analysis.outputs``) stays the plain document report.json embeds; the report's
+trace facts, the diagnosis and compare's trace summary each read the same few facts of every rank
+(its steps, span, step mean, data loading, collective wait, GPU activity). ``TraceRank`` is that
+reading, once (a light module beside ``rule_outputs``, which loads kineto.json: importing
+``trace_analysis`` would load the readers and the analysis into the page's process): numbers as given
+(an int stays an int, so outputs do not move), anything no float holds None, never an error on a
+kineto.json written by something else. The analyses only one room reads
+(kernels, CPU operators, ``gpu_analysis``) stay in ``entry``, the rank's entry as written.
+docs/architecture.md ("Typed contracts") lists what is viewed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from reportgen.traces.numbers import is_number
+
+
+def _given(value) -> float | None:
+    """A number as given, None for anything no float holds (a bool, NaN, an integer of 400 digits)."""
+    return value if is_number(value) and math.isfinite(value) else None
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One profiled step (``ProfilerStep#N``) of a rank."""
+
+    step: float | None = None  # N as given (an int from our analysis), None when no number
+    start_ms: float | None = None  # into the rank's trace
+    dur_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class TraceLoader:
+    """A rank's DataLoader time (``dataloader``: trace_analysis.regions)."""
+
+    step_share: float | None = None  # of the profiled step time (union of intervals)
+    per_step_ms: float | None = None
+    total_ms: float | None = None
+    iterator: str | None = None  # the iterator class, e.g. _SingleProcessDataLoaderIter
+    workers: bool | None = None  # whether DataLoader worker processes loaded the data
+
+
+@dataclass(frozen=True)
+class TraceRank:
+    """One rank of kineto.json (``ranks.<label>``)."""
+
+    label: str
+    is_object: bool = False  # the entry is an object (a rank written by something else may not be)
+    steps: tuple[TraceStep, ...] | None = None  # None when the entry lists no steps
+    start_us: float | None = None  # first and last traced event, epoch (or trace) microseconds
+    end_us: float | None = None
+    span_ms: float | None = None
+    step_mean_ms: float | None = None  # step_stats_ms.mean
+    has_gpu_activity: bool = False
+    gpu_active_pct: float | None = None  # of the traced time
+    dataloader: TraceLoader | None = None  # None when the entry has no data-loading object
+    collective_share: float | None = None  # share of the step time waiting in collectives
+    cpu_op_count: float | None = None
+    workers: tuple[str, ...] = ()  # the recording's worker names (host_pid) merged into this rank
+    entry: dict = field(default_factory=dict)  # as written, for the analyses one room reads
+
+    @property
+    def step_list(self) -> tuple[TraceStep, ...]:
+        return self.steps or ()
+
+    @classmethod
+    def of(cls, label, entry) -> TraceRank:
+        if not isinstance(entry, dict):
+            return cls(str(label))
+        steps = entry.get("steps")
+        steps = tuple(TraceStep(_given(_dict(s).get("step")), _given(_dict(s).get("start_ms")),
+                                _given(_dict(s).get("dur_ms"))) for s in steps) if isinstance(steps, list) else None
+        loader = entry.get("dataloader")
+        if isinstance(loader, dict):
+            iterator, workers = loader.get("iterator"), loader.get("workers")
+            loader = TraceLoader(_given(loader.get("step_share")), _given(loader.get("per_step_ms")),
+                                 _given(loader.get("total_ms")), iterator if isinstance(iterator, str) else None,
+                                 workers if isinstance(workers, bool) else None)
+        else:
+            loader = None
+        gpu = _dict(entry.get("gpu"))
+        workers = entry.get("workers")
+        return cls(str(label), True, steps, _given(entry.get("start_us")), _given(entry.get("end_us")),
+                   _given(entry.get("span_ms")), _given(_dict(entry.get("step_stats_ms")).get("mean")),
+                   bool(gpu.get("has_gpu_activity")), _given(gpu.get("active_pct")), loader,
+                   _given(_dict(entry.get("collectives")).get("step_share")),
+                   _given(_dict(entry.get("cpu_ops")).get("count")),
+                   tuple(str(w) for w in workers) if isinstance(workers, list) else (), entry)
+
+
+def trace_ranks_of(doc) -> dict[str, TraceRank]:
+    """Every rank of a kineto.json document, in its order (an entry that is not an object: an empty view)."""
+    ranks = _dict(_dict(doc).get("ranks"))
+    return {str(label): TraceRank.of(label, entry) for label, entry in ranks.items()}

@@ -1,0 +1,57 @@
+"""kineto.json's per-rank view (trace_ranks.TraceRank): built from the trace analysis of real recordings, and
+from entries with missing and garbage values, which must give None / an empty view, never raise."""
+
+from __future__ import annotations
+
+import pytest
+
+from reportgen.trace_analysis import analyze_job, find_traces
+from reportgen.trace_ranks import TraceLoader, TraceRank, TraceStep, trace_ranks_of
+from tests.support.paths import RAW, need
+
+HUGE = 10**400
+
+
+@pytest.mark.fixtures
+def test_a_recorded_cpu_run_with_dataloader_workers():
+    doc, _ = analyze_job(find_traces(need(RAW / "torch-cpu-record-workers2")))
+    rank = trace_ranks_of(doc)["vm_30238"]
+    assert rank.is_object and rank.workers == ("vm_30238",) and rank.span_ms == 599.163
+    assert len(rank.steps) == 6 and rank.steps[:2] == (TraceStep(2, 0.5765, 118.834116), TraceStep(3, 119.493, 90.470416))
+    assert isinstance(rank.steps[0].step, int)  # kept as given: "ProfilerStep#2", not 2.0
+    assert rank.dataloader == TraceLoader(0.06407986903707229, 6.387208333333334, 38.32325,
+                                          "_MultiProcessingDataLoaderIter", True)
+    assert rank.step_mean_ms == 99.6757395 and rank.cpu_op_count == 1876
+    assert not rank.has_gpu_activity and rank.gpu_active_pct == 0.0 and rank.collective_share is None
+    assert rank.entry is doc["ranks"]["vm_30238"]  # the analyses one room reads, as written
+
+
+@pytest.mark.fixtures
+def test_a_gloo_rank_waiting_in_collectives():
+    doc, _ = analyze_job(find_traces(need(RAW / "hta-cpu-only-gloo")))
+    rank = trace_ranks_of(doc)["34"]
+    assert rank.steps == (TraceStep(551, 4.29075, 210.109162),)
+    assert round(rank.collective_share, 4) == 0.8509 and rank.cpu_op_count == 4
+    assert rank.dataloader.step_share is None and rank.dataloader.iterator is None  # no DataLoader events
+    assert (rank.start_us, rank.end_us) == (1721065959525586.0, 1721065960815112.0)
+
+
+def test_garbage_entries_are_none_not_an_error():
+    doc = {"ranks": {
+        "0": {"steps": [{"step": "5", "start_ms": HUGE, "dur_ms": float("nan")}, 7, {"step": 3.0, "dur_ms": 2}],
+              "start_us": True, "span_ms": "long", "step_stats_ms": [], "gpu": {"has_gpu_activity": 1,
+                                                                                 "active_pct": float("inf")},
+              "dataloader": {"step_share": "half", "iterator": 5, "workers": "yes", "total_ms": 3},
+              "collectives": None, "workers": "vm_1"},
+        "1": "not a rank",
+        "2": {"steps": "none", "dataloader": []}}}
+    ranks = trace_ranks_of(doc)
+    assert list(ranks) == ["0", "1", "2"]
+    r0 = ranks["0"]
+    assert r0.steps == (TraceStep(), TraceStep(), TraceStep(3.0, None, 2))
+    assert (r0.start_us, r0.span_ms, r0.step_mean_ms, r0.gpu_active_pct, r0.collective_share) == (None,) * 5
+    assert r0.has_gpu_activity and r0.workers == ()
+    assert r0.dataloader == TraceLoader(total_ms=3)
+    assert ranks["1"] == TraceRank("1") and not ranks["1"].is_object and ranks["1"].step_list == ()
+    assert ranks["2"].is_object and ranks["2"].steps is None and ranks["2"].dataloader is None
+    assert trace_ranks_of(None) == {} and trace_ranks_of({"ranks": [1]}) == {}
