@@ -23,6 +23,7 @@ from reportgen.formatting import human_duration, money_text
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.output_set import OutputSet
 from reportgen.report.rule_texts import finding as finding_text, recommend
+from reportgen.report.views import RuleRow, UsageRow, rule_rows_of, usage_rows_of
 from reportgen.rulebook import CHECKED_RULES
 from reportgen.section_ids import SectionId
 from reportgen.terminal_text import printable
@@ -71,13 +72,13 @@ def _parameters(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _state(row: dict, rule: str, triggered: int, datapoints: int, parameters) -> tuple[str, str]:
+def _state(row: RuleRow, rule: str, triggered: int, datapoints: int, parameters) -> tuple[str, str]:
     """The row's own status when it agrees with its counts (fired exactly when it triggered); a 1.1
     ``no_data`` is ``not_evaluated``; anything else is derived from counts and parameters."""
-    status = _text(row.get("status"))
+    status = _text(row.status)
     status = NOT_EVALUATED if status == "no_data" else status
     if status in STATES and (status == FIRED) == (triggered > 0):
-        reason = _text(row.get("not_evaluated_reason")) if status == NOT_EVALUATED else ""
+        reason = _text(row.not_evaluated_reason) if status == NOT_EVALUATED else ""
         if status == NOT_EVALUATED and not reason:
             reason = evaluate_rule(rule, triggered, datapoints, parameters)[1] or "too little data"
         return status, reason
@@ -91,18 +92,18 @@ def diagnosis_findings(data: dict) -> list[dict]:
 
 def rule_results(data: dict) -> list[RuleResult]:
     """One result per row of the rules summary, in the report's order (most triggered first)."""
-    section = (data.get("sections") or {}).get(SectionId.RULES_SUMMARY_SECTION) or {}
+    section = (data.get("sections") or {}).get(SectionId.RULES_SUMMARY_SECTION)
     findings = diagnosis_findings(data)
     results = []
-    for row in section.get("rows") or []:
-        if not isinstance(row, dict) or not row.get("rule"):
+    for row in rule_rows_of(section):
+        if row.rule is None:
             continue
-        rule = _text(row["rule"])
-        triggered, violations, datapoints = (_int(row.get(k)) for k in ("times_triggered", "violations", "datapoints"))
-        parameters = _parameters(row.get("parameters"))
+        rule = row.rule
+        triggered, violations, datapoints = _int(row.times_triggered), _int(row.violations), _int(row.datapoints)
+        parameters = _parameters(row.parameters)
         status, reason = _state(row, rule, triggered, datapoints, parameters)
-        text = _text(row.get("finding"))
-        if not text or (status == NOT_EVALUATED and _text(row.get("status")) == "no_data"):
+        text = _text(row.finding)
+        if not text or (status == NOT_EVALUATED and _text(row.status) == "no_data"):
             text = finding_text(rule, triggered, violations, datapoints, status, reason)
         results.append(RuleResult(
             rule=rule,
@@ -112,7 +113,7 @@ def rule_results(data: dict) -> list[RuleResult]:
             datapoints=datapoints,
             parameters=parameters,
             finding=text,
-            recommendation=_text(row.get("recommendation")) or recommend(rule),
+            recommendation=_text(row.recommendation) or recommend(rule),
             reason=reason,
             cause=next((f for f in findings if rule in (f.get("rules") or [])), None),
         ))
@@ -463,13 +464,12 @@ KEY_METRICS = ("CPU", "GPU")
 KEY_PERCENTILES = ("p50", "p95", "p99")
 
 
-def node_percentiles(data: dict) -> list[tuple[str, dict[str, dict]]]:
+def node_percentiles(data: dict) -> list[tuple[str, dict[str, UsageRow]]]:
     """[(node, {metric: row})] for the key metrics, nodes in the order of the system usage table."""
-    rows = ((data.get("sections") or {}).get(SectionId.SYSTEM_USAGE_STATISTICS) or {}).get("rows") or []
-    nodes: dict[str, dict[str, dict]] = {}
-    for row in rows:
-        if isinstance(row, dict) and row.get("metric") in KEY_METRICS:
-            nodes.setdefault(_text(row.get("node")), {})[row["metric"]] = row
+    nodes: dict[str, dict[str, UsageRow]] = {}
+    for row in usage_rows_of((data.get("sections") or {}).get(SectionId.SYSTEM_USAGE_STATISTICS)):
+        if row.metric in KEY_METRICS:
+            nodes.setdefault(row.node, {})[row.metric] = row
     return list(nodes.items())
 
 
@@ -525,7 +525,7 @@ def markdown_summary(data: dict, extra: str = "") -> str:
                   "| Node | " + " | ".join(header) + " |",
                   "|---|" + "---:|" * len(header)]
         for node, metrics in nodes:
-            cells = [_num((metrics.get(m) or {}).get(p)) for m in KEY_METRICS for p in KEY_PERCENTILES]
+            cells = [_num(metrics[m].stat(p) if m in metrics else None) for m in KEY_METRICS for p in KEY_PERCENTILES]
             lines.append(f"| {md(node, NAME_CHARS)} | " + " | ".join(cells) + " |")
         lines.append("")
     else:

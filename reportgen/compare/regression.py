@@ -18,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass, replace
 
 from reportgen.errors import InputError
+from reportgen.report.views import step_nodes_of
 from reportgen.section_ids import SectionId
 
 CONFIDENCE = 0.95
@@ -38,14 +39,10 @@ def parse_threshold(text: str) -> float:
 
 
 def _histograms(sections: dict) -> list[tuple[list[float], list[float]]]:
-    nodes = ((sections or {}).get(SectionId.STEP_DURATION_ANALYSIS) or {}).get("nodes") or {}
     found = []
-    for info in nodes.values() if isinstance(nodes, dict) else ():
-        hist = info.get("histogram") if isinstance(info, dict) else None
-        if not isinstance(hist, dict):
-            continue
-        counts, edges = hist.get("counts"), hist.get("edges")
-        ok = (isinstance(counts, list) and isinstance(edges, list) and 0 < len(counts) <= MAX_BINS
+    for node in step_nodes_of((sections or {}).get(SectionId.STEP_DURATION_ANALYSIS)):
+        counts, edges = node.counts, node.edges
+        ok = (counts is not None and edges is not None and 0 < len(counts) <= MAX_BINS
               and len(edges) == len(counts) + 1
               and all(_finite(v) and v >= 0 for v in counts) and all(_finite(v) for v in edges)
               and all(hi >= lo for lo, hi in zip(edges, edges[1:])))

@@ -19,6 +19,7 @@ from reportgen import __version__
 from reportgen.compare.output import md_escape
 from reportgen.compare.regression import Distribution, Regression, judge
 from reportgen.errors import InputError
+from reportgen.report.views import UsageRow, usage_rows_of
 from reportgen.section_ids import SectionId
 
 DEFAULT_THRESHOLD = 0.05
@@ -56,8 +57,8 @@ def _number(value) -> float | None:
     return float(value) if ok else None
 
 
-def _mean_stat(rows, metric: str, stat: str) -> float | None:
-    values = [_number(r.get(stat)) for r in rows if isinstance(r, dict) and r.get("metric") == metric]
+def _mean_stat(rows: list[UsageRow], metric: str, stat: str) -> float | None:
+    values = [_number(r.stat(stat)) for r in rows if r.metric == metric]
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
 
@@ -65,7 +66,7 @@ def _mean_stat(rows, metric: str, stat: str) -> float | None:
 def run_of(data: dict, label: str, path: str) -> Run:
     sections = data.get("sections") or {}
     dist = Distribution.of(sections)
-    rows = (sections.get(SectionId.SYSTEM_USAGE_STATISTICS) or {}).get("rows") or []
+    rows = usage_rows_of(sections.get(SectionId.SYSTEM_USAGE_STATISTICS))
     summary = sections.get(SectionId.TRAINING_JOB_SUMMARY) or {}
     cost = sections.get(SectionId.COST) or {}
     diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}

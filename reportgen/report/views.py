@@ -19,6 +19,14 @@ def _number(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _given(value) -> float | None:
+    """A number as given; None for anything else, an integer no float holds included (``math.isfinite`` raises)."""
+    try:
+        return _number(value)
+    except OverflowError:
+        return None
+
+
 @dataclass(frozen=True)
 class JobSummary:
     """The training-job-summary section's data (``summary.build``): the job's length and its phases."""
@@ -39,3 +47,107 @@ class JobSummary:
             return cls()
         numbers = {f.name: _number(data.get(f.name)) for f in fields(cls) if f.name != "available"}
         return cls(available=bool(data) and data.get("available") is not False, **numbers)
+
+
+USAGE_STATS = ("max", "p99", "p95", "p90", "p50", "min")
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """One row of the system usage section's data (``rows``: one metric on one node, ``system_usage.rows_of``),
+    read by compare's utilization section, ``trend`` and the CI Markdown. ``node`` is the row's node as text
+    ("" when absent), ``metric`` and ``unit`` only when they are text."""
+
+    node: str = ""
+    metric: str | None = None
+    unit: str | None = None
+    max: float | None = None
+    p99: float | None = None
+    p95: float | None = None
+    p90: float | None = None
+    p50: float | None = None
+    min: float | None = None
+
+    def stat(self, name: str) -> float | None:
+        return getattr(self, name) if name in USAGE_STATS else None
+
+
+def usage_rows_of(data) -> list[UsageRow]:
+    """The rows of a system usage section's ``data`` (from ``build_report`` or a report.json of any version:
+    rows that are not objects are skipped, missing keys are None)."""
+    rows = data.get("rows") if isinstance(data, dict) else None
+    text = lambda value: value if isinstance(value, str) else None  # noqa: E731
+    return [UsageRow("" if r.get("node") is None else str(r.get("node")), text(r.get("metric")), text(r.get("unit")),
+                     **{k: _given(r.get(k)) for k in USAGE_STATS})
+            for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)]
+
+
+STEP_STATS = ("mean", "max", "p99", "p95", "p50", "min")
+
+
+@dataclass(frozen=True)
+class StepNode:
+    """One node of the step duration section's data (``nodes``: StepOutlier's statistics of a worker's steps),
+    read by compare's step durations and the regression gate."""
+
+    node: str
+    phase: str | None = None  # "ProfilerStep" for PyTorch profiler steps (milliseconds long)
+    mean: float | None = None  # seconds
+    max: float | None = None
+    p99: float | None = None
+    p95: float | None = None
+    p50: float | None = None
+    min: float | None = None
+    outliers: float | None = None  # number_of_outliers
+    counts: list | None = None  # the histogram as written (``histogram.counts`` / ``.edges``), when lists
+    edges: list | None = None
+
+    def stat(self, name: str) -> float | None:
+        return getattr(self, name) if name in STEP_STATS else None
+
+
+def step_nodes_of(data) -> list[StepNode]:
+    """The nodes of a step duration section's ``data``, in order (a node that is not an object is skipped)."""
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    found = []
+    for node, info in (nodes if isinstance(nodes, dict) else {}).items():
+        if not isinstance(info, dict):
+            continue
+        stats = info.get("stats") if isinstance(info.get("stats"), dict) else {}
+        hist = info.get("histogram") if isinstance(info.get("histogram"), dict) else {}
+        counts, edges = hist.get("counts"), hist.get("edges")
+        found.append(StepNode(str(node), info.get("phase") if isinstance(info.get("phase"), str) else None,
+                              **{k: _given(stats.get(k)) for k in STEP_STATS}, outliers=_given(info.get("number_of_outliers")),
+                              counts=counts if isinstance(counts, list) else None,
+                              edges=edges if isinstance(edges, list) else None))
+    return found
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    """One row of the rules summary's data (``rows``: a rule's counts, status and texts), read by the CI
+    outputs (JUnit, Markdown, ``--fail-on``) and compare's rules section. Counts are numbers as given; a text
+    is the value as text (None when absent), as the CI outputs always printed it."""
+
+    rule: str | None = None  # None when absent or empty: a row without a rule
+    times_triggered: float | None = None
+    violations: float | None = None
+    datapoints: float | None = None
+    status: str | None = None  # fired / not_fired / not_evaluated (1.1: no_data)
+    not_evaluated_reason: str | None = None
+    parameters: str | None = None  # RuleParameters' text, one "name: value" a line
+    finding: str | None = None
+    recommendation: str | None = None
+
+
+RULE_ROW_TEXTS = ("status", "not_evaluated_reason", "parameters", "finding", "recommendation")
+
+
+def rule_rows_of(data) -> list[RuleRow]:
+    """The rows of a rules summary's ``data``, in order (a row that is not an object is skipped)."""
+    rows = data.get("rows") if isinstance(data, dict) else None
+    text = lambda value: None if value is None else str(value)  # noqa: E731
+    return [RuleRow(str(r["rule"]) if r.get("rule") else None,
+                    *(_given(r.get(k)) for k in ("times_triggered", "violations", "datapoints")),
+                    *(text(r.get(k)) for k in RULE_ROW_TEXTS))
+            for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.compare.side import Side
 from reportgen.report.model import Section, Table, Text
+from reportgen.report.views import rule_rows_of
 from reportgen.section_ids import SectionId
 
 
@@ -29,17 +30,17 @@ def rule_status(ta, tb, a_evaluated: bool = True, b_evaluated: bool = True) -> s
 
 def build(a: Side, b: Side) -> Section:
     section = Section("rules", "Rules fired in A and B")
-    ra = {r["rule"]: r for r in a.data(SectionId.RULES_SUMMARY_SECTION).get("rows") or []}
-    rb = {r["rule"]: r for r in b.data(SectionId.RULES_SUMMARY_SECTION).get("rows") or []}
+    ra, rb = ({r.rule: r for r in rule_rows_of(side.data(SectionId.RULES_SUMMARY_SECTION)) if r.rule is not None}
+              for side in (a, b))
     for side, rules in ((a, ra), (b, rb)):
         if not rules:
             section.add(Text(f"{side.label} has no rule outputs besides the usage summaries.", tone="missing"))
     rows, data = [], []
     for rule in dict.fromkeys(list(ra) + list(rb)):
-        ta = ra[rule]["times_triggered"] if rule in ra else None
-        tb = rb[rule]["times_triggered"] if rule in rb else None
-        status = rule_status(ta, tb, ra.get(rule, {}).get("status") != "not_evaluated",
-                             rb.get(rule, {}).get("status") != "not_evaluated")
+        ta = ra[rule].times_triggered if rule in ra else None
+        tb = rb[rule].times_triggered if rule in rb else None
+        status = rule_status(ta, tb, rule not in ra or ra[rule].status != "not_evaluated",
+                             rule not in rb or rb[rule].status != "not_evaluated")
         rows.append([rule, ta, tb, status])
         data.append({"rule": rule, "a_times_triggered": ta, "b_times_triggered": tb, "status": status})
     order = {"still firing": 0, "new": 1, "fixed": 2, "not evaluated in A": 3, "not evaluated in B": 3,

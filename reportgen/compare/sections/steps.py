@@ -8,14 +8,15 @@ from reportgen.compare.side import Side
 from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Table, Text
 from reportgen.report.util import as_dict, number
+from reportgen.report.views import StepNode, step_nodes_of
 from reportgen.section_ids import SectionId
 
 
-def _step_summary(nodes: dict) -> dict:
+def _step_summary(nodes: list[StepNode]) -> dict:
     """Mean over nodes of each step statistic (a single node's own statistics)."""
     out = {}
     for key in ("mean", "max", "p99", "p95", "p50", "min"):
-        values = [number(as_dict(n.get("stats")).get(key)) for n in nodes.values()]
+        values = [number(n.stat(key)) for n in nodes]
         values = [v for v in values if v is not None]
         out[key] = sum(values) / len(values) if values else None
     return out
@@ -34,16 +35,17 @@ def _histogram(side: Side) -> dict:
 
 def build(a: Side, b: Side) -> Section:
     section = Section("step-durations", "Step durations")
-    na = as_dict(a.data(SectionId.STEP_DURATION_ANALYSIS).get("nodes"))
+    na = as_dict(a.data(SectionId.STEP_DURATION_ANALYSIS).get("nodes"))  # as written, for compare.json
     nb = as_dict(b.data(SectionId.STEP_DURATION_ANALYSIS).get("nodes"))
+    va, vb = (step_nodes_of(side.data(SectionId.STEP_DURATION_ANALYSIS)) for side in (a, b))
     for side, nodes in ((a, na), (b, nb)):
         if not nodes:
             section.add(Text(f"{side.label} has no step durations (no StepOutlier output or no steps profiled).",
                              tone="missing"))
     keys = ("mean", "p50", "p95", "p99", "max")
     # PyTorch profiler steps (phase ProfilerStep) last milliseconds: shown in ms (compare.json keeps seconds).
-    nodes_all = [as_dict(info) for info in [*na.values(), *nb.values()]]
-    in_ms = bool(nodes_all) and all(info.get("phase") == "ProfilerStep" for info in nodes_all)
+    nodes_all = [*va, *vb]
+    in_ms = bool(nodes_all) and all(node.phase == "ProfilerStep" for node in nodes_all)
     scale, unit = (1000.0, "milliseconds") if in_ms else (1.0, "seconds")
 
     def shown(value):
@@ -51,14 +53,13 @@ def build(a: Side, b: Side) -> Section:
         return None if value is None else value * scale
 
     rows = []
-    for side, nodes in ((a, na), (b, nb)):
-        for node, info in nodes.items():
-            stats = as_dict(info.get("stats"))
-            rows.append([side.label, node, *[shown(stats.get(k)) for k in keys], info.get("number_of_outliers")])
-    sa, sb = _step_summary(na), _step_summary(nb)
+    for side, nodes in ((a, va), (b, vb)):
+        for node in nodes:
+            rows.append([side.label, node.node, *[shown(node.stat(k)) for k in keys], node.outliers])
+    sa, sb = _step_summary(va), _step_summary(vb)
     if na and nb:
         d = {k: delta(sa[k], sb[k]) for k in keys}
-        rows.append(["Δ (B − A)", "mean over nodes" if len(na) > 1 or len(nb) > 1 else "",
+        rows.append(["Δ (B − A)", "mean over nodes" if len(va) > 1 or len(vb) > 1 else "",
                      *[signed_cell(shown(d[k]), 2 if in_ms else 4) for k in keys], None])
     if rows:
         section.add(Text(f"Step durations in {unit} per node, as each run's StepOutlier rule measured them."))

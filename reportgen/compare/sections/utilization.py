@@ -8,48 +8,55 @@ from reportgen.report.charts import grouped_bars
 from reportgen.formatting import exact_number, human_rate
 from reportgen.report.model import Chart, Heading, Section, Shown, Table, Text
 from reportgen.report.util import number
+from reportgen.report.views import UsageRow, usage_rows_of
 from reportgen.section_ids import SectionId
 
 
-def _usage_index(side: Side) -> dict[tuple[str, str], dict]:
-    rows = side.data(SectionId.SYSTEM_USAGE_STATISTICS).get("rows") or []
-    return {(r["metric"], r["node"]): r for r in rows}
+def _usage_index(side: Side) -> dict[tuple[str, str], UsageRow]:
+    return {(r.metric, r.node): r for r in usage_rows_of(side.data(SectionId.SYSTEM_USAGE_STATISTICS))}
 
 
-def overall_usage(index: dict[tuple[str, str], dict]) -> dict[str, dict]:
+def _value(row: UsageRow | dict | None, key: str):
+    """A statistic or the unit of a node's row or of an overall entry (``overall_usage``), None when absent."""
+    if isinstance(row, UsageRow):
+        return getattr(row, key)
+    return (row or {}).get(key)
+
+
+def overall_usage(index: dict[tuple[str, str], UsageRow]) -> dict[str, dict]:
     """Per metric over all nodes: max of the maxima, min of the minima, mean of the per-node percentiles.
 
     With one node this is that node's row. (The rule outputs carry per-node percentiles only, so a
     true all-nodes percentile cannot be computed; the mean is labelled as such.)
     """
-    by_metric: dict[str, list[dict]] = {}
+    by_metric: dict[str, list[UsageRow]] = {}
     for (metric, _node), row in index.items():
         by_metric.setdefault(metric, []).append(row)
     result = {}
     for metric, rows in by_metric.items():
         stats = {}
         for key in STATS:
-            values = [number(r.get(key)) for r in rows if number(r.get(key)) is not None]
+            values = [number(r.stat(key)) for r in rows if number(r.stat(key)) is not None]
             if not values:
                 continue
             stats[key] = max(values) if key == "max" else min(values) if key == "min" else sum(values) / len(values)
-        result[metric] = {"unit": rows[0].get("unit"), "nodes": len(rows), **stats}
+        result[metric] = {"unit": rows[0].unit, "nodes": len(rows), **stats}
     return result
 
 
 def _usage_rows(keys, ia: dict, ib: dict, with_node: bool) -> tuple[list, list]:
     rows, data = [], []
     for key in keys:
-        ra, rb = ia.get(key) or {}, ib.get(key) or {}
+        ra, rb = ia.get(key), ib.get(key)
         metric = key[0] if with_node else key
-        unit = ra.get("unit") or rb.get("unit")
+        unit = _value(ra, "unit") or _value(rb, "unit")
         cells = [metric] + ([key[1]] if with_node else []) + [unit]
         entry = {"metric": metric, "unit": unit, "a": {}, "b": {}, "delta": {}}
         if with_node:
             entry["node"] = key[1]
         for stat in STATS:
-            entry["a"][stat], entry["b"][stat] = number(ra.get(stat)), number(rb.get(stat))
-            entry["delta"][stat] = delta(ra.get(stat), rb.get(stat))
+            entry["a"][stat], entry["b"][stat] = number(_value(ra, stat)), number(_value(rb, stat))
+            entry["delta"][stat] = delta(_value(ra, stat), _value(rb, stat))
         for stat in SHOWN_STATS:
             cells += [entry["a"][stat], entry["b"][stat], signed_cell(entry["delta"][stat])]
         if unit == "bytes":  # network throughput in humane units, as in generate; the exact bytes/s in data-value
