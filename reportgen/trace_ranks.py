@@ -59,8 +59,10 @@ class TraceRank:
     end_us: float | None = None
     span_ms: float | None = None
     step_mean_ms: float | None = None  # step_stats_ms.mean
+    step_max_ms: float | None = None
     has_gpu_activity: bool = False
     gpu_active_pct: float | None = None  # of the traced time
+    gpu_window_idle_share: float | None = None  # idle within the first to the last GPU activity
     dataloader: TraceLoader | None = None  # None when the entry has no data-loading object
     collective_share: float | None = None  # share of the step time waiting in collectives
     cpu_op_count: float | None = None
@@ -86,11 +88,12 @@ class TraceRank:
                                  workers if isinstance(workers, bool) else None)
         else:
             loader = None
-        gpu = _dict(entry.get("gpu"))
+        gpu, stats = _dict(entry.get("gpu")), _dict(entry.get("step_stats_ms"))
         workers = entry.get("workers")
         return cls(str(label), True, steps, _given(entry.get("start_us")), _given(entry.get("end_us")),
-                   _given(entry.get("span_ms")), _given(_dict(entry.get("step_stats_ms")).get("mean")),
-                   bool(gpu.get("has_gpu_activity")), _given(gpu.get("active_pct")), loader,
+                   _given(entry.get("span_ms")), _given(stats.get("mean")), _given(stats.get("max")),
+                   bool(gpu.get("has_gpu_activity")), _given(gpu.get("active_pct")),
+                   _given(gpu.get("window_idle_share")), loader,
                    _given(_dict(entry.get("collectives")).get("step_share")),
                    _given(_dict(entry.get("cpu_ops")).get("count")),
                    tuple(str(w) for w in workers) if isinstance(workers, list) else (), entry)

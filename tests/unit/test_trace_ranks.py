@@ -22,6 +22,7 @@ def test_a_recorded_cpu_run_with_dataloader_workers():
     assert rank.dataloader == TraceLoader(0.06407986903707229, 6.387208333333334, 38.32325,
                                           "_MultiProcessingDataLoaderIter", True)
     assert rank.step_mean_ms == 99.6757395 and rank.cpu_op_count == 1876
+    assert rank.step_max_ms == max(s.dur_ms for s in rank.steps) == 121.25246899999999
     assert not rank.has_gpu_activity and rank.gpu_active_pct == 0.0 and rank.collective_share is None
     assert rank.entry is doc["ranks"]["vm_30238"]  # the analyses one room reads, as written
 
@@ -49,9 +50,19 @@ def test_garbage_entries_are_none_not_an_error():
     assert list(ranks) == ["0", "1", "2"]
     r0 = ranks["0"]
     assert r0.steps == (TraceStep(), TraceStep(), TraceStep(3.0, None, 2))
-    assert (r0.start_us, r0.span_ms, r0.step_mean_ms, r0.gpu_active_pct, r0.collective_share) == (None,) * 5
+    assert (r0.start_us, r0.span_ms, r0.step_mean_ms, r0.step_max_ms, r0.gpu_active_pct, r0.gpu_window_idle_share,
+            r0.collective_share) == (None,) * 7
     assert r0.has_gpu_activity and r0.workers == ()
     assert r0.dataloader == TraceLoader(total_ms=3)
     assert ranks["1"] == TraceRank("1") and not ranks["1"].is_object and ranks["1"].step_list == ()
     assert ranks["2"].is_object and ranks["2"].steps is None and ranks["2"].dataloader is None
     assert trace_ranks_of(None) == {} and trace_ranks_of({"ranks": [1]}) == {}
+
+
+@pytest.mark.fixtures
+def test_a_gpu_rank():
+    doc, _ = analyze_job(find_traces(need(RAW / "hta-resnet-v100-1gpu")))
+    rank = trace_ranks_of(doc)["0"]
+    assert rank.has_gpu_activity and round(rank.gpu_active_pct, 2) == 80.03
+    assert round(rank.gpu_window_idle_share, 4) == 0.0158
+    assert (round(rank.step_mean_ms, 4), round(rank.step_max_ms, 4)) == (78.8282, 95.699)

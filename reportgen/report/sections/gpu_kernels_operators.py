@@ -12,6 +12,7 @@ from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, T
 from reportgen.report.util import as_dict, as_list, number, slug
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
+from reportgen.trace_ranks import TraceLoader, TraceRank, trace_ranks_of
 
 SECTION_ID = SectionId.GPU_KERNELS_OPERATORS
 DETAILED_RANKS = 8
@@ -38,14 +39,13 @@ def _pct(share) -> float | None:
     return None if share is None else 100.0 * share
 
 
-def _ranks_table(ranks: dict) -> Table:
+def _ranks_table(ranks: dict[str, TraceRank]) -> Table:
     """The columns that tell the story first (steps, data loading, collective wait), GPU after."""
     rows = []
     for label, r in ranks.items():
-        r = as_dict(r)
-        cycles = number(r.get("cycles"))
-        rows.append([str(label), int(cycles) if cycles is not None and abs(cycles) < 1e15 else None,
-                     len(as_list(r.get("steps"))), *_rank_metrics(r)])
+        cycles = number(r.entry.get("cycles"))
+        rows.append([label, int(cycles) if cycles is not None and abs(cycles) < 1e15 else None,
+                     len(r.step_list), *_rank_metrics(r)])
     return Table("kineto-ranks", ["Rank", "Cycles", "Steps", "Mean step (ms)", "Max step (ms)", "DataLoader share",
                                   "DataLoader per step (ms)", "Collective wait", "GPU active (trace)",
                                   "GPU idle (active window)"],
@@ -56,22 +56,21 @@ def _ranks_table(ranks: dict) -> Table:
                           "trace."))
 
 
-def _rank_metrics(r: dict) -> list[float | None]:
+def _rank_metrics(r: TraceRank) -> list[float | None]:
     """The ranks table's measures of one rank, in the order of ``RANK_METRICS``."""
-    stats, gpu = as_dict(r.get("step_stats_ms")), as_dict(r.get("gpu"))
-    loader, collectives = as_dict(r.get("dataloader")), as_dict(r.get("collectives"))
-    return [number(stats.get("mean")), number(stats.get("max")), _pct(loader.get("step_share")),
-            number(loader.get("per_step_ms")), _pct(collectives.get("step_share")),
-            number(gpu.get("active_pct")) if gpu.get("has_gpu_activity") else None, _pct(gpu.get("window_idle_share"))]
+    loader = r.dataloader or TraceLoader()
+    return [number(r.step_mean_ms), number(r.step_max_ms), _pct(loader.step_share), number(loader.per_step_ms),
+            _pct(r.collective_share), number(r.gpu_active_pct) if r.has_gpu_activity else None,
+            _pct(r.gpu_window_idle_share)]
 
 
 RANK_METRICS = ("Mean step (ms)", "Max step (ms)", "DataLoader share (%)", "DataLoader per step (ms)",
                 "Collective wait (% of step time)", "GPU active, trace (%)", "GPU idle, active window (%)")
 
 
-def _spread_table(ranks: dict) -> Table:
+def _spread_table(ranks: dict[str, TraceRank]) -> Table:
     """Many ranks in a few rows: per measure the least, the median and the most, and which ranks."""
-    per_rank = {label: _rank_metrics(as_dict(r)) for label, r in ranks.items()}
+    per_rank = {label: _rank_metrics(r) for label, r in ranks.items()}
     rows = []
     for i, name in enumerate(RANK_METRICS):
         found = sorted(((v[i], label) for label, v in per_rank.items() if v[i] is not None), key=lambda x: x[0])
@@ -127,15 +126,14 @@ def _spread(row: dict) -> str:
     return f"{least:.2f} – {most:.2f} (rank {row.get('max_rank', '?')})"
 
 
-def _rank_summary(label: str, r: dict, straggler) -> str:
+def _rank_summary(label: str, r: TraceRank, straggler) -> str:
     """One line for a rank's collapsed details."""
-    stats, gpu = as_dict(r.get("step_stats_ms")), as_dict(r.get("gpu"))
     parts = [f"Rank {label}" + (" (the straggler)" if straggler is not None and str(straggler) == label else "")]
-    if number(stats.get("mean")) is not None:
-        parts.append(f"mean step {number(stats.get('mean')):.2f} ms")
-    if gpu.get("has_gpu_activity"):
-        parts.append(f"GPU active {number(gpu.get('active_pct'), 0.0):.1f} %")
-    kernels = as_dict(r.get("kernels"))
+    if number(r.step_mean_ms) is not None:
+        parts.append(f"mean step {number(r.step_mean_ms):.2f} ms")
+    if r.has_gpu_activity:
+        parts.append(f"GPU active {number(r.gpu_active_pct, 0.0):.1f} %")
+    kernels = as_dict(r.entry.get("kernels"))
     if number(kernels.get("total_ms")):
         parts.append(f"kernels {number(kernels.get('total_ms')):.2f} ms")
     return ", ".join(parts)
@@ -266,7 +264,8 @@ def _short(name: str, limit: int = 80) -> str:
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SECTION_ID, "GPU kernels and operators (PyTorch profiler)")
     doc = as_dict(getattr(outputs, "traces", None))
-    ranks = {label: as_dict(r) for label, r in as_dict(doc.get("ranks")).items()}
+    ranks = {label: as_dict(r) for label, r in as_dict(doc.get("ranks")).items()}  # as written, for report.json
+    views = trace_ranks_of(doc)
     if not ranks:
         return section.missing("No PyTorch profiler (Kineto) traces were given: point reportgen at a folder with "
                                "*.pt.trace.json(.gz) files to see GPU kernels and operators per rank.")
@@ -279,7 +278,7 @@ def build(outputs: RuleOutputs) -> Section:
            "profiling cycle; a rank's cycles are merged)") + ": what each GPU ran (kernels, memory copies, memsets), how "
         "long it sat idle, how much of each step went to data loading and to waiting in collectives, which CPU "
         "operators cost most, and the ranks side by side so a straggler stands out."))
-    if formats and not any(as_dict(as_dict(r).get("gpu")).get("has_gpu_activity") for r in ranks.values()):
+    if formats and not any(r.has_gpu_activity for r in views.values()):
         section.add(Text(
             "These JAX / TensorFlow profiles have no device plane (a CPU-only run): they cannot show GPU kernels, "
             "memory copies or GPU idle time. Steps, host operators and the input pipeline (TensorFlow's "
@@ -313,16 +312,16 @@ def build(outputs: RuleOutputs) -> Section:
             f"(threshold {number(comparison.get('margin_pct'), 5.0):.0f} %).", tone="ok"))
     many = len(ranks) > MANY_RANKS
     if many:
-        section.add(_spread_table(ranks), Details(f"All {len(ranks)} ranks, one row each", [_ranks_table(ranks)]))
+        section.add(_spread_table(views), Details(f"All {len(ranks)} ranks, one row each", [_ranks_table(views)]))
     else:
-        section.add(_ranks_table(ranks))
+        section.add(_ranks_table(views))
     job = as_dict(doc.get("job"))
     if len(ranks) > 1 and job:
         section.add(Heading(f"Whole job: kernels and CPU operators over all {len(ranks)} ranks", 3))
         section.add(*_job_tables(job, len(ranks)))
-    means = {label: number(as_dict(r.get("step_stats_ms")).get("mean")) for label, r in ranks.items()}
+    means = {label: number(r.step_mean_ms) for label, r in views.items()}
     means = {k: v for k, v in means.items() if v is not None}
-    waits = {label: _pct(as_dict(r.get("collectives")).get("step_share")) for label, r in ranks.items()}
+    waits = {label: _pct(r.collective_share) for label, r in views.items()}
     waits = {k: v for k, v in waits.items() if v is not None}
     per_rank_charts = []
     if len(waits) >= 2:  # equal step times hide a straggler; the wait in collectives shows it
@@ -352,7 +351,7 @@ def build(outputs: RuleOutputs) -> Section:
     for label in shown:
         blocks = _rank_blocks(str(label), as_dict(ranks[label]))
         if len(ranks) > 1:  # the ranks table and the job-wide tables lead; each rank's detail on demand
-            section.add(Details(_rank_summary(str(label), as_dict(ranks[label]), straggler), blocks[1:]))
+            section.add(Details(_rank_summary(str(label), views[str(label)], straggler), blocks[1:]))
         else:
             section.add(*blocks)
     section.data = {"comparison": comparison, "ranks": ranks, **({"job": job} if job else {})}
