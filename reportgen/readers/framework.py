@@ -246,13 +246,22 @@ class _TraceState:
 
 
 
+def _last_meta(phs: list) -> int:
+    """The place of the last metadata event (-1 when there is none), found from the end in C: the
+    metadata events of a file come before or among its first events."""
+    try:
+        return len(phs) - 1 - phs[::-1].index("M")
+    except ValueError:
+        return -1
+
+
 def _metadata_leads(events: list, phs: list) -> bool:
     """Whether every metadata event comes before the events it describes, so that applying it to the
     whole file (the column-wise path) gives what applying it from its place on (the event-by-event
     and the streamed paths) gives. smdebug writes a pid's ``process_name`` just before its first
     event, mid-file: that is fine; a base time, or a pid's name, after events it applies to is not."""
     first_body = next((i for i, ph in enumerate(phs) if ph != "M"), len(phs))
-    last_meta = max(i for i, ph in enumerate(phs) if ph == "M")
+    last_meta = _last_meta(phs)
     seen: set = set()  # pids of the events so far
     for i in range(first_body, last_meta + 1):
         e = events[i]
@@ -417,15 +426,22 @@ class FrameworkReader:
         metadata, each pid declared once, one base time): each column filled by one comprehension,
         times rounded with numpy. Returns False (nothing appended) when any event needs the general
         path's handling; the whole file then takes it."""
-        if set(map(type, events)) - {dict} or {list, dict} & {type(e.get("pid")) for e in events}:
+        if set(map(type, events)) - {dict}:
+            return False
+        pids = [e.get("pid") for e in events]
+        if {list, dict} & set(map(type, pids)):
             return False
         phs = [e.get("ph") for e in events]
-        meta = [e for e, ph in zip(events, phs) if ph == "M"]
+        # Every event after the last metadata event is body: only the events up to it are filtered.
+        head = _last_meta(phs) + 1
+        meta = [e for e, ph in zip(events[:head], phs[:head]) if ph == "M"]
         if meta and not _metadata_leads(events, phs):
             return False
         if meta:
-            body = [e for e, ph in zip(events, phs) if ph != "M"]
-            phs = [ph for ph in phs if ph != "M"]
+            keep = [ph != "M" for ph in phs[:head]]
+            body = [e for e, k in zip(events[:head], keep) if k] + events[head:]
+            pids = [x for x, k in zip(pids[:head], keep) if k] + pids[head:]
+            phs = [ph for ph, k in zip(phs[:head], keep) if k] + phs[head:]
         else:
             body = events
         phase_of_pid: dict = {}
@@ -442,11 +458,13 @@ class FrameworkReader:
                     phase_of_pid[e.get("pid")] = str(args["name"])
         if bases > 1:
             return False
-        return self._simple_body(body, phs, base, phase_of_pid, node, ftype)
+        return self._simple_body(body, phs, base, phase_of_pid, node, ftype, pids)
 
-    def _simple_body(self, body: list, phs: list, base: int, phase_of_pid: dict, node: str, ftype: str) -> bool:
-        """Columns of ``body`` (dicts with their ``ph`` values in ``phs``, no metadata) when every
-        event is a well-formed X / i event; False (nothing appended) otherwise."""
+    def _simple_body(self, body: list, phs: list, base: int, phase_of_pid: dict, node: str, ftype: str,
+                     pids: list | None = None) -> bool:
+        """Columns of ``body`` (dicts with their ``ph`` values in ``phs``, no metadata; ``pids``: their
+        ``pid`` values when the caller has them) when every event is a well-formed X / i event; False
+        (nothing appended) otherwise."""
         try:
             kinds = set(phs)
         except TypeError:  # a list or object as "ph": the general path reports it
@@ -461,18 +479,21 @@ class FrameworkReader:
             dur = [e.get("dur", 0) if ph == "X" else 0 for e, ph in zip(body, phs)]
         if not set(map(type, ts)) <= _NUM_TYPES or not set(map(type, dur)) <= _NUM_TYPES:
             return False
-        if any(d < 0 for d in dur):
+        if dur and min(dur) < 0:  # (a NaN that hides a negative from min() fails the magnitude test below)
             return False
         names = [e.get("name") for e in body]
         if set(map(type, names)) - {str}:
             names = [x if type(x) is str else ("" if x is None else str(x)) for x in names]
-        pids = [e.get("pid") for e in body]
+        if pids is None:
+            pids = [e.get("pid") for e in body]
         get_phase = phase_of_pid.get
         phases = [get_phase(x, "Unknown") for x in pids]
         if set(map(type, pids)) - {int}:
             pids = [x if type(x) is int else _int(x, -1) for x in pids]
         tids = [e.get("tid") for e in body]
-        if set(map(type, tids)) - {int}:
+        if set(map(type, tids)) <= {type(None)}:  # no thread ids at all (smdebug's Python timeline)
+            tids = [-1] * len(tids)
+        elif set(map(type, tids)) - {int}:
             tids = [x if type(x) is int else -1 if x is None else _int(x, -1) for x in tids]
         empty: dict = {}
         args_l = [e.get("args") for e in body]
