@@ -17,10 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reportgen.readers.listing import walk_files
+from reportgen.readers.framework_files import file_key_us, list_framework_files  # noqa: F401  (their home before)
 from reportgen.readers.heap import trim_heap
 from reportgen.problems import DataProblem, ProblemLog
-from reportgen.sources.layout import is_framework_trace
 from reportgen.traces.numbers import FLOAT_MAX, hashable, is_number
 from reportgen.traces.read import TraceRead
 from reportgen.traces.spans import OpenSpans
@@ -53,21 +52,6 @@ def rewrite_node_id(raw: str) -> str:
     """``27-algo-1`` -> ``algo-1-27`` (framework node ids are per process, spec A.3)."""
     m = _NODE_RE.match(raw)
     return f"{m.group(2)}-{m.group(1)}" if m else raw
-
-
-def list_framework_files(root: Path, problems: ProblemLog | None = None) -> list[Path]:
-    """Trace files under framework/, in file-name time order; a folder that cannot be listed is
-    recorded in ``problems`` (see ``listing.walk_files``)."""
-    fw = root / "framework"
-    if not fw.is_dir():
-        return []
-    out = [p for p in walk_files(fw, root, problems) if p.is_file() and is_framework_trace(p.parts)]
-    return sorted(out, key=lambda p: (file_key_us(p), str(p)))
-
-
-def file_key_us(p: Path) -> int:
-    head = p.name.split("_")[0]
-    return int(head) if head.isdigit() else 0
 
 
 _TIME_LIMIT = 2**61  # µs; a base time or a column-wise time beyond it goes to the checked general path
