@@ -6,6 +6,7 @@ a fresh interpreter, where nothing is imported yet."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -41,7 +42,7 @@ print(json.dumps(seen))
 
 def test_listing_needs_no_pandas_and_duckdb_comes_first(tmp_path):
     proc = subprocess.run([sys.executable, "-c", _PROBE, str(SAMPLE_DATA), str(tmp_path / "out")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen["listed"][0] > 0 and seen["listed"][1] > 0  # sample_data's system files and traces
