@@ -72,9 +72,22 @@ def load_data(raw_root: Path, problems: ProblemLog | None = None, *, scheduler: 
     return data, problems
 
 
+def summarize_trace_file(fe, span=None):
+    """``framework_events.summarize_file``, imported where it first runs: in the traces thread (or on a Dask
+    worker), so that pandas is imported there while DuckDB reads the system metrics, not before."""
+    from reportgen.engine.framework_events import summarize_file
+
+    return summarize_file(fe, span)
+
+
+def merge_trace_summaries(summaries, problems):
+    """``framework_events.merge_summaries``, imported where it runs (the traces thread, see above)."""
+    from reportgen.engine.framework_events import merge_summaries
+
+    return merge_summaries(summaries, problems)
+
+
 def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=None, client=None):
-    from reportgen.engine.framework_events import merge_summaries, summarize_file
-    from reportgen.engine.model import MAX_GPU_SERIES_PER_NODE, AnalysisData, gpu_series_note, time_axis
     from reportgen.readers.ingest import TraceReduction, read_profile
 
     raw_root = Path(raw_root)
@@ -82,8 +95,10 @@ def _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework=Non
     # The framework traces are reduced file by file (here, or on the Dask workers) to what the rules
     # read, and merged exactly: the client never holds the whole event table (engine.framework_events).
     profile = read_profile(raw_root, problems, scheduler=scheduler, cache_root=cache_root, s3_system=s3_system,
-                           s3_framework=s3_framework, traces=TraceReduction(summarize_file, merge_summaries),
-                           client=client)
+                           s3_framework=s3_framework,
+                           traces=TraceReduction(summarize_trace_file, merge_trace_summaries), client=client)
+    from reportgen.engine.model import MAX_GPU_SERIES_PER_NODE, AnalysisData, gpu_series_note, time_axis
+
     system, fw = profile.system, profile.events
     try:
         if not system.nodes and fw.n_events == 0:

@@ -12,11 +12,15 @@ worst they cost 30 days of windows (43,200, a few MB).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from reportgen.problems import ProblemLog
 from reportgen.readers.tick_table import NodeSystem
+
+if TYPE_CHECKING:  # pragma: no cover - the events table's type only: listing and span need no pandas
+    import pandas as pd
 
 # Events with a start before 1973-03-03 (1e8 s; e.g. a TF trace without its .metadata base time,
 # whose times count from the process start) have no usable absolute time; they are kept in the

@@ -119,7 +119,7 @@ def _framework_keys(raw_root: Path, s3_framework) -> list[int]:
         from reportgen.readers.distributed import framework_listing
 
         return [k for k, _ in framework_listing(raw_root, None, s3_framework)]
-    from reportgen.readers.framework import file_key_us, list_framework_files
+    from reportgen.readers.framework_files import file_key_us, list_framework_files
 
     return [file_key_us(p) for p in list_framework_files(raw_root)]
 
@@ -128,7 +128,7 @@ def _framework_files(raw_root: Path, s3_framework, problems: ProblemLog) -> list
     """The local framework traces, listed once for the whole run (None for S3: the workers' objects)."""
     if s3_framework is not None:
         return None
-    from reportgen.readers.framework import list_framework_files
+    from reportgen.readers.framework_files import list_framework_files
 
     return list_framework_files(raw_root, problems)
 
@@ -189,7 +189,7 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
     listing = fw_files = span = None
     if traces is not None:
         from reportgen.readers.clock import file_time_range_us
-        from reportgen.readers.framework import file_key_us
+        from reportgen.readers.framework_files import file_key_us
 
         listing = _system_listing(raw_root, s3_system, problems)
         fw_files = _framework_files(raw_root, s3_framework, fw_problems)
@@ -201,6 +201,11 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
             from reportgen.readers.distributed import dask_client, parse_scheduler
 
             client = stack.enter_context(dask_client(parse_scheduler(scheduler)))
+        if client is None and cache_root is None and s3_system is None:
+            # DuckDB imported before the traces thread starts importing pandas: an import holds the GIL, so the
+            # two would take turns, and the system metrics' read (DuckDB's threads, without the GIL) would start
+            # only after both; this way it starts first and pandas is imported beside it.
+            import duckdb  # noqa: F401
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-traces"))
         pending = pool.submit(_read_traces, raw_root, fw_problems, stop, client, s3_framework, traces, span, fw_files)
         try:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from reportgen.engine import analyze
 from reportgen.engine.breakdown import breakdown, breakdown_of_groups
@@ -111,14 +112,26 @@ def test_merged_summaries_equal_the_whole_table(tmp_path):
         fw.close()
 
 
-def test_correlations_from_the_spilled_store_equal_the_tables(tmp_path):
+@pytest.mark.parametrize("batch_bytes, batches", [
+    (1, [[9], [3], [6]]),  # every file its own batch: start, end, group code of each file on disk
+    (200, [[9, 3]]),  # the first two files (240 bytes) written together, the third still in memory
+    (4 << 20, []),  # nothing written: all three files in the buffer
+])
+def test_correlations_from_the_spilled_store_equal_the_tables(tmp_path, monkeypatch, batch_bytes, batches):
+    """Whatever the spill batches (one per file, several files, none written yet), the correlations are the
+    table's, ties on start broken by file and row as in the table."""
+    from reportgen.engine import framework_events
+
+    monkeypatch.setattr(framework_events, "SPILL_BATCH_BYTES", batch_bytes)
     root = _profile(tmp_path / "p")
     span = _span(root)
     table = drop_clock_outliers({}, read_framework(root, ProblemLog()), span, ProblemLog())[1]
     ref = FrameworkEvents.from_table(table)
     fw = _reduced(root, ProblemLog(), span)
     folder = Path(fw.store.folder)
-    assert len(list(folder.glob("*.npy"))) == 3 * 3  # start, end, group code of each file on disk
+    assert [lengths for _, lengths in fw.store.batches] == batches
+    assert fw.n_events == 18  # 9 + 3 + 6 events (the 1990 one dropped), written or in the buffer
+    assert len(list(folder.glob("*.npy"))) == 3 * len(batches)
     try:
         for instants in ([BASE + 15], [BASE + 15, BASE + 1015], [BASE + 5000], [BASE + 11, BASE + 350]):
             a, b = fw.groups_at_instants(instants), ref.groups_at_instants(instants)
@@ -156,9 +169,10 @@ def test_analyze_holds_only_the_key_rows_and_removes_its_spill(tmp_path, monkeyp
     from the whole table in memory, and the spilled columns are removed."""
     import tempfile
 
-    from reportgen.engine import load_data, run_rules
+    from reportgen.engine import framework_events, load_data, run_rules
     from reportgen.engine.model import AnalysisData
 
+    monkeypatch.setattr(framework_events, "SPILL_BATCH_BYTES", 64 << 10)
     sample = SAMPLE_DATA
     data, _ = load_data(sample)
     try:
@@ -166,7 +180,11 @@ def test_analyze_holds_only_the_key_rows_and_removes_its_spill(tmp_path, monkeyp
         assert len(data.events) == 8180
         assert not set(data.events["phase"].astype(str)) & {"Forward", "cpu_functions", "gpu_functions-dev:0"}
         spilled = Path(data.framework.store.folder)
-        assert len(list(spilled.glob("*.npy"))) == 3 * len(list_framework_files(sample))
+        # 14,348 events x 20 bytes = 287 KB: spilled in 64 KiB batches of several files each
+        batches = data.framework.store.batches
+        assert len(batches) == 4 and all(len(lengths) > 1 for _, lengths in batches)
+        assert len(list(spilled.glob("*.npy"))) == 3 * len(batches)
+        assert sum(sum(lengths) for _, lengths in batches) < 14348  # the last files still in the buffer
         full = read_framework(sample, ProblemLog())
         assert len(full) == 14348
         whole = AnalysisData(nodes=data.nodes, events=full, t0_us=data.t0_us, n_windows=data.n_windows)
