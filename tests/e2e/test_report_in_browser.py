@@ -81,8 +81,9 @@ def test_sample_report_from_raw_data_draws_its_time_series(sample_report, tmp_pa
 
 @pytest.mark.browser
 def test_compact_chart_data_draws_the_timeline_numbers(sample_report, sample_rule_outputs):
-    """The time charts carry their instants as a grid (x0/dx) and their values as plotly.js typed arrays
-    (float32 lines, whole-percent heatmap cells): what Chromium draws is timeline.json's numbers."""
+    """The time charts carry their instants as a grid (x0/dx) and their values as typed arrays (lines of
+    two-decimal utilization as whole hundredths, divided back by charts.js; whole-percent heatmap cells):
+    what Chromium draws is timeline.json's numbers, exactly."""
     node = json.loads((sample_rule_outputs.parent / "timeline.json").read_text())["nodes"]["algo-1"]
     page = visit(sample_report, probe=[OPEN_ALL_DETAILS, """() => {
       const gd = id => document.getElementById(id).querySelector('.js-plotly-plot');
@@ -93,8 +94,8 @@ def test_compact_chart_data_draws_the_timeline_numbers(sample_report, sample_rul
     # a heatmap cell: the mean of 3 buckets (600 -> charts.HEATMAP_COLUMNS), in whole percents
     assert page.dom["z"] == [[round(sum(row[i:i + 3]) / 3) for i in range(0, 600, 3)]
                              for row in node["cpu_heatmap"]["mean"]]
-    assert [y for _, y in page.dom["mean"]] == pytest.approx(node["series"]["cpu_total"]["mean"], rel=1e-6)
-    assert page.dom["top"] == pytest.approx(node["series"]["cpu_total"]["max"], rel=1e-6)
+    assert [y for _, y in page.dom["mean"]] == node["series"]["cpu_total"]["mean"]
+    assert page.dom["top"] == node["series"]["cpu_total"]["max"]
     step = node["bucket_s"] * 1000.0
     assert len(page.dom["mean"]) == len(node["t"]) == 600
     assert all(abs(x - t * 1000.0) <= 0.02 * step for (x, _), t in zip(page.dom["mean"], node["t"]))

@@ -66,8 +66,9 @@ def test_a_spike_of_one_sample_stays_visible_in_the_chart(two_hours):
     figure = charts.time_lines(doc["t"], {"GPU": {**series, "kind": "gpu"}}, "t", "%")
     top, bottom, mean = (charts.decode_array(trace["y"]) for trace in figure["data"])
     assert top[bucket] == 100.0 and max(top) == 100.0
-    assert top == pytest.approx(series["max"], rel=1e-6) and bottom == pytest.approx(series["min"], rel=1e-6)
-    assert mean == pytest.approx(series["mean"], rel=1e-6)  # float32: 7 digits, the data has 4-5
+    # utilization has two decimals: whole hundredths in u2, the same numbers exactly
+    assert [trace["y"]["dtype"] for trace in figure["data"]] == ["u2"] * 3
+    assert top == series["max"] and bottom == series["min"] and mean == series["mean"]
 
 
 def test_the_bucket_instants_travel_as_a_regular_grid(two_hours):
@@ -104,12 +105,45 @@ def test_heatmap_cells_are_whole_percents_in_a_typed_array():
 
 
 def test_line_values_are_float32_typed_arrays_unless_they_have_gaps():
-    values = [0.01 * i for i in range(20)] + [123456789.0]
+    values = [0.01 * i for i in range(20)] + [123456789.0]  # 0.01 * 3 is 0.030000000000000002: not hundredths
     spec = charts.float_array(values)
     assert spec["dtype"] == "f4" and len(spec["bdata"]) == 4 * math.ceil(21 * 4 / 3)  # 84 bytes
     assert charts.decode_array(spec) == pytest.approx(values, rel=1e-7)
     assert charts.float_array([1.0, None] * 8) == [1.0, None] * 8
     assert charts.float_array([1.0, 2.0]) == [1.0, 2.0]  # too short to pay for the wrapper
+
+
+def test_line_values_with_two_decimals_travel_exactly_as_whole_hundredths():
+    """Utilization rounded by the engine to two decimals: u2 of hundredths (2 bytes a value, not float32's
+    4), decoded by dividing (charts.js does the same) to the very numbers of timeline.json."""
+    percents = [0.0, 12.34, 99.99, 100.0, 0.05, 55.5, 7.0, 42.42, 65.35]
+    spec = charts.float_array(percents)
+    assert spec["dtype"] == "u2" and spec["decimals"] == 2 and len(spec["bdata"]) == 4 * math.ceil(9 * 2 / 3)
+    assert charts.decode_array(spec) == percents  # equal, not approximately
+    # the fewest decimals that hold them: tenths, units (u1 up to 255, u2 above)
+    tenths = charts.float_array([0.5, 12.3, 100.0] * 3)
+    assert (tenths["dtype"], tenths["decimals"], charts.decode_array(tenths)) == ("u2", 1, [0.5, 12.3, 100.0] * 3)
+    units = charts.float_array([0.0, 17.0, 255.0] * 3)
+    assert units["dtype"] == "u1" and "decimals" not in units and charts.decode_array(units) == [0, 17, 255] * 3
+    assert charts.float_array([0.0, 256.0] * 4)["dtype"] == "u2"
+    # not held exactly by u1/u2: float32, as before
+    assert charts.float_array([0.001 * i for i in range(1, 10)])["dtype"] == "f4"  # three decimals
+    assert charts.float_array([-1.5] + percents)["dtype"] == "f4"  # negative
+    assert charts.float_array([655.36] + percents)["dtype"] == "f4"  # 65,536 hundredths
+    assert charts.float_array([3e9] + [1.0] * 8)["dtype"] == "f4"  # bytes/s past u2
+
+
+def test_the_gpu_panel_mean_is_rounded_to_its_inputs_two_decimals():
+    """The GPU panel's line is the mean of the GPUs' means; rounded to the two decimals they have (0.005
+    points at most), it travels as whole hundredths too. The band keeps every GPU's exact minimum and maximum."""
+    from reportgen.report.sections.timeline import gpu_panel
+
+    series = {f"gpu{g}/GPUUtilization": {"mean": [10.01 + g, 20.0], "min": [g * 1.0, 3.33], "max": [50.0 + g, 99.99]}
+              for g in range(3)}
+    line = gpu_panel(series)["GPU utilization (mean of GPUs)"]
+    assert line["mean"] == [11.01, 20.0] and line["min"] == [0.0, 3.33] and line["max"] == [52.0, 99.99]
+    series["gpu0/GPUUtilization"]["mean"] = [10.0, 20.0]  # (10 + 11.01 + 12.01) / 3 = 11.00666...
+    assert gpu_panel(series)["GPU utilization (mean of GPUs)"]["mean"] == [11.01, 20.0]
 
 
 def test_heatmap_columns_merge_to_the_screen_and_keep_the_means():

@@ -30,7 +30,9 @@ def _cpu_series(series: dict) -> dict:
 
 def _across(aggs: list[dict]) -> dict:
     """Several GPUs' bucketed series as one: the mean of their means, and a band from the lowest
-    minimum to the highest maximum of any GPU in the bucket (so no GPU's swing is hidden)."""
+    minimum to the highest maximum of any GPU in the bucket (so no GPU's swing is hidden). The mean is
+    rounded to the two decimals its inputs have (timeline.json's utilization), 0.005 points at most, so the
+    chart carries it as whole hundredths (``charts.float_array``) instead of float32."""
     means = [a.get("mean") or [] for a in aggs]
     length = min((len(m) for m in means), default=0)
 
@@ -45,10 +47,10 @@ def _across(aggs: list[dict]) -> dict:
             out.append(reduce(values) if values else None)
         return out
 
-    return {"mean": pick("mean", lambda v: sum(v) / len(v)), "min": pick("min", min), "max": pick("max", max)}
+    return {"mean": pick("mean", lambda v: round(sum(v) / len(v), 2)), "min": pick("min", min), "max": pick("max", max)}
 
 
-def _gpu_series(series: dict) -> dict:
+def gpu_panel(series: dict) -> dict:
     """The GPU panel: utilization and memory, each the mean over the node's GPUs with the range of
     every GPU as a band (the per-GPU detail is in the GPU heatmap beside it)."""
     util = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUUtilization")]
@@ -92,7 +94,7 @@ def build(outputs: RuleOutputs) -> Section:
         if per_point and not same:
             section.add(Text(per_point))
         panels = []
-        gpu = _gpu_series(series)
+        gpu = gpu_panel(series)
         if gpu:
             panels.append(Chart(f"timeline-gpu-{slug(node)}",
                                 charts.time_lines(t, gpu, f"GPUs of {node}", "", y_range=[0, 100],
