@@ -206,21 +206,33 @@ def clip_edge(counts: list, edges: list, keep: float = 0.99) -> float | None:
     return None
 
 
+# How far (as a share of one bin) a histogram's bin centre may sit from the even grid that replaces its
+# centres and widths: float noise only (the rules' bins are even: numpy's linspace), nothing the hover's
+# four digits could show.
+EVEN_BINS = 1e-6
+
+
 def histograms(series: dict[str, tuple[list, list]], title: str, xaxis: str, yaxis: str = "Occurrences",
                clip_at: float | None = None, log_y: bool = False) -> dict:
     """Overlaid histograms from precomputed counts and bin edges (one trace per series). ``clip_at``
     ends the x axis there (the section says what lies beyond); ``log_y`` shows rare bins next to
-    common ones."""
+    common ones. Even bins travel as ``x0``/``dx`` and one width (a 16-node job's step histogram:
+    100 bins x 16 nodes of 17-digit centres and widths, 65 KB, was a third of its rule outputs' charts)."""
     traces = []
     for i, (name, (counts, edges)) in enumerate(series.items()):
         if len(edges) != len(counts) + 1 or not counts:
             continue
         centers = [(edges[j] + edges[j + 1]) / 2 for j in range(len(counts))]
         widths = [edges[j + 1] - edges[j] for j in range(len(counts))]
+        grid = regular_grid(centers, EVEN_BINS)
+        if grid and any(abs(w - grid[1]) > EVEN_BINS * grid[1] for w in widths):
+            grid = None  # centres evenly spaced, widths not: bins that do not touch
         traces.append({
             "type": "bar",
             "name": safe(name),
-            "x": _finite(centers), "y": list(counts), "width": _finite(widths),
+            **({"x0": grid[0], "dx": grid[1], "width": grid[1]} if grid else
+               {"x": _finite(centers), "width": _finite(widths)}),
+            "y": list(counts),
             "opacity": 0.7,
             "marker": {"color": PALETTE[i % len(PALETTE)]},
             "hovertemplate": "%{x:.4g}: %{y}<extra>" + safe(name) + "</extra>",
@@ -264,7 +276,7 @@ def _ms(seconds: list) -> list:
 GRID_TOLERANCE = 0.02
 
 
-def regular_grid(x: list) -> tuple[float, float] | None:
+def regular_grid(x: list, tolerance: float = GRID_TOLERANCE) -> tuple[float, float] | None:
     """(first, step) when the instants ``x`` (epoch ms) lie on one regular grid with no point missing,
     as a bucketed time series' do; else None. Such a trace carries ``x0``/``dx`` (two numbers) instead
     of one 13-digit instant per point in each of its traces (two thirds of a long job's chart data)."""
@@ -274,8 +286,8 @@ def regular_grid(x: list) -> tuple[float, float] | None:
     step = (x[-1] - x[0]) / (n - 1)
     if not step > 0:
         return None
-    tolerance = GRID_TOLERANCE * step
-    if any(abs(v - (x[0] + i * step)) > tolerance for i, v in enumerate(x)):
+    off = tolerance * step
+    if any(abs(v - (x[0] + i * step)) > off for i, v in enumerate(x)):
         return None
     return x[0], step
 

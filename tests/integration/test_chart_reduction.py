@@ -194,3 +194,23 @@ def test_every_chart_of_the_sample_report_uses_a_trace_type_of_the_bundle():
     used = {trace.get("type", "scatter") for section in report.sections for chart in section.charts()
             for trace in chart.figure["data"]}
     assert {"scatter", "heatmap", "bar", "box"} <= used <= PLOTLY_TRACES
+
+
+def test_even_histogram_bins_travel_as_a_grid_and_one_width():
+    """StepOutlier's 100 even bins per node (numpy's linspace edges, float noise in the last digits) as
+    ``x0``/``dx`` and one bar width: the bars plotly rebuilds sit where the edges say, to 1e-6 of a bin."""
+    import numpy as np
+
+    edges = np.linspace(0.33903628, 0.45929228, 101).tolist()
+    counts = list(range(100))
+    trace = charts.histograms({"algo-1": (counts, edges)}, "t", "s")["data"][0]
+    assert "x" not in trace and trace["y"] == counts
+    step = (edges[-1] - edges[0]) / 100
+    assert trace["dx"] == pytest.approx(step, rel=1e-9) and trace["width"] == trace["dx"]
+    assert trace["x0"] == pytest.approx((edges[0] + edges[1]) / 2, rel=1e-12)
+    rebuilt = charts.x_values(trace)
+    assert max(abs(x - (a + b) / 2) for x, a, b in zip(rebuilt, edges, edges[1:])) <= 1e-6 * step
+    # uneven bins keep their centres and widths
+    uneven = charts.histograms({"n": ([1, 2, 3], [0.0, 1.0, 3.0, 4.0])}, "t", "s")["data"][0]
+    assert uneven["x"] == [0.5, 2.0, 3.5] and uneven["width"] == [1.0, 2.0, 1.0] and "x0" not in uneven
+    assert "x0" not in charts.histograms({"n": ([1, 2, 3], [0.0, 1.0, 2.0, 3.3])}, "t", "s")["data"][0]
