@@ -389,14 +389,40 @@ def link_time_axis(figure: dict) -> dict:
     return figure
 
 
+def merge_buckets(agg: dict, k: int) -> dict:
+    """A bucketed series' runs of ``k`` consecutive buckets as one: the lowest minimum, the highest maximum
+    (exact: a one-sample spike keeps its height) and the mean of the means (the merged buckets last equally
+    long, so this is their samples' mean wherever they hold as many samples: a regular sampling), rounded to
+    the decimals the means have (two for utilization: 0.005 points at most). Gaps (None) are skipped; a run
+    with none of its values is a gap."""
+    def runs(values):
+        cells = _finite(values or [])
+        return [[v for v in cells[i:i + k] if v is not None] for i in range(0, len(cells), k)]
+
+    means = _finite(agg.get("mean") or [])
+    decimals = fixed_decimals([v for v in means if v is not None])
+    out = dict(agg)
+    out["mean"] = [None if not r else (sum(r) / len(r) if decimals is None else round(sum(r) / len(r), decimals))
+                   for r in runs(means)]
+    for key, pick in (("min", min), ("max", max)):
+        if agg.get(key):
+            out[key] = [pick(r) if r else None for r in runs(agg[key])]
+    return out
+
+
 def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, height: int = 240,
-               y_range: list | None = None, tick_suffix: str = "") -> dict:
+               y_range: list | None = None, tick_suffix: str = "", merge: int = 1) -> dict:
     """Lines over time (x in epoch ms, date axis), one per series, in the order given (also the
     legend's order). A series is {"mean": [...], "min": [...], "max": [...], "kind": ...}: its
     colour comes from its kind (the same in every chart) and, where min and max are given (the
-    line is a mean per time bucket), a translucent band shows the bucket's full range."""
+    line is a mean per time bucket), a translucent band shows the bucket's full range. ``merge``:
+    buckets on a regular grid are merged that many at a time (``merge_buckets``: the page's budget
+    of points shared by many nodes); a point sits at the start of its first bucket, as a bucket's does."""
     x = _ms(t)
     grid = regular_grid(x)
+    if grid and merge > 1 and len(x) > merge:
+        series = {name: merge_buckets(agg, merge) for name, agg in series.items()}
+        grid = (grid[0], grid[1] * merge)
     traces = []
     for i, (name, agg) in enumerate(series.items()):
         color = KIND_COLORS.get(agg.get("kind", ""), PALETTE[i % len(PALETTE)])

@@ -214,3 +214,83 @@ def test_even_histogram_bins_travel_as_a_grid_and_one_width():
     uneven = charts.histograms({"n": ([1, 2, 3], [0.0, 1.0, 3.0, 4.0])}, "t", "s")["data"][0]
     assert uneven["x"] == [0.5, 2.0, 3.5] and uneven["width"] == [1.0, 2.0, 1.0] and "x0" not in uneven
     assert "x0" not in charts.histograms({"n": ([1, 2, 3], [0.0, 1.0, 2.0, 3.3])}, "t", "s")["data"][0]
+
+
+def test_merged_buckets_keep_the_raw_series_min_max_and_mean():
+    """A page of many nodes merges timeline.json's buckets k at a time (``charts.merge_buckets``): each point's
+    minimum and maximum are the raw samples' over its k buckets exactly, its mean their samples' mean where
+    the buckets hold equally many samples. 14,401 samples at 0.5 s: 600 buckets of exactly 12 s, 24 samples
+    each (the last 25); merged 4 at a time, 150 points of 96 samples."""
+    table, spikes = node_samples("algo-1", cores=4, gpus=2, hours=14401.5 * 0.5 / 3600, seed=5)
+    doc = node_timeline(table)
+    assert doc["bucket_s"] == 12.0 and len(doc["t"]) == 600
+    k = 4
+    cores = [f"cpu{c}/CPUUtilization" for c in range(4)]
+    per_tick = np.nanmean(table.take([table.columns.index(c) for c in cores]), axis=1)
+    point = np.minimum(((table.tick_ts - table.tick_ts[0]) // 12.0).astype(int), 599) // k
+    raw = [per_tick[point == j] for j in range(150)]
+    merged = charts.merge_buckets(doc["series"]["cpu_total"], k)
+    assert len(merged["mean"]) == len(merged["min"]) == len(merged["max"]) == 150
+    assert merged["min"] == np.round([r.min() for r in raw], 2).tolist()  # rounded as the engine rounds
+    assert merged["max"] == np.round([r.max() for r in raw], 2).tolist()
+    # the mean: the raw samples' to 0.01 (the engine's rounding of each bucket mean to two decimals, 0.005,
+    # and the merged mean's own, 0.005); the last point's buckets hold 24, 24, 24 and 25 samples
+    assert merged["mean"][:-1] == pytest.approx([float(r.mean()) for r in raw[:-1]], abs=0.0101)
+    assert merged["mean"] == [round(v, 2) for v in merged["mean"]]  # rounded to the means' own decimals
+    # the one-sample spike: still at full height in its merged point, far above the point's mean
+    at = spikes["gpu1/GPUUtilization"]
+    gpu = charts.merge_buckets(doc["series"]["gpu1/GPUUtilization"], k)
+    assert gpu["max"][point[at]] == 100.0 and gpu["mean"][point[at]] < 90.0
+    # drawn: 150 points a trace, four buckets apart, u2 hundredths
+    figure = charts.time_lines(doc["t"], {"CPU": {**doc["series"]["cpu_total"], "kind": "cpu"}}, "t", "%", merge=k)
+    top, bottom, mean = (charts.decode_array(trace["y"]) for trace in figure["data"])
+    assert (top, bottom, mean) == (merged["max"], merged["min"], merged["mean"])
+    assert figure["data"][0]["dx"] == pytest.approx(4 * 12_000.0, abs=1.0) and figure["data"][0]["x0"] == doc["t"][0] * 1000
+
+
+def test_merging_skips_gaps_and_keeps_a_run_of_gaps_a_gap():
+    agg = {"mean": [1.0, None, 3.0, None, None, None, 5.25], "min": [0.5, None, 2.0, None, None, None, 5.0],
+           "max": [2.0, None, 9.0, None, None, None, 6.0], "kind": "cpu"}
+    assert charts.merge_buckets(agg, 3) == {"mean": [2.0, None, 5.25], "min": [0.5, None, 5.0],
+                                            "max": [9.0, None, 6.0], "kind": "cpu"}
+    # bytes/s, whole numbers: the merged mean keeps none of a float's tail
+    assert charts.merge_buckets({"mean": [1.0, 2.0, 2.0, 2.0]}, 3)["mean"] == [2.0, 2.0]
+    assert charts.merge_buckets({"mean": [0.001, 0.002]}, 2)["mean"] == [pytest.approx(0.0015)]
+
+
+def _nodes_timeline(nodes: int) -> dict:
+    t = [1_700_000_000.0 + 12.0 * i for i in range(600)]
+    line = {"mean": [50.25] * 600, "min": [10.0] * 600, "max": [90.5] * 600}
+    node = {"t0": t[0], "bucket_s": 12.0, "interval_s": 0.5, "t": t,
+            "series": {"cpu_total": line, "network_algorithm": {"mean": [2e8] * 600, "min": [1e8] * 600,
+                                                                "max": [3e8] * 600}},
+            "cpu_heatmap": {"rows": ["cpu0", "cpu1"], "mean": [[40.0] * 600, [60.0] * 600]}}
+    return {"budget": {"buckets_per_series": 600}, "nodes": {f"algo-{i + 1}": node for i in range(nodes)}}
+
+
+@pytest.mark.parametrize("nodes, points, columns", [(2, 600, 200), (16, 600, 200), (17, 300, 100), (32, 300, 100),
+                                                    (64, 150, 50), (96, 100, 34), (500, 100, 34)])
+def test_a_page_of_many_nodes_shares_one_budget_of_points(nodes, points, columns):
+    """Up to 16 nodes every series has all of timeline.json's 600 buckets (the page unchanged); past that, the
+    buckets are merged ceil(nodes / 16) at a time (at most 6: 100 points a line) and the heatmaps have as many
+    times fewer columns, so the node charts of 64 nodes weigh about what 16 nodes' do. The page says so."""
+    from pathlib import Path
+
+    from reportgen.report.sections.timeline import build
+    from reportgen.rule_outputs import RuleOutputs
+
+    section = build(RuleOutputs(folder=Path("job"), timeline=_nodes_timeline(nodes)))
+    lines = [c.figure for c in section.charts() if c.id.startswith(("timeline-util-", "timeline-net-"))]
+    heat = [c.figure for c in section.charts() if c.id.startswith("timeline-cpu_heatmap-")]
+    assert len(lines) == 2 * nodes and len(heat) == nodes
+    assert {len(charts.decode_array(trace["y"])) for f in lines for trace in f["data"]} == {points}
+    assert {charts.decode_array(f["data"][0]["z"]).__len__() for f in heat} == {2 * columns}
+    text = " ".join(block.text for block in section.blocks if hasattr(block, "text"))
+    merge = 600 // points
+    seconds = f"{12 * merge:.3g} s" if 12 * merge < 120 else f"{12 * merge / 60:.3g} min"
+    assert f"Each point of these charts summarises {seconds}: about {24 * merge} samples, one every 0.5 s on every node." in text
+    if merge == 1:
+        assert "in at most 600 time buckets per series:" in text
+    else:
+        assert (f"in at most {points} points per series (timeline.json's 600 time buckets, {merge} to a point: "
+                f"the page's {nodes} nodes share one budget of points)") in text
