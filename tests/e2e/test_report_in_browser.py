@@ -309,30 +309,39 @@ def test_zooming_one_time_chart_moves_every_time_chart_and_reset_restores_them(s
 
 
 def _specs(html: str) -> list[dict]:
-    """Every chart spec of the page (the JSON in each <script class="chart-spec">)."""
+    """Every chart spec of the page (the JSON in each <script class="chart-spec">), with the attributes the
+    page's charts share (<script id="chart-parts">) put back, as charts.js does."""
     import json
     from html.parser import HTMLParser
+
+    from reportgen.render.chart_parts import expand
 
     class Specs(HTMLParser):
         def __init__(self):
             super().__init__()
-            self.found, self.inside = [], False
+            self.found, self.parts, self.inside = [], [], None
 
         def handle_starttag(self, tag, attrs):
-            self.inside = tag == "script" and "chart-spec" in (dict(attrs).get("class") or "")
-            if self.inside:
-                self.found.append("")
+            attrs = dict(attrs)
+            self.inside = None
+            if tag == "script" and "chart-spec" in (attrs.get("class") or ""):
+                self.inside = self.found
+            elif tag == "script" and attrs.get("id") == "chart-parts":
+                self.inside = self.parts
+            if self.inside is not None:
+                self.inside.append("")
 
         def handle_endtag(self, tag):
-            self.inside = False
+            self.inside = None
 
         def handle_data(self, data):
-            if self.inside:
-                self.found[-1] += data
+            if self.inside is not None:
+                self.inside[-1] += data
 
     reader = Specs()
     reader.feed(html)
-    return [json.loads(text) for text in reader.found]
+    parts = json.loads(reader.parts[0]) if reader.parts else []
+    return [expand(json.loads(text), parts) for text in reader.found]
 
 
 def test_no_chart_is_repeated(sample_report):
