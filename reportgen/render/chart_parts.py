@@ -50,18 +50,18 @@ def share(html: str) -> str:
         return html
     if not all(isinstance(s, dict) for s in specs):
         return html
-    counts = Counter((key, _dump(value)) for s in specs for o in _objects(s) for key, value in o.items())
+    objects = [(obj, [(key, _dump(value)) for key, value in obj.items()]) for s in specs for obj in _objects(s)]
+    counts = Counter(pair for _, pairs in objects for pair in pairs)
     parts: dict[str, int] = {}  # the JSON of a shared group of attributes -> its index
-    for spec in specs:
-        for obj in _objects(spec):
-            shared = {k: v for k, v in obj.items() if counts[(k, _dump(v))] > 1}
-            text = _dump(shared)
-            if len(text) < MIN_PART:
-                continue
-            index = parts.setdefault(text, len(parts))
-            for key in shared:
-                del obj[key]
-            obj[REF] = index
+    for obj, pairs in objects:
+        shared = [(key, text) for key, text in pairs if counts[(key, text)] > 1]
+        text = "{" + ",".join(f"{_dump(key)}:{value}" for key, value in shared) + "}"
+        if len(text) < MIN_PART:
+            continue
+        index = parts.setdefault(text, len(parts))
+        for key, _ in shared:
+            del obj[key]
+        obj[REF] = index
     if not parts:
         return html
     out = iter(specs)
