@@ -369,6 +369,17 @@ def decode_array(spec) -> list:
     return [v / 10 ** decimals for v in values] if decimals else values.tolist()
 
 
+def for_plotly(figure: dict) -> dict:
+    """The figure as plotly itself reads it (Jupyter's renderer, ``plotly.graph_objects``): whole hundredths
+    (``"decimals"``, which only the page's chart loader divides back) as plain lists of numbers; other typed
+    arrays, which plotly decodes, as they are. The figure given is not changed."""
+    def plain(trace):
+        fixed = [k for k in ("x", "y", "z") if isinstance(trace.get(k), dict) and trace[k].get("decimals")]
+        return {**trace, **{k: decode_array(trace[k]) for k in fixed}} if fixed else trace
+
+    return {**figure, "data": [plain(t) if isinstance(t, dict) else t for t in figure.get("data") or []]}
+
+
 def percent_matrix(rows: list[list]) -> list | dict:
     """A heatmap's 0-100 % cells, rounded to whole percents (its hover shows none, its colour scale
     cannot show a tenth): as plotly.js's typed-array form (``{"dtype": "u1", "bdata": base64,

@@ -294,3 +294,27 @@ def test_a_page_of_many_nodes_shares_one_budget_of_points(nodes, points, columns
     else:
         assert (f"in at most {points} points per series (timeline.json's 600 time buckets, {merge} to a point: "
                 f"the page's {nodes} nodes share one budget of points)") in text
+
+
+def test_jupyter_gets_the_numbers_themselves_not_hundredths(sample_rule_outputs):
+    """Whole hundredths are divided back by the page's chart loader only: the live charts of a notebook
+    (Jupyter's plotly renderer) and ``report.figures`` get plain numbers, timeline.json's, exactly."""
+    import json
+
+    import plotly.graph_objects as go
+
+    from reportgen.notebook import open_report
+
+    node = json.loads((sample_rule_outputs.parent / "timeline.json").read_text())["nodes"]["algo-1"]
+    session = open_report(str(sample_rule_outputs.parent))
+    page = next(c.figure for c in session.report.section("utilization-over-time").charts()
+                if c.id == "timeline-util-algo-1")
+    assert page["data"][2]["y"]["decimals"] == 2  # the page's spec: u2 hundredths
+    figure = next(f for f in session.figures("utilization-over-time") if f.layout.title.text.startswith("CPU, memory"))
+    assert isinstance(figure, go.Figure)
+    assert list(figure.data[2].y) == node["series"]["cpu_total"]["mean"]
+    assert list(figure.data[0].y) == node["series"]["cpu_total"]["max"]
+    assert page["data"][2]["y"]["decimals"] == 2  # the report's own figure is left as it was
+    # float32 arrays, which plotly decodes itself, are passed on as they are
+    spec = {"data": [{"y": {"dtype": "f4", "bdata": "AACAPw=="}}, {"y": [1, 2]}], "layout": {}}
+    assert charts.for_plotly(spec) == spec
