@@ -19,6 +19,7 @@ from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
 from reportgen.render.blocks import render_header, render_section
 from reportgen.report.build import build_report
+from reportgen.report.charts import for_plotly
 from reportgen.report.json_output import report_data
 from reportgen.report.model import Chart, Report
 from reportgen.report.sections import OPTIONAL
@@ -66,7 +67,7 @@ class ReportSession:
         from IPython.display import display
 
         for chart in _charts(section):
-            display({"application/vnd.plotly.v1+json": chart.figure}, raw=True)
+            display({"application/vnd.plotly.v1+json": for_plotly(chart.figure)}, raw=True)
 
     def figures(self, section_id: str) -> list:
         """The section's charts as ``plotly.graph_objects.Figure`` objects, to restyle and ``.show()``
@@ -75,7 +76,7 @@ class ReportSession:
         plotly.js from the same specs."""
         import plotly.graph_objects as go
 
-        return [go.Figure(chart.figure) for chart in _charts(self.report.section(section_id))]
+        return [go.Figure(for_plotly(chart.figure)) for chart in _charts(self.report.section(section_id))]
 
     def save_json(self, output_dir: str | os.PathLike) -> Path:
         """Write ``report.json`` (the numbers of the tables) atomically into ``output_dir``."""

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from reportgen.errors import InputError, RenderError
-from reportgen.render import disclaimer, inprocess
+from reportgen.render import chart_parts, disclaimer, inprocess
 from reportgen.resources import notebook_path, plotly_js_gzip, template_dir
 
 
@@ -134,6 +134,12 @@ def warm_up() -> None:
 
 
 def notebook_to_html(nb) -> str:
+    """The page of the executed notebook (a node): ``convert_notebook``'s, its charts' repeated attributes
+    listed once (``chart_parts``)."""
+    return chart_parts.share(convert_notebook(nb))
+
+
+def convert_notebook(nb) -> str:
     """The executed notebook (a node) through nbconvert with our template; plotly.js, CSS and the chart
     loader are inlined once."""
     templates = template_dir()

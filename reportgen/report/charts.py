@@ -206,21 +206,33 @@ def clip_edge(counts: list, edges: list, keep: float = 0.99) -> float | None:
     return None
 
 
+# How far (as a share of one bin) a histogram's bin centre may sit from the even grid that replaces its
+# centres and widths: float noise only (the rules' bins are even: numpy's linspace), nothing the hover's
+# four digits could show.
+EVEN_BINS = 1e-6
+
+
 def histograms(series: dict[str, tuple[list, list]], title: str, xaxis: str, yaxis: str = "Occurrences",
                clip_at: float | None = None, log_y: bool = False) -> dict:
     """Overlaid histograms from precomputed counts and bin edges (one trace per series). ``clip_at``
     ends the x axis there (the section says what lies beyond); ``log_y`` shows rare bins next to
-    common ones."""
+    common ones. Even bins travel as ``x0``/``dx`` and one width (a 16-node job's step histogram:
+    100 bins x 16 nodes of 17-digit centres and widths, 65 KB, was a third of its rule outputs' charts)."""
     traces = []
     for i, (name, (counts, edges)) in enumerate(series.items()):
         if len(edges) != len(counts) + 1 or not counts:
             continue
         centers = [(edges[j] + edges[j + 1]) / 2 for j in range(len(counts))]
         widths = [edges[j + 1] - edges[j] for j in range(len(counts))]
+        grid = regular_grid(centers, EVEN_BINS)
+        if grid and any(abs(w - grid[1]) > EVEN_BINS * grid[1] for w in widths):
+            grid = None  # centres evenly spaced, widths not: bins that do not touch
         traces.append({
             "type": "bar",
             "name": safe(name),
-            "x": _finite(centers), "y": list(counts), "width": _finite(widths),
+            **({"x0": grid[0], "dx": grid[1], "width": grid[1]} if grid else
+               {"x": _finite(centers), "width": _finite(widths)}),
+            "y": list(counts),
             "opacity": 0.7,
             "marker": {"color": PALETTE[i % len(PALETTE)]},
             "hovertemplate": "%{x:.4g}: %{y}<extra>" + safe(name) + "</extra>",
@@ -264,7 +276,7 @@ def _ms(seconds: list) -> list:
 GRID_TOLERANCE = 0.02
 
 
-def regular_grid(x: list) -> tuple[float, float] | None:
+def regular_grid(x: list, tolerance: float = GRID_TOLERANCE) -> tuple[float, float] | None:
     """(first, step) when the instants ``x`` (epoch ms) lie on one regular grid with no point missing,
     as a bucketed time series' do; else None. Such a trace carries ``x0``/``dx`` (two numbers) instead
     of one 13-digit instant per point in each of its traces (two thirds of a long job's chart data)."""
@@ -274,8 +286,8 @@ def regular_grid(x: list) -> tuple[float, float] | None:
     step = (x[-1] - x[0]) / (n - 1)
     if not step > 0:
         return None
-    tolerance = GRID_TOLERANCE * step
-    if any(abs(v - (x[0] + i * step)) > tolerance for i, v in enumerate(x)):
+    off = tolerance * step
+    if any(abs(v - (x[0] + i * step)) > off for i, v in enumerate(x)):
         return None
     return x[0], step
 
@@ -298,14 +310,42 @@ def x_values(trace: dict) -> list:
     return [trace["x0"] + i * trace.get("dx", 1) for i in range(n)]
 
 
+# Unsigned typed arrays for a line's values held as whole multiples of 10**-decimals: (code, bytes, largest).
+_FIXED = (("u1", "B", 1, 255), ("u2", "H", 2, 65535))
+FIXED_DECIMALS = (0, 1, 2)
+
+
+def fixed_decimals(cells: list, most: int = 2) -> int | None:
+    """The fewest decimals (up to ``most``) that hold every one of the values exactly - a value is a whole
+    number of hundredths when it equals ``round(v, 2)`` - or None. The engine rounds utilization to two
+    decimals, so its series are such values; a mean of several of them usually is not."""
+    for d in FIXED_DECIMALS:
+        if d > most:
+            break
+        if all(round(v, d) == v for v in cells):
+            return d
+    return None
+
+
 def float_array(values: list) -> list | dict:
-    """A line's values as plotly.js's typed-array form, float32 (``{"dtype": "f4", "bdata": base64}``:
-    5.3 characters a value, where a 9-digit byte rate takes 12 as JSON text), when every value is a
-    number and there are enough to pay for the wrapper; else the list with gaps (None) kept. float32's
-    7 significant digits are more than the hover's 3 and the pixels show."""
+    """A line's values as plotly.js's typed-array form (``{"dtype", "bdata": base64}``) when every value is
+    a number and there are enough to pay for the wrapper; else the list with gaps (None) kept.
+
+    Non-negative values with at most two decimals that fit (utilization in percent, rounded by the engine
+    to two decimals) travel exactly, as whole hundredths (tenths, units) in ``u2`` or ``u1`` with a
+    ``"decimals"`` key: 2.7 characters a value, or 1.3. The page's chart loader (charts.js) divides them
+    back (``q / 10**decimals``: the same double as the JSON number), before plotly sees them. Anything else
+    is float32 (``f4``: 5.3 characters a value, 7 significant digits, more than the hover's 3)."""
     cells = _finite(values)
     if len(cells) < 8 or any(v is None for v in cells) or any(abs(v) > 3e38 for v in cells):
         return cells
+    decimals = fixed_decimals(cells) if min(cells) >= 0 else None
+    if decimals is not None:
+        scaled = [int(round(v * 10 ** decimals)) for v in cells]
+        for dtype, code, _, top in _FIXED:
+            if max(scaled) <= top:
+                spec = {"dtype": dtype, "bdata": _b64(array.array(code, scaled))}
+                return {**spec, "decimals": decimals} if decimals else spec
     return {"dtype": "f4", "bdata": _b64(array.array("f", cells))}
 
 
@@ -317,14 +357,27 @@ def _b64(values: array.array) -> str:
 
 
 def decode_array(spec) -> list:
-    """The numbers of a typed-array spec (``float_array``, ``percent_matrix``) as a flat list; a list
-    is returned as it is. For tests and for code that reads figures back."""
+    """The numbers of a typed-array spec (``float_array``, ``percent_matrix``) as a flat list, divided by
+    10**decimals where the spec says so (as charts.js does); a list is returned as it is. For tests and for
+    code that reads figures back."""
     if not isinstance(spec, dict):
         return spec
-    values = array.array({"f4": "f", "u1": "B"}[spec["dtype"]], base64.b64decode(spec["bdata"]))
+    values = array.array({"f4": "f", "u1": "B", "u2": "H"}[spec["dtype"]], base64.b64decode(spec["bdata"]))
     if sys.byteorder == "big":
         values.byteswap()
-    return values.tolist()
+    decimals = spec.get("decimals", 0)
+    return [v / 10 ** decimals for v in values] if decimals else values.tolist()
+
+
+def for_plotly(figure: dict) -> dict:
+    """The figure as plotly itself reads it (Jupyter's renderer, ``plotly.graph_objects``): whole hundredths
+    (``"decimals"``, which only the page's chart loader divides back) as plain lists of numbers; other typed
+    arrays, which plotly decodes, as they are. The figure given is not changed."""
+    def plain(trace):
+        fixed = [k for k in ("x", "y", "z") if isinstance(trace.get(k), dict) and trace[k].get("decimals")]
+        return {**trace, **{k: decode_array(trace[k]) for k in fixed}} if fixed else trace
+
+    return {**figure, "data": [plain(t) if isinstance(t, dict) else t for t in figure.get("data") or []]}
 
 
 def percent_matrix(rows: list[list]) -> list | dict:
@@ -347,14 +400,40 @@ def link_time_axis(figure: dict) -> dict:
     return figure
 
 
+def merge_buckets(agg: dict, k: int) -> dict:
+    """A bucketed series' runs of ``k`` consecutive buckets as one: the lowest minimum, the highest maximum
+    (exact: a one-sample spike keeps its height) and the mean of the means (the merged buckets last equally
+    long, so this is their samples' mean wherever they hold as many samples: a regular sampling), rounded to
+    the decimals the means have (two for utilization: 0.005 points at most). Gaps (None) are skipped; a run
+    with none of its values is a gap."""
+    def runs(values):
+        cells = _finite(values or [])
+        return [[v for v in cells[i:i + k] if v is not None] for i in range(0, len(cells), k)]
+
+    means = _finite(agg.get("mean") or [])
+    decimals = fixed_decimals([v for v in means if v is not None])
+    out = dict(agg)
+    out["mean"] = [None if not r else (sum(r) / len(r) if decimals is None else round(sum(r) / len(r), decimals))
+                   for r in runs(means)]
+    for key, pick in (("min", min), ("max", max)):
+        if agg.get(key):
+            out[key] = [pick(r) if r else None for r in runs(agg[key])]
+    return out
+
+
 def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, height: int = 240,
-               y_range: list | None = None, tick_suffix: str = "") -> dict:
+               y_range: list | None = None, tick_suffix: str = "", merge: int = 1) -> dict:
     """Lines over time (x in epoch ms, date axis), one per series, in the order given (also the
     legend's order). A series is {"mean": [...], "min": [...], "max": [...], "kind": ...}: its
     colour comes from its kind (the same in every chart) and, where min and max are given (the
-    line is a mean per time bucket), a translucent band shows the bucket's full range."""
+    line is a mean per time bucket), a translucent band shows the bucket's full range. ``merge``:
+    buckets on a regular grid are merged that many at a time (``merge_buckets``: the page's budget
+    of points shared by many nodes); a point sits at the start of its first bucket, as a bucket's does."""
     x = _ms(t)
     grid = regular_grid(x)
+    if grid and merge > 1 and len(x) > merge:
+        series = {name: merge_buckets(agg, merge) for name, agg in series.items()}
+        grid = (grid[0], grid[1] * merge)
     traces = []
     for i, (name, agg) in enumerate(series.items()):
         color = KIND_COLORS.get(agg.get("kind", ""), PALETTE[i % len(PALETTE)])

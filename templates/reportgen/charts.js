@@ -77,13 +77,48 @@
     anchor.parentNode.insertBefore(button, anchor);
   }
 
+  // Attributes repeated across the page's charts are listed once (#chart-parts, reportgen.render.chart_parts):
+  // a trace or layout with "$parts": i gets list item i's attributes back, a fresh copy for each chart (plotly
+  // changes a layout as it is zoomed), before anything else reads the spec.
+  var partsNode = document.getElementById("chart-parts");
+  var partTexts = partsNode ? JSON.parse(partsNode.textContent).map(function (p) { return JSON.stringify(p); }) : [];
+  function withParts(spec) {
+    (spec.data || []).concat(spec.layout ? [spec.layout] : []).forEach(function (obj) {
+      if (!obj || obj["$parts"] === undefined) { return; }
+      var part = JSON.parse(partTexts[obj["$parts"]]);
+      delete obj["$parts"];
+      Object.keys(part).forEach(function (key) { if (!(key in obj)) { obj[key] = part[key]; } });
+    });
+    return spec;
+  }
+
+  // A line's values held as whole hundredths (tenths) in a u1/u2 typed array carry "decimals"
+  // (reportgen.report.charts.float_array): divided back here, q / 10^decimals, before plotly sees them.
+  function fixedPoint(spec) {
+    var sizes = {u1: 1, u2: 2};
+    (spec.data || []).forEach(function (trace) {
+      ["x", "y", "z"].forEach(function (key) {
+        var packed = trace[key];
+        if (!packed || typeof packed !== "object" || !packed.decimals || !sizes[packed.dtype]) { return; }
+        var text = atob(packed.bdata), size = sizes[packed.dtype], scale = Math.pow(10, packed.decimals);
+        var values = new Float64Array(text.length / size);
+        for (var i = 0; i < values.length; i++) {
+          var q = text.charCodeAt(i * size) + (size === 2 ? text.charCodeAt(i * size + 1) * 256 : 0);
+          values[i] = q / scale;  // little-endian, as plotly.js's own typed arrays
+        }
+        trace[key] = values;
+      });
+    });
+    return spec;
+  }
+
   function draw(figure) {
     if (figure.getAttribute("data-drawn")) { return; }
     var specNode = figure.querySelector("script.chart-spec");
     if (!specNode) { return; }
     figure.setAttribute("data-drawn", "pending");
     try {
-      var spec = JSON.parse(specNode.textContent);
+      var spec = fixedPoint(withParts(JSON.parse(specNode.textContent)));
       var canvas = document.createElement("div");
       canvas.className = "chart-canvas";
       figure.appendChild(canvas);

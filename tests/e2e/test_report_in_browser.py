@@ -81,8 +81,9 @@ def test_sample_report_from_raw_data_draws_its_time_series(sample_report, tmp_pa
 
 @pytest.mark.browser
 def test_compact_chart_data_draws_the_timeline_numbers(sample_report, sample_rule_outputs):
-    """The time charts carry their instants as a grid (x0/dx) and their values as plotly.js typed arrays
-    (float32 lines, whole-percent heatmap cells): what Chromium draws is timeline.json's numbers."""
+    """The time charts carry their instants as a grid (x0/dx) and their values as typed arrays (lines of
+    two-decimal utilization as whole hundredths, divided back by charts.js; whole-percent heatmap cells):
+    what Chromium draws is timeline.json's numbers, exactly."""
     node = json.loads((sample_rule_outputs.parent / "timeline.json").read_text())["nodes"]["algo-1"]
     page = visit(sample_report, probe=[OPEN_ALL_DETAILS, """() => {
       const gd = id => document.getElementById(id).querySelector('.js-plotly-plot');
@@ -93,8 +94,8 @@ def test_compact_chart_data_draws_the_timeline_numbers(sample_report, sample_rul
     # a heatmap cell: the mean of 3 buckets (600 -> charts.HEATMAP_COLUMNS), in whole percents
     assert page.dom["z"] == [[round(sum(row[i:i + 3]) / 3) for i in range(0, 600, 3)]
                              for row in node["cpu_heatmap"]["mean"]]
-    assert [y for _, y in page.dom["mean"]] == pytest.approx(node["series"]["cpu_total"]["mean"], rel=1e-6)
-    assert page.dom["top"] == pytest.approx(node["series"]["cpu_total"]["max"], rel=1e-6)
+    assert [y for _, y in page.dom["mean"]] == node["series"]["cpu_total"]["mean"]
+    assert page.dom["top"] == node["series"]["cpu_total"]["max"]
     step = node["bucket_s"] * 1000.0
     assert len(page.dom["mean"]) == len(node["t"]) == 600
     assert all(abs(x - t * 1000.0) <= 0.02 * step for (x, _), t in zip(page.dom["mean"], node["t"]))
@@ -308,30 +309,39 @@ def test_zooming_one_time_chart_moves_every_time_chart_and_reset_restores_them(s
 
 
 def _specs(html: str) -> list[dict]:
-    """Every chart spec of the page (the JSON in each <script class="chart-spec">)."""
+    """Every chart spec of the page (the JSON in each <script class="chart-spec">), with the attributes the
+    page's charts share (<script id="chart-parts">) put back, as charts.js does."""
     import json
     from html.parser import HTMLParser
+
+    from reportgen.render.chart_parts import expand
 
     class Specs(HTMLParser):
         def __init__(self):
             super().__init__()
-            self.found, self.inside = [], False
+            self.found, self.parts, self.inside = [], [], None
 
         def handle_starttag(self, tag, attrs):
-            self.inside = tag == "script" and "chart-spec" in (dict(attrs).get("class") or "")
-            if self.inside:
-                self.found.append("")
+            attrs = dict(attrs)
+            self.inside = None
+            if tag == "script" and "chart-spec" in (attrs.get("class") or ""):
+                self.inside = self.found
+            elif tag == "script" and attrs.get("id") == "chart-parts":
+                self.inside = self.parts
+            if self.inside is not None:
+                self.inside.append("")
 
         def handle_endtag(self, tag):
-            self.inside = False
+            self.inside = None
 
         def handle_data(self, data):
-            if self.inside:
-                self.found[-1] += data
+            if self.inside is not None:
+                self.inside[-1] += data
 
     reader = Specs()
     reader.feed(html)
-    return [json.loads(text) for text in reader.found]
+    parts = json.loads(reader.parts[0]) if reader.parts else []
+    return [expand(json.loads(text), parts) for text in reader.found]
 
 
 def test_no_chart_is_repeated(sample_report):

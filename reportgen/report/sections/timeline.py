@@ -30,7 +30,9 @@ def _cpu_series(series: dict) -> dict:
 
 def _across(aggs: list[dict]) -> dict:
     """Several GPUs' bucketed series as one: the mean of their means, and a band from the lowest
-    minimum to the highest maximum of any GPU in the bucket (so no GPU's swing is hidden)."""
+    minimum to the highest maximum of any GPU in the bucket (so no GPU's swing is hidden). The mean is
+    rounded to the two decimals its inputs have (timeline.json's utilization), 0.005 points at most, so the
+    chart carries it as whole hundredths (``charts.float_array``) instead of float32."""
     means = [a.get("mean") or [] for a in aggs]
     length = min((len(m) for m in means), default=0)
 
@@ -45,10 +47,10 @@ def _across(aggs: list[dict]) -> dict:
             out.append(reduce(values) if values else None)
         return out
 
-    return {"mean": pick("mean", lambda v: sum(v) / len(v)), "min": pick("min", min), "max": pick("max", max)}
+    return {"mean": pick("mean", lambda v: round(sum(v) / len(v), 2)), "min": pick("min", min), "max": pick("max", max)}
 
 
-def _gpu_series(series: dict) -> dict:
+def gpu_panel(series: dict) -> dict:
     """The GPU panel: utilization and memory, each the mean over the node's GPUs with the range of
     every GPU as a band (the per-GPU detail is in the GPU heatmap beside it)."""
     util = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUUtilization")]
@@ -71,11 +73,17 @@ def build(outputs: RuleOutputs) -> Section:
         return section.missing("No time series are available: the report was made from rule outputs only "
                                "(render it from the raw profiler data to see utilization over time).")
     budget = as_dict(timeline.get("budget")).get("buckets_per_series", "a fixed number of")
-    per_node = {str(node): samples_per_point(as_dict(data)) for node, data in nodes.items()}
+    merge = page_merge(sum(1 for data in nodes.values() if as_dict(data).get("t")))
+    merged = {str(node): merged_by(as_dict(data).get("t") or [], merge) for node, data in nodes.items()}
+    per_node = {str(node): samples_per_point(as_dict(data), merged[str(node)]) for node, data in nodes.items()}
     same = len(set(per_node.values())) == 1
     once = next(iter(per_node.values()))[:-1] + " on every node." if same and next(iter(per_node.values())) else ""
+    points = f"{budget} time buckets per series"
+    if merge > 1 and isinstance(budget, int):
+        points = (f"{-(-budget // merge)} points per series (timeline.json's {budget} time buckets, {merge} to a "
+                  f"point: the page's {len(nodes)} nodes share one budget of points)")
     section.add(Text(
-        f"Utilization of every node over the job (times in UTC), in at most {budget} time buckets per series: a line "
+        f"Utilization of every node over the job (times in UTC), in at most {points}: a line "
         "is the bucket mean, its shaded band the bucket's minimum to maximum, so short spikes stay visible. GPU "
         "lines are the mean over the node's GPUs, their band spans every GPU; each GPU and core has a heatmap row "
         "one click below. Drag on any time chart to zoom: all of them follow; double-click or \u201cReset time "
@@ -92,22 +100,23 @@ def build(outputs: RuleOutputs) -> Section:
         if per_point and not same:
             section.add(Text(per_point))
         panels = []
-        gpu = _gpu_series(series)
+        gpu = gpu_panel(series)
         if gpu:
             panels.append(Chart(f"timeline-gpu-{slug(node)}",
                                 charts.time_lines(t, gpu, f"GPUs of {node}", "", y_range=[0, 100],
-                                                  tick_suffix=" %"),
+                                                  tick_suffix=" %", merge=merged[node]),
                                 no_js(f"GPU utilization and memory on {node}")))
         cpu = _cpu_series(series)
         if cpu:
             panels.append(Chart(f"timeline-util-{slug(node)}",
                                 charts.time_lines(t, cpu, f"CPU, memory and I/O wait of {node}", "",
-                                                  y_range=[0, 100], tick_suffix=" %"),
+                                                  y_range=[0, 100], tick_suffix=" %", merge=merged[node]),
                                 no_js(f"CPU, memory and I/O wait on {node}")))
         net = {label: {**as_dict(series[key]), "kind": kind} for key, label, kind in NETWORK_SERIES if key in series}
         if net:
             panels.append(Chart(f"timeline-net-{slug(node)}",
-                                charts.time_lines(t, net, f"Network of {node}", "", tick_suffix="B/s"),
+                                charts.time_lines(t, net, f"Network of {node}", "", tick_suffix="B/s",
+                                                  merge=merged[node]),
                                 no_js(f"Network on {node}")))
         heat, names = [], []
         for key, label in (("gpu_heatmap", "each GPU"), ("cpu_heatmap", "each CPU core")):
@@ -115,7 +124,8 @@ def build(outputs: RuleOutputs) -> Section:
             if rows.get("rows") and rows.get("mean"):
                 names.append(label)
                 heat.append(Chart(f"timeline-{key}-{slug(node)}",
-                                  charts.heatmap(t, rows["rows"], rows["mean"], f"{label[0].upper()}{label[1:]} of {node} (%)"),
+                                  charts.heatmap(t, rows["rows"], rows["mean"], f"{label[0].upper()}{label[1:]} of {node} (%)",
+                                                 columns=-(-charts.HEATMAP_COLUMNS // merge)),
                                   no_js(f"{label[0].upper()}{label[1:]} of {node} over time")))
         if panels:  # side by side while they fit
             section.add(ChartRow(panels) if len(panels) > 1 else panels[0])
@@ -143,12 +153,34 @@ def build(outputs: RuleOutputs) -> Section:
     return section
 
 
-def samples_per_point(node: dict) -> str:
-    """What one point of the node's charts stands for: its bucket's length and, where the sampling
-    interval is known (timelines our engine wrote since it records it), about how many samples."""
+# The page's budget of points (issue 32): up to this many nodes, every series is drawn with all of
+# timeline.json's buckets (600) and heatmaps with charts.HEATMAP_COLUMNS (200); a page with more nodes
+# merges buckets ceil(nodes / FULL_DETAIL_NODES) at a time (lines) and has that many times fewer heatmap
+# columns, so its node charts weigh about what 16 nodes' do; at most MAX_MERGE at a time (100 points a line).
+FULL_DETAIL_NODES = 16
+MAX_MERGE = 6
+
+
+def page_merge(nodes: int) -> int:
+    """How many of timeline.json's buckets make one point of a line on a page of ``nodes`` nodes."""
+    return max(1, min(MAX_MERGE, -(-nodes // FULL_DETAIL_NODES)))
+
+
+def merged_by(t: list, merge: int) -> int:
+    """The merge a node's lines get: ``merge`` where its buckets lie on one regular grid (charts.time_lines
+    merges only those), else 1."""
+    instants = [None if number(v) is None else number(v) * 1000.0 for v in t]
+    return merge if merge > 1 and len(t) > merge and charts.regular_grid(instants) else 1
+
+
+def samples_per_point(node: dict, merge: int = 1) -> str:
+    """What one point of the node's charts stands for: its bucket's length (``merge`` buckets' on a page
+    of many nodes) and, where the sampling interval is known (timelines our engine wrote since it records
+    it), about how many samples."""
     bucket, interval = number(node.get("bucket_s")), number(node.get("interval_s"))
     if not bucket or bucket <= 0:
         return ""
+    bucket *= merge
     text = f"Each point of these charts summarises {_seconds(bucket)}"
     if interval and interval > 0:
         n = max(1, round(bucket / interval))
