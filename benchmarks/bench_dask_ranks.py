@@ -22,14 +22,15 @@ order rotating), since the machine may be shared. Per run:
   sum of each descendant's last sample where larger: workers forked by a fork server are not reaped by the client;
   ``tcp``: the worker processes' CPU counters before and after the run);
 * **client peak** (``VmHWM``, the kernel's high-water mark) and each worker's peak;
-* the workers' CPU split by thread (``psutil``'s per-thread times, last sample): the thread that ran the
+* the workers' CPU split by thread (``psutil``'s per-thread times, each thread's last sample, kept after the
+  thread ends): the thread that ran the
   tasks (a worker's busiest) and the rest (Dask's event loop: heartbeats, memory monitor, transfers);
 * the 1-minute load average before the run (``uptime``), the machine's number of cores.
 
 ``halves`` is the control without Dask: two one-process runs at once, each on half of the set's files (symlinked
 into two temporary folders), wall until both end, CPU of both. It is what two processes cost on this machine
-with nothing shared (on a 2-core VM, two busy cores cost more CPU per unit of work than one: the hardware's
-share, not Dask's); its outputs describe half a job each, so they are not compared.
+with nothing shared (where two busy cores cost more CPU per unit of work than one, that share is the
+machine's, not Dask's); its outputs describe half a job each, so they are not compared.
 
 The reportgen trees measured are byte-compiled first, as ``pip install`` leaves a package: where
 ``PYTHONDONTWRITEBYTECODE`` is set (this machine), a source checkout would otherwise compile every module it
