@@ -2,8 +2,8 @@
 """Does ``--scheduler`` make a PyTorch trace job faster? One process against ``local:2`` and against a
 ``tcp://`` cluster of two worker processes, on copies of a real GPU rank, interleaved (issue #33).
 
-    python benchmarks/bench_dask_ranks.py [--copies 24,96] [--rounds 3] [--modes single,local:2,tcp]
-        [--base CHECKOUT] [--json FILE]
+    python benchmarks/bench_dask_ranks.py [--copies 24,96] [--distinct] [--rounds 3]
+        [--modes single,local:2,tcp,halves] [--base CHECKOUT] [--json FILE]
 
 The sets are built under ``benchmarks/data/`` (git-ignored) from ``../shared/fixtures/raw/hta-resnet-v100-1gpu``
 (one real rank: 68,692 events, 1.15 MB gzip'd, 15.4 MB of JSON):
@@ -22,7 +22,15 @@ order rotating), since the machine may be shared. Per run:
   sum of each descendant's last sample where larger: workers forked by a fork server are not reaped by the client;
   ``tcp``: the worker processes' CPU counters before and after the run);
 * **client peak** (``VmHWM``, the kernel's high-water mark) and each worker's peak;
+* the workers' CPU split by thread (``psutil``'s per-thread times, each thread's last sample, kept after the
+  thread ends): the thread that ran the
+  tasks (a worker's busiest) and the rest (Dask's event loop: heartbeats, memory monitor, transfers);
 * the 1-minute load average before the run (``uptime``), the machine's number of cores.
+
+``halves`` is the control without Dask: two one-process runs at once, each on half of the set's files (symlinked
+into two temporary folders), wall until both end, CPU of both. It is what two processes cost on this machine
+with nothing shared (where two busy cores cost more CPU per unit of work than one, that share is the
+machine's, not Dask's); its outputs describe half a job each, so they are not compared.
 
 The reportgen trees measured are byte-compiled first, as ``pip install`` leaves a package: where
 ``PYTHONDONTWRITEBYTECODE`` is set (this machine), a source checkout would otherwise compile every module it
@@ -173,9 +181,33 @@ class TcpCluster:
         self.config.cleanup()
 
 
-def _sample(proc: psutil.Popen, tcp: TcpCluster | None, worker_peaks: dict, client: list, worker_cpu: dict) -> None:
-    """Until ``proc`` exits, every 50 ms: its CPU and peak (``client``: [cpu, peak]), its workers' peaks and
-    each descendant's own CPU (``worker_cpu``: the last value seen per pid)."""
+def _thread_times(proc: psutil.Process, seen: dict) -> None:
+    """Each thread's CPU into ``seen`` (thread id -> CPU s): a thread that has ended keeps its last value
+    (a worker's task thread ends before the process when the cluster closes)."""
+    try:
+        for t in proc.threads():
+            seen[t.id] = t.user_time + t.system_time
+    except psutil.Error:
+        pass
+
+
+def _split_threads(threads: dict) -> tuple[float, float]:
+    """(CPU of each worker's busiest thread, summed; CPU of their other threads) from :func:`_sample`'s
+    ``threads``; processes of one thread (the fork server, the resource tracker) are left out."""
+    busy = rest = 0.0
+    for seen in threads.values():
+        if len(seen) > 1:
+            times = sorted(seen.values())
+            busy += times[-1]
+            rest += sum(times[:-1])
+    return busy, rest
+
+
+def _sample(proc: psutil.Popen, tcp: TcpCluster | None, worker_peaks: dict, client: list, worker_cpu: dict,
+            threads: dict | None = None) -> None:
+    """Until ``proc`` exits, every 50 ms: its CPU and peak (``client``: [cpu, peak]), its workers' peaks,
+    each descendant's own CPU (``worker_cpu``: the last value seen per pid) and, in ``threads``, each
+    descendant's threads' CPU (pid -> thread id -> the last value seen)."""
     while proc.poll() is None:
         client[0] = _cpu(proc) or client[0]
         client[1] = max(client[1], _hwm_mb(proc.pid) or 0.0)
@@ -189,11 +221,57 @@ def _sample(proc: psutil.Popen, tcp: TcpCluster | None, worker_peaks: dict, clie
                 worker_peaks[child.pid] = max(worker_peaks.get(child.pid, 0.0), peak)
             if tcp is None and (used := _cpu(child)) is not None:
                 worker_cpu[child.pid] = used
+            if tcp is None and threads is not None:
+                _thread_times(child, threads.setdefault(child.pid, {}))
         time.sleep(0.05)
+
+
+def _halves(folder: Path, into: Path) -> list[Path]:
+    """The set's files split in two folders of symlinks (the first half of the sorted names, the rest)."""
+    files = sorted(folder.resolve().iterdir())
+    halves = []
+    for part, chunk in enumerate((files[: len(files) // 2], files[len(files) // 2:])):
+        half = into / f"half-{part}"
+        half.mkdir(parents=True)
+        for path in chunk:
+            (half / path.name).symlink_to(path)
+        halves.append(half)
+    return halves
+
+
+def run_halves(folder: Path, out: Path) -> dict:
+    """Two one-process runs at once, each on half the files (``halves`` in the module docstring)."""
+    parts = _halves(folder, out / "in")
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    logs = [tempfile.TemporaryFile() for _ in parts]
+    started = time.perf_counter()
+    procs = [psutil.Popen([sys.executable, "-m", "reportgen", "analyze", str(part), "-o", str(out / part.name), "-q"],
+                          cwd=ROOT, stdout=log, stderr=subprocess.STDOUT) for part, log in zip(parts, logs)]
+    peaks = [0.0 for _ in procs]
+    try:
+        while any(p.poll() is None for p in procs):
+            for i, p in enumerate(procs):
+                peaks[i] = max(peaks[i], _hwm_mb(p.pid) or 0.0)
+            time.sleep(0.05)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    rc = max(p.returncode for p in procs)
+    tail = b"".join(log.seek(0) or log.read()[-700:] for log in logs).decode(errors="replace")
+    return {"mode": "halves", "rc": rc, "wall_s": round(wall, 2), "cpu_s": round(total, 2), "client_cpu_s": round(total, 2),
+            "workers_cpu_s": 0.0, "client_peak_mb": round(max(peaks)), "worker_peaks_mb": [],
+            "load1_before": round(load, 2), **({"tail": tail} if rc else {})}
 
 
 def run_once(folder: Path, mode: str, out: Path, base: Path | None, tcp: TcpCluster | None) -> dict:
     """One whole ``reportgen analyze`` process (see the module docstring for what is measured)."""
+    if mode == "halves":
+        return run_halves(folder, out)
     code_mode = mode.removeprefix("base-")
     cwd, env = ROOT, dict(os.environ)
     if mode.startswith("base-"):
@@ -210,9 +288,9 @@ def run_once(folder: Path, mode: str, out: Path, base: Path | None, tcp: TcpClus
     log = tempfile.TemporaryFile()
     started = time.perf_counter()
     proc = psutil.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    client, worker_peaks, worker_cpu = [0.0, 0.0], {}, {}
+    client, worker_peaks, worker_cpu, threads = [0.0, 0.0], {}, {}, {}
     try:
-        _sample(proc, tcp if code_mode == "tcp" else None, worker_peaks, client, worker_cpu)
+        _sample(proc, tcp if code_mode == "tcp" else None, worker_peaks, client, worker_cpu, threads)
     finally:
         if proc.poll() is None:  # the benchmark was stopped: so is the run
             proc.terminate()
@@ -234,6 +312,9 @@ def run_once(folder: Path, mode: str, out: Path, base: Path | None, tcp: TcpClus
     peaks = sorted((round(p) for p in worker_peaks.values() if p > 100), reverse=True)
     return {"mode": mode, "rc": proc.returncode, "wall_s": round(wall, 2), "cpu_s": round(total, 2),
             "client_cpu_s": round(client_cpu, 2), "workers_cpu_s": round(workers_cpu, 2),
+            # the workers' busiest threads (the tasks) and their other threads; 0 when no worker
+            "task_threads_cpu_s": round(_split_threads(threads)[0], 2),
+            "other_threads_cpu_s": round(_split_threads(threads)[1], 2),
             "client_peak_mb": round(client_peak), "worker_peaks_mb": peaks, "load1_before": round(load, 2),
             **({"tail": tail} if proc.returncode else {})}
 
@@ -268,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
                     out = Path(tempfile.mkdtemp(prefix="bench-ranks-"))
                     try:
                         row = {"set": folder.name, "round": round_, **run_once(folder, mode, out, args.base, tcp)}
-                        if round_ == 0 or mode not in outputs:
+                        if mode != "halves" and (round_ == 0 or mode not in outputs):
                             outputs[mode] = {n: (out / n).read_bytes() for n in OUTPUTS if (out / n).is_file()}
                     finally:
                         shutil.rmtree(out, ignore_errors=True)
@@ -279,15 +360,21 @@ def main(argv: list[str] | None = None) -> int:
                         with open(args.json, "a") as handle:
                             handle.write(json.dumps(row) + "\n")
             print(f"\n{folder.name}: median of {args.rounds} interleaved rounds")
-            print("| mode | wall s | ratio to single | CPU s (client + workers) | client peak MB | worker peaks MB |")
-            print("|---|---|---|---|---|---|")
+            print("| mode | wall s | ratio to single | CPU s | CPU s (client + workers) | CPU ratio | workers: task "
+                  "threads + other threads | client peak MB | worker peaks MB |")
+            print("|---|---|---|---|---|---|---|---|---|")
+            cpu = {m: statistics.median(r["cpu_s"] for r in rows if r["mode"] == m) for m in modes}
             med = {m: statistics.median(r["wall_s"] for r in rows if r["mode"] == m) for m in modes}
             for mode in modes:
                 mine = [r for r in rows if r["mode"] == mode]
                 client = statistics.median(r["client_cpu_s"] for r in mine)
                 workers = statistics.median(r["workers_cpu_s"] for r in mine)
                 ratio = f"{med[mode] / med['single']:.2f}" if "single" in med else "-"
-                print(f"| {mode} | {med[mode]:.2f} | {ratio} | {client:.1f} + {workers:.1f} | "
+                cpu_ratio = f"{cpu[mode] / cpu['single']:.2f}" if "single" in cpu else "-"
+                tasks = statistics.median(r.get("task_threads_cpu_s", 0.0) for r in mine)
+                other = statistics.median(r.get("other_threads_cpu_s", 0.0) for r in mine)
+                print(f"| {mode} | {med[mode]:.2f} | {ratio} | {cpu[mode]:.1f} | {client:.1f} + {workers:.1f} | {cpu_ratio} | "
+                      f"{tasks:.1f} + {other:.1f} | "
                       f"{statistics.median(r['client_peak_mb'] for r in mine):.0f} | "
                       f"{max((r['worker_peaks_mb'] for r in mine), key=len, default=[])} |")
             first = next(iter(outputs.values()), {})
