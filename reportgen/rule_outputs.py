@@ -302,6 +302,40 @@ class DataloaderDetails:
                    listing(timing.get("probs")), listing(timing.get("binedges")))
 
 
+@dataclass(frozen=True)
+class BottleneckMoment:
+    """One moment CPUBottleneck or IOBottleneck listed (``bottlenecks``: ``{timestamp: {"GPUs": n, "CPUs": n}}``)."""
+
+    key: str  # the timestamp as written
+    at_s: float | None  # the timestamp as seconds since the epoch, None when the key is no finite number
+    cpus: float | None = None  # cores above the threshold at that moment (CPUBottleneck), as given
+    gpus: float | None = None  # GPUs below the threshold, as given
+
+
+@dataclass(frozen=True)
+class BottleneckDetails:
+    """CPUBottleneck's or IOBottleneck's details: the moments with idle GPUs and busy (or waiting) cores, the
+    typed view the bottleneck sections and the diagnosis both read. Numbers as given; anything else None."""
+
+    listed: bool = False  # the details hold anything at all
+    moments: tuple[BottleneckMoment, ...] = ()  # in the details' order; a moment that is not an object has no counts
+    low_gpu_utilization: float | None = None  # datapoints with GPU utilization below the threshold
+    general: dict = field(default_factory=dict)  # {operation: % of framework time at those moments}, numbers only
+
+    @classmethod
+    def of(cls, details) -> BottleneckDetails:
+        details = details if isinstance(details, dict) else {}
+        listed = details.get("bottlenecks") if isinstance(details.get("bottlenecks"), dict) else {}
+        general = details.get("general") if isinstance(details.get("general"), dict) else {}
+        moments = []
+        for key, counts in listed.items():
+            counts = counts if isinstance(counts, dict) else {}
+            moments.append(BottleneckMoment(str(key), as_float(key, text=True),
+                                            _given(counts.get("CPUs")), _given(counts.get("GPUs"))))
+        return cls(bool(details), tuple(moments), _given(details.get("low_gpu_utilization")),
+                   {str(k): v for k, v in general.items() if _finite(v)})
+
+
 def find_rule_output_dir(source: Path) -> Path | None:
     """The folder under ``source`` that holds the rule JSONs, or None if there is none."""
     for sub in RULE_OUTPUT_SUBDIRS:
