@@ -336,6 +336,45 @@ class BottleneckDetails:
                    {str(k): v for k, v in general.items() if _finite(v)})
 
 
+@dataclass(frozen=True)
+class GpuDistance:
+    """LoadBalancing's distance between the utilization histograms of two GPUs of a node, as given."""
+
+    gpu: str
+    other: str
+    distance: float
+
+
+@dataclass(frozen=True)
+class BalancingNode:
+    """One node in LoadBalancing's details (``{node: {"workloads": {gpu: counts}, "distances": {gpu: {gpu: d}}}}``):
+    the typed view the workload balancing section and the diagnosis' evaluation both read."""
+
+    node: str
+    has_workloads: bool = False  # ``workloads`` is an object (an empty one included)
+    gpus: tuple[str, ...] = ()  # the GPUs ``workloads`` lists, whatever their histograms hold
+    histograms: dict = field(default_factory=dict)  # {gpu: utilization counts in 2 % bins}, non-empty lists only
+    distances: tuple[GpuDistance, ...] = ()  # the pairs whose distance is a number
+
+
+def balancing_of(details) -> tuple[BalancingNode, ...]:
+    """Every node of LoadBalancing's details, in their order; a node that is not an object is skipped."""
+    found = []
+    for node, data in (details if isinstance(details, dict) else {}).items():
+        if not isinstance(data, dict):
+            continue
+        workloads = data.get("workloads")
+        has_workloads = isinstance(workloads, dict)
+        workloads = workloads if has_workloads else {}
+        distances = data.get("distances") if isinstance(data.get("distances"), dict) else {}
+        pairs = tuple(GpuDistance(str(gpu), str(other), d)
+                      for gpu, others in distances.items() if isinstance(others, dict)
+                      for other, d in others.items() if _finite(d))
+        found.append(BalancingNode(str(node), has_workloads, tuple(str(g) for g in workloads),
+                                   {str(g): c for g, c in workloads.items() if isinstance(c, list) and c}, pairs))
+    return tuple(found)
+
+
 def find_rule_output_dir(source: Path) -> Path | None:
     """The folder under ``source`` that holds the rule JSONs, or None if there is none."""
     for sub in RULE_OUTPUT_SUBDIRS:
