@@ -18,7 +18,7 @@ from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of,
                                     outlier_steps_of, recorded_command, system_usage_of)
-from reportgen.trace_ranks import TraceLoader, TraceRank, trace_ranks_of
+from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
 MIN_TIMELINE_S = 60.0  # a shorter recording is too short to judge utilization from
@@ -88,7 +88,7 @@ class Evidence:
     steps: dict[str, dict] = field(default_factory=dict)  # worker -> step_stats + outliers
     outliers: list[dict] = field(default_factory=list)  # {step, worker, duration_s, median_s, start_s}
     trace_ranks: dict[str, TraceRank] = field(default_factory=dict)  # rank -> its trace analysis (kineto.json)
-    trace_comparison: dict = field(default_factory=dict)
+    trace_comparison: TraceComparison = field(default_factory=TraceComparison)
     slow_steps: dict[str, dict] = field(default_factory=dict)  # worker/rank -> engine.slow_steps summary
     trace_only: bool = False  # only profiler traces: no job times, no system metrics
     # traces alone: the profiled steps' time (the longest rank's sum of its steps), what "of the profiled
@@ -366,7 +366,7 @@ def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
 def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
     doc = _dict(outputs.traces)
     ev.trace_ranks = {label: r for label, r in trace_ranks_of(doc).items() if r.is_object}
-    ev.trace_comparison = _dict(doc.get("comparison"))
+    ev.trace_comparison = TraceComparison.of(doc)
     if ev.trace_ranks and ev.has_gpu is None:
         ev.has_gpu = any(r.has_gpu_activity for r in ev.trace_ranks.values())
     starts = [_num(r.start_us) for r in ev.trace_ranks.values()]

@@ -12,7 +12,7 @@ from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, T
 from reportgen.report.util import as_dict, as_list, number, slug
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
-from reportgen.trace_ranks import TraceLoader, TraceRank, trace_ranks_of
+from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
 
 SECTION_ID = SectionId.GPU_KERNELS_OPERATORS
 DETAILED_RANKS = 8
@@ -269,7 +269,7 @@ def build(outputs: RuleOutputs) -> Section:
     if not ranks:
         return section.missing("No PyTorch profiler (Kineto) traces were given: point reportgen at a folder with "
                                "*.pt.trace.json(.gz) files to see GPU kernels and operators per rank.")
-    comparison = as_dict(doc.get("comparison"))
+    comparison = as_dict(doc.get("comparison"))  # as written, for report.json
     n_files = len(doc.get("files") or ranks)
     formats = [str(f) for f in as_list(doc.get("formats"))]
     section.add(Text(
@@ -284,32 +284,32 @@ def build(outputs: RuleOutputs) -> Section:
             "memory copies or GPU idle time. Steps, host operators and the input pipeline (TensorFlow's "
             "IteratorGetNext, JAX's next() seen by the Python tracer) come from the host plane.", tone="note"))
     section.add(Heading("Ranks side by side", 3))
-    straggler = comparison.get("straggler")
-    if straggler is not None and comparison.get("method") == "collective wait":
-        evidence = "; ".join(str(e) for e in as_list(comparison.get("evidence")))
+    c = TraceComparison.of(doc)
+    straggler = c.straggler
+    if straggler is not None and c.method == "collective wait":
+        evidence = "; ".join(str(e) for e in c.evidence)
         section.add(Text(
-            f"Rank {straggler} is the straggler: {comparison.get('reason', '')}. The other ranks wait for it in the "
+            f"Rank {straggler} is the straggler: {c.reason or ''}. The other ranks wait for it in the "
             f"collectives: {evidence}. In synchronous training the step times are equal on all ranks, so the "
             "wait is what shows it.", tone="finding"))
     elif straggler is not None:
         section.add(Text(
-            f"Rank {straggler} is a straggler: its mean step takes {number(comparison.get('slowest_excess_pct'), 0.0):.1f} % "
-            f"longer than the median of the ranks ({number(comparison.get('median_step_ms'), 0.0):.2f} ms). In a "
+            f"Rank {straggler} is a straggler: its mean step takes {number(c.slowest_excess_pct, 0.0):.1f} % "
+            f"longer than the median of the ranks ({number(c.median_step_ms, 0.0):.2f} ms). In a "
             "synchronous job every other rank waits for it.", tone="finding"))
-    elif comparison.get("method") == "collective wait":
-        detail = as_dict(comparison.get("detail"))
+    elif c.method == "collective wait":
         section.add(Text(
-            f"No straggler: the ranks wait about equally in collectives (least: rank {detail.get('rank')}, "
-            f"{100 * number(detail.get('its_wait_share'), 0.0):.1f} % of step time; the others' median "
-            f"{100 * number(detail.get('others_median_wait_share'), 0.0):.1f} %; threshold "
-            f"{number(comparison.get('wait_gap_pct'), 10.0):.0f} points).", tone="ok"))
-    elif comparison.get("method") == "not compared":
-        section.add(Text(f"Ranks not compared: {as_dict(comparison.get('detail')).get('why', '')}.", tone="note"))
-    elif comparison.get("slowest") is not None:
+            f"No straggler: the ranks wait about equally in collectives (least: rank {c.least_wait_rank}, "
+            f"{100 * number(c.its_wait_share, 0.0):.1f} % of step time; the others' median "
+            f"{100 * number(c.others_median_wait_share, 0.0):.1f} %; threshold "
+            f"{number(c.wait_gap_pct, 10.0):.0f} points).", tone="ok"))
+    elif c.method == "not compared":
+        section.add(Text(f"Ranks not compared: {c.why or ''}.", tone="note"))
+    elif c.slowest is not None:
         section.add(Text(
-            f"No straggler: the slowest rank ({comparison['slowest']}) is "
-            f"{number(comparison.get('slowest_excess_pct'), 0.0):.1f} % above the median mean step time "
-            f"(threshold {number(comparison.get('margin_pct'), 5.0):.0f} %).", tone="ok"))
+            f"No straggler: the slowest rank ({c.slowest}) is "
+            f"{number(c.slowest_excess_pct, 0.0):.1f} % above the median mean step time "
+            f"(threshold {number(c.margin_pct, 5.0):.0f} %).", tone="ok"))
     many = len(ranks) > MANY_RANKS
     if many:
         section.add(_spread_table(views), Details(f"All {len(ranks)} ranks, one row each", [_ranks_table(views)]))
