@@ -8,7 +8,8 @@ reading, once (a light module beside ``rule_outputs``, which loads kineto.json: 
 (an int stays an int, so outputs do not move), anything no float holds None, never an error on a
 kineto.json written by something else. The analyses only one room reads
 (kernels, CPU operators, ``gpu_analysis``) stay in ``entry``, the rank's entry as written. ``TraceComparison``
-is the same reading of the ranks' comparison (the straggler), read by the section and the diagnosis.
+is the same reading of the ranks' comparison (the straggler), read by the section and the diagnosis, and
+``TraceJob`` of the job-wide tables, read by the section and compare.
 docs/architecture.md ("Typed contracts") lists what is viewed.
 """
 
@@ -146,3 +147,56 @@ class TraceComparison:
                    *(_given(c.get(k)) for k in ("slowest_excess_pct", "median_step_ms", "margin_pct", "wait_gap_pct")),
                    _label(detail.get("rank")), _given(detail.get("its_wait_share")),
                    _given(detail.get("others_median_wait_share")), _text(detail.get("why")))
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One row of kineto.json's job-wide top kernels or CPU operators (every rank's totals summed)."""
+
+    name: str | None = None
+    total_ms: float | None = None
+    count: float | None = None  # launches (kernels) or calls (CPU operators)
+    mean_us: float | None = None
+    pct: float | None = None  # share of all kernel time, % (kernels only)
+    ranks: float | None = None  # how many ranks ran it
+    min_rank_ms: float | None = None  # the least time one rank spent in it
+    max_rank_ms: float | None = None
+    max_rank: str | int | None = None  # the rank with the most
+
+
+@dataclass(frozen=True)
+class JobTable:
+    """kineto.json's ``job.kernels`` or ``job.cpu_ops``: the exact top rows over all ranks and the totals."""
+
+    top: tuple[JobRow, ...] | None = None  # None when ``top`` is no list; a row that is no object is empty
+    distinct: float | None = None
+    total_ms: float | None = None
+    count: float | None = None
+
+    @classmethod
+    def of(cls, table, count_key: str) -> JobTable:
+        table = _dict(table)
+        rows = table.get("top")
+        top = None if not isinstance(rows, list) else tuple(
+            JobRow(_text(r.get("name")), _given(r.get("total_ms")), _given(r.get(count_key)), _given(r.get("mean_us")),
+                   _given(r.get("pct")), _given(r.get("ranks")), _given(r.get("min_rank_ms")),
+                   _given(r.get("max_rank_ms")), _label(r.get("max_rank")))
+            for r in map(_dict, rows))
+        return cls(top, _given(table.get("distinct")), _given(table.get("total_ms")), _given(table.get("count")))
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """kineto.json's ``job`` (``trace_analysis.job.job_tables``): kernels and CPU operators summed over every
+    rank, read by the PyTorch profiler section's whole-job tables and compare's operator times per step."""
+
+    listed: bool = False  # ``job`` is a non-empty object
+    ranks: float | None = None  # how many ranks the tables sum
+    kernels: JobTable = field(default_factory=JobTable)
+    cpu_ops: JobTable = field(default_factory=JobTable)
+
+    @classmethod
+    def of(cls, doc) -> TraceJob:
+        job = _dict(_dict(doc).get("job"))
+        return cls(bool(job), _given(job.get("ranks")), JobTable.of(job.get("kernels"), "launches"),
+                   JobTable.of(job.get("cpu_ops"), "calls"))

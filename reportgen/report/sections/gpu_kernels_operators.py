@@ -12,7 +12,7 @@ from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, T
 from reportgen.report.util import as_dict, as_list, number, slug
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
-from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
+from reportgen.trace_ranks import JobRow, TraceComparison, TraceJob, TraceLoader, TraceRank, trace_ranks_of
 
 SECTION_ID = SectionId.GPU_KERNELS_OPERATORS
 DETAILED_RANKS = 8
@@ -87,43 +87,48 @@ def _spread_table(ranks: dict[str, TraceRank]) -> Table:
                           "that have it."))
 
 
-def _job_tables(job: dict, n_ranks: int) -> list:
+def _job_tables(job: TraceJob, n_ranks: int) -> list:
     """Kernels and CPU operators summed over every rank (``job`` in kineto.json; exact top 15)."""
     blocks: list = []
-    kernels, ops = as_dict(job.get("kernels")), as_dict(job.get("cpu_ops"))
-    top = [as_dict(k) for k in as_list(kernels.get("top"))]
+    kernels, ops = job.kernels, job.cpu_ops
+    top = kernels.top or ()
     spread = ("One rank: the least and the most time one rank spent in it (among the ranks that ran it) and the "
               "rank with the most; report.json has the exact values.")
     if top:
         blocks.append(Table(
             "kineto-job-kernels", ["Kernel", "Time, all ranks (ms)", "Launches", "Mean (µs)", "Share of kernel time",
                                    "Ranks", "One rank: least – most (ms)"],
-            [[str(k.get("name", "")), number(k.get("total_ms")), k.get("launches", 0), number(k.get("mean_us")),
-              number(k.get("pct")), k.get("ranks", 0), _spread(k)] for k in top],
+            [[_or(k.name, ""), number(k.total_ms), _or(k.count, 0), number(k.mean_us), number(k.pct), _or(k.ranks, 0),
+              _spread(k)] for k in top],
             ["text", "num2", "int", "num2", "pct", "int", "text"],
-            caption=(f"Top {len(top)} of {kernels.get('distinct', len(top))} distinct kernels of all {n_ranks} ranks "
+            caption=(f"Top {len(top)} of {_or(kernels.distinct, len(top))} distinct kernels of all {n_ranks} ranks "
                      f"by total time (exact: every rank's every kernel summed); all kernels: "
-                     f"{number(kernels.get('total_ms'), 0.0):.2f} ms in {kernels.get('count', 0)} launches. {spread}")))
-    top_ops = [as_dict(o) for o in as_list(ops.get("top"))]
+                     f"{number(kernels.total_ms, 0.0):.2f} ms in {_or(kernels.count, 0)} launches. {spread}")))
+    top_ops = ops.top or ()
     if top_ops:
         blocks.append(Table(
             "kineto-job-ops", ["CPU operator", "Time, all ranks (ms)", "Calls", "Mean (µs)", "Ranks",
                                "One rank: least – most (ms)"],
-            [[str(o.get("name", "")), number(o.get("total_ms")), o.get("calls", 0), number(o.get("mean_us")),
-              o.get("ranks", 0), _spread(o)] for o in top_ops],
+            [[_or(o.name, ""), number(o.total_ms), _or(o.count, 0), number(o.mean_us), _or(o.ranks, 0), _spread(o)]
+             for o in top_ops],
             ["text", "num2", "int", "num2", "int", "text"],
-            caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators of all "
+            caption=(f"Top {len(top_ops)} of {_or(ops.distinct, len(top_ops))} distinct CPU operators of all "
                      f"{n_ranks} ranks by total inclusive time (exact). {spread}")))
     return blocks
 
 
-def _spread(row: dict) -> str:
-    least, most = number(row.get("min_rank_ms")), number(row.get("max_rank_ms"))
+def _or(value, default):
+    """The job tables' value, or what the table showed when it was absent."""
+    return default if value is None else value
+
+
+def _spread(row: JobRow) -> str:
+    least, most = number(row.min_rank_ms), number(row.max_rank_ms)
     if least is None or most is None:
         return ""
     if f"{least:.2f}" == f"{most:.2f}":
         return f"{most:.2f} on each"
-    return f"{least:.2f} – {most:.2f} (rank {row.get('max_rank', '?')})"
+    return f"{least:.2f} – {most:.2f} (rank {_or(row.max_rank, '?')})"
 
 
 def _rank_summary(label: str, r: TraceRank, straggler) -> str:
@@ -315,10 +320,10 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(_spread_table(views), Details(f"All {len(ranks)} ranks, one row each", [_ranks_table(views)]))
     else:
         section.add(_ranks_table(views))
-    job = as_dict(doc.get("job"))
+    job = as_dict(doc.get("job"))  # as written, for report.json
     if len(ranks) > 1 and job:
         section.add(Heading(f"Whole job: kernels and CPU operators over all {len(ranks)} ranks", 3))
-        section.add(*_job_tables(job, len(ranks)))
+        section.add(*_job_tables(TraceJob.of(doc), len(ranks)))
     means = {label: number(r.step_mean_ms) for label, r in views.items()}
     means = {k: v for k, v in means.items() if v is not None}
     waits = {label: _pct(r.collective_share) for label, r in views.items()}
