@@ -302,6 +302,79 @@ class DataloaderDetails:
                    listing(timing.get("probs")), listing(timing.get("binedges")))
 
 
+@dataclass(frozen=True)
+class BottleneckMoment:
+    """One moment CPUBottleneck or IOBottleneck listed (``bottlenecks``: ``{timestamp: {"GPUs": n, "CPUs": n}}``)."""
+
+    key: str  # the timestamp as written
+    at_s: float | None  # the timestamp as seconds since the epoch, None when the key is no finite number
+    cpus: float | None = None  # cores above the threshold at that moment (CPUBottleneck), as given
+    gpus: float | None = None  # GPUs below the threshold, as given
+
+
+@dataclass(frozen=True)
+class BottleneckDetails:
+    """CPUBottleneck's or IOBottleneck's details: the moments with idle GPUs and busy (or waiting) cores, the
+    typed view the bottleneck sections and the diagnosis both read. Numbers as given; anything else None."""
+
+    listed: bool = False  # the details hold anything at all
+    moments: tuple[BottleneckMoment, ...] = ()  # in the details' order; a moment that is not an object has no counts
+    low_gpu_utilization: float | None = None  # datapoints with GPU utilization below the threshold
+    general: dict = field(default_factory=dict)  # {operation: % of framework time at those moments}, numbers only
+
+    @classmethod
+    def of(cls, details) -> BottleneckDetails:
+        details = details if isinstance(details, dict) else {}
+        listed = details.get("bottlenecks") if isinstance(details.get("bottlenecks"), dict) else {}
+        general = details.get("general") if isinstance(details.get("general"), dict) else {}
+        moments = []
+        for key, counts in listed.items():
+            counts = counts if isinstance(counts, dict) else {}
+            moments.append(BottleneckMoment(str(key), as_float(key, text=True),
+                                            _given(counts.get("CPUs")), _given(counts.get("GPUs"))))
+        return cls(bool(details), tuple(moments), _given(details.get("low_gpu_utilization")),
+                   {str(k): v for k, v in general.items() if _finite(v)})
+
+
+@dataclass(frozen=True)
+class GpuDistance:
+    """LoadBalancing's distance between the utilization histograms of two GPUs of a node, as given."""
+
+    gpu: str
+    other: str
+    distance: float
+
+
+@dataclass(frozen=True)
+class BalancingNode:
+    """One node in LoadBalancing's details (``{node: {"workloads": {gpu: counts}, "distances": {gpu: {gpu: d}}}}``):
+    the typed view the workload balancing section and the diagnosis' evaluation both read."""
+
+    node: str
+    has_workloads: bool = False  # ``workloads`` is an object (an empty one included)
+    gpus: tuple[str, ...] = ()  # the GPUs ``workloads`` lists, whatever their histograms hold
+    histograms: dict = field(default_factory=dict)  # {gpu: utilization counts in 2 % bins}, non-empty lists only
+    distances: tuple[GpuDistance, ...] = ()  # the pairs whose distance is a number
+
+
+def balancing_of(details) -> tuple[BalancingNode, ...]:
+    """Every node of LoadBalancing's details, in their order; a node that is not an object is skipped."""
+    found = []
+    for node, data in (details if isinstance(details, dict) else {}).items():
+        if not isinstance(data, dict):
+            continue
+        workloads = data.get("workloads")
+        has_workloads = isinstance(workloads, dict)
+        workloads = workloads if has_workloads else {}
+        distances = data.get("distances") if isinstance(data.get("distances"), dict) else {}
+        pairs = tuple(GpuDistance(str(gpu), str(other), d)
+                      for gpu, others in distances.items() if isinstance(others, dict)
+                      for other, d in others.items() if _finite(d))
+        found.append(BalancingNode(str(node), has_workloads, tuple(str(g) for g in workloads),
+                                   {str(g): c for g, c in workloads.items() if isinstance(c, list) and c}, pairs))
+    return tuple(found)
+
+
 def find_rule_output_dir(source: Path) -> Path | None:
     """The folder under ``source`` that holds the rule JSONs, or None if there is none."""
     for sub in RULE_OUTPUT_SUBDIRS:

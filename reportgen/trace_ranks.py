@@ -7,7 +7,9 @@ reading, once (a light module beside ``rule_outputs``, which loads kineto.json: 
 ``trace_analysis`` would load the readers and the analysis into the page's process): numbers as given
 (an int stays an int, so outputs do not move), anything no float holds None, never an error on a
 kineto.json written by something else. The analyses only one room reads
-(kernels, CPU operators, ``gpu_analysis``) stay in ``entry``, the rank's entry as written.
+(kernels, CPU operators, ``gpu_analysis``) stay in ``entry``, the rank's entry as written. ``TraceComparison``
+is the same reading of the ranks' comparison (the straggler), read by the section and the diagnosis, and
+``TraceJob`` of the job-wide tables, read by the section and compare.
 docs/architecture.md ("Typed contracts") lists what is viewed.
 """
 
@@ -103,3 +105,98 @@ def trace_ranks_of(doc) -> dict[str, TraceRank]:
     """Every rank of a kineto.json document, in its order (an entry that is not an object: an empty view)."""
     ranks = _dict(_dict(doc).get("ranks"))
     return {str(label): TraceRank.of(label, entry) for label, entry in ranks.items()}
+
+
+def _label(value) -> str | int | None:
+    """A rank label as written (a str, or an int from an older writer), None for anything else."""
+    return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class TraceComparison:
+    """kineto.json's ``comparison`` (``trace_analysis.straggler.find_straggler``): the straggler, how the ranks
+    were told apart and the figures, the typed view the PyTorch profiler section and the diagnosis' straggler
+    cause both read. Numbers as given, labels and text only as such, anything else None."""
+
+    straggler: str | int | None = None  # the straggler's rank label
+    method: str | None = None  # "collective wait", "step time", "not compared"
+    reason: str | None = None
+    evidence: tuple = ()  # the sentences listed, as written
+    slowest: str | int | None = None  # the rank with the largest mean step
+    slowest_excess_pct: float | None = None  # its mean step over the ranks' median, %
+    median_step_ms: float | None = None
+    margin_pct: float | None = None  # the step-time threshold, %
+    wait_gap_pct: float | None = None  # the collective-wait threshold, points
+    least_wait_rank: str | int | None = None  # ``detail.rank``: the rank that waits least in collectives
+    its_wait_share: float | None = None  # that rank's wait, a share of its step time
+    others_median_wait_share: float | None = None
+    why: str | None = None  # ``detail.why``: why the ranks were not compared
+
+    @classmethod
+    def of(cls, doc) -> TraceComparison:
+        """The view of ``doc["comparison"]`` (``doc``: kineto.json); an absent or odd one is all None."""
+        c = _dict(_dict(doc).get("comparison"))
+        detail = _dict(c.get("detail"))
+        listed = c.get("evidence")
+        return cls(_label(c.get("straggler")), _text(c.get("method")), _text(c.get("reason")),
+                   tuple(listed) if isinstance(listed, list) else (), _label(c.get("slowest")),
+                   *(_given(c.get(k)) for k in ("slowest_excess_pct", "median_step_ms", "margin_pct", "wait_gap_pct")),
+                   _label(detail.get("rank")), _given(detail.get("its_wait_share")),
+                   _given(detail.get("others_median_wait_share")), _text(detail.get("why")))
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One row of kineto.json's job-wide top kernels or CPU operators (every rank's totals summed)."""
+
+    name: str | None = None
+    total_ms: float | None = None
+    count: float | None = None  # launches (kernels) or calls (CPU operators)
+    mean_us: float | None = None
+    pct: float | None = None  # share of all kernel time, % (kernels only)
+    ranks: float | None = None  # how many ranks ran it
+    min_rank_ms: float | None = None  # the least time one rank spent in it
+    max_rank_ms: float | None = None
+    max_rank: str | int | None = None  # the rank with the most
+
+
+@dataclass(frozen=True)
+class JobTable:
+    """kineto.json's ``job.kernels`` or ``job.cpu_ops``: the exact top rows over all ranks and the totals."""
+
+    top: tuple[JobRow, ...] | None = None  # None when ``top`` is no list; a row that is no object is empty
+    distinct: float | None = None
+    total_ms: float | None = None
+    count: float | None = None
+
+    @classmethod
+    def of(cls, table, count_key: str) -> JobTable:
+        table = _dict(table)
+        rows = table.get("top")
+        top = None if not isinstance(rows, list) else tuple(
+            JobRow(_text(r.get("name")), _given(r.get("total_ms")), _given(r.get(count_key)), _given(r.get("mean_us")),
+                   _given(r.get("pct")), _given(r.get("ranks")), _given(r.get("min_rank_ms")),
+                   _given(r.get("max_rank_ms")), _label(r.get("max_rank")))
+            for r in map(_dict, rows))
+        return cls(top, _given(table.get("distinct")), _given(table.get("total_ms")), _given(table.get("count")))
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """kineto.json's ``job`` (``trace_analysis.job.job_tables``): kernels and CPU operators summed over every
+    rank, read by the PyTorch profiler section's whole-job tables and compare's operator times per step."""
+
+    listed: bool = False  # ``job`` is a non-empty object
+    ranks: float | None = None  # how many ranks the tables sum
+    kernels: JobTable = field(default_factory=JobTable)
+    cpu_ops: JobTable = field(default_factory=JobTable)
+
+    @classmethod
+    def of(cls, doc) -> TraceJob:
+        job = _dict(_dict(doc).get("job"))
+        return cls(bool(job), _given(job.get("ranks")), JobTable.of(job.get("kernels"), "launches"),
+                   JobTable.of(job.get("cpu_ops"), "calls"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from reportgen.report.model import Table, Text
 from reportgen.report.util import as_dict, as_list, number
-from reportgen.trace_ranks import TraceLoader, TraceRank, trace_ranks_of
+from reportgen.trace_ranks import TraceJob, TraceLoader, TraceRank, trace_ranks_of
 
 TOP_OPERATORS = 10
 
@@ -104,27 +104,27 @@ def operator_ms_per_step(doc, ranks: list[TraceRank], key: str = "cpu_ops") -> t
     divisor has no steps of it): the mean over the ranks of each rank's total ÷ its steps from each
     rank's own top 15, not exact (an operator outside a rank's top 15 counts 0 there).
     """
-    job = as_dict(as_dict(doc).get("job"))
+    job = TraceJob.of(doc)
     every_rank_stepped = len(ranks) == len(as_dict(as_dict(doc).get("ranks")))
-    covered = job.get("ranks")
-    top = as_dict(job.get(key)).get("top")
+    top = (job.kernels if key == "kernels" else job.cpu_ops).top
     ops: dict[str, float] = {}
-    if (len(ranks) > 1 and every_rank_stepped and isinstance(top, list) and isinstance(covered, int)
-            and not isinstance(covered, bool) and covered == len(ranks)):
-        _add_ms(ops, top, sum(len(r.step_list) for r in ranks), 1)
+    if (len(ranks) > 1 and every_rank_stepped and top is not None and isinstance(job.ranks, int)
+            and job.ranks == len(ranks)):
+        _add_ms(ops, [(row.name, row.total_ms) for row in top], sum(len(r.step_list) for r in ranks), 1)
         return ops, True
     for r in ranks:
-        _add_ms(ops, as_list(as_dict(r.entry.get(key)).get("top")), len(r.step_list), len(ranks))
+        rows = [as_dict(op) for op in as_list(as_dict(r.entry.get(key)).get("top"))]
+        _add_ms(ops, [(op.get("name"), op.get("total_ms")) for op in rows], len(r.step_list), len(ranks))
     return ops, len(ranks) == 1
 
 
-def _add_ms(ops: dict[str, float], rows: list, steps: int, ranks: int) -> None:
-    """Adds each row's ``total_ms`` ÷ ``steps`` ÷ ``ranks`` to its operator's entry (odd rows skipped)."""
-    for op in rows:
-        op = as_dict(op)
-        total = number(op.get("total_ms"))
+def _add_ms(ops: dict[str, float], rows: list[tuple], steps: int, ranks: int) -> None:
+    """Adds each (name, total_ms) row's ``total_ms`` ÷ ``steps`` ÷ ``ranks`` to its operator's entry (odd rows
+    skipped)."""
+    for name, total in rows:
+        total = number(total)
         if total is not None:
-            ops[str(op.get("name"))] = ops.get(str(op.get("name")), 0.0) + total / steps / ranks
+            ops[str(name)] = ops.get(str(name), 0.0) + total / steps / ranks
 
 
 def _pct_change(a, b) -> float | None:

@@ -272,7 +272,7 @@ def trace_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
     slowly holds the others back (the straggler cause, which says so), the job's input pipeline is judged
     on the ranks it holds back; counting it here too blamed the same seconds on two causes."""
     best = (None, None, None)
-    straggler = ev.trace_comparison.get("straggler")
+    straggler = ev.trace_comparison.straggler
     for label, rank in ev.trace_ranks.items():
         if straggler is not None and len(ev.trace_ranks) >= 2 and label == str(straggler):
             continue
@@ -531,18 +531,16 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
             best = (share, slow, [f"median step on {worker_name(slow)}: {medians[slow]:.3f} s vs {mid:.3f} s on the others "
                                   f"(+{excess * 100:.0f} %)"], "step times")
     comparison = ev.trace_comparison
-    if comparison.get("straggler") is not None:
-        rank = str(comparison["straggler"])
-        detail = comparison.get("detail") if isinstance(comparison.get("detail"), dict) else {}
-        listed = comparison.get("evidence")
-        evidence = [str(e) for e in listed if e] if isinstance(listed, list) else []
-        if comparison.get("reason"):
-            evidence.append(f"rank {rank} is slower because {comparison['reason']}")
-        waits = (detail.get("others_median_wait_share"), detail.get("its_wait_share"))
-        if comparison.get("method") == "collective wait" and all(isinstance(w, (int, float)) for w in waits):
+    if comparison.straggler is not None:
+        rank = str(comparison.straggler)
+        evidence = [str(e) for e in comparison.evidence if e]
+        if comparison.reason:
+            evidence.append(f"rank {rank} is slower because {comparison.reason}")
+        waits = (comparison.others_median_wait_share, comparison.its_wait_share)
+        if comparison.method == "collective wait" and all(w is not None for w in waits):
             share = max(waits[0] - waits[1], 0.0)  # the others wait for it this much longer, in step time
         else:
-            excess = (comparison.get("slowest_excess_pct") or 0) / 100
+            excess = (comparison.slowest_excess_pct or 0) / 100
             share = excess / (1 + excess) if excess > 0 else 0.0
             evidence = evidence or [f"rank {rank}'s mean step is {excess * 100:.0f} % above the median of the ranks"]
         if best is None or share > best[0]:
@@ -554,7 +552,7 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
         evidence.append("LoadBalancing fired: the GPUs' utilization histograms differ")
     fix = (f"Find why {worker_name(who)} is slower: compare its data shard size, input pipeline and hardware with the others "
            "(a slower disk or network, thermal throttling, a noisy neighbour); give it less data or replace it.")
-    if kind == "ranks" and "data loading" in str(comparison.get("reason") or ""):
+    if kind == "ranks" and "data loading" in (comparison.reason or ""):
         fix = (f"Give {worker_name(who)} the same input pipeline as the others: its data loading is the slower part (more "
                "DataLoader workers or a faster local copy of its shard), or give it a smaller shard.")
     basis = ("the other workers wait for it in every step: if it kept their pace, the training loop would be this "

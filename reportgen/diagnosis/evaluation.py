@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from reportgen.rule_outputs import balancing_of
 from reportgen.rulebook import BY_NAME
 
 FIRED, PASSED, NOT_EVALUATED = "fired", "passed", "not_evaluated"
@@ -75,8 +76,7 @@ def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), det
     if rule == "StepOutlier" and (reason := _too_few_steps(details, parameters)):
         return NOT_EVALUATED, reason
     if rule == "LoadBalancing":
-        gpus = [len(node.get("workloads") or {}) for node in details.values()
-                if isinstance(node, dict) and isinstance(node.get("workloads"), dict)]
+        gpus = [len(node.gpus) for node in balancing_of(details) if node.has_workloads]
         if gpus and max(gpus) < 2:
             return NOT_EVALUATED, "every node has one GPU, and this rule compares GPUs of a node"
     if rule == "Dataloader" and details.get("cores") == 0:

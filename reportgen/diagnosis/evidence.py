@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
-from reportgen.rule_outputs import (DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of, outlier_steps_of,
-                                    recorded_command, system_usage_of)
-from reportgen.trace_ranks import TraceLoader, TraceRank, trace_ranks_of
+from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of,
+                                    outlier_steps_of, recorded_command, system_usage_of)
+from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
 MIN_TIMELINE_S = 60.0  # a shorter recording is too short to judge utilization from
@@ -34,13 +34,6 @@ def _num(value) -> float | None:
     except OverflowError:
         return None
     return value if math.isfinite(value) else None
-
-
-def _float(text) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError, OverflowError):
-        return None
 
 
 def _dict(value) -> dict:
@@ -95,7 +88,7 @@ class Evidence:
     steps: dict[str, dict] = field(default_factory=dict)  # worker -> step_stats + outliers
     outliers: list[dict] = field(default_factory=list)  # {step, worker, duration_s, median_s, start_s}
     trace_ranks: dict[str, TraceRank] = field(default_factory=dict)  # rank -> its trace analysis (kineto.json)
-    trace_comparison: dict = field(default_factory=dict)
+    trace_comparison: TraceComparison = field(default_factory=TraceComparison)
     slow_steps: dict[str, dict] = field(default_factory=dict)  # worker/rank -> engine.slow_steps summary
     trace_only: bool = False  # only profiler traces: no job times, no system metrics
     # traces alone: the profiled steps' time (the longest rank's sum of its steps), what "of the profiled
@@ -245,25 +238,23 @@ def _system(ev: Evidence, outputs: RuleOutputs) -> None:
         rule = outputs.get(name)
         if rule is None or not rule.datapoints or ev.has_gpu is False:
             continue
-        d = _dict(rule.details)
+        d = BottleneckDetails.of(rule.details)
         share = min(rule.violations / rule.datapoints, 1.0)
         # Idle GPUs before the first step are initialization, not a bottleneck of the training loop: only
         # the listed bottleneck moments inside the loop count (their timestamps are the details' keys).
-        moments = [_num(_float(k)) for k in _dict(d.get("bottlenecks"))]
-        moments = [m for m in moments if m is not None]
+        moments = [m.at_s for m in d.moments if m.at_s is not None]
         if ev.loop and moments:
             inside = sum(ev.loop[0] <= m <= ev.loop[1] for m in moments)
             share *= inside / len(moments)
         setattr(ev, share_attr, share)
-        low_count = _num(d.get("low_gpu_utilization"))
+        low_count = _num(d.low_gpu_utilization)
         if low_count is not None and ev.gpu_low_share is None:
             ev.gpu_low_share = min(low_count / rule.datapoints, 1.0)
         if name == "CPUBottleneck":
-            counts = [_num(_dict(v).get("CPUs")) for v in _dict(d.get("bottlenecks")).values()]
-            counts = [c for c in counts if c is not None]
+            counts = [_num(m.cpus) for m in d.moments if m.cpus is not None]
             if counts:
                 ev.cpu_bn_cores = statistics.median(counts)
-            ev.framework_during_bn = {str(k): v for k, v in _dict(d.get("general")).items() if _num(v) is not None}
+            ev.framework_during_bn = dict(d.general)
 
 
 def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
@@ -375,7 +366,7 @@ def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
 def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
     doc = _dict(outputs.traces)
     ev.trace_ranks = {label: r for label, r in trace_ranks_of(doc).items() if r.is_object}
-    ev.trace_comparison = _dict(doc.get("comparison"))
+    ev.trace_comparison = TraceComparison.of(doc)
     if ev.trace_ranks and ev.has_gpu is None:
         ev.has_gpu = any(r.has_gpu_activity for r in ev.trace_ranks.values())
     starts = [_num(r.start_us) for r in ev.trace_ranks.values()]

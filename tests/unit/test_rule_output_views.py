@@ -1,17 +1,21 @@
 """The typed views of the rule-output details that several rooms read (rule_outputs.NodeUsage /
-system_usage_of, NodeGpus / gpus_of, DataloaderDetails): built from a real job's rule outputs, and from
-details with missing and garbage values, which must give None, never raise."""
+system_usage_of, NodeGpus / gpus_of, DataloaderDetails, BottleneckDetails, BalancingNode / balancing_of): built
+from a real job's rule outputs, and from details with missing and garbage values, which must give None, never
+raise."""
 
 from __future__ import annotations
 
 import pytest
 
-from reportgen.rule_outputs import (DataloaderDetails, GpuStats, NodeGpus, NodeUsage, gpus_of, load_rule_outputs,
-                                    system_usage_of)
+from reportgen.rule_outputs import (BalancingNode, BottleneckDetails, BottleneckMoment, DataloaderDetails,
+                                    GpuDistance, GpuStats, NodeGpus, NodeUsage, balancing_of, gpus_of,
+                                    load_rule_outputs, system_usage_of)
 from tests.support.paths import REAL, need
 
 HUGE = 10**400
 JOB = "suinaowawa-b3deafcd"  # two nodes, one GPU each, with Dataloader details
+BALANCING_JOB = "klayliu-3a0b1b22"  # one node, four GPUs in LoadBalancing's workloads
+BREAKDOWN_JOB = "callmesora-b2fb5951"  # CPUBottleneck with a framework breakdown of its moments
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +89,56 @@ def test_dataloader_details_of_garbage_is_none_not_an_error():
                                        prefetch=True, time_p95=0.5, time_binedges=[0, 1])
     assert DataloaderDetails.of({}) == DataloaderDetails() and not DataloaderDetails.of(None).listed
     assert DataloaderDetails.of({"dataloading_time": []}).listed
+
+
+@pytest.mark.fixtures
+def test_bottleneck_details_of_a_real_job(real):
+    cpu = BottleneckDetails.of(real.get("CPUBottleneck").details)
+    assert cpu.listed and cpu.low_gpu_utilization == 33056 and len(cpu.moments) == 23967
+    assert cpu.moments[:2] == (BottleneckMoment("1678025719.500587", 1678025719.500587, 2, 1),
+                               BottleneckMoment("1678025720.000258", 1678025720.000258, 1, 1))
+    assert cpu.general == {}
+    io = BottleneckDetails.of(real.get("IOBottleneck").details)
+    assert len(io.moments) == 39 and io.moments[0].at_s == 1678025718.000312 and io.low_gpu_utilization == 33056
+
+
+@pytest.mark.fixtures
+def test_bottleneck_details_keep_the_framework_breakdown():
+    outputs = load_rule_outputs(need(REAL / BREAKDOWN_JOB / "profiler-reports"))
+    cpu = BottleneckDetails.of(outputs.get("CPUBottleneck").details)
+    assert (cpu.low_gpu_utilization, len(cpu.moments)) == (1149, 712)
+    assert cpu.general == {"DataLoaderWorker": 99.9971167808994, "Forward": 0.002883219100586154}
+
+
+def test_bottleneck_details_of_garbage_is_none_not_an_error():
+    details = {"low_gpu_utilization": HUGE, "general": {"Dataloader": "most", "step": 4, 7: float("nan"), "x": 2.5},
+               "bottlenecks": {"nan": {"CPUs": 3}, "1e999": [1], "12.5": {"CPUs": True, "GPUs": HUGE},
+                               "soon": {"CPUs": 2.0, "GPUs": "one"}}}
+    cpu = BottleneckDetails.of(details)
+    assert cpu.low_gpu_utilization is None and cpu.general == {"step": 4, "x": 2.5}
+    assert cpu.moments == (BottleneckMoment("nan", None, 3, None), BottleneckMoment("1e999", None),
+                           BottleneckMoment("12.5", 12.5), BottleneckMoment("soon", None, 2.0, None))
+    assert BottleneckDetails.of({"bottlenecks": [1, 2], "general": "x"}) == BottleneckDetails(listed=True)
+    assert BottleneckDetails.of(None) == BottleneckDetails() and not BottleneckDetails.of("x").listed
+
+
+@pytest.mark.fixtures
+def test_balancing_of_a_real_job(real):
+    assert [(n.node, n.gpus, n.distances) for n in balancing_of(real.get("LoadBalancing").details)] == [
+        ("algo-1", ("gpu0",), ()), ("algo-2", ("gpu0",), ())]
+    outputs = load_rule_outputs(need(REAL / BALANCING_JOB / "profiler-reports"))
+    (node,) = balancing_of(outputs.get("LoadBalancing").details)
+    assert node.has_workloads and node.gpus == ("gpu0", "gpu1", "gpu2", "gpu3")
+    assert [len(c) for c in node.histograms.values()] == [49] * 4 and node.histograms["gpu1"][:3] == [1066, 0, 0]
+
+
+def test_balancing_of_garbage_is_none_not_an_error():
+    details = {"n1": {"workloads": {"gpu0": [3, 1], "gpu1": [], "gpu2": "many"},
+                      "distances": {"gpu0": {"gpu1": 0.25, "gpu2": "far", "gpu3": HUGE}, "gpu1": 0.5}},
+               "n2": {"workloads": {}}, "n3": {"workloads": [1, 2], "distances": {"gpu0": {"gpu1": 2}}},
+               "n4": "not a node", "last": 7}
+    n1, n2, n3 = balancing_of(details)
+    assert n1 == BalancingNode("n1", True, ("gpu0", "gpu1", "gpu2"), {"gpu0": [3, 1]},
+                               (GpuDistance("gpu0", "gpu1", 0.25),))
+    assert n2 == BalancingNode("n2", True) and n3 == BalancingNode("n3", False, (), {}, (GpuDistance("gpu0", "gpu1", 2),))
+    assert balancing_of(None) == () and balancing_of([{"workloads": {}}]) == ()

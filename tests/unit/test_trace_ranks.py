@@ -1,4 +1,5 @@
-"""kineto.json's per-rank view (trace_ranks.TraceRank): built from the trace analysis of real recordings, and
+"""kineto.json's per-rank view (trace_ranks.TraceRank), its ranks' comparison (TraceComparison) and its job-wide
+tables (TraceJob): built from the trace analysis of real recordings, and
 from entries with missing and garbage values, which must give None / an empty view, never raise."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from reportgen.trace_analysis import analyze_job, find_traces
-from reportgen.trace_ranks import TraceLoader, TraceRank, TraceStep, trace_ranks_of
+from reportgen.trace_ranks import JobRow, JobTable, TraceComparison, TraceJob, TraceLoader, TraceRank, TraceStep, trace_ranks_of
 from tests.support.paths import RAW, need
 
 HUGE = 10**400
@@ -66,3 +67,50 @@ def test_a_gpu_rank():
     assert rank.has_gpu_activity and round(rank.gpu_active_pct, 2) == 80.03
     assert round(rank.gpu_window_idle_share, 4) == 0.0158
     assert (round(rank.step_mean_ms, 4), round(rank.step_max_ms, 4)) == (78.8282, 95.699)
+
+
+@pytest.mark.fixtures
+def test_the_comparison_of_two_recorded_ranks():
+    doc, _ = analyze_job(find_traces(need(RAW / "torch-cpu-record-ddp2")))
+    c = TraceComparison.of(doc)
+    assert (c.straggler, c.method, c.slowest, c.least_wait_rank, c.why) == ("0", "collective wait", "0", "0", None)
+    assert c.reason == "its data loading takes 226 ms per step against 131 ms on the other rank"
+    assert len(c.evidence) == 2 and c.evidence[1] == "rank 0 waits only 249 ms, 11 % of its profiled steps"
+    assert (round(c.its_wait_share, 4), round(c.others_median_wait_share, 4)) == (0.1104, 0.4095)
+    assert (round(c.slowest_excess_pct, 3), round(c.median_step_ms, 3)) == (1.114, 372.231)
+    assert (c.margin_pct, c.wait_gap_pct) == (5.0, 10.0)
+    one = TraceComparison.of(analyze_job(find_traces(need(RAW / "torch-cpu-record-workers2")))[0])
+    assert (one.straggler, one.slowest, one.method, one.median_step_ms, one.margin_pct) == (None, None, None, None, 5.0)
+
+
+def test_a_garbage_comparison_is_none_not_an_error():
+    doc = {"comparison": {"straggler": [1], "method": 3, "reason": {"a": 1}, "evidence": "rank 1 waits",
+                          "slowest": 7, "slowest_excess_pct": "12", "median_step_ms": HUGE, "margin_pct": True,
+                          "wait_gap_pct": float("nan"), "detail": {"rank": False, "its_wait_share": 0.25,
+                                                                   "others_median_wait_share": "x", "why": 5}}}
+    assert TraceComparison.of(doc) == TraceComparison(slowest=7, its_wait_share=0.25)
+    assert TraceComparison.of({"comparison": {"detail": "x", "evidence": ["a", 2]}}) == TraceComparison(evidence=("a", 2))
+    assert TraceComparison.of(None) == TraceComparison() == TraceComparison.of({"comparison": [1]})
+
+
+@pytest.mark.fixtures
+def test_the_job_tables_of_two_recorded_ranks():
+    doc, _ = analyze_job(find_traces(need(RAW / "torch-cpu-record-ddp2")))
+    job = TraceJob.of(doc)
+    assert job.listed and job.ranks == 2 and isinstance(job.ranks, int)
+    assert job.kernels == JobTable(top=(), distinct=0, total_ms=0.0, count=0)  # a CPU run: no kernels
+    assert (job.cpu_ops.distinct, job.cpu_ops.count, job.cpu_ops.total_ms, len(job.cpu_ops.top)) == (73, 5280, None, 15)
+    first = job.cpu_ops.top[0]
+    assert first.name == "autograd::engine::evaluate_function: ConvolutionBackward0" and first.count == 36
+    assert (round(first.total_ms, 3), round(first.min_rank_ms, 3), round(first.max_rank_ms, 3)) == (460.867, 206.754,
+                                                                                                    254.113)
+    assert (first.ranks, first.max_rank, first.pct) == (2, "0", None)
+
+
+def test_garbage_job_tables_are_none_not_an_error():
+    doc = {"job": {"ranks": True, "kernels": {"top": [7, {"name": 5, "total_ms": "3", "launches": HUGE, "pct": 12.5,
+                                                          "max_rank": [0]}], "distinct": "many", "count": 4},
+                   "cpu_ops": {"top": "none", "total_ms": float("nan")}}}
+    job = TraceJob.of(doc)
+    assert job == TraceJob(True, None, JobTable((JobRow(), JobRow(pct=12.5)), None, None, 4), JobTable())
+    assert TraceJob.of({"job": {}}) == TraceJob() == TraceJob.of(None) == TraceJob.of({"job": [1]})

@@ -7,7 +7,7 @@ from reportgen.formatting import pct1
 from reportgen.report.model import Chart, Fallback, Section, Text
 from reportgen.report.sections.framework import refer_back
 from reportgen.report.util import as_dict, number
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.rule_outputs import BottleneckDetails, RuleOutputs
 from reportgen.section_ids import SectionId
 
 
@@ -23,7 +23,8 @@ def _build(outputs: RuleOutputs, rule_name: str, kind: str) -> Section:
     condition = (f"CPU utilization was above {busy_thr} %" if cpu
                  else f"I/O wait was above {busy_thr} %")
     details = as_dict(rule.details)
-    bottlenecks = len(as_dict(details.get("bottlenecks")))
+    view = BottleneckDetails.of(details)
+    bottlenecks = len(view.moments)
     count = rule.violations
     perc = int(count / rule.datapoints * 100) if rule.datapoints and count else 0
     word = "below" if perc < (number(threshold) or 0) else "above"
@@ -33,7 +34,7 @@ def _build(outputs: RuleOutputs, rule_name: str, kind: str) -> Section:
         f"{count} {kind} bottlenecks, {perc} % of all datapoints, {word} the threshold of {threshold} %. "
         f"It analysed {rule.datapoints} datapoints and fired {rule.triggered} times.",
         tone="finding" if rule.triggered else "plain"))
-    low_gpu = number(details.get("low_gpu_utilization"))
+    low_gpu = number(view.low_gpu_utilization)
     if rule.triggered and low_gpu is not None and rule.datapoints:
         slices = {
             "GPU usage above threshold": max(rule.datapoints - low_gpu, 0),

@@ -6,7 +6,7 @@ from reportgen.formatting import iso_utc
 from reportgen.report import charts
 from reportgen.report.model import Chart, Fallback, Heading, Section, Table, Text, chart_rows, column_rows
 from reportgen.report.util import as_dict, number, pct_text, slug
-from reportgen.rule_outputs import RuleOutputs, gpus_of
+from reportgen.rule_outputs import RuleOutputs, balancing_of, gpus_of
 from reportgen.section_ids import SectionId
 
 BOX_NOTE = ("Box plot (needs JavaScript): whiskers at 1.5 x the interquartile range; an open circle marks a "
@@ -91,8 +91,8 @@ def build_balancing(outputs: RuleOutputs) -> Section:
     rule = outputs.get("LoadBalancing")
     if rule is None:
         return section.missing("No LoadBalancing output was found.")
-    nodes = {str(n): as_dict(v) for n, v in as_dict(rule.details).items() if isinstance(v, dict)}
-    workloads = {n: as_dict(v.get("workloads")) for n, v in nodes.items() if as_dict(v.get("workloads"))}
+    nodes = balancing_of(rule.details)
+    workloads = [node for node in nodes if node.gpus]
     if not workloads:
         return section.missing("No GPU utilization histograms were recorded (CPU-only job, or no GPU metrics).")
     section.add(Text(
@@ -100,28 +100,19 @@ def build_balancing(outputs: RuleOutputs) -> Section:
         f"GPU pairs; it fires when their distance exceeds {rule.param('threshold', 0.2)}. The first "
         f"{rule.param('patience', 1000)} datapoints are skipped. It fired {rule.triggered} times.",
         tone="finding" if rule.triggered else "plain"))
-    total_gpus = sum(len(w) for w in workloads.values())
+    total_gpus = sum(len(node.gpus) for node in workloads)
     histograms = []
-    for node, gpus in workloads.items():
-        series = {}
-        for gpu, counts in gpus.items():
-            if isinstance(counts, list) and counts:
-                edges = [2.0 * i for i in range(len(counts) + 1)]
-                series[str(gpu)] = (counts, edges)
-        histograms.append(Chart(f"workloads-{slug(node)}", charts.histograms(series, f"Workloads on node {node}",
-                                                                             "GPU utilization in %"),
+    for node in workloads:
+        series = {gpu: (counts, [2.0 * i for i in range(len(counts) + 1)]) for gpu, counts in node.histograms.items()}
+        histograms.append(Chart(f"workloads-{slug(node.node)}",
+                                charts.histograms(series, f"Workloads on node {node.node}", "GPU utilization in %"),
                                 "Histogram of the utilization of each GPU (needs JavaScript)."))
     if total_gpus == 1:
         section.add(Text("The job used a single GPU, so there is no balancing issue."))
     section.add(Text("Utilization histogram of each GPU, one chart per node; click a legend entry to hide or show "
                      "a GPU.", needs_js=True))
     section.add(*chart_rows(histograms))
-    distances = []
-    for node, v in nodes.items():
-        for g1, others in as_dict(v.get("distances")).items():
-            for g2, d in as_dict(others).items():
-                if number(d) is not None:
-                    distances.append([node, str(g1), str(g2), number(d)])
+    distances = [[node.node, pair.gpu, pair.other, number(pair.distance)] for node in nodes for pair in node.distances]
     if distances:
         section.add(Table("gpu-distances", ["node", "GPU", "other GPU", "distance"], distances,
                           ["text", "text", "text", "num2"]))

@@ -12,7 +12,7 @@ from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, T
 from reportgen.report.util import as_dict, as_list, number, slug
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
-from reportgen.trace_ranks import TraceLoader, TraceRank, trace_ranks_of
+from reportgen.trace_ranks import JobRow, TraceComparison, TraceJob, TraceLoader, TraceRank, trace_ranks_of
 
 SECTION_ID = SectionId.GPU_KERNELS_OPERATORS
 DETAILED_RANKS = 8
@@ -87,43 +87,48 @@ def _spread_table(ranks: dict[str, TraceRank]) -> Table:
                           "that have it."))
 
 
-def _job_tables(job: dict, n_ranks: int) -> list:
+def _job_tables(job: TraceJob, n_ranks: int) -> list:
     """Kernels and CPU operators summed over every rank (``job`` in kineto.json; exact top 15)."""
     blocks: list = []
-    kernels, ops = as_dict(job.get("kernels")), as_dict(job.get("cpu_ops"))
-    top = [as_dict(k) for k in as_list(kernels.get("top"))]
+    kernels, ops = job.kernels, job.cpu_ops
+    top = kernels.top or ()
     spread = ("One rank: the least and the most time one rank spent in it (among the ranks that ran it) and the "
               "rank with the most; report.json has the exact values.")
     if top:
         blocks.append(Table(
             "kineto-job-kernels", ["Kernel", "Time, all ranks (ms)", "Launches", "Mean (µs)", "Share of kernel time",
                                    "Ranks", "One rank: least – most (ms)"],
-            [[str(k.get("name", "")), number(k.get("total_ms")), k.get("launches", 0), number(k.get("mean_us")),
-              number(k.get("pct")), k.get("ranks", 0), _spread(k)] for k in top],
+            [[_or(k.name, ""), number(k.total_ms), _or(k.count, 0), number(k.mean_us), number(k.pct), _or(k.ranks, 0),
+              _spread(k)] for k in top],
             ["text", "num2", "int", "num2", "pct", "int", "text"],
-            caption=(f"Top {len(top)} of {kernels.get('distinct', len(top))} distinct kernels of all {n_ranks} ranks "
+            caption=(f"Top {len(top)} of {_or(kernels.distinct, len(top))} distinct kernels of all {n_ranks} ranks "
                      f"by total time (exact: every rank's every kernel summed); all kernels: "
-                     f"{number(kernels.get('total_ms'), 0.0):.2f} ms in {kernels.get('count', 0)} launches. {spread}")))
-    top_ops = [as_dict(o) for o in as_list(ops.get("top"))]
+                     f"{number(kernels.total_ms, 0.0):.2f} ms in {_or(kernels.count, 0)} launches. {spread}")))
+    top_ops = ops.top or ()
     if top_ops:
         blocks.append(Table(
             "kineto-job-ops", ["CPU operator", "Time, all ranks (ms)", "Calls", "Mean (µs)", "Ranks",
                                "One rank: least – most (ms)"],
-            [[str(o.get("name", "")), number(o.get("total_ms")), o.get("calls", 0), number(o.get("mean_us")),
-              o.get("ranks", 0), _spread(o)] for o in top_ops],
+            [[_or(o.name, ""), number(o.total_ms), _or(o.count, 0), number(o.mean_us), _or(o.ranks, 0), _spread(o)]
+             for o in top_ops],
             ["text", "num2", "int", "num2", "int", "text"],
-            caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators of all "
+            caption=(f"Top {len(top_ops)} of {_or(ops.distinct, len(top_ops))} distinct CPU operators of all "
                      f"{n_ranks} ranks by total inclusive time (exact). {spread}")))
     return blocks
 
 
-def _spread(row: dict) -> str:
-    least, most = number(row.get("min_rank_ms")), number(row.get("max_rank_ms"))
+def _or(value, default):
+    """The job tables' value, or what the table showed when it was absent."""
+    return default if value is None else value
+
+
+def _spread(row: JobRow) -> str:
+    least, most = number(row.min_rank_ms), number(row.max_rank_ms)
     if least is None or most is None:
         return ""
     if f"{least:.2f}" == f"{most:.2f}":
         return f"{most:.2f} on each"
-    return f"{least:.2f} – {most:.2f} (rank {row.get('max_rank', '?')})"
+    return f"{least:.2f} – {most:.2f} (rank {_or(row.max_rank, '?')})"
 
 
 def _rank_summary(label: str, r: TraceRank, straggler) -> str:
@@ -269,7 +274,7 @@ def build(outputs: RuleOutputs) -> Section:
     if not ranks:
         return section.missing("No PyTorch profiler (Kineto) traces were given: point reportgen at a folder with "
                                "*.pt.trace.json(.gz) files to see GPU kernels and operators per rank.")
-    comparison = as_dict(doc.get("comparison"))
+    comparison = as_dict(doc.get("comparison"))  # as written, for report.json
     n_files = len(doc.get("files") or ranks)
     formats = [str(f) for f in as_list(doc.get("formats"))]
     section.add(Text(
@@ -284,41 +289,41 @@ def build(outputs: RuleOutputs) -> Section:
             "memory copies or GPU idle time. Steps, host operators and the input pipeline (TensorFlow's "
             "IteratorGetNext, JAX's next() seen by the Python tracer) come from the host plane.", tone="note"))
     section.add(Heading("Ranks side by side", 3))
-    straggler = comparison.get("straggler")
-    if straggler is not None and comparison.get("method") == "collective wait":
-        evidence = "; ".join(str(e) for e in as_list(comparison.get("evidence")))
+    c = TraceComparison.of(doc)
+    straggler = c.straggler
+    if straggler is not None and c.method == "collective wait":
+        evidence = "; ".join(str(e) for e in c.evidence)
         section.add(Text(
-            f"Rank {straggler} is the straggler: {comparison.get('reason', '')}. The other ranks wait for it in the "
+            f"Rank {straggler} is the straggler: {c.reason or ''}. The other ranks wait for it in the "
             f"collectives: {evidence}. In synchronous training the step times are equal on all ranks, so the "
             "wait is what shows it.", tone="finding"))
     elif straggler is not None:
         section.add(Text(
-            f"Rank {straggler} is a straggler: its mean step takes {number(comparison.get('slowest_excess_pct'), 0.0):.1f} % "
-            f"longer than the median of the ranks ({number(comparison.get('median_step_ms'), 0.0):.2f} ms). In a "
+            f"Rank {straggler} is a straggler: its mean step takes {number(c.slowest_excess_pct, 0.0):.1f} % "
+            f"longer than the median of the ranks ({number(c.median_step_ms, 0.0):.2f} ms). In a "
             "synchronous job every other rank waits for it.", tone="finding"))
-    elif comparison.get("method") == "collective wait":
-        detail = as_dict(comparison.get("detail"))
+    elif c.method == "collective wait":
         section.add(Text(
-            f"No straggler: the ranks wait about equally in collectives (least: rank {detail.get('rank')}, "
-            f"{100 * number(detail.get('its_wait_share'), 0.0):.1f} % of step time; the others' median "
-            f"{100 * number(detail.get('others_median_wait_share'), 0.0):.1f} %; threshold "
-            f"{number(comparison.get('wait_gap_pct'), 10.0):.0f} points).", tone="ok"))
-    elif comparison.get("method") == "not compared":
-        section.add(Text(f"Ranks not compared: {as_dict(comparison.get('detail')).get('why', '')}.", tone="note"))
-    elif comparison.get("slowest") is not None:
+            f"No straggler: the ranks wait about equally in collectives (least: rank {c.least_wait_rank}, "
+            f"{100 * number(c.its_wait_share, 0.0):.1f} % of step time; the others' median "
+            f"{100 * number(c.others_median_wait_share, 0.0):.1f} %; threshold "
+            f"{number(c.wait_gap_pct, 10.0):.0f} points).", tone="ok"))
+    elif c.method == "not compared":
+        section.add(Text(f"Ranks not compared: {c.why or ''}.", tone="note"))
+    elif c.slowest is not None:
         section.add(Text(
-            f"No straggler: the slowest rank ({comparison['slowest']}) is "
-            f"{number(comparison.get('slowest_excess_pct'), 0.0):.1f} % above the median mean step time "
-            f"(threshold {number(comparison.get('margin_pct'), 5.0):.0f} %).", tone="ok"))
+            f"No straggler: the slowest rank ({c.slowest}) is "
+            f"{number(c.slowest_excess_pct, 0.0):.1f} % above the median mean step time "
+            f"(threshold {number(c.margin_pct, 5.0):.0f} %).", tone="ok"))
     many = len(ranks) > MANY_RANKS
     if many:
         section.add(_spread_table(views), Details(f"All {len(ranks)} ranks, one row each", [_ranks_table(views)]))
     else:
         section.add(_ranks_table(views))
-    job = as_dict(doc.get("job"))
+    job = as_dict(doc.get("job"))  # as written, for report.json
     if len(ranks) > 1 and job:
         section.add(Heading(f"Whole job: kernels and CPU operators over all {len(ranks)} ranks", 3))
-        section.add(*_job_tables(job, len(ranks)))
+        section.add(*_job_tables(TraceJob.of(doc), len(ranks)))
     means = {label: number(r.step_mean_ms) for label, r in views.items()}
     means = {k: v for k, v in means.items() if v is not None}
     waits = {label: _pct(r.collective_share) for label, r in views.items()}
