@@ -111,10 +111,11 @@ def breakdown_of_groups(groups: pd.DataFrame, step_rows: pd.DataFrame | None = N
     steps = groups[cls == STEP]
     step_sums = _sums(steps, "phase")
     if step_rows is not None and len(steps) and len(step_rows):
-        rows = step_rows[classify(step_rows) == STEP]
-        with_num = rows[text_match(rows["step_num"], lambda s: s != "")]
-        if len(with_num):
-            step_sums = pd.concat([step_sums, pd.Series({"others": others_time(with_num)})])
+        # the numbered training-step rows' three columns others_time reads, not a copy of whole rows
+        with_num = (classify(step_rows) == STEP) & text_match(step_rows["step_num"], lambda s: s != "")
+        if with_num.any():
+            rows = step_rows.loc[with_num, ["node_id", "start_us", "end_us"]]
+            step_sums = pd.concat([step_sums, pd.Series({"others": others_time(rows)})])
     out["phase"] = _normalise(step_sums)
     out["phase_time"] = {}
     if len(cpu):

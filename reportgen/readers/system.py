@@ -28,7 +28,7 @@ import numpy as np
 from reportgen import interrupts
 from reportgen.readers.heap import trim_heap
 from reportgen.readers.listing import walk_files
-from reportgen.readers.tick_build import KNOWN_TYPES, SeriesChunk, build_table, natural_key
+from reportgen.readers.tick_build import KNOWN_TYPES, SeriesChunk, SlicedSeries, build_table, natural_key
 from reportgen.readers.tick_table import NodeSystem, SystemData, TableBudget
 from reportgen.problems import ProblemLog
 
@@ -180,8 +180,8 @@ class _Accumulator:
             self.chunks.setdefault(self.node_names[n], []).append((sids[m], ts[m], vals[m]))
 
 
-    def add_series(self, chunk: "SeriesChunk") -> None:
-        """Records of a grouped query, series by series. Kept as they are when they are the node's
+    def add_series(self, chunk: "SeriesChunk | SlicedSeries") -> None:
+        """Records of the grouped queries, series by series. Kept as they are when they are the node's
         first records (then ``build_table`` places whole series at once); otherwise flattened into
         ``(sids, ts, values)`` like every other chunk."""
         nodes = {self.keys[s][0] for s in chunk.sids.tolist()}
@@ -203,8 +203,9 @@ def _group_rows(h: np.ndarray, ts, v) -> tuple[np.ndarray, list[np.ndarray], lis
     h, ts, v = np.asarray(h), np.asarray(ts, dtype=np.float64), np.asarray(v, dtype=np.float64)
     period = _period(h)
     if period:  # the common case: the same series in the same order at every instant
+        # views of the slice's columns: ``SlicedSeries.add`` copies what it keeps
         t2, v2 = ts.reshape(-1, period), v.reshape(-1, period)
-        return h[:period].copy(), [t2[:, j].copy() for j in range(period)], [v2[:, j].copy() for j in range(period)]
+        return h[:period].copy(), [t2[:, j] for j in range(period)], [v2[:, j] for j in range(period)]
     import pandas as pd  # hashing beats sorting the records
 
     codes, uniq = pd.factorize(h)
@@ -228,33 +229,6 @@ def _period(h: np.ndarray) -> int:
     if not p or len(h) % p or len(set(h[:p].tolist())) != p:
         return 0
     return p if (h.reshape(-1, p) == h[:p]).all() else 0
-
-
-def _join_groups(parts: list) -> tuple[list[int], list[np.ndarray], list[np.ndarray]]:
-    """Grouped slices of one node as one: each series' timestamps and values concatenated in slice
-    (that is, file) order."""
-    index: dict[int, int] = {}
-    ts: list[list] = []
-    vs: list[list] = []
-    t_l = v_l = None
-    for uniq, t_l, v_l in parts:
-        for hh, t, v in zip(uniq.tolist(), t_l, v_l):
-            j = index.get(hh)
-            if j is None:
-                index[hh] = len(ts)
-                ts.append([t])
-                vs.append([v])
-            else:
-                ts[j].append(t)
-                vs[j].append(v)
-    parts.clear()
-    del t_l, v_l  # the last slice's lists: each series' pieces are now held by ``ts`` / ``vs`` alone
-    # Joined series by series, each series' pieces dropped as it is joined: the node's records are
-    # then in memory once, not twice (8 h of a 96-core node: ~200 MB of records).
-    for j in range(len(ts)):
-        ts[j] = np.concatenate(ts[j]) if len(ts[j]) > 1 else ts[j][0]
-        vs[j] = np.concatenate(vs[j]) if len(vs[j]) > 1 else vs[j][0]
-    return list(index), ts, vs
 
 
 def _catalog_of(rows, hashes: list[int]) -> dict[int, tuple] | None:
@@ -359,23 +333,28 @@ class _RowFeed:
             self._put(("error", e))
 
     def next_node(self):
-        """``(grouped slices, catalog rows of its first file, its files)`` for the next node, or
-        None when DuckDB rejected a file or a number is NULL."""
+        """``(its records as a SlicedSeries, catalog rows of its first file, its files)`` for the next
+        node, or None when DuckDB rejected a file or a number is NULL. Each slice is grouped and
+        encoded as it arrives: the node's records are never held as 16 bytes a record."""
         files = self._nodes[self._next]
         self._next += 1
-        parts: list | None = []
+        series: SlicedSeries | None = SlicedSeries()
         while True:
             kind, payload = self._queue.get()
             if kind == "error":
                 raise payload
             if kind == "rows":
-                part = _group_rows(payload["h"], payload["ts"], payload["v"]) if parts is not None else None
+                part = _group_rows(payload["h"], payload["ts"], payload["v"]) if series is not None else None
                 del payload
-                parts = None if part is None else parts + [part]
+                if part is None:
+                    series = None
+                else:
+                    series.add(*part)
+                del part
                 continue
-            if kind == "fail" or parts is None:
+            if kind == "fail" or series is None:
                 return None
-            return parts, payload, [str(f) for f in files]
+            return series, payload, [str(f) for f in files]
 
     def close(self) -> None:
         """Stop the thread (interrupting a running query) and wait for it."""
@@ -432,14 +411,15 @@ class SystemReader:
 
     # -- per-node fast path ----------------------------------------------------------------------
     def _node_rows(self, feed: "_RowFeed"):
-        """The next node's records from ``feed``, grouped by series: ``(keys, timestamps, values)``
-        with one entry per series (its identity tuple, or None when no catalog knows its hash), or
-        None when DuckDB rejected the files or a number is NULL (the batch path then reads them)."""
+        """The next node's records from ``feed``, grouped by series: ``(keys, records)``, with one
+        key per series of the ``SlicedSeries`` (its identity tuple, or None when no catalog knows its
+        hash), or None when DuckDB rejected the files or a number is NULL (the batch path then reads
+        them)."""
         got = feed.next_node()
         if got is None:
             return None
-        parts, catalog_rows, files = got
-        hashes, ts_l, v_l = _join_groups(parts)
+        series, catalog_rows, files = got
+        hashes = series.hashes
         if not hashes:
             return None  # no records at all: the batch path reports the files
         catalog = _catalog_of(catalog_rows, hashes)
@@ -451,24 +431,21 @@ class SystemReader:
                 return None
         if catalog is None:
             return None
-        return [catalog.get(hh) for hh in hashes], ts_l, v_l
+        return [catalog.get(hh) for hh in hashes], series
 
     def _grouped(self, r) -> bool:
         """Add the records of one node's grouped rows; False (nothing added) when DuckDB rejected
         the files or anything looks anomalous (then the batch path takes over)."""
         if r is None:
             return False
-        keys, ts_l, v_l = r
+        keys, series = r
         del r
-        if any(k is None or k[1] not in KNOWN_TYPES for k in keys):
+        if any(k is None or k[1] not in KNOWN_TYPES for k in keys) or not series.finite:
             return False
-        for key, t, v in zip(keys, ts_l, v_l):
-            if not (np.isfinite(t).all() and np.isfinite(v).all()) or (v < 0).any():
-                return False
-            if _is_percent(key) and v.max() > 100.0:
-                return False
-        sids = np.array([self.acc.sid(k) for k in keys], dtype=np.int32)
-        self.acc.add_series(SeriesChunk(sids, ts_l, v_l))
+        if any(_is_percent(key) and vmax > 100.0 for key, vmax in zip(keys, series.vmax)):
+            return False
+        series.sids = np.array([self.acc.sid(k) for k in keys], dtype=np.int32)
+        self.acc.add_series(series)
         return True
 
     # -- batch path ------------------------------------------------------------------------------

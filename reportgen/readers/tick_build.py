@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from reportgen.problems import ProblemLog
-from reportgen.readers.tick_table import NodeSystem, encode_columns, encode_placed
+from reportgen.readers.tick_table import NodeSystem, decode, encode_columns, encode_placed
 
 KNOWN_TYPES = ("cpu", "gpu", "memory", "i/o", "network")
 
@@ -44,12 +44,85 @@ class SeriesChunk:
         return self.flat()[i]
 
 
+class SlicedSeries:
+    """One node's records as the row queries hand them over, slice after slice, held compactly until
+    the node's tick table is built (``build_table``), so that a long job's node is not held as 16
+    bytes a record: per slice, each distinct timestamp array once (the series of one sampling instant
+    share their timestamps) and each series' values in ``encode_placed``'s lossless encoding (2 bytes
+    a value for metrics with 0-2 decimals). The ticks need the node's every timestamp, so the values
+    are placed only at the end; the table is the one the joined records give, bit for bit (where a
+    series' timestamps are not in order, ``joined()`` hands the records to the general placement).
+    Indexing gives the flat ``(sids, ts, values)`` triple, like ``SeriesChunk``."""
+
+    __slots__ = ("hashes", "sids", "slices", "finite", "vmax", "_index")
+
+    def __init__(self):
+        self.hashes: list[int] = []  # series identities (the row queries' hashes), first appearance first
+        self.sids: np.ndarray | None = None  # their series ids, set once the catalog is known
+        # per slice: (distinct timestamp arrays, series positions, their timestamp array, encoded values)
+        self.slices: list[tuple[list[np.ndarray], list[int], list[int], list[tuple[np.ndarray, float]]]] = []
+        self.finite = True  # every timestamp and value finite and every value >= 0 (else: the batch path)
+        self.vmax: list[float] = []  # largest value of each series (the percent check)
+        self._index: dict[int, int] = {}
+
+    def add(self, hashes, ts_l, v_l) -> None:
+        """One slice's records grouped by series: ``hashes[g]`` has ``ts_l[g]`` and ``v_l[g]`` (views
+        are fine: what is kept is copied)."""
+        times: list[np.ndarray] = []
+        known: dict[tuple[int, int], list[int]] = {}
+        pos, rep, values = [], [], []
+        for hh, t, v in zip(hashes.tolist(), ts_l, v_l):
+            j = self._index.get(hh)
+            if j is None:
+                j = self._index[hh] = len(self.hashes)
+                self.hashes.append(hh)
+                self.vmax.append(-np.inf)
+            if not self.finite:
+                continue
+            if not (np.isfinite(t).all() and np.isfinite(v).all()) or (v < 0).any():
+                self.finite = False  # the node goes to the batch path: nothing more to keep
+                self.slices.clear()
+                continue
+            self.vmax[j] = max(self.vmax[j], float(v.max()))
+            key = (len(t), hash(t.tobytes()))
+            for k in known.get(key, ()):
+                if np.array_equal(times[k], t):
+                    break
+            else:
+                k = len(times)
+                known.setdefault(key, []).append(k)
+                times.append(np.array(t, dtype=np.float64))
+            pos.append(j)
+            rep.append(k)
+            values.append(encode_placed(np.asarray(v, dtype=np.float64), slice(None), len(v)))
+        if self.finite:
+            self.slices.append((times, pos, rep, values))
+
+    def joined(self) -> SeriesChunk:
+        """The records series by series, each series' slices joined in slice order."""
+        ts: list[list] = [[] for _ in self.hashes]
+        vs: list[list] = [[] for _ in self.hashes]
+        for times, pos, rep, values in self.slices:
+            for j, k, (arr, scale) in zip(pos, rep, values):
+                ts[j].append(times[k])
+                v = np.empty(len(arr))
+                decode(arr, scale, v)
+                vs[j].append(v)
+        return SeriesChunk(self.sids, [np.concatenate(t) for t in ts], [np.concatenate(v) for v in vs])
+
+    def flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.joined().flat()
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.flat()[i]
+
+
 _TYPE_ORDER = {t: i for i, t in enumerate(KNOWN_TYPES)}
 
 
 def build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem | None:
     """Tick table from the node's record chunks (the list is emptied to free them early)."""
-    series = chunks[0] if len(chunks) == 1 and isinstance(chunks[0], SeriesChunk) else None
+    series = chunks[0] if len(chunks) == 1 and isinstance(chunks[0], (SeriesChunk, SlicedSeries)) else None
     if series is not None:
         node_sids = np.unique(series.sids)
         if not len(node_sids):
@@ -73,7 +146,13 @@ def build_table(node, chunks: list, keys, problems: ProblemLog) -> NodeSystem | 
     )
     col_of_sid = np.full(len(keys), -1, np.int32)
     col_of_sid[order] = np.arange(len(order), dtype=np.int32)
-    placed = _by_series(series, col_of_sid, len(order)) if series is not None else None
+    placed = None
+    if isinstance(series, SlicedSeries):
+        placed = _by_slices(series, col_of_sid, len(order))
+        if placed is None:  # a series out of order, or twice in a tick: the records joined, as before
+            series = series.joined()
+    if placed is None and series is not None:
+        placed = _by_series(series, col_of_sid, len(order))
     if placed is None:
         if series is not None:
             sids, ts, vals = series.flat()
@@ -186,3 +265,56 @@ def _by_series(chunk: SeriesChunk, col_of_sid, n_cols):
         v = v_l[g] if perm[r] is None else v_l[g][perm[r]]
         store.append(encode_placed(v, tick_of[r], n_ticks))
     return starts, interval, store, float(uniq[0]), float(uniq[-1])
+
+
+def _by_slices(sliced: SlicedSeries, col_of_sid, n_cols):
+    """``_by_series``'s table from a ``SlicedSeries`` without joining its records: the ticks from
+    the distinct timestamp arrays of every slice, each column placed from its slices' encoded values
+    (copied as they are when every slice chose the same encoding, which is then the whole column's
+    choice too; decoded and encoded again otherwise). None (use the joined records) when a series'
+    timestamps are not increasing tick after tick, where ``_by_series`` sorts or refuses."""
+    arrays = [t for times, _, _, _ in sliced.slices for t in times]
+    if not arrays or any(len(t) > 1 and (t[1:] < t[:-1]).any() for t in arrays):
+        return None
+    uniq = np.unique(np.concatenate(arrays))
+    del arrays
+    starts, interval = _ticks(uniq)
+    n_ticks = len(starts)
+    pieces: list[list] = [[] for _ in sliced.hashes]  # per series: (ticks, encoded values) by slice
+    for times, pos, rep, values in sliced.slices:
+        ticks = []
+        for t in times:
+            tick = np.searchsorted(starts, t, side="right") - 1
+            if len(tick) > 1 and (np.diff(tick) <= 0).any():
+                return None
+            ticks.append(tick)
+        for j, k, enc in zip(pos, rep, values):
+            if pieces[j] and ticks[k][0] <= pieces[j][-1][0][-1]:
+                return None  # this slice's first sample is not after the previous slice's last
+            pieces[j].append((ticks[k], enc))
+    sliced.slices.clear()  # the values are held by ``pieces`` alone now: each series' go once placed
+    store: list = [None] * n_cols
+    for j in range(len(pieces)):
+        store[int(col_of_sid[sliced.sids[j]])] = _placed(pieces[j], n_ticks)
+        pieces[j] = None
+    return starts, interval, store, float(uniq[0]), float(uniq[-1])
+
+
+def _placed(parts: list, n: int) -> tuple[np.ndarray, float]:
+    """One column of ``n`` ticks from its slices' ``(ticks, (encoded values, scale))``: exactly
+    ``encode_placed`` of the joined values. Slices that all chose one encoding need no new choice (an
+    encoding fits the union of slices that each fit it, and a coarser one that failed a slice fails
+    the union), so their codes are copied into place."""
+    kinds = {(arr.dtype.str, scale) for _, (arr, scale) in parts}
+    if len(kinds) == 1:
+        first, scale = parts[0][1]
+        out = np.full(n, np.iinfo(first.dtype).min if scale else np.nan, dtype=first.dtype)
+        for tick, (arr, _) in parts:
+            out[tick] = arr
+        return out, scale
+    v = np.empty(sum(len(tick) for tick, _ in parts))
+    at = 0
+    for tick, (arr, scale) in parts:
+        decode(arr, scale, v[at : at + len(tick)])
+        at += len(tick)
+    return encode_placed(v, np.concatenate([tick for tick, _ in parts]), n)
