@@ -103,6 +103,18 @@ class _Same:
         self.value, self.n = value, n
 
 
+class _PhaseOfPid:
+    """The phase column of a column-wise file whose pids are all ints: each event's phase is its pid's
+    (``phase_of_pid``, "Unknown" when undeclared), so ``flush`` encodes it from the pid column's codes,
+    one lookup per distinct pid instead of a string per event hashed again (medium profile: 332,000
+    events, a few dozen pids)."""
+
+    __slots__ = ("phase_of_pid",)
+
+    def __init__(self, phase_of_pid: dict):
+        self.phase_of_pid = phase_of_pid
+
+
 _COMPACT_CHUNKS = 256  # ``_Columns.add``: chunks per column before they are joined into one
 
 
@@ -122,9 +134,14 @@ class _Columns:
             # file may append event by event.
             self.cols = {c: [] for c in COLUMNS}
             return
+        phase = self.cols["phase"]
+        if isinstance(phase, _PhaseOfPid):
+            self.cols["phase"] = self._phase_codes(phase.phase_of_pid)
         for c in COLUMNS:
             vals = self.cols[c]
-            if c in _NUMERIC:
+            if isinstance(vals, np.ndarray) and vals.dtype == np.int32 and c in CATEGORICAL:
+                self.chunks[c].append(vals)  # already coded (_phase_codes)
+            elif c in _NUMERIC:
                 self.chunks[c].append(_numeric_array(vals, _NUMERIC[c]))
             elif isinstance(vals, _Same):
                 d = self.dicts[c]
@@ -135,6 +152,22 @@ class _Columns:
                 glob = np.array([d.setdefault(u, len(d)) for u in uniq], dtype=np.int32)
                 self.chunks[c].append(glob[codes])
             self.cols[c] = []
+
+    def _phase_codes(self, phase_of_pid: dict):
+        """The phase column's codes from the pid column (all ints): the pids factorised, each distinct
+        pid's phase looked up once, in the order the pids first appear, which is the order the phases
+        first appear in, so the dictionary and codes are the ones the phase strings would give. A pid
+        beyond int64: the phase strings, as before."""
+        pids = self.cols["pid"]
+        try:
+            arr = np.asarray(pids, dtype=np.int64)
+        except OverflowError:
+            return [phase_of_pid.get(x, "Unknown") for x in pids]
+        self.cols["pid"] = arr  # the pid column, converted once
+        codes, upids = pd.factorize(arr)
+        d = self.dicts["phase"]
+        glob = np.array([d.setdefault(phase_of_pid.get(int(u), "Unknown"), len(d)) for u in upids], dtype=np.int32)
+        return glob[codes] if len(codes) else np.zeros(0, np.int32)
 
     def table(self) -> pd.DataFrame:
         """The event table sorted by start time (stable). The sort order is computed once from the
@@ -470,10 +503,12 @@ class FrameworkReader:
             names = [x if type(x) is str else ("" if x is None else str(x)) for x in names]
         if pids is None:
             pids = [e.get("pid") for e in body]
-        get_phase = phase_of_pid.get
-        phases = [get_phase(x, "Unknown") for x in pids]
         if set(map(type, pids)) - {int}:
+            get_phase = phase_of_pid.get
+            phases = [get_phase(x, "Unknown") for x in pids]
             pids = [x if type(x) is int else _int(x, -1) for x in pids]
+        else:
+            phases = _PhaseOfPid(phase_of_pid)  # encoded from the pids' codes in flush()
         tids = [e.get("tid") for e in body]
         if set(map(type, tids)) <= {type(None)}:  # no thread ids at all (smdebug's Python timeline)
             tids = [-1] * len(tids)

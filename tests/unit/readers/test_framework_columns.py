@@ -49,7 +49,23 @@ SHAPES = {
     "dataloader arguments": [_x("init", 4, 1, 2, args={"num_workers": 4, "pin_memory": True}),
                              _x("fetch", 4, 5, 100, args={"pid": 61, "pin_memory": "false"})],
     "a float pid in the arguments": [_x("fetch", 4, 5, 100, args={"pid": 61.7}), _x("f", 4, 6, 1, args={})],
+    # the phase column is coded from the pids' codes when every pid is an int (_PhaseOfPid)
+    "pids sharing a phase, one undeclared": [
+        _meta(3, "gpu_functions"), _meta(1, "cpu_functions"), _meta(2, "cpu_functions"),
+        _x("a", 2, 1, 1), _x("b", 9, 2, 1), _x("c", 1, 3, 1), _x("d", 3, 4, 1), _x("e", 2, 5, 1)],
+    "a string pid": [_meta(1, "cpu_functions"), _x("a", "1", 1, 1), _x("b", 1, 2, 1)],
+    "a pid beyond int64": [_meta(2**70, "cpu_functions"), _x("a", 2**70, 1, 1), _x("b", 1, 2, 1)],
 }
+
+
+def test_the_phase_column_follows_the_pids_in_order_of_first_appearance():
+    took, simple, _ = _both(SHAPES["pids sharing a phase, one undeclared"])
+    simple.out.flush()
+    phases = list(simple.out.dicts["phase"])
+    codes = np.concatenate(simple.out.chunks["phase"]).tolist()
+    assert took and phases == ["cpu_functions", "Unknown", "gpu_functions"]
+    assert [phases[c] for c in codes] == ["cpu_functions", "Unknown", "cpu_functions", "gpu_functions",
+                                          "cpu_functions"]
 
 
 @pytest.mark.parametrize("name", SHAPES)
