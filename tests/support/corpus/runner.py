@@ -83,23 +83,26 @@ def hook(spec: str | None, case_dir: Path, out_dir: Path):
 @contextlib.contextmanager
 def _vanish(victim: Path):
     """Delete ``victim`` right after the reader listed it (the listing still names it)."""
-    from reportgen.readers import framework as framework_reader, system as system_reader
+    from reportgen.readers import framework as framework_reader, framework_files, system as system_reader
 
     saved = victim.read_bytes()
-    module, name = ((system_reader, "list_system_files") if "system" in victim.parts
-                    else (framework_reader, "list_framework_files"))
-    original = getattr(module, name)
+    # every module that holds the lister under its name (framework.py re-exports framework_files')
+    modules, name = (([system_reader], "list_system_files") if "system" in victim.parts
+                     else ([framework_files, framework_reader], "list_framework_files"))
+    original = getattr(modules[0], name)
 
     def listed(*args, **kwargs):
         result = original(*args, **kwargs)
         victim.unlink(missing_ok=True)
         return result
 
-    setattr(module, name, listed)
+    for module in modules:
+        setattr(module, name, listed)
     try:
         yield
     finally:
-        setattr(module, name, original)
+        for module in modules:
+            setattr(module, name, original)
         victim.write_bytes(saved)
 
 
