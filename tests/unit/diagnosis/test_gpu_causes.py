@@ -4,7 +4,9 @@ healthy bf16 DDP job whose communication overlaps backward and that reads loss.i
 
 from __future__ import annotations
 
+import functools
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,9 +17,18 @@ from reportgen.rule_outputs import RuleOutputs
 from testdata.kineto_synthetic import PLANTED, KinetoSet, write_set
 
 
+@functools.lru_cache(maxsize=None)
+def _analysed(cause: str | None) -> str:
+    """The planted set's kineto.json, written and analysed once per cause for the whole module (two tests
+    read each); returned as JSON text so that no test can change what another one reads."""
+    with tempfile.TemporaryDirectory() as folder:
+        write_set(KinetoSet(ranks=2, mb=2.5, seed=3, cycles=1, straggler=None, cause=cause), Path(folder))
+        doc, _ = analyze_job(find_traces(Path(folder)))
+    return json.dumps(doc)
+
+
 def _diagnosis(tmp_path: Path, cause: str | None):
-    write_set(KinetoSet(ranks=2, mb=2.5, seed=3, cycles=1, straggler=None, cause=cause), tmp_path)
-    doc, _ = analyze_job(find_traces(tmp_path))
+    doc = json.loads(_analysed(cause))
     made = RuleOutputs(folder=Path("."))
     made.rules, made.timeline, made.traces = {}, None, doc
     return diagnose(made), doc

@@ -13,6 +13,7 @@ from reportgen.traces import gunzip
 from reportgen.traces.gunzip import GunzipStream
 
 TEXT = b"".join(b'{"ph": "X", "name": "op%d", "ts": %d, "dur": 3},\n' % (i % 97, i * 7) for i in range(40_000))
+GZ_TEXT = gzip.compress(TEXT, mtime=0)  # made once: each test that damages it starts from these bytes
 
 
 def _read(data: bytes, size: int = -1) -> tuple[bytes, GunzipStream]:
@@ -27,9 +28,9 @@ def _read(data: bytes, size: int = -1) -> tuple[bytes, GunzipStream]:
 
 
 @pytest.mark.parametrize("data", [
-    gzip.compress(TEXT, mtime=0),
+    GZ_TEXT,
     gzip.compress(TEXT[:1000], mtime=0) + gzip.compress(TEXT[1000:], mtime=0),  # two members
-    gzip.compress(TEXT, mtime=0) + b"\0" * 300,  # zero padding after the member
+    GZ_TEXT + b"\0" * 300,  # zero padding after the member
     gzip.compress(b"", mtime=0),
     b"",
 ], ids=["one member", "two members", "zero padding", "empty member", "empty file"])
@@ -40,7 +41,7 @@ def test_undamaged_files_give_gzip_decompress_bytes(data, size):
 
 
 def test_a_cut_stream_keeps_every_byte_before_the_cut():
-    data = gzip.compress(TEXT, mtime=0)
+    data = GZ_TEXT
     for frac in (0.05, 0.5, 0.999):
         cut = data[: int(len(data) * frac)]
         expected = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(cut)
@@ -66,10 +67,10 @@ def _bad_block_at(at: int) -> bytes:
 def test_damage_is_flagged_and_what_precedes_it_kept(damage, kept):
     """zlib gives nothing of a call that fails; the failed step is redone a byte at a time, so all but
     the byte zlib decodes in the call that meets the damage is kept."""
-    out, src = _read(damage(gzip.compress(TEXT, mtime=0)))
+    out, src = _read(damage(GZ_TEXT))
     assert src.broken and out == TEXT[:kept] and src.produced == kept
     for size in (1000, 1 << 22):  # the same bytes whatever the read size
-        assert _read(damage(gzip.compress(TEXT, mtime=0)), size)[0] == out
+        assert _read(damage(GZ_TEXT), size)[0] == out
 
 
 def test_limit_stops_decompression_at_what_was_produced():
@@ -80,5 +81,5 @@ def test_limit_stops_decompression_at_what_was_produced():
     out = src.read()
     assert src.capped and not src.broken and (1 << 20) <= len(out) < (1 << 20) + gunzip.STEP
     assert out == b" " * len(out)
-    src = GunzipStream(io.BytesIO(gzip.compress(TEXT, mtime=0)), limit=len(TEXT) + gunzip.STEP)
+    src = GunzipStream(io.BytesIO(GZ_TEXT), limit=len(TEXT) + gunzip.STEP)
     assert src.read() == TEXT and not src.capped
