@@ -51,7 +51,7 @@ def test_status_top_finding_and_fix_fit_the_first_screen(sample_report, tmp_path
 STORY_PROBE = """() => {
   const advice = Array.from(document.querySelectorAll('section.report-section p.text'))
     .filter(p => /smaller instance/i.test(p.innerText) && !p.classList.contains('tone-note'));
-  const unmarked = advice.filter(p => !/\[Superseded by At a glance: [^\]]+\]/.test(p.innerText)).map(p => p.innerText);
+  const unmarked = advice.filter(p => !/\\[Superseded by At a glance: [^\\]]+\\]/.test(p.innerText)).map(p => p.innerText);
   const links = [];
   document.querySelectorAll('#at-a-glance .glance-finding').forEach(f => {
     const title = f.querySelector('.gf-title strong').innerText;
