@@ -17,14 +17,17 @@ Each run is a whole fresh ``python -m reportgen analyze SET -o OUT`` process (in
 ``local:2``, the cluster's start all count). Rounds are interleaved (each round runs every mode once, the
 order rotating), since the machine may be shared. Per run:
 
-* **wall**; **CPU** (user + system) of the client process alone (its last ``psutil`` sample, read every
-  50 ms) and of the workers (``local:2``: every descendant, from ``RUSAGE_CHILDREN`` less the client, or the
-  sum of each descendant's last sample where larger: workers forked by a fork server are not reaped by the client;
-  ``tcp``: the worker processes' CPU counters before and after the run);
+* **wall**; **CPU** (user + system) of the client process alone (its last ``psutil`` sample) and of the
+  workers (``local:2``: every descendant, from ``RUSAGE_CHILDREN`` less the client: this process is the
+  children's subreaper, so the fork server and whatever it forked are reparented here and reaped when the
+  client ends; ``tcp``: the worker processes' CPU counters before and after the run);
 * **client peak** (``VmHWM``, the kernel's high-water mark) and each worker's peak;
 * the workers' CPU split by thread (``psutil``'s per-thread times, each thread's last sample, kept after the
   thread ends): the thread that ran the
   tasks (a worker's busiest) and the rest (Dask's event loop: heartbeats, memory monitor, transfers);
+* the samples are taken every 0.25 s (``SAMPLE_SECONDS``): every 50 ms, walking the process tree and each
+  worker's threads cost this process 0.57 CPU s over a 10 s ``local:2`` run, taken from the two cores the
+  workers use, while ``single`` leaves a core idle for it (a bias of ~3 % of the wall against ``local:2``);
 * the 1-minute load average before the run (``uptime``), the machine's number of cores.
 
 ``halves`` is the control without Dask: two one-process runs at once, each on half of the set's files (symlinked
@@ -71,6 +74,35 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "raw" / "hta-resnet-v100-1gpu"
 DATA = ROOT / "benchmarks" / "data"
 OUTPUTS = ("kineto.json", "StepOutlier.json", "data-quality.json")
+SAMPLE_SECONDS = 0.25  # the module docstring: a sampler that competes with the workers for the cores is a bias
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+def become_subreaper() -> bool:
+    """Make this process the subreaper of its descendants (Linux): orphans (a fork server, the workers it
+    forked, a resource tracker) are reparented here, so their CPU reaches ``RUSAGE_CHILDREN`` once reaped."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans(keep: set[int], deadline_s: float = 15.0) -> None:
+    """Wait for every child of this process but ``keep`` (the tcp cluster) to end, and reap it: after a run,
+    those are the client's orphaned descendants (a fork server ends when its client does)."""
+    stop = time.monotonic() + deadline_s
+    while time.monotonic() < stop:
+        left = [c.pid for c in psutil.Process().children() if c.pid not in keep]
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        time.sleep(0.02)
 
 
 def _source() -> Path:
@@ -205,7 +237,7 @@ def _split_threads(threads: dict) -> tuple[float, float]:
 
 def _sample(proc: psutil.Popen, tcp: TcpCluster | None, worker_peaks: dict, client: list, worker_cpu: dict,
             threads: dict | None = None) -> None:
-    """Until ``proc`` exits, every 50 ms: its CPU and peak (``client``: [cpu, peak]), its workers' peaks,
+    """Until ``proc`` exits, every ``SAMPLE_SECONDS``: its CPU and peak (``client``: [cpu, peak]), its workers' peaks,
     each descendant's own CPU (``worker_cpu``: the last value seen per pid) and, in ``threads``, each
     descendant's threads' CPU (pid -> thread id -> the last value seen)."""
     while proc.poll() is None:
@@ -223,7 +255,7 @@ def _sample(proc: psutil.Popen, tcp: TcpCluster | None, worker_peaks: dict, clie
                 worker_cpu[child.pid] = used
             if tcp is None and threads is not None:
                 _thread_times(child, threads.setdefault(child.pid, {}))
-        time.sleep(0.05)
+        time.sleep(SAMPLE_SECONDS)
 
 
 def _halves(folder: Path, into: Path) -> list[Path]:
@@ -253,7 +285,7 @@ def run_halves(folder: Path, out: Path) -> dict:
         while any(p.poll() is None for p in procs):
             for i, p in enumerate(procs):
                 peaks[i] = max(peaks[i], _hwm_mb(p.pid) or 0.0)
-            time.sleep(0.05)
+            time.sleep(SAMPLE_SECONDS)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -296,14 +328,15 @@ def run_once(folder: Path, mode: str, out: Path, base: Path | None, tcp: TcpClus
             proc.terminate()
     client_cpu, client_peak = client
     wall = time.perf_counter() - started
+    reap_orphans({p.pid for p in tcp.procs} if tcp is not None else set())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if tcp_before is not None:
         workers_cpu = tcp.cpu() - tcp_before
         total += workers_cpu
     else:
-        # reaped by the client (spawned workers): in RUSAGE_CHILDREN; forked by the fork server, which outlives
-        # the client and is reaped by no one here: only in the samples (each process's last, <= 50 ms old)
+        # reaped by the client (spawned workers) or by the fork server, which is reaped here once it ends
+        # (become_subreaper): in RUSAGE_CHILDREN; without a subreaper, each descendant's last sample
         workers_cpu = max(total - client_cpu, sum(worker_cpu.values()), 0.0)
         total = client_cpu + workers_cpu
     log.seek(0)
@@ -332,10 +365,11 @@ def main(argv: list[str] | None = None) -> int:
     if any(m.startswith("base-") for m in modes) and args.base is None:
         ap.error("base-* modes need --base CHECKOUT")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed benchmark still stops its tcp cluster
+    subreaper = become_subreaper()
     for tree in [ROOT] + ([args.base] if args.base else []):
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "reportgen")], check=True)
-    print(f"# {os.cpu_count()} cores; {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
-          flush=True)
+    print(f"# {os.cpu_count()} cores; subreaper: {subreaper}; "
+          f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)
     tcp = TcpCluster() if "tcp" in modes else None
     ok = True
     try:

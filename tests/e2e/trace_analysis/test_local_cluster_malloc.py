@@ -31,7 +31,7 @@ def worker_state():
         a = np.ones(1 << 17)
         del a
     return {"env": os.environ.get("MALLOC_TRIM_THRESHOLD_"), "forked": multiprocessing.parent_process() is not None,
-            "preloaded": "reportgen.trace_analysis.job" in sys.modules,
+            "preloaded": "reportgen.trace_analysis.job" in sys.modules, "hash": hash("reportgen"),
             "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before}
 
 if __name__ == "__main__":
@@ -68,6 +68,15 @@ def test_local_workers_run_without_dasks_malloc_trim_threshold(local_cluster_sta
 def test_local_workers_are_forked_with_the_trace_reader_already_imported(local_cluster_state):
     # imported once in the fork server, before any task asked for it (a spawned worker imports it itself)
     assert [(w["forked"], w["preloaded"]) for w in local_cluster_state["workers"]] == [(True, True)] * 2
+
+
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server (Windows)")
+def test_local_workers_share_the_hash_seed_spawned_workers_get(local_cluster_state):
+    # the fork server starts before Dask's nanny sets its variables (its imports overlap the client's): it is
+    # given the same seed itself, so every worker hashes a str as a spawned Dask worker would
+    seeded = subprocess.run([sys.executable, "-c", "print(hash('reportgen'))"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONHASHSEED": "6640"}, check=True).stdout.strip()
+    assert [w["hash"] for w in local_cluster_state["workers"]] == [int(seeded)] * 2
 
 
 def _variable() -> str | None:
