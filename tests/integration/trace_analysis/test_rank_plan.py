@@ -107,7 +107,8 @@ def test_on_dask_a_rank_of_several_files_is_read_by_one_task_per_file_and_merged
 def _worker_config() -> tuple:
     import dask
 
-    return (dask.config.get("distributed.worker.profile.enabled"), dask.config.get("distributed.admin.tick.interval"))
+    return (dask.config.get("distributed.worker.profile.enabled"), dask.config.get("distributed.admin.tick.interval"),
+            dask.config.get("distributed.worker.memory.monitor-interval"))
 
 
 def test_a_local_cluster_runs_its_workers_without_the_statistical_profiler():
@@ -115,4 +116,5 @@ def test_a_local_cluster_runs_its_workers_without_the_statistical_profiler():
     from reportgen.readers.distributed import dask_client, parse_scheduler
 
     with dask_client(parse_scheduler("local:1")) as client:
-        assert list(client.run(_worker_config).values()) == [(False, "500ms")]
+        # the workers are forked from a server started before this configuration was set: the nanny passes it on
+        assert list(client.run(_worker_config).values()) == [(False, "500ms", "500ms")]
