@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
+from reportgen.rule_outputs import USAGE_STATS  # the same statistics as the rule output lists
+
 
 def _number(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -47,9 +49,6 @@ class JobSummary:
             return cls()
         numbers = {f.name: _number(data.get(f.name)) for f in fields(cls) if f.name != "available"}
         return cls(available=bool(data) and data.get("available") is not False, **numbers)
-
-
-USAGE_STATS = ("max", "p99", "p95", "p90", "p50", "min")
 
 
 @dataclass(frozen=True)
