@@ -2,7 +2,7 @@
 """The engine against a floor: ``reportgen analyze`` vs one DuckDB query computing the per-node, per-series
 percentiles of the same system-metrics files (issue 32's reference), whole processes, interleaved.
 
-    python benchmarks/bench_duckdb_floor.py RAW_DIR [--runs N] [--generate]
+    python benchmarks/bench_duckdb_floor.py RAW_DIR [--runs N] [--generate] [--no-compile]
 
 The reference reads every ``system/**/*.json`` of RAW_DIR with ``read_json`` (the columns and their types
 given, no sampling) and computes, per node and series (name, dimension), the 5/25/50/75/95/99th
@@ -11,11 +11,17 @@ the rest (framework traces, clock checks, windows, the 11 rule outputs, the time
 ``reportgen generate`` too. Each run is a fresh process; wall and CPU (user + system of the process tree)
 and peak memory as in bench_notebook_path.py; medians and the ratios to the reference; the load average
 before and after (the machine is shared: compare only figures of the same rounds).
+
+reportgen's modules are byte-compiled first (``compileall``), as ``pip install`` does: an editable
+checkout under ``PYTHONDONTWRITEBYTECODE=1`` (set on the development machine) would otherwise compile
+its ~65 modules in every process, 0.15 CPU s of each ``analyze`` that an installed reportgen does not
+spend (DuckDB's own modules are compiled at install). ``--no-compile`` measures without.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import sys
@@ -45,8 +51,12 @@ def main() -> None:
     ap.add_argument("raw", help="a folder of SageMaker raw profiler data (e.g. benchmarks/data/medium)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--generate", action="store_true", help="time reportgen generate too")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="do not byte-compile reportgen's modules first (see the module docstring)")
     args = ap.parse_args()
     raw = str(Path(args.raw).resolve())
+    if not args.no_compile:
+        compileall.compile_dir(str(ROOT / "reportgen"), quiet=1)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     work = Path(tempfile.mkdtemp(prefix="bench-duckdb-floor-"))
     cases = {"DuckDB query": [sys.executable, "-c", QUERY, raw],
