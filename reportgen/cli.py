@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from reportgen import __version__, interrupts
+from reportgen.blas_threads import import_numpy_with_one_blas_thread
 from reportgen.errors import (EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, InputError, ReportgenError,
                               environment_message, expanduser)
 from reportgen.terminal_text import printable_line
@@ -375,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    if args.command in _NUMPY_COMMANDS:  # before the first numpy import of the command (record and check stay light)
+        import_numpy_with_one_blas_thread()
     _usable_standard_streams()
     interrupted_run = [False]
     with interrupts.watch() as interrupted:
@@ -390,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+_NUMPY_COMMANDS = ("generate", "analyze", "compare")  # those that run the engine or make a page
 _INTERRUPT_CODES = {interrupts.exit_code(s) for s in interrupts.STOP_SIGNALS}
 
 

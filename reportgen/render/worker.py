@@ -15,6 +15,9 @@ import sys
 
 def warm_up() -> None:
     """The imports and template compilation that make this process worth starting early."""
+    from reportgen.blas_threads import import_numpy_with_one_blas_thread
+
+    import_numpy_with_one_blas_thread()  # before anything imports numpy
     from reportgen.render.html import warm_up as html_warm_up
 
     html_warm_up()
