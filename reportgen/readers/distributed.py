@@ -64,6 +64,12 @@ LOCAL_CLUSTER_CONFIG = {"distributed.worker.profile.enabled": False, "distribute
                         "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
 if "forkserver" in multiprocessing.get_all_start_methods():  # not on Windows: spawned workers there
     LOCAL_CLUSTER_CONFIG["distributed.worker.multiprocessing-method"] = "forkserver"
+# A local cluster serves no dashboard (nobody sees it in a command's run; with bokeh installed it cost
+# 0.59 s of every run's start, median of 6 paired runs) and its scheduler's HTTP server, which Dask always
+# starts, listens on the loopback interface only, not on every interface (``dashboard_address=":0"`` did).
+# Dask's own log lines stay off the terminal (``silence_logs=CRITICAL`` here, ``FORK_SERVER_ENV`` in the
+# workers): a failure reaches the command as the task's exception (``_explain_dask_failure``).
+LOCAL_HTTP_ADDRESS = "127.0.0.1:0"
 # A local cluster's workers are forked from one server process that imported these once (spawned workers
 # each import Dask, then the task's modules), and a forked worker ends without an interpreter teardown:
 # local:2's close 0.86-1.23 s -> 0.07-0.11 s, its workers' start-up CPU 1.0 -> 0.7-0.8 s, a worker's first
@@ -129,9 +135,10 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
                 _keep_our_preload()
                 # env: this process's environment now (AWS_*, a test's variables), as a spawned worker would
                 # inherit it; a forked one starts with the fork server's, from when the server started
-                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                       dashboard_address=LOCAL_HTTP_ADDRESS, scheduler_kwargs={"dashboard": False},
                                        local_directory=os.environ.get("DASK_TEMPORARY_DIRECTORY") or None,
-                                       silence_logs=logging.ERROR, env=dict(os.environ))
+                                       silence_logs=logging.CRITICAL, env=dict(os.environ))
             client = Client(cluster)
         else:
             _check_handshake(sched.address, connect_timeout)
@@ -167,9 +174,12 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
 # The fork server's environment at its start, where the user set none: what Dask's nanny puts in the
 # environment before it starts a worker process (its ``pre-spawn-environ``, less MALLOC_TRIM_THRESHOLD_),
 # read at interpreter start or at numpy's import, so it must be there before the server starts: one BLAS
-# thread per worker, and one hash seed for every worker's str hashes (as spawned workers get it).
+# thread per worker, and one hash seed for every worker's str hashes (as spawned workers get it). And Dask's
+# log level for the workers, set where the server imports ``distributed`` (a forked worker does not configure
+# its logging again; ``silence_logs`` quiets only the nanny's logger there): a worker's heartbeat that raced
+# the cluster's close printed a traceback at ERROR after a successful run.
 FORK_SERVER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                   "PYTHONHASHSEED": "6640"}
+                   "PYTHONHASHSEED": "6640", "DASK_LOGGING__DISTRIBUTED": "critical"}
 
 
 def start_fork_server() -> None:
