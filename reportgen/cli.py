@@ -7,11 +7,13 @@ prints a traceback unless ``--debug`` is given. Exit codes: see ``reportgen.erro
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import errno
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from reportgen import __version__, interrupts
@@ -392,10 +394,30 @@ def main(argv: list[str] | None = None) -> int:
         # already cleaned up by now (context managers ran while the interrupt propagated).
         _flush_quietly()
         os._exit(code)
+    if argv is None and args.command in _NUMPY_COMMANDS:
+        _leave_without_teardown(code)
     return code
 
 
 _NUMPY_COMMANDS = ("generate", "analyze", "compare")  # those that run the engine or make a page
+
+
+def _leave_without_teardown(code: int) -> None:
+    """The command line's own process after a command that ran the engine or made a page, every output
+    written and closed and every work folder removed: the exit handlers run (multiprocessing's, Dask's,
+    temporary folders' finalizers), the standard streams are flushed, and the process ends without the
+    interpreter tearing down every module and object one by one. That teardown is CPU only (no system
+    call in it under strace) and took ~0.22 s after ``--scheduler local:2`` (Dask's modules and objects):
+    -0.19 s of wall in 8 paired runs of ``analyze`` on 2 ranks; -0.04 s in one process. Where the
+    interpreter has no exit-handler runner to call, or a thread that the interpreter would wait for is still
+    running, the process ends normally."""
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    waited_for = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if run_exit_handlers is None or waited_for:
+        return
+    run_exit_handlers()
+    _flush_quietly()
+    os._exit(code)
 
 
 def _start_local_workers_early(spec: str) -> None:
