@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    if args.command in _NUMPY_COMMANDS:  # before the first numpy import of the command (record and check stay light)
+    if args.command in _ENGINE_COMMANDS:  # before the first numpy import of the command (record and check stay light)
         import_numpy_with_one_blas_thread()
     if getattr(args, "scheduler", None) is not None:
         _start_local_workers_early(args.scheduler)
@@ -394,12 +394,12 @@ def main(argv: list[str] | None = None) -> int:
         # already cleaned up by now (context managers ran while the interrupt propagated).
         _flush_quietly()
         os._exit(code)
-    if argv is None and args.command in _NUMPY_COMMANDS:
+    if argv is None and args.command in _ENGINE_COMMANDS:
         _leave_without_teardown(code)
     return code
 
 
-_NUMPY_COMMANDS = ("generate", "analyze", "compare")  # those that run the engine or make a page
+_ENGINE_COMMANDS = ("generate", "analyze", "compare")  # those that run the engine or make a page
 
 
 def _leave_without_teardown(code: int) -> None:
@@ -432,6 +432,8 @@ def _start_local_workers_early(spec: str) -> None:
         return
     if local and dask_installed():
         start_fork_server()
+
+
 _INTERRUPT_CODES = {interrupts.exit_code(s) for s in interrupts.STOP_SIGNALS}
 
 
