@@ -18,6 +18,7 @@ from pathlib import Path
 
 from reportgen import __version__, interrupts
 from reportgen.blas_threads import import_numpy_with_one_blas_thread
+from reportgen.garbage_collector import freeze_imported_objects, thaw_imported_objects
 from reportgen.errors import (EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, InputError, ReportgenError,
                               environment_message, expanduser)
 from reportgen.terminal_text import printable_line
@@ -382,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         import_numpy_with_one_blas_thread()
     if getattr(args, "scheduler", None) is not None:
         _start_local_workers_early(args.scheduler)
+    if argv is None and args.command in _ENGINE_COMMANDS:  # the command line's own process, not a caller's
+        freeze_imported_objects()
     _usable_standard_streams()
     interrupted_run = [False]
     with interrupts.watch() as interrupted:
@@ -396,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(code)
     if argv is None and args.command in _ENGINE_COMMANDS:
         _leave_without_teardown(code)
+        thaw_imported_objects()  # the interpreter's teardown follows: every object finalized as usual
     return code
 
 

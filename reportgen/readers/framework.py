@@ -9,7 +9,6 @@ column lists (column-wise when the file has the common shape), a streamed file's
 
 from __future__ import annotations
 
-import gc
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.readers.framework_files import file_key_us, list_framework_files  # noqa: F401  (their home before)
+from reportgen.garbage_collector import paused
 from reportgen.readers.heap import trim_heap
 from reportgen.problems import DataProblem, ProblemLog
 from reportgen.traces.numbers import FLOAT_MAX, hashable, is_number
@@ -613,13 +613,8 @@ def empty_events() -> pd.DataFrame:
 def read_trace_file(root: Path, path: Path, cap: int) -> FileEvents:
     """One trace file under ``root`` on its own (a Dask task's work, see ``readers.distributed``)."""
     reader = FrameworkReader(root, ProblemLog(cap=cap))
-    was_enabled = gc.isenabled()
-    gc.disable()  # as in read_framework
-    try:
+    with paused():  # as in read_framework
         reader.read_file(path)
-    finally:
-        if was_enabled:
-            gc.enable()
     return reader.file_events()
 
 
@@ -660,14 +655,9 @@ def read_framework(root: Path, problems: ProblemLog, stop=None) -> pd.DataFrame:
     # Decoding makes millions of short-lived dicts and lists, none in a reference cycle: with the
     # cyclic garbage collector paused they are still freed (reference counting), and the collector
     # does not rescan the growing heap over and over (a third of the reading time on big traces).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused():
         for p in list_framework_files(root, problems):
             if stop is not None and stop.is_set():
                 break
             reader.read_file(p)
-    finally:
-        if was_enabled:
-            gc.enable()
     return reader.table()

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from reportgen.garbage_collector import paused
 from reportgen.problems import ProblemLog
 from reportgen.traces.gunzip import MAGIC, GunzipStream
 from reportgen.traces.stream import EventWalk
@@ -70,13 +71,21 @@ def _fast_loads(raw: bytes):
     the stdlib path (with its salvage and problem reporting) handle the file. orjson rejects what
     the stdlib parser would need special handling for (invalid UTF-8, NaN / Infinity literals, lone
     surrogates, a BOM); it turns integers beyond 64 bits into floats where the stdlib keeps ints, so
-    a file with a run of 19+ digits is left to the stdlib parser too."""
+    a file with a run of 19+ digits is left to the stdlib parser too. Decoded with the cyclic collector
+    paused (``garbage_collector.paused``), as every whole or streamed decode here."""
     if _orjson is None or raw.translate(_DIGITS).find(b"0" * 19) >= 0:
         return None
     try:
-        return _orjson.loads(raw)
+        with paused():
+            return _orjson.loads(raw)
     except _orjson.JSONDecodeError:
         return None
+
+
+def _decoded(events, size: int) -> list:
+    """The next ``size`` events of a stream, decoded with the collector paused (a chunk holds no cycle)."""
+    with paused():
+        return list(itertools.islice(events, size))
 
 
 try:  # optional: the stdlib parser is the reference
@@ -135,7 +144,7 @@ class TraceRead:
             events = iter(walk)
             self.streamed = True
             try:
-                while chunk := list(itertools.islice(events, size)):
+                while chunk := _decoded(events, size):
                     self.count += len(chunk)
                     yield chunk
             except OSError as err:
@@ -190,7 +199,8 @@ class TraceRead:
             self._notes.append((None, "empty file"))
             return []
         try:
-            doc = json.loads(text)
+            with paused():
+                doc = json.loads(text)
         except (ValueError, RecursionError):  # RecursionError: nesting too deep for the stdlib parser
             doc = None
         if isinstance(doc, list):

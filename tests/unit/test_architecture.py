@@ -14,7 +14,8 @@ PACKAGE = ROOT / "reportgen"
 # module's dotted name (``reportgen.X``) decide its layer.
 LAYERS = (
     {"reportgen", "errors", "problems", "atomic", "formatting", "terminal_text", "locking", "resources", "rulebook", "cost",
-     "output_set", "workdir", "json_file", "interrupts", "section_ids", "notebook_parameters", "blas_threads"},
+     "output_set", "workdir", "json_file", "interrupts", "section_ids", "notebook_parameters", "blas_threads",
+     "garbage_collector"},
     {"traces", "sources"},  # every trace file's reading; where inputs are and how they are laid out
     {"readers"},  # raw profiler data -> tables
     {"engine"},  # tables -> rule outputs
