@@ -1,6 +1,6 @@
-"""The command line's own process moves what its imports made out of the garbage collector's scans
-(``garbage_collector.freeze_imported_objects``) before it runs the engine; a caller of ``main(argv)`` (a test,
-a notebook) keeps its collector as it was."""
+"""The command line's own process (before it runs the engine) and the page's worker (after its warm-up) move
+what their imports made out of the garbage collector's scans (``garbage_collector.freeze_imported_objects``);
+a caller of ``main(argv)`` (a test, a notebook) keeps its collector as it was."""
 
 from __future__ import annotations
 
@@ -44,3 +44,14 @@ def test_the_command_lines_own_process_freezes_its_imports_a_caller_keeps_its_co
     caller_frozen, caller_tracked = _frozen_and_tracked(tmp_path, "caller", *argv)
     assert caller_frozen == 0
     assert caller_tracked > tracked + 10_000  # the caller's collector walks the imports' objects too
+
+
+def test_the_page_worker_freezes_what_its_warm_up_imported():
+    # serve() with no request: the warm-up ran, the objects it made were frozen, then end of input
+    probe = ("import gc, io, sys\nfrom reportgen.render.worker import serve\n"
+             "code = serve(io.StringIO(''), sys.stdout)\nprint(code, gc.get_freeze_count(), 'nbconvert' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    code, frozen, warmed = done.stdout.split()
+    assert (code, warmed) == ("0", "True")
+    assert int(frozen) > 50_000  # IPython's, nbconvert's, plotly's and pandas' objects (~78 thousand here)
