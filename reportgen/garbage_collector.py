@@ -9,19 +9,19 @@ the growing tree (63 ms), and none could find anything: decoded JSON holds no re
 are still freed by reference counting as usual). ``paused()`` stops the collector for such a decode; it
 nests and spans threads (the collector runs again when the last pause ends, if it ran before the first).
 
-A full collection also walks what the imports made, alive until the process ends: ~20 thousand objects
+A full collection also walks what the imports made, alive until the process ends: 10-20 thousand objects
 after numpy, ~60 thousand in a Dask worker (Dask and the trace reader). With decoding paused, a worker's
 task still ran about one full collection (~20 ms of a ~0.37 s rank; ~2 ms with those objects frozen).
 ``freeze_imported_objects`` moves them to a generation the collector never scans (``gc.freeze``); almost
 nothing is garbage at that point (a ``gc.collect()`` after these imports frees no object), so no
 collection runs first. Only processes reportgen owns freeze: the command line's own process (``cli.main``
-without ``argv``, after numpy's import) and the local Dask workers' fork server
-(``readers.fork_server_heap``), whose workers are forked with the frozen objects and so also leave those
-pages unwritten by their collections (copy-on-write), and the page's worker process after its warm-up
-(``render.worker``: ~78 thousand objects; a medium page's one full collection took 40 ms of its 0.56 CPU s). A library caller's process, a test that calls
-``main(argv)``, or a Jupyter kernel keep their collector as it was. Before an interpreter teardown the
-command line thaws them (``thaw_imported_objects``): the teardown's collections finalize objects that only a
-reference cycle keeps alive, which a frozen one would never be.
+without ``argv``, after numpy's import); the local Dask workers' fork server (``readers.fork_server_heap``),
+whose workers are forked with the frozen objects and so also leave those pages unwritten by their
+collections (copy-on-write); and the page's worker process after its warm-up (``render.worker``: ~78
+thousand objects; a medium page's one full collection took 40 ms of its 0.56 CPU s). A library caller's
+process, a test that calls ``main(argv)``, or a Jupyter kernel keep their collector as it was. Before an
+interpreter teardown the command line thaws them (``thaw_imported_objects``): the teardown's collections
+finalize objects that only a reference cycle keeps alive, which a frozen one would never be.
 
 Measured together (``bench_dask_ranks.py --distinct --base``, 24 real ranks, 8 interleaved rounds): one
 process 10.32 -> 9.82 s, ``--scheduler local:2`` 7.12 -> 6.22 s (its workers' task CPU 11.2 -> 9.7 s).

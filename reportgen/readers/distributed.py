@@ -74,7 +74,7 @@ LOCAL_HTTP_ADDRESS = "127.0.0.1:0"
 # each import Dask, then the task's modules), and a forked worker ends without an interpreter teardown:
 # local:2's close 0.86-1.23 s -> 0.07-0.11 s, its workers' start-up CPU 1.0 -> 0.7-0.8 s, a worker's first
 # trace task 0.3-0.9 s -> 0.05 s sooner (load ~12). The last one freezes what the others imported
-# (``readers.fork_server_heap``): a worker's full collections then skip Dask's and pandas' objects.
+# (``readers.fork_server_heap``): a worker's full collections then skip Dask's and the reader's objects.
 LOCAL_PRELOAD = ["distributed", "reportgen.trace_analysis.job", "reportgen.readers.fork_server_heap"]
 
 
