@@ -18,9 +18,13 @@ BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_TH
 
 
 def import_numpy_with_one_blas_thread() -> None:
-    """Import numpy now with ``OPENBLAS_NUM_THREADS=1`` unless it is imported already or the user chose a
-    thread count; the environment is as before when this returns."""
-    if "numpy" in sys.modules or any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+    """Import numpy now (unless it is imported already): with ``OPENBLAS_NUM_THREADS=1``, or with the thread
+    count the user chose. The environment is as before when this returns. Imported either way, so that what
+    the command line freezes next (``garbage_collector``) holds numpy whatever the environment."""
+    if "numpy" in sys.modules:
+        return
+    if any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+        import numpy  # noqa: F401
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     try:
