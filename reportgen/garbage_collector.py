@@ -6,8 +6,9 @@ full one, which walks every tracked object of the process, as the survivors pile
 builds a tree of dicts and lists that all survive until the decode ends, so for six real ranks (15 MB of
 JSON each) orjson's decode started 93 collections of the older generations, 6 of them full ones walking
 the growing tree (63 ms), and none could find anything: decoded JSON holds no reference cycle (its objects
-are still freed by reference counting as usual). ``paused()`` stops the collector for such a decode; it
-nests and spans threads (the collector runs again when the last pause ends, if it ran before the first).
+are still freed by reference counting as usual). ``paused()`` stops the collector while a trace file is
+read and converted to columns (``readers.trace_files.read_trace_file``, the framework reader) and around
+every decode; it nests and spans threads (the collector runs again when the last pause ends, if it ran before the first).
 
 A full collection also walks what the imports made, alive until the process ends: 10-20 thousand objects
 after numpy, ~60 thousand in a Dask worker (Dask and the trace reader). With decoding paused, a worker's

@@ -14,6 +14,7 @@ import pytest
 
 from reportgen.garbage_collector import paused
 from reportgen.readers.kineto_trace import read_trace
+from reportgen.readers.trace_files import read_trace_file
 from reportgen.traces import read as trace_read
 from reportgen.traces.stream import EventWalk
 from tests.support.trace_sets import rank_events, write_trace
@@ -112,4 +113,29 @@ def test_a_streamed_trace_is_decoded_with_the_collector_paused(tmp_path, monkeyp
     trace = read_trace(path)
     assert len(states) == 280 and not any(states)  # every event decoded inside a pause
     assert len(trace.start_us) == 280 and trace.rank == 2
+    assert gc.isenabled()
+
+
+def test_a_trace_file_is_read_and_converted_with_the_collector_paused(tmp_path, collector_on):
+    # the decoded events are turned into columns and freed inside the pause: a pause around the decode alone
+    # left the first young collection after it to walk what was still alive of it (854 objects here)
+    path = tmp_path / "rank3.pt.trace.json"
+    write_trace(path, rank_events(1000.0, 200, 1.0), rank=3)
+    walked = []
+
+    def seen(phase, info):
+        if phase == "start":
+            walked.append(len(gc.get_objects(generation=0)))
+
+    was = gc.get_threshold()
+    gc.collect()  # the young generation's count from zero
+    gc.set_threshold(100)  # a young collection every 100 objects the collector is allowed to see
+    gc.callbacks.append(seen)
+    try:
+        trace = read_trace_file(path)
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*was)
+    assert all(n < 500 for n in walked), walked  # never the decoded events, only what the read keeps
+    assert len(trace.start_us) == 1400 and trace.rank == 3
     assert gc.isenabled()
