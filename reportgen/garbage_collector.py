@@ -8,7 +8,8 @@ JSON each) orjson's decode started 93 collections of the older generations, 6 of
 the growing tree (63 ms), and none could find anything: decoded JSON holds no reference cycle (its objects
 are still freed by reference counting as usual). ``paused()`` stops the collector while a trace file is
 read and converted to columns (``readers.trace_files.read_trace_file``, the framework reader) and around
-every decode; it nests and spans threads (the collector runs again when the last pause ends, if it ran before the first).
+every decode; it nests and spans threads (the collector runs again when the last pause ends, if it ran
+before the first).
 
 A full collection also walks what the imports made, alive until the process ends: 10-20 thousand objects
 after numpy, ~60 thousand in a Dask worker (Dask and the trace reader). With decoding paused, a worker's
