@@ -194,18 +194,19 @@ class _Accumulator:
         self.chunks[node] = [chunk]
 
 
-def _group_rows(h: np.ndarray, ts, v) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]] | None:
+def _group_rows(h: np.ndarray, ts, v) -> tuple[np.ndarray, list[np.ndarray] | np.ndarray, list[np.ndarray] | np.ndarray] | None:
     """One query slice's records grouped by series: the distinct hashes in order of first
-    appearance and, per hash, its timestamps and values in file order. None when a timestamp or a
-    value is NULL (DuckDB hands those columns back masked)."""
+    appearance and, per hash, its timestamps and values in file order: two lists, or, when the
+    hashes repeat with a period, two (instants x series) matrices whose column ``g`` is series ``g``
+    (``SlicedSeries.add`` takes both). None when a timestamp or a value is NULL (DuckDB hands those
+    columns back masked)."""
     if isinstance(ts, np.ma.MaskedArray) or isinstance(v, np.ma.MaskedArray):
         return None
     h, ts, v = np.asarray(h), np.asarray(ts, dtype=np.float64), np.asarray(v, dtype=np.float64)
     period = _period(h)
     if period:  # the common case: the same series in the same order at every instant
         # views of the slice's columns: ``SlicedSeries.add`` copies what it keeps
-        t2, v2 = ts.reshape(-1, period), v.reshape(-1, period)
-        return h[:period].copy(), [t2[:, j] for j in range(period)], [v2[:, j] for j in range(period)]
+        return h[:period].copy(), ts.reshape(-1, period), v.reshape(-1, period)
     import pandas as pd  # hashing beats sorting the records
 
     codes, uniq = pd.factorize(h)

@@ -65,18 +65,26 @@ class SlicedSeries:
         self.vmax: list[float] = []  # largest value of each series (the percent check)
         self._index: dict[int, int] = {}
 
+    def _position(self, hh: int) -> int:
+        j = self._index.get(hh)
+        if j is None:
+            j = self._index[hh] = len(self.hashes)
+            self.hashes.append(hh)
+            self.vmax.append(-np.inf)
+        return j
+
     def add(self, hashes, ts_l, v_l) -> None:
         """One slice's records grouped by series: ``hashes[g]`` has ``ts_l[g]`` and ``v_l[g]`` (views
-        are fine: what is kept is copied)."""
+        are fine: what is kept is copied). ``ts_l`` and ``v_l`` may also be two (instants x series)
+        matrices, series ``g`` in column ``g`` (a sampler's periodic slice): ``add_matrix``."""
+        if isinstance(ts_l, np.ndarray) and ts_l.ndim == 2:
+            self.add_matrix(hashes, ts_l, v_l)
+            return
         times: list[np.ndarray] = []
         known: dict[tuple[int, int], list[int]] = {}
         pos, rep, values = [], [], []
         for hh, t, v in zip(hashes.tolist(), ts_l, v_l):
-            j = self._index.get(hh)
-            if j is None:
-                j = self._index[hh] = len(self.hashes)
-                self.hashes.append(hh)
-                self.vmax.append(-np.inf)
+            j = self._position(hh)
             if not self.finite:
                 continue
             if not (np.isfinite(t).all() and np.isfinite(v).all()) or (v < 0).any():
@@ -97,6 +105,40 @@ class SlicedSeries:
             values.append(encode_placed(np.asarray(v, dtype=np.float64), slice(None), len(v)))
         if self.finite:
             self.slices.append((times, pos, rep, values))
+
+    def add_matrix(self, hashes, ts: np.ndarray, vals: np.ndarray) -> None:
+        """``add`` of a slice whose series ``g`` has the timestamps ``ts[:, g]`` and values ``vals[:, g]``
+        (the same result, bit for bit), with each check and encoding made over the whole matrix at
+        once: column by column, every step walked a strided view (~0.1 CPU s per 760 MB node)."""
+        pos = [self._position(hh) for hh in hashes.tolist()]
+        if not self.finite:
+            return
+        with np.errstate(invalid="ignore"):
+            finite = bool(np.isfinite(ts).all() and np.isfinite(vals).all() and not (vals < 0).any())
+        if not finite:
+            self.finite = False  # the node goes to the batch path: nothing more to keep
+            self.slices.clear()
+            return
+        for j, vmax in zip(pos, vals.max(axis=0).tolist()):
+            self.vmax[j] = max(self.vmax[j], vmax)
+        # the distinct timestamp columns, compared bit for bit (as ``add`` compares their bytes)
+        bits = np.ascontiguousarray(ts.T).view(np.uint64)
+        times: list[np.ndarray] = []
+        first_of: list[int] = []  # column of each distinct timestamp array
+        known: dict[tuple[int, int], list[int]] = {}
+        rep = []
+        for g in range(bits.shape[0]):
+            key = (int(bits[g, 0]), int(bits[g, -1]))
+            for k in known.get(key, ()):
+                if np.array_equal(bits[first_of[k]], bits[g]):
+                    break
+            else:
+                k = len(times)
+                known.setdefault(key, []).append(k)
+                first_of.append(g)
+                times.append(bits[g].view(np.float64).copy())
+            rep.append(k)
+        self.slices.append((times, pos, rep, encode_columns(vals)))
 
     def joined(self) -> SeriesChunk:
         """The records series by series, each series' slices joined in slice order."""

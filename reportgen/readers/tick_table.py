@@ -34,6 +34,7 @@ def encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
     n, k = values.shape
     out: list = [None] * k
     nan = np.isnan(values)
+    gaps = bool(nan.any())  # without a NaN every mask below is all False: its passes are skipped
     todo = np.arange(k)
     with np.errstate(invalid="ignore", over="ignore"):
         negzero = ((values == 0) & np.signbit(values)).any(axis=0)
@@ -42,23 +43,30 @@ def encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
                 break
             m = values[:, todo]
             codes = np.rint(m * scale)
-            exact = ((codes / scale == m) | nan[:, todo]).all(axis=0) & ~negzero[todo]
-            lo = np.where(nan[:, todo], 0, codes).min(axis=0, initial=0)
-            hi = np.where(nan[:, todo], 0, codes).max(axis=0, initial=0)
+            same = codes / scale == m
+            filled = codes
+            if gaps:
+                same |= nan[:, todo]
+                filled = np.where(nan[:, todo], 0, codes)
+            exact = same.all(axis=0) & ~negzero[todo]
+            lo = filled.min(axis=0, initial=0)
+            hi = filled.max(axis=0, initial=0)
             for j in np.nonzero(exact)[0]:
                 for dt in (np.int16, np.int32):
                     info = np.iinfo(dt)
                     if info.min < lo[j] and hi[j] <= info.max:
-                        c = codes[:, j]
-                        arr = np.where(nan[:, todo[j]], info.min, np.nan_to_num(c)).astype(dt)
-                        out[todo[j]] = (arr, scale)
+                        c = codes[:, j]  # exact and in range: finite, so no NaN to replace without gaps
+                        arr = np.where(nan[:, todo[j]], info.min, np.nan_to_num(c)) if gaps else c
+                        out[todo[j]] = (arr.astype(dt), scale)
                         break
             todo = np.array([j for j in todo if out[j] is None], dtype=np.int64)
     for j in todo:
         col = values[:, j]
         with np.errstate(invalid="ignore", over="ignore"):  # beyond float32: inf, then not "same"
             f32 = col.astype(np.float32)
-            same = (f32.astype(np.float64) == col) | nan[:, j]
+            same = f32.astype(np.float64) == col
+            if gaps:
+                same |= nan[:, j]
         out[j] = (f32, 0.0) if same.all() else (np.ascontiguousarray(col), 0.0)
     return out
 

@@ -134,6 +134,8 @@ def test_period_of_row_hashes(h, want):
 
 def _grouped_dict(res):
     uniq, ts_l, v_l = res
+    if isinstance(ts_l, np.ndarray):  # the periodic case: (instants x series) matrices
+        ts_l, v_l = ts_l.T, v_l.T
     return {int(h): (t.tolist(), v.tolist()) for h, t, v in zip(uniq, ts_l, v_l)}
 
 
