@@ -158,3 +158,36 @@ def test_reader_holds_a_slice_as_compact_values(tmp_path, monkeypatch):
     assert len(pos) == 7 and len(times) == 6  # the two cores share their timestamps
     # whole-percent CPU and 2-decimal GPU values: int16 codes; the read throughput (4 decimals): float64
     assert sorted({(a.dtype.str, s) for a, s in values}) == [("<f8", 0.0), ("<i2", 100.0)]
+
+
+def _held(s):
+    return (s.hashes, s.vmax if s.finite else None, s.finite,  # the largest values matter only while finite
+            [([t.tobytes() for t in times], pos, rep, [(a.dtype.str, a.tobytes(), sc) for a, sc in values])
+             for times, pos, rep, values in s.slices])
+
+
+@pytest.mark.parametrize("kind", sorted(VALUE_KINDS) + ["non-finite", "negative", "timestamps differing in -0.0"])
+def test_a_periodic_slice_held_as_a_matrix_equals_series_by_series(kind):
+    """``add_matrix`` (the reader's periodic slices) keeps what ``add`` keeps from the same columns."""
+    rng = np.random.default_rng(8)
+    n, k = 50, 6
+    ts = np.stack([T + 0.5 * np.arange(n) + (0.001 if j >= 4 else 0.0) for j in range(k)], axis=1)
+    vals = np.stack([VALUE_KINDS[kind](rng, n) if kind in VALUE_KINDS and j in (1, 4)
+                     else np.round(rng.random(n) * 100, 2) for j in range(k)], axis=1)
+    if kind == "non-finite":
+        vals[7, 3] = np.inf
+    elif kind == "negative":
+        vals[9, 2] = -1.0
+    elif kind == "timestamps differing in -0.0":
+        ts[:, 0], ts[:, 1] = 0.0, 0.0
+        ts[3, 1] = -0.0
+    hashes = np.array([5, 3, 9, 1, 7, 2], dtype=np.uint64)
+    by_series, by_matrix = SlicedSeries(), SlicedSeries()
+    for s, add in ((by_series, lambda h, t, v: by_series.add(h, list(t.T), list(v.T))),
+                   (by_matrix, by_matrix.add)):
+        add(hashes[:4], ts[:, :4].copy(), vals[:, :4].copy())  # a first slice with 4 of the series
+        add(hashes, ts + 30.0, vals)
+    assert _held(by_matrix) == _held(by_series)
+    assert by_matrix.finite == (kind not in ("non-finite", "negative"))
+    if kind == "timestamps differing in -0.0":
+        assert len(by_matrix.slices[0][0]) == 3  # columns 0 and 1 are not one timestamp array
