@@ -48,8 +48,8 @@ def evaluate_bottleneck(data: AnalysisData, params, second_dim: str, second_thre
 
     details = {
         "low_gpu_utilization": int((low > 0).sum()),
-        "bottlenecks": {repr(float(t)): {"GPUs": int(g), "CPUs": int(c)}
-                        for t, g, c in zip(ts[is_bn], low[is_bn], high[is_bn])},
+        "bottlenecks": {repr(t): {"GPUs": g, "CPUs": c}  # Python floats and ints (tolist), one per tick
+                        for t, g, c in zip(ts[is_bn].tolist(), low[is_bn].tolist(), high[is_bn].tolist())},
     }
     if fired.any():
         sel = is_bn & fired[win]

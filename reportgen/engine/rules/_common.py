@@ -38,6 +38,9 @@ def text_match(col, pred) -> np.ndarray:
     import pandas as pd
 
     if isinstance(col.dtype, pd.CategoricalDtype):
-        lut = np.array([bool(pred(str(c))) for c in col.cat.categories] + [False], dtype=bool)
+        # the categories as a numpy object array: iterating pandas 3's string Index itself costs ~2.6 µs a
+        # value (thousands of step numbers)
+        cats = col.cat.categories.to_numpy(dtype=object)
+        lut = np.array([bool(pred(str(c))) for c in cats] + [False], dtype=bool)
         return lut[col.cat.codes.to_numpy()]  # code -1 (missing) -> the trailing False
     return np.array([bool(pred(str(x))) for x in col.to_numpy()], dtype=bool)
