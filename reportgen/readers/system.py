@@ -295,9 +295,11 @@ class _RowFeed:
     node, back to back, handed over through a one-slot queue, then each node's catalog rows. DuckDB
     keeps parsing (without the GIL, on every core it has) while the reading thread groups the
     previous slice and builds the previous node's table, so the cores are not left idle between
-    queries; about three slices of records are in memory besides the node being grouped."""
+    queries; about three slices of records are in memory besides the node being grouped. ``parsing``
+    (a ``threading.Event``) is set as the first query starts."""
 
-    def __init__(self, cursor, nodes: list[list[Path]], duck_error):
+    def __init__(self, cursor, nodes: list[list[Path]], duck_error, parsing: threading.Event | None = None):
+        self._parsing = parsing
         self._queue: queue.Queue = queue.Queue(maxsize=1)
         self._stop = threading.Event()
         self._cursor = cursor
@@ -323,6 +325,8 @@ class _RowFeed:
                 if slices is not None:
                     try:
                         for names in slices:
+                            if self._parsing is not None:
+                                self._parsing.set()
                             if not self._put(("rows", self._cursor.execute(_ROWS_SQL, {"files": names}).fetchnumpy())):
                                 return
                         item = ("catalog", self._cursor.execute(_CATALOG_SQL, {"files": slices[0][:1]}).fetchall())
@@ -383,10 +387,12 @@ def _is_percent(key: tuple) -> bool:
 
 
 class SystemReader:
-    def __init__(self, root: Path, problems: ProblemLog, streaming: bool = True, budget: TableBudget | None = None):
+    def __init__(self, root: Path, problems: ProblemLog, streaming: bool = True, budget: TableBudget | None = None,
+                 parsing: threading.Event | None = None):
         import duckdb
 
         self.root = root
+        self.parsing = parsing  # set once DuckDB parses (``read_system``)
         self.streaming = streaming
         self.budget = budget  # tables past it spilled as they are built (None: all kept in memory)
         self.out: dict[str, NodeSystem] = {}
@@ -593,7 +599,7 @@ class SystemReader:
         if not order:
             return
         cursor = self.con.cursor()  # a connection object is not shared between threads
-        feed = _RowFeed(cursor, [groups[g] for g in order], self._duck_error)
+        feed = _RowFeed(cursor, [groups[g] for g in order], self._duck_error, self.parsing)
         try:
             for i, g in enumerate(order):
                 taken = self._grouped(self._node_rows(feed))
@@ -660,12 +666,24 @@ def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def read_system(root: Path, problems: ProblemLog, files: list[tuple[int, Path]] | None = None) -> SystemData:
+def read_system(root: Path, problems: ProblemLog, files: list[tuple[int, Path]] | None = None, *,
+                parsing: threading.Event | None = None) -> SystemData:
     """All system metrics of ``root`` as per-node tick tables, read node by node in this process.
     ``files``: ``list_system_files``'s listing when the caller made it already (one listing per run).
+    ``parsing``: set as DuckDB starts parsing the first node's files (or when the read ends before),
+    so that a caller's other Python work can wait for it: started before, it holds the GIL the query's
+    start needs (the medium profile's first query ~40-50 ms later behind the traces thread's imports).
 
     (Reading on a Dask cluster or from the ``--incremental`` cache is ``readers.distributed``'s
     work, with this module's reader; ``readers.ingest`` chooses.)"""
+    try:
+        return _read_system(root, problems, files, parsing)
+    finally:
+        if parsing is not None:
+            parsing.set()
+
+
+def _read_system(root: Path, problems: ProblemLog, files, parsing) -> SystemData:
     files = files if files is not None else list_system_files(root, problems)
     data = SystemData(files=len(files), file_keys_us=[k for k, _ in files])
     if not files:
@@ -678,7 +696,7 @@ def read_system(root: Path, problems: ProblemLog, files: list[tuple[int, Path]] 
     try:
         # Past REPORTGEN_TABLES_MEMORY_MB of tables, the next nodes' columns go to a temporary file
         # (read back per use): memory no longer grows with the job's duration (benchmarks/README.md).
-        reader = SystemReader(root, local, streaming=True, budget=TableBudget())
+        reader = SystemReader(root, local, streaming=True, budget=TableBudget(), parsing=parsing)
         reader.read(paths)
         data.nodes = reader.tables()
         data.files_read = reader.files_read
