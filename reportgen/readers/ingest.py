@@ -80,14 +80,14 @@ def read_profile(raw_root: Path, problems: ProblemLog, *, scheduler: str | None 
 
 
 def read_system_metrics(raw_root: Path, problems: ProblemLog, *, client=None, cache_root: Path | None = None,
-                        s3=None, listing: list | None = None, parsing: threading.Event | None = None):
+                        s3=None, listing: list | None = None, sharing=None):
     """The system metrics as per-node tick tables (``readers.system.SystemData``): read here, or by
     ``readers.distributed`` when a Dask ``client``, a ``cache_root`` or ``s3`` objects are given.
     ``listing``: the local files as ``readers.system.list_system_files`` listed them already;
-    ``parsing``: see ``readers.system.read_system`` (set at once on the other paths)."""
+    ``sharing``: a ``readers.system.SharedCores`` (its ``parsing`` set at once on the other paths)."""
     if client is not None or cache_root is not None or s3 is not None:
-        if parsing is not None:
-            parsing.set()
+        if sharing is not None:
+            sharing.parsing.set()
         from reportgen.readers.distributed import read_pieces
 
         data, _ = read_pieces(raw_root, problems, client=client, cache_root=cache_root, s3=s3,
@@ -95,7 +95,7 @@ def read_system_metrics(raw_root: Path, problems: ProblemLog, *, client=None, ca
         return data
     from reportgen.readers.system import read_system
 
-    return read_system(raw_root, problems, listing, parsing=parsing)
+    return read_system(raw_root, problems, listing, sharing=sharing)
 
 
 def _system_listing(raw_root: Path, s3_system, problems: ProblemLog) -> list | None:
@@ -214,20 +214,23 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
             # only after both; this way it starts first and pandas is imported beside it.
             import duckdb  # noqa: F401
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-traces"))
-        # The traces thread starts its work (pandas' import first) once DuckDB parses: its Python work holds
-        # the GIL that the system reader's own Python needs to get the first query going.
-        parsing = threading.Event()
+        # The traces thread starts its work (pandas' import first) once DuckDB parses, and DuckDB runs with one
+        # thread fewer until the traces are read (readers.system.SharedCores).
+        from reportgen.readers.system import SharedCores
+
+        sharing = SharedCores()
         pending = pool.submit(_read_traces, raw_root, fw_problems, stop, client, s3_framework, traces, span, fw_files,
-                              parsing)
+                              sharing.parsing)
+        pending.add_done_callback(lambda _: sharing.alone.set())
         try:
             system = read_system_metrics(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system,
-                                         listing=listing, parsing=parsing)
+                                         listing=listing, sharing=sharing)
         except BaseException:
             stop.set()  # do not keep a failed or interrupted run waiting for the traces
             pending.add_done_callback(_close_result)  # and what they made so far goes with the run
             raise
         finally:
-            parsing.set()  # whatever happened above, the traces thread does not wait any longer
+            sharing.parsing.set()  # whatever happened above, the traces thread does not wait any longer
         events = pending.result()
     problems.merge(fw_problems)
     return system, events, span

@@ -21,6 +21,7 @@ import queue
 import re
 import threading
 from array import array
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -298,16 +299,35 @@ def _slices(files: list[Path]) -> list[list[str]] | None:
     return slices
 
 
+DUCKDB_THREADS = 2  # the single-machine reader's DuckDB threads (one fewer while it shares the cores: SharedCores)
+
+
+@dataclass
+class SharedCores:
+    """How the system read shares the process's cores with another thread of its caller (the framework
+    traces' reading, ``readers.ingest``). ``parsing`` is set as DuckDB starts parsing the first node
+    (or when the read ends before): the other thread's Python work, started earlier, holds the GIL
+    that the reader's own Python needs to start its first query (~40-50 ms later on the medium
+    profile). ``alone``, set by the caller once the other thread is done: until then DuckDB runs with
+    one thread fewer, so that two busy threads share two cores instead of three (medium profile, 12
+    interleaved whole-process rounds: CPU 2.06x the floor query's against 2.15x, wall 2.28x against
+    2.44x, medians of the per-round ratios)."""
+
+    parsing: threading.Event = field(default_factory=threading.Event)
+    alone: threading.Event = field(default_factory=threading.Event)
+
+
 class _RowFeed:
     """DuckDB's side of the fast path, in a helper thread: the row query of every slice of every
     node, back to back, handed over through a one-slot queue, then each node's catalog rows. DuckDB
     keeps parsing (without the GIL, on every core it has) while the reading thread groups the
     previous slice and builds the previous node's table, so the cores are not left idle between
-    queries; about three slices of records are in memory besides the node being grouped. ``parsing``
-    (a ``threading.Event``) is set as the first query starts."""
+    queries; about three slices of records are in memory besides the node being grouped. ``sharing``:
+    see ``SharedCores``."""
 
-    def __init__(self, cursor, nodes: list[list[Path]], duck_error, parsing: threading.Event | None = None):
-        self._parsing = parsing
+    def __init__(self, cursor, nodes: list[list[Path]], duck_error, sharing: SharedCores | None = None):
+        self._sharing = sharing
+        self._threads = DUCKDB_THREADS
         self._queue: queue.Queue = queue.Queue(maxsize=1)
         self._stop = threading.Event()
         self._cursor = cursor
@@ -333,8 +353,7 @@ class _RowFeed:
                 if slices is not None:
                     try:
                         for names in slices:
-                            if self._parsing is not None:
-                                self._parsing.set()
+                            self._share_cores()
                             if not self._put(("rows", _rows(self._cursor, _ROWS_SQL, names))):
                                 return
                         item = ("catalog", self._cursor.execute(_CATALOG_SQL, {"files": slices[0][:1]}).fetchall())
@@ -344,6 +363,16 @@ class _RowFeed:
                     return
         except BaseException as e:  # noqa: BLE001 - handed to the reading thread, which raises it
             self._put(("error", e))
+
+    def _share_cores(self) -> None:
+        """Before each row query: DuckDB's threads as ``SharedCores`` says, and ``parsing`` set."""
+        if self._sharing is None:
+            return
+        threads = DUCKDB_THREADS if self._sharing.alone.is_set() else max(1, DUCKDB_THREADS - 1)
+        if threads != self._threads:
+            self._cursor.execute(f"SET threads={threads}")
+            self._threads = threads
+        self._sharing.parsing.set()
 
     def next_node(self):
         """``(its records as a SlicedSeries, catalog rows of its first file, its files)`` for the next
@@ -396,11 +425,11 @@ def _is_percent(key: tuple) -> bool:
 
 class SystemReader:
     def __init__(self, root: Path, problems: ProblemLog, streaming: bool = True, budget: TableBudget | None = None,
-                 parsing: threading.Event | None = None):
+                 sharing: SharedCores | None = None):
         import duckdb
 
         self.root = root
-        self.parsing = parsing  # set once DuckDB parses (``read_system``)
+        self.sharing = sharing  # the cores shared with the caller's other thread (``SharedCores``)
         self.streaming = streaming
         self.budget = budget  # tables past it spilled as they are built (None: all kept in memory)
         self.out: dict[str, NodeSystem] = {}
@@ -408,7 +437,7 @@ class SystemReader:
         self.problems = problems
         self.acc = _Accumulator(problems, root)
         self.con = duckdb.connect()
-        self.con.execute("SET threads=2")
+        self.con.execute(f"SET threads={DUCKDB_THREADS}")
         try:  # no terminal output from a library; in Jupyter DuckDB refuses the change without ipywidgets
             self.con.execute("SET enable_progress_bar=false")
         except duckdb.Error:
@@ -607,7 +636,7 @@ class SystemReader:
         if not order:
             return
         cursor = self.con.cursor()  # a connection object is not shared between threads
-        feed = _RowFeed(cursor, [groups[g] for g in order], self._duck_error, self.parsing)
+        feed = _RowFeed(cursor, [groups[g] for g in order], self._duck_error, self.sharing)
         try:
             for i, g in enumerate(order):
                 taken = self._grouped(self._node_rows(feed))
@@ -675,23 +704,21 @@ def _is_number(x) -> bool:
 
 
 def read_system(root: Path, problems: ProblemLog, files: list[tuple[int, Path]] | None = None, *,
-                parsing: threading.Event | None = None) -> SystemData:
+                sharing: SharedCores | None = None) -> SystemData:
     """All system metrics of ``root`` as per-node tick tables, read node by node in this process.
     ``files``: ``list_system_files``'s listing when the caller made it already (one listing per run).
-    ``parsing``: set as DuckDB starts parsing the first node's files (or when the read ends before),
-    so that a caller's other Python work can wait for it: started before, it holds the GIL the query's
-    start needs (the medium profile's first query ~40-50 ms later behind the traces thread's imports).
+    ``sharing``: how the read shares the cores with another thread of the caller (``SharedCores``).
 
     (Reading on a Dask cluster or from the ``--incremental`` cache is ``readers.distributed``'s
     work, with this module's reader; ``readers.ingest`` chooses.)"""
     try:
-        return _read_system(root, problems, files, parsing)
+        return _read_system(root, problems, files, sharing)
     finally:
-        if parsing is not None:
-            parsing.set()
+        if sharing is not None:
+            sharing.parsing.set()
 
 
-def _read_system(root: Path, problems: ProblemLog, files, parsing) -> SystemData:
+def _read_system(root: Path, problems: ProblemLog, files, sharing) -> SystemData:
     files = files if files is not None else list_system_files(root, problems)
     data = SystemData(files=len(files), file_keys_us=[k for k, _ in files])
     if not files:
@@ -704,7 +731,7 @@ def _read_system(root: Path, problems: ProblemLog, files, parsing) -> SystemData
     try:
         # Past REPORTGEN_TABLES_MEMORY_MB of tables, the next nodes' columns go to a temporary file
         # (read back per use): memory no longer grows with the job's duration (benchmarks/README.md).
-        reader = SystemReader(root, local, streaming=True, budget=TableBudget(), parsing=parsing)
+        reader = SystemReader(root, local, streaming=True, budget=TableBudget(), sharing=sharing)
         reader.read(paths)
         data.nodes = reader.tables()
         data.files_read = reader.files_read

@@ -1,6 +1,8 @@
-"""The traces thread starts its work once DuckDB parses the system metrics (``readers.ingest``): its Python
-work (pandas' import first) would otherwise hold the GIL that the system reader needs to start its first
-query. ``read_system`` sets the event as its first row query starts, and whatever happens after."""
+"""The system read shares the cores with the traces thread (``readers.system.SharedCores``): the traces thread
+starts its work once DuckDB parses the system metrics (its Python work, pandas' import first, would otherwise
+hold the GIL that the system reader needs to start its first query), and DuckDB runs with one thread fewer
+until the traces are read. ``read_system`` sets ``parsing`` as its first row query starts, and whatever
+happens after."""
 
 import threading
 import time
@@ -10,7 +12,7 @@ import pytest
 from reportgen.problems import ProblemLog
 from reportgen.readers import ingest
 from reportgen.readers import system as sr
-from reportgen.readers.system import read_system
+from reportgen.readers.system import DUCKDB_THREADS, SharedCores, read_system
 
 from .test_readers import T, instant, write_sys
 
@@ -18,22 +20,22 @@ from .test_readers import T, instant, write_sys
 def test_read_system_sets_parsing_before_its_first_rows_are_handed_over(tmp_path, monkeypatch):
     for m in range(2):
         write_sys(tmp_path, T + 60 * m, [l for k in range(4) for l in instant(T + 60 * m + 0.5 * k)])
-    parsing = threading.Event()
+    sharing = SharedCores()
     seen = []
     real = sr._RowFeed._put
-    monkeypatch.setattr(sr._RowFeed, "_put", lambda self, item: seen.append((item[0], parsing.is_set())) or real(self, item))
-    data = read_system(tmp_path, ProblemLog(), parsing=parsing)
-    assert seen[0] == ("rows", True) and parsing.is_set()
+    monkeypatch.setattr(sr._RowFeed, "_put", lambda self, item: seen.append((item[0], sharing.parsing.is_set())) or real(self, item))
+    data = read_system(tmp_path, ProblemLog(), sharing=sharing)
+    assert seen[0] == ("rows", True) and sharing.parsing.is_set()
     assert list(data.nodes) == ["algo-1"] and data.nodes["algo-1"].values.shape == (8, 6)
 
 
 def test_read_system_sets_parsing_when_it_fails(tmp_path, monkeypatch):
     write_sys(tmp_path, T, instant(T))
-    parsing = threading.Event()
+    sharing = SharedCores()
     monkeypatch.setattr(sr.SystemReader, "read", lambda self, files: (_ for _ in ()).throw(OSError("disk gone")))
     with pytest.raises(OSError):
-        read_system(tmp_path, ProblemLog(), parsing=parsing)
-    assert parsing.is_set()
+        read_system(tmp_path, ProblemLog(), sharing=sharing)
+    assert sharing.parsing.is_set() and not sharing.alone.is_set()
 
 
 @pytest.mark.parametrize("fails", [False, True])
@@ -42,14 +44,14 @@ def test_the_traces_start_after_the_system_reader_says_it_parses(tmp_path, monke
 
     order = []
 
-    def system(raw_root, problems, *, parsing=None, **kw):
+    def system(raw_root, problems, *, sharing=None, **kw):
         time.sleep(0.2)  # the traces thread is running by now, and must still be waiting
         order.append("system parses")
         if fails:
             raise OSError("no system metrics")
-        parsing.set()
-        time.sleep(0.1)
-        order.append("system done")
+        sharing.parsing.set()
+        assert sharing.alone.wait(5)  # set once the traces thread is done
+        order.append("system alone")
         return "tables"
 
     def read_framework(raw_root, problems, stop=None):
@@ -64,4 +66,29 @@ def test_the_traces_start_after_the_system_reader_says_it_parses(tmp_path, monke
         assert order[0] == "system parses"
     else:
         assert ingest._read_both(tmp_path, ProblemLog(), None, None, None) == ("tables", "events", None)
-        assert order == ["system parses", "traces start", "system done"]
+        assert order == ["system parses", "traces start", "system alone"]
+
+
+def test_duckdb_runs_with_one_thread_fewer_until_the_caller_is_alone(tmp_path, monkeypatch):
+    for node in ("algo-1", "algo-2", "algo-3"):
+        write_sys(tmp_path, T, [l for k in range(4) for l in instant(T + 0.5 * k, node=node)], node=node)
+    sharing = SharedCores()
+    threads = []
+    real = sr._RowFeed._share_cores
+
+    def share_cores(self):
+        real(self)
+        threads.append(int(self._cursor.execute("SELECT current_setting('threads')").fetchall()[0][0]))
+        if len(threads) == 2:
+            sharing.alone.set()  # the other thread is done: the next query gets every thread
+
+    monkeypatch.setattr(sr._RowFeed, "_share_cores", share_cores)
+    taken = []
+    real_grouped = sr.SystemReader._grouped
+    monkeypatch.setattr(sr.SystemReader, "_grouped", lambda self, r: taken.append(real_grouped(self, r)) or taken[-1])
+    data = read_system(tmp_path, ProblemLog(), sharing=sharing)
+    assert threads == [DUCKDB_THREADS - 1, DUCKDB_THREADS - 1, DUCKDB_THREADS] and len(data.nodes) == 3
+    assert taken == [True] * 3  # every node read by the row queries
+    threads.clear()
+    read_system(tmp_path, ProblemLog())  # alone from the start
+    assert threads == [DUCKDB_THREADS] * 3
