@@ -236,8 +236,10 @@ def _period(h: np.ndarray) -> int:
 def _rows(con, sql: str, files: list[str]) -> dict:
     """A row query's columns as numpy arrays, through a relation (``con.sql``): the same arrays as
     ``con.execute(...).fetchnumpy()``, for ~0.2 CPU s less over the medium profile's 4 nodes (12
-    alternated rounds in one process, 2 threads: medians 2.57 against 2.78 CPU s), the result
-    not materialised whole before its conversion."""
+    alternated rounds in one process, 2 threads: medians 2.57 against 2.78 CPU s). A statement run on
+    the same cursor before it must be fetched to its end: DuckDB 2.0 refuses the relation while an
+    ``execute`` result is unfinished (``ResourceInUseException``, a ``duckdb.Error``: the node would go
+    to the batch path)."""
     return con.sql(sql, params={"files": files}).fetchnumpy()
 
 
