@@ -233,14 +233,19 @@ def _period(h: np.ndarray) -> int:
     return p if (h.reshape(-1, p) == h[:p]).all() else 0
 
 
-def _rows(con, sql: str, files: list[str]) -> dict:
+def _rows(con, sql: str, files: list[str], bound=None) -> dict:
     """A row query's columns as numpy arrays, through a relation (``con.sql``): the same arrays as
     ``con.execute(...).fetchnumpy()``, for ~0.2 CPU s less over the medium profile's 4 nodes (12
     alternated rounds in one process, 2 threads: medians 2.57 against 2.78 CPU s). A statement run on
     the same cursor before it must be fetched to its end: DuckDB 2.0 refuses the relation while an
     ``execute`` result is unfinished (``ResourceInUseException``, a ``duckdb.Error``: the node would go
-    to the batch path)."""
-    return con.sql(sql, params={"files": files}).fetchnumpy()
+    to the batch path). ``bound``: called once the query is bound (or its binding failed), before it runs."""
+    try:
+        relation = con.sql(sql, params={"files": files})
+    finally:
+        if bound is not None:
+            bound()
+    return relation.fetchnumpy()
 
 
 def _catalog_of(rows, hashes: list[int]) -> dict[int, tuple] | None:
@@ -307,13 +312,16 @@ DUCKDB_THREADS = 2  # the single-machine reader's DuckDB threads (one fewer whil
 @dataclass
 class SharedCores:
     """How the system read shares the process's cores with another thread of its caller (the framework
-    traces' reading, ``readers.ingest``). ``parsing`` is set as DuckDB starts parsing the first node
-    (or when the read ends before): the other thread's Python work, started earlier, holds the GIL
-    that the reader's own Python needs to start its first query (~40-50 ms later on the medium
-    profile). ``alone``, set by the caller once the other thread is done: until then DuckDB runs with
-    one thread fewer, so that two busy threads share two cores instead of three (medium profile, 12
-    interleaved whole-process rounds: CPU 2.06x the floor query's against 2.15x, wall 2.28x against
-    2.44x, medians of the per-round ratios)."""
+    traces' reading, ``readers.ingest``). ``parsing`` is set once DuckDB has bound the first node's
+    row query (or when the read ends before): the other thread's Python work, started earlier, holds the
+    GIL that the reader's own Python needs to start its first query (~40-50 ms later on the medium
+    profile), and its first import (pandas) holds pandas' module lock, which DuckDB's bind waits for when
+    pandas is already partly imported (it checks pandas' types among a query's parameters): in 3 of 12
+    runs of the medium profile the bind took 160-224 ms instead of 8 ms, with no core parsing meanwhile.
+    ``alone``, set by the caller once the other thread is done: until then DuckDB runs with one thread
+    fewer, so that two busy threads share two cores instead of three (medium profile, 12 interleaved
+    whole-process rounds: CPU 2.06x the floor query's against 2.15x, wall 2.28x against 2.44x, medians
+    of the per-round ratios)."""
 
     parsing: threading.Event = field(default_factory=threading.Event)
     alone: threading.Event = field(default_factory=threading.Event)
@@ -356,7 +364,7 @@ class _RowFeed:
                     try:
                         for names in slices:
                             self._share_cores()
-                            if not self._put(("rows", _rows(self._cursor, _ROWS_SQL, names))):
+                            if not self._put(("rows", _rows(self._cursor, _ROWS_SQL, names, self._bound))):
                                 return
                         item = ("catalog", self._cursor.execute(_CATALOG_SQL, {"files": slices[0][:1]}).fetchall())
                     except duck_error:
@@ -367,14 +375,18 @@ class _RowFeed:
             self._put(("error", e))
 
     def _share_cores(self) -> None:
-        """Before each row query: DuckDB's threads as ``SharedCores`` says, and ``parsing`` set."""
+        """Before each row query: DuckDB's threads as ``SharedCores`` says."""
         if self._sharing is None:
             return
         threads = DUCKDB_THREADS if self._sharing.alone.is_set() else max(1, DUCKDB_THREADS - 1)
         if threads != self._threads:
             self._cursor.execute(f"SET threads={threads}")
             self._threads = threads
-        self._sharing.parsing.set()
+
+    def _bound(self) -> None:
+        """Each row query bound: ``parsing`` set (see ``SharedCores``)."""
+        if self._sharing is not None:
+            self._sharing.parsing.set()
 
     def next_node(self):
         """``(its records as a SlicedSeries, catalog rows of its first file, its files)`` for the next

@@ -1,8 +1,8 @@
 """The system read shares the cores with the traces thread (``readers.system.SharedCores``): the traces thread
 starts its work once DuckDB parses the system metrics (its Python work, pandas' import first, would otherwise
 hold the GIL that the system reader needs to start its first query), and DuckDB runs with one thread fewer
-until the traces are read. ``read_system`` sets ``parsing`` as its first row query starts, and whatever
-happens after."""
+until the traces are read. ``read_system`` sets ``parsing`` once its first row query is bound (DuckDB's bind
+waits for pandas' module lock while the traces thread imports pandas), and whatever happens after."""
 
 import threading
 import time
@@ -27,6 +27,32 @@ def test_read_system_sets_parsing_before_its_first_rows_are_handed_over(tmp_path
     data = read_system(tmp_path, ProblemLog(), sharing=sharing)
     assert seen[0] == ("rows", True) and sharing.parsing.is_set()
     assert list(data.nodes) == ["algo-1"] and data.nodes["algo-1"].values.shape == (8, 6)
+
+
+def test_a_row_query_says_it_is_bound_between_its_binding_and_its_run():
+    events = []
+
+    class Relation:
+        def fetchnumpy(self):
+            events.append("run")
+            return {"h": [7]}
+
+    class Cursor:
+        def __init__(self, fail):
+            self.fail = fail
+
+        def sql(self, sql, params):
+            events.append(("bind", params["files"]))
+            if self.fail:
+                raise RuntimeError("Binder Error")
+            return Relation()
+
+    assert sr._rows(Cursor(False), "SELECT 1", ["a.json"], lambda: events.append("bound")) == {"h": [7]}
+    assert events == [("bind", ["a.json"]), "bound", "run"]
+    events.clear()
+    with pytest.raises(RuntimeError, match="Binder"):
+        sr._rows(Cursor(True), "SELECT 1", ["b.json"], lambda: events.append("bound"))
+    assert events == [("bind", ["b.json"]), "bound"]  # the traces thread is not left waiting
 
 
 def test_read_system_sets_parsing_when_it_fails(tmp_path, monkeypatch):
