@@ -13,10 +13,12 @@ The scratch space of the libraries a run uses lives there too (``scratch_env``):
 (``IPYTHONDIR``; it wrote ``~/.ipython`` on every run, and with an unwritable HOME leaked a new temporary
 folder into ``$TMPDIR`` per run) and Dask's ``dask-scratch-space/`` (``DASK_TEMPORARY_DIRECTORY``, which
 ``--scheduler local`` left in ``$TMPDIR``). Nothing is left in HOME or ``$TMPDIR`` after a run.
+Dask reads every ``DASK_*`` variable as a Python literal, so its folder is given as one (``repr``).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import shutil
@@ -64,13 +66,34 @@ def remove_stale(base: Path) -> list[str]:
 SCRATCH_VARIABLES = {"IPYTHONDIR": "ipython", "DASK_TEMPORARY_DIRECTORY": "dask"}
 
 
+def _scratch_value(name: str, folder: Path) -> str:
+    """The variable's text for ``folder``. Dask parses each ``DASK_*`` value with ``ast.literal_eval``
+    (the raw text where that fails), in this process and in its workers: a raw path can parse as something
+    else, and one with a number run into a keyword (``/tmp/9if/``, a temporary name like
+    ``reportgen-work-0xcfor``) made the tokenizer print ``SyntaxWarning: invalid decimal literal`` on
+    stderr, in a CI run. A string literal (``repr``) parses back to the path, silently, whatever it holds."""
+    return repr(str(folder)) if name.startswith("DASK_") else str(folder)
+
+
+def dask_scratch() -> str | None:
+    """Dask's scratch folder that ``scratch_env`` set, as a path (None outside a run)."""
+    value = os.environ.get("DASK_TEMPORARY_DIRECTORY")
+    if not value:
+        return None
+    try:
+        parsed = ast.literal_eval(value) if value[:1] in "'\"" else value
+    except (SyntaxError, ValueError):
+        return value
+    return parsed if isinstance(parsed, str) else value
+
+
 @contextlib.contextmanager
 def scratch_env(work_dir: Path):
     """While the block runs, the environment points IPython and Dask (and the processes started meanwhile:
     the page's worker, Dask's workers) at folders inside ``work_dir``; restored after."""
     saved = {name: os.environ.get(name) for name in SCRATCH_VARIABLES}
     for name, sub in SCRATCH_VARIABLES.items():
-        os.environ[name] = str(Path(work_dir) / sub)
+        os.environ[name] = _scratch_value(name, Path(work_dir) / sub)
     try:
         yield
     finally:

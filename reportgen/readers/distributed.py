@@ -41,6 +41,7 @@ from reportgen.readers.incremental import (Records, RecordCache, cache_folder, l
                                           records_from_reader, tables_from_records)
 from reportgen.problems import ProblemLog
 from reportgen.errors import InputError
+from reportgen.workdir import dask_scratch
 
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
 _TCP_RE = re.compile(r"^(tcp|tls)://[^\s/:]+:\d{1,5}/?$")
@@ -138,7 +139,7 @@ def dask_client(sched: Scheduler, connect_timeout: float = 10.0):
                 # inherit it; a forked one starts with the fork server's, from when the server started
                 cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                        dashboard_address=LOCAL_HTTP_ADDRESS, scheduler_kwargs={"dashboard": False},
-                                       local_directory=os.environ.get("DASK_TEMPORARY_DIRECTORY") or None,
+                                       local_directory=dask_scratch(),
                                        silence_logs=logging.CRITICAL, env=dict(os.environ))
             client = Client(cluster)
         else:

@@ -116,6 +116,18 @@ def test_a_local_dask_cluster_leaves_no_scratch_space(tmp_path):
     assert list(tmp.iterdir()) == [] and list(home.iterdir()) == []  # dask-scratch-space/ before
 
 
+def test_a_temporary_folder_whose_name_parses_as_python_prints_nothing(tmp_path):
+    """Dask parses DASK_* variables as Python: a scratch path with ``9if`` in it printed a SyntaxWarning
+    (``invalid decimal literal``) in this process and in each worker; a CI run failed on that line."""
+    pytest.importorskip("distributed")
+    home, tmp = _dirs(tmp_path)
+    odd = tmp / "9if"
+    odd.mkdir()
+    proc = _run("generate", SAMPLE, "-o", tmp_path / "r.html", "-q", "--scheduler", "local:2", home=home, tmp=odd)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert list(odd.iterdir()) == []
+
+
 def test_output_folders_are_made_only_when_the_outputs_are_committed(tmp_path):
     home, tmp = _dirs(tmp_path)
     empty = tmp_path / "empty-source"
