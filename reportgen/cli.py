@@ -385,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         _start_local_workers_early(args.scheduler)
     if argv is None and args.command in _ENGINE_COMMANDS:  # the command line's own process, not a caller's
         freeze_imported_objects()
+        from reportgen.readers.forked_call import allow
+
+        allow()  # the system metrics may be read in a forked child (readers.forked_call)
     _usable_standard_streams()
     interrupted_run = [False]
     with interrupts.watch() as interrupted:

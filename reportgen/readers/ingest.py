@@ -161,6 +161,50 @@ def _read_traces(raw_root: Path, problems: ProblemLog, stop, client=None, s3_fra
                        merge=merge)
 
 
+def _fork_system_read(raw_root: Path, listing: list | None, cap: int):
+    """A ``forked_call.ForkedCall`` reading the local system metrics in a child process (``_read_system_forked``),
+    or None where no fork is allowed (``forked_call.can_fork``). Tables past the memory budget go to a spill
+    file made here, before the fork, so that the tables sent back refer to this process's open file."""
+    from reportgen.readers.forked_call import ForkedCall, can_fork
+
+    if not can_fork():
+        return None
+    from reportgen.readers.tick_table import ColumnSpill
+
+    try:
+        spill = ColumnSpill()
+    except OSError:  # no temporary folder: the child makes its own if it needs one (the tables then stay here)
+        spill = None
+    shared = {"spill": spill} if spill is not None else {}
+    return ForkedCall(_read_system_forked, raw_root, listing, cap, spill, shared=shared)
+
+
+def _read_system_forked(notice, raw_root: Path, listing: list | None, cap: int, spill):
+    """The child's work: the system metrics and the problems found in them. DuckDB runs with one thread
+    fewer until ``notice`` (the parent's traces are read), as beside the traces thread (``SharedCores``)."""
+    from reportgen.readers.system import SharedCores, read_system
+
+    found = ProblemLog(cap=cap)
+    sharing = SharedCores(alone=notice)
+    sharing.parsing.set()
+    return read_system(raw_root, found, listing, sharing=sharing, spill=spill), found
+
+
+def _read_system_here(raw_root: Path, cap: int, listing: list | None, sharing):
+    """``_read_system_forked``'s result computed in this process (the child ended without answering)."""
+    from reportgen.readers.system import read_system
+
+    found = ProblemLog(cap=cap)
+    return read_system(raw_root, found, listing, sharing=sharing), found
+
+
+def _traces_done(sharing, forked) -> None:
+    """The traces are read: the system read may use every core (here, or in the forked child)."""
+    sharing.alone.set()
+    if forked is not None:
+        forked.notify()
+
+
 def _close_result(future) -> None:
     """Close what the traces thread returned (the framework summaries' spill folder), when it returns at all.
     Runs before the pool's shutdown returns, so before an interrupt reaches the command line, which then
@@ -208,7 +252,13 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
             from reportgen.readers.distributed import dask_client, parse_scheduler
 
             client = stack.enter_context(dask_client(parse_scheduler(scheduler)))
-        if client is None and cache_root is None and s3_system is None:
+        local = client is None and cache_root is None and s3_system is None
+        # The local system metrics read in a forked child where the command line allows it
+        # (readers.forked_call): forked before any thread starts (the pool's starts at its first task).
+        forked = _fork_system_read(raw_root, listing, problems.cap) if local else None
+        if forked is not None:
+            stack.callback(forked.close)  # first thing on the way out: an interrupted run does not wait for it
+        elif local:
             # DuckDB imported before the traces thread starts importing pandas: an import holds the GIL, so the
             # two would take turns, and the system metrics' read (DuckDB's threads, without the GIL) would start
             # only after both; this way it starts first and pandas is imported beside it.
@@ -219,12 +269,18 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
         from reportgen.readers.system import SharedCores
 
         sharing = SharedCores()
+        if forked is not None:  # the traces thread has this process to itself: it starts at once
+            sharing.parsing.set()
         pending = pool.submit(_read_traces, raw_root, fw_problems, stop, client, s3_framework, traces, span, fw_files,
                               sharing.parsing)
-        pending.add_done_callback(lambda _: sharing.alone.set())
+        pending.add_done_callback(lambda _: _traces_done(sharing, forked))
         try:
-            system = read_system_metrics(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system,
-                                         listing=listing, sharing=sharing)
+            if forked is not None:
+                system, found = forked.result(lambda: _read_system_here(raw_root, problems.cap, listing, sharing))
+                problems.merge(found)
+            else:
+                system = read_system_metrics(raw_root, problems, client=client, cache_root=cache_root, s3=s3_system,
+                                             listing=listing, sharing=sharing)
         except BaseException:
             stop.set()  # do not keep a failed or interrupted run waiting for the traces
             pending.add_done_callback(_close_result)  # and what they made so far goes with the run

@@ -30,7 +30,7 @@ from reportgen import interrupts
 from reportgen.readers.heap import trim_heap
 from reportgen.readers.listing import walk_files
 from reportgen.readers.tick_build import KNOWN_TYPES, SeriesChunk, SlicedSeries, build_table, natural_key
-from reportgen.readers.tick_table import NodeSystem, SystemData, TableBudget
+from reportgen.readers.tick_table import ColumnSpill, NodeSystem, SystemData, TableBudget
 from reportgen.problems import ProblemLog
 
 # ``<epoch seconds>.<node>.json``. The epoch has 10 digits from 2001-09-09 on; a node whose clock
@@ -718,21 +718,22 @@ def _is_number(x) -> bool:
 
 
 def read_system(root: Path, problems: ProblemLog, files: list[tuple[int, Path]] | None = None, *,
-                sharing: SharedCores | None = None) -> SystemData:
+                sharing: SharedCores | None = None, spill: ColumnSpill | None = None) -> SystemData:
     """All system metrics of ``root`` as per-node tick tables, read node by node in this process.
     ``files``: ``list_system_files``'s listing when the caller made it already (one listing per run).
     ``sharing``: how the read shares the cores with another thread of the caller (``SharedCores``).
+    ``spill``: where tables past the memory budget go (``TableBudget``; made when first needed if None).
 
     (Reading on a Dask cluster or from the ``--incremental`` cache is ``readers.distributed``'s
     work, with this module's reader; ``readers.ingest`` chooses.)"""
     try:
-        return _read_system(root, problems, files, sharing)
+        return _read_system(root, problems, files, sharing, spill)
     finally:
         if sharing is not None:
             sharing.parsing.set()
 
 
-def _read_system(root: Path, problems: ProblemLog, files, sharing) -> SystemData:
+def _read_system(root: Path, problems: ProblemLog, files, sharing, spill) -> SystemData:
     files = files if files is not None else list_system_files(root, problems)
     data = SystemData(files=len(files), file_keys_us=[k for k, _ in files])
     if not files:
@@ -745,7 +746,7 @@ def _read_system(root: Path, problems: ProblemLog, files, sharing) -> SystemData
     try:
         # Past REPORTGEN_TABLES_MEMORY_MB of tables, the next nodes' columns go to a temporary file
         # (read back per use): memory no longer grows with the job's duration (benchmarks/README.md).
-        reader = SystemReader(root, local, streaming=True, budget=TableBudget(), sharing=sharing)
+        reader = SystemReader(root, local, streaming=True, budget=TableBudget(spill=spill), sharing=sharing)
         reader.read(paths)
         data.nodes = reader.tables()
         data.files_read = reader.files_read
@@ -754,7 +755,7 @@ def _read_system(root: Path, problems: ProblemLog, files, sharing) -> SystemData
         # everything again and build all tables at the end (memory then grows with the data).
         local = ProblemLog(cap=problems.cap)
         first = reader.files_read
-        reader = SystemReader(root, local, streaming=False, budget=TableBudget())
+        reader = SystemReader(root, local, streaming=False, budget=TableBudget(spill=spill))
         reader.read(paths)
         data.nodes = reader.tables()
         data.files_read = first + reader.files_read

@@ -142,11 +142,11 @@ class TableBudget:
     (``NodeSystem.spill``) as it is handed over. A spill file that cannot be made or written (no
     temporary folder, a full disk) costs memory, not the run: the table stays in memory."""
 
-    def __init__(self, limit: int | None = None, folder: str | None = None):
+    def __init__(self, limit: int | None = None, folder: str | None = None, spill: ColumnSpill | None = None):
         self.limit = spill_budget_bytes() if limit is None else limit
         self.folder = folder
         self.held = 0
-        self._spill: ColumnSpill | None = None
+        self._spill = spill  # made at the first spill when not given (a forked reader is given its parent's)
         self._failed = False
 
     def hold(self, table: "NodeSystem") -> "NodeSystem":

@@ -56,6 +56,8 @@ def duckdb_like(self, feed):
         raise RuntimeError("Query interrupted") from None
     raise AssertionError("SIGINT was not delivered")
 system_reader.SystemReader._node_rows = duckdb_like
+from reportgen.readers import forked_call
+forked_call.can_fork = lambda: False  # DuckDB in this process's main thread, as a notebook or library call runs it
 from reportgen.cli import main
 from tests.support.paths import ROOT
 sys.argv = ["reportgen", "generate", {str(prof)!r}, "-o", {str(out / "r.html")!r}, "-q"]
@@ -91,6 +93,8 @@ def swallowing(self, feed):
         pass  # swallowed, as a library's "query interrupted, rejected" path does
     return real(self, feed)
 system.SystemReader._node_rows = swallowing
+from reportgen.readers import forked_call
+forked_call.can_fork = lambda: False  # in this process (the forked child's SIGINT kills it: test_forked_call)
 from reportgen.cli import main
 sys.argv = ["reportgen", "generate", {str(prof)!r}, "-o", {str(out / "r.html")!r}, "-q"]
 raise SystemExit(main())
