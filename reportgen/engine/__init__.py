@@ -167,6 +167,16 @@ def _evaluate(data, params, progress, threads: int, timeline: bool,
             progress(f"running the {len(RULE_ORDER)} rules (2 threads)")
         events = [rule.name for rule in RULES if rule.lane == "events"]
         system = [rule.name for rule in RULES if rule.lane != "events"]
+        forked = _fork_lane(data, params, system, encode)
+        if forked is not None:
+            try:
+                doc = lane(events, timeline)
+                found, encoded = forked.result(lambda: _lane_here(lane, system, out, texts))
+            finally:
+                forked.close()
+            out.update(found)
+            texts.update(encoded)
+            return {name: out[name] for name in RULE_ORDER}, doc, texts
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-rules")
         try:
             first = pool.submit(lane, events, timeline)
@@ -179,6 +189,29 @@ def _evaluate(data, params, progress, threads: int, timeline: bool,
             raise
         pool.shutdown(wait=True)
     return {name: out[name] for name in RULE_ORDER}, doc, texts
+
+
+def _fork_lane(data, params, names: list[str], encode: bool):
+    """The rules ``names`` evaluated in a forked child (``readers.forked_call``), which sees ``data`` as this
+    process holds it (nothing is sent but the results); None where no fork is allowed. The rules' two lanes
+    hold the GIL for most of their ~0.5 CPU s (medium profile): as two threads they ran one at a time."""
+    from reportgen.readers.forked_call import ForkedCall, can_fork
+
+    if not can_fork():
+        return None
+    return ForkedCall(_lane_in_child, data, params, names, encode)
+
+
+def _lane_in_child(notice, data, params, names: list[str], encode: bool):
+    """The child's work: each rule's document (and its JSON text with ``encode``)."""
+    docs = {name: rule_module(name).evaluate(data, params[name]) for name in names}
+    return docs, ({name: json.dumps(doc) for name, doc in docs.items()} if encode else {})
+
+
+def _lane_here(lane, names: list[str], out: dict, texts: dict) -> tuple[dict, dict]:
+    """``_lane_in_child``'s result computed by ``lane`` in this process (the child ended without answering)."""
+    lane(names, False)
+    return {name: out[name] for name in names}, {name: texts[name] for name in names if name in texts}
 
 
 def analyze(raw_root: Path, out_dir: Path, options: AnalysisOptions | None = None, *,

@@ -55,25 +55,31 @@ def _run_script(script: str, tmp: Path, *, ignore_hup: bool = False, timeout: in
                           env=_env(tmp), preexec_fn=preexec)
 
 
-# The signal arrives while the framework traces' spill folder (reportgen-events-*) exists in $TMPDIR: the
-# system metrics reader waits for it, then the process signals itself.
+# The signal arrives while the framework traces' spill folder (reportgen-events-*) exists in $TMPDIR: once the
+# system metrics are read (in this process, or by the forked child the command line starts: its result has
+# come back), the main thread waits for the folder, then the process signals itself.
 _WHILE_SPILLED = """
 import os, signal, sys, time, tempfile
 from pathlib import Path
-from reportgen.readers import ingest
-real = ingest.read_system_metrics
-def read_then_signal(*args, **kwargs):
-    result = real(*args, **kwargs)
-    for _ in range(400):
-        if any(p.name.startswith("reportgen-events-") for p in Path(tempfile.gettempdir()).iterdir()):
-            break
-        time.sleep(0.025)
-    else:
-        raise AssertionError("no spill folder")
-    os.kill(os.getpid(), {signum})
-    time.sleep(5)  # the handler raises here
-    return result
-ingest.read_system_metrics = read_then_signal
+from reportgen.readers import forked_call, ingest
+def then_signal(real):
+    def read_then_signal(*args, **kwargs):
+        result = real(*args, **kwargs)
+        if getattr(read_then_signal, "done", False):  # the forked rules lane's result: no signal there
+            return result
+        read_then_signal.done = True
+        for _ in range(400):
+            if any(p.name.startswith("reportgen-events-") for p in Path(tempfile.gettempdir()).iterdir()):
+                break
+            time.sleep(0.025)
+        else:
+            raise AssertionError("no spill folder")
+        os.kill(os.getpid(), {signum})
+        time.sleep(5)  # the handler raises here
+        return result
+    return read_then_signal
+ingest.read_system_metrics = then_signal(ingest.read_system_metrics)
+forked_call.ForkedCall.result = then_signal(forked_call.ForkedCall.result)
 from reportgen.cli import main
 from tests.support.paths import ROOT
 sys.argv = ["reportgen"] + {argv!r}

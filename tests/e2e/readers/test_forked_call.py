@@ -1,4 +1,5 @@
-"""The system metrics read in a forked child (``readers.forked_call``), as the command line runs it.
+"""The system metrics read, and the rules' system lane evaluated, in forked children (``readers.forked_call``),
+as the command line runs them.
 
 Each ``ForkedCall`` case runs in a fresh ``python -c`` process (one OS thread, as the command line
 forks), which prints what it saw as one JSON line. The command-line cases compare the forked run's
@@ -18,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from reportgen.engine import analyze
-from tests.support.cli import run_cli
 from tests.support.corpus.make_corpus import good_framework, good_system
 from tests.support.paths import ROOT
 
@@ -166,11 +166,15 @@ def in_process(profile, tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("budget_mb", ["64", "0"])
-def test_the_command_line_s_forked_read_gives_the_same_outputs(profile, in_process, tmp_path, budget_mb):
-    """``0``: every tick table spilled to the file made before the fork, read back here."""
-    proc = run_cli("analyze", profile, "-o", tmp_path / "o", "-q", timeout=300,
-                   env={"REPORTGEN_TABLES_MEMORY_MB": budget_mb})
-    assert proc.returncode == 0, proc.stderr
+def test_the_command_line_s_forked_children_give_the_same_outputs(profile, in_process, tmp_path, budget_mb):
+    """``0``: every tick table spilled to the file made before the first fork, read back by this process and
+    by the rules' child."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _watched(profile, tmp_path / "o", "pass", tmp, {"REPORTGEN_TABLES_MEMORY_MB": budget_mb})
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert [line.split()[0] for line in err.splitlines()] == ["forked", "forked"]
     assert _outputs(tmp_path / "o") == in_process
 
 
@@ -191,21 +195,24 @@ raise SystemExit(main())
 """
 
 
-def _watched(profile: Path, out: Path, child: str, tmp: Path) -> subprocess.Popen:
+def _watched(profile: Path, out: Path, child: str, tmp: Path, env: dict | None = None) -> subprocess.Popen:
+    """The command line's ``analyze``, each fork printed by the parent (``forked PID``) and followed by ``child``
+    in the child."""
     script = FORK_WATCH.format(child=child, profile=str(profile), out=str(out))
     return subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)},
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), **(env or {})},
                             start_new_session=True)
 
 
 def test_a_child_killed_before_it_answers_leaves_the_same_outputs(profile, in_process, tmp_path):
-    """The OOM killer takes the child: the parent reads the system metrics itself."""
+    """The OOM killer takes each child (the system read's, then the rules' system lane's): the parent reads
+    the system metrics and evaluates those rules itself."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     proc = _watched(profile, tmp_path / "o", "os.kill(os.getpid(), signal.SIGKILL)", tmp)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    assert err.startswith("forked ")  # the fork happened, and only that line was printed
+    assert [line.split()[0] for line in err.splitlines()] == ["forked", "forked"]  # and nothing else printed
     assert _outputs(tmp_path / "o") == in_process
     assert list(tmp.iterdir()) == []
 
