@@ -8,8 +8,9 @@ Each RAW_DIR is a SageMaker raw profile, e.g. ``generate_data.py --size large --
 96 cores and 8 GPUs a node, a sample every 0.5 s). For each, in fresh processes, interleaved with
 ``--base`` (a checkout of another commit, run through PYTHONPATH) when given: ``reportgen generate RAW
 -o page.html`` (and ``reportgen analyze`` with ``--analyze``): wall and CPU seconds of the process tree,
-the tree's peak (the largest sum of the resident sizes of the process and its descendants, sampled every
-20 ms: the page's worker included) and the largest single process's peak (``ru_maxrss`` of the waited-for
+the tree's peak (the largest sum of the proportional set sizes of the process and its descendants, sampled
+every 20 ms: the page's worker included; ``bench_notebook_path.tree_bytes``; resident sizes before 2026-11-27's
+sixth session, which counted the pages a forked child shares with its parent twice) and the largest single process's peak (``ru_maxrss`` of the waited-for
 children, which the kernel keeps, so no peak between samples is missed), and the page's size. Prints one
 line per run, then per input the medians, the system files' size on disk and the 1-minute load before and
 after.
@@ -32,6 +33,9 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_notebook_path import tree_bytes  # noqa: E402
 
 
 def du(path: Path) -> int:
@@ -46,7 +50,7 @@ def run(argv: list[str], env: dict, cwd: Path) -> dict:
     while proc.poll() is None:
         try:
             tree = [proc, *proc.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+            peak = max(peak, tree_bytes(tree))
         except psutil.Error:
             pass
         time.sleep(0.02)

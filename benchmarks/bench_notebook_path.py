@@ -32,6 +32,21 @@ ENGINE_ONLY = ("import sys; from pathlib import Path; from reportgen.engine impo
                "analyze(Path(sys.argv[1]), Path(sys.argv[2]))")
 
 
+def tree_bytes(tree) -> int:
+    """Memory of a process tree: the sum of the processes' proportional set sizes (a page shared by n of them
+    counts 1/n in each), the resident sizes where the system gives no PSS. reportgen's forked children share
+    their parent's pages (copy-on-write): a sum of resident sizes counted those pages once per process."""
+    total = 0
+    for p in tree:
+        if not p.is_running():
+            continue
+        try:
+            total += p.memory_full_info().pss
+        except (AttributeError, psutil.AccessDenied):
+            total += p.memory_info().rss
+    return total
+
+
 def run(argv: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[float, float, float]:
     """(seconds, peak MB of the process tree, CPU seconds of the tree) of one whole process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -41,7 +56,7 @@ def run(argv: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[flo
     while proc.poll() is None:
         try:
             tree = [proc, *proc.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+            peak = max(peak, tree_bytes(tree))
         except psutil.Error:
             pass
         time.sleep(0.02)
