@@ -9,6 +9,7 @@ system-metrics read then starts right away and pandas is imported beside it (see
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,16 +168,14 @@ def _evaluate(data, params, progress, threads: int, timeline: bool,
             progress(f"running the {len(RULE_ORDER)} rules (2 threads)")
         events = [rule.name for rule in RULES if rule.lane == "events"]
         system = [rule.name for rule in RULES if rule.lane != "events"]
-        forked = _fork_lane(data, params, system, encode)
-        if forked is not None:
-            try:
+        with contextlib.ExitStack() as stack:  # the child is closed on the way out, whatever ends the lanes
+            forked = _fork_lane(data, params, system, encode, stack)
+            if forked is not None:
                 doc = lane(events, timeline)
                 found, encoded = forked.result(lambda: _lane_here(lane, system, out, texts))
-            finally:
-                forked.close()
-            out.update(found)
-            texts.update(encoded)
-            return {name: out[name] for name in RULE_ORDER}, doc, texts
+                out.update(found)
+                texts.update(encoded)
+                return {name: out[name] for name in RULE_ORDER}, doc, texts
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-rules")
         try:
             first = pool.submit(lane, events, timeline)
@@ -191,7 +190,7 @@ def _evaluate(data, params, progress, threads: int, timeline: bool,
     return {name: out[name] for name in RULE_ORDER}, doc, texts
 
 
-def _fork_lane(data, params, names: list[str], encode: bool):
+def _fork_lane(data, params, names: list[str], encode: bool, stack):
     """The rules ``names`` evaluated in a forked child (``readers.forked_call``), which sees ``data`` as this
     process holds it (nothing is sent but the results); None where no fork is allowed. The rules' two lanes
     hold the GIL for most of their ~0.5 CPU s (medium profile): as two threads they ran one at a time."""
@@ -199,7 +198,7 @@ def _fork_lane(data, params, names: list[str], encode: bool):
 
     if not can_fork():
         return None
-    return ForkedCall(_lane_in_child, data, params, names, encode)
+    return ForkedCall(_lane_in_child, data, params, names, encode, stack=stack)
 
 
 def _lane_in_child(notice, data, params, names: list[str], encode: bool):

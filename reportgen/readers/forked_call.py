@@ -26,9 +26,11 @@ import pickle
 import signal
 import sys
 import threading
+import time
 import traceback
 
 _allowed = False
+_EXITING_THREAD_WAITS = 25  # ``can_fork``: 2 ms each
 
 # the child's stop signals go back to their default action: killed at once, it has nothing to clean up
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -47,20 +49,31 @@ def can_fork() -> bool:
         return False
     if len(os.sched_getaffinity(0)) < 2:  # one core: the two would take turns anyway
         return False
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return False
+    for _ in range(_EXITING_THREAD_WAITS):
+        try:
+            if len(os.listdir("/proc/self/task")) == 1:
+                return True
+        except OSError:
+            return False
+        if threading.active_count() > 1:  # a Python thread still runs
+            return False
+        # A Python thread that has just been joined is still listed while the system ends it (the traces'
+        # thread, right before the rules on a small profile); another native thread (DuckDB's, a BLAS pool's)
+        # stays, and after these few milliseconds the answer is no.
+        time.sleep(0.002)
+    return False
 
 
 class ForkedCall:
     """``fn(notice, *args)`` computed in a forked child. ``notice`` is a ``threading.Event`` of the child's,
     set when this process calls ``notify()`` (or ends). ``shared``: objects that both processes hold (made
     before the fork, such as an open temporary file) and that the result may refer to: they are sent by
-    reference, so the result refers to this process's own. Call only where ``can_fork()`` is true;
-    ``close()`` when done (idempotent, from any thread)."""
+    reference, so the result refers to this process's own. ``stack``: the ``contextlib.ExitStack`` that
+    closes the child on the caller's way out, given here so that the close is registered before a stop
+    signal can interrupt the caller (between this call's return and a ``stack.callback`` of its own, an
+    interrupt left the child running). Call only where ``can_fork()`` is true."""
 
-    def __init__(self, fn, *args, shared: dict | None = None):
+    def __init__(self, fn, *args, stack, shared: dict | None = None):
         self._shared = dict(shared or {})
         self._lock = threading.Lock()
         self._closed = False
@@ -79,10 +92,9 @@ class ForkedCall:
         self._notice: int | None = notice_write
         self._pipe = os.fdopen(read_end, "rb")
         try:
+            stack.callback(self.close)
+        finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal that came meanwhile is raised here
-        except BaseException:
-            self.close()
-            raise
 
     def notify(self) -> None:
         """Set the child's ``notice`` (idempotent)."""

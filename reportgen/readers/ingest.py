@@ -161,7 +161,7 @@ def _read_traces(raw_root: Path, problems: ProblemLog, stop, client=None, s3_fra
                        merge=merge)
 
 
-def _fork_system_read(raw_root: Path, listing: list | None, cap: int):
+def _fork_system_read(raw_root: Path, listing: list | None, cap: int, stack):
     """A ``forked_call.ForkedCall`` reading the local system metrics in a child process (``_read_system_forked``),
     or None where no fork is allowed (``forked_call.can_fork``). Tables past the memory budget go to a spill
     file made here, before the fork, so that the tables sent back refer to this process's open file."""
@@ -176,7 +176,7 @@ def _fork_system_read(raw_root: Path, listing: list | None, cap: int):
     except OSError:  # no temporary folder: the child makes its own if it needs one (the tables then stay here)
         spill = None
     shared = {"spill": spill} if spill is not None else {}
-    return ForkedCall(_read_system_forked, raw_root, listing, cap, spill, shared=shared)
+    return ForkedCall(_read_system_forked, raw_root, listing, cap, spill, stack=stack, shared=shared)
 
 
 def _read_system_forked(notice, raw_root: Path, listing: list | None, cap: int, spill):
@@ -255,10 +255,9 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
         local = client is None and cache_root is None and s3_system is None
         # The local system metrics read in a forked child where the command line allows it
         # (readers.forked_call): forked before any thread starts (the pool's starts at its first task).
-        forked = _fork_system_read(raw_root, listing, problems.cap) if local else None
-        if forked is not None:
-            stack.callback(forked.close)  # first thing on the way out: an interrupted run does not wait for it
-        elif local:
+        # Closed first on the way out (an interrupted run does not wait for it).
+        forked = _fork_system_read(raw_root, listing, problems.cap, stack) if local else None
+        if forked is None and local:
             # DuckDB imported before the traces thread starts importing pandas: an import holds the GIL, so the
             # two would take turns, and the system metrics' read (DuckDB's threads, without the GIL) would start
             # only after both; this way it starts first and pandas is imported beside it.

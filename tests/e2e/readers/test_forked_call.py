@@ -26,7 +26,11 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fo
 
 PRELUDE = """
 import json, os, signal, sys, time, threading
+import contextlib
 from reportgen.readers.forked_call import ForkedCall
+STACK = contextlib.ExitStack()  # closes every child at the end
+def forked(fn, *args, **kwargs):
+    return ForkedCall(fn, *args, stack=STACK, **kwargs)
 def show(**seen):
     print(json.dumps(seen)); sys.stdout.flush()
 """
@@ -41,7 +45,7 @@ def _script(body: str) -> dict:
 
 def test_the_result_comes_from_the_child():
     seen = _script("""
-call = ForkedCall(lambda notice, a, b: (os.getpid(), a + b), 40, 2)
+call = forked(lambda notice, a, b: (os.getpid(), a + b), 40, 2)
 pid, value = call.result(lambda: (os.getpid(), -1))
 show(child=pid != os.getpid(), value=value, reaped=call.pid is None)
 """)
@@ -53,7 +57,7 @@ def test_an_exception_in_the_child_is_raised_here_with_its_type_and_message():
 from reportgen.errors import InputError
 def fails(notice):
     raise InputError("no usable profiler data under x")
-call = ForkedCall(fails)
+call = forked(fails)
 try:
     call.result(lambda: "fallback")
 except InputError as err:
@@ -70,7 +74,7 @@ class Odd(Exception):
 def fails(notice):
     raise Odd("deep inside")
 try:
-    ForkedCall(fails).result(lambda: "fallback")
+    forked(fails).result(lambda: "fallback")
 except RuntimeError as err:
     show(text=str(err))
 """)
@@ -86,7 +90,7 @@ def test_a_child_that_ends_without_an_answer_costs_time_not_the_result(how):
     seen = _script(f"""
 def work(notice):
     {work}
-call = ForkedCall(work)
+call = forked(work)
 show(value=call.result(lambda: "computed here"), reaped=call.pid is None)
 """)
     assert seen == {"value": "computed here", "reaped": True}
@@ -98,7 +102,7 @@ def work(notice):
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(30)
 try:
-    ForkedCall(work).result(lambda: "computed here")
+    forked(work).result(lambda: "computed here")
 except KeyboardInterrupt:
     show(stopped=True)
 """)
@@ -109,13 +113,13 @@ def test_notify_reaches_the_child_and_close_kills_and_reaps_it():
     seen = _script("""
 def waits(notice):
     return notice.wait(20)
-call = ForkedCall(waits)
+call = forked(waits)
 time.sleep(0.2)
 call.notify()
 noticed = call.result(lambda: None)
 def sleeps(notice):
     time.sleep(60)
-slow = ForkedCall(sleeps)
+slow = forked(sleeps)
 pid = slow.pid
 started = time.monotonic()
 slow.close()
@@ -138,7 +142,7 @@ from reportgen.readers.tick_table import ColumnSpill
 spill = ColumnSpill()
 def writes(notice, spill):
     return [spill.write(np.arange(5, dtype=np.int32) * k) for k in (1, 3)]
-refs = ForkedCall(writes, spill, shared={"spill": spill}).result(lambda: [])
+refs = forked(writes, spill, shared={"spill": spill}).result(lambda: [])
 show(same=all(r.spill is spill for r in refs), values=[r.load().tolist() for r in refs])
 """)
     assert seen == {"same": True, "values": [[0, 1, 2, 3, 4], [0, 3, 6, 9, 12]]}
@@ -187,6 +191,7 @@ def fork():
         {child}
     else:
         print(f"forked {{pid}}", file=sys.stderr, flush=True)
+        {parent}
     return pid
 os.fork = fork
 from reportgen.cli import main
@@ -195,10 +200,11 @@ raise SystemExit(main())
 """
 
 
-def _watched(profile: Path, out: Path, child: str, tmp: Path, env: dict | None = None) -> subprocess.Popen:
+def _watched(profile: Path, out: Path, child: str, tmp: Path, env: dict | None = None,
+             parent: str = "pass") -> subprocess.Popen:
     """The command line's ``analyze``, each fork printed by the parent (``forked PID``) and followed by ``child``
-    in the child."""
-    script = FORK_WATCH.format(child=child, profile=str(profile), out=str(out))
+    in the child and ``parent`` in the parent (both while the fork holds the stop signals back)."""
+    script = FORK_WATCH.format(child=child, parent=parent, profile=str(profile), out=str(out))
     return subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), **(env or {})},
                             start_new_session=True)
@@ -247,6 +253,22 @@ def test_a_signal_to_the_parent_alone_ends_the_child_too(profile, tmp_path):
     rest = proc.stderr.read()
     proc.wait(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, rest
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    assert not (tmp_path / "o").exists() and list(tmp.iterdir()) == []
+
+
+def test_a_signal_that_comes_while_the_child_is_being_made_ends_both(profile, tmp_path):
+    """The signal is held back until the child can be closed: then it interrupts the run, and the child, whose
+    stop signals were held back too, is killed and reaped, not left running on its own."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _watched(profile, tmp_path / "o", "time.sleep(60)", tmp, parent="os.kill(os.getpid(), signal.SIGTERM)")
+    child = int(proc.stderr.readline().split()[1])
+    rest = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert (proc.returncode, rest.strip().splitlines()) == (
+        128 + signal.SIGTERM, ["reportgen: interrupted by SIGTERM; nothing was written"])
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
     assert not (tmp_path / "o").exists() and list(tmp.iterdir()) == []
