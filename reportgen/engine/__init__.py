@@ -121,7 +121,8 @@ RULE_THREADS = 2  # the rules are pure functions of read-only data; numpy lets t
 # (up to ~210 MB each on the large benchmark profile) one after another in one lane, followed by the
 # timeline (in ``analyze``), the system-table rules in the other (each rule's lane is in the rulebook), so the peak memory stays that of
 # one heavy rule per lane. Large profile, one thread: event rules ~1.25 s + timeline ~0.9 s against
-# ~2.3 s of system rules, so the two lanes end together.
+# ~2.3 s of system rules, so the two lanes end together. Where the command line may fork, the system lane
+# runs in a forked child instead of a thread (``_fork_lane``): the lanes' Python no longer takes turns.
 
 
 def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,
