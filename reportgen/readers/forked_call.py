@@ -21,6 +21,7 @@ whole process group). An exception raised by the function is raised here, as it 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import signal
@@ -31,6 +32,7 @@ import traceback
 
 _allowed = False
 _EXITING_THREAD_WAITS = 25  # ``can_fork``: 2 ms each
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 # the child's stop signals go back to their default action: killed at once, it has nothing to clean up
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -83,9 +85,10 @@ class ForkedCall:
         # resets their handlers would unwind the parent's code there, and one raised here before ``pid`` is
         # kept would leave the child to nobody. They are let through once this object can end the child.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            _serve(fn, args, write_end, notice_read, self._shared, mask, (read_end, notice_write))
+            _serve(fn, args, write_end, notice_read, self._shared, mask, (read_end, notice_write), parent)
         os.close(write_end)
         os.close(notice_read)
         self.pid: int | None = pid
@@ -173,13 +176,14 @@ class _Unpickler(pickle.Unpickler):
         return self._shared[pid]
 
 
-def _serve(fn, args, write_end: int, notice_read: int, shared: dict, mask, parents: tuple) -> None:
+def _serve(fn, args, write_end: int, notice_read: int, shared: dict, mask, parents: tuple, parent: int) -> None:
     """The child's whole life: ``("ok", result)`` or ``("error", exception)`` pickled into the pipe;
     ``os._exit`` so that nothing of the parent's (exit handlers, finalizers, buffered output) runs or is
     flushed twice. The stop signals, held back by the parent across the fork, get their default action
     before they are let through: a stop signal kills the child at once."""
     code = 0
     try:
+        _die_with_parent(parent)
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -197,6 +201,18 @@ def _serve(fn, args, write_end: int, notice_read: int, shared: dict, mask, paren
         code = 1
     finally:
         os._exit(code)
+
+
+def _die_with_parent(parent: int) -> None:
+    """The kernel kills this child when its parent dies (``PR_SET_PDEATHSIG``): a parent killed with SIGKILL
+    (an OOM kill, ``kill -9``) does not leave it reading on, holding the run's locked folders open. A parent
+    that died before this call: the child ends at once."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not glibc's prctl: the pipe's end still ends the child at its answer
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _wait_for_notice(fd: int, notice: threading.Event) -> None:

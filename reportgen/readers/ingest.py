@@ -173,7 +173,7 @@ def _fork_system_read(raw_root: Path, listing: list | None, cap: int, stack):
 
     try:
         spill = ColumnSpill()
-    except OSError:  # no temporary folder: the child makes its own if it needs one (the tables then stay here)
+    except OSError:  # no temporary folder: the child cannot make one either and keeps its tables in memory
         spill = None
     shared = {"spill": spill} if spill is not None else {}
     return ForkedCall(_read_system_forked, raw_root, listing, cap, spill, stack=stack, shared=shared)
@@ -182,20 +182,20 @@ def _fork_system_read(raw_root: Path, listing: list | None, cap: int, stack):
 def _read_system_forked(notice, raw_root: Path, listing: list | None, cap: int, spill):
     """The child's work: the system metrics and the problems found in them. DuckDB runs with one thread
     fewer until ``notice`` (the parent's traces are read), as beside the traces thread (``SharedCores``)."""
-    from reportgen.readers.system import SharedCores, read_system
+    from reportgen.readers.system import SharedCores
 
-    found = ProblemLog(cap=cap)
     sharing = SharedCores(alone=notice)
     sharing.parsing.set()
-    return read_system(raw_root, found, listing, sharing=sharing, spill=spill), found
+    return _read_system_here(raw_root, cap, listing, sharing, spill)
 
 
-def _read_system_here(raw_root: Path, cap: int, listing: list | None, sharing):
-    """``_read_system_forked``'s result computed in this process (the child ended without answering)."""
+def _read_system_here(raw_root: Path, cap: int, listing: list | None, sharing, spill=None):
+    """The system metrics and the problems found in them, read in this process (the child's work, or the
+    parent's when the child ended without answering)."""
     from reportgen.readers.system import read_system
 
     found = ProblemLog(cap=cap)
-    return read_system(raw_root, found, listing, sharing=sharing), found
+    return read_system(raw_root, found, listing, sharing=sharing, spill=spill), found
 
 
 def _traces_done(sharing, forked) -> None:

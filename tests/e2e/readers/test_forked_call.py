@@ -272,3 +272,27 @@ def test_a_signal_that_comes_while_the_child_is_being_made_ends_both(profile, tm
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
     assert not (tmp_path / "o").exists() and list(tmp.iterdir()) == []
+
+
+def test_a_child_does_not_outlive_a_parent_killed_with_sigkill(profile, tmp_path):
+    """``kill -9`` (the OOM killer) gives the parent no chance to close the child: the kernel kills it."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    # the child's reading takes a minute (patched in the child only, so that it runs in the child's own code)
+    slow = "from reportgen.readers import ingest; ingest._read_system_here = lambda *a, **k: time.sleep(60)"
+    proc = _watched(profile, tmp_path / "o", slow, tmp)
+    child = int(proc.stderr.readline().split()[1])
+    time.sleep(0.5)
+    proc.kill()
+    proc.wait(timeout=60)
+    for _ in range(200):  # gone, or a zombie of init's (reaping it is init's business): not running
+        try:
+            with open(f"/proc/{child}/stat") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            break
+        if state == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the child {child} still runs after its parent was killed")
