@@ -195,11 +195,9 @@ def _fork_lane(data, params, names: list[str], encode: bool, stack):
     """The rules ``names`` evaluated in a forked child (``readers.forked_call``), which sees ``data`` as this
     process holds it (nothing is sent but the results); None where no fork is allowed. The rules' two lanes
     hold the GIL for most of their ~0.5 CPU s (medium profile): as two threads they ran one at a time."""
-    from reportgen.readers.forked_call import ForkedCall, can_fork
+    from reportgen.readers.forked_call import start
 
-    if not can_fork():
-        return None
-    return ForkedCall(_lane_in_child, data, params, names, encode, stack=stack)
+    return start(_lane_in_child, data, params, names, encode, stack=stack)
 
 
 def _lane_in_child(notice, data, params, names: list[str], encode: bool):

@@ -66,11 +66,23 @@ def can_fork() -> bool:
     return False
 
 
+def start(fn, *args, stack, shared: dict | None = None) -> "ForkedCall | None":
+    """A ``ForkedCall``, or None where no fork is allowed (``can_fork``) or the system has no process to give:
+    the caller then computes ``fn``'s result itself."""
+    if not can_fork():
+        return None
+    try:
+        return ForkedCall(fn, *args, stack=stack, shared=shared)
+    except OSError:
+        return None
+
+
 class ForkedCall:
     """``fn(notice, *args)`` computed in a forked child. ``notice`` is a ``threading.Event`` of the child's,
     set when this process calls ``notify()`` (or ends). ``shared``: objects that both processes hold (made
     before the fork, such as an open temporary file) and that the result may refer to: they are sent by
-    reference, so the result refers to this process's own. ``stack``: the ``contextlib.ExitStack`` that
+    reference, so the result refers to this process's own. A fork that fails raises its OSError with nothing
+    left behind (``start`` turns it into None). ``stack``: the ``contextlib.ExitStack`` that
     closes the child on the caller's way out, given here so that the close is registered before a stop
     signal can interrupt the caller (between this call's return and a ``stack.callback`` of its own, an
     interrupt left the child running). Call only where ``can_fork()`` is true."""
@@ -86,7 +98,13 @@ class ForkedCall:
         # kept would leave the child to nobody. They are let through once this object can end the child.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         parent = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (EAGAIN, ENOMEM): nothing made, nothing held back
+            for fd in (read_end, write_end, notice_read, notice_write):
+                os.close(fd)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
         if pid == 0:  # the child: never returns
             _serve(fn, args, write_end, notice_read, self._shared, mask, (read_end, notice_write), parent)
         os.close(write_end)

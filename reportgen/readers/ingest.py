@@ -165,7 +165,7 @@ def _fork_system_read(raw_root: Path, listing: list | None, cap: int, stack):
     """A ``forked_call.ForkedCall`` reading the local system metrics in a child process (``_read_system_forked``),
     or None where no fork is allowed (``forked_call.can_fork``). Tables past the memory budget go to a spill
     file made here, before the fork, so that the tables sent back refer to this process's open file."""
-    from reportgen.readers.forked_call import ForkedCall, can_fork
+    from reportgen.readers.forked_call import can_fork, start
 
     if not can_fork():
         return None
@@ -176,7 +176,7 @@ def _fork_system_read(raw_root: Path, listing: list | None, cap: int, stack):
     except OSError:  # no temporary folder: the child cannot make one either and keeps its tables in memory
         spill = None
     shared = {"spill": spill} if spill is not None else {}
-    return ForkedCall(_read_system_forked, raw_root, listing, cap, spill, stack=stack, shared=shared)
+    return start(_read_system_forked, raw_root, listing, cap, spill, stack=stack, shared=shared)
 
 
 def _read_system_forked(notice, raw_root: Path, listing: list | None, cap: int, spill):

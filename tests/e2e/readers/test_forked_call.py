@@ -296,3 +296,33 @@ def test_a_child_does_not_outlive_a_parent_killed_with_sigkill(profile, tmp_path
         time.sleep(0.05)
     else:
         raise AssertionError(f"the child {child} still runs after its parent was killed")
+
+
+def test_a_fork_the_system_refuses_costs_nothing_but_the_fork(profile, in_process, tmp_path):
+    """EAGAIN or ENOMEM (a container's process or memory limit): the work is done here, the outputs are the same,
+    and Ctrl-C still works afterwards (the stop signals are not left held back)."""
+    out = tmp_path / "o"
+    script = f"""
+import errno, os, signal, sys
+def refused():
+    raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+os.fork = refused
+from reportgen import engine
+real = engine._evaluate
+def evaluate(*args, **kwargs):  # after both forks were tried: what the process holds now
+    found = real(*args, **kwargs)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    print(sorted(int(s) for s in blocked & {{signal.SIGINT, signal.SIGTERM, signal.SIGHUP}}),
+          len(os.listdir("/proc/self/fd")), flush=True)
+    return found
+engine._evaluate = evaluate
+from reportgen.cli import main
+sys.argv = ["reportgen", "analyze", {str(profile)!r}, "-o", {str(out)!r}, "-q"]
+raise SystemExit(main())
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (proc.returncode, proc.stderr) == (0, "")
+    held, fds = proc.stdout.rsplit(maxsplit=1)
+    assert held == "[]" and int(fds) < 12  # no stop signal held back, no pipe left open (0-2, a few of Python's)
+    assert _outputs(out) == in_process
