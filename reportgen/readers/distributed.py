@@ -312,11 +312,9 @@ def reduce_piece(root: str, rels: list[str], cap: int, want_records: bool, s3: S
         else:
             read_root = Path(root)
             paths = [read_root / r for r in rels]
-        reader = SystemReader(read_root, local, streaming=False)
-        if duckdb_threads:
-            # The parallelism is Dask's (one task per worker thread): DuckDB threads beyond that only
-            # oversubscribe the cores. Results do not depend on it (row order is never relied upon).
-            reader.con.execute(f"SET threads={int(duckdb_threads)}")
+        # The parallelism is Dask's (one task per worker thread): DuckDB threads beyond that only
+        # oversubscribe the cores. Results do not depend on it (row order is never relied upon).
+        reader = SystemReader(read_root, local, streaming=False, threads=duckdb_threads)
         try:
             reader.read(paths)
             seen = [n for n, c in reader.acc.chunks.items() if c]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import queue
 import re
 import threading
 from array import array
@@ -47,8 +46,10 @@ MAX_LINE_BYTES = 1 << 20
 PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization"}
 PERCENT_NAMES = {"MemoryUsedPercent"}
 BATCH_FILES = 48
-# Bytes of JSON lines per grouped query (a node's files are queried in slices of about this size).
-GROUPED_QUERY_BYTES = 192 << 20
+# Bytes of JSON lines per grouped query (a node's files are queried in slices of about this size): small
+# enough that a feed thread joining the read (``_RowFeed``) finds work at once and the two end together
+# (medium profile, 141 MB a node: 192 MB slices, one a node, left one core idle at the end of the read).
+GROUPED_QUERY_BYTES = 64 << 20
 # Smaller files cannot hold one record (~100 bytes): they go to the careful path, which reports
 # blank/whitespace-only files (DuckDB reads them as zero rows) and files that vanished.
 MIN_RECORD_BYTES = 48
@@ -306,7 +307,11 @@ def _slices(files: list[Path]) -> list[list[str]] | None:
     return slices
 
 
-DUCKDB_THREADS = 2  # the single-machine reader's DuckDB threads (one fewer while it shares the cores: SharedCores)
+DUCKDB_THREADS = 2  # the single-machine reader's DuckDB queries at once (one fewer while it shares the cores: SharedCores)
+# Queries run or held ahead of the one whose rows the reading thread groups: two feed threads query while a
+# third result waits, so a thread never idles for the reading thread (four 64 MB slices of records at most,
+# where the one-thread feed held three 192 MB ones).
+FEED_AHEAD = 3
 
 
 @dataclass
@@ -318,75 +323,124 @@ class SharedCores:
     profile), and its first import (pandas) holds pandas' module lock, which DuckDB's bind waits for when
     pandas is already partly imported (it checks pandas' types among a query's parameters): in 3 of 12
     runs of the medium profile the bind took 160-224 ms instead of 8 ms, with no core parsing meanwhile.
-    ``alone``, set by the caller once the other thread is done: until then DuckDB runs with one thread
-    fewer, so that two busy threads share two cores instead of three (medium profile, 12 interleaved
-    whole-process rounds: CPU 2.06x the floor query's against 2.15x, wall 2.28x against 2.44x, medians
-    of the per-round ratios)."""
+    ``alone``, set by the caller once the other thread is done: until then one feed thread fewer queries
+    (``_RowFeed``), so that two busy threads share two cores instead of three (medium profile, 12
+    interleaved whole-process rounds: CPU 2.06x the floor query's against 2.15x, wall 2.28x against 2.44x,
+    medians of the per-round ratios)."""
 
     parsing: threading.Event = field(default_factory=threading.Event)
     alone: threading.Event = field(default_factory=threading.Event)
 
 
 class _RowFeed:
-    """DuckDB's side of the fast path, in a helper thread: the row query of every slice of every
-    node, back to back, handed over through a one-slot queue, then each node's catalog rows. DuckDB
-    keeps parsing (without the GIL, on every core it has) while the reading thread groups the
-    previous slice and builds the previous node's table, so the cores are not left idle between
-    queries; about three slices of records are in memory besides the node being grouped. ``sharing``:
-    see ``SharedCores``."""
+    """DuckDB's side of the fast path: the row query of every slice of every node, then each node's
+    catalog query, in that order, run by up to ``threads`` helper threads with a cursor of their
+    own, each query on one DuckDB thread (the calling one). The reading thread takes the results in the
+    same order (``next_node``), grouping a slice and building a node's table while the next slices are
+    parsed without the GIL. One query per core rather than one query on every core: a thread that joins
+    (``SharedCores.alone``) starts on the next slice at once, where a query already running kept the
+    threads it started with (the medium profile's last node then ran on one core for ~0.5 s while the
+    other was idle). At most ``FEED_AHEAD`` results are run or held ahead of the one being grouped."""
 
-    def __init__(self, cursor, nodes: list[list[Path]], duck_error, sharing: SharedCores | None = None):
+    def __init__(self, con, nodes: list[list[Path]], duck_error, sharing: SharedCores | None = None,
+                 threads: int = DUCKDB_THREADS):
         self._sharing = sharing
-        self._threads = DUCKDB_THREADS
-        self._queue: queue.Queue = queue.Queue(maxsize=1)
-        self._stop = threading.Event()
-        self._cursor = cursor
+        self._duck_error = duck_error
         self._nodes = nodes
-        self._next = 0
-        self._thread = threading.Thread(target=self._run, args=(duck_error,), name="reportgen-duckdb", daemon=True)
-        self._thread.start()
+        self._lock = threading.Condition()
+        self._stop = False
+        self._tasks: list[tuple[int, str, list[str]]] = []  # (node, kind, files) in the order handed over
+        self._planned = 0  # nodes whose tasks are listed
+        self._taken = 0  # tasks taken by a feed thread
+        self._handed = 0  # tasks handed to the reading thread
+        self._done: dict[int, tuple] = {}  # task -> its result, until handed over
+        self._next = 0  # the next node for ``next_node``
+        self._cursors = [con.cursor() for _ in range(max(1, threads))]  # a cursor is not shared between threads
+        self._threads = [threading.Thread(target=self._run, args=(i,), name=f"reportgen-duckdb-{i}", daemon=True)
+                         for i in range(len(self._cursors))]
+        for t in self._threads:
+            t.start()
 
-    def _put(self, item) -> bool:
-        while not self._stop.is_set():
+    def _plan(self) -> bool:
+        """List the next node's tasks (its slices' row queries, then its catalog; one ``fail`` when a file is
+        too small or gone); False when every node is listed. Called with the lock held."""
+        if self._planned == len(self._nodes):
+            return False
+        node = self._planned
+        self._planned += 1
+        slices = _slices(self._nodes[node])
+        if slices is None:
+            self._tasks.append((node, "fail", []))
+        else:
+            self._tasks.extend((node, "rows", names) for names in slices)
+            self._tasks.append((node, "catalog", slices[0][:1]))
+        return True
+
+    def _take(self, joins_later: bool) -> int | None:
+        """The next task's index for a feed thread, once the reading thread is close enough; None at the end."""
+        with self._lock:
+            while True:
+                if self._stop:
+                    return None
+                if self._taken == len(self._tasks) and not self._plan():
+                    return None
+                if self._taken < self._handed + FEED_AHEAD and not (joins_later and not self._alone()):
+                    self._taken += 1
+                    return self._taken - 1
+                self._lock.wait(0.05)
+
+    def _alone(self) -> bool:
+        return self._sharing is None or self._sharing.alone.is_set()
+
+    def _run(self, worker: int) -> None:
+        """A feed thread: tasks in order until none is left (the second one starts once ``alone``)."""
+        cursor = self._cursors[worker]
+        while True:
             try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self, duck_error) -> None:
-        try:
-            for files in self._nodes:
-                slices = _slices(files)
+                task = self._take(joins_later=worker > 0)
+            except BaseException as e:  # noqa: BLE001 - handed to the reading thread, which raises it
+                self._finish(self._taken, ("error", e))
+                return
+            if task is None:
+                return
+            node, kind, names = self._tasks[task]
+            try:
+                if kind == "rows":
+                    item = ("rows", _rows(cursor, _ROWS_SQL, names, self._bound))
+                elif kind == "catalog":
+                    item = ("catalog", cursor.execute(_CATALOG_SQL, {"files": names}).fetchall())
+                else:
+                    item = ("fail", None)
+            except self._duck_error:
                 item = ("fail", None)
-                if slices is not None:
-                    try:
-                        for names in slices:
-                            self._share_cores()
-                            if not self._put(("rows", _rows(self._cursor, _ROWS_SQL, names, self._bound))):
-                                return
-                        item = ("catalog", self._cursor.execute(_CATALOG_SQL, {"files": slices[0][:1]}).fetchall())
-                    except duck_error:
-                        item = ("fail", None)
-                if not self._put(item):
-                    return
-        except BaseException as e:  # noqa: BLE001 - handed to the reading thread, which raises it
-            self._put(("error", e))
+            except BaseException as e:  # noqa: BLE001 - handed to the reading thread, which raises it
+                item = ("error", e)
+            self._finish(task, item)
 
-    def _share_cores(self) -> None:
-        """Before each row query: DuckDB's threads as ``SharedCores`` says."""
-        if self._sharing is None:
-            return
-        threads = DUCKDB_THREADS if self._sharing.alone.is_set() else max(1, DUCKDB_THREADS - 1)
-        if threads != self._threads:
-            self._cursor.execute(f"SET threads={threads}")
-            self._threads = threads
+    def _finish(self, task: int, item: tuple) -> None:
+        with self._lock:
+            self._done[task] = item
+            self._lock.notify_all()
 
     def _bound(self) -> None:
         """Each row query bound: ``parsing`` set (see ``SharedCores``)."""
         if self._sharing is not None:
             self._sharing.parsing.set()
+
+    def _result(self) -> tuple[str, tuple]:
+        """The next task's kind and result, in task order."""
+        with self._lock:
+            while self._handed not in self._done:
+                if not any(t.is_alive() for t in self._threads):  # cannot happen: every task gets a result
+                    raise RuntimeError("the DuckDB feed ended early")
+                self._lock.wait(0.05)
+            task = self._handed
+            item = self._done.pop(task)
+            self._handed += 1
+            self._lock.notify_all()
+        if item[0] == "error":
+            raise item[1]
+        return self._tasks[task][1], item
 
     def next_node(self):
         """``(its records as a SlicedSeries, catalog rows of its first file, its files)`` for the next
@@ -396,36 +450,38 @@ class _RowFeed:
         self._next += 1
         series: SlicedSeries | None = SlicedSeries()
         while True:
-            kind, payload = self._queue.get()
-            if kind == "error":
-                raise payload
-            if kind == "rows":
-                part = _group_rows(payload["h"], payload["ts"], payload["v"]) if series is not None else None
-                del payload
+            kind, (got, payload) = self._result()
+            if got == "fail":
+                series = None
+            elif kind == "rows" and series is not None:
+                part = _group_rows(payload["h"], payload["ts"], payload["v"])
                 if part is None:
                     series = None
                 else:
                     series.add(*part)
                 del part
-                continue
-            if kind == "fail" or series is None:
-                return None
-            return series, payload, [str(f) for f in files]
+            if kind != "rows":  # the node's last task: its catalog (or its one ``fail``)
+                break
+            del payload
+        if series is None:
+            return None
+        return series, payload, [str(f) for f in files]
 
     def close(self) -> None:
-        """Stop the thread (interrupting a running query) and wait for it."""
-        self._stop.set()
-        if self._thread.is_alive():
-            try:
-                self._cursor.interrupt()
-            except Exception:  # noqa: BLE001 - best effort: the query then runs to its end
-                pass
-        while self._thread.is_alive():
-            try:
-                self._queue.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        self._thread.join()
+        """Stop the feed threads (interrupting their running queries) and wait for them."""
+        with self._lock:
+            self._stop = True
+            self._lock.notify_all()
+        for cursor, thread in zip(self._cursors, self._threads):
+            if thread.is_alive():
+                try:
+                    cursor.interrupt()
+                except Exception:  # noqa: BLE001 - best effort: the query then runs to its end
+                    pass
+        for thread in self._threads:
+            thread.join()
+        for cursor in self._cursors:
+            cursor.close()
 
 
 class _Restart(Exception):
@@ -439,7 +495,8 @@ def _is_percent(key: tuple) -> bool:
 
 class SystemReader:
     def __init__(self, root: Path, problems: ProblemLog, streaming: bool = True, budget: TableBudget | None = None,
-                 sharing: SharedCores | None = None):
+                 sharing: SharedCores | None = None, threads: int | None = None):
+        """``threads``: the DuckDB threads (and row queries at once) of this read (default ``DUCKDB_THREADS``)."""
         import duckdb
 
         self.root = root
@@ -450,8 +507,9 @@ class SystemReader:
         self.files_read = 0  # files handed to ``read`` (what incremental mode is checked by)
         self.problems = problems
         self.acc = _Accumulator(problems, root)
+        self.threads = max(1, int(threads or DUCKDB_THREADS))
         self.con = duckdb.connect()
-        self.con.execute(f"SET threads={DUCKDB_THREADS}")
+        self.con.execute(f"SET threads={self.threads}")
         try:  # no terminal output from a library; in Jupyter DuckDB refuses the change without ipywidgets
             self.con.execute("SET enable_progress_bar=false")
         except duckdb.Error:
@@ -649,8 +707,8 @@ class SystemReader:
         order = sorted(groups, key=natural_key)
         if not order:
             return
-        cursor = self.con.cursor()  # a connection object is not shared between threads
-        feed = _RowFeed(cursor, [groups[g] for g in order], self._duck_error, self.sharing)
+        self.con.execute("SET threads=1")  # each feed thread's query on its own thread (``_RowFeed``)
+        feed = _RowFeed(self.con, [groups[g] for g in order], self._duck_error, self.sharing, self.threads)
         try:
             for i, g in enumerate(order):
                 taken = self._grouped(self._node_rows(feed))
@@ -662,7 +720,10 @@ class SystemReader:
                         self._finish(node)
         finally:
             feed.close()
-            cursor.close()
+            try:
+                self.con.execute(f"SET threads={self.threads}")  # the batch path's queries use every core
+            except Exception:  # noqa: BLE001 - an interrupted connection: nothing more runs on it
+                pass
 
     def _finish(self, node: str) -> None:
         chunks = self.acc.chunks.pop(node)

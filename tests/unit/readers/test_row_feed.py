@@ -1,0 +1,89 @@
+"""The system reader's DuckDB feed (``readers.system._RowFeed``): queries run by two feed threads at once, their
+results taken in order, so that the tables equal a one-query-at-a-time read whatever finishes first, a slice
+DuckDB rejects sends only its node to the batch path, and an unexpected error reaches the caller."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from reportgen.problems import ProblemLog
+from reportgen.readers import system as sr
+from reportgen.readers.system import read_system
+
+from .test_readers import T, instant, write_sys
+
+
+def _profile(root, nodes=("algo-1", "algo-2", "algo-3"), minutes=3):
+    for n, node in enumerate(nodes):
+        for m in range(minutes):
+            t0 = T + 60 * m
+            write_sys(root, t0, [l for k in range(4) for l in instant(t0 + 0.5 * k, cpu=10.0 * (n + 1) + m + k,
+                                                                        node=node)], node=node)
+
+
+def _tables(data) -> dict:
+    return {node: (ns.tick_ts.tolist(), np.asarray(ns.values).tolist()) for node, ns in data.nodes.items()}
+
+
+@pytest.fixture
+def one_file_a_query(monkeypatch):
+    monkeypatch.setattr(sr, "GROUPED_QUERY_BYTES", 1)  # a slice a file: three row queries a node
+
+
+def test_results_come_in_order_whatever_query_ends_first(tmp_path, monkeypatch, one_file_a_query):
+    _profile(tmp_path)
+    expected = _tables(read_system(tmp_path, ProblemLog()))
+    real = sr._rows
+    calls = []
+
+    def slow_first(cursor, sql, files, bound=None):
+        calls.append(threading.current_thread().name)
+        if len(calls) % 2 == 1:
+            time.sleep(0.05)  # every other query ends after the one started after it
+        return real(cursor, sql, files, bound)
+
+    monkeypatch.setattr(sr, "_rows", slow_first)
+    found = read_system(tmp_path, ProblemLog())
+    assert len(calls) == 9 and len(set(calls)) == 2  # both feed threads queried
+    assert _tables(found) == expected and list(found.nodes) == ["algo-1", "algo-2", "algo-3"]
+
+
+def test_a_rejected_slice_sends_its_node_alone_to_the_batch_path(tmp_path, monkeypatch, one_file_a_query):
+    import duckdb
+
+    _profile(tmp_path)
+    expected = _tables(read_system(tmp_path, ProblemLog()))
+    real = sr._rows
+    bad = sorted((tmp_path / "system").rglob(f"{T + 60}.algo-2.json"))[0]
+
+    def reject(cursor, sql, files, bound=None):
+        if str(bad) in files:
+            raise duckdb.InvalidInputException("planted")
+        return real(cursor, sql, files, bound)
+
+    monkeypatch.setattr(sr, "_rows", reject)
+    batches = []
+    real_batches = sr.SystemReader._read_batches
+    monkeypatch.setattr(sr.SystemReader, "_read_batches", lambda self, files: batches.append(
+        sorted(f.name.split(".")[1] for f in files)) or real_batches(self, files))
+    problems = ProblemLog()
+    found = read_system(tmp_path, problems)
+    assert batches == [["algo-2"] * 3]  # the node's three files, read again by the batch path
+    assert _tables(found) == expected and problems.total == 0
+
+
+def test_an_unexpected_error_in_a_query_reaches_the_caller(tmp_path, monkeypatch, one_file_a_query):
+    _profile(tmp_path)
+    real = sr._rows
+
+    def broken(cursor, sql, files, bound=None):
+        if "algo-3" in files[0]:
+            raise MemoryError("planted")
+        return real(cursor, sql, files, bound)
+
+    monkeypatch.setattr(sr, "_rows", broken)
+    with pytest.raises(MemoryError, match="planted"):
+        read_system(tmp_path, ProblemLog())
+    assert not [t for t in threading.enumerate() if t.name.startswith("reportgen-duckdb")]  # none left running
