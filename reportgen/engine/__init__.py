@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -121,8 +122,13 @@ RULE_THREADS = 2  # the rules are pure functions of read-only data; numpy lets t
 # (up to ~210 MB each on the large benchmark profile) one after another in one lane, followed by the
 # timeline (in ``analyze``), the system-table rules in the other (each rule's lane is in the rulebook), so the peak memory stays that of
 # one heavy rule per lane. Large profile, one thread: event rules ~1.25 s + timeline ~0.9 s against
-# ~2.3 s of system rules, so the two lanes end together. Where the command line may fork, the system lane
-# runs in a forked child instead of a thread (``_fork_lane``): the lanes' Python no longer takes turns.
+# ~2.3 s of system rules, so the two lanes end together. Where the command line may fork, the work is
+# shared with a forked child instead of a thread (``_fork_shared``): the lanes' Python no longer takes turns.
+# The events lane stays in this process, one rule after another; the timeline and the system rules are a
+# pool that the child starts on and this process joins when its events lane is done, each taking the next
+# task as it is free (medium profile, one thread: events lane ~0.24 CPU s, timeline ~0.22, system rules
+# ~0.32: as fixed lanes this process's 0.46 s against the child's 0.32 s).
+SHARED_FIRST = ("timeline", "OverallSystemUsage", "BatchSize")  # the pool's longest tasks, taken first
 
 
 def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,
@@ -130,86 +136,124 @@ def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,
     """All 11 rules; the result is ordered as ``RULE_ORDER``. With ``threads`` > 1 they run in two
     lanes side by side (their big array operations release the GIL: 4.0-4.8 -> 2.3-2.8 s on the
     large benchmark profile); the results are the same."""
-    rules, _, _ = _evaluate(data, params, progress, threads, timeline=False)
+    rules, _ = _evaluate(data, params, progress, threads, timeline=False)
     return rules
 
 
 def _evaluate(data, params, progress, threads: int, timeline: bool,
-              encode: bool = False) -> tuple[dict[str, dict], dict | None, dict[str, str]]:
-    """The rules (and the timeline document when asked), sequentially or in two lanes; ``encode``: each
-    document's JSON text too (key ``"timeline"`` for the timeline's), made in its lane as it is done, so
-    the encoding (~0.1 s on the medium profile, the timeline's 1.2 MB most of it) runs beside the other
-    lane instead of after both."""
+              encode: bool = False) -> tuple[dict[str, dict], dict[str, str]]:
+    """The rules' documents, sequentially or in two lanes, and texts: with ``encode`` each document's JSON
+    text, made in its lane as it is done, so the encoding (~0.1 s on the medium profile, the timeline's
+    1.2 MB most of it) runs beside the other lane instead of after both; with ``timeline`` the timeline
+    document's JSON text (key ``"timeline"``)."""
     params = {**default_params(), **(params or {})}
     out: dict[str, dict] = {}
     texts: dict[str, str] = {}
 
-    def lane(names: list[str], with_timeline: bool):
-        for name in names:
-            if progress and threads <= 1:
-                progress(f"rule {name}")
-            out[name] = rule_module(name).evaluate(data, params[name])
-            if encode:
-                texts[name] = json.dumps(out[name])
-        if with_timeline:
-            from reportgen.engine.timeline import build_timeline
+    def task(name: str) -> None:
+        if name == "timeline":
+            texts["timeline"] = _timeline_text(data)
+            return
+        if progress and threads <= 1:
+            progress(f"rule {name}")
+        out[name] = rule_module(name).evaluate(data, params[name])
+        if encode:
+            texts[name] = json.dumps(out[name])
 
-            doc = build_timeline(data.nodes, data.events, extent_us=data.framework.extent)
-            if encode:
-                texts["timeline"] = json.dumps(doc)
-            return doc
-        return None
+    def lane(names: list[str]) -> None:
+        for name in names:
+            task(name)
 
     if threads <= 1:
-        doc = lane(list(RULE_ORDER), timeline)
-    else:
-        from concurrent.futures import ThreadPoolExecutor
+        lane(list(RULE_ORDER) + (["timeline"] if timeline else []))
+        return {name: out[name] for name in RULE_ORDER}, texts
+    if progress:
+        progress(f"running the {len(RULE_ORDER)} rules (2 threads)")
+    events = [rule.name for rule in RULES if rule.lane == "events"]
+    system = [rule.name for rule in RULES if rule.lane != "events"]
+    with contextlib.ExitStack() as stack:  # the child is closed on the way out, whatever ends the lanes
+        pool = sorted((["timeline"] if timeline else []) + system,
+                      key=lambda name: SHARED_FIRST.index(name) if name in SHARED_FIRST else len(SHARED_FIRST))
+        shared = _fork_shared(data, params, pool, encode, stack)
+        if shared is not None:
+            forked, take = shared
+            lane(events)
+            while (name := take()) is not None:  # then the pool's tasks that the child has not taken
+                task(name)
+            # what the child took and did not answer (it died), computed here
+            found, encoded = forked.result(lambda: _here(lane, [n for n in pool if n not in out and n not in texts],
+                                                         out, texts))
+            out.update(found)
+            texts.update(encoded)
+            return {name: out[name] for name in RULE_ORDER}, texts
+    from concurrent.futures import ThreadPoolExecutor
 
-        if progress:
-            progress(f"running the {len(RULE_ORDER)} rules (2 threads)")
-        events = [rule.name for rule in RULES if rule.lane == "events"]
-        system = [rule.name for rule in RULES if rule.lane != "events"]
-        with contextlib.ExitStack() as stack:  # the child is closed on the way out, whatever ends the lanes
-            forked = _fork_lane(data, params, system, encode, stack)
-            if forked is not None:
-                doc = lane(events, timeline)
-                found, encoded = forked.result(lambda: _lane_here(lane, system, out, texts))
-                out.update(found)
-                texts.update(encoded)
-                return {name: out[name] for name in RULE_ORDER}, doc, texts
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-rules")
-        try:
-            first = pool.submit(lane, events, timeline)
-            lane(system, False)
-            doc = first.result()
-        except BaseException:
-            # a stop signal (or an error) in this thread: do not wait for the other lane to finish its
-            # rule (it only computes in memory; the command line then leaves with os._exit)
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
-    return {name: out[name] for name in RULE_ORDER}, doc, texts
-
-
-def _fork_lane(data, params, names: list[str], encode: bool, stack):
-    """The rules ``names`` evaluated in a forked child (``readers.forked_call``), which sees ``data`` as this
-    process holds it (nothing is sent but the results); None where no fork is allowed. The rules' two lanes
-    hold the GIL for most of their ~0.5 CPU s (medium profile): as two threads they ran one at a time."""
-    from reportgen.readers.forked_call import start
-
-    return start(_lane_in_child, data, params, names, encode, stack=stack)
+    pool_threads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-rules")
+    try:
+        first = pool_threads.submit(lane, events + (["timeline"] if timeline else []))
+        lane(system)
+        first.result()
+    except BaseException:
+        # a stop signal (or an error) in this thread: do not wait for the other lane to finish its
+        # rule (it only computes in memory; the command line then leaves with os._exit)
+        pool_threads.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool_threads.shutdown(wait=True)
+    return {name: out[name] for name in RULE_ORDER}, texts
 
 
-def _lane_in_child(notice, data, params, names: list[str], encode: bool):
-    """The child's work: each rule's document (and its JSON text with ``encode``)."""
-    docs = {name: rule_module(name).evaluate(data, params[name]) for name in names}
-    return docs, ({name: json.dumps(doc) for name, doc in docs.items()} if encode else {})
+def _timeline_text(data) -> str:
+    """The timeline document's JSON text (``engine.timeline``)."""
+    from reportgen.engine.timeline import build_timeline
+
+    return json.dumps(build_timeline(data.nodes, data.events, extent_us=data.framework.extent))
 
 
-def _lane_here(lane, names: list[str], out: dict, texts: dict) -> tuple[dict, dict]:
-    """``_lane_in_child``'s result computed by ``lane`` in this process (the child ended without answering)."""
-    lane(names, False)
-    return {name: out[name] for name in names}, {name: texts[name] for name in names if name in texts}
+def _fork_shared(data, params, pool: list[str], encode: bool, stack):
+    """A forked child (``readers.forked_call``) taking tasks from ``pool`` (rule names, ``"timeline"``) one at a
+    time, and ``take()``, which gives this process the next task that neither has taken (None once all are):
+    ``(ForkedCall, take)``, or None where no fork is allowed. The tasks are bytes in a pipe written whole
+    before the fork; a one-byte read from a pipe is atomic, so each task goes to exactly one of the two. The
+    child sees ``data`` as this process holds it (nothing is sent but the results). The rules hold the GIL
+    for most of their ~0.8 CPU s (medium profile): as two threads they ran one at a time."""
+    from reportgen.readers.forked_call import can_fork, start
+
+    if not can_fork():
+        return None
+    read_end, write_end = os.pipe()
+    stack.callback(os.close, read_end)
+    with os.fdopen(write_end, "wb") as tokens:
+        tokens.write(bytes(range(len(pool))))  # a few bytes: far below the pipe's buffer
+    forked = start(_pool_in_child, data, params, pool, encode, read_end, stack=stack)
+    if forked is None:
+        return None
+
+    def take() -> str | None:
+        token = os.read(read_end, 1)
+        return pool[token[0]] if token else None
+
+    return forked, take
+
+
+def _pool_in_child(notice, data, params, pool: list[str], encode: bool, read_end: int):
+    """The child's work: the pool's tasks it takes, as documents (rules) and JSON texts."""
+    docs, texts = {}, {}
+    while token := os.read(read_end, 1):
+        name = pool[token[0]]
+        if name == "timeline":
+            texts["timeline"] = _timeline_text(data)
+            continue
+        docs[name] = rule_module(name).evaluate(data, params[name])
+        if encode:
+            texts[name] = json.dumps(docs[name])
+    return docs, texts
+
+
+def _here(lane, names: list[str], out: dict, texts: dict) -> tuple[dict, dict]:
+    """What the child took and did not answer (it ended without a result), computed by ``lane`` here."""
+    lane(names)
+    return ({name: out[name] for name in names if name in out},
+            {name: texts[name] for name in names if name in texts})
 
 
 def analyze(raw_root: Path, out_dir: Path, options: AnalysisOptions | None = None, *,
@@ -227,7 +271,7 @@ def analyze(raw_root: Path, out_dir: Path, options: AnalysisOptions | None = Non
     data, problems, system = _load(Path(raw_root), None, options.scheduler, options.cache_root, options.s3_system,
                                    options.s3_framework, options.client)
     try:
-        rules, _, texts = _evaluate(data, options.params, progress, RULE_THREADS, timeline=True, encode=True)
+        rules, texts = _evaluate(data, options.params, progress, RULE_THREADS, timeline=True, encode=True)
     finally:
         data.framework.close()  # the spilled correlation columns (engine.framework_events)
     report_dir = out_dir / "profiler-reports"

@@ -48,7 +48,7 @@ def test_engine_runs_each_rule_in_its_rulebook_lane(monkeypatch):
         module = importlib.import_module(f"reportgen.engine.rules.{rule.module}")
         monkeypatch.setattr(module, "evaluate",
                             lambda data, params, _n=rule.name: seen.setdefault(_n, threading.current_thread().name) and {})
-    rules, _, _ = engine._evaluate(None, None, None, threads=2, timeline=False)
+    rules, _ = engine._evaluate(None, None, None, threads=2, timeline=False)
     assert list(rules) == list(RULE_ORDER)
     main = threading.current_thread().name
     assert {n for n, t in seen.items() if t != main} == {r.name for r in RULES if r.lane == "events"}

@@ -1,4 +1,4 @@
-"""The system metrics read, and the rules' system lane evaluated, in forked children (``readers.forked_call``),
+"""The system metrics read, and the rules' pool shared with a forked child, in forked children (``readers.forked_call``),
 as the command line runs them.
 
 Each ``ForkedCall`` case runs in a fresh ``python -c`` process (one OS thread, as the command line
@@ -221,6 +221,20 @@ def test_a_child_killed_before_it_answers_leaves_the_same_outputs(profile, in_pr
     assert [line.split()[0] for line in err.splitlines()] == ["forked", "forked"]  # and nothing else printed
     assert _outputs(tmp_path / "o") == in_process
     assert list(tmp.iterdir()) == []
+
+
+def test_a_child_killed_after_taking_a_task_leaves_the_same_outputs(profile, in_process, tmp_path):
+    """The rules' child dies with the task it took from the pool (the timeline or a system rule): the parent
+    computes what the child took and did not answer."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    dies = ("from reportgen import engine; "
+            "engine.rule_module = engine._timeline_text = lambda *a: os.kill(os.getpid(), signal.SIGKILL)")
+    proc = _watched(profile, tmp_path / "o", dies, tmp, parent="time.sleep(0.2)")  # the child takes a task first
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert [line.split()[0] for line in err.splitlines()] == ["forked", "forked"]
+    assert _outputs(tmp_path / "o") == in_process
 
 
 def test_ctrl_c_reaching_both_processes_is_exit_130_and_leaves_no_child(profile, tmp_path):
