@@ -697,8 +697,9 @@ class SystemReader:
     def read(self, files: list[Path]) -> None:
         """Node by node (files grouped by the node in their name): the row queries, or the batch
         path when they show an anomaly; in streaming mode each node's table is built right after.
-        DuckDB runs the queries in a helper thread (``_RowFeed``) while this thread groups the
-        records and builds the tables."""
+        DuckDB runs the queries in helper threads (``_RowFeed``) while this thread groups the
+        records and builds the tables. While they run, DuckDB has one thread a query, the batch path's
+        included (the feed threads keep the other cores busy meanwhile); ``self.threads`` after."""
         self.files_read += len(files)
         groups: dict[str, list[Path]] = {}
         for f in files:
