@@ -151,14 +151,9 @@ def _evaluate(data, params, progress, threads: int, timeline: bool,
     texts: dict[str, str] = {}
 
     def task(name: str) -> None:
-        if name == "timeline":
-            texts["timeline"] = _timeline_text(data)
-            return
-        if progress and threads <= 1:
+        if progress and threads <= 1 and name != "timeline":
             progress(f"rule {name}")
-        out[name] = rule_module(name).evaluate(data, params[name])
-        if encode:
-            texts[name] = json.dumps(out[name])
+        _run_task(name, data, params, encode, out, texts)
 
     def lane(names: list[str]) -> None:
         for name in names:
@@ -202,6 +197,17 @@ def _evaluate(data, params, progress, threads: int, timeline: bool,
     return {name: out[name] for name in RULE_ORDER}, texts
 
 
+def _run_task(name: str, data, params, encode: bool, docs: dict, texts: dict) -> None:
+    """One task of the rules' work: a rule's document into ``docs`` (and its JSON text into ``texts`` with
+    ``encode``), or, for ``"timeline"``, the timeline's JSON text into ``texts``."""
+    if name == "timeline":
+        texts["timeline"] = _timeline_text(data)
+        return
+    docs[name] = rule_module(name).evaluate(data, params[name])
+    if encode:
+        texts[name] = json.dumps(docs[name])
+
+
 def _timeline_text(data) -> str:
     """The timeline document's JSON text (``engine.timeline``)."""
     from reportgen.engine.timeline import build_timeline
@@ -237,15 +243,10 @@ def _fork_shared(data, params, pool: list[str], encode: bool, stack):
 
 def _pool_in_child(notice, data, params, pool: list[str], encode: bool, read_end: int):
     """The child's work: the pool's tasks it takes, as documents (rules) and JSON texts."""
-    docs, texts = {}, {}
+    docs: dict = {}
+    texts: dict = {}
     while token := os.read(read_end, 1):
-        name = pool[token[0]]
-        if name == "timeline":
-            texts["timeline"] = _timeline_text(data)
-            continue
-        docs[name] = rule_module(name).evaluate(data, params[name])
-        if encode:
-            texts[name] = json.dumps(docs[name])
+        _run_task(pool[token[0]], data, params, encode, docs, texts)
     return docs, texts
 
 
