@@ -349,7 +349,7 @@ class _RowFeed:
         self._nodes = nodes
         self._lock = threading.Condition()
         self._stop = False
-        self._tasks: list[tuple[int, str, list[str]]] = []  # (node, kind, files) in the order handed over
+        self._tasks: list[tuple[int, str, object]] = []  # (node, kind, files or exception) in the order handed over
         self._planned = 0  # nodes whose tasks are listed
         self._taken = 0  # tasks taken by a feed thread
         self._handed = 0  # tasks handed to the reading thread
@@ -363,12 +363,17 @@ class _RowFeed:
 
     def _plan(self) -> bool:
         """List the next node's tasks (its slices' row queries, then its catalog; one ``fail`` when a file is
-        too small or gone); False when every node is listed. Called with the lock held."""
+        too small or gone, one ``error`` carrying what listing them raised); False when every node is listed.
+        Called with the lock held."""
         if self._planned == len(self._nodes):
             return False
         node = self._planned
         self._planned += 1
-        slices = _slices(self._nodes[node])
+        try:
+            slices = _slices(self._nodes[node])
+        except Exception as e:  # noqa: BLE001 - raised by the reading thread when it reaches this node
+            self._tasks.append((node, "error", e))
+            return True
         if slices is None:
             self._tasks.append((node, "fail", []))
         else:
@@ -396,16 +401,14 @@ class _RowFeed:
         """A feed thread: tasks in order until none is left (the second one starts once ``alone``)."""
         cursor = self._cursors[worker]
         while True:
-            try:
-                task = self._take(joins_later=worker > 0)
-            except BaseException as e:  # noqa: BLE001 - handed to the reading thread, which raises it
-                self._finish(self._taken, ("error", e))
-                return
+            task = self._take(joins_later=worker > 0)
             if task is None:
                 return
             node, kind, names = self._tasks[task]
             try:
-                if kind == "rows":
+                if kind == "error":
+                    item = ("error", names)
+                elif kind == "rows":
                     item = ("rows", _rows(cursor, _ROWS_SQL, names, self._bound))
                 elif kind == "catalog":
                     item = ("catalog", cursor.execute(_CATALOG_SQL, {"files": names}).fetchall())

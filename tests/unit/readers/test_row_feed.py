@@ -87,3 +87,24 @@ def test_an_unexpected_error_in_a_query_reaches_the_caller(tmp_path, monkeypatch
     with pytest.raises(MemoryError, match="planted"):
         read_system(tmp_path, ProblemLog())
     assert not [t for t in threading.enumerate() if t.name.startswith("reportgen-duckdb")]  # none left running
+
+
+def test_an_error_listing_a_node_s_slices_reaches_the_caller_in_its_place(tmp_path, monkeypatch, one_file_a_query):
+    """Listing a node's slices (its files' sizes and last lines) that raises: the nodes before it are read, then
+    the error is raised where that node comes, and no feed thread is left running."""
+    _profile(tmp_path)
+    real = sr._slices
+    reached = []
+
+    def slices(files):
+        if "algo-2" in files[0].name:
+            raise MemoryError("planted")
+        return real(files)
+
+    monkeypatch.setattr(sr, "_slices", slices)
+    real_grouped = sr.SystemReader._grouped
+    monkeypatch.setattr(sr.SystemReader, "_grouped", lambda self, r: reached.append(r is not None) or real_grouped(self, r))
+    with pytest.raises(MemoryError, match="planted"):
+        read_system(tmp_path, ProblemLog())
+    assert reached == [True]  # algo-1 was read; algo-2's error came next
+    assert not [t for t in threading.enumerate() if t.name.startswith("reportgen-duckdb")]
