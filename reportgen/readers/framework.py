@@ -9,6 +9,7 @@ column lists (column-wise when the file has the common shape), a streamed file's
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reportgen.readers.framework_decode import NO_ARGS, as_dict, column, decode_events
 from reportgen.readers.framework_files import file_key_us, list_framework_files  # noqa: F401  (their home before)
 from reportgen.garbage_collector import paused
 from reportgen.readers.heap import trim_heap
@@ -336,7 +338,9 @@ class FrameworkReader:
         else:
             base = 0
             node = rewrite_node_id(path.name.split("_")[1])
-        read = TraceRead(path, rel, gz=path.name.endswith(".gz"), cap=self.problems.cap)
+        # a file of the common shape read whole goes straight to columns (``_read_typed``)
+        whole = None if is_tf else functools.partial(self._read_typed, base=base, node=node, ftype=ftype)
+        read = TraceRead(path, rel, gz=path.name.endswith(".gz"), cap=self.problems.cap, whole=whole)
         bad_events = ProblemLog(self.problems.cap)
         st = _TraceState(base)
         idx0 = 0
@@ -438,21 +442,33 @@ class FrameworkReader:
         for b in st.spans.unclosed():
             self.problems.add(rel, None, f"unclosed B event {b.get('name')!r} (dropped)")
 
-    def _read_simple(self, events: list, base: int, node: str, ftype: str) -> bool:
+    def _read_typed(self, raw: bytes, base: int, node: str, ftype: str) -> int | None:
+        """A whole file's text decoded into structs (``framework_decode``) and read column-wise: the
+        number of its events, or None (nothing appended) when it does not decode so or does not have
+        the common shape; ``TraceRead`` then decodes it as usual (the same columns or problems)."""
+        with paused():
+            events = decode_events(raw)
+        if events is None or not self._read_simple(events, base, node, ftype, typed=True):
+            return None
+        return len(events)
+
+    def _read_simple(self, events: list, base: int, node: str, ftype: str, typed: bool = False) -> bool:
         """Column-wise path for the common file shape (only well-formed X / i events after the
         metadata, each pid declared once, one base time): each column filled by one comprehension,
         times rounded with numpy. Returns False (nothing appended) when any event needs the general
-        path's handling; the whole file then takes it."""
-        if set(map(type, events)) - {dict}:
+        path's handling; the whole file then takes it. ``typed``: the events are ``framework_decode``
+        structs instead of dicts."""
+        if not typed and set(map(type, events)) - {dict}:
             return False
-        pids = [e.get("pid") for e in events]
+        pids = column(events, "pid", typed)
         if {list, dict} & set(map(type, pids)):
             return False
-        phs = [e.get("ph") for e in events]
+        phs = column(events, "ph", typed)
         # Every event after the last metadata event is body: only the events up to it are filtered.
         head = _last_meta(phs) + 1
-        meta = [e for e, ph in zip(events[:head], phs[:head]) if ph == "M"]
-        if meta and not _metadata_leads(events, phs):
+        lead = [as_dict(e) for e in events[:head]] if typed else events[:head]  # what the metadata checks read
+        meta = [e for e, ph in zip(lead, phs[:head]) if ph == "M"]
+        if meta and not _metadata_leads(lead, phs):
             return False
         if meta:
             keep = [ph != "M" for ph in phs[:head]]
@@ -475,13 +491,13 @@ class FrameworkReader:
                     phase_of_pid[e.get("pid")] = str(args["name"])
         if bases > 1:
             return False
-        return self._simple_body(body, phs, base, phase_of_pid, node, ftype, pids)
+        return self._simple_body(body, phs, base, phase_of_pid, node, ftype, pids, typed)
 
     def _simple_body(self, body: list, phs: list, base: int, phase_of_pid: dict, node: str, ftype: str,
-                     pids: list | None = None) -> bool:
-        """Columns of ``body`` (dicts with their ``ph`` values in ``phs``, no metadata; ``pids``: their
-        ``pid`` values when the caller has them) when every event is a well-formed X / i event; False
-        (nothing appended) otherwise."""
+                     pids: list | None = None, typed: bool = False) -> bool:
+        """Columns of ``body`` (dicts, or structs with ``typed``, with their ``ph`` values in ``phs``, no
+        metadata; ``pids``: their ``pid`` values when the caller has them) when every event is a
+        well-formed X / i event; False (nothing appended) otherwise."""
         try:
             kinds = set(phs)
         except TypeError:  # a list or object as "ph": the general path reports it
@@ -489,36 +505,35 @@ class FrameworkReader:
         if not kinds <= {"X", "i", "I"}:
             return False
         num = (int, float)
-        ts = [e.get("ts") for e in body]
-        if kinds == {"X"}:
-            dur = [e.get("dur", 0) for e in body]
-        else:
-            dur = [e.get("dur", 0) if ph == "X" else 0 for e, ph in zip(body, phs)]
+        ts = column(body, "ts", typed)
+        dur = column(body, "dur", typed, 0)
+        if kinds != {"X"}:
+            dur = [d if ph == "X" else 0 for d, ph in zip(dur, phs)]
         if not set(map(type, ts)) <= _NUM_TYPES or not set(map(type, dur)) <= _NUM_TYPES:
             return False
         if dur and min(dur) < 0:  # (a NaN that hides a negative from min() fails the magnitude test below)
             return False
-        names = [e.get("name") for e in body]
+        names = column(body, "name", typed)
         if set(map(type, names)) - {str}:
             names = [x if type(x) is str else ("" if x is None else str(x)) for x in names]
         if pids is None:
-            pids = [e.get("pid") for e in body]
+            pids = column(body, "pid", typed)
         if set(map(type, pids)) - {int}:
             get_phase = phase_of_pid.get
             phases = [get_phase(x, "Unknown") for x in pids]
             pids = [x if type(x) is int else _int(x, -1) for x in pids]
         else:
             phases = _PhaseOfPid(phase_of_pid)  # encoded from the pids' codes in flush()
-        tids = [e.get("tid") for e in body]
+        tids = column(body, "tid", typed)
         if set(map(type, tids)) <= {type(None)}:  # no thread ids at all (smdebug's Python timeline)
             tids = [-1] * len(tids)
         elif set(map(type, tids)) - {int}:
             tids = [x if type(x) is int else -1 if x is None else _int(x, -1) for x in tids]
-        empty: dict = {}
-        args_l = [e.get("args") for e in body]
-        if set(map(type, args_l)) - {dict}:
-            args_l = [a if type(a) is dict else empty for a in args_l]
-        steps = [a.get("step_num") for a in args_l]
+        args_l = column(body, "args", typed)
+        args_type, empty = (type(NO_ARGS), NO_ARGS) if typed else (dict, {})
+        if set(map(type, args_l)) - {args_type}:
+            args_l = [a if type(a) is args_type else empty for a in args_l]
+        steps = column(args_l, "step_num", typed)
         if set(map(type, steps)) - {str}:
             steps = ["" if x is None else x if type(x) is str else str(x) for x in steps]
         # As _Columns.append: NaN, Infinity and integers beyond a float are no pid / worker count.
@@ -526,16 +541,16 @@ class FrameworkReader:
         # when they are not: the element-wise tests were a fifth of the reading (medium profile).
         fmax = FLOAT_MAX
         n = len(body)
-        apids = [a.get("pid") for a in args_l]
+        apids = column(args_l, "pid", typed)
         if not (set(map(type, apids)) <= {int} and (not n or -fmax <= min(apids) and max(apids) <= fmax)):
             apids = [int(x) if type(x) in num and -fmax <= x <= fmax else -1 for x in apids]
         nan = np.nan
-        nws = [a.get("num_workers") for a in args_l]
+        nws = column(args_l, "num_workers", typed)
         if set(map(type, nws)) <= {type(None)}:
             nws = [nan] * n
         else:
             nws = [float(x) if type(x) in num and -fmax <= x <= fmax else nan for x in nws]
-        pms = [a.get("pin_memory") for a in args_l]
+        pms = column(args_l, "pin_memory", typed)
         if set(map(type, pms)) <= {type(None)}:
             pms = [-1] * n
         else:

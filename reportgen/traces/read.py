@@ -100,10 +100,15 @@ class TraceRead:
     """The events of one trace file, and what went wrong reading them."""
 
     def __init__(self, path: Path, rel, wording: Wording = Wording(), *, gz: bool | None = None,
-                 cap: int | None = None):
+                 cap: int | None = None, whole=None):
         """``rel``: how problems name the file. ``gz``: the file is gzip'd (None: when it starts with
-        the gzip magic bytes). ``cap``: how many problems of each log are listed in full."""
+        the gzip magic bytes). ``cap``: how many problems of each log are listed in full. ``whole``: the
+        reader's own fast path for a file read whole, called with its text (bytes): the number of events
+        it took (then ``chunks`` hands out none), or None to have the events decoded and handed out here.
+        It must take a text only when that text parses whole as a JSON array of the shape it expects:
+        nothing is then noted about the text."""
         self.path, self.rel, self.wording, self.gz = Path(path), rel, wording, gz
+        self.whole = whole
         self.breaks = ProblemLog() if cap is None else ProblemLog(cap)  # corrupt events, a cut array
         self.streamed = False  # the file is read as a stream (else whole, its events in one list)
         self.count = 0  # events handed out
@@ -118,7 +123,8 @@ class TraceRead:
     # -- reading ---------------------------------------------------------------------------------
     def chunks(self, size: int):
         """The events in lists: one list (the whole file) when it is parsed whole, else lists of at
-        most ``size`` events in file order (``streamed`` is then True while they come)."""
+        most ``size`` events in file order (``streamed`` is then True while they come); none when the
+        reader's ``whole`` took the file."""
         try:
             fh = open(self.path, "rb")
         except OSError as err:
@@ -133,6 +139,11 @@ class TraceRead:
                 self.error = err
                 return
             if data is not None:
+                taken = self.whole(data) if self.whole is not None else None
+                if taken is not None:
+                    self.parsed = True
+                    self.count = taken
+                    return
                 events = self._judge(data)
                 del data
                 self.count = len(events)

@@ -1,0 +1,106 @@
+"""The framework reader's typed decoding (``readers.framework_decode``: msgspec structs) against orjson's
+dicts: the same columns for every shape the column-wise path takes, and every text it must not take left
+to the usual path (then the same columns and the same problems as without it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reportgen.problems import ProblemLog
+from reportgen.readers import framework, framework_decode
+from reportgen.readers.framework import FrameworkReader, read_framework
+from tests.unit.readers.test_framework_columns import SHAPES, _columns, _x
+
+SAMPLE = Path(__file__).resolve().parents[3] / "sample_data"
+
+
+def _typed_and_dicts(events):
+    raw = json.dumps(events).encode()
+    typed, dicts = FrameworkReader(None, ProblemLog()), FrameworkReader(None, ProblemLog())
+    took = typed._read_typed(raw, base=0, node="algo-1", ftype="PythontimelineMetrics")
+    dict_took = dicts._read_simple(json.loads(raw), 0, "algo-1", "PythontimelineMetrics")
+    return took, dict_took, typed, dicts
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_structs_give_the_columns_of_the_dicts(name):
+    took, dict_took, typed, dicts = _typed_and_dicts(SHAPES[name])
+    assert dict_took
+    assert took == len(SHAPES[name])  # every event of the text, metadata included
+    assert _columns(typed) == _columns(dicts)
+
+
+def test_absent_and_null_keys_read_as_in_the_dicts():
+    events = [
+        {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": None}},  # a null name: the phase "None"
+        {"name": "process_name", "ph": "M", "pid": 2, "args": {"sort_index": 2}},  # no name: pid 2 undeclared
+        _x("a", 1, 5, 10, args=None), {"name": "b", "ph": "X", "pid": 2, "ts": 6},  # no dur: 0
+        {"ph": "i", "pid": 1, "ts": 7, "dur": 99, "tid": 3},  # no name; an instant's dur is 0
+        _x(7, 1, 8, 1, args={"step_num": 12, "num_workers": 2.5, "pin_memory": "True", "other": [1, {"x": 2}]}),
+    ]
+    took, dict_took, typed, dicts = _typed_and_dicts(events)
+    assert took == len(events) and dict_took
+    assert _columns(typed) == _columns(dicts)
+    typed.out.flush()
+    assert list(typed.out.dicts["phase"]) == ["None", "Unknown"]
+    assert np.concatenate(typed.out.chunks["dur_us"]).tolist() == [10, 0, 0, 1]
+    assert np.concatenate(typed.out.chunks["pin_memory"]).tolist() == [-1, -1, -1, 1]
+
+
+@pytest.mark.parametrize("raw", [
+    b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1, "args": 5}]',  # args not an object
+    b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1}, 7]',  # an event not an object
+    b'{"traceEvents": [{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1}]}',  # not an array
+    b'[{"name": "a", "ph": "X", "pid": 1, "ts": NaN, "dur": 1}]',  # not JSON (the stdlib parser takes it)
+    b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1, "cat": "\xff"}]',  # not UTF-8 in a key not read
+    b'[{"name": "a\\ud800", "ph": "X", "pid": 1, "ts": 5, "dur": 1}]',  # a lone surrogate
+    b'\xef\xbb\xbf[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1}]',  # a byte-order mark
+    b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": -1}]',  # decodes, but the general path reports it
+    b'[{"name": "a", "ph": "B", "pid": 1, "ts": 5}]',  # a B event: the general path pairs it
+], ids=["args", "event", "object", "nan", "utf8", "surrogate", "bom", "negative", "begin"])
+def test_a_text_the_structs_do_not_fit_is_left_to_the_usual_path(raw):
+    reader = FrameworkReader(None, ProblemLog())
+    assert reader._read_typed(raw, base=0, node="algo-1", ftype="PythontimelineMetrics") is None
+    assert reader.out.cols["start_us"] == []  # nothing appended
+
+
+def _profile_with(tmp_path: Path, text: bytes) -> Path:
+    """The sample profile's traces and one more file holding ``text``."""
+    root = tmp_path / "p"
+    shutil.copytree(SAMPLE / "framework", root / "framework")
+    (root / "framework/pevents/2023111422/1700000999000000_27-algo-2_pythontimeline.json").write_bytes(text)
+    return root
+
+
+@pytest.mark.parametrize("extra, noted, names", [
+    (b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1, "cat": "\xff"}]', "non-UTF-8 bytes (replaced)", {"a"}),
+    (b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1, "args": "x"}, {"name": "b", "ph": "X", "pid": 1, '
+     b'"ts": 9}]', None, {"a", "b"}),  # args that are not an object read as none, in both
+    (b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1}, {"name": "b", "ph": "X", "pid": 1, "ts": 9', "truncated or corrupt JSON array",
+     {"a"}),
+], ids=["not-utf8", "args-string", "cut"])
+def test_a_profile_reads_the_same_with_and_without_the_structs(tmp_path, monkeypatch, extra, noted, names):
+    root = _profile_with(tmp_path, extra)
+    problems = ProblemLog()
+    table = read_framework(root, problems)
+    monkeypatch.setattr(framework, "decode_events", lambda raw: None)  # every file through orjson's dicts
+    problems_dicts = ProblemLog()
+    table_dicts = read_framework(root, problems_dicts)
+    assert len(table) > 1000 and table.equals(table_dicts)
+    assert problems.to_json() == problems_dicts.to_json()
+    reasons = " ".join(problems.to_json()["by_reason"])
+    assert (noted in reasons) if noted else reasons == ""
+    assert set(table["name"]) & {"a", "b"} == names  # the extra file's events (the sample has neither name)
+
+
+def test_the_sample_profile_takes_the_structs(monkeypatch):
+    taken = []
+    decode = framework_decode.decode_events
+    monkeypatch.setattr(framework, "decode_events", lambda raw: taken.append(decode(raw) is not None) or decode(raw))
+    read_framework(SAMPLE, ProblemLog())
+    assert len(taken) == 26 and all(taken)
