@@ -308,9 +308,11 @@ def _slices(files: list[Path]) -> list[list[str]] | None:
 
 
 DUCKDB_THREADS = 2  # the single-machine reader's DuckDB queries at once (one fewer while it shares the cores: SharedCores)
-# Queries run or held ahead of the one whose rows the reading thread groups: two feed threads query while a
+# Row queries run or held ahead of the one whose rows the reading thread groups: two feed threads query while a
 # third result waits, so a thread never idles for the reading thread (four 64 MB slices of records at most,
-# where the one-thread feed held three 192 MB ones).
+# where the one-thread feed held three 192 MB ones). A node's catalog query (a few rows) does not count: counted,
+# it kept a feed thread idle while the other's slice, which the reading thread waited for, ran on (~0.1 s at a
+# medium node's end).
 FEED_AHEAD = 3
 
 
@@ -340,7 +342,7 @@ class _RowFeed:
     parsed without the GIL. One query per core rather than one query on every core: a thread that joins
     (``SharedCores.alone``) starts on the next slice at once, where a query already running kept the
     threads it started with (the medium profile's last node then ran on one core for ~0.5 s while the
-    other was idle). At most ``FEED_AHEAD`` results are run or held ahead of the one being grouped."""
+    other was idle). At most ``FEED_AHEAD`` row queries are run or held ahead of the one being grouped."""
 
     def __init__(self, con, nodes: list[list[Path]], duck_error, sharing: SharedCores | None = None,
                  threads: int = DUCKDB_THREADS):
@@ -389,10 +391,14 @@ class _RowFeed:
                     return None
                 if self._taken == len(self._tasks) and not self._plan():
                     return None
-                if self._taken < self._handed + FEED_AHEAD and not (joins_later and not self._alone()):
+                if self._rows_ahead() < FEED_AHEAD and not (joins_later and not self._alone()):
                     self._taken += 1
                     return self._taken - 1
                 self._lock.wait(0.05)
+
+    def _rows_ahead(self) -> int:
+        """Row queries taken and not yet handed to the reading thread (``FEED_AHEAD``). Called with the lock held."""
+        return sum(self._tasks[t][1] == "rows" for t in range(self._handed, self._taken))
 
     def _alone(self) -> bool:
         return self._sharing is None or self._sharing.alone.is_set()

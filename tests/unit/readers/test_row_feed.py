@@ -108,3 +108,27 @@ def test_an_error_listing_a_node_s_slices_reaches_the_caller_in_its_place(tmp_pa
         read_system(tmp_path, ProblemLog())
     assert reached == [True]  # algo-1 was read; algo-2's error came next
     assert not [t for t in threading.enumerate() if t.name.startswith("reportgen-duckdb")]
+
+
+def test_a_catalog_query_does_not_hold_a_feed_thread_back(tmp_path, monkeypatch, one_file_a_query):
+    """While the reading thread waits for a slow row query (algo-1's last slice), the other feed thread runs
+    the node's catalog and the next node's row queries up to ``FEED_AHEAD`` row queries ahead: the catalog
+    does not count. Counted, the third task ahead (algo-2's second slice) waited for the slow query to end."""
+    _profile(tmp_path, nodes=("algo-1", "algo-2"))
+    expected = _tables(read_system(tmp_path, ProblemLog()))
+    real = sr._rows
+    third_ahead = threading.Event()
+    waited = []
+
+    def slow_last_slice(cursor, sql, files, bound=None):
+        name = files[0].rsplit("/", 1)[-1]
+        if name == f"{T + 60}.algo-2.json":
+            third_ahead.set()
+        if name == f"{T + 120}.algo-1.json":
+            waited.append(third_ahead.wait(2.0))  # False: no other query started meanwhile
+        return real(cursor, sql, files, bound)
+
+    monkeypatch.setattr(sr, "_rows", slow_last_slice)
+    found = read_system(tmp_path, ProblemLog())
+    assert sr.FEED_AHEAD == 3 and waited == [True]
+    assert _tables(found) == expected
