@@ -19,6 +19,7 @@ from pathlib import Path
 from reportgen import __version__, interrupts
 from reportgen.blas_threads import import_numpy_with_one_blas_thread
 from reportgen.garbage_collector import freeze_imported_objects, thaw_imported_objects
+from reportgen.readers.heap import allow_heap_reuse
 from reportgen.errors import (EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, InputError, ReportgenError,
                               environment_message, expanduser)
 from reportgen.terminal_text import printable_line
@@ -384,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "scheduler", None) is not None:
         _start_local_workers_early(args.scheduler)
     if argv is None and args.command in _ENGINE_COMMANDS:  # the command line's own process, not a caller's
+        allow_heap_reuse()  # the rules' temporaries not faulted in again and again (readers.heap)
         freeze_imported_objects()
         from reportgen.readers.forked_call import allow
 

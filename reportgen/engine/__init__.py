@@ -18,6 +18,7 @@ from typing import Callable
 
 from reportgen.engine.params import RuleParams, default_params, load_config, parse_overrides
 from reportgen.problems import DataProblem, ProblemLog
+from reportgen.readers.heap import reuse_freed_heap
 from reportgen.engine.rules import rule_module
 from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
@@ -149,6 +150,7 @@ def _evaluate(data, params, progress, threads: int, timeline: bool,
     params = {**default_params(), **(params or {})}
     out: dict[str, dict] = {}
     texts: dict[str, str] = {}
+    reuse_freed_heap()  # the rules' temporaries kept mapped between uses, in the command line's process (readers.heap)
 
     def task(name: str) -> None:
         if progress and threads <= 1 and name != "timeline":
