@@ -34,12 +34,14 @@ def reuse_freed_heap() -> bool:
     ``TRIM_THRESHOLD_BYTES`` of free memory at a heap's top, from now on, in this process and the children it forks
     next; True where glibc took both settings.
 
-    Called when the rules start (``engine``). With glibc's defaults a block of 128 KB or more (the threshold rises
+    Called when the rules start (``engine``) and by the system read's forked child (``readers.ingest``), whose
+    freed memory goes with it. With glibc's defaults a block of 128 KB or more (the threshold rises
     with the blocks freed) is mapped for each array and unmapped when it is freed, and more than 128 KB free at a
     heap's top is handed back at once: each rule's numpy temporaries are faulted in anew (``analyze`` of the medium
     benchmark profile: ~150,000 page faults, ~0.95 CPU s of system time; from the rules on with these settings
-    ~107,000 and ~0.78 s; benchmarks/README.md). Not during the read: set from the start, the read's freed memory
-    kept mapped raised the 16-node x 8 h job's peak from 775 to 898 MB (process tree)."""
+    ~107,000 and ~0.78 s; the child's own ~51,000 -> ~38,000; benchmarks/README.md). Not in the command line's
+    process during the read: set from its start, the traces' freed memory kept mapped raised the 16-node x 8 h
+    job's peak from 775 to 898 MB (process tree); set in the child only, 774 -> 777 MB."""
     if not _REUSE_ALLOWED:
         return False
     mallopt = _libc_function("mallopt")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from reportgen.errors import InputError
 from reportgen.problems import ProblemLog
+from reportgen.readers.heap import reuse_freed_heap
 
 
 @dataclass
@@ -184,6 +185,7 @@ def _read_system_forked(notice, raw_root: Path, listing: list | None, cap: int, 
     fewer until ``notice`` (the parent's traces are read), as beside the traces thread (``SharedCores``)."""
     from reportgen.readers.system import SharedCores
 
+    reuse_freed_heap()  # the slices' arrays kept mapped between nodes (readers.heap): this process only
     sharing = SharedCores(alone=notice)
     sharing.parsing.set()
     return _read_system_here(raw_root, cap, listing, sharing, spill)
