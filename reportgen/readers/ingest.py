@@ -162,6 +162,17 @@ def _read_traces(raw_root: Path, problems: ProblemLog, stop, client=None, s3_fra
                        merge=merge)
 
 
+def _framework_listing_and_span(raw_root: Path, listing: list | None, s3_system, s3_framework,
+                                fw_problems: ProblemLog) -> tuple[list | None, tuple[int, int] | None]:
+    """The local framework traces (None for S3) and the job's time range from every file's name (``readers.clock``)."""
+    from reportgen.readers.clock import file_time_range_us
+    from reportgen.readers.framework_files import file_key_us
+
+    fw_files = _framework_files(raw_root, s3_framework, fw_problems)
+    fw_keys = [file_key_us(p) for p in fw_files] if fw_files is not None else _framework_keys(raw_root, s3_framework)
+    return fw_files, file_time_range_us(_system_keys(listing, s3_system) + fw_keys)
+
+
 def _fork_system_read(raw_root: Path, listing: list | None, cap: int, stack):
     """A ``forked_call.ForkedCall`` reading the local system metrics in a child process (``_read_system_forked``),
     or None where no fork is allowed (``forked_call.can_fork``). Tables past the memory budget go to a spill
@@ -234,20 +245,15 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
     traces' problems are kept apart and appended after the system ones: data-quality.json lists
     them in the same order as a one-after-the-other read.
 
-    With ``traces`` (the framework traces reduced file by file) the files are listed first, once: the
+    With ``traces`` (the framework traces reduced file by file) the files are listed once, before they are
+    read (the system files before the system read's child is forked, the traces right after): the
     reduction needs their time range (returned as the third value; None without ``traces``) before
     reading, and the reading uses the same listing, so a file deleted after it is an unreadable file,
     counted, never silently absent."""
     fw_problems = ProblemLog(cap=problems.cap)
     listing = fw_files = span = None
     if traces is not None:
-        from reportgen.readers.clock import file_time_range_us
-        from reportgen.readers.framework_files import file_key_us
-
         listing = _system_listing(raw_root, s3_system, problems)
-        fw_files = _framework_files(raw_root, s3_framework, fw_problems)
-        fw_keys = [file_key_us(p) for p in fw_files] if fw_files is not None else _framework_keys(raw_root, s3_framework)
-        span = file_time_range_us(_system_keys(listing, s3_system) + fw_keys)
     stop = threading.Event()
     with contextlib.ExitStack() as stack:
         if client is None and scheduler is not None:
@@ -259,6 +265,8 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
         # (readers.forked_call): forked before any thread starts (the pool's starts at its first task).
         # Closed first on the way out (an interrupted run does not wait for it).
         forked = _fork_system_read(raw_root, listing, problems.cap, stack) if local else None
+        if traces is not None:  # after the fork: the child does not need them (~45 ms at one core before it)
+            fw_files, span = _framework_listing_and_span(raw_root, listing, s3_system, s3_framework, fw_problems)
         if forked is None and local:
             # DuckDB imported before the traces thread starts importing pandas: an import holds the GIL, so the
             # two would take turns, and the system metrics' read (DuckDB's threads, without the GIL) would start
