@@ -63,6 +63,19 @@ def freeze_imported_objects() -> None:
     gc.freeze()
 
 
+def freeze_long_lived_objects() -> bool:
+    """In a process that froze its imports (``freeze_imported_objects``: reportgen's own), move what is tracked now
+    out of the collector's scans too; True where it did. Called when the rules start (``engine``): the profile's
+    tables and events, alive until the rules end, are then no longer walked by the full collections the rules'
+    allocations start (medium profile: one full collection of ~34,000 objects, ~50 ms, in the process's lane;
+    a ``gc.collect()`` at that point found no garbage). Freed by reference counting as before; a cycle among
+    them waits for ``thaw_imported_objects``."""
+    if gc.get_freeze_count() == 0:
+        return False
+    gc.freeze()
+    return True
+
+
 def thaw_imported_objects() -> None:
     """Give the frozen objects back to the collector: before an interpreter teardown, whose last collections
     finalize what only a reference cycle keeps alive (a frozen one would never be)."""

@@ -18,6 +18,7 @@ from typing import Callable
 
 from reportgen.engine.params import RuleParams, default_params, load_config, parse_overrides
 from reportgen.problems import DataProblem, ProblemLog
+from reportgen.garbage_collector import freeze_long_lived_objects
 from reportgen.readers.heap import reuse_freed_heap
 from reportgen.engine.rules import rule_module
 from reportgen.atomic import write_text_atomic
@@ -151,6 +152,7 @@ def _evaluate(data, params, progress, threads: int, timeline: bool,
     out: dict[str, dict] = {}
     texts: dict[str, str] = {}
     reuse_freed_heap()  # the rules' temporaries kept mapped between uses, in the command line's process (readers.heap)
+    freeze_long_lived_objects()  # the profile's data out of the collector's scans, where the imports are frozen
 
     def task(name: str) -> None:
         if progress and threads <= 1 and name != "timeline":
