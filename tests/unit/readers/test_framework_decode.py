@@ -104,3 +104,15 @@ def test_the_sample_profile_takes_the_structs(monkeypatch):
     monkeypatch.setattr(framework, "decode_events", lambda raw: taken.append(decode(raw) is not None) or decode(raw))
     read_framework(SAMPLE, ProblemLog())
     assert len(taken) == 26 and all(taken)
+
+
+def test_integers_of_400_digits_read_as_the_stdlib_parser_reads_them():
+    """msgspec keeps big integers exact, as the stdlib parser (which orjson leaves such files to) does."""
+    big = int("9" * 400)
+    events = [_x(big, big, 5, 1, tid=big, args={"pid": big, "step_num": big, "num_workers": big, "pin_memory": big}),
+              _x("b", 1, 6, 1)]
+    took, dict_took, typed, dicts = _typed_and_dicts(events)
+    assert took == 2 and dict_took
+    assert _columns(typed) == _columns(dicts)
+    typed.out.flush()
+    assert list(typed.out.dicts["name"]) == ["9" * 400, "b"]
