@@ -2,15 +2,19 @@
 """The engine against a floor: ``reportgen analyze`` vs one DuckDB query computing the per-node, per-series
 percentiles of the same system-metrics files (issue 32's reference), whole processes, interleaved.
 
-    python benchmarks/bench_duckdb_floor.py RAW_DIR [--runs N] [--generate] [--no-compile]
+    python benchmarks/bench_duckdb_floor.py RAW_DIR [--runs N] [--generate] [--memory-runs N] [--no-compile]
 
 The reference reads every ``system/**/*.json`` of RAW_DIR with ``read_json`` (the columns and their types
 given, no sampling) and computes, per node and series (name, dimension), the 5/25/50/75/95/99th
 percentiles, min, max, mean and count: the heaviest thing the rules ask of the system metrics, with none of
 the rest (framework traces, clock checks, windows, the 11 rule outputs, the timeline). ``--generate``:
-``reportgen generate`` too. Each run is a fresh process; wall and CPU (user + system of the process tree)
-and peak memory as in bench_notebook_path.py; medians and the ratios to the reference; the load average
-before and after (the machine is shared: compare only figures of the same rounds).
+``reportgen generate`` too. Each run is a fresh process. Wall and CPU (user + system of the process tree)
+come from runs with nothing sampled beside them (``bench_notebook_path.timed``: sampling the tree's memory
+every 20 ms cost ``analyze`` ~30 % of its wall on two cores, the query ~15 %); the peak memory from
+``--memory-runs`` further runs of each, sampled as in bench_notebook_path.py. Prints the medians, the ratios
+of the medians to the reference and the medians of the per-round ratios (a round runs every case once, in
+turn, so a ratio of one round compares runs under the same load), and the load average before and after
+(the machine is shared: compare only figures of the same rounds).
 
 reportgen's modules are byte-compiled first (``compileall``), as ``pip install`` does: an editable
 checkout under ``PYTHONDONTWRITEBYTECODE=1`` (set on the development machine) would otherwise compile
@@ -31,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_notebook_path import run  # noqa: E402
+from bench_notebook_path import run, timed  # noqa: E402
 
 QUERY = """
 import sys, duckdb
@@ -51,6 +55,8 @@ def main() -> None:
     ap.add_argument("raw", help="a folder of SageMaker raw profiler data (e.g. benchmarks/data/medium)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--generate", action="store_true", help="time reportgen generate too")
+    ap.add_argument("--memory-runs", type=int, default=1,
+                    help="sampled runs of each case for the peak memory, after the timed rounds (0: none)")
     ap.add_argument("--no-compile", action="store_true",
                     help="do not byte-compile reportgen's modules first (see the module docstring)")
     args = ap.parse_args()
@@ -68,17 +74,20 @@ def main() -> None:
     print(f"load before: {os.getloadavg()[0]:.2f}", flush=True)
     for i in range(args.runs):
         for name, argv in cases.items():
-            seconds, peak, cpu = run(argv, env=env, cwd=work)
-            found[name].append((seconds, cpu, peak))
-            print(f"  round {i + 1}: {name:20s} {seconds:6.2f} s wall {cpu:6.2f} s CPU {peak:6.0f} MB", flush=True)
+            seconds, cpu = timed(argv, env=env, cwd=work)
+            found[name].append((seconds, cpu))
+            print(f"  round {i + 1}: {name:20s} {seconds:6.2f} s wall {cpu:6.2f} s CPU", flush=True)
+    peaks = {name: [run(argv, env=env, cwd=work)[1] for _ in range(args.memory_runs)] for name, argv in cases.items()}
     print(f"load after: {os.getloadavg()[0]:.2f}")
-    ref_wall = statistics.median(r[0] for r in found["DuckDB query"])
-    ref_cpu = statistics.median(r[1] for r in found["DuckDB query"])
+    ref = found["DuckDB query"]
+    ref_wall, ref_cpu = statistics.median(r[0] for r in ref), statistics.median(r[1] for r in ref)
     for name, runs in found.items():
         wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-        print(f"{name:20s} median {wall:6.2f} s wall ({wall / ref_wall:.2f}x), {cpu:6.2f} s CPU "
-              f"({cpu / ref_cpu:.2f}x), peak {max(r[2] for r in runs):.0f} MB")
-
+        per_wall = statistics.median(r[0] / q[0] for r, q in zip(runs, ref))
+        per_cpu = statistics.median(r[1] / q[1] for r, q in zip(runs, ref))
+        peak = f"peak {max(peaks[name]):.0f} MB" if peaks[name] else "peak not sampled"
+        print(f"{name:20s} median {wall:6.2f} s wall ({wall / ref_wall:.2f}x, per round {per_wall:.2f}x), "
+              f"{cpu:6.2f} s CPU ({cpu / ref_cpu:.2f}x, per round {per_cpu:.2f}x), {peak}")
 
 if __name__ == "__main__":
     main()

@@ -47,8 +47,26 @@ def tree_bytes(tree) -> int:
     return total
 
 
+def timed(argv: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[float, float]:
+    """(seconds, CPU seconds of the tree) of one whole process, nothing sampled while it runs.
+
+    ``run``'s memory sampling is not free: reading a process's proportional set size walks its page
+    tables under its memory-map lock (its page faults wait) and takes a core's share of its own, so on
+    two cores it slowed a 4 s ``analyze`` (three processes) by 1.3 s and the one-process DuckDB query by
+    0.4 s (2026-11-27, benchmarks/README.md). Time with this; take the peak from separate runs."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    ran = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, env=env)
+    seconds = time.perf_counter() - started
+    if ran.returncode:
+        raise SystemExit(f"{argv} exited with {ran.returncode}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def run(argv: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[float, float, float]:
-    """(seconds, peak MB of the process tree, CPU seconds of the tree) of one whole process."""
+    """(seconds, peak MB of the process tree, CPU seconds of the tree) of one whole process; its seconds
+    include the sampling's cost (see ``timed``)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = psutil.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, env=env)
