@@ -96,10 +96,10 @@ def test_an_error_listing_a_node_s_slices_reaches_the_caller_in_its_place(tmp_pa
     real = sr._slices
     reached = []
 
-    def slices(files):
+    def slices(files, last=False):
         if "algo-2" in files[0].name:
             raise MemoryError("planted")
-        return real(files)
+        return real(files, last)
 
     monkeypatch.setattr(sr, "_slices", slices)
     real_grouped = sr.SystemReader._grouped
@@ -132,3 +132,32 @@ def test_a_catalog_query_does_not_hold_a_feed_thread_back(tmp_path, monkeypatch,
     found = read_system(tmp_path, ProblemLog())
     assert sr.FEED_AHEAD == 3 and waited == [True]
     assert _tables(found) == expected
+
+
+def _sized_files(root, lines):
+    """Files of the given numbers of 100-byte lines (each a JSON object), in name order."""
+    root.mkdir(exist_ok=True)
+    files = []
+    for i, n in enumerate(lines):
+        f = root / f"{1700000000 + 60 * i}.algo-1.json"
+        f.write_bytes((b"{" + b" " * 97 + b"}\n") * n)
+        files.append(f)
+    return files
+
+
+def test_a_node_s_slices_are_about_equal_and_the_last_node_s_twice_as_many(tmp_path, monkeypatch):
+    """141 units in 64-unit slices: three of 47 (not 64 + 64 + 13, which left a feed thread idle at the read's
+    end); the read's last node in six. Contiguous, in file order, every file once."""
+    monkeypatch.setattr(sr, "GROUPED_QUERY_BYTES", 64 * 100)  # 64 lines
+    assert [len(s) for s in sr._slices(_sized_files(tmp_path / "three", [47] * 3))] == [1, 1, 1]
+    files = _sized_files(tmp_path / "many", [1] * 141)
+    slices = sr._slices(files)
+    assert [len(s) for s in slices] == [47, 47, 47]
+    assert sum(slices, []) == [str(f) for f in files]
+    last = sr._slices(files, last=True)
+    assert [len(s) for s in last] == [23, 24, 23, 24, 23, 24]
+    assert sum(last, []) == [str(f) for f in files]
+    # under one slice's bytes: one slice (two for the last node); one file: one slice however big
+    assert [len(s) for s in sr._slices(files[:10])] == [10]
+    assert [len(s) for s in sr._slices(files[:10], last=True)] == [5, 5]
+    assert sr._slices(_sized_files(tmp_path / "one", [640]), last=True) == [[str(tmp_path / "one" / "1700000000.algo-1.json")]]
