@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reportgen.readers.framework_decode import NO_ARGS, as_dict, column, decode_events
+from reportgen.readers.framework_decode import (ARGS_FIELDS, EVENT_FIELDS, NO_ARGS, as_dict, column, decode_events,
+                                                struct_columns)
 from reportgen.readers.framework_files import file_key_us, list_framework_files  # noqa: F401  (their home before)
 from reportgen.garbage_collector import paused
 from reportgen.readers.heap import trim_heap
@@ -460,10 +461,11 @@ class FrameworkReader:
         structs instead of dicts."""
         if not typed and set(map(type, events)) - {dict}:
             return False
-        pids = column(events, "pid", typed)
+        cols = struct_columns(events, EVENT_FIELDS) if typed else None  # every field at once
+        pids = cols["pid"] if typed else column(events, "pid", typed)
         if {list, dict} & set(map(type, pids)):
             return False
-        phs = column(events, "ph", typed)
+        phs = cols["ph"] if typed else column(events, "ph", typed)
         # Every event after the last metadata event is body: only the events up to it are filtered.
         head = _last_meta(phs) + 1
         lead = [as_dict(e) for e in events[:head]] if typed else events[:head]  # what the metadata checks read
@@ -473,8 +475,12 @@ class FrameworkReader:
         if meta:
             keep = [ph != "M" for ph in phs[:head]]
             body = [e for e, k in zip(events[:head], keep) if k] + events[head:]
-            pids = [x for x, k in zip(pids[:head], keep) if k] + pids[head:]
-            phs = [ph for ph, k in zip(phs[:head], keep) if k] + phs[head:]
+            if typed:
+                cols = {f: [x for x, k in zip(vals[:head], keep) if k] + vals[head:] for f, vals in cols.items()}
+                pids, phs = cols["pid"], cols["ph"]
+            else:
+                pids = [x for x, k in zip(pids[:head], keep) if k] + pids[head:]
+                phs = [ph for ph, k in zip(phs[:head], keep) if k] + phs[head:]
         else:
             body = events
         phase_of_pid: dict = {}
@@ -491,13 +497,16 @@ class FrameworkReader:
                     phase_of_pid[e.get("pid")] = str(args["name"])
         if bases > 1:
             return False
-        return self._simple_body(body, phs, base, phase_of_pid, node, ftype, pids, typed)
+        return self._simple_body(body, phs, base, phase_of_pid, node, ftype, pids, typed, cols)
 
     def _simple_body(self, body: list, phs: list, base: int, phase_of_pid: dict, node: str, ftype: str,
-                     pids: list | None = None, typed: bool = False) -> bool:
+                     pids: list | None = None, typed: bool = False, cols: dict | None = None) -> bool:
         """Columns of ``body`` (dicts, or structs with ``typed``, with their ``ph`` values in ``phs``, no
-        metadata; ``pids``: their ``pid`` values when the caller has them) when every event is a
-        well-formed X / i event; False (nothing appended) otherwise."""
+        metadata; ``pids``: their ``pid`` values when the caller has them; ``cols``: with ``typed``,
+        every field of ``body`` as a list, ``struct_columns``) when every event is a well-formed X / i
+        event; False (nothing appended) otherwise."""
+        if typed and cols is None:
+            cols = struct_columns(body, EVENT_FIELDS)
         try:
             kinds = set(phs)
         except TypeError:  # a list or object as "ph": the general path reports it
@@ -505,35 +514,36 @@ class FrameworkReader:
         if not kinds <= {"X", "i", "I"}:
             return False
         num = (int, float)
-        ts = column(body, "ts", typed)
-        dur = column(body, "dur", typed, 0)
+        ts = cols["ts"] if typed else column(body, "ts", typed)
+        dur = cols["dur"] if typed else column(body, "dur", typed, 0)
         if kinds != {"X"}:
             dur = [d if ph == "X" else 0 for d, ph in zip(dur, phs)]
         if not set(map(type, ts)) <= _NUM_TYPES or not set(map(type, dur)) <= _NUM_TYPES:
             return False
         if dur and min(dur) < 0:  # (a NaN that hides a negative from min() fails the magnitude test below)
             return False
-        names = column(body, "name", typed)
+        names = cols["name"] if typed else column(body, "name", typed)
         if set(map(type, names)) - {str}:
             names = [x if type(x) is str else ("" if x is None else str(x)) for x in names]
         if pids is None:
-            pids = column(body, "pid", typed)
+            pids = cols["pid"] if typed else column(body, "pid", typed)
         if set(map(type, pids)) - {int}:
             get_phase = phase_of_pid.get
             phases = [get_phase(x, "Unknown") for x in pids]
             pids = [x if type(x) is int else _int(x, -1) for x in pids]
         else:
             phases = _PhaseOfPid(phase_of_pid)  # encoded from the pids' codes in flush()
-        tids = column(body, "tid", typed)
+        tids = cols["tid"] if typed else column(body, "tid", typed)
         if set(map(type, tids)) <= {type(None)}:  # no thread ids at all (smdebug's Python timeline)
             tids = [-1] * len(tids)
         elif set(map(type, tids)) - {int}:
             tids = [x if type(x) is int else -1 if x is None else _int(x, -1) for x in tids]
-        args_l = column(body, "args", typed)
+        args_l = cols["args"] if typed else column(body, "args", typed)
         args_type, empty = (type(NO_ARGS), NO_ARGS) if typed else (dict, {})
         if set(map(type, args_l)) - {args_type}:
             args_l = [a if type(a) is args_type else empty for a in args_l]
-        steps = column(args_l, "step_num", typed)
+        acols = struct_columns(args_l, ARGS_FIELDS) if typed else None
+        steps = acols["step_num"] if typed else column(args_l, "step_num", typed)
         if set(map(type, steps)) - {str}:
             steps = ["" if x is None else x if type(x) is str else str(x) for x in steps]
         # As _Columns.append: NaN, Infinity and integers beyond a float are no pid / worker count.
@@ -541,16 +551,16 @@ class FrameworkReader:
         # when they are not: the element-wise tests were a fifth of the reading (medium profile).
         fmax = FLOAT_MAX
         n = len(body)
-        apids = column(args_l, "pid", typed)
+        apids = acols["pid"] if typed else column(args_l, "pid", typed)
         if not (set(map(type, apids)) <= {int} and (not n or -fmax <= min(apids) and max(apids) <= fmax)):
             apids = [int(x) if type(x) in num and -fmax <= x <= fmax else -1 for x in apids]
         nan = np.nan
-        nws = column(args_l, "num_workers", typed)
+        nws = acols["num_workers"] if typed else column(args_l, "num_workers", typed)
         if set(map(type, nws)) <= {type(None)}:
             nws = [nan] * n
         else:
             nws = [float(x) if type(x) in num and -fmax <= x <= fmax else nan for x in nws]
-        pms = column(args_l, "pin_memory", typed)
+        pms = acols["pin_memory"] if typed else column(args_l, "pin_memory", typed)
         if set(map(type, pms)) <= {type(None)}:
             pms = [-1] * n
         else:

