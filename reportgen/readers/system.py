@@ -291,24 +291,27 @@ def _plain(path: Path, size: int) -> bool:
 
 
 def _slices(files: list[Path], last: bool = False) -> list[list[str]] | None:
-    """A node's files in slices of about equal size, at most about GROUPED_QUERY_BYTES each, one row query
-    each (which bounds the memory whatever the job length); None when a file is too small to hold a record
-    or is gone. ``last``: the read's last node, cut in twice as many slices, so that the feed threads end
-    their last queries closer together. Equal slices, where the cut was once at every full 64 MB: a medium
-    node (141 MB) went in 64 + 64 + 13 MB, and at the read's end one feed thread idled for ~0.2 s while
-    the other parsed a 64 MB slice."""
+    """A node's files in slices of about equal size, each at most GROUPED_QUERY_BYTES (or one bigger file),
+    one row query each (which bounds the memory whatever the job length); None when a file is too small to
+    hold a record or is gone. ``last``: the read's last node, in twice as many slices, so that the feed
+    threads end their last queries closer together. Equal slices, where the cut was once at every full
+    64 MB: a medium node (141 MB) went in 64 + 64 + 13 MB, and at the read's end one feed thread idled for
+    ~0.2 s while the other parsed a 64 MB slice."""
     sizes = [_size(f) for f in files]
     if not files or not all(_plain(f, n) for f, n in zip(files, sizes)):
         return None
-    total = sum(sizes)
-    count = max(1, -(-total // GROUPED_QUERY_BYTES)) * (2 if last else 1)
-    slices: list[list[str]] = [[] for _ in range(count)]
-    done = 0
+    count = max(1, -(-sum(sizes) // GROUPED_QUERY_BYTES)) * (2 if last else 1)
+    target = sum(sizes) / count
+    slices, cur, acc = [], [], 0
     for f, n in zip(files, sizes):
-        # each file goes to the slice its middle byte falls in: contiguous slices of about total / count
-        slices[min(count - 1, (2 * done + n) * count // (2 * total))].append(str(f))
-        done += n
-    return [names for names in slices if names]
+        # a new slice where this file's middle would pass the target, or its end the cap
+        if cur and (acc + n / 2 > target or acc + n > GROUPED_QUERY_BYTES):
+            slices.append(cur)
+            cur, acc = [], 0
+        cur.append(str(f))
+        acc += n
+    slices.append(cur)
+    return slices
 
 
 DUCKDB_THREADS = 2  # the single-machine reader's DuckDB queries at once (one fewer while it shares the cores: SharedCores)

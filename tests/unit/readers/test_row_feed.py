@@ -147,7 +147,8 @@ def _sized_files(root, lines):
 
 def test_a_node_s_slices_are_about_equal_and_the_last_node_s_twice_as_many(tmp_path, monkeypatch):
     """141 units in 64-unit slices: three of 47 (not 64 + 64 + 13, which left a feed thread idle at the read's
-    end); the read's last node in six. Contiguous, in file order, every file once."""
+    end); the read's last node in six. Contiguous, in file order, every file once; never over the cap unless
+    one file is."""
     monkeypatch.setattr(sr, "GROUPED_QUERY_BYTES", 64 * 100)  # 64 lines
     assert [len(s) for s in sr._slices(_sized_files(tmp_path / "three", [47] * 3))] == [1, 1, 1]
     files = _sized_files(tmp_path / "many", [1] * 141)
@@ -155,9 +156,11 @@ def test_a_node_s_slices_are_about_equal_and_the_last_node_s_twice_as_many(tmp_p
     assert [len(s) for s in slices] == [47, 47, 47]
     assert sum(slices, []) == [str(f) for f in files]
     last = sr._slices(files, last=True)
-    assert [len(s) for s in last] == [23, 24, 23, 24, 23, 24]
+    assert [len(s) for s in last] == [24, 24, 24, 24, 24, 21]
     assert sum(last, []) == [str(f) for f in files]
     # under one slice's bytes: one slice (two for the last node); one file: one slice however big
     assert [len(s) for s in sr._slices(files[:10])] == [10]
     assert [len(s) for s in sr._slices(files[:10], last=True)] == [5, 5]
     assert sr._slices(_sized_files(tmp_path / "one", [640]), last=True) == [[str(tmp_path / "one" / "1700000000.algo-1.json")]]
+    # three files of 40 in 64-unit slices: two slices of 60 would hold 80 in one; the cap keeps one a slice
+    assert [len(s) for s in sr._slices(_sized_files(tmp_path / "forty", [40] * 3))] == [1, 1, 1]
