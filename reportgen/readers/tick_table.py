@@ -30,6 +30,9 @@ def encode_columns(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
 _ENCODE_BLOCK = 32
 
 
+_NEGATIVE_ZERO_BITS = np.float64(-0.0).view(np.uint64)
+
+
 def encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
     n, k = values.shape
     out: list = [None] * k
@@ -37,12 +40,14 @@ def encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
     gaps = bool(nan.any())  # without a NaN every mask below is all False: its passes are skipped
     todo = np.arange(k)
     with np.errstate(invalid="ignore", over="ignore"):
-        negzero = ((values == 0) & np.signbit(values)).any(axis=0)
+        # -0.0 (no integer code keeps its sign): one comparison of the bits, not ``== 0`` and ``signbit``
+        negzero = (values.view(np.uint64) == _NEGATIVE_ZERO_BITS).any(axis=0)
         for scale in _SCALES:
             if not len(todo):
                 break
-            m = values[:, todo]
-            codes = np.rint(m * scale)
+            m = values[:, todo]  # a copy: the passes below run on contiguous memory
+            codes = np.multiply(m, scale)
+            np.rint(codes, out=codes)  # in place: one temporary, not two
             same = codes / scale == m
             filled = codes
             if gaps:

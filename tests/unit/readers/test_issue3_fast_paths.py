@@ -251,3 +251,17 @@ def test_rules_in_threads_equal_rules_one_by_one():
     two = run_rules(data, threads=2)
     assert list(two) == list(one) and json.dumps(two) == json.dumps(one)
     assert any(doc["RuleTriggered"] for doc in one.values())  # something to compare: rules fire here
+
+
+def test_encode_columns_of_a_wide_matrix_equal_each_column_alone():
+    """``encode_columns`` encodes a wide matrix by blocks of 32 columns (strided views of it): each column's
+    encoding is the one it gets alone, negative zero and gaps included."""
+    cols = [_column(COLUMNS[name], np.array([0, 2, 3, 6, 8]), 9) for name in sorted(COLUMNS)]
+    cols += [COLUMNS[name][[0, 1, 2, 3, 4, 0, 1, 2, 3]] for name in sorted(COLUMNS)]
+    wide = np.stack(cols * 5, axis=1)  # 80 columns: three blocks, two of them strided views
+    got = tick_table.encode_columns(wide)
+    assert len(got) == wide.shape[1]
+    for j, (arr, scale) in enumerate(got):
+        want, want_scale = tick_table.encode_block(np.ascontiguousarray(wide[:, j : j + 1]))[0]
+        assert (scale, arr.dtype, arr.tobytes()) == (want_scale, want.dtype, want.tobytes()), j
+    assert got[sorted(COLUMNS).index("negative zero")][1] == 0.0  # -0.0 keeps its sign: a float column, no codes
