@@ -13,8 +13,9 @@ come from runs with nothing sampled beside them (``bench_notebook_path.timed``: 
 every 20 ms cost ``analyze`` ~30 % of its wall on two cores, the query ~15 %); the peak memory from
 ``--memory-runs`` further runs of each, sampled as in bench_notebook_path.py. Prints the medians, the ratios
 of the medians to the reference and the medians of the per-round ratios (a round runs every case once, in
-turn, so a ratio of one round compares runs under the same load), and the load average before and after
-(the machine is shared: compare only figures of the same rounds).
+turn, the order alternating from round to round, so a ratio of one round compares runs under the same
+load) with a bootstrap 90 % interval of the wall ratio's median (5 rounds or more), and the load average
+before and after (the machine is shared: compare only figures of the same rounds).
 
 reportgen's modules are byte-compiled first (``compileall``), as ``pip install`` does: an editable
 checkout under ``PYTHONDONTWRITEBYTECODE=1`` (set on the development machine) would otherwise compile
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -73,8 +75,9 @@ def main() -> None:
     found = {name: [] for name in cases}
     print(f"load before: {os.getloadavg()[0]:.2f}", flush=True)
     for i in range(args.runs):
-        for name, argv in cases.items():
-            seconds, cpu = timed(argv, env=env, cwd=work)
+        order = list(cases) if i % 2 == 0 else list(cases)[::-1]  # neither case always first
+        for name in order:
+            seconds, cpu = timed(cases[name], env=env, cwd=work)
             found[name].append((seconds, cpu))
             print(f"  round {i + 1}: {name:20s} {seconds:6.2f} s wall {cpu:6.2f} s CPU", flush=True)
     peaks = {name: [run(argv, env=env, cwd=work)[1] for _ in range(args.memory_runs)] for name, argv in cases.items()}
@@ -88,6 +91,19 @@ def main() -> None:
         peak = f"peak {max(peaks[name]):.0f} MB" if peaks[name] else "peak not sampled"
         print(f"{name:20s} median {wall:6.2f} s wall ({wall / ref_wall:.2f}x, per round {per_wall:.2f}x), "
               f"{cpu:6.2f} s CPU ({cpu / ref_cpu:.2f}x, per round {per_cpu:.2f}x), {peak}")
+        if runs is not ref and len(runs) >= 5:
+            lo, hi = median_interval([r[0] / q[0] for r, q in zip(runs, ref)])
+            print(f"{'':20s} per-round wall ratio: 90 % interval of its median {lo:.2f}x-{hi:.2f}x "
+                  f"({len(runs)} rounds, bootstrap)")
+
+
+def median_interval(ratios: list[float], level: float = 0.9, draws: int = 4000) -> tuple[float, float]:
+    """A bootstrap interval of the median of ``ratios`` (rounds drawn with replacement, a fixed seed): how far
+    the per-round median could move on another set of rounds of the same host, which is what says whether a
+    goal such as "within 2x" holds or only happened to in one set."""
+    rng = random.Random(32)
+    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(draws))
+    return meds[int((1 - level) / 2 * draws)], meds[int((1 + level) / 2 * draws) - 1]
 
 if __name__ == "__main__":
     main()
