@@ -34,6 +34,7 @@ _NEGATIVE_ZERO_BITS = np.float64(-0.0).view(np.uint64)
 
 
 def encode_block(values: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    values = np.asarray(values, dtype=np.float64)  # float64 already (no copy): its bits are read as uint64 below
     n, k = values.shape
     out: list = [None] * k
     nan = np.isnan(values)
