@@ -17,6 +17,7 @@ from reportgen.engine.breakdown import breakdown, breakdown_of_groups
 from reportgen.engine.framework_events import FrameworkEvents, merge_summaries, summarize_file
 from reportgen.problems import ProblemLog
 from reportgen.readers.clock import drop_clock_outliers, record_dropped_events
+from reportgen.readers import framework
 from reportgen.readers.framework import list_framework_files, read_framework, reduce_framework
 from tests.support.paths import SAMPLE_DATA
 
@@ -71,7 +72,13 @@ def _span(root: Path):
     return file_time_range_us([file_key_us(p) for p in list_framework_files(root)])
 
 
-def test_merged_summaries_equal_the_whole_table(tmp_path):
+# REDUCE_BATCH_BYTES: a file a reduction, runs of a few files, every file in one run
+BATCH_SIZES = pytest.mark.parametrize("reduce_batch", [1, 2_500, 1 << 20])
+
+
+@BATCH_SIZES
+def test_merged_summaries_equal_the_whole_table(tmp_path, monkeypatch, reduce_batch):
+    monkeypatch.setattr(framework, "REDUCE_BATCH_BYTES", reduce_batch)
     root = _profile(tmp_path / "p")
     span = _span(root)
     table_problems = ProblemLog()
@@ -123,6 +130,7 @@ def test_correlations_from_the_spilled_store_equal_the_tables(tmp_path, monkeypa
     from reportgen.engine import framework_events
 
     monkeypatch.setattr(framework_events, "SPILL_BATCH_BYTES", batch_bytes)
+    monkeypatch.setattr(framework, "REDUCE_BATCH_BYTES", 1)  # a file a reduction: the store's files are the files
     root = _profile(tmp_path / "p")
     span = _span(root)
     table = drop_clock_outliers({}, read_framework(root, ProblemLog()), span, ProblemLog())[1]
@@ -162,17 +170,20 @@ def test_memory_store_without_spill_gives_the_same(tmp_path):
         b.close()
 
 
-def test_analyze_holds_only_the_key_rows_and_removes_its_spill(tmp_path, monkeypatch):
+@pytest.mark.parametrize("reduce_batch", [1, framework.REDUCE_BATCH_BYTES])
+def test_analyze_holds_only_the_key_rows_and_removes_its_spill(tmp_path, monkeypatch, reduce_batch):
     """On sample_data the rules see 14,348 events through the summaries while the client holds only
     the steps and the dataloader's events (8,180 rows: 2,724 steps, 2 x 2,724 dataloader events, 8
     initialisations; no operator, forward or backward event); the rule outputs equal those computed
-    from the whole table in memory, and the spilled columns are removed."""
+    from the whole table in memory, and the spilled columns are removed. The files reduced one by one
+    (the spill batches then hold several files each) or in runs (the default)."""
     import tempfile
 
     from reportgen.engine import framework_events, load_data, run_rules
     from reportgen.engine.model import AnalysisData
 
     monkeypatch.setattr(framework_events, "SPILL_BATCH_BYTES", 64 << 10)
+    monkeypatch.setattr(framework, "REDUCE_BATCH_BYTES", reduce_batch)
     sample = SAMPLE_DATA
     data, _ = load_data(sample)
     try:
@@ -182,9 +193,13 @@ def test_analyze_holds_only_the_key_rows_and_removes_its_spill(tmp_path, monkeyp
         spilled = Path(data.framework.store.folder)
         # 14,348 events x 20 bytes = 287 KB: spilled in 64 KiB batches of several files each
         batches = data.framework.store.batches
-        assert len(batches) == 4 and all(len(lengths) > 1 for _, lengths in batches)
+        if reduce_batch == 1:
+            assert len(batches) == 4 and all(len(lengths) > 1 for _, lengths in batches)
+            assert sum(sum(lengths) for _, lengths in batches) < 14348  # the last files still in the buffer
+        else:  # 26 files (1.75 MB) in two runs, each past 64 KiB of columns: written as soon as it comes
+            assert [len(lengths) for _, lengths in batches] == [1, 1]
+            assert sum(sum(lengths) for _, lengths in batches) == 14348
         assert len(list(spilled.glob("*.npy"))) == 3 * len(batches)
-        assert sum(sum(lengths) for _, lengths in batches) < 14348  # the last files still in the buffer
         full = read_framework(sample, ProblemLog())
         assert len(full) == 14348
         whole = AnalysisData(nodes=data.nodes, events=full, t0_us=data.t0_us, n_windows=data.n_windows)
@@ -216,10 +231,12 @@ def test_group_sums_are_exact_integers_beyond_float_precision():
     assert pd.Series(sums).dtype == np.int64
 
 
-def test_many_small_files_merge_like_one_table(tmp_path):
+@BATCH_SIZES
+def test_many_small_files_merge_like_one_table(tmp_path, monkeypatch, reduce_batch):
     """300 trace files (more than the 256 chunks after which the key rows' columns are joined),
     random events with many ties on start times across files: rows, group sums in first-appearance
-    order and correlations equal the whole table's."""
+    order and correlations equal the whole table's, whether the files are reduced one by one or in runs."""
+    monkeypatch.setattr(framework, "REDUCE_BATCH_BYTES", reduce_batch)
     rng = np.random.default_rng(11)
     root = tmp_path / "p"
     d = root / "framework" / "pevents" / "2023111422"
