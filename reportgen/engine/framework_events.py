@@ -17,9 +17,10 @@ The rules need three things of the framework traces, none of which is the whole 
   event) are kept aside (``EventStore``: in memory, or spilled to a temporary folder) and answer
   those questions with the same group sums.
 
-``summarize_file`` is the per-file reduction (it runs where the file is read: in this process, file
-after file, or on a Dask worker) and applies the clock-jump filter of ``readers.clock`` to the file's
-events; ``merge_summaries`` merges the files in file order into ``FrameworkEvents``. The key rows are
+``summarize_file`` is the per-file reduction (it runs where the files are read: in this process on
+runs of consecutive files read together, ``readers.framework.reduce_framework``, which reduce to what
+their files' summaries merged give; on a Dask worker file by file) and applies the clock-jump filter of
+``readers.clock`` to the events; ``merge_summaries`` merges the files in file order into ``FrameworkEvents``. The key rows are
 merged with the reader's own ``table_of_files``, so they are the rows, order and categories the
 full event table gives. ``FrameworkEvents.from_table`` builds the same from a full table (tests,
 notebooks): both paths give the same rule outputs byte for byte.
