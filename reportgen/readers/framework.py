@@ -644,13 +644,23 @@ def read_trace_files(root: Path, paths: list[Path], cap: int, stop=None) -> File
     """Trace files under ``root`` read one after the other into one reader: their events in file order as
     one ``FileEvents``, what ``read_trace_file`` gives for each of them, joined (and their problems, the
     first ``cap`` of them listed). ``stop``: checked between files, as in ``read_framework``."""
+    return _read_run(root, paths, cap, stop)[0]
+
+
+def _read_run(root: Path, paths: list[Path], cap: int, stop=None, max_events: int | None = None):
+    """``read_trace_files`` of the first of ``paths``, ending after the file that brings the events past
+    ``max_events``: (their ``FileEvents``, how many files were read)."""
     reader = FrameworkReader(root, ProblemLog(cap=cap))
+    read = 0
     with paused():  # as in read_framework
         for path in paths:
             if stop is not None and stop.is_set():
                 break
             reader.read_file(path)
-    return reader.file_events()
+            read += 1
+            if max_events is not None and sum(map(len, reader.out.chunks["start_us"])) > max_events:
+                break
+    return reader.file_events(), read
 
 
 # ``reduce_framework`` reads consecutive files together up to this many bytes (a bigger file alone) and reduces
@@ -658,6 +668,10 @@ def read_trace_files(root: Path, paths: list[Path], cap: int, stop=None) -> File
 # calls, dictionaries, the summaries), which the medium benchmark profile's 465 files of ~85 KB paid 465 times
 # (its traces: 1.47 -> 1.15 CPU s with 256 KB batches, 1.85 -> 1.40 s with 1 MB ones, the same summaries).
 REDUCE_BATCH_BYTES = 1 << 20
+# ... and a run ends after the file that brings its events past this many, whatever the files' sizes said: a
+# compressed trace's size says nothing of its events (a 10 KB gzip can hold millions), and a run holds its files'
+# columns together until it is reduced, where one file at a time did (1 MB of smdebug JSON: ~10,000 events).
+REDUCE_BATCH_EVENTS = 16_384
 
 
 def _batches(files: list[Path], stop=None):
@@ -705,7 +719,10 @@ def reduce_framework(root: Path, problems: ProblemLog, reduce, merge, stop=None,
 
     def reduced():
         for batch in _batches(files, stop):
-            yield reduce(read_trace_files(root, batch, problems.cap, stop))
+            while batch and not (stop is not None and stop.is_set()):
+                fe, read = _read_run(root, batch, problems.cap, stop, REDUCE_BATCH_EVENTS)
+                yield reduce(fe)
+                batch = batch[read:]
 
     return merge(reduced(), problems)
 
