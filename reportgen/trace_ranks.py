@@ -50,6 +50,64 @@ class TraceLoader:
     workers: bool | None = None  # whether DataLoader worker processes loaded the data
 
 
+# The step-time account's slices (trace_analysis.account.SLICES; repeated here so the page's process need not
+# import the analysis): the order the page shows them in, ``compute`` the only useful one.
+ACCOUNT_SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
+                  "compilation", "dispatch", "no_operator")
+
+
+@dataclass(frozen=True)
+class TraceAccount:
+    """A rank's step-time account (kineto.json ``ranks.<label>.account``): each profiled step's wall time in
+    exclusive slices that add up to it. Slices are ms over all the rank's steps; ``per_step`` ms per step, in
+    the steps' order; a slice the entry lacks or gives as no number is 0 (the view never fails)."""
+
+    perspective: str  # "host" (what the training threads did) or "device" (what the GPU did, and why it idled)
+    steps: int
+    step_ms: float  # the steps' wall time, the sum of every slice
+    slices_ms: dict[str, float]
+    per_step_ms: dict[str, tuple[float, ...]]
+    operator_calls_per_step: float | None = None
+    dispatch_floor_us: float | None = None
+    no_operator_named: dict[str, float] = field(default_factory=dict)  # annotations/frames in that time (ms)
+    window: dict[str, float] = field(default_factory=dict)  # span, steps, between steps, before, after (ms)
+
+    def share(self, name: str) -> float:
+        return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
+
+    def every_step_share(self, name: str) -> float:
+        """The slice's share of the step that every step pays: its median per step times the steps, of the
+        steps' time. What only some steps pay (a stall, a slow step) is the rest of ``share``."""
+        values = sorted(self.per_step_ms.get(name, ()))
+        if not values or self.step_ms <= 0:
+            return 0.0
+        mid = len(values) // 2
+        median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+        return min(median * len(values) / self.step_ms, self.share(name))
+
+    @classmethod
+    def of(cls, entry) -> TraceAccount | None:
+        if not isinstance(entry, dict):
+            return None
+        steps, total = _given(entry.get("steps")), _given(entry.get("step_ms"))
+        if steps is None or total is None or steps < 1 or total <= 0:
+            return None
+        given, per_step = _dict(entry.get("slices_ms")), _dict(entry.get("per_step_ms"))
+        slices = {name: max(_given(given.get(name)) or 0.0, 0.0) for name in ACCOUNT_SLICES}
+        per = {}
+        for name in ACCOUNT_SLICES:
+            values = per_step.get(name)
+            per[name] = tuple(max(_given(v) or 0.0, 0.0) for v in values) if isinstance(values, list) else ()
+        perspective = entry.get("perspective")
+        window = {key: value for key, value in _dict(entry.get("window")).items()
+                  if isinstance(key, str) and _given(value) is not None}
+        named = {key: value for key, value in _dict(entry.get("no_operator_named")).items()
+                 if isinstance(key, str) and _given(value) is not None}
+        return cls(perspective if perspective in ("host", "device") else "host", int(steps), float(total), slices,
+                   per, _given(entry.get("operator_calls_per_step")), _given(entry.get("dispatch_floor_us")),
+                   named, window)
+
+
 @dataclass(frozen=True)
 class TraceRank:
     """One rank of kineto.json (``ranks.<label>``)."""
@@ -69,6 +127,7 @@ class TraceRank:
     collective_share: float | None = None  # share of the step time waiting in collectives
     cpu_op_count: float | None = None
     workers: tuple[str, ...] = ()  # the recording's worker names (host_pid) merged into this rank
+    account: TraceAccount | None = None  # the step-time account; None without steps or in an older kineto.json
     entry: dict = field(default_factory=dict)  # as written, for the analyses one room reads
 
     @property
@@ -98,7 +157,8 @@ class TraceRank:
                    _given(gpu.get("window_idle_share")), loader,
                    _given(_dict(entry.get("collectives")).get("step_share")),
                    _given(_dict(entry.get("cpu_ops")).get("count")),
-                   tuple(str(w) for w in workers) if isinstance(workers, list) else (), entry)
+                   tuple(str(w) for w in workers) if isinstance(workers, list) else (),
+                   TraceAccount.of(entry.get("account")), entry)
 
 
 def trace_ranks_of(doc) -> dict[str, TraceRank]:

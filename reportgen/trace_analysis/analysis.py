@@ -28,6 +28,7 @@ import numpy as np
 
 from reportgen.readers import trace_model as k
 from reportgen.trace_analysis import regions
+from reportgen.trace_analysis.account import step_account
 from reportgen.trace_analysis.classify import PRECISIONS, is_communication_kernel, kernel_precision, memory_op_kind
 from reportgen.trace_analysis.gpu_analyses import gpu_analyses, kernel_distribution
 from reportgen.trace_analysis.gpu_idle import gpu_idle
@@ -168,6 +169,7 @@ def analyze_trace(trace: k.TraceColumns) -> dict:
         "dataloader": regions.dataloader(trace, steps),
         "collectives": regions.collectives(trace, steps),
         "gpu_analysis": gpu_analyses(trace, steps) if gpu.any() else None,
+        "account": step_account(trace, steps),
     }
 
 

@@ -31,7 +31,7 @@ from reportgen.trace_analysis.classify import is_communication_kernel
 
 DATALOADER = re.compile(r"dataloader|IteratorGetNext|^\$builtins next$", re.I)
 _ITERATOR = re.compile(r"DataLoader\)#(\w+)\.__next__")
-_CPU_COLLECTIVE = re.compile(
+CPU_COLLECTIVE = re.compile(
     r"^(gloo|nccl|mpi|ucc|c10d|record_param_comms)\b|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
     r"broadcast|barrier", re.I)
 ITERATOR_WORKERS = {"_SingleProcessDataLoaderIter": False, "_MultiProcessingDataLoaderIter": True}
@@ -119,7 +119,7 @@ def collectives(trace: k.TraceColumns, steps: list[dict]) -> dict:
     if gpu.any():
         mask, source = gpu, "GPU communication kernels"
     else:
-        pattern = getattr(trace, "cpu_collectives", None) or _CPU_COLLECTIVE
+        pattern = getattr(trace, "cpu_collectives", None) or CPU_COLLECTIVE
         mask, source = cpu_side(trace) & np.isin(trace.name, _ids(trace, pattern)), "CPU-side collectives"
     if not mask.any():
         return {"wait_ms": 0.0, "count": 0, "source": None, "names": [], "step_share": None, "per_step_ms": None}

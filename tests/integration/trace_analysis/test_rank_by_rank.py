@@ -22,11 +22,12 @@ NEW_KERNEL_KEYS = ("min_us", "p25_us", "p50_us", "p75_us", "max_us", "std_us", "
 
 
 def _without_job(doc: dict) -> dict:
-    """What the frozen output holds: without ``job`` and the GPU analyses added since (issue 28, checked in
-    tests/unit/trace_analysis/test_gpu_analyses.py), which must leave every other byte as it was."""
+    """What the frozen output holds: without ``job``, the GPU analyses (issue 28, checked in
+    tests/unit/trace_analysis/test_gpu_analyses.py) and the step-time account (issue 46, checked in
+    tests/unit/trace_analysis/test_account.py) added since, which must leave every other byte as it was."""
     ranks = {}
     for label, rank in doc["ranks"].items():
-        rank = {k: v for k, v in rank.items() if k != "gpu_analysis"}
+        rank = {k: v for k, v in rank.items() if k not in ("gpu_analysis", "account")}
         kernels = dict(rank["kernels"])
         kernels["top"] = [{k: v for k, v in row.items() if k not in NEW_KERNEL_KEYS} for row in kernels["top"]]
         ranks[label] = {**rank, "kernels": kernels}
@@ -168,8 +169,11 @@ def test_the_kineto_section_leads_with_the_ranks_and_job_wide_tables_and_folds_e
     doc, _ = analyze_traces(synthetic["ddp4"])
     section = build(RuleOutputs(folder=Path("job"), traces=doc))
     tables = [b for b in section.blocks if isinstance(b, Table)]
-    assert [t.id for t in tables[:3]] == ["kineto-ranks", "kineto-job-kernels", "kineto-job-ops"]
-    kernels = tables[1]
+    assert [t.id for t in tables[:4]] == ["kineto-ranks", "kineto-step-account", "kineto-job-kernels", "kineto-job-ops"]
+    account = tables[1]  # every rank's slices, each rank's rows ending with its whole step
+    assert [row[1] for row in account.rows if row[0] == "0"][-1] == "Step (all slices)"
+    assert sum(row[3] for row in account.rows if row[0] == "0" and row[1] != "Step (all slices)") == pytest.approx(100)
+    kernels = tables[2]
     assert [row[0] for row in kernels.rows] == [k["name"] for k in doc["job"]["kernels"]["top"]]
     nccl = next(row for row in kernels.rows if row[0].startswith("ncclKernel"))
     # rank 2's kernels run 2x longer, so the others wait 2x longer in NCCL: rank 2 spends least there

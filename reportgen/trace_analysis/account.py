@@ -1,0 +1,271 @@
+"""The step-time account: every millisecond of every profiled step in exactly one slice.
+
+A detector can only find the causes it was written for; an account cannot miss time. Each step's wall time
+is split into exclusive slices that add up to the step, whatever the job did:
+
+* **host perspective** (a rank without GPU work in its steps: CPU training, JAX/TF on CPU): what the
+  training process's threads were doing at each instant, the first that applies of
+  ``data_wait`` (DataLoader / ``IteratorGetNext`` / JAX's ``next``), ``compilation`` (XLA, torch.compile,
+  JIT), ``communication`` (CPU-side collectives), ``host_blocked`` (synchronising with a device),
+  ``memory_management`` (allocator calls), operators — split into ``dispatch`` (each operator call's fixed
+  cost, estimated as the calls times the median time of the metadata-only operators such as ``aten::view``,
+  which do no work) and ``compute`` —, and ``no_operator``: nothing the profiler names, i.e. the
+  training script's own Python (metrics, logging, ``.item()`` conversions, file writes).
+* **device perspective** (a rank whose steps launch GPU work): what the GPU was doing — ``compute``
+  (compute kernels), ``communication`` (collective kernels with no compute beside them: exposed),
+  ``memory_copies`` (memcpy/memset alone) — and, while it sat idle, why: an idle gap that began while the
+  host was blocked in a synchronising call (``cuda*Synchronize``, a synchronous copy) or an allocator call
+  (``cudaMalloc``/``cudaFree`` synchronise too) is wholly ``host_blocked`` / ``memory_management`` (the queue
+  ran dry because of it); otherwise the host's state at each instant as above, with the host busy in
+  operators or launches counted as ``dispatch`` (the GPU waits for work to be issued).
+
+Other threads count only with work the step waits for: the primary thread (the one holding the steps) in
+any event, other threads in operators that are not the input pipeline's prefetching (tf.data's
+``Iterator::…``, the DataLoader's pin-memory thread), which overlaps the step instead of being part of it.
+
+Slices are computed as nested unions of intervals (``covered``): level *k*'s time in a step is what the
+union of levels 1..k covers there minus what levels 1..k-1 covered, so the slices never overlap and always
+sum to the step. The profiled window's own account — steps, time between steps, before the first and after
+the last — comes with it (``window``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from reportgen.readers import trace_model as k
+from reportgen.trace_analysis import regions
+from reportgen.trace_analysis.classify import is_communication_kernel
+from reportgen.trace_analysis.gpu_analyses import SYNC_CALL
+
+# Slice ids in report.json (kineto.json's ``account``), in the page's order; ``compute`` is the useful one.
+SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
+          "compilation", "dispatch", "no_operator")
+USEFUL = ("compute",)
+SLICE_TITLES = {
+    "compute": "compute",
+    "data_wait": "waiting for data",
+    "communication": "exposed communication",
+    "host_blocked": "host blocked on the device",
+    "memory_management": "memory allocation",
+    "memory_copies": "memory copies",
+    "compilation": "compilation",
+    "dispatch": "operator dispatch and launch overhead",
+    "no_operator": "under no operator (the script's own Python)",
+}
+
+COMPILE = re.compile(r"compile|jit_compil|XlaCompile|backend_compile|TorchDynamo|dynamo|inductor|"
+                     r"CompileFunction|tracing|TraceFunction", re.I)
+# running already-compiled code is not compiling
+NOT_COMPILE = re.compile(r"Torch-Compiled Region|CompiledFunction(Backward)?$|^Compiled Function", re.I)
+MEMORY_CALL = re.compile(r"^(cuda|hip)(Malloc|Free|HostAlloc|FreeHost|MallocHost|MallocAsync|FreeAsync|"
+                         r"MallocManaged)\b|^cuMem(Alloc|Free)|CachingAllocator", re.I)
+HIP_SYNC = re.compile(r"^hip(Stream|Device|Event)Synchronize|^hipMemcpy(2D|3D)?$")
+# work on other threads that overlaps the step rather than being part of it: the input pipeline's prefetching
+PREFETCH = re.compile(r"^Iterator::|PrefetchProduce|ParallelMap|MapAndBatch|pin_memory|InstantiatedCapturedFunction",
+                      re.I)
+# metadata-only operators: they do no arithmetic, so their time is an operator call's fixed cost
+METADATA_OPS = frozenset(("aten::view", "aten::as_strided", "aten::t", "aten::transpose", "aten::detach",
+                          "aten::result_type", "aten::expand", "aten::unsqueeze", "aten::squeeze", "aten::permute",
+                          "aten::reshape", "aten::_unsafe_view", "aten::alias", "aten::empty", "aten::lift_fresh",
+                          "aten::resolve_conj", "aten::resolve_neg", "detach", "aten::select", "aten::slice"))
+MIN_METADATA_CALLS = 20  # fewer metadata calls than this: no estimate of the fixed cost (no dispatch slice)
+
+
+def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
+    return np.fromiter((i for i, n in enumerate(trace.names) if predicate(n)), dtype=np.int32)
+
+
+def _named(trace: k.TraceColumns, predicate) -> np.ndarray:
+    return np.isin(trace.name, _ids(trace, predicate))
+
+
+def covered(merged_iv: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How much of each window [lo_i, hi_i) the disjoint sorted intervals cover (vectorised)."""
+    s, e = merged_iv
+    if s.size == 0:
+        return np.zeros(lo.size)
+    before = np.r_[0.0, np.cumsum(e - s)]  # covered length before interval j
+
+    def upto(x: np.ndarray) -> np.ndarray:
+        j = np.searchsorted(s, x, side="right") - 1
+        inside = np.clip(x - s[np.maximum(j, 0)], 0.0, (e - s)[np.maximum(j, 0)])
+        return np.where(j >= 0, before[np.maximum(j, 0)] + inside, 0.0)
+
+    return np.maximum(upto(hi) - upto(lo), 0.0)
+
+
+def _union(trace: k.TraceColumns, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return regions.merged(trace.start_us[mask], trace.end_us[mask])
+
+
+def _join(*ivs: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return regions.merged(np.concatenate([iv[0] for iv in ivs]), np.concatenate([iv[1] for iv in ivs]))
+
+
+def _gaps(busy: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of the windows that ``busy`` leaves free, as intervals."""
+    starts, ends = [], []
+    s, e = busy
+    for a, b in zip(lo, hi):
+        i = np.searchsorted(e, a, side="right")
+        cur = a
+        while i < s.size and s[i] < b:
+            if s[i] > cur:
+                starts.append(cur), ends.append(s[i])
+            cur = max(cur, e[i])
+            i += 1
+        if cur < b:
+            starts.append(cur), ends.append(b)
+    return np.asarray(starts, np.float64), np.asarray(ends, np.float64)
+
+
+def _starting_inside(gaps: tuple[np.ndarray, np.ndarray], calls: tuple[np.ndarray, np.ndarray]):
+    """The gaps whose start lies inside one of ``calls`` (disjoint sorted intervals)."""
+    gs, ge = gaps
+    s, e = calls
+    if gs.size == 0 or s.size == 0:
+        return np.zeros(0), np.zeros(0)
+    j = np.searchsorted(s, gs, side="right") - 1
+    hit = (j >= 0) & (gs < e[np.maximum(j, 0)])
+    return gs[hit], ge[hit]
+
+
+def dispatch_floor_us(trace: k.TraceColumns, ops: np.ndarray) -> float | None:
+    """An operator call's fixed cost: the median time of the metadata-only operators (None: too few)."""
+    meta = ops & _named(trace, METADATA_OPS.__contains__)
+    if int(meta.sum()) < MIN_METADATA_CALLS:
+        return None
+    return float(np.median(trace.dur_us[meta]))
+
+
+def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
+    """The account of a rank's profiled steps (ms), or None without steps."""
+    if not steps:
+        return None
+    lo = np.array([s["start_us"] for s in steps], np.float64)
+    dur = np.array([s["dur_us"] for s in steps], np.float64)  # exact: epoch µs near 1.7e15 are 0.25 µs apart
+    hi = lo + dur
+    cpu = regions.cpu_side(trace)
+    step_ids = _ids(trace, lambda n: n.startswith("ProfilerStep#"))
+    is_step = np.isin(trace.name, step_ids)
+    primary = _primary_thread(trace, is_step & cpu)  # not the GPU's copy of the step annotation
+    on_primary = trace.tid == primary if primary is not None else np.ones(trace.cat.size, bool)
+    pattern = getattr(trace, "cpu_collectives", None) or regions.CPU_COLLECTIVE
+    primary_cpu = cpu & on_primary
+    sync_calls = _union(trace, cpu & _named(trace, lambda n: bool(SYNC_CALL.search(n) or HIP_SYNC.search(n))))
+    memory_calls = _union(trace, cpu & _named(trace, lambda n: bool(MEMORY_CALL.search(n))))
+    data = _named(trace, lambda n: bool(regions.DATALOADER.search(n)))
+    compiling = _named(trace, lambda n: bool(COMPILE.search(n)) and not NOT_COMPILE.search(n))
+    comm = _named(trace, lambda n: bool(pattern.search(n)))
+    operator_rows = trace.rows(k.CPU_OP, k.RUNTIME, k.DRIVER) & ~is_step
+    prefetch = _named(trace, lambda n: bool(PREFETCH.search(n)))
+    ops = operator_rows & (on_primary | ~prefetch)
+    gpu = trace.rows(*k.GPU_CATEGORIES)
+    kernels = trace.rows(k.KERNEL)
+    comm_kernel = kernels & _named(trace, is_communication_kernel)
+    device_busy = _union(trace, gpu)
+    device = bool(device_busy[0].size) and float(covered(device_busy, lo, hi).sum()) > 0.0
+
+    levels: list[tuple[str, tuple[np.ndarray, np.ndarray]]] = []
+    if device:
+        idle = _gaps(device_busy, lo, hi)
+        levels += [("compute", _union(trace, kernels & ~comm_kernel)),
+                   ("communication", _union(trace, comm_kernel)),
+                   ("memory_copies", _union(trace, gpu & ~kernels)),
+                   ("host_blocked", _starting_inside(idle, sync_calls)),
+                   ("memory_management", _starting_inside(idle, memory_calls))]
+    # What the step's own thread waits in comes first; the same on another thread (gloo's all-reduce, a
+    # background compile) overlaps the step's work and counts only where that thread has nothing to do.
+    levels += [("data_wait", _union(trace, primary_cpu & data)),
+               ("compilation", _union(trace, primary_cpu & compiling)),
+               ("communication", _union(trace, primary_cpu & comm)),
+               ("host_blocked", sync_calls), ("memory_management", memory_calls),
+               ("dispatch" if device else "operators", _union(trace, ops)),
+               ("communication", _union(trace, cpu & comm & ~on_primary)),
+               ("compilation", _union(trace, cpu & compiling & ~on_primary))]
+
+    per_step = {name: np.zeros(lo.size) for name in SLICES}
+    done = np.zeros(lo.size)
+    union: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
+    for name, iv in levels:
+        union = _join(union, iv) if iv[0].size else union
+        now = np.minimum(np.maximum(covered(union, lo, hi), done), dur)  # a union only grows, within the step
+        per_step["compute" if name == "operators" else name] += now - done
+        done = now
+    per_step["no_operator"] = dur - done
+    named = _named_in_gaps(trace, _gaps(union, lo, hi), ~is_step)
+
+    floor = None
+    calls_per_step = None
+    if not device:
+        counted = ops & trace.rows(k.CPU_OP)
+        starts = trace.start_us[counted]
+        calls = np.searchsorted(np.sort(starts), hi) - np.searchsorted(np.sort(starts), lo)
+        calls_per_step = float(calls.mean())
+        floor = dispatch_floor_us(trace, counted)
+        if floor is not None:
+            fixed = np.minimum(calls * floor, per_step["compute"])
+            per_step["dispatch"] += fixed
+            per_step["compute"] -= fixed
+    total = float(dur.sum())
+    return {
+        "perspective": "device" if device else "host",
+        "steps": int(lo.size),
+        "step_ms": total / 1000.0,
+        "slices_ms": {name: float(per_step[name].sum()) / 1000.0 for name in SLICES},
+        "per_step_ms": {name: [float(v) / 1000.0 for v in per_step[name]] for name in SLICES},
+        "useful": list(USEFUL),
+        "operator_calls_per_step": calls_per_step,
+        "dispatch_floor_us": floor,
+        "no_operator_named": named,
+        "window": _window(trace, lo, hi),
+    }
+
+
+TOP_NAMED = 5
+
+
+def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], keep: np.ndarray) -> dict[str, float]:
+    """What the trace names inside the time under no operator: annotations (``record_function``) and Python frames
+    (``with_stack``), ms by name over all steps, the largest first (nested ones each count)."""
+    rows = trace.rows(k.USER_ANNOTATION, k.PYTHON) & keep
+    if not rows.any() or gaps[0].size == 0:
+        return {}
+    inside = covered(gaps, trace.start_us[rows], trace.end_us[rows])
+    totals: dict[str, float] = {}
+    for name, ms in zip(trace.name[rows], inside):
+        if ms > 0:
+            label = trace.names[int(name)]
+            totals[label] = totals.get(label, 0.0) + float(ms) / 1000.0
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+
+
+def _primary_thread(trace: k.TraceColumns, is_step: np.ndarray) -> int | None:
+    if not is_step.any() or trace.tid.size != trace.cat.size:
+        return None
+    tids, counts = np.unique(trace.tid[is_step], return_counts=True)
+    return int(tids[np.argmax(counts)])
+
+
+def _window(trace: k.TraceColumns, lo: np.ndarray, hi: np.ndarray) -> dict:
+    """The profiled window around the steps (ms): before the first, between consecutive steps (evaluation,
+    checkpoints, anything the loop does outside a step), after the last. Between cycles nothing was recorded."""
+    cycles = list(getattr(trace, "cycles", None) or [])
+    if not cycles and trace.start_us.size:
+        cycles = [(float(trace.start_us.min()), float(trace.end_us.max()))]
+    order = np.argsort(lo)
+    lo, hi = lo[order], hi[order]
+    between = 0.0
+    for a_end, b_start in zip(hi[:-1], lo[1:]):
+        if any(c0 <= a_end and b_start <= c1 for c0, c1 in cycles):  # both inside one recorded cycle
+            between += max(b_start - a_end, 0.0)
+    span = float(sum(c1 - c0 for c0, c1 in cycles))
+    steps = float((hi - lo).sum())
+    first, last = float(lo[0]), float(hi[-1])
+    before = sum(max(min(c1, first) - c0, 0.0) for c0, c1 in cycles)
+    after = sum(max(c1 - max(c0, last), 0.0) for c0, c1 in cycles)
+    return {"span_ms": span / 1000.0, "steps_ms": steps / 1000.0, "between_steps_ms": between / 1000.0,
+            "before_first_ms": before / 1000.0, "after_last_ms": after / 1000.0}

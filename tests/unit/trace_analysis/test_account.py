@@ -1,0 +1,110 @@
+"""The step-time account on hand-made traces whose every microsecond is known (µs in the traces, ms out)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reportgen.trace_analysis import account
+from reportgen.trace_analysis.job import analyze_traces
+from reportgen.trace_ranks import ACCOUNT_SLICES, TraceAccount
+
+SGEMM = "volta_sgemm_128x64_nn"
+
+
+def _cpu(name, ts, dur, cat="cpu_op", tid=1):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 100, "tid": tid, "ts": ts, "dur": dur, "args": {}}
+
+
+def _gpu(name, ts, dur, cat="kernel"):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+            "args": {"device": 0, "stream": 7}}
+
+
+def _account(tmp_path, events, props=()):
+    path = tmp_path / "rank-0.pt.trace.json"
+    path.write_text(json.dumps({"deviceProperties": list(props), "traceEvents": events}))
+    doc, _ = analyze_traces([path])
+    return doc["ranks"]["0"]["account"]
+
+
+def test_host_steps_split_exactly(tmp_path):
+    """CPU training: the step's thread decides first; another thread's collective counts only while it idles."""
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 200, cat="user_annotation"),
+        _cpu("aten::conv2d", 200, 300),
+        _cpu("gloo:all_reduce", 550, 100, cat="user_annotation", tid=2),  # 550-600 while the step's thread idles
+        _cpu("aten::add", 600, 200),
+        _cpu("backend_compile_and_load", 800, 100),
+        _cpu("log_metrics", 900, 50, cat="user_annotation"),  # named, but no operator: the script's own Python
+    ])
+    assert got["perspective"] == "host" and got["steps"] == 1
+    assert got["slices_ms"] == pytest.approx({"compute": 0.5, "data_wait": 0.2, "communication": 0.05,
+                                              "host_blocked": 0.0, "memory_management": 0.0, "memory_copies": 0.0,
+                                              "compilation": 0.1, "dispatch": 0.0, "no_operator": 0.15})
+    assert sum(got["slices_ms"].values()) == pytest.approx(got["step_ms"]) == pytest.approx(1.0)
+    assert got["no_operator_named"] == pytest.approx({"log_metrics": 0.05})
+    assert got["window"]["steps_ms"] == pytest.approx(1.0)
+
+
+def test_operator_calls_pay_the_metadata_operators_time(tmp_path):
+    """41 calls at the median metadata-only call (2 µs) are dispatch; the rest of the operators' time compute."""
+    views = [_cpu("aten::view", 10 + 20 * i, 2) for i in range(40)]
+    got = _account(tmp_path, [_cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"), _cpu("aten::linear", 0, 900),
+                              *views])
+    assert got["operator_calls_per_step"] == 41 and got["dispatch_floor_us"] == 2.0
+    assert got["slices_ms"]["dispatch"] == pytest.approx(0.082)
+    assert got["slices_ms"]["compute"] == pytest.approx(0.818)
+    assert got["slices_ms"]["no_operator"] == pytest.approx(0.1)
+
+
+def test_device_steps_split_by_what_the_gpu_did_and_why_it_idled(tmp_path):
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 60, cat="user_annotation"),
+        _cpu("aten::to", 60, 30),  # GPU idle while the host issues work: dispatch
+        _gpu(SGEMM, 100, 200),
+        _gpu("Memcpy DtoH (Device -> Pinned)", 300, 50, cat="gpu_memcpy"),
+        _cpu("cudaStreamSynchronize", 320, 80, cat="cuda_runtime"),  # the gap 350-500 began inside it
+        _gpu(SGEMM, 500, 190),
+        _cpu("aten::add", 590, 60),  # while the GPU is busy: no effect
+        _cpu("cudaFree", 690, 30, cat="cuda_runtime"),  # the gap 690-800 began inside it
+        _gpu(SGEMM, 800, 100),
+    ])
+    assert got["perspective"] == "device"
+    assert got["slices_ms"] == pytest.approx({"compute": 0.49, "data_wait": 0.06, "communication": 0.0,
+                                              "host_blocked": 0.15, "memory_management": 0.11,
+                                              "memory_copies": 0.05, "compilation": 0.0, "dispatch": 0.03,
+                                              "no_operator": 0.11})
+
+
+def test_slices_are_per_step_and_a_step_free_rank_has_none(tmp_path):
+    got = _account(tmp_path, [_cpu("ProfilerStep#1", 0, 100, cat="user_annotation"), _cpu("aten::mm", 0, 100),
+                              _cpu("ProfilerStep#2", 150, 100, cat="user_annotation"), _cpu("aten::mm", 150, 50)])
+    assert got["per_step_ms"]["compute"] == [0.1, 0.05] and got["per_step_ms"]["no_operator"] == [0.0, 0.05]
+    assert got["window"]["between_steps_ms"] == pytest.approx(0.05)
+    assert _account(tmp_path, [_cpu("aten::mm", 0, 100)]) is None
+
+
+def test_the_page_and_the_analysis_name_the_same_slices():
+    assert ACCOUNT_SLICES == account.SLICES
+
+
+def test_the_typed_view_never_fails_and_counts_what_every_step_pays():
+    assert TraceAccount.of(None) is None and TraceAccount.of({"steps": 0, "step_ms": 1.0}) is None
+    assert TraceAccount.of({"steps": 2, "step_ms": float("nan")}) is None
+    odd = TraceAccount.of({"steps": 3, "step_ms": 30.0, "perspective": [1], "slices_ms": {"compute": "x",
+                           "no_operator": 12.0}, "per_step_ms": {"no_operator": [2.0, 2.0, 8.0], "compute": "x"}})
+    assert odd.perspective == "host" and odd.slices_ms["compute"] == 0.0 and odd.per_step_ms["compute"] == ()
+    assert odd.share("no_operator") == pytest.approx(0.4)
+    assert odd.every_step_share("no_operator") == pytest.approx(0.2)  # median 2 ms x 3 steps: the 8 ms is one step's
+
+
+def test_covered_counts_each_window_once():
+    import numpy as np
+
+    iv = (np.array([0.0, 10.0]), np.array([5.0, 20.0]))
+    got = account.covered(iv, np.array([0.0, 3.0, 21.0, -5.0]), np.array([20.0, 12.0, 30.0, 2.0]))
+    assert list(got) == [15.0, 4.0, 0.0, 2.0]
