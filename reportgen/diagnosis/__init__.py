@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reportgen.diagnosis import account_causes  # noqa: F401  (registers the step-time account's detectors)
 from reportgen.diagnosis import gpu_causes  # noqa: F401  (registers the GPU causes' detectors)
 from reportgen.diagnosis.causes import BY_ID, CAUSES, MINOR, TITLES, Finding, run_order
 from reportgen.diagnosis.coverage import LABELS, Answer, judge

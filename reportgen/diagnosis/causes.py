@@ -37,6 +37,7 @@ class Cause:
 # The GPU causes read from PyTorch profiler traces (detectors in gpu_causes.py); those that explain idle GPUs
 # are concluded before gpu-underused, which is then blamed only when none of them explains the idle time.
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy")
+ACCOUNT_CAUSES = ("host-overhead", "operator-overhead", "compilation", "allocator-churn", "step-waste")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
 
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
@@ -49,6 +50,12 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("communication-bound", "Communication is not overlapped with compute"),
     Cause("no-mixed-precision", "Matrix math runs in fp32 on tensor-core GPUs"),
     Cause("pageable-memcpy", "Host-to-device copies from pageable memory"),
+    # Causes read from the step-time account (detectors in account_causes.py): each claims a slice of the step.
+    Cause("host-overhead", "Every step spends time under no profiler operator", "step-account",
+          after=("kernel-launch-bound",)),
+    Cause("operator-overhead", "Per-call operator overhead fills the step", "step-account"),
+    Cause("compilation", "The training loop compiles again", "step-account"),
+    Cause("allocator-churn", "Device memory is allocated and freed inside the steps", "step-account"),
     Cause("gpu-underused", "The GPUs are underused",
           after=("input-pipeline", "cpu-bound", "io-bound", *IDLE_GPU_CAUSES)),
     Cause("straggler", "One worker is slower than the rest", "step-times"),
@@ -57,11 +64,16 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("host-memory-growth", "Host memory keeps growing", "memory"),
     Cause("slow-initialization", "Slow start before the first step", "step-times"),
     Cause("step-outliers", "Some steps are much slower than the rest", "step-times"),
+    # Last: the account's waste that no cause above claimed (it reads every cause that claims a slice).
+    Cause("step-waste", "Part of every step is spent outside compute", "step-account",
+          after=("input-pipeline", "io-bound", "cpu-bound", "straggler", "host-sync", "communication-bound",
+                 "pageable-memcpy", "kernel-launch-bound", "operator-overhead")),
 )
 # The vocabulary in its published order: report.json's schema enum, the JUnit causes suite (tests keep the
 # schema and this equal to the registry's ids).
 CAUSES = ("input-pipeline", "gpu-underused", "io-bound", "cpu-bound", "straggler", "load-imbalance",
-          "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers", *GPU_CAUSES)
+          "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers", *GPU_CAUSES,
+          *ACCOUNT_CAUSES)
 BY_ID = {cause.id: cause for cause in REGISTRY}
 TITLES = {cause.id: cause.title for cause in REGISTRY}
 

@@ -7,6 +7,8 @@ problem; a green status over questions nobody could look at is a false all-clear
 - ``input-pipeline``: does training wait for its data?
 - ``step-times``: are some steps much slower than the rest, or some workers slower than the others?
 - ``memory``: does memory (host, and GPU where there is one) stay within bounds?
+- ``step-account``: where does each step's time go? (only for jobs with profiler traces: the step-time account
+  puts every millisecond of every profiled step in one slice, so waste shows whether or not a cause fits)
 
 Each is judged from whichever source can show it (utilization over a long enough timeline, a rule that
 saw enough datapoints, enough profiled steps of a long enough loop); ``judge`` says which, or why none.
@@ -18,9 +20,9 @@ from dataclasses import dataclass
 
 from reportgen.diagnosis.evidence import Evidence
 
-QUESTIONS = ("gpu-use", "input-pipeline", "step-times", "memory")
+QUESTIONS = ("gpu-use", "input-pipeline", "step-times", "memory", "step-account")
 LABELS = {"gpu-use": "GPU use", "input-pipeline": "the input pipeline", "step-times": "step times",
-          "memory": "memory"}
+          "memory": "memory", "step-account": "where each step's time goes"}
 MIN_LOOP_S = 10.0  # a training loop shorter than this says nothing about how a job runs
 MIN_TRACE_STEPS = 1  # whole profiled steps per rank for a share of step time (DataLoader, GPU activity)
 # The question each cause answers is on its registry row (causes.Cause.question).
@@ -115,7 +117,19 @@ def _memory(ev: Evidence) -> Answer:
     return Answer("memory", False, "no memory metrics over a training loop of at least a minute")
 
 
+def _step_account(ev: Evidence) -> Answer:
+    ranks = [r for r in ev.trace_ranks.values() if r.steps]
+    accounted = [r for r in ranks if r.account is not None]
+    if ranks and len(accounted) == len(ranks) and _loop_long_enough(ev):
+        return Answer("step-account", True, "every profiled step's time split into compute and each kind of waste")
+    if accounted and not _loop_long_enough(ev):
+        return Answer("step-account", False, f"the traced training loop is shorter than {MIN_LOOP_S:.0f} s")
+    return Answer("step-account", False, "no profiled step in a rank" if not ranks else
+                  "a rank's steps have no step-time account (a kineto.json written by an older reportgen)")
+
+
 def judge(ev: Evidence) -> list[Answer]:
-    """One answer per question, in QUESTIONS' order."""
+    """One answer per question that applies, in QUESTIONS' order (``step-account`` only with profiler traces)."""
     gpu = _gpu_use(ev)
-    return [gpu, _input_pipeline(ev, gpu), _step_times(ev), _memory(ev)]
+    answers = [gpu, _input_pipeline(ev, gpu), _step_times(ev), _memory(ev)]
+    return answers + [_step_account(ev)] if ev.trace_ranks else answers

@@ -129,7 +129,7 @@ def test_torch_two_workers_recording_is_not_called_healthy_on_six_profiled_steps
     answers = {a.question: a for a in diagnosis.answers}
     assert answers["input-pipeline"].judged is True and answers["gpu-use"].judged is None
     assert answers["step-times"].how == "6 profiled steps per rank; slow or periodic steps need at least 20 (profile more active steps)"
-    assert "Judged: the input pipeline. Not judged: step times" in diagnosis.coverage_text()
+    assert "Judged: the input pipeline, where each step's time goes. Not judged: step times" in diagnosis.coverage_text()
 
 
 def _loader_straggler_set(tmp_path):

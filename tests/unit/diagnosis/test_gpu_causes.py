@@ -38,7 +38,7 @@ def test_healthy_ddp_job_with_overlap_and_one_item_per_step_is_healthy(tmp_path)
     diagnosis, doc = _diagnosis(tmp_path, None)
     # no finding; traces alone show no memory and a few profiled steps no step times: not called healthy (#27)
     assert diagnosis.findings == [] and diagnosis.status == "insufficient-data"
-    assert [a.question for a in diagnosis.answers if a.judged] == ["gpu-use", "input-pipeline"]
+    assert [a.question for a in diagnosis.answers if a.judged] == ["gpu-use", "input-pipeline", "step-account"]
     ga = doc["ranks"]["0"]["gpu_analysis"]
     assert ga["sync"]["per_step"] == 1.0 and ga["overlap"]["comm_comp_overlap_pct"] > 75
 

@@ -1,0 +1,240 @@
+"""Findings from the step-time account: waste shows up whether or not a named cause explains it.
+
+Every profiled step's time is split into exclusive slices (``trace_analysis.account``); any slice that is not
+useful compute and that every step pays for at least ``WASTE`` of the step is a finding. A named cause that
+explains a slice (the input pipeline for waiting on data, host-sync for a blocked host, …) claims it: its
+finding stands for that time, once. A slice no named cause claimed still gets its share, what the trace shows
+of it and how to look closer (``step-waste``). Four slices have causes of their own here, with evidence and a
+fix in the job's numbers: time under no operator (``host-overhead``), per-call operator overhead
+(``operator-overhead``), compilation in the loop (``compilation``) and allocator calls (``allocator-churn``).
+
+"Every step pays" is the slice's median per step times the steps: a stall that only some steps pay is the
+slow steps' cause (``step-outliers``), not a per-step overhead, so it is never counted twice.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from reportgen.diagnosis.causes import Finding, detector, make, pct
+from reportgen.diagnosis.evidence import Evidence
+from reportgen.section_ids import SectionId
+from reportgen.trace_ranks import TraceAccount
+
+WASTE = 0.05  # a slice every step pays for at least this share of the step is a finding
+TOTAL_WASTE = 0.15  # or all the unclaimed waste together, when no one slice reaches WASTE
+SLICE_TITLES = {
+    "compute": "compute",
+    "data_wait": "waiting for data",
+    "communication": "exposed communication",
+    "host_blocked": "the host blocked on the device",
+    "memory_management": "memory allocation calls",
+    "memory_copies": "memory copies with nothing else on the GPU",
+    "compilation": "compilation",
+    "dispatch": "operator dispatch and kernel launches",
+    "no_operator": "time under no profiler operator",
+}
+# The named causes that explain a slice: their finding claims its time (one stall, one finding).
+CLAIMS = {
+    "data_wait": ("input-pipeline", "io-bound", "cpu-bound", "straggler"),
+    "host_blocked": ("host-sync",),
+    "communication": ("communication-bound", "straggler"),
+    "memory_copies": ("pageable-memcpy",),
+    "dispatch": ("kernel-launch-bound", "operator-overhead"),
+    "no_operator": ("host-overhead",),
+    "compilation": ("compilation",),
+    "memory_management": ("allocator-churn",),
+}
+# What to do about a slice that no named cause explains, and how to look closer.
+GENERIC_FIX = {
+    "data_wait": "Overlap loading with compute: DataLoader workers (num_workers), persistent_workers=True so they "
+                 "are not restarted each epoch, pin_memory=True; profile the Dataset's __getitem__ if it stays.",
+    "host_blocked": "Remove per-step synchronisations (.item(), .cpu(), .tolist(), printing tensors, "
+                    "torch.cuda.synchronize()): keep values on the GPU and read them every N steps.",
+    "communication": "Overlap communication with compute: DDP's gradient buckets (bucket_cap_mb), no_sync() during "
+                     "gradient accumulation, fewer and larger collectives.",
+    "memory_copies": "Copy from pinned memory without blocking (pin_memory=True, .to(device, non_blocking=True)) "
+                     "and keep tensors on the GPU between steps.",
+    "dispatch": "Issue fewer, larger kernels: a larger batch, torch.compile (mode='reduce-overhead' captures CUDA "
+                "graphs), fused optimizers (foreach/fused=True).",
+}
+PROFILE_CLOSER = ("to see which lines: profile with with_stack=True (Python frames in the trace) or sample the "
+                  "process with py-spy")
+
+
+def accounts(ev: Evidence) -> dict[str, TraceAccount]:
+    return {label: rank.account for label, rank in ev.trace_ranks.items() if rank.account is not None}
+
+
+def every_step(ev: Evidence, name: str) -> tuple[float, str | None, float]:
+    """(mean over the ranks of the slice's every-step share, the rank where it is largest, that share)."""
+    acc = accounts(ev)
+    if not acc:
+        return 0.0, None, 0.0
+    shares = {label: a.every_step_share(name) for label, a in acc.items()}
+    worst = max(shares, key=shares.get)
+    return statistics.mean(shares.values()), worst, shares[worst]
+
+
+def _median_step_ms(account: TraceAccount) -> float:
+    totals = [sum(values) for values in zip(*(v for v in account.per_step_ms.values() if v))]
+    return statistics.median(totals) if totals else account.step_ms / max(account.steps, 1)
+
+
+def _rank_text(ev: Evidence, label: str | None) -> str:
+    return f" (rank {label})" if label is not None and len(ev.trace_ranks) > 1 else ""
+
+
+def _per_step_text(account: TraceAccount, name: str) -> str:
+    share = account.every_step_share(name)
+    median = _median_step_ms(account)
+    return f"{share * median:.1f} ms of a median {median:.1f} ms step"
+
+
+def _named_text(account: TraceAccount) -> str:
+    named = account.no_operator_named
+    if not named:
+        return ""
+    parts = ", ".join(f"{name} {ms:.1f} ms" for name, ms in list(named.items())[:3])
+    return f"what the trace names in that time: {parts} (annotations and Python frames, over all steps)"
+
+
+@detector("host-overhead")
+def host_overhead(ev: Evidence, found: dict) -> Finding | None:
+    if "kernel-launch-bound" in found:  # the GPU waits for the host, whatever the host does between launches
+        return None
+    share, worst, worst_share = every_step(ev, "no_operator")
+    if share < WASTE:
+        return None
+    account = accounts(ev)[worst]
+    shared = (f"; the host was shared ({ev.cpu_whose()}): part of this time the process may have waited for a "
+              "core" if ev.job_cpu is not None else "")
+    evidence = [f"{pct(share)} of every profiled step runs under no profiler operator{_rank_text(ev, worst)}: "
+                f"{_per_step_text(account, 'no_operator')} is the training script's own Python between the "
+                f"framework's operators{shared}",
+                _named_text(account),
+                f"a clean training loop leaves under {pct(WASTE)} of the step there"]
+    fix = ("Find and move the per-step Python off the step: metrics and logging every step (.item() conversions, "
+           "numpy on outputs, writing files with fsync) done every N steps or in a background thread; "
+           f"{PROFILE_CLOSER}.")
+    return make(ev, "host-overhead", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                basis="the time every profiled step spends under no operator (the median step's, times the steps); "
+                      "moving that work off the step gives it back",
+                metrics=_metrics(ev, "no_operator", share, worst, worst_share))
+
+
+@detector("operator-overhead")
+def operator_overhead(ev: Evidence, found: dict) -> Finding | None:
+    host = {label: a for label, a in accounts(ev).items() if a.perspective == "host"}
+    if not host:
+        return None
+    share, worst, worst_share = every_step(ev, "dispatch")
+    if share < WASTE:
+        return None
+    account = host[worst] if worst in host else next(iter(host.values()))
+    calls, floor = account.operator_calls_per_step, account.dispatch_floor_us
+    evidence = [f"{pct(share)} of every profiled step is the fixed cost of operator calls{_rank_text(ev, worst)}: "
+                f"{calls:,.0f} operator calls per step at {floor:.1f} µs each (the median time of the metadata-only "
+                f"operators such as aten::view, which do no arithmetic)" if calls and floor else "",
+                f"{_per_step_text(account, 'dispatch')}; the cost is paid per call, not per sample"]
+    fix = ("Give each operator call more work: a larger micro-batch with fewer gradient-accumulation steps for the same "
+           f"samples per update (a micro-batch 4x larger cuts this {pct(share)} to about {pct(share / 4)}), or fewer, "
+           "fused operators (torch.compile).")
+    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                basis="operator calls per step times their fixed cost; larger micro-batches make fewer calls for the "
+                      "same samples",
+                metrics={**_metrics(ev, "dispatch", share, worst, worst_share), "operator_calls_per_step": calls,
+                         "dispatch_floor_us": floor})
+
+
+def _total(ev: Evidence, name: str) -> tuple[float, str | None, float]:
+    """(mean over the ranks of the slice's whole share, the worst rank, its share): compilation and allocator
+    calls cost what they cost, in every step or in a few."""
+    acc = accounts(ev)
+    if not acc:
+        return 0.0, None, 0.0
+    shares = {label: a.share(name) for label, a in acc.items()}
+    worst = max(shares, key=shares.get)
+    return statistics.mean(shares.values()), worst, shares[worst]
+
+
+@detector("compilation")
+def compilation(ev: Evidence, found: dict) -> Finding | None:
+    share, worst, worst_share = _total(ev, "compilation")
+    if share < WASTE:
+        return None
+    account = accounts(ev)[worst]
+    steps = sum(1 for v in account.per_step_ms.get("compilation", ()) if v > 0)
+    evidence = [f"{pct(share)} of the profiled steps' time is compilation{_rank_text(ev, worst)}, in {steps} of "
+                f"{account.steps} steps: the framework compiled again inside the training loop (new input shapes "
+                "or dtypes, or Python values the compiled function depends on)"]
+    fix = ("Keep what the compiled step sees static: pad inputs to one shape or a few fixed lengths (bucketing; pad "
+           "the last partial batch too), mark truly dynamic dimensions (torch.compile(dynamic=True), "
+           "torch._dynamo.mark_dynamic), and pass changing Python numbers as tensors.")
+    return make(ev, "compilation", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                basis="the compilation time inside the profiled steps; with static shapes it is paid once",
+                metrics={**_metrics(ev, "compilation", share, worst, worst_share), "steps_compiling": steps})
+
+
+@detector("allocator-churn")
+def allocator_churn(ev: Evidence, found: dict) -> Finding | None:
+    share, worst, worst_share = _total(ev, "memory_management")
+    if share < WASTE:
+        return None
+    account = accounts(ev)[worst]
+    evidence = [f"{pct(share)} of the profiled steps' time is in device memory allocation and freeing "
+                f"(cudaMalloc/cudaFree and the GPU idle they cause){_rank_text(ev, worst)}: "
+                f"{_per_step_text(account, 'memory_management')} every step"]
+    fix = ("Keep memory in PyTorch's caching allocator: no torch.cuda.empty_cache() in the loop, stable tensor shapes "
+           "(cached blocks are reused by size), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and buffers "
+           "allocated once outside the loop.")
+    return make(ev, "allocator-churn", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                basis="the allocator calls and the GPU idle they caused inside the profiled steps",
+                metrics=_metrics(ev, "memory_management", share, worst, worst_share))
+
+
+@detector("step-waste")
+def step_waste(ev: Evidence, found: dict) -> Finding | None:
+    """Waste slices that no named cause claimed: the largest names the finding, all of them count."""
+    open_slices = {}
+    for name in GENERIC_FIX:
+        if any(cause in found for cause in CLAIMS.get(name, ())) or _judged_by_a_cause(ev, name):
+            continue
+        share, worst, worst_share = every_step(ev, name)
+        if share > 0:
+            open_slices[name] = (share, worst, worst_share)
+    big = {name: v for name, v in open_slices.items() if v[0] >= WASTE}
+    if not big:
+        total = sum(v[0] for v in open_slices.values())
+        if total < TOTAL_WASTE:
+            return None
+        big = open_slices
+    ordered = sorted(big, key=lambda name: -big[name][0])
+    top = ordered[0]
+    share = sum(big[name][0] for name in ordered)
+    evidence = [f"{pct(big[name][0])} of every profiled step is {SLICE_TITLES[name]}"
+                f"{_rank_text(ev, big[name][1])}" for name in ordered]
+    evidence.append("no cause the diagnosis knows explains this time; the step-time account in the PyTorch profiler "
+                    "section shows where it falls")
+    fix = GENERIC_FIX[top] + (" " + " ".join(GENERIC_FIX[n] for n in ordered[1:2]) if len(ordered) > 1 else "")
+    return make(ev, "step-waste", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                heading=f"{pct(share)} of each step is spent outside compute ({SLICE_TITLES[top]})",
+                basis="the time every profiled step spends in these slices (the median step's, times the steps)",
+                metrics={"slices": {name: big[name][0] for name in ordered}})
+
+
+def _judged_by_a_cause(ev: Evidence, name: str) -> bool:
+    """Slices a named cause judged even where it found nothing: a DataLoader that already loads in worker
+    processes (the input-pipeline cause weighs its wait against the cores' budget: below its threshold the workers
+    keep up as well as these cores allow), and a GPU's launch gaps (kernel-launch-bound weighs them as HTA does:
+    every GPU loop has some, a finding from 10 % of the active window)."""
+    if name == "data_wait":
+        return any(r.dataloader is not None and r.dataloader.workers for r in ev.trace_ranks.values())
+    if name == "dispatch":
+        return any(a.perspective == "device" for a in accounts(ev).values())
+    return False
+
+
+def _metrics(ev: Evidence, name: str, share: float, worst: str | None, worst_share: float) -> dict:
+    return {"slice": name, "share_of_steps": share, "worst_rank": worst, "worst_rank_share": worst_share,
+            "ranks": len(accounts(ev))}
