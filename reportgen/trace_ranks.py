@@ -70,6 +70,8 @@ class TraceAccount:
     operator_calls_per_step: float | None = None
     dispatch_floor_us: float | None = None
     no_operator_named: dict[str, float] = field(default_factory=dict)  # annotations/frames in that time (ms)
+    data_wait_named: dict[str, float] = field(default_factory=dict)  # the input pipeline's events waited in (ms)
+    optimizer_per_step_ms: tuple[float, ...] = ()  # time under Optimizer.step# per step (part of compute)
     window: dict[str, float] = field(default_factory=dict)  # span, steps, between steps, before, after (ms)
 
     def share(self, name: str) -> float:
@@ -103,9 +105,13 @@ class TraceAccount:
                   if isinstance(key, str) and _given(value) is not None}
         named = {key: value for key, value in _dict(entry.get("no_operator_named")).items()
                  if isinstance(key, str) and _given(value) is not None}
+        waits = {key: value for key, value in _dict(entry.get("data_wait_named")).items()
+                 if isinstance(key, str) and _given(value) is not None}
+        optimizer = entry.get("optimizer_per_step_ms")
+        optimizer = tuple(max(_given(v) or 0.0, 0.0) for v in optimizer) if isinstance(optimizer, list) else ()
         return cls(perspective if perspective in ("host", "device") else "host", int(steps), float(total), slices,
                    per, _given(entry.get("operator_calls_per_step")), _given(entry.get("dispatch_floor_us")),
-                   named, window)
+                   named, waits, optimizer, window)
 
 
 @dataclass(frozen=True)

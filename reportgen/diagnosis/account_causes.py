@@ -18,22 +18,12 @@ import statistics
 
 from reportgen.diagnosis.causes import Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
+from reportgen.diagnosis.slow_step_story import SLICE_TITLES
 from reportgen.section_ids import SectionId
 from reportgen.trace_ranks import TraceAccount
 
 WASTE = 0.05  # a slice every step pays for at least this share of the step is a finding
 TOTAL_WASTE = 0.15  # or all the unclaimed waste together, when no one slice reaches WASTE
-SLICE_TITLES = {
-    "compute": "compute",
-    "data_wait": "waiting for data",
-    "communication": "exposed communication",
-    "host_blocked": "the host blocked on the device",
-    "memory_management": "memory allocation calls",
-    "memory_copies": "memory copies with nothing else on the GPU",
-    "compilation": "compilation",
-    "dispatch": "operator dispatch and kernel launches",
-    "no_operator": "time under no profiler operator",
-}
 # The named causes that explain a slice: their finding claims its time (one stall, one finding).
 CLAIMS = {
     "data_wait": ("input-pipeline", "io-bound", "cpu-bound", "straggler"),
@@ -213,14 +203,40 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
     top = ordered[0]
     share = sum(big[name][0] for name in ordered)
     evidence = [f"{pct(big[name][0])} of every profiled step is {SLICE_TITLES[name]}"
-                f"{_rank_text(ev, big[name][1])}" for name in ordered]
-    evidence.append("no cause the diagnosis knows explains this time; the step-time account in the PyTorch profiler "
-                    "section shows where it falls")
-    fix = GENERIC_FIX[top] + (" " + " ".join(GENERIC_FIX[n] for n in ordered[1:2]) if len(ordered) > 1 else "")
-    return make(ev, "step-waste", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
-                heading=f"{pct(share)} of each step is spent outside compute ({SLICE_TITLES[top]})",
+                f"{_rank_text(ev, big[name][1])}" + _waited_in(ev, name, big[name][1]) for name in ordered]
+    evidence.append("below what the named causes look for (e.g. a quarter of the step for the input pipeline), but "
+                    "every step pays it: the step-time account in the profiler section shows where it falls")
+    fixes = [_fix(ev, name) for name in ordered[:2]]
+    return make(ev, "step-waste", 0.0, evidence, " ".join(fixes), loop_share=share,
+                sections=[SectionId.GPU_KERNELS_OPERATORS],
+                heading=f"{pct(share)} of each step is {SLICE_TITLES[top]}" + (" and more" if len(ordered) > 1 else ""),
                 basis="the time every profiled step spends in these slices (the median step's, times the steps)",
                 metrics={"slices": {name: big[name][0] for name in ordered}})
+
+
+TF_DATA = ("Overlap input with compute in tf.data: .prefetch(tf.data.AUTOTUNE) at the end of the pipeline, "
+           "num_parallel_calls=tf.data.AUTOTUNE in map(), .cache() after the expensive steps.")
+PYTHON_ITERATOR = ("Load the next batches while the step runs: a background thread or process that prefetches (e.g. a "
+                   "queue a few batches deep, or a loader with workers such as grain or tf.data), then device_put "
+                   "ahead of the step.")
+
+
+def _waited_in(ev: Evidence, name: str, label: str | None) -> str:
+    if name != "data_wait" or label is None:
+        return ""
+    named = accounts(ev)[label].data_wait_named
+    return f" (in {', '.join(list(named)[:2])})" if named else ""
+
+
+def _fix(ev: Evidence, name: str) -> str:
+    """A slice's general remedy, in the words of the framework the trace came from where it differs."""
+    if name == "data_wait":
+        names = " ".join(n for a in accounts(ev).values() for n in a.data_wait_named)
+        if "IteratorGetNext" in names or "Iterator::" in names:
+            return TF_DATA
+        if "DataLoader" not in names and "dataloader" not in names.lower():
+            return PYTHON_ITERATOR
+    return GENERIC_FIX[name]
 
 
 def _judged_by_a_cause(ev: Evidence, name: str) -> bool:

@@ -18,6 +18,7 @@ from typing import Callable
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
+from reportgen.diagnosis.slow_step_story import SLICE_TITLES, fix_for, story
 from reportgen.section_ids import SectionId
 
 
@@ -757,7 +758,7 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     rule_fired = ev.state("StepOutlier") == FIRED
     if not ev.duration_s:
         return None
-    period, loop_share, seconds = None, None, None
+    period, loop_share, seconds, why = None, None, None, None
     if ev.slow_steps:  # every step's duration known (engine, or enough profiled steps): the robust count
         slowed = {w: s for w, s in ev.slow_steps.items() if s.get("count")}
         if not slowed:
@@ -766,11 +767,21 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         listed = [x for x in top.get("slowest") or [] if isinstance(x, dict)]
         worst = listed[0] if listed else None
         period = top.get("period")
+        why = story(ev, worker, listed)
+        if why is not None and why.by_design and not rule_fired:
+            return None  # they run the optimizer the other steps skip: gradient accumulation, by design
         evidence = [f"{top['count']} of {top['steps']} steps on {worker_name(worker)} over {top['threshold_s']:.2f} s "
                     f"(median {top['median_s']:.2f} s + 5 MAD)",
                     f"{top['periodic_count']} of them every {period} steps" if period else "",
                     f"slowest: step {worst['step']}, {worst['duration_s']:.2f} s" if worst else "",
-                    f"{secs(top['seconds_lost'])} lost there"]
+                    (f"{secs(top['seconds_lost'])} lost in these {top['steps']} profiled steps "
+                     f"({top['seconds_lost'] / top['total_s'] * 100:.0f} % of their time; the impact applies that share "
+                     "to the training loop)" if worker.startswith("rank ") and top.get("total_s") and not ev.trace_only
+                     else f"{secs(top['seconds_lost'])} lost there")]
+        if why is not None:
+            evidence.append(f"the slow steps are slow in {SLICE_TITLES[why.slice]}: {why.excess_ms[why.slice] / why.steps:.0f} "
+                            f"ms more than the median step each ({why.share * 100:.0f} % of their extra time, "
+                            "from the step-time account)")
         if len(slowed) > 1:
             evidence.append(f"slow steps on {plural(len(slowed), 'worker')}")
         lost = _lost_over_workers(slowed)
@@ -813,6 +824,12 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     if period:
         fix = (f"The slow steps come every {period} steps: look for work done every {period} steps (checkpointing, "
                "logging, evaluation) and make it asynchronous or less frequent.")
+    if why is not None:
+        rank = ev.trace_ranks.get(metrics["worker"][len("rank "):])
+        loader = rank.dataloader if rank is not None else None
+        fix = fix_for(why, loader.workers if loader is not None else None, period)
+        metrics = {**metrics, "slow_in": why.slice, "excess_ms_by_slice": why.excess_ms,
+                   "optimizer_excess_ms": why.optimizer_excess_ms}
     return make(ev, "step-outliers", 0.0, evidence, fix, loop_share=loop_share, seconds=seconds,
                 rules=[*fired(ev, "StepOutlier")],
                 sections=[SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],

@@ -393,11 +393,22 @@ def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
         ev.procs_per_node = max(hosts.values())
 
 
+STALLED = 0.8  # every step pays less than this part of the data wait: the rest is a stall in a few steps
+
+
 def dataloader_step_share(rank: TraceRank) -> float | None:
     """Fraction of profiled step time spent in DataLoader: ``dataloader.step_share`` when the trace analysis
-    gives it (union of intervals), else DataLoader time over the sum of step durations, capped at 1."""
+    gives it (union of intervals), else DataLoader time over the sum of step durations, capped at 1.
+
+    When a fifth or more of the wait falls in a few steps (a loader restarted at each epoch, one expensive batch),
+    only what every step pays is the input pipeline's: the stall is the slow steps' (one stall, one finding)."""
     loader = rank.dataloader or TraceLoader()
     share = _num(loader.step_share)
+    account = rank.account
+    if share is not None and account is not None and account.share("data_wait") > 0:
+        every = account.every_step_share("data_wait") / account.share("data_wait")
+        if every < STALLED:
+            share *= every
     if share is not None:
         return min(max(share, 0.0), 1.0)
     steps = sum(_num(s.dur_ms) or 0 for s in rank.step_list)

@@ -22,22 +22,33 @@ PERIODIC_SHARE = 0.6  # of the slow steps on the period's beat, for "they recur 
 BEAT_HIT = 0.6  # of the beat's steps that are slow (the periodic work happens on most of its beats)
 
 
-def find_period(positions: list[int], first: int, last: int) -> tuple[int, int, int] | None:
-    """(period, phase, slow steps on that beat) when most slow steps fall on one beat
-    ``position ≡ phase (mod period)`` and most of that beat's steps between ``first`` and ``last`` are slow."""
-    slow = sorted(set(int(p) for p in positions))
+def find_period(positions: list[int], first: int, last: int, lost: list[float] | None = None
+                ) -> tuple[int, int, int] | None:
+    """(period, phase, slow steps on that beat) when the slow steps on one beat ``position ≡ phase (mod period)``
+    are most of the slow steps, or hold most of the time they lost (``lost``, per position), and most of that
+    beat's steps between ``first`` and ``last`` are slow. Seconds lost as well as counts: a few slow start-up steps
+    must not hide an evaluation every 30 steps that costs far more."""
+    weight = {}
+    for i, p in enumerate(positions):
+        weight[int(p)] = weight.get(int(p), 0.0) + (max(float(lost[i]), 0.0) if lost is not None else 1.0)
+    slow = sorted(weight)
     if len(slow) < 3:
         return None
+    total = sum(weight.values()) or float(len(slow))
     gaps = Counter(b - a for a, b in zip(slow, slow[1:]) if b - a > 1)
     best = None
     for period in sorted({g for g, n in gaps.items() if n >= 2}):
-        phases = Counter(p % period for p in slow)
-        phase, hits = phases.most_common(1)[0]
+        on_beat: dict[int, list[int]] = {}
+        for p in slow:
+            on_beat.setdefault(p % period, []).append(p)
+        phase, beat = max(on_beat.items(), key=lambda kv: (sum(weight[p] for p in kv[1]), len(kv[1])))
+        hits, held = len(beat), sum(weight[p] for p in beat)
         beats = len(range(first + (phase - first) % period, last + 1, period))
-        if hits >= 3 and hits >= PERIODIC_SHARE * len(slow) and beats and hits >= BEAT_HIT * beats:
-            if best is None or hits > best[2]:
-                best = (period, phase, hits)
-    return best
+        most = hits >= PERIODIC_SHARE * len(slow) or held >= PERIODIC_SHARE * total
+        if hits >= 3 and most and beats and hits >= BEAT_HIT * beats:
+            if best is None or held > best[3]:
+                best = (period, phase, hits, held)
+    return best[:3] if best else None
 
 
 def slow_steps(positions, numbers, starts_s, durations_s) -> dict | None:
@@ -54,7 +65,7 @@ def slow_steps(positions, numbers, starts_s, durations_s) -> dict | None:
     threshold = median + max(K_MAD * 1.4826 * mad, MIN_EXCESS * median)
     slow = np.flatnonzero(d > threshold)
     pos = [int(positions[idx[i]]) for i in slow]
-    period = find_period(pos, int(positions[idx[0]]), int(positions[idx[-1]]))
+    period = find_period(pos, int(positions[idx[0]]), int(positions[idx[-1]]), [float(d[i] - median) for i in slow])
     order = slow[np.argsort(-d[slow], kind="stable")][:MAX_LISTED]
     return {
         "steps": int(d.size), "median_s": median, "mad_s": mad, "threshold_s": threshold,

@@ -71,6 +71,7 @@ METADATA_OPS = frozenset(("aten::view", "aten::as_strided", "aten::t", "aten::tr
                           "aten::result_type", "aten::expand", "aten::unsqueeze", "aten::squeeze", "aten::permute",
                           "aten::reshape", "aten::_unsafe_view", "aten::alias", "aten::empty", "aten::lift_fresh",
                           "aten::resolve_conj", "aten::resolve_neg", "detach", "aten::select", "aten::slice"))
+OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")  # torch's annotation of optimizer.step(): part of compute
 MIN_METADATA_CALLS = 20  # fewer metadata calls than this: no estimate of the fixed cost (no dispatch slice)
 
 
@@ -197,6 +198,12 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         done = now
     per_step["no_operator"] = dur - done
     named = _named_in_gaps(trace, _gaps(union, lo, hi), ~is_step)
+    waits = primary_cpu & data
+    data_named = {}
+    for name_id in np.unique(trace.name[waits]):
+        data_named[trace.names[int(name_id)]] = float(trace.dur_us[waits & (trace.name == name_id)].sum()) / 1000.0
+    data_named = dict(sorted(data_named.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+    optimizer = covered(_union(trace, cpu & _named(trace, lambda n: bool(OPTIMIZER_STEP.match(n)))), lo, hi)
 
     floor = None
     calls_per_step = None
@@ -221,6 +228,8 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "operator_calls_per_step": calls_per_step,
         "dispatch_floor_us": floor,
         "no_operator_named": named,
+        "data_wait_named": data_named,
+        "optimizer_per_step_ms": [float(v) / 1000.0 for v in optimizer],
         "window": _window(trace, lo, hi),
     }
 

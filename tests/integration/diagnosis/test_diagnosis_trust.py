@@ -108,6 +108,10 @@ def test_robust_threshold_and_period_on_known_steps():
     assert found["seconds_lost"] == pytest.approx(10 * (3.0 - found["median_s"]) + 2 * (9.0 - found["median_s"]))
     assert found["slowest"][0]["duration_s"] == 9.0
     assert find_period([7, 101, 150], 0, 199) is None  # three strays: no period
+    # start-up steps outnumber an evaluation every 30 steps, which loses far more: the period is by seconds lost
+    slow = [0, 1, 2, 3, 4, 29, 59, 89]
+    assert find_period(slow, 0, 99) is None  # by count alone, 3 of 8 are on the beat
+    assert find_period(slow, 0, 99, [0.5] * 5 + [6.0] * 3) == (30, 29, 3)
     assert slow_steps([1, 2], ["1", "2"], [0.0, 1.0], [1.0, 5.0]) is None  # too few steps to judge
 
 

@@ -73,7 +73,9 @@ def test_jax_and_tf_data_wait_is_the_scripts_own_input_share_and_a_finding(run):
     diagnosis = diagnose(outputs)
     waste = [f for f in diagnosis.findings if f.cause == "step-waste"]
     assert waste and waste[0].metrics["slices"]["data_wait"] == pytest.approx(truth, rel=0.25)
-    assert "waiting for data" in waste[0].title and "num_workers" in waste[0].fix
+    assert "waiting for data" in waste[0].title
+    # the fix in the framework's words: tf.data's prefetch for TensorFlow, a prefetching iterator for JAX
+    assert ("tf.data.AUTOTUNE" if run == "tf-cpu" else "prefetches") in waste[0].fix and "DataLoader" not in waste[0].fix
 
 
 def test_gpu_input_bound_steps_wait_for_data_as_the_script_measured():

@@ -1,0 +1,119 @@
+"""What makes the slow steps slow: the step-time account of the slow steps against the median step.
+
+A slow step is slow *in* something: it waits for data (a loader restarted at each epoch), compiles (new input
+shapes), runs the optimizer (gradient accumulation: by design), runs Python the profiler does not name
+(evaluation or a checkpoint inside the step), or waits in a collective for a slower rank. The slice whose excess
+over the median step is largest names it, and the fix follows from that, not from the cause's id.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from reportgen.diagnosis.evidence import Evidence
+from reportgen.trace_ranks import TraceAccount
+
+SLICE_TITLES = {
+    "compute": "compute",
+    "data_wait": "waiting for data",
+    "communication": "exposed communication",
+    "host_blocked": "the host blocked on the device",
+    "memory_management": "memory allocation calls",
+    "memory_copies": "memory copies with nothing else on the GPU",
+    "compilation": "compilation",
+    "dispatch": "operator dispatch and kernel launches",
+    "no_operator": "time under no profiler operator",
+}
+BY_DESIGN = 0.5  # the optimizer's extra time is at least this share of the slow steps' excess: accumulation
+
+
+@dataclass(frozen=True)
+class SlowStepStory:
+    """The slow steps of one rank, explained by the account."""
+
+    slice: str  # the slice with the largest excess over the median step
+    excess_ms: dict[str, float]  # each slice's time over the median step's, summed over the slow steps (>= 0)
+    optimizer_excess_ms: float  # time under Optimizer.step# over the median step's, summed
+    steps: int  # slow steps explained
+    first_step_positions: tuple[int, ...]  # their positions in the rank's sequence of steps
+
+    @property
+    def total_ms(self) -> float:
+        return sum(self.excess_ms.values())
+
+    @property
+    def share(self) -> float:
+        """The named slice's part of the slow steps' excess."""
+        return self.excess_ms[self.slice] / self.total_ms if self.total_ms > 0 else 0.0
+
+    @property
+    def by_design(self) -> bool:
+        """Slow because they run the optimizer and the others do not: gradient accumulation."""
+        return self.total_ms > 0 and self.optimizer_excess_ms >= BY_DESIGN * self.total_ms
+
+
+def fix_for(found: SlowStepStory, loader_workers: bool | None, period: int | None) -> str:
+    """The fix for slow steps, from what makes them slow."""
+    when = f"every {period} steps" if period else "in the slow steps"
+    if found.slice == "data_wait":
+        if loader_workers:
+            return ("The slow steps wait for the DataLoader: its worker processes are started again at each epoch "
+                    "(or after each new iterator). Keep them alive with persistent_workers=True (and prefetch_factor "
+                    "for the first batches).")
+        return (f"The slow steps wait for data {when}: load ahead of the step (DataLoader workers with "
+                "persistent_workers=True, prefetching) so an expensive batch does not stall the loop.")
+    if found.slice == "compilation":
+        return ("The slow steps compile again: new input shapes or dtypes reach the compiled step. Pad inputs to one "
+                "shape or a few fixed lengths (bucketing, the last partial batch too) or mark dynamic dimensions.")
+    if found.slice == "no_operator":
+        return (f"The slow steps run code the profiler does not name {when}: Python inside the step (evaluation, "
+                "checkpointing, logging: move it off the training step, or do it less often), or the process waited "
+                "for a core on a busy host. Profile with with_stack=True (or sample with py-spy) to tell which.")
+    if found.slice == "communication":
+        return ("The slow steps wait in collectives: another rank was slower at those steps. Look at that rank's "
+                "slow steps (data, Python or uneven inputs) and even them out.")
+    if found.slice == "compute" and period:
+        return (f"The slow steps come every {period} steps and compute more: periodic work inside the step "
+                "(evaluation, extra forward passes, saving a checkpoint). Move it off the training step, make it "
+                "asynchronous, or do it less often.")
+    if found.slice == "compute":
+        return ("The slow steps compute more: larger inputs (the longest padded batches: bucket by length or pad to "
+                "a fixed size), or evaluation and extra forward passes inside the step. Record shapes "
+                "(record_shapes=True) to see which.")
+    return (f"The slow steps spend their extra time in {SLICE_TITLES[found.slice]} {when}: see the step-time account "
+            "in the PyTorch profiler section for those steps.")
+
+
+def _median(values) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def story(ev: Evidence, worker: str, slowest: list[dict]) -> SlowStepStory | None:
+    """The story of a trace rank's listed slow steps (``worker`` "rank <label>"); None for other workers or
+    without an account."""
+    if not worker.startswith("rank "):
+        return None
+    rank = ev.trace_ranks.get(worker[len("rank "):])
+    account: TraceAccount | None = rank.account if rank is not None else None
+    if account is None or not slowest:
+        return None
+    position = {str(s.step if s.step is None else int(s.step)): i for i, s in enumerate(rank.step_list)}
+    picked = [position[str(item["step"])] for item in slowest if str(item.get("step")) in position]
+    if not picked:
+        return None
+    excess = {}
+    for name, values in account.per_step_ms.items():
+        if len(values) != account.steps:
+            continue
+        median = _median(values)
+        excess[name] = max(sum(values[i] - median for i in picked), 0.0)
+    if not excess or sum(excess.values()) <= 0:
+        return None
+    optimizer = account.optimizer_per_step_ms
+    optimizer_excess = 0.0
+    if len(optimizer) == account.steps:
+        median = _median(optimizer)
+        optimizer_excess = max(sum(optimizer[i] - median for i in picked), 0.0)
+    top = max(excess, key=excess.get)
+    return SlowStepStory(top, excess, optimizer_excess, len(picked), tuple(sorted(picked)))

@@ -1,0 +1,79 @@
+"""Findings from the step-time account, on hand-made traces whose every step is known."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen.diagnosis import diagnose
+from reportgen.rule_outputs import RuleOutputs
+from reportgen.trace_analysis.job import analyze_traces
+
+MULTI = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+
+
+def _ev(name, ts, dur, cat="cpu_op"):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {}}
+
+
+def _steps(tmp_path: Path, parts) -> RuleOutputs:
+    """One CPU rank whose step i is made of ``parts(i)``: (kind, µs) in order, kind one of "op", "load",
+    "python" (an annotation over no operator), "optimizer" (an operator under Optimizer.step#)."""
+    events, t = [], 0.0
+    for i in range(40):
+        start = t
+        for kind, dur in parts(i):
+            if kind == "op":
+                events.append(_ev("aten::mm", t, dur))
+            elif kind == "load":
+                events.append(_ev(MULTI, t, dur, "user_annotation"))
+            elif kind == "python":
+                events.append(_ev("log_metrics", t, dur, "user_annotation"))
+            elif kind == "optimizer":
+                events += [_ev("Optimizer.step#SGD.step", t, dur, "user_annotation"), _ev("aten::add_", t, dur)]
+            t += dur
+        events.append(_ev(f"ProfilerStep#{i}", start, t - start, "user_annotation"))
+        t += 10
+    path = tmp_path / "rank-0.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    doc, _ = analyze_traces([path])
+    return RuleOutputs(folder=tmp_path, traces=doc)
+
+
+def _causes(diagnosis):
+    return [f.cause for f in diagnosis.findings]
+
+
+def test_python_every_step_is_host_overhead_with_what_the_trace_names(tmp_path):
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("op", 7000), ("python", 3000)]))
+    assert _causes(diagnosis) == ["host-overhead"] and diagnosis.status == "problems"
+    finding = diagnosis.findings[0]
+    assert finding.share == pytest.approx(3000 / 10200, rel=1e-3)  # of the profiled steps
+    assert "log_metrics" in " ".join(finding.evidence) and "with_stack=True" in finding.fix
+
+
+def test_a_clean_loop_is_healthy_from_the_account(tmp_path):
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("op", 9800)]))
+    assert diagnosis.findings == []
+    assert next(a for a in diagnosis.answers if a.question == "step-account").judged is True
+
+
+def test_optimizer_steps_under_accumulation_are_slow_by_design(tmp_path):
+    """Every 4th step also runs the optimizer: those steps are slow by design, never a finding."""
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("op", 9800)]
+                                + ([("optimizer", 6000)] if i % 4 == 3 else [])))
+    assert "step-outliers" not in _causes(diagnosis) and diagnosis.findings == []
+
+
+def test_a_loader_restarted_each_epoch_is_one_stall_with_its_fix(tmp_path):
+    """Workers restarted at each epoch: the first step of every 8 waits 60 ms for data. One finding (the slow
+    steps), fixed with persistent_workers=True; the input pipeline is not blamed for the same seconds."""
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 60000 if i % 8 == 0 else 300), ("op", 9700)]))
+    assert _causes(diagnosis) == ["step-outliers"]
+    finding = diagnosis.findings[0]
+    assert finding.metrics["slow_in"] == "data_wait" and "persistent_workers=True" in finding.fix
+    lost = 5 * (60000 - 300) / 1000  # ms, five epochs' first steps over the median step
+    total = (35 * 10000 + 5 * 69700) / 1000
+    assert finding.share == pytest.approx(lost / total, rel=0.01)
