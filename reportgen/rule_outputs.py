@@ -9,6 +9,7 @@ only a folder where no rule output can be read is an input error.
 from __future__ import annotations
 
 import math
+import re
 import os
 import shutil
 import uuid
@@ -111,6 +112,28 @@ def recorded_command(recording: dict | None) -> dict | None:
     for key in ("job_cpu_pct_of_host_p50", "job_cpu_pct_of_host_p95"):  # absent in recordings before them
         command[key] = as_float(recording.get(key))
     return {**command, "host_shared": values["host_shared"]}
+
+
+TRACE_STAMP = re.compile(r"\.(\d{16,20})\.pt\.trace\.json(\.gz)?$")  # torch's handler: <worker>.<time_ns>.pt.trace.json
+
+
+def profiler_exports(recording: dict | None) -> list[tuple[float, float]]:
+    """(start, end) epoch seconds of each export of the profiler a recording copied: from the time stamp torch's
+    trace handler puts in the file's name when it starts to the file's last write (recording.json's
+    ``traces_written_s``). Spans that are no such interval (no stamp, a write before the stamp, over an hour) are
+    left out."""
+    written = recording.get("traces_written_s") if isinstance(recording, dict) else None
+    if not isinstance(written, dict):
+        return []
+    spans = []
+    for name, end in written.items():
+        match = TRACE_STAMP.search(str(name))
+        if match is None or not _finite(end):
+            continue
+        start = int(match.group(1)) / 1e9
+        if 0.0 <= end - start <= 3600.0:
+            spans.append((start, float(end)))
+    return spans
 
 
 def time_problems(details: dict) -> list[str]:

@@ -79,6 +79,8 @@ class Diagnosis:
             "questions": [a.to_data() for a in self.answers],
             "fired_without_finding": dict(self.unexplained),
             "duration_s": self.evidence.duration_s,
+            **({"profiler_export_s": self.evidence.profiler_export_s}
+               if self.evidence.profiler_export_s is not None else {}),
         }
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of,
-                                    outlier_steps_of, recorded_command, system_usage_of)
+                                    outlier_steps_of, profiler_exports, recorded_command, system_usage_of)
 from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
@@ -94,6 +94,7 @@ class Evidence:
     # traces alone: the profiled steps' time (the longest rank's sum of its steps), what "of the profiled
     # steps" impacts are shares of; None when no rank has steps (the trace's span stands in)
     profiled_steps_s: float | None = None
+    profiler_export_s: float | None = None  # the profiler's own export inside the training loop (left out of it)
     trace_span_s: float | None = None  # first to last traced event over every rank and cycle
     profiled_s: float | None = None  # the traced cycles' own time (a rank's cycles added up)
     procs_per_node: int | None = None  # training processes per node (GPUs per node, or ranks per host)
@@ -209,6 +210,18 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
                 ev.profiled_steps_s = min(max(totals) / 1000.0, ev.duration_s)
     if ev.duration_s is None and ev.timeline_s:
         ev.duration_s = ev.timeline_s
+
+
+def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
+    """A recording's profiler exports inside the training loop are the profiler's time, not training: left out of
+    the loop that shares of the profiled steps are applied to (torch's export took 32-202 s of real jobs)."""
+    if ev.loop is None or ev.loop_s is None or ev.trace_only:
+        return
+    lo, hi = ev.loop
+    inside = sum(max(min(end, hi) - max(start, lo), 0.0) for start, end in profiler_exports(outputs.recording))
+    if inside > 0:
+        ev.profiler_export_s = inside
+        ev.loop_s = max(ev.loop_s - inside, 0.0)
 
 
 def _system(ev: Evidence, outputs: RuleOutputs) -> None:
@@ -427,6 +440,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     _timeline(ev, outputs)
     if ev.duration_s is None:
         _job_times(ev, outputs)  # from the traces or the timeline
+    leave_out_profiler_export(ev, outputs)
     _steps(ev, outputs)
     _recorded_command(ev, outputs)
     for name, rule in outputs.rules.items():

@@ -67,6 +67,9 @@ class RecordResult:
     gpu_note: str
     metric_files: list[str] = field(default_factory=list)
     traces_copied: list[str] = field(default_factory=list)
+    # each copied trace's last write (epoch s; copies keep it): with the time stamp torch puts in a trace's name
+    # when its handler starts, the span of the profiler's own export (the diagnosis leaves it out of the loop)
+    traces_written_s: dict = field(default_factory=dict)
     traces_skipped: list[str] = field(default_factory=list)  # in --trace-dir, not written by this command
     traces_skipped_why: dict = field(default_factory=dict)  # reason -> count
     # The command's own process tree (ProcessTree): CPU seconds, mean share of the host's cores (%), the
@@ -248,12 +251,19 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
     host_pct = sum(w * v for w, v in host_busy) / weight if weight > 0 else None
     traces, skipped, why = (copy_traces(Path(trace_dir), out_dir, since=started, pids=pids)
                             if trace_dir is not None else ([], [], {}))
+    written = {}
+    for rel in traces:
+        try:
+            written[rel] = (out_dir / rel).stat().st_mtime
+        except OSError:
+            continue
     result = RecordResult(
         out_dir=str(out_dir), command=list(command), exit_code=_exit_code(child.returncode),
         interrupted=stop["signal"] is not None, interval_s=interval_s, samples=writer.samples, started=started,
         ended=ended, wall_s=wall, sampler_cpu_s=cpu, sampler_cpu_pct_of_one_core=100.0 * cpu / wall if wall else 0.0,
         gpus=len(sampler.gpus), gpu_note=gpu_note, metric_files=[str(p.relative_to(out_dir)) for p in writer.files],
-        traces_copied=traces, traces_skipped=skipped, traces_skipped_why=why, cpu_cores=tree.cores,
+        traces_copied=traces, traces_written_s=written, traces_skipped=skipped, traces_skipped_why=why,
+        cpu_cores=tree.cores,
         job_cpu_s=job_cpu_s, job_cpu_pct_of_host=job_pct, job_cpu_pct_of_host_p50=_percentile(job_shares, 50),
         job_cpu_pct_of_host_p95=_percentile(job_shares, 95), host_cpu_pct=host_pct, job_rss_peak_bytes=tree.rss_peak,
         host_shared=None if job_pct is None or host_pct is None else host_pct - job_pct > SHARED_POINTS)

@@ -80,6 +80,8 @@ def identity(report: Report) -> list[tuple[str, str]]:
             items.append(("Duration", secs(ev.duration_s)))
             if ev.loop_s:
                 items.append(("Training loop", secs(ev.loop_s)))
+            if ev.profiler_export_s:  # the profiler's own time: left out of the loop above and of every share
+                items.append(("Profiler export", f"{secs(ev.profiler_export_s)} (not counted as training)"))
     if cost.get("cost_rounded") is not None:
         items.append(("Cost", money_text(cost["cost_rounded"], currency(report))))
     return items

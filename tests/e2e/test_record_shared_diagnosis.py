@@ -82,6 +82,7 @@ def test_shared_host_diagnosis_uses_the_commands_own_cpu(tmp_path):
     assert recorded.returncode == 0, recorded.stderr
     summary = json.loads((tmp_path / "rec" / "recording.json").read_text(encoding="utf-8"))
     assert summary["host_shared"] is True and summary["traces_copied"]
+    assert set(summary["traces_written_s"]) == set(summary["traces_copied"])  # when the profiler wrote each
     own = summary["job_cpu_pct_of_host"]
     assert own <= 100.0 / cores + 3  # one core of the host, at most
     assert summary["host_cpu_pct"] - own > 20  # the neighbours' cores (and whatever else runs here)

@@ -64,3 +64,32 @@ def test_outlier_steps_view_keeps_order_and_drops_what_is_no_duration():
                                          OutlierStep("algo-1", "60", 1.0, None, 0.5),
                                          OutlierStep("algo-2", "7", 0.9, None, None)]
     assert outlier_steps_of(None) == [] and outlier_steps_of({"step_details": []}) == []
+
+
+def test_profiler_exports_span_from_the_handlers_stamp_to_the_files_last_write():
+    from reportgen.rule_outputs import profiler_exports
+
+    recording = {"traces_written_s": {
+        "pytorch-traces/vm_12099.1796613477973794101.pt.trace.json.gz": 1796613478.5562704,  # a real pair: 0.582 s
+        "pytorch-traces/other.json": 1796613480.0,  # no time stamp in the name: not torch's handler
+        "pytorch-traces/vm_1.1796613490000000000.pt.trace.json": 1796613480.0,  # written before its stamp
+        "pytorch-traces/vm_2.1796613490000000000.pt.trace.json": float("nan"),
+        "pytorch-traces/vm_3.1796613490000000000.pt.trace.json": 10 ** 400}}
+    assert profiler_exports(recording) == [(1796613477.9737941, 1796613478.5562704)]
+    assert profiler_exports({"traces_written_s": ["x"]}) == [] and profiler_exports(None) == []
+
+
+def test_the_profilers_export_is_left_out_of_the_training_loop():
+    """A recording's loop runs from the first traced event to the job's end; the export inside it is not training."""
+    from pathlib import Path
+
+    from reportgen.diagnosis.evidence import Evidence, leave_out_profiler_export
+    from reportgen.rule_outputs import RuleOutputs
+
+    outputs = RuleOutputs(folder=Path("."))
+    outputs.recording = {"traces_written_s": {"t/vm_1.1000000010000000000.pt.trace.json": 1000000010.5,
+                                              "t/vm_1.1000000200000000000.pt.trace.json": 1000000200.5}}
+    ev = Evidence(rules={})
+    ev.loop, ev.loop_s = (1000000000.0, 1000000100.0), 100.0  # the second export is after the loop
+    leave_out_profiler_export(ev, outputs)
+    assert ev.profiler_export_s == 0.5 and ev.loop_s == 99.5
