@@ -72,6 +72,7 @@ class TraceAccount:
     no_operator_named: dict[str, float] = field(default_factory=dict)  # annotations/frames in that time (ms)
     data_wait_named: dict[str, float] = field(default_factory=dict)  # the input pipeline's events waited in (ms)
     optimizer_per_step_ms: tuple[float, ...] = ()  # time under Optimizer.step# per step (part of compute)
+    work_per_step: tuple[float, ...] = ()  # operator calls (host) or kernels (device) each step issued
     window: dict[str, float] = field(default_factory=dict)  # span, steps, between steps, before, after (ms)
 
     def share(self, name: str) -> float:
@@ -109,9 +110,11 @@ class TraceAccount:
                  if isinstance(key, str) and _given(value) is not None}
         optimizer = entry.get("optimizer_per_step_ms")
         optimizer = tuple(max(_given(v) or 0.0, 0.0) for v in optimizer) if isinstance(optimizer, list) else ()
+        work = entry.get("work_per_step")
+        work = tuple(max(_given(v) or 0.0, 0.0) for v in work) if isinstance(work, list) else ()
         return cls(perspective if perspective in ("host", "device") else "host", int(steps), float(total), slices,
                    per, _given(entry.get("operator_calls_per_step")), _given(entry.get("dispatch_floor_us")),
-                   named, waits, optimizer, window)
+                   named, waits, optimizer, work, window)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,12 @@ class SlowStepStory:
     optimizer_excess_ms: float  # time under Optimizer.step# over the median step's, summed
     steps: int  # slow steps explained
     first_step_positions: tuple[int, ...]  # their positions in the rank's sequence of steps
+    work_ratio: float | None = None  # the slow steps' operator calls (or kernels) against the median step's
+
+    @property
+    def same_work_longer(self) -> bool:
+        """The slow steps issue the same operators as the others, which just take longer: larger inputs."""
+        return self.work_ratio is not None and 0.9 <= self.work_ratio <= 1.1
 
     @property
     def total_ms(self) -> float:
@@ -77,6 +83,14 @@ def fix_for(found: SlowStepStory, loader_workers: bool | None, period: int | Non
         return (f"The slow steps come every {period} steps and compute more: periodic work inside the step "
                 "(evaluation, extra forward passes, saving a checkpoint). Move it off the training step, make it "
                 "asynchronous, or do it less often.")
+    if found.slice == "compute" and found.same_work_longer:
+        return ("The slow steps run the same operators as the others, only longer: their inputs are larger (the "
+                "longest padded batches, the largest images). Bucket samples by size (batches of similar length) or "
+                "pad to a few fixed sizes; record_shapes=True shows the shapes.")
+    if found.slice == "compute" and found.work_ratio is not None and found.work_ratio > 1.1:
+        return (f"The slow steps issue {found.work_ratio:.1f}x the operators of the median step: extra work inside "
+                "the step (evaluation, extra forward passes, saving a checkpoint). Move it off the training step, "
+                "make it asynchronous, or do it less often.")
     if found.slice == "compute":
         return ("The slow steps compute more: larger inputs (the longest padded batches: bucket by length or pad to "
                 "a fixed size), or evaluation and extra forward passes inside the step. Record shapes "
@@ -116,4 +130,8 @@ def story(ev: Evidence, worker: str, slowest: list[dict]) -> SlowStepStory | Non
         median = _median(optimizer)
         optimizer_excess = max(sum(optimizer[i] - median for i in picked), 0.0)
     top = max(excess, key=excess.get)
-    return SlowStepStory(top, excess, optimizer_excess, len(picked), tuple(sorted(picked)))
+    work = account.work_per_step
+    ratio = None
+    if len(work) == account.steps and _median(work) > 0:
+        ratio = statistics.mean(work[i] for i in picked) / _median(work)
+    return SlowStepStory(top, excess, optimizer_excess, len(picked), tuple(sorted(picked)), ratio)

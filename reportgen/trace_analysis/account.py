@@ -207,10 +207,10 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
 
     floor = None
     calls_per_step = None
+    counted = kernels if device else ops & trace.rows(k.CPU_OP)  # the work items a step issues
+    starts = np.sort(trace.start_us[counted])
+    calls = np.searchsorted(starts, hi) - np.searchsorted(starts, lo)
     if not device:
-        counted = ops & trace.rows(k.CPU_OP)
-        starts = trace.start_us[counted]
-        calls = np.searchsorted(np.sort(starts), hi) - np.searchsorted(np.sort(starts), lo)
         calls_per_step = float(calls.mean())
         floor = dispatch_floor_us(trace, counted)
         if floor is not None:
@@ -230,6 +230,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "no_operator_named": named,
         "data_wait_named": data_named,
         "optimizer_per_step_ms": [float(v) / 1000.0 for v in optimizer],
+        "work_per_step": [int(c) for c in calls],  # operator calls (host) or kernels (device) starting in each step
         "window": _window(trace, lo, hi),
     }
 

@@ -77,3 +77,13 @@ def test_a_loader_restarted_each_epoch_is_one_stall_with_its_fix(tmp_path):
     lost = 5 * (60000 - 300) / 1000  # ms, five epochs' first steps over the median step
     total = (35 * 10000 + 5 * 69700) / 1000
     assert finding.share == pytest.approx(lost / total, rel=0.01)
+
+
+@pytest.mark.parametrize("slow, fix", [
+    ([("load", 200), ("op", 30000)], "run the same operators as the others, only longer"),  # a long padded batch
+    ([("load", 200), ("op", 9800), *[("op", 2000)] * 10], "issue 11.0x the operators"),  # evaluation in the step
+])
+def test_slow_steps_tell_larger_inputs_from_extra_work(tmp_path, slow, fix):
+    diagnosis = diagnose(_steps(tmp_path, lambda i: slow if i in (5, 17, 31) else [("load", 200), ("op", 9800)]))
+    finding = next(f for f in diagnosis.findings if f.cause == "step-outliers")
+    assert finding.metrics["slow_in"] == "compute" and fix in finding.fix
