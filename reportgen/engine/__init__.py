@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from reportgen.engine.params import RuleParams, default_params, load_config, parse_overrides
 from reportgen.problems import DataProblem, ProblemLog
@@ -24,6 +24,9 @@ from reportgen.engine.rules import rule_module
 from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
 from reportgen.rulebook import RULE_ORDER, RULES
+
+if TYPE_CHECKING:  # pragma: no cover - the annotations' type only: the model (pandas) loads on first use
+    from reportgen.engine.model import AnalysisData
 
 __all__ = [
     "AnalysisOptions", "AnalysisResult", "DataProblem", "analyze", "load_data", "run_rules",
