@@ -37,4 +37,4 @@ class SectionId(str, Enum):
     def __str__(self) -> str:  # the plain id in f-strings and str() on every Python (3.11 changed format())
         return self.value
 
-    __format__ = str.__format__
+    __format__ = str.__format__  # type: ignore[assignment]  # str's, not Enum's: the plain id on every Python
