@@ -18,12 +18,11 @@ name, and the report stays free of engine imports.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
-from reportgen.section_ids import SectionId
+from reportgen.section_ids import PlainStrEnum, SectionId
 
 
-class RuleName(str, Enum):
+class RuleName(PlainStrEnum):
     """The rules' names, one member each, in SageMaker's evaluation order (the order of ``RULES``).
 
     A ``str`` enum like ``SectionId``: a member *is* its name (``RuleName.BATCH_SIZE == "BatchSize"``,
@@ -41,11 +40,6 @@ class RuleName(str, Enum):
     OVERALL_SYSTEM_USAGE = "OverallSystemUsage"
     DATALOADER = "Dataloader"
     OVERALL_FRAMEWORK_METRICS = "OverallFrameworkMetrics"
-
-    def __str__(self) -> str:  # the plain name in f-strings and str() on every Python (3.11 changed format())
-        return self.value
-
-    __format__ = str.__format__  # type: ignore[assignment]  # str's, not Enum's: the plain name on every Python
 
 
 
