@@ -83,7 +83,7 @@ def _cwd_exists() -> bool:
     return True
 
 
-def expanduser(path) -> "Path":
+def expanduser(path: str | os.PathLike[str]) -> "Path":
     """``Path(path).expanduser()``, but a ``~user`` that names no user (or no HOME) is an ``InputError``
     naming the path (exit 2), not a ``RuntimeError`` (exit 3)."""
     try:

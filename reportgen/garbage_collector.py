@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
+from typing import Iterator
 
 _pause_lock = threading.Lock()
 _pauses = 0  # pauses running now, in any thread
@@ -41,7 +42,7 @@ _resume = False  # the collector was running when the first of them began
 
 
 @contextlib.contextmanager
-def paused():
+def paused() -> Iterator[None]:
     """The cyclic collector stopped while the block runs (decoding a tree without cycles), then as before."""
     global _pauses, _resume
     with _pause_lock:

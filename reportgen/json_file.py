@@ -16,6 +16,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any, Iterable
 
 # No rule output or report.json comes near this (the largest real report.json seen: ~2 MB).
 MAX_BYTES = int(float(os.environ.get("REPORTGEN_MAX_JSON_MB", "256")) * (1 << 20))
@@ -29,7 +30,7 @@ class JsonFileError(ValueError):
     """Why a file could not be used, in a few words (the caller adds the file name)."""
 
 
-def read_json_file(path: Path, max_bytes: int = MAX_BYTES, duplicates: list[str] | None = None):
+def read_json_file(path: Path, max_bytes: int = MAX_BYTES, duplicates: list[str] | None = None) -> Any:
     """The JSON value in ``path``; raises ``JsonFileError`` (or ``OSError`` for I/O errors).
     ``duplicates``: when given, collects the keys that an object holds twice (the last one wins, as in
     every JSON reader, but a caller can say so instead of dropping the first silently)."""
@@ -40,11 +41,14 @@ def read_json_file(path: Path, max_bytes: int = MAX_BYTES, duplicates: list[str]
         raise JsonFileError("not UTF-8 text") from None
     hook = None
     if duplicates is not None:
-        def hook(pairs):
+        def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             out = dict(pairs)
             if len(out) < len(pairs):
-                seen: set = set()
-                duplicates.extend(k for k, _ in pairs if k in seen or seen.add(k))
+                seen: set[str] = set()
+                for k, _ in pairs:
+                    if k in seen:
+                        duplicates.append(k)
+                    seen.add(k)
             return out
     try:
         value = json.loads(text, object_pairs_hook=hook)
@@ -58,11 +62,11 @@ def read_json_file(path: Path, max_bytes: int = MAX_BYTES, duplicates: list[str]
     return value
 
 
-def check_value(value) -> None:
+def check_value(value: Any) -> None:
     """Raise ``JsonFileError`` for nesting deeper than MAX_DEPTH or an integer no float can hold
     (walked without recursion; a path is spelled out only for containers and for the error)."""
     _check_int(value, "")
-    stack = [(value, 1, "")]
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
     while stack:
         item, depth, where = stack.pop()
         if not isinstance(item, (dict, list)):
@@ -70,14 +74,15 @@ def check_value(value) -> None:
         if depth > MAX_DEPTH:
             raise JsonFileError(f"JSON nested deeper than {MAX_DEPTH} levels")
         in_dict = isinstance(item, dict)
-        for key, child in (item.items() if in_dict else enumerate(item)):
+        children: Iterable[tuple[Any, Any]] = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in children:
             if isinstance(child, (dict, list)):
                 stack.append((child, depth + 1, f"{where}.{key}" if in_dict else f"{where}[{key}]"))
             elif type(child) is int and not -_FLOAT_MAX <= child <= _FLOAT_MAX:  # type(): a bool is no number here
                 _check_int(child, f"{where}.{key}" if in_dict else f"{where}[{key}]")
 
 
-def _check_int(item, where: str) -> None:
+def _check_int(item: Any, where: str) -> None:
     if type(item) is int and not -_FLOAT_MAX <= item <= _FLOAT_MAX:
         raise JsonFileError(f"an integer of {len(str(abs(item)))} digits at {where.lstrip('.') or 'the top'} "
                             "(beyond any number a report can show)")

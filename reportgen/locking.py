@@ -11,15 +11,16 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # no such module: the lock is skipped
 
 
 @contextlib.contextmanager
-def folder_lock(path: Path):
+def folder_lock(path: Path) -> Iterator[None]:
     path = Path(path)
     if fcntl is None:
         yield

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 
-def _help(text: str, **kwargs):
+def _help(text: str, **kwargs: Any) -> Any:
     return field(metadata={"help": text}, **kwargs)
 
 
@@ -24,11 +25,11 @@ class NotebookParameters:
     output_dir: str = _help("where report.json is written; empty: not written", default="")
     job_name: str = _help("shown in the header; empty: guessed from the folder", default="")
     standalone: bool = _help("True when rendered to HTML by reportgen (charts drawn by the page)", default=False)
-    notes: list = _help("data-quality notes from earlier pipeline stages", default_factory=list)
+    notes: list[str] = _help("data-quality notes from earlier pipeline stages", default_factory=list)
     description: str = _help("what the source resolved to (shown in the header)", default="")
     incomplete: bool = _help("the job was still running when the data was read", default=False)
     source_label: str = _help("what the user asked for (ARN, s3:// URI, folder); empty: source", default="")
-    cost: dict = _help("instance_type, instance_count, region, prices_file: adds the cost section; empty: none",
+    cost: dict[str, Any] = _help("instance_type, instance_count, region, prices_file: adds the cost section; empty: none",
                        default_factory=dict)
     debug: bool = _help("generate --debug: a section builder that raises fails the run", default=False)
 
@@ -37,7 +38,7 @@ class NotebookParameters:
     # Sent to papermill only when set: a run without --debug injects what it always injected.
     ONLY_WHEN_SET = ("debug",)
 
-    def to_papermill(self) -> dict:
+    def to_papermill(self) -> dict[str, Any]:
         """The values papermill injects, in declaration order (plain JSON-able values)."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if f.name not in self.ONLY_WHEN_SET or getattr(self, f.name)}

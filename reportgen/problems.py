@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 MAX_LISTED = 200
 
@@ -24,10 +25,10 @@ class ProblemLog:
     """Counts by reason (exact) plus the first ``cap`` problems in full."""
 
     cap: int = MAX_LISTED
-    counts: Counter = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=Counter)
     items: list[DataProblem] = field(default_factory=list)
 
-    def add(self, file, line, reason: str, count: int = 1) -> None:
+    def add(self, file: object, line: int | None, reason: str, count: int = 1) -> None:
         self.counts[reason] += count
         if len(self.items) < self.cap:
             self.items.append(DataProblem(str(file), line, reason))
@@ -41,7 +42,7 @@ class ProblemLog:
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "total": self.total,
             "by_reason": dict(sorted(self.counts.items())),

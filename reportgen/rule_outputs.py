@@ -18,7 +18,7 @@ from pathlib import Path
 
 from reportgen.errors import InputError
 from reportgen.json_file import JsonFileError, read_json_file
-from reportgen.rulebook import RULE_ORDER
+from reportgen.rulebook import RULE_ORDER, RuleName
 from reportgen.sources.layout import RULE_OUTPUT_SUBDIRS
 from reportgen.traces.numbers import as_float, is_number
 
@@ -446,7 +446,7 @@ def load_rule_output(path: Path, notes: list[str]) -> RuleOutput:
     if not isinstance(params, str):
         notes.append(f"{path.name}: RuleParameters is not a string; ignored")
         params = ""
-    for problem in (time_problems(details) if name == "MaxInitializationTime" else []):
+    for problem in (time_problems(details) if name == RuleName.MAX_INITIALIZATION_TIME else []):
         notes.append(f"{path.name}: {problem}")
     return RuleOutput(
         name=name,

@@ -19,12 +19,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.section_ids import SectionId
+from reportgen.section_ids import PlainStrEnum, SectionId
+
+
+class RuleName(PlainStrEnum):
+    """The rules' names, one member each, in SageMaker's evaluation order (the order of ``RULES``).
+
+    A ``str`` enum like ``SectionId``: a member *is* its name (``RuleName.BATCH_SIZE == "BatchSize"``,
+    it hashes as the name, so ``outputs.get(RuleName.BATCH_SIZE)`` finds the rule output, and formats
+    and serialises as it), so outputs are unchanged while a misspelt name fails at import."""
+
+    CPU_BOTTLENECK = "CPUBottleneck"
+    IO_BOTTLENECK = "IOBottleneck"
+    LOW_GPU_UTILIZATION = "LowGPUUtilization"
+    STEP_OUTLIER = "StepOutlier"
+    GPU_MEMORY_INCREASE = "GPUMemoryIncrease"
+    BATCH_SIZE = "BatchSize"
+    MAX_INITIALIZATION_TIME = "MaxInitializationTime"
+    LOAD_BALANCING = "LoadBalancing"
+    OVERALL_SYSTEM_USAGE = "OverallSystemUsage"
+    DATALOADER = "Dataloader"
+    OVERALL_FRAMEWORK_METRICS = "OverallFrameworkMetrics"
+
 
 
 @dataclass(frozen=True)
 class Rule:
-    name: str  # as SageMaker names it: the rule output's file name and RuleName
+    name: RuleName  # as SageMaker names it: the rule output's file name and RuleName
     module: str  # reportgen.engine.rules.<module>.evaluate(data, params) -> dict (SageMaker schema)
     params: str  # the RuleParams subclass in reportgen.engine.params
     lane: str  # "events" or "system" (see the module docstring)
@@ -38,7 +59,7 @@ class Rule:
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        name="CPUBottleneck", module="cpu_bottleneck", params="CPUBottleneckParams",
+        name=RuleName.CPU_BOTTLENECK, module="cpu_bottleneck", params="CPUBottleneckParams",
         lane="events", summary_only=False,
         needs_gpu=True, section=SectionId.CPU_BOTTLENECKS,
         description=("Counts the moments when a CPU core is busy while the GPU is nearly idle: the GPU is then"
@@ -49,7 +70,7 @@ RULES: tuple[Rule, ...] = (
         symptom="the GPU was often nearly idle while CPU cores were busy",
     ),
     Rule(
-        name="IOBottleneck", module="io_bottleneck", params="IOBottleneckParams",
+        name=RuleName.IO_BOTTLENECK, module="io_bottleneck", params="IOBottleneckParams",
         lane="events", summary_only=False,
         needs_gpu=True, section=SectionId.IO_BOTTLENECKS,
         description=("Counts the moments when cores wait on I/O while the GPU is nearly idle: training is then"
@@ -59,7 +80,7 @@ RULES: tuple[Rule, ...] = (
         symptom="the GPU was often nearly idle while cores waited on I/O",
     ),
     Rule(
-        name="LowGPUUtilization", module="low_gpu_utilization", params="LowGPUUtilizationParams",
+        name=RuleName.LOW_GPU_UTILIZATION, module="low_gpu_utilization", params="LowGPUUtilizationParams",
         lane="system", summary_only=False,
         needs_gpu=True, section=SectionId.GPU_UTILIZATION_ANALYSIS,
         description=("Fires when GPU utilization is low or swings widely, which points at bottlenecks, "
@@ -69,7 +90,7 @@ RULES: tuple[Rule, ...] = (
         symptom="GPU utilization was low or fluctuated widely",
     ),
     Rule(
-        name="StepOutlier", module="step_outlier", params="StepOutlierParams",
+        name=RuleName.STEP_OUTLIER, module="step_outlier", params="StepOutlierParams",
         lane="events", summary_only=False,
         needs_gpu=False, section=SectionId.STEP_DURATION_ANALYSIS,
         description=("Flags steps that take much longer than usual (more than the mean plus a number of "
@@ -78,7 +99,7 @@ RULES: tuple[Rule, ...] = (
         symptom="some steps took much longer than usual",
     ),
     Rule(
-        name="GPUMemoryIncrease", module="gpu_memory_increase", params="GPUMemoryIncreaseParams",
+        name=RuleName.GPU_MEMORY_INCREASE, module="gpu_memory_increase", params="GPUMemoryIncreaseParams",
         lane="system", summary_only=False,
         needs_gpu=True, section=SectionId.GPU_MEMORY,
         description="Watches the moving average of GPU memory utilization and fires on a large increase.",
@@ -87,7 +108,7 @@ RULES: tuple[Rule, ...] = (
         symptom="GPU memory utilization rose sharply",
     ),
     Rule(
-        name="BatchSize", module="batch_size", params="BatchSizeParams",
+        name=RuleName.BATCH_SIZE, module="batch_size", params="BatchSizeParams",
         lane="system", summary_only=False,
         needs_gpu=True, section=SectionId.BATCH_SIZE,
         description=("Fires when CPU, GPU and GPU memory utilization are all low at the same time: the batch "
@@ -96,7 +117,7 @@ RULES: tuple[Rule, ...] = (
         symptom="CPU, GPU and GPU memory were all underused at the same time",
     ),
     Rule(
-        name="MaxInitializationTime", module="max_initialization_time", params="MaxInitializationTimeParams",
+        name=RuleName.MAX_INITIALIZATION_TIME, module="max_initialization_time", params="MaxInitializationTimeParams",
         lane="events", summary_only=False,
         needs_gpu=False, section=SectionId.INITIALIZATION_TIME,
         description=("Fires when the first training step starts later than the threshold (default 20 minutes) "
@@ -105,7 +126,7 @@ RULES: tuple[Rule, ...] = (
         symptom="the first training step started late",
     ),
     Rule(
-        name="LoadBalancing", module="load_balancing", params="LoadBalancingParams",
+        name=RuleName.LOAD_BALANCING, module="load_balancing", params="LoadBalancingParams",
         lane="system", summary_only=False,
         needs_gpu=True, section=SectionId.WORKLOAD_BALANCING,
         description=("Compares the utilization histograms of every pair of GPUs and fires when they differ by "
@@ -114,7 +135,7 @@ RULES: tuple[Rule, ...] = (
         symptom="some GPUs worked much harder than others",
     ),
     Rule(
-        name="OverallSystemUsage", module="overall_system_usage", params="OverallSystemUsageParams",
+        name=RuleName.OVERALL_SYSTEM_USAGE, module="overall_system_usage", params="OverallSystemUsageParams",
         lane="system", summary_only=True,
         needs_gpu=False, section=None,
         description=None,
@@ -122,7 +143,7 @@ RULES: tuple[Rule, ...] = (
         symptom=None,
     ),
     Rule(
-        name="Dataloader", module="dataloader", params="DataloaderParams",
+        name=RuleName.DATALOADER, module="dataloader", params="DataloaderParams",
         lane="events", summary_only=False,
         needs_gpu=False, section=SectionId.DATALOADING_ANALYSIS,
         description=("Compares how many data-loading processes ran in parallel with the number of CPU cores. "
@@ -131,7 +152,7 @@ RULES: tuple[Rule, ...] = (
         symptom="the number of data-loading processes did not suit the number of cores",
     ),
     Rule(
-        name="OverallFrameworkMetrics", module="overall_framework_metrics", params="OverallFrameworkMetricsParams",
+        name=RuleName.OVERALL_FRAMEWORK_METRICS, module="overall_framework_metrics", params="OverallFrameworkMetricsParams",
         lane="events", summary_only=True,
         needs_gpu=False, section=None,
         description=None,

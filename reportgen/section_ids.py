@@ -12,7 +12,16 @@ from __future__ import annotations
 from enum import Enum
 
 
-class SectionId(str, Enum):
+class PlainStrEnum(str, Enum):
+    """A ``str`` enum whose members print, format and serialise as their plain value (``RuleName`` too)."""
+
+    def __str__(self) -> str:  # the plain value in f-strings and str() on every Python (3.11 changed format())
+        return str.__str__(self)
+
+    __format__ = str.__format__  # type: ignore[assignment]  # str's, not Enum's: the plain value on every Python
+
+
+class SectionId(PlainStrEnum):
     TRAINING_JOB_SUMMARY = "training-job-summary"
     COST = "cost"
     SYSTEM_USAGE_STATISTICS = "system-usage-statistics"
@@ -33,8 +42,3 @@ class SectionId(str, Enum):
     GPU_MEMORY = "gpu-memory"
     INITIALIZATION_TIME = "initialization-time"
     DATA_QUALITY = "data-quality"
-
-    def __str__(self) -> str:  # the plain id in f-strings and str() on every Python (3.11 changed format())
-        return self.value
-
-    __format__ = str.__format__

@@ -20,24 +20,24 @@ _ANY = re.compile(f"[\x00-\x1f{_OTHERS}]")
 _BUT_LINES = re.compile(f"[\x00-\x08\x0b-\x1f{_OTHERS}]")  # tab (09) and line feed (0a) kept
 
 
-def _visible(match: re.Match) -> str:
+def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def printable(value, *, lines: bool = False) -> str:
+def printable(value: object, *, lines: bool = False) -> str:
     """``value`` as text with every control and bidi character shown as an escape; ``lines=True`` keeps
     tab and line feed (a multi-line document such as a Markdown summary), else they are escaped too."""
     text = "" if value is None else str(value)
     return (_BUT_LINES if lines else _ANY).sub(_visible, text)
 
 
-def printable_line(value) -> str:
+def printable_line(value: object) -> str:
     """One line for stderr or stdout: every control, tab and line break included, made visible."""
     return printable(value)
 
 
-def has_unsafe(value, *, lines: bool = False) -> bool:
+def has_unsafe(value: object, *, lines: bool = False) -> bool:
     """Whether ``printable`` would change ``value``."""
     text = "" if value is None else str(value)
     return (_BUT_LINES if lines else _ANY).search(text) is not None

@@ -24,11 +24,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no locks, the folder is still removed on exit
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # no such module: no locks
 
 PREFIX = "reportgen-work-"
 _NEW = "reportgen-new-"
@@ -38,7 +39,7 @@ def remove_stale(base: Path) -> list[str]:
     """Remove this user's work folders under ``base`` that no live run holds; returns their names."""
     if fcntl is None:
         return []
-    removed = []
+    removed: list[str] = []
     try:
         entries = [e for e in os.scandir(base) if e.name.startswith(PREFIX) and e.is_dir(follow_symlinks=False)]
     except OSError:
@@ -88,7 +89,7 @@ def dask_scratch() -> str | None:
 
 
 @contextlib.contextmanager
-def scratch_env(work_dir: Path):
+def scratch_env(work_dir: Path) -> Iterator[None]:
     """While the block runs, the environment points IPython and Dask (and the processes started meanwhile:
     the page's worker, Dask's workers) at folders inside ``work_dir``; restored after."""
     saved = {name: os.environ.get(name) for name in SCRATCH_VARIABLES}
@@ -105,7 +106,7 @@ def scratch_env(work_dir: Path):
 
 
 @contextlib.contextmanager
-def work_folder(base: Path | None = None):
+def work_folder(base: Path | None = None) -> Iterator[Path]:
     """A fresh, locked work folder (removed on exit), after clearing stale ones."""
     base = Path(base) if base is not None else Path(tempfile.gettempdir())
     remove_stale(base)

@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from reportgen.engine.params import RuleParams, default_params, load_config, parse_overrides
 from reportgen.problems import DataProblem, ProblemLog
@@ -23,7 +23,10 @@ from reportgen.readers.heap import reuse_freed_heap
 from reportgen.engine.rules import rule_module
 from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
-from reportgen.rulebook import RULE_ORDER, RULES
+from reportgen.rulebook import RULE_ORDER, RULES, RuleName
+
+if TYPE_CHECKING:  # pragma: no cover - the annotations' type only: the model (pandas) loads on first use
+    from reportgen.engine.model import AnalysisData
 
 __all__ = [
     "AnalysisOptions", "AnalysisResult", "DataProblem", "analyze", "load_data", "run_rules",
@@ -130,7 +133,7 @@ RULE_THREADS = 2  # the rules are pure functions of read-only data; numpy lets t
 # pool that the child starts on and this process joins when its events lane is done, each taking the next
 # task as it is free (medium profile, one thread: events lane ~0.24 CPU s, timeline ~0.22, system rules
 # ~0.32: as fixed lanes this process's 0.46 s against the child's 0.32 s).
-SHARED_FIRST = ("timeline", "OverallSystemUsage", "BatchSize")  # the pool's longest tasks, taken first
+SHARED_FIRST = ("timeline", RuleName.OVERALL_SYSTEM_USAGE, RuleName.BATCH_SIZE)  # the pool's longest tasks, taken first
 
 
 def run_rules(data: AnalysisData, params: dict[str, RuleParams] | None = None,

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.engine.rules._common import text_match
-from reportgen.engine.stats import merged_segments, union_length
+from reportgen.engine.stats import union_length
 
 CPU, GPU, STEP, FWD, BWD, GENERAL, HOROVOD = range(7)
 
@@ -136,28 +136,3 @@ def breakdown_of_groups(groups: pd.DataFrame, step_rows: pd.DataFrame | None = N
         out["horovod"] = _filter(hvd)[0] if len(hvd) else {}
     return out
 
-
-def events_at_instants(events: pd.DataFrame, instants_us: np.ndarray) -> pd.DataFrame:
-    """Events active at any of the instants (strict: start < t < end), each event once."""
-    t = np.sort(np.asarray(instants_us, dtype=np.int64))
-    if len(events) == 0 or len(t) == 0:
-        return events.iloc[:0]
-    s, e = events["start_us"].to_numpy(), events["end_us"].to_numpy()
-    i = np.searchsorted(t, s, side="right")
-    ok = i < len(t)
-    hit = np.zeros(len(events), bool)
-    hit[ok] = t[i[ok]] < e[ok]
-    return events[hit]
-
-
-def events_in_intervals(events: pd.DataFrame, starts_us, ends_us) -> pd.DataFrame:
-    """Events overlapping any closed interval (end >= a and start <= b), each event once."""
-    seg_s, seg_e = merged_segments(starts_us, ends_us)
-    if len(events) == 0 or len(seg_s) == 0:
-        return events.iloc[:0]
-    s, e = events["start_us"].to_numpy(), events["end_us"].to_numpy()
-    i = np.searchsorted(seg_s, e, side="right") - 1
-    ok = i >= 0
-    hit = np.zeros(len(events), bool)
-    hit[ok] = seg_e[i[ok]] >= s[ok]
-    return events[hit]

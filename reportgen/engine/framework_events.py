@@ -256,7 +256,7 @@ def groups_of_table(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def _instant_hits(start: np.ndarray, end: np.ndarray, instants_sorted: np.ndarray) -> np.ndarray:
-    """``engine.breakdown.events_at_instants``'s test, per event: an instant t with start < t < end."""
+    """Per event: whether an instant t falls strictly inside it (start < t < end)."""
     hit = np.zeros(len(start), bool)
     if not len(start) or not len(instants_sorted):
         return hit
@@ -267,7 +267,7 @@ def _instant_hits(start: np.ndarray, end: np.ndarray, instants_sorted: np.ndarra
 
 
 def _interval_hits(start: np.ndarray, end: np.ndarray, seg_s: np.ndarray, seg_e: np.ndarray) -> np.ndarray:
-    """``engine.breakdown.events_in_intervals``'s test, per event: overlaps a merged closed segment."""
+    """Per event: whether it overlaps a merged closed segment (end >= a and start <= b)."""
     hit = np.zeros(len(start), bool)
     if not len(start) or not len(seg_s):
         return hit
@@ -406,12 +406,12 @@ class FrameworkEvents:
         return cls(events, groups_of_table(events), n, extent, plausible, TableStore(events))
 
     def groups_at_instants(self, instants_us) -> pd.DataFrame:
-        """Groups of the events active at any of the instants (``breakdown.events_at_instants``)."""
+        """Groups of the events active at any of the instants (strictly inside, each event once)."""
         t = np.sort(np.asarray(instants_us, dtype=np.int64))
         return self.store.groups_where(lambda s, e: _instant_hits(s, e, t))
 
     def groups_in_intervals(self, seg_s: np.ndarray, seg_e: np.ndarray) -> pd.DataFrame:
-        """Groups of the events overlapping merged segments (``breakdown.events_in_intervals``)."""
+        """Groups of the events overlapping merged segments (closed, each event once)."""
         return self.store.groups_where(lambda s, e: _interval_hits(s, e, seg_s, seg_e))
 
     def close(self) -> None:

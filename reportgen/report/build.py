@@ -9,7 +9,7 @@ from reportgen.report.reconcile import reconcile
 from reportgen.report.model import Chart, Columns, Details, Heading, ItemList, Report, Section, Table, Text
 from reportgen.report.sections import SECTIONS
 from reportgen.rule_outputs import RuleOutputs
-from reportgen.rulebook import DEEP_DIVES
+from reportgen.rulebook import DEEP_DIVES, RuleName
 from reportgen.section_ids import SectionId
 from reportgen.report.sections.cost import build as cost_section
 from reportgen.report.views import JobSummary
@@ -108,7 +108,7 @@ def _build(section_id: str, builder, outputs: RuleOutputs, notes: list[str], deb
 
 
 # What reportgen.trace_analysis derives from PyTorch profiler traces; every other rule needs SageMaker Debugger data.
-KINETO_RULES = frozenset({"StepOutlier"})
+KINETO_RULES = frozenset({RuleName.STEP_OUTLIER})
 KINETO_INTRO = ("This report summarises PyTorch profiler traces, one per rank: what each GPU ran and how long it "
                 "sat idle, which CPU operators cost most, how long each step took, and which rank lags behind.")
 

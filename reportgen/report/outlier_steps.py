@@ -10,6 +10,7 @@ from __future__ import annotations
 from reportgen.formatting import utc
 from reportgen.report.model import Table
 from reportgen.rule_outputs import RuleOutputs, outlier_steps_of
+from reportgen.rulebook import RuleName
 
 LISTED = 20
 
@@ -17,7 +18,7 @@ LISTED = 20
 def outlier_steps(outputs: RuleOutputs) -> list[dict]:
     """Every listed outlier step: worker, step, start_s (epoch s or None), duration_s, median_s, ratio;
     slowest first."""
-    rule = outputs.get("StepOutlier")
+    rule = outputs.get(RuleName.STEP_OUTLIER)
     found = [{"worker": o.worker, "step": o.step, "start_s": o.start_s, "duration_s": o.duration_s,
               "median_s": o.median_s, "ratio": o.duration_s / o.median_s if o.median_s else None}
              for o in outlier_steps_of(rule.details if rule else None)]

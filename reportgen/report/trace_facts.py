@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from reportgen.report.util import number
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.trace_ranks import TraceLoader, trace_ranks_of
-from reportgen.section_ids import SectionId
 
-PYTORCH_SECTION = SectionId.GPU_KERNELS_OPERATORS
 PYTORCH_TITLE = "GPU kernels and operators (PyTorch profiler)"
 EPOCH_US_2001 = 1e15  # trace timestamps at least this large are µs since the epoch (absolute)
 

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import Any
 
 from reportgen.rule_outputs import USAGE_STATS  # the same statistics as the rule output lists
 
 
-def _number(value) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value if math.isfinite(value) else None
 
 
-def _given(value) -> float | None:
+def _given(value: object) -> float | None:
     """A number as given; None for anything else, an integer no float holds included (``math.isfinite`` raises)."""
     try:
         return _number(value)
@@ -43,7 +44,7 @@ class JobSummary:
     finalization_pct: float | None = None
 
     @classmethod
-    def of(cls, data) -> JobSummary:
+    def of(cls, data: object) -> JobSummary:
         """The view of a section's ``data`` (a dict from ``build_report`` or a report.json; anything else: empty)."""
         if not isinstance(data, dict):
             return cls()
@@ -71,12 +72,15 @@ class UsageRow:
         return getattr(self, name) if name in USAGE_STATS else None
 
 
-def usage_rows_of(data) -> list[UsageRow]:
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def usage_rows_of(data: object) -> list[UsageRow]:
     """The rows of a system usage section's ``data`` (from ``build_report`` or a report.json of any version:
     rows that are not objects are skipped, missing keys are None)."""
     rows = data.get("rows") if isinstance(data, dict) else None
-    text = lambda value: value if isinstance(value, str) else None  # noqa: E731
-    return [UsageRow("" if r.get("node") is None else str(r.get("node")), text(r.get("metric")), text(r.get("unit")),
+    return [UsageRow("" if r.get("node") is None else str(r.get("node")), _text(r.get("metric")), _text(r.get("unit")),
                      **{k: _given(r.get(k)) for k in USAGE_STATS})
             for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)]
 
@@ -98,22 +102,22 @@ class StepNode:
     p50: float | None = None
     min: float | None = None
     outliers: float | None = None  # number_of_outliers
-    counts: list | None = None  # the histogram as written (``histogram.counts`` / ``.edges``), when lists
-    edges: list | None = None
+    counts: list[Any] | None = None  # the histogram as written (``histogram.counts`` / ``.edges``), when lists
+    edges: list[Any] | None = None
 
     def stat(self, name: str) -> float | None:
         return getattr(self, name) if name in STEP_STATS else None
 
 
-def step_nodes_of(data) -> list[StepNode]:
+def step_nodes_of(data: object) -> list[StepNode]:
     """The nodes of a step duration section's ``data``, in order (a node that is not an object is skipped)."""
     nodes = data.get("nodes") if isinstance(data, dict) else None
     found = []
     for node, info in (nodes if isinstance(nodes, dict) else {}).items():
         if not isinstance(info, dict):
             continue
-        stats = info.get("stats") if isinstance(info.get("stats"), dict) else {}
-        hist = info.get("histogram") if isinstance(info.get("histogram"), dict) else {}
+        stats = _object(info.get("stats"))
+        hist = _object(info.get("histogram"))
         counts, edges = hist.get("counts"), hist.get("edges")
         found.append(StepNode(str(node), info.get("phase") if isinstance(info.get("phase"), str) else None,
                               **{k: _given(stats.get(k)) for k in STEP_STATS}, outliers=_given(info.get("number_of_outliers")),
@@ -142,11 +146,18 @@ class RuleRow:
 RULE_ROW_TEXTS = ("status", "not_evaluated_reason", "parameters", "finding", "recommendation")
 
 
-def rule_rows_of(data) -> list[RuleRow]:
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _as_text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def rule_rows_of(data: object) -> list[RuleRow]:
     """The rows of a rules summary's ``data``, in order (a row that is not an object is skipped)."""
     rows = data.get("rows") if isinstance(data, dict) else None
-    text = lambda value: None if value is None else str(value)  # noqa: E731
-    return [RuleRow(str(r["rule"]) if r.get("rule") else None,
-                    *(_given(r.get(k)) for k in ("times_triggered", "violations", "datapoints")),
-                    *(text(r.get(k)) for k in RULE_ROW_TEXTS))
+    return [RuleRow(str(r["rule"]) if r.get("rule") else None, _given(r.get("times_triggered")),
+                    _given(r.get("violations")), _given(r.get("datapoints")),
+                    **{k: _as_text(r.get(k)) for k in RULE_ROW_TEXTS})
             for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)]

@@ -108,14 +108,3 @@ def parse_arn(text: str) -> SageMakerArn:
         )
     return SageMakerArn(partition=partition, region=region, account=account, resource_type=resource_type, name=name)
 
-
-def name_from_arn_or_name(text: str, resource_type: str) -> str:
-    """Return the job name from either a job ARN of ``resource_type`` or a bare job name."""
-    if looks_like_arn(text):
-        parsed = parse_arn(text)
-        if parsed.resource_type != resource_type:
-            raise InputError(f"Expected a {resource_type} ARN, got a {parsed.resource_type} ARN: {_short(text)}.")
-        return parsed.name
-    if not JOB_NAME_RE.match(text):
-        raise InputError(f"Invalid {resource_type.replace('-', ' ')} name {_short(text)}.")
-    return text

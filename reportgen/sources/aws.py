@@ -78,10 +78,6 @@ def make_session(session_kwargs: dict[str, Any] | None = None) -> "boto3.Session
         raise InputError(f"AWS profile {err.kwargs.get('profile')!r} not found in ~/.aws/config or ~/.aws/credentials.") from None
 
 
-def session_region(session: "boto3.Session") -> str | None:
-    return session.region_name
-
-
 def make_client(session: "boto3.Session", service: str, region: str | None = None, *, max_pool: int = 10):
     """A client with our retry/timeouts defaults; endpoint and credentials resolved by botocore."""
     from botocore.config import Config

@@ -164,12 +164,6 @@ def find_traces(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def is_raw_profile(path) -> bool:
-    """True when ``path`` looks like a profiler output root (has a system/ or framework/ tree)."""
-    p = Path(path)
-    return p.is_dir() and any((p / name).is_dir() for name in RAW_DIR_NAMES)
-
-
 def local_job_name(source: str) -> str:
     """A local folder's own name (or its parent's, for a profiler-output/ folder) names the job; ""
     when ``source`` is no existing path."""

@@ -13,8 +13,6 @@ first bad byte, after every good field before it was yielded.
 
 from __future__ import annotations
 
-import struct
-
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _MAX_FIELD = (1 << 29) - 1
 
@@ -71,11 +69,6 @@ def fields(buf):
 def signed64(value: int) -> int:
     """An ``int64`` field's value (negative numbers travel as their 64-bit two's complement)."""
     return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def as_double(value: int) -> float:
-    """A ``double`` field's value from its 8 wire bytes read as an integer."""
-    return struct.unpack("<d", value.to_bytes(8, "little"))[0]
 
 
 def text(value) -> str:

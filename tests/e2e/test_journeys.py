@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from reportgen.rulebook import RULE_ORDER
 from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
@@ -87,7 +88,8 @@ def test_rule_outputs_option_keeps_the_rule_outputs_that_render_the_same_report(
     assert first.returncode == 0, first.stderr
     kept = sorted(p.name for p in (cwd / "ro").iterdir())
     rules = [name for name in kept if name not in ("timeline.json", "data-quality.json")]
-    assert len(rules) == 11 and kept == sorted(rules + ["data-quality.json", "timeline.json"])
+    assert rules == sorted(f"{name}.json" for name in RULE_ORDER)
+    assert kept == sorted(rules + ["data-quality.json", "timeline.json"])
     for name in rules:  # SageMaker's schema
         assert set(json.loads((cwd / "ro" / name).read_text())) >= {"RuleTriggered", "Violations", "Details",
                                                                      "Datapoints", "RuleParameters"}
@@ -269,7 +271,8 @@ def test_readme_examples_run_exactly_as_written_from_a_fresh_folder(tmp_path):
     made = {p.name for p in cwd.iterdir()}
     assert {"report.html", "report.json", "r.html", "r.json", "ro", "again.html", "again.json", "rules",
             "compare.html", "compare.json", "executed.ipynb"} <= made
-    assert len([p for p in (cwd / "ro").iterdir() if p.name not in ("timeline.json", "data-quality.json")]) == 11
+    rule_files = [p for p in (cwd / "ro").iterdir() if p.name not in ("timeline.json", "data-quality.json")]
+    assert len(rule_files) == len(RULE_ORDER)
 
 
 # ---------------------------------------------------------------------- setup

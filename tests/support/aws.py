@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from reportgen.rulebook import RULE_ORDER
 from tests.support.sources_testlib import ACCOUNT, BUCKET, REGION, ROLE, RULE, TRAINING_JOB, client, pythontimeline, system_lines
 
 FIXTURE_JOB = "beauvilerobed-dd30fc8e"
@@ -142,7 +143,7 @@ def world(moto_endpoint, rule_fixture_dir) -> World:
     s3.create_bucket(Bucket=BUCKET)
     job_prefix = f"models/{TRAINING_JOB}"
     rule_files = {p.name: p.read_bytes() for p in sorted(rule_fixture_dir.glob("*.json"))}
-    assert len(rule_files) == 11
+    assert sorted(rule_files) == sorted(f"{name}.json" for name in RULE_ORDER)  # the fixture holds every rule
     rule_key_prefix = f"{job_prefix}/rule-output/{RULE}/profiler-output"
     for name, data in rule_files.items():
         s3.put_object(Bucket=BUCKET, Key=f"{rule_key_prefix}/profiler-reports/{name}", Body=data)

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 
 from reportgen.engine import params as params_module
 from reportgen.engine.rules import rule_module
 from reportgen.report import rule_texts
-from reportgen.rulebook import BY_NAME, RULE_ORDER, RULES, SUMMARY_RULES
+from reportgen.rulebook import BY_NAME, RULE_ORDER, RULES, SUMMARY_RULES, RuleName
 
+
+
+def test_the_rule_names_are_the_rulebook_order_and_plain_strings():
+    assert list(RuleName) == [rule.name for rule in RULES] and [m.value for m in RuleName] == list(RULE_ORDER)
+    assert f"{RuleName.BATCH_SIZE}.json" == str(RuleName.BATCH_SIZE) + ".json" == "BatchSize.json"
+    assert json.dumps({RuleName.STEP_OUTLIER: [RuleName.DATALOADER]}) == '{"StepOutlier": ["Dataloader"]}'
+    assert {"LoadBalancing": 1}.get(RuleName.LOAD_BALANCING) == 1 and RULE_ORDER[0] == "CPUBottleneck"
 
 
 def test_every_row_resolves_to_its_module_and_parameter_class():
-    assert len(RULES) == len(BY_NAME) == 11 and RULE_ORDER[0] == "CPUBottleneck"
+    assert len(RULES) == len(BY_NAME) == len(RuleName)
     for rule in RULES:
         module = rule_module(rule.name)
         assert module.__name__ == f"reportgen.engine.rules.{rule.module}" and callable(module.evaluate)

@@ -7,12 +7,13 @@ from reportgen.report.model import Chart, Section, Text, chart_rows
 from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, last_triggered
 from reportgen.report.util import slug
 from reportgen.rule_outputs import RuleOutputs, gpus_of
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.BATCH_SIZE, "Batch size", level=3)
-    rule = outputs.get("BatchSize")
+    rule = outputs.get(RuleName.BATCH_SIZE)
     if rule is None:
         return section.missing("No BatchSize output was found.")
     section.add(Text(

@@ -8,6 +8,7 @@ from reportgen.report.model import Chart, Fallback, Section, Text
 from reportgen.report.sections.framework import refer_back
 from reportgen.report.util import as_dict, number
 from reportgen.rule_outputs import BottleneckDetails, RuleOutputs
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 
@@ -58,8 +59,8 @@ def _build(outputs: RuleOutputs, rule_name: str, kind: str) -> Section:
 
 
 def build_cpu(outputs: RuleOutputs) -> Section:
-    return _build(outputs, "CPUBottleneck", "CPU")
+    return _build(outputs, RuleName.CPU_BOTTLENECK, "CPU")
 
 
 def build_io(outputs: RuleOutputs) -> Section:
-    return _build(outputs, "IOBottleneck", "I/O")
+    return _build(outputs, RuleName.IO_BOTTLENECK, "I/O")

@@ -7,6 +7,7 @@ from reportgen.report.model import Chart, Section, Text
 from reportgen.report.trace_facts import dataloader_sentence, trace_facts
 from reportgen.report.util import number
 from reportgen.rule_outputs import DataloaderDetails, RuleOutputs
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 
@@ -24,7 +25,7 @@ def _from_traces(section: Section, facts, lead: str) -> Section:
 
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.DATALOADING_ANALYSIS, "Dataloading analysis", level=3)
-    rule = outputs.get("Dataloader")
+    rule = outputs.get(RuleName.DATALOADER)
     facts = trace_facts(outputs)
     if rule is None and facts.dataloader_share is not None:
         return _from_traces(section, facts, "From the PyTorch profiler traces: ")

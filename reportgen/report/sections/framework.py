@@ -13,6 +13,7 @@ from reportgen.report.model import Chart, Fallback, Section, Text, chart_rows
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import numeric_items, slug
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 SECTION_ID = SectionId.FRAMEWORK_METRICS_SUMMARY
@@ -21,8 +22,8 @@ BREAKDOWNS = (("phase", "TRAIN/EVAL phases and others"), ("forward_backward", "F
               ("ratio", "CPU vs GPU operators"), ("general", "General framework operations"),
               ("horovod", "Horovod operations"))
 # (rule, context label): the rules whose outputs carry framework breakdowns when they fired.
-CONTEXTS = (("StepOutlier", "Outlier steps"), ("CPUBottleneck", "CPU bottleneck moments"),
-            ("IOBottleneck", "I/O bottleneck moments"))
+CONTEXTS = ((RuleName.STEP_OUTLIER, "Outlier steps"), (RuleName.CPU_BOTTLENECK, "CPU bottleneck moments"),
+            (RuleName.IO_BOTTLENECK, "I/O bottleneck moments"))
 
 
 def _max_item(values: dict) -> tuple[str, float]:
@@ -43,7 +44,7 @@ def breakdowns(details: dict) -> dict[str, dict]:
 def _contexts(outputs: RuleOutputs) -> dict[str, dict]:
     """{context label: breakdowns}: the whole job first, then each rule that fired and has some."""
     found = {}
-    rule = outputs.get("OverallFrameworkMetrics")
+    rule = outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS)
     if rule is not None:
         found["Whole job"] = breakdowns(rule.details)
     for name, label in CONTEXTS:
@@ -115,7 +116,7 @@ def _few_slices(label: str, title: str, shares: dict) -> Text:
 
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SECTION_ID, SECTION_TITLE)
-    if outputs.get("OverallFrameworkMetrics") is None:
+    if outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS) is None:
         return section.missing("No framework metrics output (OverallFrameworkMetrics) was found.")
     contexts = _contexts(outputs)
     facts = trace_facts(outputs)
@@ -143,9 +144,9 @@ def build(outputs: RuleOutputs) -> Section:
         drawn.append(Chart(f"fw-{slug(key)}", charts.share_bars(rows, f"{title} (%)"),
                            f"{title}: bar chart (needs JavaScript); its shares:", numbers=_numbers(rows)))
     section.add(*chart_rows(drawn))
-    section.data = {key: numeric_items(outputs.get("OverallFrameworkMetrics").details.get(key))
+    section.data = {key: numeric_items(outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS).details.get(key))
                     for key, _ in BREAKDOWNS
-                    if numeric_items(outputs.get("OverallFrameworkMetrics").details.get(key))}
+                    if numeric_items(outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS).details.get(key))}
     return section
 
 

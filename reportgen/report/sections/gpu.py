@@ -7,6 +7,7 @@ from reportgen.report import charts
 from reportgen.report.model import Chart, Fallback, Heading, Section, Table, Text, chart_rows, column_rows
 from reportgen.report.util import as_dict, number, pct_text, slug
 from reportgen.rule_outputs import RuleOutputs, balancing_of, gpus_of
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 BOX_NOTE = ("Box plot (needs JavaScript): whiskers at 1.5 x the interquartile range; an open circle marks a "
@@ -38,7 +39,7 @@ def last_triggered(details: dict) -> str:
 
 def build_utilization(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.GPU_UTILIZATION_ANALYSIS, "GPU utilization analysis", level=3)
-    rule = outputs.get("LowGPUUtilization")
+    rule = outputs.get(RuleName.LOW_GPU_UTILIZATION)
     if rule is None:
         return section.missing("No LowGPUUtilization output was found.")
     p95_thr = rule.param("threshold_p95", 70)
@@ -88,7 +89,7 @@ def build_utilization(outputs: RuleOutputs) -> Section:
 
 def build_balancing(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.WORKLOAD_BALANCING, "Workload balancing", level=3)
-    rule = outputs.get("LoadBalancing")
+    rule = outputs.get(RuleName.LOAD_BALANCING)
     if rule is None:
         return section.missing("No LoadBalancing output was found.")
     nodes = balancing_of(rule.details)

@@ -7,12 +7,13 @@ from reportgen.report.model import Chart, Heading, Section, Text, column_rows
 from reportgen.report.sections.gpu import BOX_NOTE, box_numbers, last_triggered
 from reportgen.report.util import number, pct_text, slug
 from reportgen.rule_outputs import RuleOutputs, gpus_of
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.GPU_MEMORY, "GPU memory", level=3)
-    rule = outputs.get("GPUMemoryIncrease")
+    rule = outputs.get(RuleName.GPU_MEMORY_INCREASE)
     if rule is None:
         return section.missing("No GPUMemoryIncrease output was found.")
     increase = number(rule.param("increase", 5), 5.0)

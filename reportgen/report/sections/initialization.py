@@ -7,12 +7,13 @@ from reportgen.report.sections.summary import compute
 from reportgen.report.trace_facts import initialization_sentence, trace_facts
 from reportgen.report.util import as_dict
 from reportgen.rule_outputs import JobTimes, RuleOutputs
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.INITIALIZATION_TIME, "Initialization time", level=3)
-    rule = outputs.get("MaxInitializationTime")
+    rule = outputs.get(RuleName.MAX_INITIALIZATION_TIME)
     if rule is None:
         return section.missing("No MaxInitializationTime output was found.")
     threshold = rule.param("threshold", 20)

@@ -6,6 +6,7 @@ from reportgen.report.model import Section, Table, Text
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, number
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.rulebook import RuleName
 
 
 def operator_rows(details: dict, kind: str) -> list[dict]:
@@ -27,7 +28,7 @@ def operator_rows(details: dict, kind: str) -> list[dict]:
 def _build(outputs: RuleOutputs, kind: str) -> Section:
     device = kind  # "CPU" or "GPU"
     section = Section(f"{kind.lower()}-operators-overview", f"Overview: {device} operators", level=3, half=True)
-    rule = outputs.get("OverallFrameworkMetrics")
+    rule = outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS)
     rows = operator_rows(rule.details, kind) if rule else []
     facts = trace_facts(outputs)
     if not rows and facts.any and (device == "CPU" and facts.cpu_ops):

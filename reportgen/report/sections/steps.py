@@ -9,6 +9,7 @@ from reportgen.report.sections.framework import refer_back
 from reportgen.report.trace_facts import steps_sentence, trace_facts
 from reportgen.report.util import as_dict, number, slug
 from reportgen.rule_outputs import RuleOutputs
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 STAT_KEYS = ("mean", "max", "p99", "p95", "p50", "min")
@@ -33,7 +34,7 @@ def step_histogram(probs, edges) -> dict | None:
 
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.STEP_DURATION_ANALYSIS, "Step duration analysis", level=3)
-    rule = outputs.get("StepOutlier")
+    rule = outputs.get(RuleName.STEP_OUTLIER)
     if rule is None:
         return section.missing("No StepOutlier output was found.")
     stddev = rule.param("stddev", 3)

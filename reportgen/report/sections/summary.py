@@ -7,6 +7,7 @@ from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Shown, Table, TableWithChart, Text
 from reportgen.report.trace_facts import steps_sentence, trace_facts
 from reportgen.rule_outputs import JobTimes, RuleOutputs
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 
@@ -69,7 +70,7 @@ def exact_durations(summary: dict) -> dict:
 
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.TRAINING_JOB_SUMMARY, "Training job summary")
-    rule = outputs.get("MaxInitializationTime")
+    rule = outputs.get(RuleName.MAX_INITIALIZATION_TIME)
     summary = compute(rule.details) if rule else None
     if summary is None and rule is not None and JobTimes.of(rule.details).problems:
         return section.missing(

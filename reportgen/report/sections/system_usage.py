@@ -7,6 +7,7 @@ from reportgen.report.model import Section, Shown, Table, Text
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, int_pct, number
 from reportgen.rule_outputs import USAGE_STATS, NodeUsage, RuleOutputs, recorded_command, system_usage_of
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 STATS = USAGE_STATS
@@ -77,7 +78,7 @@ def _input_bound_caveat(facts) -> str:
 
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.SYSTEM_USAGE_STATISTICS, "System usage statistics")
-    rule = outputs.get("OverallSystemUsage")
+    rule = outputs.get(RuleName.OVERALL_SYSTEM_USAGE)
     details = as_dict(rule.details) if rule else {}
     rows, present = rows_of(details)
     if not rows:

@@ -31,6 +31,7 @@ from reportgen.readers.distributed import dask_client, parse_scheduler, read_pie
 from reportgen.problems import ProblemLog  # noqa: E402
 from reportgen.readers.system import list_system_files  # noqa: E402
 from reportgen.errors import InputError  # noqa: E402
+from reportgen.rulebook import RULE_ORDER  # noqa: E402
 from tests.support.paths import ROOT
 
 REPO = ROOT
@@ -80,7 +81,7 @@ def single(bench_profile, tmp_path_factory):
 
 def outputs(folder: Path) -> dict[str, bytes]:
     files = sorted((folder / "profiler-reports").glob("*.json"))
-    assert len(files) == 11
+    assert len(files) == len(RULE_ORDER)
     got = {f.name: f.read_bytes() for f in files}
     for name in ("data-quality.json", "timeline.json"):
         got[name] = (folder / name).read_bytes()
@@ -377,5 +378,5 @@ def test_raw_data_and_pytorch_traces_share_one_local_cluster(tmp_path, monkeypat
 
     got, want = files(dask_run), files(here)
     assert "kineto.json" in got and len(json.loads(got["kineto.json"])["ranks"]) == 4
-    assert len([name for name in got if name.startswith("profiler-reports/")]) == 11
+    assert len([name for name in got if name.startswith("profiler-reports/")]) == len(RULE_ORDER)
     assert got == want

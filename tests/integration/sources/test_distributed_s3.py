@@ -19,6 +19,7 @@ from reportgen.engine import analyze  # noqa: E402
 from reportgen.readers.distributed import S3System, read_pieces  # noqa: E402
 from reportgen.problems import ProblemLog  # noqa: E402
 from reportgen.readers.system import read_system  # noqa: E402
+from reportgen.rulebook import RULE_ORDER  # noqa: E402
 
 from tests.support.sources_testlib import REGION, client  # noqa: E402
 
@@ -155,7 +156,7 @@ def test_generate_pipeline_leaves_system_metrics_and_traces_in_s3(uploaded, prof
     ref = tmp_path / "ref"
     analyze(profile, ref)
     rule_files = sorted(p.name for p in (ref / "profiler-reports").glob("*.json"))
-    assert len(rule_files) == 11
+    assert rule_files == sorted(f"{name}.json" for name in RULE_ORDER)
     for name in rule_files:
         assert (prepared.rule_dir / name).read_bytes() == (ref / "profiler-reports" / name).read_bytes(), name
 

@@ -1,0 +1,37 @@
+"""The linter and the type checker stay wired: installed by the test extra, run by .ci/run before the tests,
+and the strictly checked rooms still exist (a renamed module would silently leave the strict list)."""
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, a dependency there
+    import tomli as tomllib
+
+from tests.support.paths import ROOT
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_the_test_extra_installs_ruff_and_mypy():
+    extra = _pyproject()["project"]["optional-dependencies"]["test"]
+    names = {req.split(">")[0].split("=")[0].split(";")[0].strip() for req in extra}
+    assert {"ruff", "mypy"} <= names
+
+
+def test_ci_runs_the_linter_and_the_type_checker_before_the_first_test():
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    ruff, mypy = lines.index(".venv/bin/ruff check reportgen"), lines.index(".venv/bin/mypy")
+    first_test = next(i for i, line in enumerate(lines) if line.startswith(".venv/bin/python -m pytest"))
+    assert lines.index("bash scripts/setup.sh --test") < ruff < first_test and mypy < first_test
+
+
+def test_every_strictly_checked_room_is_a_module_of_the_package():
+    overrides = _pyproject()["tool"]["mypy"]["overrides"]
+    strict = [o for o in overrides if o.get("disallow_untyped_defs")]
+    assert len(strict) == 1
+    modules = strict[0]["module"]
+    assert "reportgen.json_file" in modules and "reportgen.rulebook" in modules
+    for module in modules:
+        path = ROOT / (module.replace(".", "/") + ".py")
+        assert path.is_file() or (ROOT / module.replace(".", "/") / "__init__.py").is_file(), module
