@@ -154,7 +154,7 @@ def compilation(ev: Evidence, found: dict) -> Finding | None:
     if share < WASTE:
         return None
     account = accounts(ev)[worst]
-    steps = sum(1 for v in account.per_step_ms.get("compilation", ()) if v > 0)
+    steps = sum(1 for v in account.per_step_ms["compilation"] if v > 0)
     evidence = [f"{pct(share)} of the profiled steps' time is compilation{_rank_text(ev, worst)}, in {steps} of "
                 f"{account.steps} steps: the framework compiled again inside the training loop (new input shapes "
                 "or dtypes, or Python values the compiled function depends on)"]

@@ -776,7 +776,7 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
                     f"slowest: step {worst['step']}, {worst['duration_s']:.2f} s" if worst else "",
                     (f"{secs(top['seconds_lost'])} lost in these {top['steps']} profiled steps "
                      f"({top['seconds_lost'] / top['total_s'] * 100:.0f} % of their time; the impact applies that share "
-                     "to the training loop)" if worker.startswith("rank ") and top.get("total_s") and not ev.trace_only
+                     "to the training loop)" if worker.startswith("rank ") and top["total_s"] and not ev.trace_only
                      else f"{secs(top['seconds_lost'])} lost there")]
         if why is not None:
             evidence.append(f"the slow steps are slow in {SLICE_TITLES[why.slice]}: {why.excess_ms[why.slice] / why.steps:.0f} "

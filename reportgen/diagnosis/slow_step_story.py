@@ -113,7 +113,7 @@ def story(ev: Evidence, worker: str, slowest: list[dict]) -> SlowStepStory | Non
     if account is None or not slowest:
         return None
     position = {str(s.step if s.step is None else int(s.step)): i for i, s in enumerate(rank.step_list)}
-    picked = [position[str(item["step"])] for item in slowest if str(item.get("step")) in position]
+    picked = [position[str(item["step"])] for item in slowest if str(item["step"]) in position]
     if not picked:
         return None
     excess = {}

@@ -115,11 +115,13 @@ def _gaps(busy: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -
         cur = a
         while i < s.size and s[i] < b:
             if s[i] > cur:
-                starts.append(cur), ends.append(s[i])
+                starts.append(cur)
+                ends.append(s[i])
             cur = max(cur, e[i])
             i += 1
         if cur < b:
-            starts.append(cur), ends.append(b)
+            starts.append(cur)
+            ends.append(b)
     return np.asarray(starts, np.float64), np.asarray(ends, np.float64)
 
 
