@@ -289,7 +289,7 @@ def trace_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
     for label, rank in ev.trace_ranks.items():
         if straggler is not None and len(ev.trace_ranks) >= 2 and label == str(straggler):
             continue
-        share = dataloader_step_share(rank)
+        share = dataloader_step_share(rank, f"rank {label}" in ev.slow_steps)
         if share is not None and (best[0] is None or share > best[0]):
             best = (share, label, rank.dataloader.iterator if rank.dataloader else None)
     return best
@@ -531,6 +531,32 @@ def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
                          "batch_factor": factor})
 
 
+def straggler_saving(ev: Evidence, rank: str) -> tuple[float, str] | None:
+    """(share of the step, why) that evening the straggler out gives back, from the ranks' step-time accounts:
+    the others' *exposed* communication beyond the straggler's own (a collective overlapped with backward
+    compute costs nothing), and only (n-1)/n of it when the straggler is slower in compute: that is work, and
+    evened out over the n ranks each takes its share of it (half the gap for two ranks)."""
+    accounts = {label: r.account for label, r in ev.trace_ranks.items() if r.account is not None}
+    if rank not in accounts or len(accounts) < 2:
+        return None
+    mine, others = accounts[rank], [a for label, a in accounts.items() if label != rank]
+    exposed = statistics.median(a.share("communication") for a in others) - mine.share("communication")
+    if exposed <= 0:
+        return None
+    slices = [name for name in mine.slices_ms if name != "communication"]
+    excess = {name: mine.share(name) - statistics.median(a.share(name) for a in others) for name in slices}
+    slower_in = max(excess, key=excess.get)
+    n = len(accounts)
+    if slower_in == "compute":
+        return exposed * (n - 1) / n, (f"the other ranks wait for it {exposed * 100:.0f} % of their step in exposed "
+                                       f"communication; it is slower in compute, which is work: evened out over the "
+                                       f"{n} ranks, each takes 1/{n} of it, so {(n - 1) / n * 100:.0f} % of that wait "
+                                       "is saved")
+    return exposed, (f"the other ranks wait for it {exposed * 100:.0f} % of their step in exposed communication "
+                     f"(collectives not overlapped with compute); it is slower in "
+                     f"{slower_in.replace('_', ' ')}, which a fix removes rather than moves")
+
+
 @detector("straggler")
 def straggler(ev: Evidence, found: dict) -> Finding | None:
     best = None
@@ -550,7 +576,11 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
         if comparison.reason:
             evidence.append(f"rank {rank} is slower because {comparison.reason}")
         waits = (comparison.others_median_wait_share, comparison.its_wait_share)
-        if comparison.method == "collective wait" and all(w is not None for w in waits):
+        priced = straggler_saving(ev, rank) if comparison.method == "collective wait" else None
+        if priced is not None:
+            share, text = priced
+            evidence.append(text)
+        elif comparison.method == "collective wait" and all(w is not None for w in waits):
             share = max(waits[0] - waits[1], 0.0)  # the others wait for it this much longer, in step time
         else:
             excess = (comparison.slowest_excess_pct or 0) / 100

@@ -409,16 +409,17 @@ def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
 STALLED = 0.8  # every step pays less than this part of the data wait: the rest is a stall in a few steps
 
 
-def dataloader_step_share(rank: TraceRank) -> float | None:
+def dataloader_step_share(rank: TraceRank, slow_steps_judged: bool = False) -> float | None:
     """Fraction of profiled step time spent in DataLoader: ``dataloader.step_share`` when the trace analysis
     gives it (union of intervals), else DataLoader time over the sum of step durations, capped at 1.
 
-    When a fifth or more of the wait falls in a few steps (a loader restarted at each epoch, one expensive batch),
-    only what every step pays is the input pipeline's: the stall is the slow steps' (one stall, one finding)."""
+    When the rank's slow steps are judged (enough steps) and a fifth or more of the wait falls in a few steps (a
+    loader restarted at each epoch, one expensive batch), only what every step pays is the input pipeline's: the
+    stall is the slow steps' (one stall, one finding). Fewer steps: the whole wait stays here, never dropped."""
     loader = rank.dataloader or TraceLoader()
     share = _num(loader.step_share)
     account = rank.account
-    if share is not None and account is not None and account.share("data_wait") > 0:
+    if slow_steps_judged and share is not None and account is not None and account.share("data_wait") > 0:
         every = account.every_step_share("data_wait") / account.share("data_wait")
         if every < STALLED:
             share *= every

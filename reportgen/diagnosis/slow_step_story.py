@@ -64,9 +64,11 @@ def fix_for(found: SlowStepStory, loader_workers: bool | None, period: int | Non
     when = f"every {period} steps" if period else "in the slow steps"
     if found.slice == "data_wait":
         if loader_workers:
-            return ("The slow steps wait for the DataLoader: its worker processes are started again at each epoch "
-                    "(or after each new iterator). Keep them alive with persistent_workers=True (and prefetch_factor "
-                    "for the first batches).")
+            every = f"every {period} steps" if period else "now and then"
+            return (f"The slow steps wait for the DataLoader {every}. If that is the start of each epoch, its worker "
+                    "processes are started again each time: keep them alive with persistent_workers=True. If it "
+                    "recurs within an epoch, the workers cannot keep up: more workers (within the cores) or cheaper "
+                    "samples.")
         return (f"The slow steps wait for data {when}: load ahead of the step (DataLoader workers with "
                 "persistent_workers=True, prefetching) so an expensive batch does not stall the loop.")
     if found.slice == "compilation":

@@ -170,7 +170,9 @@ def test_torch_ddp_recording_names_rank_0_from_collective_wait():
     straggler = next(f for f in diagnosis.findings if f.cause == "straggler")
     assert straggler.metrics["who"] == "rank 0"
     assert any("waits only 249 ms" in e for e in straggler.evidence)
-    assert straggler.share == pytest.approx(0.41 - 0.11, abs=0.01)  # the other rank's extra wait
+    # the other rank's extra *exposed* wait (27.5 % of its step against rank 0's 6.3 %): gloo's all-reduce
+    # overlapping backward on the main thread (41 % - 11 % in flight) costs nothing
+    assert straggler.share == pytest.approx(0.275 - 0.063, abs=0.01)
 
 
 def test_outlier_steps_listed_and_marked_on_the_timeline(sample_outputs):
