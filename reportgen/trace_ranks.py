@@ -73,6 +73,8 @@ class TraceAccount:
     data_wait_named: dict[str, float] = field(default_factory=dict)  # the input pipeline's events waited in (ms)
     optimizer_per_step_ms: tuple[float, ...] = ()  # time under Optimizer.step# per step (part of compute)
     work_per_step: tuple[float, ...] = ()  # operator calls (host) or kernels (device) each step issued
+    backward_passes_per_step: tuple[float, ...] = ()  # the loss's backward node per step: micro-batches
+    optimizer_steps_per_step: tuple[float, ...] = ()
     window: dict[str, float] = field(default_factory=dict)  # span, steps, between steps, before, after (ms)
 
     def share(self, name: str) -> float:
@@ -110,11 +112,15 @@ class TraceAccount:
                  if isinstance(key, str) and _given(value) is not None}
         optimizer = entry.get("optimizer_per_step_ms")
         optimizer = tuple(max(_given(v) or 0.0, 0.0) for v in optimizer) if isinstance(optimizer, list) else ()
-        work = entry.get("work_per_step")
-        work = tuple(max(_given(v) or 0.0, 0.0) for v in work) if isinstance(work, list) else ()
+        def counts(key: str) -> tuple[float, ...]:
+            values = entry.get(key)
+            return tuple(max(_given(v) or 0.0, 0.0) for v in values) if isinstance(values, list) else ()
+
+        work = counts("work_per_step")
         return cls(perspective if perspective in ("host", "device") else "host", int(steps), float(total), slices,
                    per, _given(entry.get("operator_calls_per_step")), _given(entry.get("dispatch_floor_us")),
-                   named, waits, optimizer, work, window)
+                   named, waits, optimizer, work, counts("backward_passes_per_step"),
+                   counts("optimizer_steps_per_step"), window)
 
 
 @dataclass(frozen=True)

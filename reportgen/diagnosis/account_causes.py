@@ -93,12 +93,14 @@ def _named_text(account: TraceAccount) -> str:
 def host_overhead(ev: Evidence, found: dict) -> Finding | None:
     if "kernel-launch-bound" in found:  # the GPU waits for the host, whatever the host does between launches
         return None
+    if "micro_batches" in getattr(found.get("operator-overhead"), "metrics", {}):
+        return None  # the Python between operators is paid per micro-batch: that finding's, once
     share, worst, worst_share = every_step(ev, "no_operator")
     if share < WASTE:
         return None
     account = accounts(ev)[worst]
-    shared = (f"; the host was shared ({ev.cpu_whose()}): part of this time the process may have waited for a "
-              "core" if ev.job_cpu is not None else "")
+    shared = (f"; the host was shared{ev.cpu_whose()}: part of this time the process may have waited for a core"
+              if ev.job_cpu is not None else "")
     evidence = [f"{pct(share)} of every profiled step runs under no profiler operator{_rank_text(ev, worst)}: "
                 f"{_per_step_text(account, 'no_operator')} is the training script's own Python between the "
                 f"framework's operators{shared}",
@@ -113,12 +115,33 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
                 metrics=_metrics(ev, "no_operator", share, worst, worst_share))
 
 
+MICRO_BATCHES = 4  # backward passes per optimizer step from which the micro-batches' fixed costs are looked at
+SMALL_WORK = WASTE  # ... and the per-call overhead (Python between operators, dispatch) at least this of the step
+
+
+def micro_batches(account: TraceAccount) -> int | None:
+    """Backward passes per optimizer step (the median step's), when each step runs one optimizer step."""
+    passes, steps = account.backward_passes_per_step, account.optimizer_steps_per_step
+    if len(passes) != account.steps or len(steps) != account.steps:
+        return None
+    per = statistics.median(passes)
+    return int(per) if per >= 2 and statistics.median(steps) == 1 else None
+
+
 @detector("operator-overhead")
 def operator_overhead(ev: Evidence, found: dict) -> Finding | None:
     host = {label: a for label, a in accounts(ev).items() if a.perspective == "host"}
     if not host:
         return None
     share, worst, worst_share = every_step(ev, "dispatch")
+    micro = {label: micro_batches(a) for label, a in accounts(ev).items()}
+    micro = {label: n for label, n in micro.items() if n is not None and n >= MICRO_BATCHES}
+    if micro:
+        label = max(micro, key=micro.get)
+        account, n = accounts(ev)[label], micro[label]
+        overhead = account.every_step_share("no_operator") + account.every_step_share("dispatch")
+        if overhead >= SMALL_WORK:
+            return _micro_batch_finding(ev, label, account, n, overhead)
     if share < WASTE:
         return None
     account = host[worst] if worst in host else next(iter(host.values()))
@@ -135,6 +158,28 @@ def operator_overhead(ev: Evidence, found: dict) -> Finding | None:
                       "same samples",
                 metrics={**_metrics(ev, "dispatch", share, worst, worst_share), "operator_calls_per_step": calls,
                          "dispatch_floor_us": floor})
+
+
+def _micro_batch_finding(ev: Evidence, label: str, account: TraceAccount, n: int, overhead: float) -> Finding:
+    """Gradient accumulation over small micro-batches: every micro-batch pays the model's fixed costs again
+    (its weights read, each operator called, Python between them), whatever its size."""
+    work = account.every_step_share("compute") + account.every_step_share("dispatch") + \
+        account.every_step_share("no_operator")
+    saved = work * (n - 1) / n
+    evidence = [f"{n} backward passes per optimizer step{_rank_text(ev, label)}: gradient accumulation over {n} "
+                f"micro-batches, {account.operator_calls_per_step or 0:,.0f} operator calls a step",
+                f"{pct(overhead)} of each step is per-call overhead (Python between operators and dispatch): the "
+                "micro-batches are small for the work each call does",
+                f"one batch of the same samples would pay the model's fixed costs once instead of {n} times"]
+    fix = (f"Use larger micro-batches and fewer accumulation steps for the same samples per update (up to one batch "
+           f"instead of {n}), as far as memory allows; a larger batch amortises the weights read, the operator calls "
+           "and the Python of each forward and backward pass.")
+    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=saved, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                heading=f"Each step runs {n} small micro-batches",
+                basis=f"an upper bound: if a micro-batch's cost does not grow with its size (small micro-batches), one "
+                      f"batch instead of {n} saves {n - 1}/{n} of the step's work",
+                metrics={"slice": "dispatch", "micro_batches": n, "overhead_share": overhead, "worst_rank": label,
+                         "share_of_steps": saved, "ranks": len(accounts(ev))})
 
 
 def _total(ev: Evidence, name: str) -> tuple[float, str | None, float]:
@@ -155,14 +200,17 @@ def compilation(ev: Evidence, found: dict) -> Finding | None:
         return None
     account = accounts(ev)[worst]
     steps = sum(1 for v in account.per_step_ms["compilation"] if v > 0)
+    saved = share * (steps - 1) / steps if steps > 1 else share  # static shapes still compile once
     evidence = [f"{pct(share)} of the profiled steps' time is compilation{_rank_text(ev, worst)}, in {steps} of "
                 f"{account.steps} steps: the framework compiled again inside the training loop (new input shapes "
                 "or dtypes, or Python values the compiled function depends on)"]
-    fix = ("Keep what the compiled step sees static: pad inputs to one shape or a few fixed lengths (bucketing; pad "
-           "the last partial batch too), mark truly dynamic dimensions (torch.compile(dynamic=True), "
-           "torch._dynamo.mark_dynamic), and pass changing Python numbers as tensors.")
-    return make(ev, "compilation", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
-                basis="the compilation time inside the profiled steps; with static shapes it is paid once",
+    fix = ("Keep what the compiled step sees static: pad inputs to one shape (masking the padding) or a few fixed "
+           "lengths (bucketing; the last partial batch too); jax.jit: static shapes, and static_argnums only for "
+           "values that rarely change; torch.compile: mark truly dynamic dimensions (dynamic=True, "
+           "torch._dynamo.mark_dynamic) and pass changing Python numbers as tensors.")
+    return make(ev, "compilation", 0.0, evidence, fix, loop_share=saved, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                basis=f"the compilation time inside the profiled steps less one compilation (of {steps}): with static "
+                      "shapes it is paid once",
                 metrics={**_metrics(ev, "compilation", share, worst, worst_share), "steps_compiling": steps})
 
 

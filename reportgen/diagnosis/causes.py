@@ -38,7 +38,7 @@ class Cause:
 # The GPU causes read from PyTorch profiler traces (detectors in gpu_causes.py); those that explain idle GPUs
 # are concluded before gpu-underused, which is then blamed only when none of them explains the idle time.
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy")
-ACCOUNT_CAUSES = ("host-overhead", "operator-overhead", "compilation", "allocator-churn", "step-waste")
+ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "step-waste")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
 
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
@@ -52,9 +52,9 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("no-mixed-precision", "Matrix math runs in fp32 on tensor-core GPUs"),
     Cause("pageable-memcpy", "Host-to-device copies from pageable memory"),
     # Causes read from the step-time account (detectors in account_causes.py): each claims a slice of the step.
-    Cause("host-overhead", "Every step spends time under no profiler operator", "step-account",
-          after=("kernel-launch-bound",)),
     Cause("operator-overhead", "Per-call operator overhead fills the step", "step-account"),
+    Cause("host-overhead", "Every step spends time under no profiler operator", "step-account",
+          after=("kernel-launch-bound", "operator-overhead")),
     Cause("compilation", "The training loop compiles again", "step-account"),
     Cause("allocator-churn", "Device memory is allocated and freed inside the steps", "step-account"),
     Cause("gpu-underused", "The GPUs are underused",
@@ -64,7 +64,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("gpu-memory-growth", "GPU memory is at risk", "memory"),
     Cause("host-memory-growth", "Host memory keeps growing", "memory"),
     Cause("slow-initialization", "Slow start before the first step", "step-times"),
-    Cause("step-outliers", "Some steps are much slower than the rest", "step-times"),
+    Cause("step-outliers", "Some steps are much slower than the rest", "step-times", after=("compilation",)),
     # Last: the account's waste that no cause above claimed (it reads every cause that claims a slice).
     Cause("step-waste", "Part of every step is spent outside compute", "step-account",
           after=("input-pipeline", "io-bound", "cpu-bound", "straggler", "host-sync", "communication-bound",
@@ -184,6 +184,26 @@ def loop_cpu(ev: Evidence) -> float | None:
     command's own on a shared host)."""
     pct = ev.loop_cpu_pct()
     return pct / 100 if pct is not None else None
+
+
+WAITING = 0.5  # the process used less than this part of one core per unit of loading share: loading waits
+
+
+def loading_waits(ev: Evidence, loader_share: float | None) -> float | None:
+    """The cores the training process used over the loop (its own on a shared host), when its data loading is
+    mostly waiting (I/O latency, a remote store): it loaded ``loader_share`` of each step's wall time yet used
+    less than half as much of one core. Waiting workers need no core of their own, so the cores do not bound how
+    many help. None when the loading may be CPU work or the CPU use is unknown."""
+    cpu = loop_cpu(ev)
+    if cpu is None or not ev.cores or not loader_share:
+        return None
+    used = cpu * ev.cores
+    return used if used < WAITING * loader_share else None
+
+
+def workers_to_hide(loader_share: float) -> int:
+    """Workers that load a step's batch in no more than the rest of the step takes (at most 16)."""
+    return min(16, max(1, math.ceil(loader_share / max(1 - loader_share, 0.05) - 1e-9)))
 
 
 def loader_saving(ev: Evidence, loader_share: float, workers: int) -> tuple[float, str]:
@@ -442,6 +462,11 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     if loading:
         evidence.append(f"{sum(loading.values()):.0f} % of the framework time during those samples was data loading")
     n = suggested_workers(ev)
+    waits = loading_waits(ev, loader_share) if ev.has_gpu is False else None
+    if waits is not None:  # waiting workers need no core each: as many as hide the loading
+        n = max(n, workers_to_hide(loader_share))
+        evidence.append(f"the loading mostly waits: the training process used {waits:.2f} of a core over the loop"
+                        f"{ev.cpu_whose()} while loading took {pct(loader_share)} of each step")
     now = ev.workers if ev.workers is not None else (0 if single else None)
     procs = training_processes(ev)
     machine = (f"{ev.cores} cores per node for {plural(procs, 'training process', 'training processes')}"
@@ -454,7 +479,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                "how many) and training still waits for them; give it up to " + (
                    f"{n}" if ev.cores else "the cores ÷ training processes − 1") if multi else
                f"Load and preprocess data in parallel: a DataLoader with num_workers={n}")
-        fix += f" ({machine}, one core left to each process)" if machine else ""
+        fix += (" (the loading waits on I/O rather than computing: waiting workers need no core of their own)"
+                if waits is not None else f" ({machine}, one core left to each process)" if machine else "")
         if ev.pin_memory is False:
             fix += ", set pin_memory=True"
         fix += ", and keep batches coming with persistent_workers=True and prefetch_factor≥2."
@@ -800,6 +826,8 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         why = story(ev, worker, listed)
         if why is not None and why.by_design and not rule_fired:
             return None  # they run the optimizer the other steps skip: gradient accumulation, by design
+        if why is not None and why.slice == "compilation" and "compilation" in found and not rule_fired:
+            return None  # the compilation finding counts these steps' compiling already: one stall, one finding
         evidence = [f"{top['count']} of {top['steps']} steps on {worker_name(worker)} over {top['threshold_s']:.2f} s "
                     f"(median {top['median_s']:.2f} s + 5 MAD)",
                     f"{top['periodic_count']} of them every {period} steps" if period else "",

@@ -72,6 +72,8 @@ METADATA_OPS = frozenset(("aten::view", "aten::as_strided", "aten::t", "aten::tr
                           "aten::reshape", "aten::_unsafe_view", "aten::alias", "aten::empty", "aten::lift_fresh",
                           "aten::resolve_conj", "aten::resolve_neg", "detach", "aten::select", "aten::slice"))
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")  # torch's annotation of optimizer.step(): part of compute
+# the loss's node in autograd's backward pass: one per backward pass (micro-batches under gradient accumulation)
+LOSS_BACKWARD = re.compile(r"^autograd::engine::evaluate_function: \w*(Loss|CrossEntropy)\w*Backward\d*$")
 MIN_METADATA_CALLS = 20  # fewer metadata calls than this: no estimate of the fixed cost (no dispatch slice)
 
 
@@ -233,6 +235,10 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "data_wait_named": data_named,
         "optimizer_per_step_ms": [float(v) / 1000.0 for v in optimizer],
         "work_per_step": [int(c) for c in calls],  # operator calls (host) or kernels (device) starting in each step
+        "backward_passes_per_step": _starts_per_step(trace, cpu & _named(trace, lambda n: bool(LOSS_BACKWARD.match(n))),
+                                                     lo, hi),
+        "optimizer_steps_per_step": _starts_per_step(trace, cpu & _named(trace, lambda n: bool(OPTIMIZER_STEP.match(n))),
+                                                     lo, hi),
         "window": _window(trace, lo, hi),
     }
 
@@ -253,6 +259,11 @@ def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], k
             label = trace.names[int(name)]
             totals[label] = totals.get(label, 0.0) + float(ms) / 1000.0
     return dict(sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+
+
+def _starts_per_step(trace: k.TraceColumns, mask: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[int]:
+    starts = np.sort(trace.start_us[mask])
+    return [int(c) for c in np.searchsorted(starts, hi) - np.searchsorted(starts, lo)]
 
 
 def _primary_thread(trace: k.TraceColumns, is_step: np.ndarray) -> int | None:
