@@ -200,7 +200,9 @@ def compilation(ev: Evidence, found: dict) -> Finding | None:
         return None
     account = accounts(ev)[worst]
     steps = sum(1 for v in account.per_step_ms["compilation"] if v > 0)
-    saved = share * (steps - 1) / steps if steps > 1 else share  # static shapes still compile once
+    if steps <= 1:
+        return None  # one compilation is the first one: static shapes would compile it too
+    saved = share * (steps - 1) / steps  # static shapes still compile once
     evidence = [f"{pct(share)} of the profiled steps' time is compilation{_rank_text(ev, worst)}, in {steps} of "
                 f"{account.steps} steps: the framework compiled again inside the training loop (new input shapes "
                 "or dtypes, or Python values the compiled function depends on)"]

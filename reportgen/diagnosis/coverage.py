@@ -96,6 +96,8 @@ def _step_times(ev: Evidence) -> Answer:
         return Answer("step-times", True, f"{min(ev.slow_steps[w]['steps'] for w in judged)} or more steps per "
                                           "worker")
     steps = _trace_steps(ev)
+    if steps >= MIN_STEPS and not _loop_long_enough(ev):
+        return Answer("step-times", False, f"the traced training loop is shorter than {MIN_LOOP_S:.0f} s")
     if steps:
         return Answer("step-times", False, f"{steps} profiled step{'s' if steps != 1 else ''} per rank; slow or "
                                            f"periodic steps need at least {MIN_STEPS} (profile more active steps)")
