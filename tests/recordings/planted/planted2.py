@@ -24,10 +24,10 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
   io-latency       the Dataset sleeps 20-40 ms a sample (I/O latency), num_workers=0 (fix: num_workers=4)
 JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
-  jax-clean        the fix: every batch padded to one shape, a mask keeps the loss the same
+  jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
 TensorFlow (tf.profiler.experimental, one Trace(step_num=...) a step):
   tf-hostwork      a tf.function step followed by heavy per-step numpy post-processing on the host
-  tf-clean         the same step without it
+  tf-clean         the same step without it (= tf-hostwork --fix)
 """
 import argparse, json, os, platform, sys, time
 
@@ -318,12 +318,12 @@ def run_jax(a, truth):
         return jax.tree_util.tree_map(lambda w, d: w - 0.01 * d, p, g), loss
 
     params = init(jax.random.PRNGKey(0))
-    fix = a.mode == "jax-clean"
+    fix = a.fix or a.mode == "jax-clean"
     step_s, planted_s, shapes = [], [], []
-    t_loop_epoch, t_loop = time.time(), time.perf_counter()
     opts = jax.profiler.ProfileOptions()
     opts.python_tracer_level, opts.enable_hlo_proto = 0, False  # no Python call tracing, no HLO protos: a small trace
     jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
+    t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
     for step in range(a.steps):
         n = sizes[(step // 3) % len(sizes)]
         x = rng.standard_normal((n, 512), dtype=np.float32)
@@ -339,7 +339,7 @@ def run_jax(a, truth):
             params, loss = train_step(params, x, y, m)
             loss.block_until_ready()
             step_s.append(time.perf_counter() - t0)
-    loop = time.perf_counter() - t_loop
+    loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
     t_loop_end_epoch = time.time()
     t = time.perf_counter()
     jax.profiler.stop_trace()
@@ -347,7 +347,8 @@ def run_jax(a, truth):
     new_shape = [i for i in range(len(shapes)) if shapes[i] not in shapes[:i]]
     med = median(step_s)
     planted_s = [step_s[i] - med if i in new_shape else 0.0 for i in range(len(step_s))]
-    truth.update(loop_s=loop, steps=a.steps, step_s=step_s, planted_s=planted_s, batch_shapes=shapes,
+    truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=a.steps, step_s=step_s, planted_s=planted_s,
+                 batch_shapes=shapes,
                  compile_steps=new_shape, compiles=len(new_shape), jit_cache_size=train_step._cache_size(),
                  profiler_export_s=stop_s, t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch,
                  jax=jax.__version__, batch_size=64, accumulation=1, num_workers=0,
@@ -359,8 +360,9 @@ def run_tf(a, truth):
     import tensorflow as tf
     tf.random.set_seed(0)
     rng = np.random.default_rng(0)
-    model = tf.keras.Sequential([tf.keras.Input((256,)), tf.keras.layers.Dense(512, activation="relu"),
-                                 tf.keras.layers.Dense(512, activation="relu"), tf.keras.layers.Dense(10)])
+    bs, hidden = 256, 1024
+    model = tf.keras.Sequential([tf.keras.Input((256,)), tf.keras.layers.Dense(hidden, activation="relu"),
+                                 tf.keras.layers.Dense(hidden, activation="relu"), tf.keras.layers.Dense(10)])
     opt = tf.keras.optimizers.SGD(0.01)
     lossf = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -372,18 +374,24 @@ def run_tf(a, truth):
         opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         return loss, out
 
-    host = a.mode == "tf-hostwork"
-    step_s, planted_s = [], []
-    x0 = rng.standard_normal((128, 256)).astype(np.float32)
-    y0 = rng.integers(0, 10, 128)
-    train_step(x0, y0)  # trace once before the profile, as a warmed-up job would
-    t_loop_epoch, t_loop = time.time(), time.perf_counter()
-    tf.profiler.experimental.start(a.trace_dir)
+    host = a.mode == "tf-hostwork" and not a.fix
+    step_s, cpu_s, planted_s = [], [], []
+    train_step(rng.standard_normal((bs, 256)).astype(np.float32), rng.integers(0, 10, bs))  # traced before the loop
+    first, last = a.wait, a.wait + a.active  # the profiled window: steps first..last-1
+    stop_s = 0.0
+    t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
     for step in range(a.steps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        if step == first:
+            tf.profiler.experimental.start(a.trace_dir)
+        if step == last:
+            t = time.perf_counter()
+            tf.profiler.experimental.stop()
+            stop_s = time.perf_counter() - t
+            t_export_step = step
         with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
-            t0 = time.perf_counter()
-            x = rng.standard_normal((128, 256)).astype(np.float32)
-            y = rng.integers(0, 10, 128)
+            x = rng.standard_normal((bs, 256)).astype(np.float32)
+            y = rng.integers(0, 10, bs)
             loss, out = train_step(x, y)
             planted = 0.0
             if host:  # per-step host post-processing of the outputs and weights in numpy
@@ -397,16 +405,16 @@ def run_tf(a, truth):
                 planted = time.perf_counter() - t
             else:
                 float(loss)
-            step_s.append(time.perf_counter() - t0)
-            planted_s.append(planted)
-    loop = time.perf_counter() - t_loop
+        step_s.append(time.perf_counter() - t0)
+        cpu_s.append(time.process_time() - c0)
+        planted_s.append(planted)
+    loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
     t_loop_end_epoch = time.time()
-    t = time.perf_counter()
-    tf.profiler.experimental.stop()
-    stop_s = time.perf_counter() - t
-    truth.update(loop_s=loop, steps=a.steps, step_s=step_s, planted_s=planted_s, profiler_export_s=stop_s,
+    truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=a.steps, step_s=step_s, step_cpu_s=cpu_s,
+                 planted_s=planted_s, profiler_export_s=stop_s, profiler_window=[first, last - 1],
+                 profiler_export_note=f"tf.profiler.experimental.stop() at the start of step {last}, inside its step_s",
                  t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch, tensorflow=tf.__version__,
-                 batch_size=128, accumulation=1, num_workers=0)
+                 batch_size=bs, accumulation=1, num_workers=0)
 
 
 MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epoch-restart": run_torch,
