@@ -153,7 +153,7 @@ def run_torch(a, truth):
         model, workers, persistent = MLP(), 0, False
         loader = DataLoader(data, batch_size=bs, num_workers=0)
     elif mode == "accum-optimizer":
-        model, accum, bs = Wide(), 4, 16
+        model, accum, bs = Wide(), 4, 32
         loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
     elif mode == "io-latency":
         bs, workers, persistent = 8, (4 if fix else 0), fix
@@ -243,7 +243,7 @@ def run_torch(a, truth):
                 with torch.no_grad():
                     for _ in range(a.warm_passes):
                         cache.append(model(torch.randn(64, 3, 64, 64)).sum().item())
-                extra.setdefault("startup_s", {})[step] = time.perf_counter() - t
+                extra.setdefault("slow_start_s", {})[step] = time.perf_counter() - t
                 planted += time.perf_counter() - t
             if mode == "periodic-eval" and not fix and step % 30 == 29:
                 t = time.perf_counter()
