@@ -6,7 +6,8 @@ Reads each ``<run>/truth.json`` (the recorded run) and ``<run>/fix*-truth.json``
 recorded). The planted cost is the time the script measured inside the planted code (``planted_s``), except where
 the plant changes the shape of the work itself and the fix still does some of it (``microbatch``, ``padded``: the
 forward/backward/update time; ``jax-recompile``: the steps that met a new shape, less the median step): there it is
-that time minus the fix run's (the fix still compiles once). ``fix_saved_s`` is the loop's wall time minus the
+that time minus the fix run's (the fix still compiles once); ``periodic-eval``: the evaluations alone (its slow start,
+``slow_start_s``, is planted too but stays in the fix run). ``fix_saved_s`` is the loop's wall time minus the
 fix run's, one value a fix run; ``fix_saved_cpu_s`` the same in the training process's CPU seconds (steadier on a
 shared host). ``truth_rows()`` gives the same numbers to tests.
 """
@@ -29,9 +30,12 @@ def truth_row(run_dir):
     planted = sum(t["planted_s"])
     if t["mode"] in LESS_THE_FIX and fixes:
         planted = planted - statistics.mean(sum(f["planted_s"]) for f in fixes)
+    if "eval_s" in t:  # periodic-eval plants two costs: the fix (no evaluation in the loop) removes the evaluations
+        planted = sum(t["eval_s"].values())
     row = {"run": run_dir.name, "mode": t["mode"], "steps": t["steps"], "loop_s": t["loop_s"],
            "median_step_s": t["median_step_s"], "planted_s": planted, "planted_share": planted / t["loop_s"],
            "profiler_export_s": t.get("profiler_export_s"), "startup_s": t.get("startup_s"),
+           "slow_start_s": sum(t.get("slow_start_s", {}).values()),
            "fix_loop_s": [f["loop_s"] for f in fixes], "fix_saved_s": [t["loop_s"] - f["loop_s"] for f in fixes]}
     if "loop_cpu_s" in t and fixes and all("loop_cpu_s" in f for f in fixes):
         row["fix_saved_cpu_s"] = [t["loop_cpu_s"] - f["loop_cpu_s"] for f in fixes]
