@@ -1,0 +1,461 @@
+"""Real training runs with ONE planted cost each (issue #46), timed by the script itself: the truth.
+
+Every mode trains a small model on synthetic data and writes truth.json: the loop's wall time, each step's wall
+time (perf_counter, the whole iteration including ``prof.step()``) and the training process's CPU time in it
+(process_time: steadier than wall time on a shared host; DataLoader workers not included), the time spent inside
+the planted code in each step (timed around it), the time each step waited for data, the median step, the
+profiler's own export (time around the trace handler and ``prof.stop()``), wall-clock epochs of the script's start, the loop and the end (to
+line up with recording.json), and what the script knows (batch size, accumulation, workers, ...).
+``--fix`` runs the same job with the planted cost fixed (same samples, same steps) so the fix's saving is measured.
+
+CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
+  clean            a well-configured loop: DataLoader with 1 persistent worker
+  metrics          per-step metrics: .item() calls, numpy histograms, a JSON line written with fsync
+                   (fix: log every 50 steps)
+  microbatch       micro-batches of 2 with 16 accumulation steps (fix: one batch of 32, same samples a step)
+  epoch-restart    num_workers=2, persistent_workers=False, 6-step epochs: each epoch re-starts the workers,
+                   whose set-up (opening the data set) stalls the epoch's first step (fix: persistent_workers=True)
+  padded           an LSTM on variable-length sequences padded to the batch's longest, a few very long ones
+                   (record_shapes=True; fix: length buckets, the same samples)
+  periodic-eval    an evaluation pass after every 30th step, and a slow start (the first 4 steps also warm a
+                   cache; step 0 is the profiler's warm-up, outside the trace) (fix: no evaluation in the loop)
+  accum-optimizer  accumulation of 4 with Adam over a large layer: every 4th step holds a long optimizer step
+                   (slow by design, not a problem; no fix)
+  io-latency       the Dataset sleeps 20-40 ms a sample (I/O latency), num_workers=0 (fix: num_workers=4)
+JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
+  jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
+  jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
+TensorFlow (tf.profiler.experimental, one Trace(step_num=...) a step):
+  tf-hostwork      a tf.function step followed by heavy per-step numpy post-processing on the host
+  tf-clean         the same step without it (= tf-hostwork --fix)
+"""
+import argparse, json, os, platform, sys, time
+
+T_SCRIPT_EPOCH, T_SCRIPT = time.time(), time.perf_counter()
+import numpy as np
+
+
+def median(xs):
+    return float(np.median(xs)) if xs else 0.0
+
+
+# ---------------------------------------------------------------- PyTorch
+def run_torch(a, truth):
+    import torch, torch.nn as nn, torch.nn.functional as F
+    from torch.utils.data import DataLoader, Dataset
+    from torch.profiler import profile, schedule, tensorboard_trace_handler, ProfilerActivity
+
+    class Images(Dataset):
+        """Synthetic 3x64x64 images; ``reps`` rounds of numpy smoothing a sample are the loader's CPU work,
+        ``sleep`` (a range in seconds) the I/O latency of reading one."""
+        def __init__(self, n, reps, sleep=None, setup_s=0.0):
+            self.n, self.reps, self.sleep, self.setup_s = n, reps, sleep, setup_s
+        def __len__(self): return self.n
+        def __getitem__(self, i):
+            rng = np.random.default_rng(i)
+            if self.sleep:
+                time.sleep(rng.uniform(*self.sleep))
+            img = rng.random((3, 64, 64), dtype=np.float32)
+            for _ in range(self.reps):
+                img = (img + np.roll(img, 1, 1) + np.roll(img, 1, 2)) / 3.0
+            return torch.from_numpy(np.ascontiguousarray(img)), int(rng.integers(0, 10))
+
+    def open_dataset(worker_id):
+        """A worker's set-up, as real data sets do (open files, read an index): ~setup_s of numpy work."""
+        info = torch.utils.data.get_worker_info()
+        t = time.perf_counter()
+        table = np.random.default_rng(worker_id).random(200_000)
+        while time.perf_counter() - t < info.dataset.setup_s:
+            table = np.sort(table + 1e-9)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv2d(3, 16, 3, padding=1), nn.Conv2d(16, 32, 3, padding=1)
+            self.fc = nn.Linear(32 * 16 * 16, 10)
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.c1(x)), 2)
+            x = F.max_pool2d(F.relu(self.c2(x)), 2)
+            return self.fc(x.flatten(1))
+
+    class Seqs(Dataset):
+        """Variable-length token sequences: most 16-64 long, one in 100 is 400-512 long."""
+        def __init__(self, n):
+            rng = np.random.default_rng(0)
+            self.lens = np.where(rng.random(n) < 0.01, rng.integers(400, 513, n), rng.integers(16, 65, n))
+        def __len__(self): return len(self.lens)
+        def __getitem__(self, i):
+            rng = np.random.default_rng(i)
+            return torch.from_numpy(rng.integers(1, 1000, int(self.lens[i]))), int(rng.integers(0, 10))
+
+    def pad_collate(batch):
+        longest = max(len(s) for s, _ in batch)
+        x = torch.zeros(len(batch), longest, dtype=torch.long)
+        for k, (s, _) in enumerate(batch):
+            x[k, :len(s)] = s
+        return x, torch.tensor([y for _, y in batch]), torch.tensor([len(s) for s, _ in batch])
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.lstm, self.fc = nn.Embedding(1000, 64), nn.LSTM(64, 128, batch_first=True), nn.Linear(128, 10)
+        def forward(self, x):
+            h, _ = self.lstm(self.emb(x))
+            return self.fc(h.mean(1))
+
+    class Wide(nn.Module):
+        """A small network with one large layer (16.8M parameters): Adam's update over it is long."""
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.big = nn.Linear(8 * 32 * 32, 2048)
+            self.fc = nn.Linear(2048, 10)
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.c1(x)), 2)
+            return self.fc(F.relu(self.big(x.flatten(1))))
+
+    class MLP(nn.Module):
+        """Little compute a sample: at micro-batches of 2 the per-operator overhead is most of the time."""
+        def __init__(self):
+            super().__init__()
+            self.l1, self.l2, self.l3 = nn.Linear(3 * 32 * 32, 512), nn.Linear(512, 512), nn.Linear(512, 10)
+        def forward(self, x):
+            return self.l3(F.relu(self.l2(F.relu(self.l1(x)))))
+
+    mode, fix = a.mode, a.fix
+    torch.manual_seed(0)
+    torch.set_num_threads(a.threads)  # one intra-op thread: steadier steps on a shared 2-core host
+    bs, accum, workers, persistent = 32, 1, 1, True
+    steps = a.steps
+    loss_fn = nn.CrossEntropyLoss()
+    record_shapes = False
+    epoch_steps = None
+    if mode == "padded":
+        data = Seqs(steps * 16)
+        bs, model = 16, Tagger()
+        if fix:  # length buckets: sort by length in windows of 100 batches, then shuffle the batches
+            order = np.arange(len(data))
+            rng = np.random.default_rng(1)
+            batches = []
+            for w in range(0, len(order), bs * 100):
+                win = sorted(order[w:w + bs * 100], key=lambda i: data.lens[i])
+                batches += [win[k:k + bs] for k in range(0, len(win), bs)]
+            rng.shuffle(batches)
+            loader = DataLoader(data, batch_sampler=batches, collate_fn=pad_collate, num_workers=1,
+                                persistent_workers=True)
+        else:
+            loader = DataLoader(data, batch_size=bs, collate_fn=pad_collate, num_workers=1, persistent_workers=True)
+        record_shapes = True
+    elif mode == "microbatch":  # in-memory data: indexing a tensor, no worker needed
+        g = torch.Generator().manual_seed(0)
+        data = torch.utils.data.TensorDataset(torch.randn(steps * bs, 3 * 32 * 32, generator=g),
+                                              torch.randint(0, 10, (steps * bs,), generator=g))
+        model, workers, persistent = MLP(), 0, False
+        loader = DataLoader(data, batch_size=bs, num_workers=0)
+    elif mode == "accum-optimizer":
+        model, accum, bs = Wide(), 4, 32
+        loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
+    elif mode == "io-latency":
+        bs, workers, persistent = 8, (4 if fix else 0), fix
+        model = Net()
+        loader = DataLoader(Images(steps * bs, 0, sleep=(0.020, 0.040)), batch_size=bs, num_workers=workers,
+                            persistent_workers=persistent)
+    elif mode == "epoch-restart":
+        workers, persistent, epoch_steps = 2, fix, 6
+        model = Net()
+        loader = DataLoader(Images(epoch_steps * bs, a.reps, setup_s=a.setup_s), batch_size=bs,
+                            num_workers=workers, persistent_workers=persistent, worker_init_fn=open_dataset)
+    else:
+        model = Net()
+        loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
+    micro = bs
+    if mode == "microbatch" and not fix:
+        micro, accum = 2, 16
+    opt = (torch.optim.Adam if mode == "accum-optimizer" else torch.optim.SGD)(model.parameters(), lr=0.01)
+    truth.update(batch_size=bs, micro_batch=micro if mode == "microbatch" else None,
+                 accumulation=accum, num_workers=workers,
+                 persistent_workers=persistent, epoch_steps=epoch_steps, torch=torch.__version__,
+                 torch_threads=torch.get_num_threads(), record_shapes=record_shapes)
+
+    export = []
+    handler = tensorboard_trace_handler(a.trace_dir, use_gzip=True)
+    def timed_handler(p):
+        t = time.perf_counter()
+        handler(p)
+        export.append(time.perf_counter() - t)
+    prof = None
+    if not a.no_profile:
+        wait = 0 if mode == "periodic-eval" else a.wait
+        prof = profile(activities=[ProfilerActivity.CPU], record_shapes=record_shapes,
+                       schedule=schedule(wait=wait, warmup=1, active=a.active, repeat=1), on_trace_ready=timed_handler)
+        truth["profiler_schedule"] = {"wait": wait, "warmup": 1, "active": a.active, "repeat": 1}
+        prof.start()
+
+    step_s, cpu_s, planted_s, data_s, prof_step_s, extra = [], [], [], [], [], {}
+    metrics_file = open(a.metrics_file, "w") if mode == "metrics" else None
+    cache = []
+
+    def batches():
+        """The loader's batches, epoch after epoch, with the time of each ``next()`` (a new epoch: ``iter()``)."""
+        while True:
+            t = time.perf_counter()
+            it = iter(loader)
+            for _ in range(len(loader)):
+                x = next(it)
+                yield x, time.perf_counter() - t
+                t = time.perf_counter()
+
+    source = batches()
+    t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
+    for step in range(steps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        planted = 0.0
+        waited = 0.0
+        model.train()
+        if mode == "accum-optimizer":   # one profiler step = one micro-batch; every 4th also updates
+            batch, w = next(source); waited += w
+            loss = loss_fn(model(batch[0]), batch[1]) / accum
+            loss.backward()
+            if step % accum == accum - 1:
+                t = time.perf_counter()
+                opt.step(); opt.zero_grad()
+                planted = time.perf_counter() - t
+        else:
+            batch, w = next(source); waited += w
+            if mode == "io-latency" or (mode == "epoch-restart" and step % epoch_steps == 0):
+                planted = w  # the wait for data (at an epoch's first step: the workers' start included)
+            if mode == "padded":
+                x, y, lens = batch
+                extra.setdefault("padded_len", []).append(int(x.shape[1]))
+                extra.setdefault("real_tokens", []).append(int(lens.sum()))
+            x, y = batch[0], batch[1]
+            tc = time.perf_counter()
+            opt.zero_grad()
+            for c in range(0, bs, micro):
+                out = model(x[c:c + micro])
+                loss = loss_fn(out, y[c:c + micro]) * (micro / bs)
+                loss.backward()
+            opt.step()
+            if mode in ("microbatch", "padded"):
+                planted = time.perf_counter() - tc  # the compute the plant shapes; the fix run measures the saving
+            if mode == "periodic-eval" and step < 4:
+                t = time.perf_counter()   # a slow start: warming a cache with extra passes
+                with torch.no_grad():
+                    for _ in range(a.warm_passes):
+                        cache.append(model(torch.randn(64, 3, 64, 64)).sum().item())
+                extra.setdefault("slow_start_s", {})[step] = time.perf_counter() - t
+                planted += time.perf_counter() - t
+            if mode == "periodic-eval" and not fix and step % 30 == 29:
+                t = time.perf_counter()
+                model.eval()
+                with torch.no_grad():
+                    correct = 0
+                    for _ in range(a.eval_batches):
+                        xe = torch.randn(64, 3, 64, 64)
+                        correct += int((model(xe).argmax(1) == 0).sum())
+                extra.setdefault("eval_s", {})[step] = time.perf_counter() - t
+                planted += time.perf_counter() - t
+            if mode == "metrics" and (not fix or step % 50 == 49):
+                t = time.perf_counter()
+                out = out.detach()  # the step's own output (micro == bs here): no extra operator
+                rec = {"step": step, "loss": loss.item() * bs / micro, "acc": (out.argmax(1) == y).float().mean().item(),
+                       "out_max": out.max().item(), "out_min": out.min().item()}
+                params = np.concatenate([p.detach().numpy().ravel() for p in model.parameters()])
+                grads = np.concatenate([p.grad.numpy().ravel() for p in model.parameters()])
+                inputs = x.numpy().ravel()
+                for _ in range(a.hist_reps):
+                    rec["x_hist"] = np.histogram(inputs, bins=64)[0].tolist()
+                    rec["w_hist"] = np.histogram(params, bins=64)[0].tolist()
+                    rec["g_hist"] = np.histogram(grads, bins=64)[0].tolist()
+                    rec["g_pct"] = np.percentile(np.abs(grads), [50, 90, 99]).tolist()
+                metrics_file.write(json.dumps(rec) + "\n"); metrics_file.flush(); os.fsync(metrics_file.fileno())
+                planted = time.perf_counter() - t
+        if prof is not None:
+            tp = time.perf_counter()
+            prof.step()
+            prof_step_s.append(time.perf_counter() - tp)
+        step_s.append(time.perf_counter() - t0)
+        cpu_s.append(time.process_time() - c0)
+        planted_s.append(planted)
+        data_s.append(waited)
+    loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
+    t_loop_end_epoch = time.time()
+    stop_s = 0.0
+    if prof is not None:
+        t = time.perf_counter()
+        prof.stop()
+        stop_s = time.perf_counter() - t
+    if metrics_file:
+        metrics_file.close()
+    truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=steps, step_s=step_s, step_cpu_s=cpu_s,
+                 planted_s=planted_s, data_wait_s=data_s,
+                 prof_step_s=prof_step_s, profiler_export_s=sum(export) + stop_s, profiler_handler_s=export,
+                 profiler_stop_s=stop_s, t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch, **extra)
+    if epoch_steps:
+        truth["epoch_first_steps"] = list(range(0, steps, epoch_steps))
+
+
+# ---------------------------------------------------------------- JAX
+def run_jax(a, truth):
+    import jax, jax.numpy as jnp
+    rng = np.random.default_rng(0)
+    sizes = [64, 40, 48, 56, 24, 32, 60, 44, 52, 36, 28, 62]
+
+    def init(k, d_in=512, h=1024):
+        k1, k2, k3 = jax.random.split(k, 3)
+        return {"w1": jax.random.normal(k1, (d_in, h)) * 0.03, "w2": jax.random.normal(k2, (h, h)) * 0.03,
+                "w3": jax.random.normal(k3, (h, 10)) * 0.03}
+
+    def loss_fn(p, x, y, m):
+        hid = jax.nn.relu(jax.nn.relu(x @ p["w1"]) @ p["w2"])
+        logp = jax.nn.log_softmax(hid @ p["w3"])
+        nll = -jnp.take_along_axis(logp, y[:, None], 1)[:, 0]
+        return (nll * m).sum() / m.sum()
+
+    @jax.jit
+    def train_step(p, x, y, m):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y, m)
+        return jax.tree_util.tree_map(lambda w, d: w - 0.01 * d, p, g), loss
+
+    params = init(jax.random.PRNGKey(0))
+    fix = a.fix or a.mode == "jax-clean"
+    step_s, planted_s, shapes = [], [], []
+    opts = jax.profiler.ProfileOptions()
+    opts.python_tracer_level, opts.enable_hlo_proto = 0, False  # no Python call tracing, no HLO protos: a small trace
+    jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
+    t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
+    for step in range(a.steps):
+        n = sizes[(step // 3) % len(sizes)]
+        x = rng.standard_normal((n, 512), dtype=np.float32)
+        y = rng.integers(0, 10, n)
+        m = np.ones(n, np.float32)
+        if fix:  # pad to one shape; the mask keeps padded rows out of the loss
+            x = np.concatenate([x, np.zeros((64 - n, 512), np.float32)])
+            y = np.concatenate([y, np.zeros(64 - n, y.dtype)])
+            m = np.concatenate([m, np.zeros(64 - n, np.float32)])
+        shapes.append(int(x.shape[0]))
+        with jax.profiler.StepTraceAnnotation("train", step_num=step):
+            t0 = time.perf_counter()
+            params, loss = train_step(params, x, y, m)
+            loss.block_until_ready()
+            step_s.append(time.perf_counter() - t0)
+    loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
+    t_loop_end_epoch = time.time()
+    t = time.perf_counter()
+    jax.profiler.stop_trace()
+    stop_s = time.perf_counter() - t
+    new_shape = [i for i in range(len(shapes)) if shapes[i] not in shapes[:i]]
+    med = median(step_s)
+    planted_s = [step_s[i] - med if i in new_shape else 0.0 for i in range(len(step_s))]
+    truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=a.steps, step_s=step_s, planted_s=planted_s,
+                 batch_shapes=shapes,
+                 compile_steps=new_shape, compiles=len(new_shape), jit_cache_size=train_step._cache_size(),
+                 profiler_export_s=stop_s, t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch,
+                 jax=jax.__version__, batch_size=64, accumulation=1, num_workers=0,
+                 planted_note="steps that met a new batch shape: step time minus the median step (compile + first run)")
+
+
+# ---------------------------------------------------------------- TensorFlow
+def run_tf(a, truth):
+    import tensorflow as tf
+    tf.random.set_seed(0)
+    rng = np.random.default_rng(0)
+    bs, hidden = 256, 1024
+    model = tf.keras.Sequential([tf.keras.Input((256,)), tf.keras.layers.Dense(hidden, activation="relu"),
+                                 tf.keras.layers.Dense(hidden, activation="relu"), tf.keras.layers.Dense(10)])
+    opt = tf.keras.optimizers.SGD(0.01)
+    lossf = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            out = model(x, training=True)
+            loss = lossf(y, out)
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss, out
+
+    host = a.mode == "tf-hostwork" and not a.fix
+    step_s, cpu_s, planted_s = [], [], []
+    train_step(rng.standard_normal((bs, 256)).astype(np.float32), rng.integers(0, 10, bs))  # traced before the loop
+    first, last = a.wait, a.wait + a.active  # the profiled window: steps first..last-1
+    stop_s = 0.0
+    t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
+    for step in range(a.steps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        if step == first:
+            tf.profiler.experimental.start(a.trace_dir)
+        if step == last:
+            t = time.perf_counter()
+            tf.profiler.experimental.stop()
+            stop_s = time.perf_counter() - t
+            t_export_step = step
+        with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+            x = rng.standard_normal((bs, 256)).astype(np.float32)
+            y = rng.integers(0, 10, bs)
+            loss, out = train_step(x, y)
+            planted = 0.0
+            if host:  # per-step host post-processing of the outputs and weights in numpy
+                t = time.perf_counter()
+                o = out.numpy()
+                w = np.concatenate([v.numpy().ravel() for v in model.trainable_variables])
+                for _ in range(a.hist_reps):
+                    np.histogram(w, bins=128)
+                    np.sort(np.abs(w))[-100:]
+                    np.percentile(o, [1, 50, 99], axis=0)
+                planted = time.perf_counter() - t
+            else:
+                float(loss)
+        step_s.append(time.perf_counter() - t0)
+        cpu_s.append(time.process_time() - c0)
+        planted_s.append(planted)
+    loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
+    t_loop_end_epoch = time.time()
+    truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=a.steps, step_s=step_s, step_cpu_s=cpu_s,
+                 planted_s=planted_s, profiler_export_s=stop_s, profiler_window=[first, last - 1],
+                 profiler_export_note=f"tf.profiler.experimental.stop() at the start of step {last}, inside its step_s",
+                 t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch, tensorflow=tf.__version__,
+                 batch_size=bs, accumulation=1, num_workers=0)
+
+
+MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epoch-restart": run_torch,
+         "padded": run_torch, "periodic-eval": run_torch, "accum-optimizer": run_torch, "io-latency": run_torch,
+         "jax-recompile": run_jax, "jax-clean": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=sorted(MODES))
+    ap.add_argument("--fix", action="store_true", help="apply the fix to the planted cost")
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--reps", type=int, default=1, help="numpy smoothing rounds a sample (the loader's CPU work)")
+    ap.add_argument("--wait", type=int, default=5, help="profiler schedule: steps before the warm-up step")
+    ap.add_argument("--active", type=int, default=30, help="profiler schedule: steps profiled")
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--hist-reps", type=int, default=1, help="metrics, tf-hostwork: rounds of host numpy work")
+    ap.add_argument("--setup-s", type=float, default=0.5, help="epoch-restart: a worker's set-up (s)")
+    ap.add_argument("--eval-batches", type=int, default=6, help="periodic-eval: batches of 64 an evaluation")
+    ap.add_argument("--warm-passes", type=int, default=4, help="periodic-eval: extra passes in each start-up step")
+    ap.add_argument("--metrics-file", default="/tmp/planted-metrics.jsonl")
+    ap.add_argument("--trace-dir", default="traces")
+    ap.add_argument("--out", default="truth.json")
+    a = ap.parse_args()
+    truth = {"mode": a.mode, "fix": a.fix or a.mode in ("jax-clean", "tf-clean"), "argv": sys.argv[1:],
+             "t_script_start": T_SCRIPT_EPOCH, "python": platform.python_version(), "cpu_count": os.cpu_count()}
+    MODES[a.mode](a, truth)
+    step = truth["step_s"]
+    truth["median_step_s"] = median(step)
+    truth["planted_total_s"] = sum(truth["planted_s"])
+    truth["planted_share_of_loop"] = truth["planted_total_s"] / truth["loop_s"]
+    truth["startup_s"] = truth["t_loop_start"] - T_SCRIPT_EPOCH
+    truth["t_end"] = time.time()
+    truth["shutdown_s"] = truth["t_end"] - truth["t_loop_end"]  # the profiler's export (above) included
+    with open(a.out, "w") as f:
+        json.dump(truth, f, indent=1)
+    print(a.mode, "fix" if truth["fix"] else "", "loop %.2f s" % truth["loop_s"], "median %.4f s" % truth["median_step_s"],
+          "planted %.2f s (%.1f %% of loop)" % (truth["planted_total_s"], 100 * truth["planted_share_of_loop"]),
+          "export %.2f s" % truth["profiler_export_s"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Print the truth of every planted run beside this file: loop, planted cost and its share, what the fix saved.
+
+    python tests/recordings/planted/truth_table.py [--json]
+
+Reads each ``<run>/truth.json`` (the recorded run) and ``<run>/fix*-truth.json`` (the same job with the fix, not
+recorded). The planted cost is the time the script measured inside the planted code (``planted_s``), except where
+the plant changes the shape of the work itself and the fix still does some of it (``microbatch``, ``padded``: the
+forward/backward/update time; ``jax-recompile``: the steps that met a new shape, less the median step): there it is
+that time minus the fix run's (the fix still compiles once); ``periodic-eval``: the evaluations alone (its slow start,
+``slow_start_s``, is planted too but stays in the fix run). ``fix_saved_s`` is the loop's wall time minus the
+fix run's, one value a fix run; ``fix_saved_cpu_s`` the same in the training process's CPU seconds (steadier on a
+shared host). ``truth_rows()`` gives the same numbers to tests.
+"""
+import json, statistics, sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LESS_THE_FIX = ("microbatch", "padded", "jax-recompile")
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def truth_row(run_dir):
+    """One run's truth: the recorded run's own timing and, where fix runs exist, what the fix saved."""
+    t = load(run_dir / "truth.json")
+    fixes = [load(p) for p in sorted(run_dir.glob("fix*-truth.json"))]
+    planted = sum(t["planted_s"])
+    if t["mode"] in LESS_THE_FIX and fixes:
+        planted = planted - statistics.mean(sum(f["planted_s"]) for f in fixes)
+    if "eval_s" in t:  # periodic-eval plants two costs: the fix (no evaluation in the loop) removes the evaluations
+        planted = sum(t["eval_s"].values())
+    row = {"run": run_dir.name, "mode": t["mode"], "steps": t["steps"], "loop_s": t["loop_s"],
+           "median_step_s": t["median_step_s"], "planted_s": planted, "planted_share": planted / t["loop_s"],
+           "profiler_export_s": t.get("profiler_export_s"), "startup_s": t.get("startup_s"),
+           "slow_start_s": sum(t.get("slow_start_s", {}).values()),
+           "fix_loop_s": [f["loop_s"] for f in fixes], "fix_saved_s": [t["loop_s"] - f["loop_s"] for f in fixes]}
+    if "loop_cpu_s" in t and fixes and all("loop_cpu_s" in f for f in fixes):
+        row["fix_saved_cpu_s"] = [t["loop_cpu_s"] - f["loop_cpu_s"] for f in fixes]
+    return row
+
+
+def truth_rows(folder=HERE):
+    return [truth_row(d) for d in sorted(folder.iterdir()) if (d / "truth.json").is_file()]
+
+
+def main():
+    rows = truth_rows()
+    if "--json" in sys.argv[1:]:
+        print(json.dumps(rows, indent=1))
+        return
+    fmt = lambda xs: " / ".join(f"{x:.1f}" for x in xs) if xs else "-"
+    print(f"{'run':16} {'steps':>5} {'loop s':>7} {'median s':>8} {'planted s':>9} {'share':>6} {'export s':>8}"
+          f"  {'fix loop s':>13}  {'fix saved s':>13}  {'saved CPU s':>13}")
+    for r in rows:
+        print(f"{r['run']:16} {r['steps']:5d} {r['loop_s']:7.1f} {r['median_step_s']:8.3f} {r['planted_s']:9.1f} "
+              f"{100 * r['planted_share']:5.1f}% {r['profiler_export_s'] or 0:8.2f}  {fmt(r['fix_loop_s']):>13}  "
+              f"{fmt(r['fix_saved_s']):>13}  {fmt(r.get('fix_saved_cpu_s', [])):>13}")
+
+
+if __name__ == "__main__":
+    main()
