@@ -824,18 +824,21 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         worst = listed[0] if listed else None
         period = top.get("period")
         why = story(ev, worker, listed)
+        if why is not None and why.only_warmup and not rule_fired:
+            return None  # only the first steps are slow: start-up work every run pays, no slow step in the loop
         if why is not None and why.by_design and not rule_fired:
             return None  # they run the optimizer the other steps skip: gradient accumulation, by design
+        kept_s = max(top["seconds_lost"] - (why.warmup_ms / 1000.0 if why is not None else 0.0), 0.0)
         if why is not None and why.slice == "compilation" and "compilation" in found and not rule_fired:
             return None  # the compilation finding counts these steps' compiling already: one stall, one finding
         evidence = [f"{top['count']} of {top['steps']} steps on {worker_name(worker)} over {top['threshold_s']:.2f} s "
                     f"(median {top['median_s']:.2f} s + 5 MAD)",
                     f"{top['periodic_count']} of them every {period} steps" if period else "",
                     f"slowest: step {worst['step']}, {worst['duration_s']:.2f} s" if worst else "",
-                    (f"{secs(top['seconds_lost'])} lost in these {top['steps']} profiled steps "
-                     f"({top['seconds_lost'] / top['total_s'] * 100:.0f} % of their time; the impact applies that share "
+                    (f"{secs(kept_s)} lost in these {top['steps']} profiled steps "
+                     f"({kept_s / top['total_s'] * 100:.0f} % of their time; the impact applies that share "
                      "to the training loop)" if worker.startswith("rank ") and top["total_s"] and not ev.trace_only
-                     else f"{secs(top['seconds_lost'])} lost there")]
+                     else f"{secs(kept_s)} lost there")]
         if why is not None:
             evidence.append(f"the slow steps are slow in {SLICE_TITLES[why.slice]}: {why.excess_ms[why.slice] / why.steps:.0f} "
                             f"ms more than the median step each ({why.share * 100:.0f} % of their extra time, "
@@ -843,6 +846,12 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         if len(slowed) > 1:
             evidence.append(f"slow steps on {plural(len(slowed), 'worker')}")
         lost = _lost_over_workers(slowed)
+        if why is not None and why.warmup_positions:
+            lost = max(lost - why.warmup_ms / 1000.0, 0.0)
+            n = len(why.warmup_positions)
+            first = "the first profiled step is" if n == 1 else f"the first {n} profiled steps are"
+            evidence.append(f"{first} slow too ({secs(why.warmup_ms / 1000.0)} over the median step): start-up work "
+                            "every run pays, left out of this cost")
         if worker.startswith("rank ") and top.get("total_s"):
             loop_share = lost / top["total_s"]  # of the profiled steps, and so of the loop
         else:

@@ -38,6 +38,8 @@ class SlowStepStory:
     steps: int  # slow steps explained
     first_step_positions: tuple[int, ...]  # their positions in the rank's sequence of steps
     work_ratio: float | None = None  # the slow steps' operator calls (or kernels) against the median step's
+    warmup_positions: tuple[int, ...] = ()  # slow steps that open the trace in an unbroken run: start-up work
+    warmup_ms: float = 0.0  # their time over the median step (left out of the slow steps' cost)
 
     @property
     def same_work_longer(self) -> bool:
@@ -48,10 +50,15 @@ class SlowStepStory:
     def total_ms(self) -> float:
         return sum(self.excess_ms.values())
 
+
+    @property
+    def only_warmup(self) -> bool:
+        return self.slice == "warm-up"
+
     @property
     def share(self) -> float:
         """The named slice's part of the slow steps' excess."""
-        return self.excess_ms[self.slice] / self.total_ms if self.total_ms > 0 else 0.0
+        return self.excess_ms.get(self.slice, 0.0) / self.total_ms if self.total_ms > 0 else 0.0
 
     @property
     def by_design(self) -> bool:
@@ -115,9 +122,18 @@ def story(ev: Evidence, worker: str, slowest: list[dict]) -> SlowStepStory | Non
     if account is None or not slowest:
         return None
     position = {str(s.step if s.step is None else int(s.step)): i for i, s in enumerate(rank.step_list)}
-    picked = [position[str(item["step"])] for item in slowest if str(item["step"]) in position]
+    picked = sorted(position[str(item["step"])] for item in slowest if str(item["step"]) in position)
+    warmup = []
+    for i in picked:  # slow steps that open the trace in an unbroken run: warm-up, not the loop's slow steps
+        if i != len(warmup):
+            break
+        warmup.append(i)
+    durations = [(s.dur_ms or 0.0) for s in rank.step_list]
+    typical = _median(durations)
+    warmup_ms = sum(max(durations[i] - typical, 0.0) for i in warmup)
+    picked = [i for i in picked if i not in warmup]
     if not picked:
-        return None
+        return SlowStepStory("warm-up", {}, 0.0, 0, (), None, tuple(warmup), warmup_ms)
     excess = {}
     for name, values in account.per_step_ms.items():
         if len(values) != account.steps:
@@ -136,4 +152,5 @@ def story(ev: Evidence, worker: str, slowest: list[dict]) -> SlowStepStory | Non
     ratio = None
     if len(work) == account.steps and _median(work) > 0:
         ratio = statistics.mean(work[i] for i in picked) / _median(work)
-    return SlowStepStory(top, excess, optimizer_excess, len(picked), tuple(sorted(picked)), ratio)
+    return SlowStepStory(top, excess, optimizer_excess, len(picked), tuple(sorted(picked)), ratio, tuple(warmup),
+                         warmup_ms)

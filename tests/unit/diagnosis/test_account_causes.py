@@ -74,7 +74,10 @@ def test_a_loader_restarted_each_epoch_is_one_stall_with_its_fix(tmp_path):
     assert _causes(diagnosis) == ["step-outliers"]
     finding = diagnosis.findings[0]
     assert finding.metrics["slow_in"] == "data_wait" and "persistent_workers=True" in finding.fix
-    lost = 5 * (60000 - 300) / 1000  # ms, five epochs' first steps over the median step
+    # ms: four epochs' first steps over the median step; the first (step 0) starts the workers with persistent
+    # workers too, so it is warm-up, named and left out of the cost
+    lost = 4 * (60000 - 300) / 1000
+    assert any(e.startswith("the first profiled step is slow too (60 ms over the median step)") for e in finding.evidence)
     total = (35 * 10000 + 5 * 69700) / 1000
     assert finding.share == pytest.approx(lost / total, rel=0.01)
 
