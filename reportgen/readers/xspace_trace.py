@@ -22,6 +22,9 @@ step statistics, input share, diagnosis and compare work unchanged:
 
 Times: an event starts ``offset_ps`` after its line's ``timestamp_ns``; lines written relative to the
 profile's start (``Task Environment``'s ``profile_start_time``, ns since the epoch) are made absolute.
+Every event then passes the trace model's one time sanity rule (``trace_model.times_in_range``, as Kineto's
+events do): longer than 30 days, starting beyond year 2255 or more than 30 days into its line is dropped
+and counted.
 
 Bad input never raises: the file is read whole up to :func:`max_bytes` (a gzip'd ``.xplane.pb.gz`` is
 decompressed up to the trace layer's cap); a damaged protobuf keeps every plane, line and event before
@@ -38,19 +41,20 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.environment import SIZES_MB, megabytes
 from reportgen.problems import ProblemLog
 from reportgen.traces.gunzip import MAGIC, GunzipStream
 from reportgen.traces.protowire import LEN, VARINT, WireError, fields, signed64, text
 from reportgen.traces.read import text_cap
+from reportgen.user_file import UserFileError, open_user_file
 
-MAX_MB = 1024  # the most of one file read (REPORTGEN_XSPACE_MAX_MB): the file is held whole while read
+MAX_MB = SIZES_MB["REPORTGEN_XSPACE_MAX_MB"]  # the most of one file read (REPORTGEN_XSPACE_MAX_MB): the file is held whole while read
 
 
 def max_bytes() -> int:
-    try:
-        return int(float(os.environ.get("REPORTGEN_XSPACE_MAX_MB", MAX_MB)) * (1 << 20))
-    except ValueError:
-        return MAX_MB << 20
+    return megabytes("REPORTGEN_XSPACE_MAX_MB")
+
+
 _DEVICE = re.compile(r"^/device:(GPU|TPU):(\d+)$")
 _DERIVED_FREE = {"GPU": re.compile(r"^Stream\b"), "TPU": re.compile(r"^XLA Ops$")}
 _ABSOLUTE_NS = 10**15  # a line timestamp below this is relative to the profile's start
@@ -72,7 +76,7 @@ def _file_label(path: Path) -> str:
 def _load(path: Path, problems: ProblemLog) -> bytes | None:
     """The file's bytes (gunzipped), at most MAX_BYTES; None when unreadable."""
     try:
-        with open(path, "rb") as fh:
+        with open_user_file(path) as fh:  # the one guard of user files: a FIFO named .xplane.pb never hangs
             head = fh.read(2)
             fh.seek(0)
             if head != MAGIC:
@@ -90,6 +94,9 @@ def _load(path: Path, problems: ProblemLog) -> bytes | None:
                 problems.add(path, None, f"gzip'd XSpace cut at {stream.produced >> 20} MiB (a decompression bomb?): "
                                          "the rest was not read")
             return data
+    except UserFileError as err:
+        problems.add(path, None, str(err))
+        return None
     except OSError as err:
         problems.add(path, None, f"unreadable file ({err.strerror or err})")
         return None
@@ -144,8 +151,10 @@ class _Columns:
         self.cat, self.name, self.device = array("b"), array("i"), array("i")
         self.start, self.dur, self.nbytes = array("d"), array("d"), array("d")
         self.tid, self.corr = array("q"), array("q")
+        self.offset = array("d")  # µs from the line's start: the time sanity rule's, then dropped
 
-    def add(self, cat: int, label: str, start_us: float, dur_us: float, device: int, tid: int) -> None:
+    def add(self, cat: int, label: str, start_us: float, dur_us: float, device: int, tid: int,
+            offset_us: float) -> None:
         idx = self.names.get(label)
         if idx is None:
             idx = self.names[label] = len(self.names)
@@ -157,6 +166,7 @@ class _Columns:
         self.nbytes.append(0.0)
         self.tid.append(tid)
         self.corr.append(-1)
+        self.offset.append(offset_us)
 
 
 def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumns:
@@ -196,7 +206,15 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumn
     trace = k.TraceColumns(path=path, label=label, rank=None, devices=devices, cpu_collectives=CPU_COLLECTIVES)
     trace.events_in_file, trace.complete = state["events"], state["complete"]
     del data, planes, parsed  # the file's bytes go before the columns are sorted
-    order = np.argsort(np.frombuffer(cols.start, dtype=np.float64), kind="stable")
+    start = np.frombuffer(cols.start, dtype=np.float64)
+    order = np.argsort(start, kind="stable")
+    keep = k.times_in_range(start, np.frombuffer(cols.dur, dtype=np.float64),
+                            np.frombuffer(cols.offset, dtype=np.float64))
+    cols.offset = None
+    if not keep.all():  # the trace model's one sanity rule, as for Kineto: dropped and counted
+        problems.add(path, None, k.OUT_OF_RANGE, count=int(keep.size - np.count_nonzero(keep)))
+        order = order[keep[order]]
+    del start, keep
     trace.names = list(cols.names)
     for attr, column, dtype in (("cat", "cat", np.int8), ("name", "name", np.int32), ("start_us", "start", np.float64),
                                 ("dur_us", "dur", np.float64), ("device", "device", np.int32),
@@ -315,7 +333,7 @@ def _host_events(lines, event_names, stat_names, cols, start_ns, state, path, pr
                 if stat_id in step_stat and value is not None:
                     label, cat = f"ProfilerStep#{value}", k.USER_ANNOTATION
                     break
-            cols.add(cat, label, base + offset / 1e6, duration / 1e6, -1, tid)
+            cols.add(cat, label, base + offset / 1e6, duration / 1e6, -1, tid, offset / 1e6)
 
 
 def _device_events(lines, event_names, kind, device, cols, start_ns, state, path, problems) -> None:
@@ -334,4 +352,4 @@ def _device_events(lines, event_names, kind, device, cols, start_ns, state, path
             label = event_names.get(meta, f"<event {meta}>")
             lower = label.lower()
             cat = k.MEMCPY if "memcpy" in lower else k.MEMSET if "memset" in lower else k.KERNEL
-            cols.add(cat, label, base + offset / 1e6, duration / 1e6, device, tid)
+            cols.add(cat, label, base + offset / 1e6, duration / 1e6, device, tid, offset / 1e6)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from reportgen import interrupts
 from reportgen.errors import InputError
+from reportgen.output_set import OutputSet
 from reportgen.recorder.sampler import ProcessTree, Sampler, load_nvml
 from reportgen.recorder.writer import MetricsWriter
 
@@ -157,6 +158,7 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
     if not command:
         raise InputError("record: give the command to run after --, e.g. reportgen record -- python train.py")
     out_dir = Path(out_dir)
+    OutputSet().add_folder("--out", out_dir, whole=False)  # never an input folder nor inside one (--trace-dir)
     if (out_dir / "system").exists():
         raise InputError(f"{out_dir} already holds a recording (system/); choose another --out")
     out_dir.mkdir(parents=True, exist_ok=True)
