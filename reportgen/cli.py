@@ -442,7 +442,8 @@ def _start_local_workers_early(spec: str) -> None:
     except InputError:
         return
     if local and dask_installed():
-        start_fork_server()
+        with contextlib.suppress(OSError):  # no socket here (a full or read-only /tmp): the cluster's start says it
+            start_fork_server()
 
 
 _INTERRUPT_CODES = {interrupts.exit_code(s) for s in interrupts.STOP_SIGNALS}

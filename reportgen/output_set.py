@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen import interrupts
-from reportgen.errors import InputError, expanduser
+from reportgen.errors import InputError, expanduser, naming
 from reportgen.locking import folder_lock
 
 STDOUT = "-"
@@ -332,7 +332,8 @@ class OutputSet:
             temps: dict[str, str] = {}
             try:
                 for t in files:
-                    temps[t.role] = _write_temp(t.final, data[t.role])
+                    with naming(t.final):  # a full disk names the output it was writing, not a temporary name
+                        temps[t.role] = _write_temp(t.final, data[t.role])
                 for t in todo:
                     if t.kind != "file":
                         _write_in_place(t, data[t.role])

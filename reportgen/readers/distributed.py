@@ -42,7 +42,7 @@ from reportgen.readers.incremental import (Records, RecordCache, cache_folder, l
 from reportgen.problems import ProblemLog
 from reportgen.environment import count
 from reportgen.errors import InputError
-from reportgen.workdir import dask_scratch
+from reportgen.workdir import dask_scratch, socket_folder
 
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
 _TCP_RE = re.compile(r"^(tcp|tls)://[^\s/:]+:\d{1,5}/?$")
@@ -194,6 +194,7 @@ def start_fork_server() -> None:
         return
     from multiprocessing import forkserver
 
+    socket_folder()  # its listener's path must fit a Unix socket, whatever $TMPDIR is
     multiprocessing.get_context("forkserver").set_forkserver_preload(LOCAL_PRELOAD)
     added = {k: v for k, v in FORK_SERVER_ENV.items() if k not in os.environ}
     os.environ.update(added)

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reportgen import interrupts
-from reportgen.errors import InputError
+from reportgen.errors import InputError, naming
 from reportgen.output_set import OutputSet
 from reportgen.recorder.sampler import ProcessTree, Sampler, load_nvml
 from reportgen.recorder.writer import MetricsWriter
@@ -223,9 +223,10 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
             if due or final:
                 writer.write(sampler.sample())
                 job = tree.sample(sampler.host_cpu_pct, sampler.last_ts)
-                job_file.write(json.dumps(job, separators=(",", ":")) + "\n")
+                with naming(out_dir / JOB_METRICS):
+                    job_file.write(json.dumps(job, separators=(",", ":")) + "\n")
+                    job_file.flush()
                 job_shares.append(job["CPUPercentOfHost"])
-                job_file.flush()
                 if sampler.host_cpu_pct is not None:
                     host_busy.append((time.monotonic() - last_sample, sampler.host_cpu_pct))
                 last_sample = time.monotonic()
@@ -238,9 +239,12 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
         wall = time.monotonic() - wall0
         cpu = time.process_time() - cpu0
         ended = time.time()
-        job_file.close()
-        writer.close(ended)
-        sampler.close()
+        try:
+            with naming(out_dir / JOB_METRICS):
+                job_file.close()
+            writer.close(ended)
+        finally:
+            sampler.close()
     pids = tree.pids
     # What the kernel counted for the command and the descendants it reaped, once it exited: exact, and
     # it includes the part after the last tick, which the tree's samples cannot see.
@@ -259,7 +263,8 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
         job_cpu_s=job_cpu_s, job_cpu_pct_of_host=job_pct, job_cpu_pct_of_host_p50=_percentile(job_shares, 50),
         job_cpu_pct_of_host_p95=_percentile(job_shares, 95), host_cpu_pct=host_pct, job_rss_peak_bytes=tree.rss_peak,
         host_shared=None if job_pct is None or host_pct is None else host_pct - job_pct > SHARED_POINTS)
-    (out_dir / "recording.json").write_text(json.dumps(asdict(result), indent=1))
+    with naming(out_dir / "recording.json"):
+        (out_dir / "recording.json").write_text(json.dumps(asdict(result), indent=1))
     return result
 
 

@@ -317,6 +317,7 @@ class _Remote:
         self.downloads = 0
         self.bytes = 0
         self.refused: list[str] = []
+        self.vanished: list[str] = []  # listed, then deleted before their download
         self.notes: list[str] = []
         self._s3 = None
         self._s3_region: str | None = None
@@ -355,6 +356,7 @@ class _Remote:
         self.downloads += result.downloaded
         self.bytes += result.bytes_downloaded
         self.refused += [f"{key!r} ({reason})" for key, reason in result.refused]
+        self.vanished += result.vanished
         if prune_prefix is not None:
             cache.prune(S3Uri(bucket, prune_prefix), [o.key for o in objects])
 
@@ -544,6 +546,10 @@ class _Remote:
     def _result(self, *, kind, rule_dir, raw_dir, job_name, description, **extra) -> ResolvedSource:
         if self.refused:
             self.notes.append(f"{len(self.refused)} S3 keys skipped: unsafe or conflicting names")
+        if self.vanished:
+            first = ", ".join(repr(k) for k in sorted(self.vanished)[:3]) + (", ..." if len(self.vanished) > 3 else "")
+            self.notes.append(f"{len(self.vanished)} S3 object(s) deleted between listing and download, skipped: "
+                              f"{first}")
         return ResolvedSource(
             kind=kind,
             rule_output_dir=rule_dir,
