@@ -17,6 +17,7 @@ import pytest
 
 from tests.support.cli import run_cli
 from tests.support.paths import ROOT
+from tests.support.tmpfs import fill, small_tmpfs
 
 
 @pytest.mark.parametrize("name, value", [("REPORTGEN_MAX_JSON_MB", "inf"), ("REPORTGEN_STREAM_TRACE_MB", "nan"),
@@ -45,23 +46,9 @@ def test_the_local_clusters_socket_fits_whatever_tmpdir_is(tmp_path):
 
 
 def test_a_full_disk_under_record_names_the_path(tmp_path):
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here (needs root)")
-    try:
-        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
-        try:  # fill it up, unbuffered: nothing is left to fail on close
-            while os.write(fd, b"x" * 4096):
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+    with small_tmpfs(tmp_path / "full", "64k") as mnt:
+        fill(mnt)
         result = run_cli("record", "--out", mnt / "rec", "--", sys.executable, "-c", "pass", timeout=60)
         assert result.returncode == 2, result.stderr
         last = result.stderr.strip().splitlines()[-1]
         assert last.startswith(f"reportgen: error: No space left on device: {mnt / 'rec'}/"), last
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
