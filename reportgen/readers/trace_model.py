@@ -87,7 +87,12 @@ class TraceColumns:
         return self.start_us + self.dur_us
 
     def rows(self, *cats: int) -> np.ndarray:
-        return np.isin(self.cat, np.asarray(cats, dtype=np.int8))
+        """Which events are of one of ``cats``. What ``np.isin`` does for a few values, without its checks
+        (~40 µs a call): the analyses ask ~36 times a rank, which was most of a one-step rank's cost."""
+        mask = self.cat == cats[0] if cats else np.zeros(self.cat.shape, bool)
+        for cat in cats[1:]:
+            mask |= self.cat == cat
+        return mask
 
 
 def file_label(path: Path) -> str:
