@@ -274,6 +274,13 @@ def _select(objects: Iterable[Any], base_key: str) -> _Selection:
     return sel
 
 
+def _prefix_uri(where: str, key: str) -> str:
+    """The S3 prefix of ``key`` (a full key of the bucket ``where`` starts with), as one could give it:
+    the listed prefix was written twice before (``s3://b/job/job/sub/profiler-output/``, which does not exist)."""
+    bucket = where.split("/", 1)[0]
+    return f"s3://{bucket}/{key.strip('/')}/" if key.strip("/") else f"s3://{bucket}/"
+
+
 def _pick_rule_group(sel: _Selection, where: str) -> tuple[str | None, list[str]]:
     if not sel.rule_groups:
         return None, []
@@ -285,7 +292,7 @@ def _pick_rule_group(sel: _Selection, where: str) -> tuple[str | None, list[str]
     if len(ranked) > 1:
         jobs = {k.split("/rule-output/")[0] for k in ranked}
         if len(jobs) > 1:
-            listed = ", ".join(f"s3://{where}/{k}/" for k in ranked[:3])
+            listed = ", ".join(_prefix_uri(where, k) for k in ranked[:3])
             raise InputError(f"s3://{where}/ holds rule outputs of several jobs ({listed}, ...): give one job's prefix.")
         notes.append(f"{len(ranked)} rule-output folders found; using {ranked[0]}")
     return ranked[0], notes
@@ -295,7 +302,7 @@ def _pick_raw_root(sel: _Selection, where: str) -> str | None:
     if not sel.raw_roots:
         return None
     if len(sel.raw_roots) > 1:
-        listed = ", ".join(f"s3://{where}/{k}/" for k in sorted(sel.raw_roots)[:3])
+        listed = ", ".join(_prefix_uri(where, k) for k in sorted(sel.raw_roots)[:3])
         raise InputError(f"s3://{where}/ holds raw profiler data of several jobs ({listed}): give one job's prefix.")
     return next(iter(sel.raw_roots))
 
