@@ -284,6 +284,12 @@ class OutputSet:
         self._refuse_input_folder(role, Path(folder), whole)
         self.folders.append((role, Path(folder), whole))
 
+    def add_appended(self, role: str, path) -> None:
+        """A file the command appends to after the commit (``$GITHUB_STEP_SUMMARY``): checked against the
+        inputs like every output (appending to report.json would damage it as surely as replacing it)."""
+        path = Path(path)
+        _output_meets_input(role, path, path, _path_inode(path), self.inputs)
+
     def _refuse_input(self, target: Target) -> None:
         path = target.final if target.kind == "file" else None
         inode = (_path_inode(path) if path is not None else

@@ -104,6 +104,16 @@ def test_an_output_that_is_or_joins_an_input_is_refused_and_nothing_changes(here
     assert _state(here) == before  # no input replaced, no output written, no folder made
 
 
+def test_the_step_summary_is_never_an_input(here, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(here / "hard.json"))  # a hard link of the base report
+    before = _state(here)
+    assert cli.main("check new.json --base base.json --junit j.xml".split()) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"reportgen: error: $GITHUB_STEP_SUMMARY {here / 'hard.json'} is "
+                                               "the input file --base base.json"), err
+    assert _state(here) == before
+
+
 @pytest.mark.parametrize("argv", ["check new.json --junit j.xml --markdown ro.md",
                                   "trend new.json base.json -o t.md --format md --json t.json"])
 def test_outputs_beside_inputs_are_written(here, argv, capsys):
