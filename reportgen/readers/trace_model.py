@@ -38,21 +38,17 @@ GPU_CATEGORIES = (KERNEL, MEMCPY, MEMSET, SYNC)
 # or starting further than year 2255 from the epoch, is no time of a real job (Kineto writes dur = 2**64 ns
 # for a kernel whose end it never saw; an XSpace event of 2**63-1 ps made a 107-day rank "99.99999998 %" GPU
 # active, a line timestamp of -2**63 ns dated events to 1678). Such events are dropped and counted under
-# OUT_OF_RANGE; 30 days is the limit the readers' clock-jump check uses (longer than SageMaker's 28-day
-# maximum runtime).
+# OUT_OF_RANGE (an event starting more than 30 days into its XSpace line too); 30 days is the limit the
+# readers' clock-jump check uses (longer than SageMaker's 28-day maximum runtime).
 MAX_DURATION_US = 30 * 86400 * 1e6
 MAX_ABS_TS_US = 2.0**53  # year 2255 in epoch µs; a float holds every µs below it
 OUT_OF_RANGE = "event time out of range (longer than 30 days or beyond year 2255; dropped)"
 
 
-def times_in_range(start_us: np.ndarray, dur_us: np.ndarray, offset_us: np.ndarray | None = None) -> np.ndarray:
-    """Which events (times in µs, absolute) pass the sanity rule above. ``offset_us``: where a format times
-    each event from its own line's start (XSpace), an event starting more than 30 days into it is out of
-    range too (2^63-1 ps after a sane line start is still before 2255, yet no line of a job is 107 days)."""
-    keep = (np.abs(start_us) < MAX_ABS_TS_US) & (dur_us <= MAX_DURATION_US)
-    if offset_us is not None:
-        keep &= np.abs(offset_us) <= MAX_DURATION_US
-    return keep
+def times_in_range(start_us: np.ndarray, dur_us: np.ndarray) -> np.ndarray:
+    """Which events (times in µs, absolute) pass the sanity rule above. A format that times each event
+    from its own line's start (XSpace) also drops an event more than MAX_DURATION_US into its line."""
+    return (np.abs(start_us) < MAX_ABS_TS_US) & (dur_us <= MAX_DURATION_US)
 
 
 @dataclass

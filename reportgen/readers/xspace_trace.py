@@ -23,8 +23,8 @@ step statistics, input share, diagnosis and compare work unchanged:
 Times: an event starts ``offset_ps`` after its line's ``timestamp_ns``; lines written relative to the
 profile's start (``Task Environment``'s ``profile_start_time``, ns since the epoch) are made absolute.
 Every event then passes the trace model's one time sanity rule (``trace_model.times_in_range``, as Kineto's
-events do): longer than 30 days, starting beyond year 2255 or more than 30 days into its line is dropped
-and counted.
+events do): longer than 30 days or starting beyond year 2255 is dropped and counted, and so is an event
+starting more than 30 days into its line (the same bound, checked as the events are walked).
 
 Bad input never raises: the file is read whole up to :func:`max_bytes` (a gzip'd ``.xplane.pb.gz`` is
 decompressed up to the trace layer's cap); a damaged protobuf keeps every plane, line and event before
@@ -58,6 +58,9 @@ def max_bytes() -> int:
 _DEVICE = re.compile(r"^/device:(GPU|TPU):(\d+)$")
 _DERIVED_FREE = {"GPU": re.compile(r"^Stream\b"), "TPU": re.compile(r"^XLA Ops$")}
 _ABSOLUTE_NS = 10**15  # a line timestamp below this is relative to the profile's start
+# The trace model's sanity rule for an event timed from its line's start: no line of a job is longer than
+# an event may be (2^63-1 ps after a sane line start is still before 2255, yet 107 days into the line).
+_MAX_OFFSET_PS = int(k.MAX_DURATION_US * 10**6)
 # Collectives by XLA's HLO names (all-reduce.3, all-gather-start) and TensorFlow's ops; torch's pattern would
 # take XLA's tensor ops broadcast_* and TF's BroadcastTo for collectives.
 CPU_COLLECTIVES = re.compile(r"^(all-reduce|all-gather|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute|"
@@ -151,10 +154,8 @@ class _Columns:
         self.cat, self.name, self.device = array("b"), array("i"), array("i")
         self.start, self.dur, self.nbytes = array("d"), array("d"), array("d")
         self.tid, self.corr = array("q"), array("q")
-        self.offset = array("d")  # µs from the line's start: the time sanity rule's, then dropped
 
-    def add(self, cat: int, label: str, start_us: float, dur_us: float, device: int, tid: int,
-            offset_us: float) -> None:
+    def add(self, cat: int, label: str, start_us: float, dur_us: float, device: int, tid: int) -> None:
         idx = self.names.get(label)
         if idx is None:
             idx = self.names[label] = len(self.names)
@@ -166,7 +167,6 @@ class _Columns:
         self.nbytes.append(0.0)
         self.tid.append(tid)
         self.corr.append(-1)
-        self.offset.append(offset_us)
 
 
 def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumns:
@@ -178,7 +178,7 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumn
     if data is None:
         return k.TraceColumns(path, label, None, complete=False)
     cols = _Columns()
-    state = {"complete": True, "events": 0, "negative": 0, "start_ns": None, "tids": 0}
+    state = {"complete": True, "events": 0, "negative": 0, "late": 0, "start_ns": None, "tids": 0}
     planes = []
     try:
         for number, wire, value in _walk(data):
@@ -208,11 +208,10 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumn
     del data, planes, parsed  # the file's bytes go before the columns are sorted
     start = np.frombuffer(cols.start, dtype=np.float64)
     order = np.argsort(start, kind="stable")
-    keep = k.times_in_range(start, np.frombuffer(cols.dur, dtype=np.float64),
-                            np.frombuffer(cols.offset, dtype=np.float64))
-    cols.offset = None
-    if not keep.all():  # the trace model's one sanity rule, as for Kineto: dropped and counted
-        problems.add(path, None, k.OUT_OF_RANGE, count=int(keep.size - np.count_nonzero(keep)))
+    keep = k.times_in_range(start, np.frombuffer(cols.dur, dtype=np.float64))
+    dropped = state["late"] + int(keep.size - np.count_nonzero(keep))
+    if dropped:  # the trace model's one sanity rule, as for Kineto: dropped and counted
+        problems.add(path, None, k.OUT_OF_RANGE, count=dropped)
         order = order[keep[order]]
     del start, keep
     trace.names = list(cols.names)
@@ -323,6 +322,9 @@ def _host_events(lines, event_names, stat_names, cols, start_ns, state, path, pr
             if duration < 0:
                 state["negative"] += 1
                 continue
+            if not -_MAX_OFFSET_PS <= offset <= _MAX_OFFSET_PS:
+                state["late"] += 1
+                continue
             label = event_names.get(meta, f"<event {meta}>")
             cat = k.PYTHON if label.startswith("$") else k.CPU_OP
             for stat in stats if step_stat else ():
@@ -333,7 +335,7 @@ def _host_events(lines, event_names, stat_names, cols, start_ns, state, path, pr
                 if stat_id in step_stat and value is not None:
                     label, cat = f"ProfilerStep#{value}", k.USER_ANNOTATION
                     break
-            cols.add(cat, label, base + offset / 1e6, duration / 1e6, -1, tid, offset / 1e6)
+            cols.add(cat, label, base + offset / 1e6, duration / 1e6, -1, tid)
 
 
 def _device_events(lines, event_names, kind, device, cols, start_ns, state, path, problems) -> None:
@@ -349,7 +351,10 @@ def _device_events(lines, event_names, kind, device, cols, start_ns, state, path
             if duration < 0:
                 state["negative"] += 1
                 continue
+            if not -_MAX_OFFSET_PS <= offset <= _MAX_OFFSET_PS:
+                state["late"] += 1
+                continue
             label = event_names.get(meta, f"<event {meta}>")
             lower = label.lower()
             cat = k.MEMCPY if "memcpy" in lower else k.MEMSET if "memset" in lower else k.KERNEL
-            cols.add(cat, label, base + offset / 1e6, duration / 1e6, device, tid, offset / 1e6)
+            cols.add(cat, label, base + offset / 1e6, duration / 1e6, device, tid)
