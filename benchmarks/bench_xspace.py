@@ -24,24 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MS = 10**9  # ps
-
-
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _int(number: int, value: int) -> bytes:
-    return _varint(number << 3) + _varint(value)
-
-
-def _len(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+sys.path.insert(0, str(ROOT))
+from tests.support.xspace_writer import int_field as _int, len_field as _len  # noqa: E402
 
 
 def write_space(path: Path, events: int) -> None:

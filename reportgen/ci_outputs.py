@@ -567,21 +567,32 @@ class CIOutcome:
     tripped: Tripped  # what --fail-on listed that the report shows: exit code 1 when not empty
 
 
+def ci_output_set(junit, markdown, summary_file) -> OutputSet:
+    """The CI outputs as one output set, each path checked (``output_set``: against the command's inputs
+    too); ``check`` makes it before it reads anything, so a clash is refused first."""
+    outputs = OutputSet()
+    if junit:
+        outputs.add("--junit", junit)
+    if markdown:
+        outputs.add("--markdown", markdown)
+    if summary_file:
+        outputs.add_appended("$GITHUB_STEP_SUMMARY", summary_file)
+    return outputs
+
+
 def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | None = None,
                      step_summary: bool = True, fail_on: FailOn | str = "none",
                      environ: dict | None = None, extra_markdown: str = "") -> CIOutcome:
     """Write the requested outputs together (``output_set``: checked first, all or none; ``-`` is
     standard output); then append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
     environ = os.environ if environ is None else environ
-    outputs = OutputSet()
+    summary_file = environ.get("GITHUB_STEP_SUMMARY") if step_summary else None
+    outputs = ci_output_set(junit, markdown, summary_file)
     contents: dict = {}
     if junit:
-        outputs.add("--junit", junit)
         contents["--junit"] = junit_xml(data)
-    summary_file = environ.get("GITHUB_STEP_SUMMARY") if step_summary else None
     text = markdown_summary(data, extra_markdown) if markdown or summary_file else ""
     if markdown:
-        outputs.add("--markdown", markdown)
         contents["--markdown"] = text
     written = [t.path for t in outputs.commit(contents)]
     if summary_file:

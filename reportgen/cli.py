@@ -22,6 +22,8 @@ from reportgen.garbage_collector import freeze_imported_objects, thaw_imported_o
 from reportgen.readers.heap import allow_heap_reuse
 from reportgen.errors import (EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, InputError, ReportgenError,
                               environment_message, expanduser)
+from reportgen.environment import check as check_environment
+from reportgen.output_set import command_inputs
 from reportgen.terminal_text import printable_line
 
 EXIT_CODES_HELP = ("exit codes: 0 done; 1 what --fail-on lists was found (every output was still written); "
@@ -332,8 +334,10 @@ def _run(args, say) -> int:
     # validated before any work starts: a typo in a rule name must not cost a whole run
     args.fail_on_parsed = parse_fail_on(args.fail_on)
     if args.command == "check":
-        from reportgen.ci_outputs import load_report_json, markdown_summary
+        from reportgen.ci_outputs import ci_output_set, load_report_json, markdown_summary
 
+        # every output checked before anything is read (one of them naming an input is refused first)
+        ci_output_set(args.junit, args.markdown, None if args.no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY"))
         data = load_report_json(args.report_json)
         regression = _check_regression(args, data)
         if not (args.junit or args.markdown or
@@ -440,24 +444,33 @@ def _start_local_workers_early(spec: str) -> None:
     except InputError:
         return
     if local and dask_installed():
-        start_fork_server()
+        with contextlib.suppress(OSError):  # no socket here (a full or read-only /tmp): the cluster's start says it
+            start_fork_server()
 
 
 _INTERRUPT_CODES = {interrupts.exit_code(s) for s in interrupts.STOP_SIGNALS}
 
 
+def _inputs(args) -> list[tuple]:
+    """Every path the command reads, by the option that names it: no output may be one of them or lie in
+    one of their folders (``output_set.command_inputs``)."""
+    from reportgen.sources.layout import read_from_source  # sources/__init__ imports the resolver (20 ms)
+
+    sources = [(role, getattr(args, name, None), read_from_source)
+               for role, name in (("SOURCE", "source"), ("A", "source_a"), ("B", "source_b"))]
+    files = [(role, getattr(args, name, None)) for role, name in (
+        ("REPORT_JSON", "report_json"), ("--base", "base"), ("--config", "config"), ("--prices", "prices"),
+        ("--trace-dir", "trace_dir"))]
+    files += [("REPORT_JSON", path) for path in getattr(args, "reports", None) or ()]
+    return [entry for entry in (*sources, *files) if entry[1] is not None]
+
+
 def _main(args, interrupted: list) -> int:
     say = _progress(args.quiet)
     try:
-        if args.command == "record":
-            return _record(args, say)
-        if args.command == "compare":
-            return _compare(args, say)
-        if args.command == "analyze":
-            return _analyze(args, say)
-        if args.command == "trend":
-            return _trend(args, say)
-        return _run(args, say)
+        check_environment()  # REPORTGEN_* values and TZ: one line naming a bad one, before any work
+        with command_inputs(_inputs(args)):
+            return _command(args, say)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt) or (interrupted and isinstance(err, Exception)):
             # a stop signal, also when a library turned the KeyboardInterrupt into another exception
@@ -468,6 +481,18 @@ def _main(args, interrupted: list) -> int:
         if not isinstance(err, Exception):
             raise
         return _failure(err, args)
+
+
+def _command(args, say) -> int:
+    if args.command == "record":
+        return _record(args, say)
+    if args.command == "compare":
+        return _compare(args, say)
+    if args.command == "analyze":
+        return _analyze(args, say)
+    if args.command == "trend":
+        return _trend(args, say)
+    return _run(args, say)
 
 
 def _failure(err: Exception, args) -> int:

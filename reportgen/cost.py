@@ -13,6 +13,7 @@ from pathlib import Path
 
 from reportgen.errors import InputError
 from reportgen.formatting import money_text
+from reportgen.user_file import SETTINGS_MAX_BYTES, UserFileError, read_user_file
 
 DEFAULT_REGION = "us-east-1"
 PRICES_FILE = Path(__file__).resolve().parent / "data" / "prices.toml"
@@ -49,7 +50,11 @@ class PriceTable:
 
 def _read_table(path: Path) -> dict:
     try:
-        doc = _toml_loads(Path(path).read_text(encoding="utf-8"))
+        doc = _toml_loads(read_user_file(Path(path), SETTINGS_MAX_BYTES, "a prices file").decode("utf-8"))
+    except UserFileError as err:
+        raise InputError(f"prices file {path}: {err}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"prices file {path}: not UTF-8 text") from None
     except OSError as err:
         raise InputError(f"prices file {path}: cannot read it ({err.strerror or err})") from None
     except ValueError as err:  # tomllib.TOMLDecodeError

@@ -20,6 +20,7 @@ code  meaning
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -73,6 +74,19 @@ def environment_message(err: BaseException) -> str | None:
     if isinstance(err, MemoryError):
         return "out of memory"
     return None
+
+
+@contextlib.contextmanager
+def naming(path):
+    """An ``OSError`` raised inside without a file name gets ``path``: a write or a flush through an open
+    file (a full disk, a quota) says only "No space left on device", and its one line must name the path
+    that is full, not leave the user to guess (or name a work-folder file that has room)."""
+    try:
+        yield
+    except OSError as err:
+        if not err.filename:
+            err.filename = os.fspath(path)
+        raise
 
 
 def _cwd_exists() -> bool:

@@ -4,37 +4,42 @@ Rule outputs, report.json, timeline.json and friends are read whole. Read with `
 a FIFO named ``CPUBottleneck.json`` hung the run, a symlink to ``/dev/zero`` grew memory without
 bound, a field nested 100,000 deep raised RecursionError (exit 3), a UTF-8 byte-order mark was
 "malformed JSON" and a 401-digit integer became an OverflowError wherever it was formatted.
-``read_json_file`` refuses what is not a regular file (opened non-blocking, so a FIFO cannot hang
-the open), caps the size, accepts a BOM, and rejects nesting deeper than ``MAX_DEPTH`` and integers
+``read_json_file`` reads through the one guard of every user file (``user_file``: a regular file,
+opened non-blocking so a FIFO cannot hang the open, within a size bound), accepts a BOM, and rejects nesting deeper than ``MAX_DEPTH`` and integers
 beyond a float's range, each with a ``JsonFileError`` whose text says why in a few words.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-# No rule output or report.json comes near this (the largest real report.json seen: ~2 MB).
-MAX_BYTES = int(float(os.environ.get("REPORTGEN_MAX_JSON_MB", "256")) * (1 << 20))
+from reportgen.environment import megabytes
+from reportgen.user_file import UserFileError, read_user_file
+
+# No rule output or report.json comes near the default bound, REPORTGEN_MAX_JSON_MB (256 MB; the largest
+# real report.json seen: ~2 MB).
 # SageMaker's rule outputs nest 5 levels, report.json 8: deeper is damage, and deep nesting breaks
 # every recursive consumer (json.dumps of the report, template rendering).
 MAX_DEPTH = 64
 _FLOAT_MAX = sys.float_info.max
 
 
-class JsonFileError(ValueError):
+class JsonFileError(UserFileError):
     """Why a file could not be used, in a few words (the caller adds the file name)."""
 
 
-def read_json_file(path: Path, max_bytes: int = MAX_BYTES, duplicates: list[str] | None = None) -> Any:
+def read_json_file(path: Path, max_bytes: int | None = None, duplicates: list[str] | None = None) -> Any:
     """The JSON value in ``path``; raises ``JsonFileError`` (or ``OSError`` for I/O errors).
     ``duplicates``: when given, collects the keys that an object holds twice (the last one wins, as in
     every JSON reader, but a caller can say so instead of dropping the first silently)."""
-    raw = _read_regular(Path(path), max_bytes)
+    bound = megabytes("REPORTGEN_MAX_JSON_MB") if max_bytes is None else max_bytes
+    try:
+        raw = read_user_file(Path(path), bound, "a JSON file", "REPORTGEN_MAX_JSON_MB")
+    except UserFileError as err:
+        raise JsonFileError(str(err)) from None
     try:
         text = raw.decode("utf-8-sig")  # a BOM, as Windows tools write it, is not data
     except UnicodeDecodeError:
@@ -86,28 +91,3 @@ def _check_int(item: Any, where: str) -> None:
     if type(item) is int and not -_FLOAT_MAX <= item <= _FLOAT_MAX:
         raise JsonFileError(f"an integer of {len(str(abs(item)))} digits at {where.lstrip('.') or 'the top'} "
                             "(beyond any number a report can show)")
-
-
-def _read_regular(path: Path, max_bytes: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once instead of waiting for a writer
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or
-                    stat.S_ISBLK(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file")
-            raise JsonFileError(f"{kind}, not a regular file; not read")
-        if st.st_size > max_bytes:
-            raise JsonFileError(f"{st.st_size / 1e6:.0f} MB, above the {max_bytes / 1e6:.0f} MB a JSON file may have "
-                                "(REPORTGEN_MAX_JSON_MB)")
-        chunks, total = [], 0
-        while True:  # at most max_bytes + 1: a file that grows while read is caught too
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > max_bytes:
-                raise JsonFileError(f"above the {max_bytes / 1e6:.0f} MB a JSON file may have (REPORTGEN_MAX_JSON_MB)")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)

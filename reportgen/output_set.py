@@ -15,6 +15,12 @@ Rules (docs/reliability.md, "Outputs"):
   ``/proc`` (``/dev/stdout``, ``/proc/self/fd/1``), is written in place, never renamed over. A FIFO
   with no reader is refused (it would hang the run). Block devices, sockets and folders are refused.
 * Two outputs naming the same file are refused before any work (character devices excepted).
+* An output never replaces an input: every output (a file, or a folder ``analyze -o``, ``--rule-outputs``,
+  ``record --out`` fill) is resolved (symlinks followed, hard links compared by inode) against the
+  command's inputs (``command_inputs``, declared once per command by the command line, or ``protect``)
+  and refused before any work when it is an input file, an input folder, or lies inside an input folder
+  (inside a source folder: where its readers would take it, ``sources.layout.read_from_source``; a report
+  beside the data, ``job/report.html``, is no input); a folder swapped in whole must not hold an input.
 * ``commit``: every regular target's temporary file is written completely first (a full disk fails
   here, and every temporary file is removed: nothing was replaced); then the in-place targets are
   written; then the temporary files are renamed into place. Renames within a folder do not need
@@ -30,11 +36,13 @@ import os
 import stat
 import sys
 import tempfile
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from reportgen import interrupts
-from reportgen.errors import InputError
+from reportgen.errors import InputError, expanduser, naming
 from reportgen.locking import folder_lock
 
 STDOUT = "-"
@@ -138,11 +146,123 @@ def _remove_made(made: list[Path]) -> None:
             path.rmdir()  # only when empty: another run may have put files there meanwhile
 
 
+@dataclass(frozen=True)
+class Input:
+    """One input of a command, resolved once: ``inode`` is what a hard link or a symlink shares with it."""
+
+    role: str
+    path: str  # as given
+    inode: tuple[int, int]
+    folder: bool
+    # a folder whose readers take some of its files only (a source): which (path, parts inside) they take;
+    # None: every file inside it is an input
+    reads: Callable[[Path, tuple[str, ...]], bool] | None = None
+
+
+_COMMAND_INPUTS: ContextVar[tuple[Input, ...]] = ContextVar("command_inputs", default=())
+
+
+def resolve_input(role: str, path, reads=None) -> Input | None:
+    """``path`` as an input, or None when it names nothing here (an ``s3://`` URI, an ARN, a missing
+    file: reported by whoever reads it). ``reads``: see ``Input``."""
+    if path is None or is_stdout(path):
+        return None
+    try:
+        st = os.stat(expanduser(os.fspath(path)))
+    except (OSError, ValueError, InputError):
+        return None
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return None  # a FIFO or a device given as input is read, not replaced: nothing to protect
+    return Input(role, os.fspath(path), (st.st_dev, st.st_ino), stat.S_ISDIR(st.st_mode), reads)
+
+
+@contextlib.contextmanager
+def command_inputs(inputs):
+    """While the command runs, every ``OutputSet`` made (by the pipeline, compare, trend, check, record)
+    refuses outputs that are, or lie inside, one of ``inputs`` (``(role, path)`` or ``(role, path, reads)``)."""
+    resolved = tuple(i for i in (resolve_input(*entry) for entry in inputs) if i is not None)
+    token = _COMMAND_INPUTS.set(resolved)
+    try:
+        yield resolved
+    finally:
+        _COMMAND_INPUTS.reset(token)
+
+
+def _folders_up(path: Path) -> dict[tuple[int, int], Path]:
+    """The inodes of ``path`` (when it exists) and of every folder above it, resolved (``..`` and
+    symlinks as the kernel follows them)."""
+    found: dict[tuple[int, int], Path] = {}
+    here = Path(os.path.realpath(os.fspath(path)))
+    for folder in (here, *here.parents):
+        try:
+            st = os.stat(folder)
+        except OSError:
+            continue
+        found.setdefault((st.st_dev, st.st_ino), folder)
+    return found
+
+
+def _output_meets_input(role: str, shown, path: Path | None, inode: tuple[int, int] | None, inputs, *,
+                        whole: bool = False, folder_output: bool = False) -> None:
+    """Raise ``InputError`` when the output ``path`` (``inode``: its own, when it exists) is an input, lies
+    inside an input folder or (``whole``: a folder replaced whole) holds an input."""
+    above = _folders_up(path) if path is not None else {}
+    for inp in inputs:
+        what = "folder" if inp.folder else "file"
+        if inode is not None and inode == inp.inode:
+            how = "is"
+        elif inp.folder and inp.inode in above and (folder_output or _read_there(path, above[inp.inode], inp)):
+            how = "is inside"
+        elif whole and path is not None and inode is not None and inode in _folders_up(expanduser(inp.path)):
+            raise InputError(f"{role} {shown} holds the input {what} {inp.role} {inp.path}, and the folder is "
+                             "replaced whole: give another folder")
+        else:
+            continue
+        why = ("an output never replaces an input" if how == "is" else
+               "an output never replaces or joins what the command reads")
+        raise InputError(f"{role} {shown} {how} the input {what} {inp.role} {inp.path}: {why}; give another path")
+
+
+def _read_there(path: Path, folder: Path, inp: Input) -> bool:
+    """Whether the readers of the input folder ``inp`` (at ``folder``, resolved) take a file at ``path``."""
+    if inp.reads is None:
+        return True
+    real = Path(os.path.realpath(os.fspath(path)))
+    try:
+        parts = real.relative_to(folder).parts
+    except ValueError:  # reached through a bind mount or a hard-linked tree: judge by the name alone
+        parts = (real.name,)
+    return inp.reads(real, parts)
+
+
+def _path_inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 class OutputSet:
-    """Outputs of one command: ``add`` each (checked at once), then ``commit`` their contents."""
+    """Outputs of one command: ``add`` each (checked at once), then ``commit`` their contents.
+    The command's inputs (``command_inputs``, ``protect``) are never an output, nor the folder of one."""
 
     def __init__(self) -> None:
         self.targets: list[Target] = []
+        self.folders: list[tuple[str, Path, bool]] = []  # (role, folder, replaced whole)
+        self.inputs: tuple[Input, ...] = _COMMAND_INPUTS.get()
+
+    def protect(self, role: str, path) -> None:
+        """One more input of the command (a caller without ``command_inputs``); outputs already added
+        are checked against it too."""
+        inp = resolve_input(role, path)
+        if inp is None:
+            return
+        self.inputs = (*self.inputs, inp)
+        for target in self.targets:
+            self._refuse_input(target)
+        for role_, folder, whole in self.folders:
+            self._refuse_input_folder(role_, folder, whole)
 
     def add(self, role: str, path) -> Target:
         target = _classify(role, Path(path) if not is_stdout(path) else path)
@@ -151,10 +271,33 @@ class OutputSet:
                 same = ("standard output" if "stdout" in (target.kind, other.kind)
                         else f"the same file ({target.path})")
                 raise InputError(f"{other.role} and {role} both name {same}; give them different paths")
+        self._refuse_input(target)
         if target.kind == "file":
             _check_folder(target)
         self.targets.append(target)
         return target
+
+    def add_folder(self, role: str, folder, *, whole: bool) -> None:
+        """A folder the command fills (``analyze -o``, ``--rule-outputs``: ``whole``, swapped in as one;
+        ``record --out``: files added): refused when it is, or lies inside, an input folder (``whole``:
+        or holds an input)."""
+        self._refuse_input_folder(role, Path(folder), whole)
+        self.folders.append((role, Path(folder), whole))
+
+    def add_appended(self, role: str, path) -> None:
+        """A file the command appends to after the commit (``$GITHUB_STEP_SUMMARY``): checked against the
+        inputs like every output (appending to report.json would damage it as surely as replacing it)."""
+        path = Path(path)
+        _output_meets_input(role, path, path, _path_inode(path), self.inputs)
+
+    def _refuse_input(self, target: Target) -> None:
+        path = target.final if target.kind == "file" else None
+        inode = (_path_inode(path) if path is not None else
+                 tuple(target.identity[1:]) if target.identity and target.identity[0] == "inode" else None)
+        _output_meets_input(target.role, target, path, inode, self.inputs)
+
+    def _refuse_input_folder(self, role: str, folder: Path, whole: bool) -> None:
+        _output_meets_input(role, folder, folder, _path_inode(folder), self.inputs, whole=whole, folder_output=True)
 
     def keep_out_of(self, role: str, folder: Path) -> None:
         """A folder that another option fills and swaps in whole (``--rule-outputs``) must neither be nor
@@ -195,7 +338,8 @@ class OutputSet:
             temps: dict[str, str] = {}
             try:
                 for t in files:
-                    temps[t.role] = _write_temp(t.final, data[t.role])
+                    with naming(t.final):  # a full disk names the output it was writing, not a temporary name
+                        temps[t.role] = _write_temp(t.final, data[t.role])
                 for t in todo:
                     if t.kind != "file":
                         _write_in_place(t, data[t.role])

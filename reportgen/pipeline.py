@@ -314,6 +314,7 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
             outputs.add(role, path)
     check_engine_options(options.source.engine)
     if options.rule_outputs is not None:
+        outputs.add_folder("--rule-outputs", Path(options.rule_outputs), whole=True)
         outputs.keep_out_of("--rule-outputs", Path(options.rule_outputs))
         from reportgen.rule_outputs import check_rule_output_folder
 
@@ -394,6 +395,7 @@ def analyze(source: str, out_dir: Path, options: SourceOptions = SourceOptions()
     check_engine_options(options.engine)
     from reportgen.rule_outputs import check_rule_output_folder, export_rule_outputs
 
+    OutputSet().add_folder("-o", out_dir, whole=True)  # never an input, nor in or around one
     check_rule_output_folder(out_dir)
     with work_folder() as work_dir:
         prepared = prepare_rule_outputs(source, work_dir, replace(options, recompute=True), progress)

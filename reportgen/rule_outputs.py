@@ -19,7 +19,7 @@ from pathlib import Path
 from reportgen.errors import InputError
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER, RuleName
-from reportgen.sources.layout import RULE_OUTPUT_SUBDIRS
+from reportgen.sources.layout import RULE_EXTRA_NAMES, RULE_OUTPUT_SUBDIRS
 from reportgen.traces.numbers import as_float, is_number
 
 REQUIRED_FIELDS = ("RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters")
@@ -460,7 +460,7 @@ def load_rule_output(path: Path, notes: list[str]) -> RuleOutput:
 
 
 # Our extra files beside the rule JSONs: the engine's, the traces', and a recording's summary (recording.json).
-EXTRA_FILES = ("timeline.json", "data-quality.json", "kineto.json", "recording.json")
+EXTRA_FILES = RULE_EXTRA_NAMES
 
 
 def load_rule_outputs(folder: Path) -> RuleOutputs:

@@ -33,6 +33,32 @@ except ImportError:  # pragma: no cover - Windows: no locks, the folder is still
 
 PREFIX = "reportgen-work-"
 _NEW = "reportgen-new-"
+# A Unix socket's path holds at most 107 bytes; multiprocessing names its listeners
+# <tempdir>/pymp-XXXXXXXX/listener-XXXXXXXX (32 bytes after the folder), so a longer folder cannot hold one.
+SOCKET_PATH_MAX = 107
+_SOCKET_NAME_BYTES = 32
+_SHORT_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def socket_folder() -> str:
+    """Where multiprocessing places its Unix sockets (the fork server's listener for ``--scheduler local``):
+    in ``$TMPDIR`` when their paths fit there, else in the first short temporary folder that is writable.
+    With a long ``$TMPDIR`` (a CI runner's nested work folder) every ``--scheduler local:N`` run died with
+    "OSError: AF_UNIX path too long". Set once per process, before the first socket is made (multiprocessing
+    keeps the folder it made and removes it at exit)."""
+    import multiprocessing.util
+
+    base = tempfile.gettempdir()
+    fits = len(os.fsencode(base)) + _SOCKET_NAME_BYTES <= SOCKET_PATH_MAX
+    short = next((f for f in _SHORT_FOLDERS if os.access(f, os.W_OK | os.X_OK)), None)
+    if fits or short is None:
+        return multiprocessing.util.get_temp_dir()
+    saved = tempfile.tempdir
+    tempfile.tempdir = short
+    try:
+        return multiprocessing.util.get_temp_dir()  # made now, under the short folder, and kept for the process
+    finally:
+        tempfile.tempdir = saved
 
 
 def remove_stale(base: Path) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from reportgen.errors import InputError
 from reportgen.rulebook import RULES
 from reportgen.terminal_text import has_unsafe, printable
+from reportgen.user_file import SETTINGS_MAX_BYTES, UserFileError, read_user_file
 
 PERCENT = "percent"  # 0..100
 POSITIVE = "positive"  # > 0
@@ -216,7 +217,9 @@ def load_config(path, base: dict[str, RuleParams] | None = None) -> dict[str, Ru
     A top-level ``rules`` table is also accepted, so the file can hold other sections."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_user_file(path, SETTINGS_MAX_BYTES, "a config file")
+    except UserFileError as e:
+        raise InputError(f"config {path}: {e}") from None
     except OSError as e:
         raise InputError(f"cannot read config {path}: {e.strerror or e}") from None
     try:

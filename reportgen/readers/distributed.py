@@ -40,15 +40,15 @@ from pathlib import Path
 from reportgen.readers.incremental import (Records, RecordCache, cache_folder, local_fingerprint, merge_problems,
                                           records_from_reader, tables_from_records)
 from reportgen.problems import ProblemLog
+from reportgen.environment import count
 from reportgen.errors import InputError
-from reportgen.workdir import dask_scratch
+from reportgen.workdir import dask_scratch, socket_folder
 
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
 _TCP_RE = re.compile(r"^(tcp|tls)://[^\s/:]+:\d{1,5}/?$")
 INSTALL_HINT = "pip install 'reportgen[dask]'"
 # DuckDB threads per Dask task: the cluster provides the parallelism (run workers with one thread
 # each and as many processes as cores); $REPORTGEN_DASK_DUCKDB_THREADS overrides it.
-DASK_DUCKDB_THREADS = int(os.environ.get("REPORTGEN_DASK_DUCKDB_THREADS", "1") or 1)
 # A local cluster's own background work competes with the tasks for the same cores: no statistical
 # profiler in the workers (it samples the running task every 10 ms, for a dashboard nobody sees here)
 # and slower housekeeping ticks. A busy worker's CPU outside its task: ~0.02 -> ~0.008 s per second.
@@ -194,6 +194,7 @@ def start_fork_server() -> None:
         return
     from multiprocessing import forkserver
 
+    socket_folder()  # its listener's path must fit a Unix socket, whatever $TMPDIR is
     multiprocessing.get_context("forkserver").set_forkserver_preload(LOCAL_PRELOAD)
     added = {k: v for k, v in FORK_SERVER_ENV.items() if k not in os.environ}
     os.environ.update(added)
@@ -577,8 +578,8 @@ def _run(plan: list[list[str]], root: str, cap: int, want_records: bool, s3, cli
         return []
     if client is None:
         return [reduce_piece(root, files, cap, want_records, s3) for files in plan]
-    futures = [client.submit(reduce_piece, root, files, cap, want_records, s3, DASK_DUCKDB_THREADS, pure=False)
-               for files in plan]
+    threads = count("REPORTGEN_DASK_DUCKDB_THREADS")
+    futures = [client.submit(reduce_piece, root, files, cap, want_records, s3, threads, pure=False) for files in plan]
     try:
         return client.gather(futures)
     finally:

@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.problems import ProblemLog
-from reportgen.readers.trace_model import (CATEGORY_CODES, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL, MEMCPY, MEMSET,
-                                           OTHER, TraceColumns, file_label, rank_from_name)
+from reportgen.readers.trace_model import (CATEGORY_CODES, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL, MAX_DURATION_US,
+                                           MEMCPY, MEMSET, OTHER, OUT_OF_RANGE, TraceColumns, file_label,
+                                           rank_from_name, times_in_range)
 from reportgen.traces.numbers import as_float, hashable
 from reportgen.traces.read import TraceRead, Wording
 from reportgen.traces.spans import OpenSpans
@@ -58,17 +59,12 @@ WORDING = Wording(unreadable="unreadable file ({})", broken_gzip="broken gzip st
                   object_without_events="not a Chrome trace (no traceEvents array)",
                   no_events_array="not a Chrome trace (no traceEvents array)", no_events_line=None,
                   cut_line="event")
-# An event longer than this, or starting further than this from the epoch, is no time of a real job: Kineto
-# writes dur = 2**64 ns (584 years) for a kernel whose end it never saw, which made a 584-year rank span
-# with the GPU 100 % busy. Dropped and counted, as the framework reader drops times out of range; 30 days
-# is the limit the readers' clock-jump check uses (longer than SageMaker's 28-day maximum runtime).
-# Checked twice: while reading, in the file's own unit, not yet known (a ns file is told by its median time),
-# with bounds that hold for both (2**63 ns is the year 2262; 30 days in ns); then in µs once the unit is known.
-MAX_DURATION_US = 30 * 86400 * 1e6
-MAX_ABS_TS_US = 2.0**53  # year 2255 in epoch µs; a float holds every µs below it
+# Event times pass the trace model's one sanity rule (``trace_model.times_in_range``; Kineto writes dur = 2**64 ns,
+# 584 years, for a kernel whose end it never saw). Checked twice: while reading, in the file's own unit, not
+# yet known (a ns file is told by its median time), with bounds that hold for both (2**63 ns is the year 2262;
+# 30 days in ns); then in µs once the unit is known.
 _RAW_MAX_DURATION = MAX_DURATION_US * 1000
 _RAW_MAX_ABS_TS = 2.0**63
-OUT_OF_RANGE = "event time out of range (longer than 30 days or beyond year 2255; dropped)"
 
 
 def _in_range(ts: float, dur: float) -> bool:
@@ -201,7 +197,7 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
     base = as_float(meta.get("baseTimeNanoseconds"), text=True)
     if base is not None and ts_arr.size and float(ts_arr.max()) < 1e15:  # relative to the base
         ts_arr = ts_arr + base / 1000.0
-    keep = (np.abs(ts_arr) < MAX_ABS_TS_US) & (dur_arr <= MAX_DURATION_US)
+    keep = times_in_range(ts_arr, dur_arr)
     out_of_range += int((~keep).sum())
     if out_of_range:
         problems.add(path, None, OUT_OF_RANGE, count=out_of_range)

@@ -46,6 +46,13 @@ MAX_LINE_BYTES = 1 << 20
 PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization"}
 PERCENT_NAMES = {"MemoryUsedPercent"}
 BATCH_FILES = 48
+# In a folder of many nodes (SMALL_NODES_FROM or more), a node whose files hold at most SMALL_NODE_BYTES in
+# all (a few hundred records) is read line by line in Python: a DuckDB query costs ~7 ms of CPU whatever its
+# size, so 10,000 one-line nodes took ~75 s of CPU in queries alone, and the line parse of 64 KiB costs
+# ~1 ms. The records and problems are the fast path's (out-of-order lines are re-sorted without a note, as
+# there). A few nodes keep the fast path: their queries cost little and overlap the traces' decoding.
+SMALL_NODE_BYTES = 64 << 10
+SMALL_NODES_FROM = 256
 # Bytes of JSON lines per grouped query (a node's files are queried in slices of about this size): small
 # enough that a feed thread joining the read (``_RowFeed``) finds work at once and the two end together
 # (medium profile, 141 MB a node: 192 MB slices, one a node, left one core idle at the end of the read).
@@ -619,8 +626,9 @@ class SystemReader:
         return sids, ts, v
 
     # -- careful path ----------------------------------------------------------------------------
-    def _careful(self, path: Path) -> None:
-        """Line-by-line parse of one file: keep every valid line, record every bad one.
+    def _careful(self, path: Path, note_order: bool = True) -> None:
+        """Line-by-line parse of one file: keep every valid line, record every bad one (``note_order``:
+        out-of-order lines too; they are re-sorted either way).
 
         Streams the file (one line in memory at a time) into compact arrays (20 bytes per record),
         so a multi-GB file with one bad line costs about what its records take, not 10x the file."""
@@ -640,7 +648,7 @@ class SystemReader:
                     if not raw.strip():
                         continue
                     seen_data = True
-                    rec = self._record(rel, i, raw, last_ts_of_node)
+                    rec = self._record(rel, i, raw, last_ts_of_node if note_order else None)
                     if rec is not None:
                         sids.append(rec[0])
                         tss.append(rec[1])
@@ -656,7 +664,7 @@ class SystemReader:
                      np.frombuffer(tss, np.float64) if len(tss) else np.zeros(0),
                      np.frombuffer(vals, np.float64) if len(vals) else np.zeros(0))
 
-    def _record(self, rel: str, i: int, raw: bytes, last_ts_of_node: dict) -> tuple[int, float, float] | None:
+    def _record(self, rel: str, i: int, raw: bytes, last_ts_of_node: dict | None) -> tuple[int, float, float] | None:
         """One line -> (series id, timestamp, value), or None with the problem recorded."""
         is_last = not raw.endswith(b"\n")  # only the last line can lack its newline
         try:
@@ -693,10 +701,11 @@ class SystemReader:
         key = (node, typ, name, dim)
         if value < 0 or (_is_percent(key) and value > 100.0):
             self.problems.add(rel, i, "out-of-range value (kept)")
-        prev = last_ts_of_node.get(node)
-        if prev is not None and ts < prev - 0.05:
-            self.problems.add(rel, i, "out-of-order timestamp (kept, re-sorted)")
-        last_ts_of_node[node] = ts if prev is None else max(prev, ts)
+        if last_ts_of_node is not None:
+            prev = last_ts_of_node.get(node)
+            if prev is not None and ts < prev - 0.05:
+                self.problems.add(rel, i, "out-of-order timestamp (kept, re-sorted)")
+            last_ts_of_node[node] = ts if prev is None else max(prev, ts)
         return self.acc.sid(key), ts, value
 
     def _single(self, path: Path) -> None:
@@ -724,11 +733,18 @@ class SystemReader:
         order = sorted(groups, key=natural_key)
         if not order:
             return
+        small = set() if len(order) < SMALL_NODES_FROM else {
+            g for g in order if sum(max(_size(f), 0) for f in groups[g]) <= SMALL_NODE_BYTES}
         self.con.execute("SET threads=1")  # each feed thread's query on its own thread (``_RowFeed``)
-        feed = _RowFeed(self.con, [groups[g] for g in order], self._duck_error, self.sharing, self.threads)
+        feed = _RowFeed(self.con, [groups[g] for g in order if g not in small], self._duck_error, self.sharing,
+                        self.threads)
         try:
             for i, g in enumerate(order):
-                taken = self._grouped(self._node_rows(feed))
+                if g in small:
+                    self._read_small(groups[g])
+                    taken = True
+                else:
+                    taken = self._grouped(self._node_rows(feed))
                 if not taken:
                     self._read_batches(groups[g])
                 if self.streaming:
@@ -748,6 +764,14 @@ class SystemReader:
         table = build_table(node, chunks, self.acc.keys, self.problems)
         if table is not None:
             self.out[node] = table if self.budget is None else self.budget.hold(table)
+
+    def _read_small(self, files: list[Path]) -> None:
+        """A small node (``SMALL_NODE_BYTES``) line by line, file by file, with the fast path's notes."""
+        for path in files:
+            if _size(path) == 0:
+                self.problems.add(self.acc.rel(path), None, "empty file")
+            else:
+                self._careful(path, note_order=False)
 
     def _read_batches(self, files: list[Path]) -> None:
         for i in range(0, len(files), BATCH_FILES):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from reportgen.environment import megabytes
 
 _SCALES = (100.0, 1.0)  # decimal scales tried for the integer encodings (100 covers 0-2 decimals)
 
@@ -137,10 +138,7 @@ class ColumnSpill:
 def spill_budget_bytes() -> int:
     """``REPORTGEN_TABLES_MEMORY_MB`` (default 64): how much of the tick tables stays in memory
     before the next tables' columns go to a ``ColumnSpill`` file (0: every table spilled)."""
-    try:
-        return max(0, int(float(os.environ.get("REPORTGEN_TABLES_MEMORY_MB", "64")) * 2**20))
-    except (ValueError, OverflowError):
-        return 64 * 2**20
+    return megabytes("REPORTGEN_TABLES_MEMORY_MB")
 
 
 class TableBudget:

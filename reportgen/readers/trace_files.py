@@ -14,7 +14,7 @@ from pathlib import Path
 from reportgen.garbage_collector import paused
 from reportgen.readers.trace_model import TraceColumns
 from reportgen.problems import ProblemLog
-from reportgen.sources.layout import TRACE_FORMATS, TraceFormat, trace_format
+from reportgen.sources.layout import TRACE_FORMATS, TraceFormat, sibling_copy, trace_format
 
 
 @lru_cache(maxsize=None)
@@ -32,4 +32,25 @@ def read_trace_file(path: Path, problems: ProblemLog | None = None) -> TraceColu
     ranks (0.30-0.35 s with no pause), against 0.04-0.05 s with the whole file paused."""
     with paused():
         fmt = trace_format(Path(path)) or TRACE_FORMATS[0]
-        return reader_of(fmt)(Path(path), problems)
+        trace = reader_of(fmt)(Path(path), problems)
+        if trace.start_us.size == 0:
+            return _from_sibling_copy(Path(path), trace, problems)
+        return trace
+
+
+def _from_sibling_copy(path: Path, trace: TraceColumns, problems: ProblemLog | None) -> TraceColumns:
+    """``path`` gave no event (empty, damaged): when the same profile lies beside it in another format
+    (``sources.layout.sibling_copy``: JAX's ``<host>.trace.json.gz`` beside ``<host>.xplane.pb``), that copy
+    is read instead, under the same rank name, and Data quality says so; else ``trace`` as it was."""
+    copy = sibling_copy(path)
+    if copy is None:
+        return trace
+    own = ProblemLog()
+    other = reader_of(trace_format(copy) or TRACE_FORMATS[0])(copy, own)
+    if other.start_us.size == 0:
+        return trace
+    if problems is not None:
+        problems.merge(own)
+        problems.add(path, None, f"no usable events: the same profile's other copy {copy.name} was read instead")
+    other.label = trace.label
+    return other

@@ -22,6 +22,9 @@ step statistics, input share, diagnosis and compare work unchanged:
 
 Times: an event starts ``offset_ps`` after its line's ``timestamp_ns``; lines written relative to the
 profile's start (``Task Environment``'s ``profile_start_time``, ns since the epoch) are made absolute.
+Every event then passes the trace model's one time sanity rule (``trace_model.times_in_range``, as Kineto's
+events do): longer than 30 days or starting beyond year 2255 is dropped and counted, and so is an event
+starting more than 30 days into its line (the same bound, checked as the events are walked).
 
 Bad input never raises: the file is read whole up to :func:`max_bytes` (a gzip'd ``.xplane.pb.gz`` is
 decompressed up to the trace layer's cap); a damaged protobuf keeps every plane, line and event before
@@ -38,22 +41,26 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.environment import SIZES_MB, megabytes
 from reportgen.problems import ProblemLog
 from reportgen.traces.gunzip import MAGIC, GunzipStream
 from reportgen.traces.protowire import LEN, VARINT, WireError, fields, signed64, text
 from reportgen.traces.read import text_cap
+from reportgen.user_file import UserFileError, open_user_file
 
-MAX_MB = 1024  # the most of one file read (REPORTGEN_XSPACE_MAX_MB): the file is held whole while read
+MAX_MB = SIZES_MB["REPORTGEN_XSPACE_MAX_MB"]  # the most of one file read (REPORTGEN_XSPACE_MAX_MB): the file is held whole while read
 
 
 def max_bytes() -> int:
-    try:
-        return int(float(os.environ.get("REPORTGEN_XSPACE_MAX_MB", MAX_MB)) * (1 << 20))
-    except ValueError:
-        return MAX_MB << 20
+    return megabytes("REPORTGEN_XSPACE_MAX_MB")
+
+
 _DEVICE = re.compile(r"^/device:(GPU|TPU):(\d+)$")
 _DERIVED_FREE = {"GPU": re.compile(r"^Stream\b"), "TPU": re.compile(r"^XLA Ops$")}
 _ABSOLUTE_NS = 10**15  # a line timestamp below this is relative to the profile's start
+# The trace model's sanity rule for an event timed from its line's start: no line of a job is longer than
+# an event may be (2^63-1 ps after a sane line start is still before 2255, yet 107 days into the line).
+_MAX_OFFSET_PS = int(k.MAX_DURATION_US * 10**6)
 # Collectives by XLA's HLO names (all-reduce.3, all-gather-start) and TensorFlow's ops; torch's pattern would
 # take XLA's tensor ops broadcast_* and TF's BroadcastTo for collectives.
 CPU_COLLECTIVES = re.compile(r"^(all-reduce|all-gather|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute|"
@@ -72,7 +79,7 @@ def _file_label(path: Path) -> str:
 def _load(path: Path, problems: ProblemLog) -> bytes | None:
     """The file's bytes (gunzipped), at most MAX_BYTES; None when unreadable."""
     try:
-        with open(path, "rb") as fh:
+        with open_user_file(path) as fh:  # the one guard of user files: a FIFO named .xplane.pb never hangs
             head = fh.read(2)
             fh.seek(0)
             if head != MAGIC:
@@ -90,6 +97,9 @@ def _load(path: Path, problems: ProblemLog) -> bytes | None:
                 problems.add(path, None, f"gzip'd XSpace cut at {stream.produced >> 20} MiB (a decompression bomb?): "
                                          "the rest was not read")
             return data
+    except UserFileError as err:
+        problems.add(path, None, str(err))
+        return None
     except OSError as err:
         problems.add(path, None, f"unreadable file ({err.strerror or err})")
         return None
@@ -168,7 +178,7 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumn
     if data is None:
         return k.TraceColumns(path, label, None, complete=False)
     cols = _Columns()
-    state = {"complete": True, "events": 0, "negative": 0, "start_ns": None, "tids": 0}
+    state = {"complete": True, "events": 0, "negative": 0, "late": 0, "start_ns": None, "tids": 0}
     planes = []
     try:
         for number, wire, value in _walk(data):
@@ -196,7 +206,14 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumn
     trace = k.TraceColumns(path=path, label=label, rank=None, devices=devices, cpu_collectives=CPU_COLLECTIVES)
     trace.events_in_file, trace.complete = state["events"], state["complete"]
     del data, planes, parsed  # the file's bytes go before the columns are sorted
-    order = np.argsort(np.frombuffer(cols.start, dtype=np.float64), kind="stable")
+    start = np.frombuffer(cols.start, dtype=np.float64)
+    order = np.argsort(start, kind="stable")
+    keep = k.times_in_range(start, np.frombuffer(cols.dur, dtype=np.float64))
+    dropped = state["late"] + int(keep.size - np.count_nonzero(keep))
+    if dropped:  # the trace model's one sanity rule, as for Kineto: dropped and counted
+        problems.add(path, None, k.OUT_OF_RANGE, count=dropped)
+        order = order[keep[order]]
+    del start, keep
     trace.names = list(cols.names)
     for attr, column, dtype in (("cat", "cat", np.int8), ("name", "name", np.int32), ("start_us", "start", np.float64),
                                 ("dur_us", "dur", np.float64), ("device", "device", np.int32),
@@ -305,6 +322,9 @@ def _host_events(lines, event_names, stat_names, cols, start_ns, state, path, pr
             if duration < 0:
                 state["negative"] += 1
                 continue
+            if not -_MAX_OFFSET_PS <= offset <= _MAX_OFFSET_PS:
+                state["late"] += 1
+                continue
             label = event_names.get(meta, f"<event {meta}>")
             cat = k.PYTHON if label.startswith("$") else k.CPU_OP
             for stat in stats if step_stat else ():
@@ -330,6 +350,9 @@ def _device_events(lines, event_names, kind, device, cols, start_ns, state, path
         for meta, offset, duration, _ in _each_event(buf, path, problems, state):
             if duration < 0:
                 state["negative"] += 1
+                continue
+            if not -_MAX_OFFSET_PS <= offset <= _MAX_OFFSET_PS:
+                state["late"] += 1
                 continue
             label = event_names.get(meta, f"<event {meta}>")
             lower = label.lower()

@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reportgen import interrupts
-from reportgen.errors import InputError
+from reportgen.errors import InputError, naming
+from reportgen.output_set import OutputSet
 from reportgen.recorder.sampler import ProcessTree, Sampler, load_nvml
 from reportgen.recorder.writer import MetricsWriter
 
@@ -159,6 +160,7 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
     if not command:
         raise InputError("record: give the command to run after --, e.g. reportgen record -- python train.py")
     out_dir = Path(out_dir)
+    OutputSet().add_folder("--out", out_dir, whole=False)  # never an input folder nor inside one (--trace-dir)
     if (out_dir / "system").exists():
         raise InputError(f"{out_dir} already holds a recording (system/); choose another --out")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -223,9 +225,10 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
             if due or final:
                 writer.write(sampler.sample())
                 job = tree.sample(sampler.host_cpu_pct, sampler.last_ts)
-                job_file.write(json.dumps(job, separators=(",", ":")) + "\n")
+                with naming(out_dir / JOB_METRICS):
+                    job_file.write(json.dumps(job, separators=(",", ":")) + "\n")
+                    job_file.flush()
                 job_shares.append(job["CPUPercentOfHost"])
-                job_file.flush()
                 if sampler.host_cpu_pct is not None:
                     host_busy.append((time.monotonic() - last_sample, sampler.host_cpu_pct))
                 last_sample = time.monotonic()
@@ -238,9 +241,12 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
         wall = time.monotonic() - wall0
         cpu = time.process_time() - cpu0
         ended = time.time()
-        job_file.close()
-        writer.close(ended)
-        sampler.close()
+        try:
+            with naming(out_dir / JOB_METRICS):
+                job_file.close()
+            writer.close(ended)
+        finally:
+            sampler.close()
     pids = tree.pids
     # What the kernel counted for the command and the descendants it reaped, once it exited: exact, and
     # it includes the part after the last tick, which the tree's samples cannot see.
@@ -266,7 +272,8 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
         job_cpu_s=job_cpu_s, job_cpu_pct_of_host=job_pct, job_cpu_pct_of_host_p50=_percentile(job_shares, 50),
         job_cpu_pct_of_host_p95=_percentile(job_shares, 95), host_cpu_pct=host_pct, job_rss_peak_bytes=tree.rss_peak,
         host_shared=None if job_pct is None or host_pct is None else host_pct - job_pct > SHARED_POINTS)
-    (out_dir / "recording.json").write_text(json.dumps(asdict(result), indent=1))
+    with naming(out_dir / "recording.json"):
+        (out_dir / "recording.json").write_text(json.dumps(asdict(result), indent=1))
     return result
 
 

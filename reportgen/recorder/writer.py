@@ -12,6 +12,8 @@ import json
 import time
 from pathlib import Path
 
+from reportgen.errors import naming
+
 
 class MetricsWriter:
     def __init__(self, out_dir: Path, node_id: str = "algo-1"):
@@ -38,13 +40,16 @@ class MetricsWriter:
         minute = int(records[0]["Timestamp"] // 60 * 60)
         if minute != self._minute:
             self._open(minute)
-        self._handle.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
-        self._handle.flush()
+        with naming(self.files[-1]):  # a full disk: the one line names the metrics file
+            self._handle.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+            self._handle.flush()
         self.samples += 1
 
     def close(self, end_ts: float | None = None) -> None:
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+            with naming(self.files[-1]):
+                handle, self._handle = self._handle, None
+                handle.close()
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "training_job_end.ts").write_text(f"{end_ts if end_ts is not None else time.time():.6f}\n")
+        with naming(self.root / "training_job_end.ts"):
+            (self.root / "training_job_end.ts").write_text(f"{end_ts if end_ts is not None else time.time():.6f}\n")

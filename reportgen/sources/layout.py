@@ -36,6 +36,8 @@ PROFILER_REPORT = "ProfilerReport"  # the rule that writes the report's inputs
 RULE_DIR_NAMES = ("profiler-reports", "profiler-report")  # folders of <Rule>.json
 RAW_DIR_NAMES = ("system", "framework")  # the trees of raw profiler data
 RULE_JSON_NAMES = frozenset(f"{name}.json" for name in RULE_ORDER)
+# reportgen's own files beside the rule JSONs: the engine's, the traces', and a recording's summary
+RULE_EXTRA_NAMES = ("timeline.json", "data-quality.json", "kineto.json", "recording.json")
 # Where rule outputs sit relative to what a user points at (layouts seen in the wild), in preference order.
 RULE_OUTPUT_SUBDIRS = (
     "profiler-reports",
@@ -133,12 +135,28 @@ def traces_named(paths) -> str:
     return "PyTorch profiler" if names in ([], [TRACE_FORMATS[0].name]) else " and ".join(names)
 
 
+CHROME_COPY_SUFFIX = ".trace.json.gz"  # JAX's Chrome-JSON copy of the profile beside <host>.xplane.pb
+
+
 def _superseded(path: Path, names: set[str]) -> bool:
     """JAX writes ``<host>.trace.json.gz`` (Chrome JSON) beside ``<host>.xplane.pb``: the same profile,
-    read once (from the XSpace file, which holds everything)."""
+    read once (from the XSpace file, which holds everything; the copy is its fallback, ``sibling_copy``).
+    An XSpace name that is no regular file (a FIFO, a folder) is not listed, so the copy is the profile."""
     name = path.name
-    host = name[: -len(".trace.json.gz")]
-    return name.endswith(".trace.json.gz") and any(host + suffix in names for suffix in XSPACE_SUFFIXES)
+    host = name[: -len(CHROME_COPY_SUFFIX)]
+    return name.endswith(CHROME_COPY_SUFFIX) and any(
+        host + suffix in names and (path.parent / (host + suffix)).is_file() for suffix in XSPACE_SUFFIXES)
+
+
+def sibling_copy(path: Path) -> Path | None:
+    """The same profile in another format beside ``path`` (``<host>.trace.json.gz`` beside
+    ``<host>.xplane.pb``), read when ``path`` gives no event; None when there is none."""
+    path = Path(path)
+    for suffix in XSPACE_SUFFIXES:
+        if path.name.endswith(suffix):
+            copy = path.with_name(path.name[: -len(suffix)] + CHROME_COPY_SUFFIX)
+            return copy if copy.is_file() else None
+    return None
 
 
 def find_traces(root: Path) -> list[Path]:
@@ -156,12 +174,25 @@ def find_traces(root: Path) -> list[Path]:
             dirs[:] = []
         names = set(files)
         for name in sorted(files):
-            if name in ("timeline.json", "data-quality.json", "kineto.json", "recording.json", "report.json"):
+            if name in RULE_EXTRA_NAMES or name == "report.json":
                 continue
             path = here / name
             if path.is_file() and trace_format(path) is not None and not _superseded(path, names):
                 found.append(path)
     return sorted(found)
+
+
+def read_from_source(path: Path, parts: tuple[str, ...]) -> bool:
+    """Whether a file at ``path`` (``parts``: its path inside a local source folder) is one the readers of
+    that folder take, or would take once it is there: a rule output or one of our files beside them, a
+    file of SageMaker's raw or rule-output trees, a trace by its name or its content. An output elsewhere
+    in the folder (``job/report.html`` and its ``report.json``) is no input (``output_set`` asks here)."""
+    name = parts[-1] if parts else path.name
+    if name in RULE_JSON_NAMES or name in RULE_EXTRA_NAMES or name.endswith(TRACE_NAME_SUFFIXES):
+        return True
+    if any(part in SKIP_DIRS for part in parts[:-1]) or is_framework_trace(parts):
+        return True
+    return name != "report.json" and path.is_file() and trace_format(path) is not None
 
 
 def local_job_name(source: str) -> str:

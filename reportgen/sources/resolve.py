@@ -274,6 +274,13 @@ def _select(objects: Iterable[Any], base_key: str) -> _Selection:
     return sel
 
 
+def _prefix_uri(where: str, key: str) -> str:
+    """The S3 prefix of ``key`` (a full key of the bucket ``where`` starts with), as one could give it:
+    the listed prefix was written twice before (``s3://b/job/job/sub/profiler-output/``, which does not exist)."""
+    bucket = where.split("/", 1)[0]
+    return f"s3://{bucket}/{key.strip('/')}/" if key.strip("/") else f"s3://{bucket}/"
+
+
 def _pick_rule_group(sel: _Selection, where: str) -> tuple[str | None, list[str]]:
     if not sel.rule_groups:
         return None, []
@@ -285,7 +292,7 @@ def _pick_rule_group(sel: _Selection, where: str) -> tuple[str | None, list[str]
     if len(ranked) > 1:
         jobs = {k.split("/rule-output/")[0] for k in ranked}
         if len(jobs) > 1:
-            listed = ", ".join(f"s3://{where}/{k}/" for k in ranked[:3])
+            listed = ", ".join(_prefix_uri(where, k) for k in ranked[:3])
             raise InputError(f"s3://{where}/ holds rule outputs of several jobs ({listed}, ...): give one job's prefix.")
         notes.append(f"{len(ranked)} rule-output folders found; using {ranked[0]}")
     return ranked[0], notes
@@ -295,7 +302,7 @@ def _pick_raw_root(sel: _Selection, where: str) -> str | None:
     if not sel.raw_roots:
         return None
     if len(sel.raw_roots) > 1:
-        listed = ", ".join(f"s3://{where}/{k}/" for k in sorted(sel.raw_roots)[:3])
+        listed = ", ".join(_prefix_uri(where, k) for k in sorted(sel.raw_roots)[:3])
         raise InputError(f"s3://{where}/ holds raw profiler data of several jobs ({listed}): give one job's prefix.")
     return next(iter(sel.raw_roots))
 
@@ -317,6 +324,7 @@ class _Remote:
         self.downloads = 0
         self.bytes = 0
         self.refused: list[str] = []
+        self.vanished: list[str] = []  # listed, then deleted before their download
         self.notes: list[str] = []
         self._s3 = None
         self._s3_region: str | None = None
@@ -355,6 +363,7 @@ class _Remote:
         self.downloads += result.downloaded
         self.bytes += result.bytes_downloaded
         self.refused += [f"{key!r} ({reason})" for key, reason in result.refused]
+        self.vanished += result.vanished
         if prune_prefix is not None:
             cache.prune(S3Uri(bucket, prune_prefix), [o.key for o in objects])
 
@@ -544,6 +553,10 @@ class _Remote:
     def _result(self, *, kind, rule_dir, raw_dir, job_name, description, **extra) -> ResolvedSource:
         if self.refused:
             self.notes.append(f"{len(self.refused)} S3 keys skipped: unsafe or conflicting names")
+        if self.vanished:
+            first = ", ".join(repr(k) for k in sorted(self.vanished)[:3]) + (", ..." if len(self.vanished) > 3 else "")
+            self.notes.append(f"{len(self.vanished)} S3 object(s) deleted between listing and download, skipped: "
+                              f"{first}")
         return ResolvedSource(
             kind=kind,
             rule_output_dir=rule_dir,

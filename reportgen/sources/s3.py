@@ -199,11 +199,20 @@ class SyncResult:
     reused: int = 0
     bytes_downloaded: int = 0
     refused: list[tuple[str, str]] = field(default_factory=list)  # (key, reason)
+    vanished: list[str] = field(default_factory=list)  # keys listed, then deleted before their download
     paths: dict[str, Path] = field(default_factory=dict)  # key -> local file (downloaded or reused)
 
 
 class _Cancelled(Exception):
     pass
+
+
+class _Vanished(Exception):
+    """The object was listed, then deleted before its download (a cleanup job, a lifecycle rule): it costs
+    that object, as a local file deleted between listing and reading costs that file."""
+
+
+_GONE_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 
 
 class S3Cache:
@@ -317,6 +326,10 @@ class S3Cache:
                 with lock:
                     result.refused.append((obj.key, str(err)))
                 return
+            except _Vanished:
+                with lock:
+                    result.vanished.append(obj.key)
+                return
             with lock:
                 completed[obj.key] = (obj, dest, transferred)
 
@@ -408,6 +421,9 @@ class S3Cache:
                     response = self.client.get_object(**kwargs)
                 except ClientError as err:
                     code = err.response.get("Error", {}).get("Code")
+                    if code in _GONE_CODES:
+                        part.unlink(missing_ok=True)
+                        raise _Vanished() from None
                     if code == "PreconditionFailed":
                         raise InputError(f"{uri} changed while it was being downloaded; run again.") from None
                     if code == "InvalidRange" and offset:

@@ -32,20 +32,18 @@ from pathlib import Path
 
 from reportgen.garbage_collector import paused
 from reportgen.problems import ProblemLog
+from reportgen.environment import SIZES_MB, megabytes
 from reportgen.traces.gunzip import MAGIC, GunzipStream
 from reportgen.traces.stream import EventWalk
 
-STREAM_TRACE_MB = 64  # traces whose text is larger are streamed; REPORTGEN_STREAM_TRACE_MB sets it
+STREAM_TRACE_MB = SIZES_MB["REPORTGEN_STREAM_TRACE_MB"]  # traces whose text is larger are streamed; REPORTGEN_STREAM_TRACE_MB sets it
 MAX_GZIP_RATIO = 40  # a gzip'd trace's text beyond this many times the file's size is not read ...
 MIN_TEXT_CAP = 64 << 20  # ... unless below this (real traces compress 10-30x: 30.3x at most in our fixtures)
 _FFFD = "\ufffd".encode()
 
 
 def stream_bytes() -> int:
-    try:
-        return int(float(os.environ.get("REPORTGEN_STREAM_TRACE_MB", STREAM_TRACE_MB)) * (1 << 20))
-    except ValueError:
-        return STREAM_TRACE_MB << 20
+    return megabytes("REPORTGEN_STREAM_TRACE_MB")
 
 
 def text_cap(compressed: int) -> int:

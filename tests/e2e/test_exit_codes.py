@@ -21,6 +21,7 @@ import pytest
 
 from tests.support.cli import run_cli
 from tests.support.paths import ROOT
+from tests.support.tmpfs import small_tmpfs as mounted_tmpfs
 
 REPO = ROOT
 SAMPLE = REPO / "sample_data"
@@ -126,15 +127,8 @@ def test_a_real_scheduler_passes_the_handshake_check():
 
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1100k", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here (needs root)")
-    try:
+    with mounted_tmpfs(tmp_path / "tmpfs", "1100k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_tmpdir_filling_while_the_page_is_written_is_exit_2_naming_the_file(tmp_path, small_tmpfs):

@@ -26,6 +26,7 @@ from reportgen.readers.xspace_trace import read_xspace
 from reportgen.problems import ProblemLog
 from reportgen.sources.layout import TRACE_FORMATS, trace_format, traces_named
 from tests.support.paths import ROOT
+from tests.support.xspace_writer import int_field as _int, len_field as _len, plane as _plane, space as _space, varint as _varint
 
 RUNS = ROOT / "tests" / "recordings" / "jax-tf"
 XSPACE = "XSpace (JAX / TensorFlow profiler)"
@@ -114,44 +115,6 @@ def test_the_format_table_names_a_reader_per_row():
 
 
 # ------------------------------------------------------------------ synthetic XSpace (our own encoder)
-
-
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _int(number: int, value: int) -> bytes:
-    return _varint(number << 3) + _varint(value)
-
-
-def _len(number: int, payload: bytes | str) -> bytes:
-    payload = payload.encode() if isinstance(payload, str) else payload
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _plane(name: str, lines: list[tuple[str, int, list[tuple[int, int, int, bytes]]]], events: dict[int, str],
-           stats: dict[int, str] | None = None, plane_stats: bytes = b"") -> bytes:
-    body = _len(2, name)
-    for line_id, (line_name, ts_ns, evs) in enumerate(lines):
-        line = _int(1, line_id) + _len(2, line_name) + _int(3, ts_ns)
-        for meta, offset_ps, dur_ps, stat in evs:
-            line += _len(4, _int(1, meta) + _int(2, offset_ps) + _int(3, dur_ps) + stat)
-        body += _len(3, line)
-    for key, label in events.items():
-        body += _len(4, _int(1, key) + _len(2, _int(1, key) + _len(2, label)))
-    for key, label in (stats or {}).items():
-        body += _len(5, _int(1, key) + _len(2, _int(1, key) + _len(2, label)))
-    return body + plane_stats
-
-
-def _space(*planes: bytes) -> bytes:
-    return b"".join(_len(1, p) for p in planes)
 
 
 MS = 10**9  # picoseconds in a millisecond
