@@ -21,6 +21,7 @@ code  meaning
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 import os
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def environment_message(err: BaseException) -> str | None:
 
 
 @contextlib.contextmanager
-def naming(path):
+def naming(path: str | os.PathLike[str]) -> Iterator[None]:
     """An ``OSError`` raised inside without a file name gets ``path``: a write or a flush through an open
     file (a full disk, a quota) says only "No space left on device", and its one line must name the path
     that is full, not leave the user to guess (or name a work-folder file that has room)."""
