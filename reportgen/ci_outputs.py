@@ -567,6 +567,9 @@ class CIOutcome:
     tripped: Tripped  # what --fail-on listed that the report shows: exit code 1 when not empty
 
 
+STEP_SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"  # GitHub Actions' step summary file, appended to when set
+
+
 def ci_output_set(junit, markdown, summary_file) -> OutputSet:
     """The CI outputs as one output set, each path checked (``output_set``: against the command's inputs
     too); ``check`` makes it before it reads anything, so a clash is refused first."""
@@ -586,7 +589,7 @@ def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | 
     """Write the requested outputs together (``output_set``: checked first, all or none; ``-`` is
     standard output); then append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
     environ = os.environ if environ is None else environ
-    summary_file = environ.get("GITHUB_STEP_SUMMARY") if step_summary else None
+    summary_file = environ.get(STEP_SUMMARY_VARIABLE) if step_summary else None
     outputs = ci_output_set(junit, markdown, summary_file)
     contents: dict = {}
     if junit:
