@@ -67,6 +67,6 @@ def test_truth_table_gives_each_run_its_numbers():
         fixes = [json.loads(p.read_text()) for p in sorted((PLANTED / run).glob("fix*-truth.json"))]
         assert row["fix_saved_s"] == [t["loop_s"] - f["loop_s"] for f in fixes]
         if "eval_s" in t:  # the planted cost the fix removes; the slow start is reported beside it
-            assert row["planted_s"] + row["slow_start_s"] == pytest.approx(sum(t["planted_s"]))
+            assert row["planted_s"] + row["slow_start_s"] == pytest.approx(sum(t["planted_s"]), abs=1e-3)
         elif row["mode"] not in truth_table().LESS_THE_FIX:
             assert row["planted_s"] == pytest.approx(sum(t["planted_s"]))
