@@ -6,12 +6,13 @@ Reads each ``<run>/truth.json`` (the recorded run) and ``<run>/fix*-truth.json``
 recorded). The planted cost is the time the script measured inside the planted code (``planted_s``), except where
 the plant changes the shape of the work itself and the fix still does some of it (``microbatch``, ``padded``: the
 forward/backward/update time; ``jax-recompile``: the steps that met a new shape, less the median step): there it is
-that time minus the fix run's (the fix still compiles once); ``periodic-eval``: the evaluations alone (its slow start,
-``slow_start_s``, is planted too but stays in the fix run). ``fix_saved_s`` is the loop's wall time minus the
-fix run's, one value a fix run; ``fix_saved_cpu_s`` the same in the training process's CPU seconds (steadier on a
-shared host). ``profiled_*``: the same over the profiled steps alone ("profiled" / "there": the steps, their time
-less the export, and the planted share of it), which is what a trace's evidence covers. ``truth_rows()`` gives the
-same numbers to tests.
+that time minus the fix run's (the fix still compiles once); ``periodic-eval``: the evaluations alone (its slow
+start, ``slow_start_s``, is planted too but stays in the fix run). ``fix_saved_s`` is the loop's wall time minus
+the fix run's, the profiler's export left out of both where it falls inside the loop (``loop_less_export``), one
+value a fix run; ``fix_saved_cpu_s`` the same in the training process's CPU seconds (steadier on a shared host);
+``planted_share`` is of the loop less the export too. ``profiled_*``: the same over the profiled steps alone
+("profiled" / "there": the steps, their time less the export, and the planted share of it), which is what a
+trace's evidence covers. ``truth_rows()`` gives the same numbers to tests.
 """
 import json, statistics, sys
 from pathlib import Path
@@ -45,6 +46,16 @@ def profiled_steps(t):
     return range(t["steps"])
 
 
+def loop_less_export(t):
+    """The loop's wall time without the profiler's export where it falls inside the loop: torch's trace handler
+    (in the ``prof.step()`` closing the window) and TensorFlow's ``stop()``; JAX's ``stop_trace()`` follows it."""
+    if "profiler_handler_s" in t:
+        return t["loop_s"] - sum(t["profiler_handler_s"])
+    if "profiler_window" in t:
+        return t["loop_s"] - t["profiler_export_s"]
+    return t["loop_s"]
+
+
 def truth_row(run_dir):
     """One run's truth: the recorded run's own timing and, where fix runs exist, what the fix saved; also the
     same over the profiled steps alone (what a trace's evidence covers: the export's ``prof.step()`` left out)."""
@@ -58,12 +69,14 @@ def truth_row(run_dir):
         window_s -= t["prof_step_s"][window[-1]]
     window_planted = sum(per_step[i] for i in window)
     row = {"run": run_dir.name, "mode": t["mode"], "steps": t["steps"], "loop_s": t["loop_s"],
-           "median_step_s": t["median_step_s"], "planted_s": planted, "planted_share": planted / t["loop_s"],
+           "median_step_s": t["median_step_s"], "planted_s": planted, "planted_share": planted / loop_less_export(t),
            "profiler_export_s": t.get("profiler_export_s"), "startup_s": t.get("startup_s"),
            "slow_start_s": sum(t.get("slow_start_s", {}).values()),
            "profiled_steps": len(window), "profiled_s": window_s, "planted_profiled_s": window_planted,
            "planted_share_profiled": window_planted / window_s,
-           "fix_loop_s": [f["loop_s"] for f in fixes], "fix_saved_s": [t["loop_s"] - f["loop_s"] for f in fixes]}
+           "loop_less_export_s": loop_less_export(t),
+           "fix_loop_s": [f["loop_s"] for f in fixes],
+           "fix_saved_s": [loop_less_export(t) - loop_less_export(f) for f in fixes]}
     if "loop_cpu_s" in t and fixes and all("loop_cpu_s" in f for f in fixes):
         row["fix_saved_cpu_s"] = [t["loop_cpu_s"] - f["loop_cpu_s"] for f in fixes]
     return row
