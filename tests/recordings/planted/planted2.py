@@ -4,8 +4,9 @@ Every mode trains a small model on synthetic data and writes truth.json: the loo
 time (perf_counter, the whole iteration including ``prof.step()``) and the training process's CPU time in it
 (process_time: steadier than wall time on a shared host; DataLoader workers not included), the time spent inside
 the planted code in each step (timed around it), the time each step waited for data, the median step, the
-profiler's own export (time around the trace handler and ``prof.stop()``), wall-clock epochs of the script's start, the loop and the end (to
-line up with recording.json), and what the script knows (batch size, accumulation, workers, ...).
+profiler's own export (time around the trace handler and ``prof.stop()``), wall-clock epochs of the script's start,
+the loop and the end (to line up with recording.json), and what the script knows (batch size, accumulation,
+workers, ...).
 ``--fix`` runs the same job with the planted cost fixed (same samples, same steps) so the fix's saving is measured.
 
 CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
@@ -98,7 +99,8 @@ def run_torch(a, truth):
     class Tagger(nn.Module):
         def __init__(self):
             super().__init__()
-            self.emb, self.lstm, self.fc = nn.Embedding(1000, 64), nn.LSTM(64, 128, batch_first=True), nn.Linear(128, 10)
+            self.emb, self.fc = nn.Embedding(1000, 64), nn.Linear(128, 10)
+            self.lstm = nn.LSTM(64, 128, batch_first=True)
         def forward(self, x):
             h, _ = self.lstm(self.emb(x))
             return self.fc(h.mean(1))
@@ -258,7 +260,8 @@ def run_torch(a, truth):
             if mode == "metrics" and (not fix or step % 50 == 49):
                 t = time.perf_counter()
                 out = out.detach()  # the step's own output (micro == bs here): no extra operator
-                rec = {"step": step, "loss": loss.item() * bs / micro, "acc": (out.argmax(1) == y).float().mean().item(),
+                rec = {"step": step, "loss": loss.item() * bs / micro,
+                       "acc": (out.argmax(1) == y).float().mean().item(),
                        "out_max": out.max().item(), "out_min": out.min().item()}
                 params = np.concatenate([p.detach().numpy().ravel() for p in model.parameters()])
                 grads = np.concatenate([p.grad.numpy().ravel() for p in model.parameters()])
@@ -452,7 +455,8 @@ def main():
     truth["shutdown_s"] = truth["t_end"] - truth["t_loop_end"]  # the profiler's export (above) included
     with open(a.out, "w") as f:
         json.dump(truth, f, indent=1)
-    print(a.mode, "fix" if truth["fix"] else "", "loop %.2f s" % truth["loop_s"], "median %.4f s" % truth["median_step_s"],
+    print(a.mode, "fix" if truth["fix"] else "", "loop %.2f s" % truth["loop_s"],
+          "median %.4f s" % truth["median_step_s"],
           "planted %.2f s (%.1f %% of loop)" % (truth["planted_total_s"], 100 * truth["planted_share_of_loop"]),
           "export %.2f s" % truth["profiler_export_s"])
 
