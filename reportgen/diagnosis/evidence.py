@@ -193,6 +193,11 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
         # loop) to the end of the job; what came before is start-up
         firsts = [_num(r.start_us) for r in ev.trace_ranks.values()]
         firsts = [f / 1e6 for f in firsts if f is not None and start <= f / 1e6 <= start + ev.duration_s]
+        # a profiler schedule waits before it records: torch numbers the steps from the profiler's start, so the
+        # first traced ProfilerStep#k had about k steps before it, inside the loop (kept within the job)
+        earlier = [s for s in (_loop_start_before_trace(r) for r in ev.trace_ranks.values())
+                   if s is not None and start <= s]
+        firsts = [min(firsts + earlier)] if firsts and earlier else firsts
         if firsts:
             ev.loop = (min(firsts), start + ev.duration_s)
             ev.init_s = min(firsts) - start
@@ -210,6 +215,20 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
                 ev.profiled_steps_s = min(max(totals) / 1000.0, ev.duration_s)
     if ev.duration_s is None and ev.timeline_s:
         ev.duration_s = ev.timeline_s
+
+
+def _loop_start_before_trace(rank: TraceRank) -> float | None:
+    """Epoch seconds at which the loop began, from the first traced step's number k: k median steps before it."""
+    steps = [x for x in rank.step_list if _num(x.step) is not None and _num(x.dur_ms) and _num(x.start_ms) is not None]
+    begin = _num(rank.start_us)
+    if not steps or begin is None:
+        return None
+    first = min(steps, key=lambda x: x.start_ms)
+    k = _num(first.step)
+    if k is None or k < 1 or k != int(k):
+        return None
+    median_s = statistics.median(x.dur_ms for x in steps) / 1000.0
+    return begin / 1e6 + first.start_ms / 1000.0 - k * median_s
 
 
 def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
