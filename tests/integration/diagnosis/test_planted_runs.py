@@ -63,24 +63,16 @@ def test_the_planted_cost_is_the_first_finding_with_its_fix_and_its_measured_cos
     assert any(abs(top.seconds - t) <= TOLERANCE * t for t in targets), (top.seconds, targets)
 
 
-@pytest.mark.parametrize("run", ["clean", "tf-clean"])
-def test_clean_runs_stay_clean(run, tmp_path):
+@pytest.mark.parametrize("run", ["clean", "tf-clean", "jax-clean", "accum-optimizer"])
+def test_clean_runs_and_slow_steps_by_design_stay_clean(run, tmp_path):
+    """Nothing planted (jax-clean's one compilation is its first: static shapes would compile it too), or slow
+    steps by design: accum-optimizer's every 4th step runs the optimizer under gradient accumulation."""
     diagnosis = _diagnosis(run, tmp_path)
     assert diagnosis.status == "healthy" and diagnosis.findings == []
 
 
-def test_one_compilation_is_no_finding(tmp_path):
-    """jax-clean compiles once, in its first step (56 % of its short trace): static shapes would too."""
-    diagnosis = _diagnosis("jax-clean", tmp_path)
-    assert "compilation" not in [f.cause for f in diagnosis.findings]
-    answers = {a.question: a for a in diagnosis.answers}
-    assert answers["step-times"].how == "the traced training loop is shorter than 10 s"
-
-
 def test_the_profilers_export_matches_the_scripts_own_timing(tmp_path):
     """recording.json keeps when each trace was written; torch's handler stamps its start in the name."""
-    for run in ("epoch-restart", "metrics"):
+    for run in ("epoch-restart", "metrics", "microbatch"):  # 0.58 s, 2.91 s and 20.3 s inside the loop
         ev = _diagnosis(run, tmp_path).evidence
-        if ev.profiler_export_s is None:
-            pytest.skip(f"{run} was recorded before record kept traces_written_s")
-        assert ev.profiler_export_s == pytest.approx(TRUTH[run]["profiler_export_s"], rel=0.25)
+        assert ev.profiler_export_s == pytest.approx(TRUTH[run]["profiler_export_s"], rel=0.05)
