@@ -26,6 +26,7 @@ from reportgen.errors import InputError, naming
 from reportgen.output_set import OutputSet
 from reportgen.recorder.sampler import ProcessTree, Sampler, load_nvml
 from reportgen.recorder.writer import MetricsWriter
+from reportgen.sources.layout import XSPACE_SUFFIXES
 
 GRACE_S = 10.0
 JOB_METRICS = "job-metrics.jsonl"  # the command's process tree at each tick (ProcessTree.sample's records)
@@ -111,7 +112,7 @@ def copy_traces(trace_dir: Path, out_dir: Path, *, since: float | None = None,
     target = out_dir / TRACE_FOLDER
     copied, skipped, why = [], [], {}
     for path in sorted(trace_dir.rglob("*")):
-        if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
+        if not path.name.endswith((".json", ".json.gz", *XSPACE_SUFFIXES)):  # JAX/TF write .xplane.pb
             continue
         try:
             if not path.is_file():
