@@ -55,13 +55,16 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("load-imbalance", "The work is spread unevenly", after=("straggler",)),
     Cause("gpu-memory-growth", "GPU memory is at risk", "memory"),
     Cause("host-memory-growth", "Host memory keeps growing", "memory"),
+    Cause("memory-leak", "Memory grows every step", "memory"),  # detectors in memory_causes.py
+    Cause("out-of-memory-risk", "GPU memory is close to full", "memory"),
     Cause("slow-initialization", "Slow start before the first step", "step-times"),
     Cause("step-outliers", "Some steps are much slower than the rest", "step-times"),
 )
 # The vocabulary in its published order: report.json's schema enum, the JUnit causes suite (tests keep the
 # schema and this equal to the registry's ids).
 CAUSES = ("input-pipeline", "gpu-underused", "io-bound", "cpu-bound", "straggler", "load-imbalance",
-          "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers", *GPU_CAUSES)
+          "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers", *GPU_CAUSES,
+          "memory-leak", "out-of-memory-risk")
 BY_ID = {cause.id: cause for cause in REGISTRY}
 TITLES = {cause.id: cause.title for cause in REGISTRY}
 

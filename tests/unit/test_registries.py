@@ -87,7 +87,7 @@ def test_schema_cause_enum_is_the_registry():
     walk(_schema())
     assert enums and all(e == list(causes.CAUSES) for e in enums), enums
     assert set(causes.CAUSES) == {c.id for c in causes.REGISTRY} == set(causes.DETECTORS)
-    assert len(causes.CAUSES) == len(causes.REGISTRY) == 15
+    assert len(causes.CAUSES) == len(causes.REGISTRY) == 17
 
 
 def test_every_cause_has_its_title_and_detector_and_reads_only_earlier_causes():
@@ -150,4 +150,5 @@ def test_each_cause_row_names_the_question_it_answers():
     assert {c.id: c.question for c in causes.REGISTRY if c.question != "gpu-use"} == {
         "input-pipeline": "input-pipeline", "io-bound": "input-pipeline", "cpu-bound": "input-pipeline",
         "straggler": "step-times", "step-outliers": "step-times", "slow-initialization": "step-times",
-        "gpu-memory-growth": "memory", "host-memory-growth": "memory"}
+        "gpu-memory-growth": "memory", "host-memory-growth": "memory", "memory-leak": "memory",
+        "out-of-memory-risk": "memory"}
