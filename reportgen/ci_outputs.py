@@ -430,6 +430,8 @@ def _impact(finding: dict, currency: str = "USD") -> str:
             parts.append(f"full in {_duration(risk['time_to_full_s'])} at this rate")
         if isinstance(risk.get("peak_pct"), (int, float)):
             parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
+        if isinstance(risk.get("peak_activity_pct"), (int, float)):  # how busy the memory was, never how full
+            parts.append(f"peak memory-controller activity {risk['peak_activity_pct']:.0f} %")
         return "risk, no time lost yet" + (f" ({', '.join(parts)})" if parts else "")
     share, seconds, cost = impact.get("share"), impact.get("seconds"), impact.get("cost")
     text = f"about {human_duration(seconds)}" if isinstance(seconds, (int, float)) else "impact unknown"

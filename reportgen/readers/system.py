@@ -43,7 +43,8 @@ _GLOB_CHARS = frozenset("*?[]{}\\")
 # A longer line is no record (a real one is ~150 bytes): the careful path skips it (reading it in
 # bounded pieces) instead of holding it whole, so a 2 GB file without a newline costs one piece.
 MAX_LINE_BYTES = 1 << 20
-PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization"}
+PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization",
+                      "GPUMemoryUsedPercent"}
 PERCENT_NAMES = {"MemoryUsedPercent"}
 BATCH_FILES = 48
 # Bytes of JSON lines per grouped query (a node's files are queried in slices of about this size): small

@@ -36,6 +36,8 @@ def impact_text(finding, money_in: str = "USD") -> str:
             parts.append(f"full in {secs(risk['time_to_full_s'])} at this rate")
         if "peak_pct" in risk:
             parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
+        if "peak_activity_pct" in risk:  # GPUMemoryUtilization: how busy the memory was, never how full
+            parts.append(f"peak memory-controller activity {risk['peak_activity_pct']:.0f} %")
         return "Risk, no time lost yet: " + ", ".join(parts) if parts else "Risk, no time lost yet"
     if finding.base == "profiled steps":
         text = f"about {secs(finding.seconds)} of the profiled steps ({finding.share * 100:.0f} %)"

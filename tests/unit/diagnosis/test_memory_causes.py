@@ -74,3 +74,46 @@ def test_a_peak_near_the_gpus_capacity_is_an_out_of_memory_risk(tmp_path):
     (tmp_path / "big").mkdir()
     roomy = _diagnosis(_gpu_trace(tmp_path / "big", [0] * 6, 40 * MIB))
     assert not [f for f in roomy.findings if f.cause in ("memory-leak", "out-of-memory-risk")]
+
+
+def _timeline(series: dict) -> dict:
+    """One node's timeline.json over 20 minutes (one bucket a minute) holding ``series`` (key -> means)."""
+    t = [60.0 * i for i in range(20)]
+    return {"nodes": {"algo-1": {"t": t, "bucket_s": 60, "series": {
+        "gpu0/GPUUtilization": {"mean": [90.0] * 20}, **{k: {"mean": v} for k, v in series.items()}}}}}
+
+
+RISING = [20.0 + 3 * i for i in range(20)]  # 20 % -> 77 %, steadily
+BUSY = [30.0 + (i % 2) * 64 for i in range(20)]  # memory-controller activity in bursts, up to 94 %
+
+
+def _gpu_memory_finding(series: dict):
+    made = RuleOutputs(folder=Path("."))
+    made.rules, made.timeline, made.traces = {}, _timeline(series), None
+    return [f for f in diagnose(made).findings if f.cause == "gpu-memory-growth"]
+
+
+def test_controller_activity_is_never_read_as_how_full_the_gpu_is():
+    """SageMaker's GPUMemoryUtilization (NVML's utilization.memory): how busy the memory is. A rise of it is
+    worded as such, with no "full" time and no peak of GPU memory (occupancy)."""
+    (finding,) = _gpu_memory_finding({"gpu0/GPUMemoryUtilization": RISING})
+    assert finding.title == "GPU memory-controller activity keeps rising"
+    assert finding.evidence[0].startswith("GPU memory-controller activity (GPUMemoryUtilization: how busy, not how "
+                                          "full) on algo-1/gpu0 rose steadily by 57 points")
+    assert "reaches 100 %" in finding.evidence[1] and "full" not in finding.evidence[1]
+    assert "peak_pct" not in finding.risk and "time_to_full_s" not in finding.risk
+    assert finding.risk["rise_points"] == pytest.approx(57) and finding.risk["time_to_100_pct_s"] > 0
+    assert "controller activity, not bytes" in finding.fix
+    # bursts of activity up to 94 % are no memory at risk
+    assert _gpu_memory_finding({"gpu0/GPUMemoryUtilization": BUSY}) == []
+
+
+def test_memory_in_use_from_record_is_what_the_finding_reads_when_present():
+    """`reportgen record` samples NVML's memory info as GPUMemoryUsedPercent: the finding reads it, not the
+    controller's activity beside it."""
+    (finding,) = _gpu_memory_finding({"gpu0/GPUMemoryUtilization": BUSY, "gpu0/GPUMemoryUsedPercent": RISING})
+    assert finding.title == "GPU memory is at risk"
+    assert finding.evidence[0].startswith("GPU memory in use on algo-1/gpu0 rose steadily by 57 points")
+    assert finding.evidence[1].startswith("at this rate it is full in")
+    assert finding.risk["peak_pct"] == 77.0 and "peak_activity_pct" not in finding.risk
+    assert finding.risk["time_to_full_s"] > 0
