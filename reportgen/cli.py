@@ -163,6 +163,16 @@ def _parser() -> argparse.ArgumentParser:
     trd.add_argument("--threshold", default="5%", metavar="PCT",
                      help="slowdown against the previous run that marks a regression (default: 5%%)")
     trd.add_argument("--json", type=Path, default=None, dest="json_path", help="also write the numbers as JSON")
+    snap = sub.add_parser(
+        "memory-snapshot", parents=[common], help="summarise a torch.cuda.memory._dump_snapshot() file",
+        description="Read a CUDA memory snapshot (torch.cuda.memory._dump_snapshot(), the pickle attached to "
+                    "out-of-memory reports) without running any code in it and say per device what was reserved, "
+                    "allocated and reserved but unallocated, the largest live blocks with the frame that allocated "
+                    "them, and the out-of-memory events. A pickle that would run code is refused.",
+        epilog="exit codes: 0 done; 2 usage or input error, a refused snapshot included (one line on stderr); "
+               "3 internal error")
+    snap.add_argument("snapshot", type=Path, metavar="SNAPSHOT", help="the snapshot file (a pickle)")
+    snap.add_argument("--json", type=Path, default=None, dest="json_path", help="also write the summary as JSON")
     ana = sub.add_parser(
         "analyze", parents=[common, _sources(recompute=False)],
         help="run only the analysis engine: raw profiler data -> the 11 rule outputs in SageMaker's schema",
@@ -275,6 +285,20 @@ def _trend(args, say) -> int:
                  threshold=parse_threshold(args.threshold), json_path=args.json_path)
     marked = [r.label for r in runs if r.against_previous is not None and r.against_previous.tripped]
     say(f"wrote {_name(args.output)}: {len(runs)} runs" + (f", regression at {', '.join(marked)}" if marked else ""))
+    return EXIT_OK
+
+
+def _memory_snapshot(args, say) -> int:
+    import json
+
+    from reportgen.atomic import write_text_atomic
+    from reportgen.readers.memory_snapshot import describe, load_snapshot, summarize
+
+    summary = summarize(load_snapshot(args.snapshot))
+    _write_stdout("\n".join(describe(summary)) + "\n")
+    if args.json_path is not None:
+        write_text_atomic(args.json_path, json.dumps(summary, indent=1) + "\n")
+        say(f"wrote {_name(args.json_path)}")
     return EXIT_OK
 
 
@@ -457,6 +481,8 @@ def _main(args, interrupted: list) -> int:
             return _analyze(args, say)
         if args.command == "trend":
             return _trend(args, say)
+        if args.command == "memory-snapshot":
+            return _memory_snapshot(args, say)
         return _run(args, say)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt) or (interrupted and isinstance(err, Exception)):
