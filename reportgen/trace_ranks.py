@@ -122,6 +122,29 @@ def memory_of(entry) -> tuple[DeviceMemory, ...]:
 
 
 @dataclass(frozen=True)
+class TraceFlops:
+    """A rank's ``flops`` (``trace_analysis.flops``): FLOPs counted in the profiled steps, achieved TFLOP/s and MFU."""
+
+    per_step: float | None = None
+    operators: float | None = None  # operators that carried a count
+    achieved_tflops: float | None = None
+    mfu: float | None = None  # 0..1 of the peak; None without a peak (a CPU, a GPU the table lacks)
+    peak_tflops: float | None = None
+    dtype: str | None = None
+    device: str | None = None
+    peak_source: str | None = None
+
+    @classmethod
+    def of(cls, entry) -> TraceFlops | None:
+        value = _dict(entry).get("flops")
+        if not isinstance(value, dict):
+            return None
+        return cls(*(_given(value.get(key)) for key in ("per_step", "operators", "achieved_tflops", "mfu",
+                                                        "peak_tflops")),
+                   *(_text(value.get(key)) for key in ("dtype", "device", "peak_source")))
+
+
+@dataclass(frozen=True)
 class TraceRank:
     """One rank of kineto.json (``ranks.<label>``)."""
 

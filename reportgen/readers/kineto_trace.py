@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.problems import ProblemLog
-from reportgen.readers.trace_model import (CATEGORY_CODES, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL, MEMCPY, MEMSET,
-                                           OTHER, MemoryEvents, TraceColumns, file_label, rank_from_name)
+from reportgen.readers.trace_model import (CATEGORY_CODES, CPU_OP, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL, MEMCPY,
+                                           MEMSET, OTHER, FlopEvents, MemoryEvents, TraceColumns, file_label,
+                                           rank_from_name)
 from reportgen.traces.numbers import as_float, hashable
 from reportgen.traces.read import TraceRead, Wording
 from reportgen.traces.spans import OpenSpans
@@ -129,6 +130,26 @@ class _MemoryRows:
         return table.take(rows[np.argsort(time[rows], kind="stable")])
 
 
+# matrix multiplications whose FLOPs the shapes give (torch's own count for them): the operand positions in
+# ``Input Dims`` of the (M, K) and (K, N) operands, batched or not. aten::matmul and aten::linear call these.
+MATMULS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
+
+
+def matmul_flops(name: str, args: dict) -> float | None:
+    """2·M·K·N (times the batch) of a matrix multiplication from its ``Input Dims``; None when they do not say."""
+    dims = args.get("Input Dims")
+    a, b = MATMULS[name]
+    if not isinstance(dims, list) or len(dims) <= b:
+        return None
+    left, right = dims[a], dims[b]
+    if not (isinstance(left, list) and isinstance(right, list) and len(left) == len(right) and len(left) in (2, 3)
+            and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**31 for x in left + right)
+            and left[-1] == right[-2]):
+        return None
+    batch = left[0] if len(left) == 3 else 1
+    return 2.0 * batch * left[-2] * left[-1] * right[-1]
+
+
 def _in_range(ts: float, dur: float) -> bool:
     return -_RAW_MAX_ABS_TS < ts < _RAW_MAX_ABS_TS and dur <= _RAW_MAX_DURATION
 
@@ -167,6 +188,7 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
     negative = 0
     out_of_range = 0
     memory = _MemoryRows()
+    flop_time, flop_count = array("d"), array("d")
 
     def add(e: dict, ts: float, d: float) -> None:
         c = CATEGORY_CODES.get(str(e.get("cat", "")).lower(), OTHER)
@@ -181,6 +203,13 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
             dev = int(value) if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31 else -1
         moved = (as_float(args.get("bytes"), text=True) if c in (MEMCPY, MEMSET)
                  else message_bytes(args) if c == KERNEL and "In msg nelems" in args else None)
+        if c == CPU_OP and (label in MATMULS or "flops" in args):
+            counted = args.get("flops")
+            counted = (float(counted) if isinstance(counted, (int, float)) and not isinstance(counted, bool)
+                       and 0 < counted < 1e18 else matmul_flops(label, args) if label in MATMULS else None)
+            if counted:
+                flop_time.append(ts)
+                flop_count.append(counted)
         tid = e.get("tid")
         if not (isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < 2**62):
             tid = tid_ids.setdefault(hashable(tid), -1 - len(tid_ids))
@@ -264,6 +293,12 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
     relative = base is not None and ts_arr.size and float(ts_arr.max()) < 1e15
     if relative:  # relative to the base
         ts_arr = ts_arr + base / 1000.0
+    if flop_time:  # the same unit and base as the events' times; out-of-range rows go with their events
+        times = np.asarray(flop_time) / (1000.0 if trace.time_unit == "ns" else 1.0) + (base / 1000.0 if relative else 0.0)
+        fine = np.abs(times) < MAX_ABS_TS_US
+        order = np.argsort(times[fine], kind="stable")
+        trace.flops = FlopEvents(times[fine][order], np.asarray(flop_count)[fine][order],
+                                 np.zeros(int(fine.sum()), np.int32))
     if memory.time:
         trace.memory = memory.table(1000.0 if trace.time_unit == "ns" else 1.0, base / 1000.0 if relative else 0.0,
                                     tid_ids)

@@ -79,6 +79,36 @@ class MemoryEvents:
         return merged.take(np.argsort(merged.time_us, kind="stable"))
 
 
+@dataclass(eq=False)
+class FlopEvents:
+    """The operators that carry a FLOP count (torch's ``flops`` argument with ``with_flops=True``, else counted
+    from the ``Input Dims`` of a matrix multiplication with ``record_shapes=True``): start in µs, FLOPs, and
+    ``cycle`` (which file of the rank), sorted by time."""
+
+    time_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    flops: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    cycle: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    def __len__(self) -> int:
+        return int(self.time_us.size)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FlopEvents) and all(np.array_equal(getattr(self, c), getattr(other, c))
+                                                     for c in ("time_us", "flops", "cycle"))
+
+    __hash__ = None
+
+    @classmethod
+    def concat(cls, tables: list[FlopEvents]) -> FlopEvents:
+        """Several files' tables as one, each row's ``cycle`` its table's position, sorted by time."""
+        if not tables:
+            return cls()
+        time = np.concatenate([t.time_us for t in tables])
+        order = np.argsort(time, kind="stable")
+        return cls(time[order], np.concatenate([t.flops for t in tables])[order],
+                   np.concatenate([np.full(len(t), i, np.int32) for i, t in enumerate(tables)])[order])
+
+
 @dataclass
 class TraceColumns:
     """One trace file as columns (one row per complete event, sorted by start)."""
@@ -107,6 +137,7 @@ class TraceColumns:
     # the format's CPU-side collective names (None: torch's, in trace_analysis.regions); set by a format's reader
     cpu_collectives: re.Pattern | None = None
     memory: MemoryEvents = field(default_factory=MemoryEvents)  # the allocator's events (Kineto ``[memory]``)
+    flops: FlopEvents = field(default_factory=FlopEvents)  # operators with a FLOP count
 
     @property
     def end_us(self) -> np.ndarray:

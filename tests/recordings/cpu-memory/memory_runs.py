@@ -47,7 +47,8 @@ def main():
     json.dump({"mode": a.mode, "leak_bytes_per_step": a.leak_bytes if a.mode == "leak" else 0,
                "active_steps": a.active, "batch": BATCH, "widths": WIDTHS,
                "param_bytes": sum(p.numel() * 4 for p in model.parameters()),
-               "forward_matmul_flops": gemm, "train_step_matmul_flops": 3 * gemm,
+               # backward: a weight gradient per layer, an input gradient for every layer but the first (x needs none)
+               "forward_matmul_flops": gemm, "train_step_matmul_flops": 3 * gemm - 2 * BATCH * WIDTHS[0] * WIDTHS[1],
                "torch": torch.__version__}, open(f"{a.out}/truth.json", "w"), indent=1)
 
 
