@@ -19,7 +19,7 @@ from reportgen.diagnosis import causes as cause_registry  # the package imports 
 from reportgen.diagnosis.causes import MINOR
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluate_rule
 from reportgen.errors import InputError
-from reportgen.formatting import human_duration, money_text
+from reportgen.formatting import binary_bytes, human_duration, money_text
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.output_set import OutputSet
 from reportgen.report.rule_texts import finding as finding_text, recommend
@@ -425,11 +425,13 @@ def _impact(finding: dict, currency: str = "USD") -> str:
     impact = finding.get("impact") if isinstance(finding.get("impact"), dict) else {}
     risk = impact.get("risk") if isinstance(impact.get("risk"), dict) else None
     if risk is not None:
-        parts = []
+        parts = [f"grows {binary_bytes(risk['per_step_bytes'])} per step"] if "per_step_bytes" in risk else []
         if isinstance(risk.get("time_to_full_s"), (int, float)):
             parts.append(f"full in {_duration(risk['time_to_full_s'])} at this rate")
         if isinstance(risk.get("peak_pct"), (int, float)):
             parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
+        if isinstance(risk.get("peak_activity_pct"), (int, float)):  # how busy the memory was, never how full
+            parts.append(f"peak memory-controller activity {risk['peak_activity_pct']:.0f} %")
         return "risk, no time lost yet" + (f" ({', '.join(parts)})" if parts else "")
     share, seconds, cost = impact.get("share"), impact.get("seconds"), impact.get("cost")
     text = f"about {human_duration(seconds)}" if isinstance(seconds, (int, float)) else "impact unknown"

@@ -23,7 +23,7 @@ from reportgen.readers.heap import allow_heap_reuse
 from reportgen.errors import (EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_RULE_FIRED, InputError, ReportgenError,
                               environment_message, expanduser)
 from reportgen.environment import check as check_environment
-from reportgen.output_set import command_inputs
+from reportgen.output_set import OutputSet, command_inputs
 from reportgen.terminal_text import printable_line
 
 EXIT_CODES_HELP = ("exit codes: 0 done; 1 what --fail-on lists was found (every output was still written); "
@@ -165,6 +165,16 @@ def _parser() -> argparse.ArgumentParser:
     trd.add_argument("--threshold", default="5%", metavar="PCT",
                      help="slowdown against the previous run that marks a regression (default: 5%%)")
     trd.add_argument("--json", type=Path, default=None, dest="json_path", help="also write the numbers as JSON")
+    snap = sub.add_parser(
+        "memory-snapshot", parents=[common], help="summarise a torch.cuda.memory._dump_snapshot() file",
+        description="Read a CUDA memory snapshot (torch.cuda.memory._dump_snapshot(), the pickle attached to "
+                    "out-of-memory reports) without running any code in it and say per device what was reserved, "
+                    "allocated and reserved but unallocated, the largest live blocks with the frame that allocated "
+                    "them, and the out-of-memory events. A pickle that would run code is refused.",
+        epilog="exit codes: 0 done; 2 usage or input error, a refused snapshot included (one line on stderr); "
+               "3 internal error")
+    snap.add_argument("snapshot", type=Path, metavar="SNAPSHOT", help="the snapshot file (a pickle)")
+    snap.add_argument("--json", type=Path, default=None, dest="json_path", help="also write the summary as JSON")
     ana = sub.add_parser(
         "analyze", parents=[common, _sources(recompute=False)],
         help="run only the analysis engine: raw profiler data -> the 11 rule outputs in SageMaker's schema",
@@ -277,6 +287,22 @@ def _trend(args, say) -> int:
                  threshold=parse_threshold(args.threshold), json_path=args.json_path)
     marked = [r.label for r in runs if r.against_previous is not None and r.against_previous.tripped]
     say(f"wrote {_name(args.output)}: {len(runs)} runs" + (f", regression at {', '.join(marked)}" if marked else ""))
+    return EXIT_OK
+
+
+def _memory_snapshot(args, say) -> int:
+    import json
+
+    from reportgen.readers.memory_snapshot import describe, load_snapshot, summarize
+
+    outputs = OutputSet()  # checked before the snapshot is read: --json never replaces it (or another input)
+    if args.json_path is not None:
+        outputs.add("--json", args.json_path)
+    summary = summarize(load_snapshot(args.snapshot))
+    _write_stdout("\n".join(describe(summary)) + "\n")
+    if args.json_path is not None:
+        outputs.commit({"--json": json.dumps(summary, indent=1) + "\n"})
+        say(f"wrote {_name(args.json_path)}")
     return EXIT_OK
 
 
@@ -460,7 +486,7 @@ def _inputs(args) -> list[tuple]:
                for role, name in (("SOURCE", "source"), ("A", "source_a"), ("B", "source_b"))]
     files = [(role, getattr(args, name, None)) for role, name in (
         ("REPORT_JSON", "report_json"), ("--base", "base"), ("--config", "config"), ("--prices", "prices"),
-        ("--trace-dir", "trace_dir"))]
+        ("--trace-dir", "trace_dir"), ("SNAPSHOT", "snapshot"))]
     files += [("REPORT_JSON", path) for path in getattr(args, "reports", None) or ()]
     return [entry for entry in (*sources, *files) if entry[1] is not None]
 
@@ -492,6 +518,8 @@ def _command(args, say) -> int:
         return _analyze(args, say)
     if args.command == "trend":
         return _trend(args, say)
+    if args.command == "memory-snapshot":
+        return _memory_snapshot(args, say)
     return _run(args, say)
 
 

@@ -106,6 +106,17 @@ def human_bytes(value: float) -> str:
     return f"{value:.1f} TB"
 
 
+def binary_bytes(value) -> str:
+    """4194304 -> '4.0 MiB' (binary units, as allocators and GPU memory are counted); '?' for no number."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024.0
+    return f"{value:.1f} GiB"
+
+
 def human_rate(bytes_per_second: float) -> str:
     """596310691.39 -> '596.3 MB/s' (decimal units, as cloud consoles show throughput)."""
     return human_bytes(bytes_per_second) + "/s"

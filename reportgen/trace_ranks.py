@@ -124,6 +124,100 @@ class TraceAccount:
 
 
 @dataclass(frozen=True)
+class MemoryHolder:
+    """An operator holding (or allocating) memory at a device's peak, or keeping it across steps."""
+
+    operator: str | None = None  # None: no operator around the allocation
+    nbytes: float | None = None
+    blocks: float | None = None
+
+
+@dataclass(frozen=True)
+class MemoryPeak:
+    """A memory series' peak (``allocated`` or ``reserved`` of a device in ``memory``)."""
+
+    peak_bytes: float | None = None
+    peak_ms: float | None = None  # into the rank's trace
+    peak_step: float | None = None  # the profiled step it falls in
+    first_bytes: float | None = None
+    last_bytes: float | None = None
+
+    @classmethod
+    def of(cls, value) -> MemoryPeak | None:
+        if not isinstance(value, dict):
+            return None
+        return cls(*(_given(value.get(key)) for key in ("peak_bytes", "peak_ms", "peak_step", "first_bytes",
+                                                        "last_bytes")))
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """One device of a rank's ``memory`` (``trace_analysis.memory``): allocated and reserved, their peaks, the
+    per-step growth verdict and what holds the memory."""
+
+    device: str = "?"  # cpu, cuda:0
+    device_type: float | None = None  # torch's DeviceType number: 0 CPU, 1 CUDA
+    absolute: bool = False  # the allocator's totals (False: a running sum from the trace's start)
+    capacity_bytes: float | None = None  # deviceProperties' totalGlobalMem (GPUs)
+    allocated: MemoryPeak | None = None
+    reserved: MemoryPeak | None = None  # None: the allocator reserves nothing (CPU) or the trace has no totals
+    steps: float = 0  # profiled steps with memory events
+    verdict: str | None = None  # growing, plateau, unknown
+    per_step_bytes: float | None = None  # median growth from one step's end to the next
+    rising_share: float | None = None
+    growth_bytes: float | None = None  # over the profiled steps
+    pairs: float | None = None  # consecutive steps compared
+    at_peak_basis: str | None = None  # "live blocks", or what was allocated in the peak's step (no addresses)
+    at_peak: tuple[MemoryHolder, ...] = ()
+    kept: tuple[MemoryHolder, ...] = ()  # allocated inside a step, never freed
+
+    @classmethod
+    def of(cls, entry) -> DeviceMemory:
+        entry = _dict(entry)
+        growth = _dict(entry.get("growth"))
+        steps = entry.get("steps")
+
+        def holders(value) -> tuple[MemoryHolder, ...]:
+            return tuple(MemoryHolder(_text(h.get("operator")), _given(h.get("bytes")), _given(h.get("blocks")))
+                         for h in map(_dict, value)) if isinstance(value, list) else ()
+        return cls(_text(entry.get("device")) or "?", _given(entry.get("device_type")), entry.get("absolute") is True,
+                   _given(entry.get("capacity_bytes")), MemoryPeak.of(entry.get("allocated")),
+                   MemoryPeak.of(entry.get("reserved")), len(steps) if isinstance(steps, list) else 0,
+                   _text(growth.get("verdict")), _given(growth.get("per_step_bytes")),
+                   _given(growth.get("rising_share")), _given(growth.get("total_bytes")), _given(growth.get("pairs")),
+                   _text(entry.get("at_peak_basis")), holders(entry.get("at_peak")), holders(entry.get("kept")))
+
+
+def memory_of(entry) -> tuple[DeviceMemory, ...]:
+    """The devices of a rank's ``memory`` (none when the trace held no memory events)."""
+    devices = _dict(_dict(entry).get("memory")).get("devices")
+    return tuple(DeviceMemory.of(d) for d in devices) if isinstance(devices, list) else ()
+
+
+@dataclass(frozen=True)
+class TraceFlops:
+    """A rank's ``flops`` (``trace_analysis.flops``): FLOPs counted in the profiled steps, achieved TFLOP/s and MFU."""
+
+    per_step: float | None = None
+    operators: float | None = None  # operators that carried a count
+    achieved_tflops: float | None = None
+    mfu: float | None = None  # 0..1 of the peak; None without a peak (a CPU, a GPU the table lacks)
+    peak_tflops: float | None = None
+    dtype: str | None = None
+    device: str | None = None
+    peak_source: str | None = None
+
+    @classmethod
+    def of(cls, entry) -> TraceFlops | None:
+        value = _dict(entry).get("flops")
+        if not isinstance(value, dict):
+            return None
+        return cls(*(_given(value.get(key)) for key in ("per_step", "operators", "achieved_tflops", "mfu",
+                                                        "peak_tflops")),
+                   *(_text(value.get(key)) for key in ("dtype", "device", "peak_source")))
+
+
+@dataclass(frozen=True)
 class TraceRank:
     """One rank of kineto.json (``ranks.<label>``)."""
 
@@ -143,6 +237,7 @@ class TraceRank:
     cpu_op_count: float | None = None
     workers: tuple[str, ...] = ()  # the recording's worker names (host_pid) merged into this rank
     account: TraceAccount | None = None  # the step-time account; None without steps or in an older kineto.json
+    memory: tuple[DeviceMemory, ...] = ()  # per device, from the trace's memory events (profile_memory=True)
     entry: dict = field(default_factory=dict)  # as written, for the analyses one room reads
 
     @property
@@ -173,7 +268,7 @@ class TraceRank:
                    _given(_dict(entry.get("collectives")).get("step_share")),
                    _given(_dict(entry.get("cpu_ops")).get("count")),
                    tuple(str(w) for w in workers) if isinstance(workers, list) else (),
-                   TraceAccount.of(entry.get("account")), entry)
+                   TraceAccount.of(entry.get("account")), memory_of(entry), entry)
 
 
 def trace_ranks_of(doc) -> dict[str, TraceRank]:

@@ -63,6 +63,8 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("load-imbalance", "The work is spread unevenly", after=("straggler",)),
     Cause("gpu-memory-growth", "GPU memory is at risk", "memory"),
     Cause("host-memory-growth", "Host memory keeps growing", "memory"),
+    Cause("memory-leak", "Memory grows every step", "memory"),  # detectors in memory_causes.py
+    Cause("out-of-memory-risk", "GPU memory is close to full", "memory"),
     Cause("slow-initialization", "Slow start before the first step", "step-times"),
     Cause("step-outliers", "Some steps are much slower than the rest", "step-times", after=("compilation",)),
     # Last: the account's waste that no cause above claimed (it reads every cause that claims a slice).
@@ -74,7 +76,7 @@ REGISTRY: tuple[Cause, ...] = (
 # schema and this equal to the registry's ids).
 CAUSES = ("input-pipeline", "gpu-underused", "io-bound", "cpu-bound", "straggler", "load-imbalance",
           "gpu-memory-growth", "host-memory-growth", "slow-initialization", "step-outliers", *GPU_CAUSES,
-          *ACCOUNT_CAUSES)
+          *ACCOUNT_CAUSES, "memory-leak", "out-of-memory-risk")
 BY_ID = {cause.id: cause for cause in REGISTRY}
 TITLES = {cause.id: cause.title for cause in REGISTRY}
 
@@ -93,6 +95,8 @@ INIT_MIN_S, INIT_SHARE = 120.0, 0.15
 MEMORY_RISE = 10.0  # points of GPU memory gained over the training loop, steadily
 MEMORY_FIT = 0.6  # R² of the linear fit for "steadily"
 MEMORY_FULL = 90.0  # a peak at or above this is a risk of running out
+# SageMaker's GPUMemoryUtilization (and record's, from NVML's utilization rates) is how busy the GPU's memory is
+CONTROLLER = "GPU memory-controller activity (GPUMemoryUtilization: how busy, not how full)"
 HOST_MEMORY_FIT = 0.8  # R² for a steady host-memory rise (host memory moves with caches and buffers)
 IMBALANCE = 15.0  # points of GPU utilization between the busiest and the least busy node or GPU
 MINOR = 0.05  # findings below this share of the job do not make a job unhealthy
@@ -531,23 +535,25 @@ def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
         if ev.timeline_ok else ev.usage_stat("GPU", "p50")
     if busiest is not None and busiest >= WELL_USED:
         return None  # some GPU is well used: the others are unevenly loaded (load-imbalance judges), not the batch
-    mem95 = ev.usage_stat("GPU memory", "p95")
+    mem95 = ev.usage_stat("GPU memory", "p95")  # GPUMemoryUtilization: controller activity, not how full
+    full = ev.gpu_memory_used_peak()  # how full at its peak, % (a `record` with NVML); None without it
     util95 = ev.usage_stat("GPU", "p95")
     cpu95 = ev.cpu_stat("p95")
     mean = ev.gpu_mean if ev.timeline_ok else None
     share = 1 - mean / 100 if mean is not None else (idle if idle is not None else 0.5)
     factor = None
-    if mem95:
-        factor = max(2, min(8, int(70 // max(mem95, 1))))
+    if full:
+        factor = max(2, min(8, int(70 // max(full, 1))))
     evidence = [gpu_busy_text(ev),
                 f"GPU utilization p95 {util95:.0f} %" if util95 is not None and mean is not None else "",
-                f"GPU memory p95 {mem95:.0f} %" if mem95 is not None else "",
+                f"{CONTROLLER} p95 {mem95:.0f} %" if mem95 is not None else "",
+                f"GPU memory in use at most {full:.0f} %" if full is not None else "",
                 f"CPU p95 {cpu95:.0f} % (no core saturated){ev.cpu_whose()}" if cpu95 is not None else "",
-                "BatchSize fired: CPU, GPU and GPU memory all low at once" if batch else ""]
+                "BatchSize fired: CPU, GPU and GPU memory-controller activity all low at once" if batch else ""]
     gpus = (ev.gpus_per_node or 1) * max(len(ev.nodes), 1)
     bigger = f"about {factor}×" if factor else "2-4×"
-    fix = (f"Increase the batch size {bigger} (GPU memory p95 is {mem95:.0f} %, so it fits), scaling the learning "
-           "rate with it" if mem95 is not None else f"Increase the batch size {bigger}, scaling the learning rate")
+    fix = (f"Increase the batch size {bigger} (GPU memory in use peaks at {full:.0f} %, so it fits), scaling the learning "
+           "rate with it" if full is not None else f"Increase the batch size {bigger}, scaling the learning rate")
     fix += (f"; or run on fewer GPUs (today {gpus})" if gpus > 1 else "; or run on a smaller, cheaper GPU instance")
     fix += "."
     return make(ev, "gpu-underused", share, evidence, fix,
@@ -717,9 +723,11 @@ def steady_rise(points: list[tuple[float, float]], min_r2: float) -> dict | None
 @detector("gpu-memory-growth")
 def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
     growth = None  # (time to full s, node/gpu, rise, last)
+    used = any(s.gpu_memory_used for s in ev.series.values())  # how full (record + NVML), else controller activity
+    what = "GPU memory in use" if used else CONTROLLER
     if ev.timeline_ok:
         for node, s in ev.series.items():
-            for gpu, points in s.gpu_memory.items():
+            for gpu, points in (s.gpu_memory_used if used else s.gpu_memory).items():
                 resident = [i for i, p in enumerate(points) if p[1] > 0]  # the model on the GPU
                 points = points[resident[0]:resident[-1] + 1] if resident else []
                 trend = steady_rise(points, MEMORY_FIT)
@@ -727,32 +735,37 @@ def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
                     growth = (trend["to_full"], f"{node}/{gpu}", trend["rise"], trend["last"], trend["slope"])
     jumps = ev.state("GPUMemoryIncrease") == FIRED
     rule = ev.rules.get("GPUMemoryIncrease")
-    peak = ev.gpu_memory_peak()
+    peak = ev.gpu_memory_used_peak() if used else ev.gpu_memory_peak()
     if growth is None and not jumps:
         return None
     evidence, risk = [], {}
     if growth:
         to_full, who, rise, last, slope = growth
-        evidence.append(f"GPU memory on {who} rose steadily by {rise:.0f} points over the training loop, to "
+        evidence.append(f"{what} on {who} rose steadily by {rise:.0f} points over the training loop, to "
                         f"{last:.0f} % ({slope * 3600:.0f} points per hour)")
-        evidence.append(f"at this rate it is full in {secs(to_full)}")
-        risk.update(time_to_full_s=to_full, where=who, rise_points=rise, points_per_hour=slope * 3600)
+        evidence.append(f"at this rate it is full in {secs(to_full)}" if used else
+                        f"at this rate it reaches 100 % in {secs(to_full)}")
+        risk.update(where=who, rise_points=rise, points_per_hour=slope * 3600)
+        risk["time_to_full_s" if used else "time_to_100_pct_s"] = to_full
     if jumps and rule is not None:
-        evidence.append(f"GPUMemoryIncrease fired {rule.triggered} times: sudden jumps in GPU memory")
+        evidence.append(f"GPUMemoryIncrease fired {rule.triggered} times: sudden jumps in {CONTROLLER}")
     if peak is not None:
-        evidence.append(f"peak GPU memory {peak:.0f} %")
-        risk["peak_pct"] = peak
-    serious = bool(growth and (growth[0] < 10 * (ev.duration_s or growth[0]))) or (peak or 0) >= MEMORY_FULL
+        evidence.append(f"peak {what} {peak:.0f} %" if used else f"peak memory-controller activity {peak:.0f} %")
+        risk["peak_pct" if used else "peak_activity_pct"] = peak  # peak_pct: of the GPU's memory (occupancy) only
+    serious = bool(growth and (growth[0] < 10 * (ev.duration_s or growth[0]))) or (used and (peak or 0) >= MEMORY_FULL)
     fix = ("Find what keeps GPU memory alive across steps: tensors kept in lists (losses appended without "
            ".item()/.detach()), growing caches, or an accumulating graph; check torch.cuda.memory_summary() every N "
            "steps. Only move to a GPU with more memory once usage is flat." if growth else
            "Look at the steps where memory jumps (larger or variable-size batches, evaluation, checkpointing); cap "
            "the largest batch or sequence length so the peak stays under the GPU's memory.")
+    if not used:
+        fix += " The metric is controller activity, not bytes: torch.cuda.max_memory_reserved() tells how full it is."
     note = ("GPUMemoryIncrease suggests an instance with more GPU memory; a steady rise is a leak that would "
             "fill any GPU, so fix it first.") if growth and jumps else ""
     return make(ev, "gpu-memory-growth", 0.0, evidence, fix, rules=[*fired(ev, "GPUMemoryIncrease")],
                 sections=[SectionId.UTILIZATION_OVER_TIME, SectionId.GPU_MEMORY], metrics=risk, risk=risk,
-                serious=serious,
+                serious=serious, heading="" if used else "GPU memory-controller activity keeps rising" if growth
+                else "GPU memory-controller activity jumps",
                 note=note)
 
 

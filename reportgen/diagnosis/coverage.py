@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen.diagnosis.evidence import Evidence
+from reportgen.diagnosis.memory_causes import judged_from_traces
 
 QUESTIONS = ("gpu-use", "input-pipeline", "step-times", "memory", "step-account")
 LABELS = {"gpu-use": "GPU use", "input-pipeline": "the input pipeline", "step-times": "step times",
@@ -113,6 +114,9 @@ def _memory(ev: Evidence) -> Answer:
         return Answer("memory", True, f"{' and '.join(parts)} memory over the training loop")
     if ev.has_gpu and ev.evaluated("GPUMemoryIncrease"):
         return Answer("memory", True, "the GPUMemoryIncrease rule (GPU memory; its trend needs the raw metrics)")
+    traced = judged_from_traces(ev.trace_ranks)
+    if traced is not None:
+        return Answer("memory", True, traced)
     if ev.usage_stat("CPU memory", "max") is not None and (ev.has_gpu is False or ev.usage_stat("GPU memory", "max")
                                                            is not None):
         return Answer("memory", True, "the peaks of memory use (their trend needs the raw metrics)")

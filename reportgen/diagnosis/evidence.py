@@ -55,6 +55,9 @@ class NodeSeries:
 
     gpu_util: dict[str, float] = field(default_factory=dict)  # per GPU, mean over the loop
     gpu_memory: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # per GPU: (t, %) in the loop
+    # of GPUMemoryUtilization: memory-controller activity (how busy the memory is), not how full it is
+    gpu_memory_used: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # GPUMemoryUsedPercent:
+    # how full (NVML's memory info, `reportgen record`), per GPU: (t, % of its memory) in the loop
     host_memory: list[tuple[float, float]] = field(default_factory=list)  # (t, % of the host's memory) in the loop
     cores: list[float] = field(default_factory=list)  # per-core mean over the loop
     cpu_total: float | None = None
@@ -121,9 +124,16 @@ class Evidence:
         values = [v for v in values if v is not None]
         return how(values) if values else None
 
+    def gpu_memory_used_peak(self) -> float | None:
+        """How full the fullest GPU got, % of its memory (GPUMemoryUsedPercent, a `record` with NVML), None
+        without that metric."""
+        peaks = [p for s in self.series.values() for points in s.gpu_memory_used.values() for _, p in points]
+        return max(peaks) if peaks else None
+
     def gpu_memory_peak(self) -> float | None:
-        """Highest GPU memory utilization of any single GPU: GPUMemoryIncrease's per-GPU max, else the
-        node-level maximum of OverallSystemUsage (a mean over the node's GPUs)."""
+        """Highest GPU memory-controller activity (GPUMemoryUtilization: how busy, not how full) of any single
+        GPU: GPUMemoryIncrease's per-GPU max, else the node-level maximum of OverallSystemUsage (a mean over the
+        node's GPUs)."""
         rule = self.rules.get("GPUMemoryIncrease")
         peaks = [_num(g.stat("gpu_max")) for node in gpus_of(rule.details if rule else None) for g in node.gpus]
         peaks = [p for p in peaks if p is not None]
@@ -321,9 +331,9 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
             elif key == "cpu_memory":
                 mean = _list(_dict(series[key]).get("mean"))
                 ns.host_memory = [(t[i], float(mean[i])) for i in inside if i < len(mean) and _num(mean[i]) is not None]
-            elif dim == "GPUMemoryUtilization":
+            elif dim in ("GPUMemoryUtilization", "GPUMemoryUsedPercent"):
                 mean = _list(_dict(series[key]).get("mean"))
-                ns.gpu_memory[gpu] = [(t[i], float(mean[i])) for i in inside
+                (ns.gpu_memory if dim == "GPUMemoryUtilization" else ns.gpu_memory_used)[gpu] = [(t[i], float(mean[i])) for i in inside
                                       if i < len(mean) and _num(mean[i]) is not None]
         ns.cpu_total = loop_mean("cpu_total")
         ns.io_wait = loop_mean("io_wait")

@@ -40,8 +40,8 @@ def _why(rule: str, ev: Evidence, times: str) -> str:
     if rule == "GPUMemoryIncrease":
         peak = ev.gpu_memory_peak()
         if peak is not None and peak < 90:
-            return (f"GPUMemoryIncrease fired {times} (sudden jumps), but the peak is {peak:.0f} % of GPU memory and "
-                    "no steady rise was found")
+            return (f"GPUMemoryIncrease fired {times} (sudden jumps in GPU memory-controller activity), but its peak is "
+                    f"{peak:.0f} % and no steady rise was found")
     if rule == "StepOutlier":
         return (f"StepOutlier fired {times} (steps above mean + {ev.rules[rule].param('stddev', 3)} σ), "
                 "but no step is clearly slow against the median (median + 5 × MAD, or + 20 %)")

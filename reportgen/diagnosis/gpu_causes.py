@@ -26,6 +26,7 @@ FP32_BUSY = 0.30  # compute kernels at least this share of step time: the GPU's 
 AMP_SPEEDUP = 2.0  # assumed: tensor cores run an fp32 GEMM/conv at least twice as fast (TF32/bf16 give 2-8x)
 PAGEABLE_BYTES = 1e6  # per step: smaller pageable copies (scalars, small tensors) are normal
 PAGEABLE_MIN = 0.02  # cost share of step time for a finding at all
+GRAPHED = 0.5  # share of GPU operations a CUDA-graph replay launched: the step is already captured
 
 
 def _d(value) -> dict:
@@ -159,6 +160,11 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
                 f"{_num(gaps, 'kernel_wait', default=0):.1f} ms)"]
 
     def fix(worst, per_step):
+        if (_num(info[worst][0], "graph_launched_share") or 0) >= GRAPHED:  # already replayed from CUDA graphs
+            return ("Launch fewer, larger kernels: most of the step already replays from CUDA graphs, so what is left "
+                    "are the kernels launched outside them and the graph's own small kernels: fuse elementwise ops "
+                    "with torch.compile, use fused/foreach optimizers and larger batches so each kernel runs longer "
+                    f"than its launch; the launch gaps are about {per_step:.1f} ms per step.")
         return ("Launch fewer, larger kernels: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead') "
                 "or torch.cuda.graphs), fuse elementwise ops with torch.compile, use fused/foreach optimizers "
                 "(fused=True / foreach=True), and batch small ops into larger ones (a larger batch makes each kernel "

@@ -112,6 +112,8 @@ def node_timeline(ns, budget: int = BUCKETS) -> dict:
     for g in gpu_names[:MAX_GPU_SERIES_PER_NODE]:
         lines[f"{g}/GPUUtilization"] = (by_series.get((g, "GPUUtilization"), []), "mean")
         lines[f"{g}/GPUMemoryUtilization"] = (by_series.get((g, "GPUMemoryUtilization"), []), "mean")
+        if (g, "GPUMemoryUsedPercent") in by_series:  # how full (a `record` with NVML), apart from controller activity
+            lines[f"{g}/GPUMemoryUsedPercent"] = (by_series[(g, "GPUMemoryUsedPercent")], "mean")
     for key, (cols, how) in lines.items():
         v = _agg_series(ns, cols, how)
         if v is None:

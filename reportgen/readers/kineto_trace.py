@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.problems import ProblemLog
-from reportgen.readers.trace_model import (CATEGORY_CODES, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL, MAX_DURATION_US,
-                                           MEMCPY, MEMSET, OTHER, OUT_OF_RANGE, TraceColumns, file_label,
-                                           rank_from_name, times_in_range)
+from reportgen.readers.trace_model import (CATEGORY_CODES, CPU_OP, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL,
+                                           MAX_ABS_TS_US, MAX_DURATION_US, MEMCPY, MEMSET, OTHER, OUT_OF_RANGE,
+                                           FlopEvents, MemoryEvents, TraceColumns, file_label, rank_from_name,
+                                           times_in_range)
 from reportgen.traces.numbers import as_float, hashable
 from reportgen.traces.read import TraceRead, Wording
 from reportgen.traces.spans import OpenSpans
@@ -54,6 +55,17 @@ def _capability(props: dict) -> float | None:
     return major + (minor / 10.0 if isinstance(minor, int) and not isinstance(minor, bool) and 0 <= minor < 10 else 0.0)
 
 
+def _device_memory(props: list) -> dict[int, float]:
+    """deviceProperties' ``id`` -> ``totalGlobalMem`` (bytes) where both are plain numbers."""
+    out = {}
+    for p in props:
+        if isinstance(p, dict):
+            device, total = _int_arg(p.get("id"), -1, 2**31), as_float(p.get("totalGlobalMem"))
+            if device >= 0 and total is not None and 0 < total < 2.0**53:
+                out[device] = float(total)
+    return out
+
+
 # The Kineto reader's words for a file's outcomes (the trace layer's defaults are the framework reader's).
 WORDING = Wording(unreadable="unreadable file ({})", broken_gzip="broken gzip stream",
                   object_without_events="not a Chrome trace (no traceEvents array)",
@@ -65,6 +77,73 @@ WORDING = Wording(unreadable="unreadable file ({})", broken_gzip="broken gzip st
 # 30 days in ns); then in µs once the unit is known.
 _RAW_MAX_DURATION = MAX_DURATION_US * 1000
 _RAW_MAX_ABS_TS = 2.0**63
+
+
+def _int_arg(value, default: int, bound: int = 2**62) -> int:
+    """An integer argument as given, ``default`` for anything else (a bool, a float, a string, one out of range)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and -bound < value < bound else default
+
+
+class _MemoryRows:
+    """The ``[memory]`` instant events of a file as they are read (``profile_memory=True``): a row per event with
+    a numeric time and byte count; the others are counted."""
+
+    def __init__(self) -> None:
+        self.time, self.nbytes, self.allocated, self.reserved = array("d"), array("d"), array("d"), array("d")
+        self.device_type, self.device_id, self.addr, self.tid = array("h"), array("i"), array("q"), array("q")
+        self.bad = 0
+
+    def add(self, e: dict) -> None:
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        ts, moved = as_float(e.get("ts"), text=True), as_float(args.get("Bytes"), text=True)
+        if ts is None or moved is None or not _in_range(ts, 0.0) or abs(moved) >= 2.0**53:
+            self.bad += 1
+            return
+        for column, key in ((self.allocated, "Total Allocated"), (self.reserved, "Total Reserved")):
+            total = as_float(args.get(key), text=True)
+            column.append(total if total is not None and 0 <= total < 2.0**53 else float("nan"))
+        self.time.append(ts)
+        self.nbytes.append(moved)
+        self.device_type.append(_int_arg(args.get("Device Type"), -1, 2**15))
+        self.device_id.append(_int_arg(args.get("Device Id"), -1, 2**31))
+        self.addr.append(_int_arg(args.get("Addr"), -1))
+        self.tid.append(_int_arg(e.get("tid"), -1))
+
+    def table(self, scale: float, offset: float, tid_ids: dict) -> MemoryEvents:
+        """The rows with their times in µs (``time / scale + offset``: the file's unit and base), sorted by time;
+        rows whose time is out of range after that are dropped and counted in ``bad``. ``tid_ids``: the ids the
+        events' text tids were given (torch 1.8 wrote an operator's tid as text, its memory events' as a number)."""
+        time = np.asarray(self.time, dtype=np.float64) / scale + offset
+        if tid_ids:
+            self.tid = array("q", (tid_ids.get(str(t), t) for t in self.tid))
+        keep = np.abs(time) < MAX_ABS_TS_US
+        self.bad += int((~keep).sum())
+        table = MemoryEvents(time, np.asarray(self.nbytes, np.float64), np.asarray(self.allocated, np.float64),
+                             np.asarray(self.reserved, np.float64), np.asarray(self.device_type, np.int16),
+                             np.asarray(self.device_id, np.int32), np.asarray(self.addr, np.int64),
+                             np.asarray(self.tid, np.int64), np.zeros(time.size, np.int32))
+        rows = np.flatnonzero(keep)
+        return table.take(rows[np.argsort(time[rows], kind="stable")])
+
+
+# matrix multiplications whose FLOPs the shapes give (torch's own count for them): the operand positions in
+# ``Input Dims`` of the (M, K) and (K, N) operands, batched or not. aten::matmul and aten::linear call these.
+MATMULS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
+
+
+def matmul_flops(name: str, args: dict) -> float | None:
+    """2·M·K·N (times the batch) of a matrix multiplication from its ``Input Dims``; None when they do not say."""
+    dims = args.get("Input Dims")
+    a, b = MATMULS[name]
+    if not isinstance(dims, list) or len(dims) <= b:
+        return None
+    left, right = dims[a], dims[b]
+    if not (isinstance(left, list) and isinstance(right, list) and len(left) == len(right) and len(left) in (2, 3)
+            and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**31 for x in left + right)
+            and left[-1] == right[-2]):
+        return None
+    batch = left[0] if len(left) == 3 else 1
+    return 2.0 * batch * left[-2] * left[-1] * right[-1]
 
 
 def _in_range(ts: float, dur: float) -> bool:
@@ -104,6 +183,8 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
     bad_time = 0
     negative = 0
     out_of_range = 0
+    memory = _MemoryRows()
+    flop_time, flop_count = array("d"), array("d")
 
     def add(e: dict, ts: float, d: float) -> None:
         c = CATEGORY_CODES.get(str(e.get("cat", "")).lower(), OTHER)
@@ -118,6 +199,13 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
             dev = int(value) if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31 else -1
         moved = (as_float(args.get("bytes"), text=True) if c in (MEMCPY, MEMSET)
                  else message_bytes(args) if c == KERNEL and "In msg nelems" in args else None)
+        if c == CPU_OP and (label in MATMULS or "flops" in args):
+            counted = args.get("flops")
+            counted = (float(counted) if isinstance(counted, (int, float)) and not isinstance(counted, bool)
+                       and 0 < counted < 1e18 else matmul_flops(label, args) if label in MATMULS else None)
+            if counted:
+                flop_time.append(ts)
+                flop_count.append(counted)
         tid = e.get("tid")
         if not (isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < 2**62):
             tid = tid_ids.setdefault(hashable(tid), -1 - len(tid_ids))
@@ -167,6 +255,8 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
                 out_of_range += 1
             else:
                 add(begin, bts, ts - bts)
+        elif ph == "i" and e.get("name") == "[memory]":
+            memory.add(e)
     unclosed = len(spans.unclosed())
     if unclosed:
         problems.add(path, None, "unclosed B event (no matching E; dropped)", count=unclosed)
@@ -186,6 +276,7 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
         backend=str(info["backend"]) if info.get("backend") else None,
         devices=[str(p.get("name", "?")) for p in props if isinstance(p, dict)],
         compute_capability=[_capability(p) for p in props if isinstance(p, dict)],
+        device_memory=_device_memory(props),
     )
     ts_arr = np.asarray(start, dtype=np.float64)
     dur_arr = np.asarray(dur, dtype=np.float64)
@@ -195,8 +286,21 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
         ts_arr = ts_arr / 1000.0
         dur_arr = dur_arr / 1000.0
     base = as_float(meta.get("baseTimeNanoseconds"), text=True)
-    if base is not None and ts_arr.size and float(ts_arr.max()) < 1e15:  # relative to the base
+    relative = base is not None and ts_arr.size and float(ts_arr.max()) < 1e15
+    if relative:  # relative to the base
         ts_arr = ts_arr + base / 1000.0
+    if flop_time:  # the same unit and base as the events' times; out-of-range rows go with their events
+        times = np.asarray(flop_time) / (1000.0 if trace.time_unit == "ns" else 1.0) + (base / 1000.0 if relative else 0.0)
+        fine = times_in_range(times, np.zeros_like(times))
+        order = np.argsort(times[fine], kind="stable")
+        trace.flops = FlopEvents(times[fine][order], np.asarray(flop_count)[fine][order],
+                                 np.zeros(int(fine.sum()), np.int32))
+    if memory.time:
+        trace.memory = memory.table(1000.0 if trace.time_unit == "ns" else 1.0, base / 1000.0 if relative else 0.0,
+                                    tid_ids)
+        if memory.bad:
+            problems.add(path, None, "memory event without numeric time or bytes, or out of range (dropped)",
+                         count=memory.bad)
     keep = times_in_range(ts_arr, dur_arr)
     out_of_range += int((~keep).sum())
     if out_of_range:

@@ -43,7 +43,8 @@ _GLOB_CHARS = frozenset("*?[]{}\\")
 # A longer line is no record (a real one is ~150 bytes): the careful path skips it (reading it in
 # bounded pieces) instead of holding it whole, so a 2 GB file without a newline costs one piece.
 MAX_LINE_BYTES = 1 << 20
-PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization"}
+PERCENT_DIMENSIONS = {"CPUUtilization", "I/OWaitPercentage", "GPUUtilization", "GPUMemoryUtilization",
+                      "GPUMemoryUsedPercent"}
 PERCENT_NAMES = {"MemoryUsedPercent"}
 BATCH_FILES = 48
 # In a folder of many nodes (SMALL_NODES_FROM or more), a node whose files hold at most SMALL_NODE_BYTES in

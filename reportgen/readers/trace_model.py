@@ -51,6 +51,80 @@ def times_in_range(start_us: np.ndarray, dur_us: np.ndarray) -> np.ndarray:
     return (np.abs(start_us) < MAX_ABS_TS_US) & (dur_us <= MAX_DURATION_US)
 
 
+@dataclass(eq=False)
+class MemoryEvents:
+    """The allocator's events of one trace (Kineto's ``[memory]`` instant events, ``profile_memory=True``), a side
+    table beside the events: one row per allocation (bytes > 0) or free (bytes < 0), sorted by time. The totals
+    are the allocator's after the event (NaN where the trace does not write them: torch before 1.10 wrote only
+    the bytes); ``addr`` pairs a free with its allocation (-1 when absent); ``cycle``: which file of the rank."""
+
+    time_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    nbytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    allocated: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))  # Total Allocated, NaN: absent
+    reserved: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))  # Total Reserved, NaN: absent
+    device_type: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))  # torch's: 0 CPU, 1 CUDA
+    device_id: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # -1 for the CPU
+    addr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    tid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cycle: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    COLUMNS = ("time_us", "nbytes", "allocated", "reserved", "device_type", "device_id", "addr", "tid", "cycle")
+
+    def __len__(self) -> int:
+        return int(self.time_us.size)
+
+    def __eq__(self, other) -> bool:  # column by column (NaN totals equal): two reads of one file compare equal
+        return isinstance(other, MemoryEvents) and all(
+            np.array_equal(getattr(self, c), getattr(other, c), equal_nan=getattr(self, c).dtype.kind == "f")
+            for c in self.COLUMNS)
+
+    __hash__ = None
+
+    def take(self, rows: np.ndarray) -> MemoryEvents:
+        """The rows ``rows`` (an index or mask array) as a new table."""
+        return MemoryEvents(*(getattr(self, c)[rows] for c in self.COLUMNS))
+
+    @classmethod
+    def concat(cls, tables: list[MemoryEvents]) -> MemoryEvents:
+        """Several files' tables as one, each row's ``cycle`` its table's position, sorted by time."""
+        if not tables:
+            return cls()
+        parts = {c: [getattr(t, c) for t in tables] for c in cls.COLUMNS}
+        parts["cycle"] = [np.full(len(t), i, np.int32) for i, t in enumerate(tables)]
+        merged = cls(*(np.concatenate(parts[c]) for c in cls.COLUMNS))
+        return merged.take(np.argsort(merged.time_us, kind="stable"))
+
+
+@dataclass(eq=False)
+class FlopEvents:
+    """The operators that carry a FLOP count (torch's ``flops`` argument with ``with_flops=True``, else counted
+    from the ``Input Dims`` of a matrix multiplication with ``record_shapes=True``): start in µs, FLOPs, and
+    ``cycle`` (which file of the rank), sorted by time."""
+
+    time_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    flops: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    cycle: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    def __len__(self) -> int:
+        return int(self.time_us.size)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FlopEvents) and all(np.array_equal(getattr(self, c), getattr(other, c))
+                                                     for c in ("time_us", "flops", "cycle"))
+
+    __hash__ = None
+
+    @classmethod
+    def concat(cls, tables: list[FlopEvents]) -> FlopEvents:
+        """Several files' tables as one, each row's ``cycle`` its table's position, sorted by time."""
+        if not tables:
+            return cls()
+        time = np.concatenate([t.time_us for t in tables])
+        order = np.argsort(time, kind="stable")
+        return cls(time[order], np.concatenate([t.flops for t in tables])[order],
+                   np.concatenate([np.full(len(t), i, np.int32) for i, t in enumerate(tables)])[order])
+
+
 @dataclass
 class TraceColumns:
     """One trace file as columns (one row per complete event, sorted by start)."""
@@ -62,6 +136,7 @@ class TraceColumns:
     backend: str | None = None
     devices: list[str] = field(default_factory=list)  # deviceProperties names
     compute_capability: list[float | None] = field(default_factory=list)  # deviceProperties computeMajor.Minor
+    device_memory: dict[int, float] = field(default_factory=dict)  # deviceProperties id -> totalGlobalMem bytes
     time_unit: str = "us"  # unit found in the file ("ns" files are scaled to µs)
     names: list[str] = field(default_factory=list)  # interned names; ``name`` indexes into it
     cat: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
@@ -77,6 +152,8 @@ class TraceColumns:
     complete: bool = True  # False when the file was truncated or broken
     # the format's CPU-side collective names (None: torch's, in trace_analysis.regions); set by a format's reader
     cpu_collectives: re.Pattern | None = None
+    memory: MemoryEvents = field(default_factory=MemoryEvents)  # the allocator's events (Kineto ``[memory]``)
+    flops: FlopEvents = field(default_factory=FlopEvents)  # operators with a FLOP count
 
     @property
     def end_us(self) -> np.ndarray:

@@ -5,7 +5,9 @@ profiler agent wrote them (spec A.2): per core ``CPUUtilization`` and ``I/OWaitP
 ``MemoryUsedPercent``, ``IOPS`` and disk throughput, network throughput (``Algorithm``: the host's
 interfaces; there is no separate platform traffic outside SageMaker), and per GPU
 ``GPUUtilization`` / ``GPUMemoryUtilization`` (NVML's utilization rates: kernel activity and
-memory-controller activity). Rates are deltas since the previous call.
+memory-controller activity, the share of time the GPU's memory was read or written: SageMaker's name and
+meaning, not how full it is). How full it is comes apart, from NVML's memory info: ``GPUMemoryUsedPercent``
+(used of total), ``GPUMemoryUsedBytes`` and ``GPUMemoryTotalBytes``. Rates are deltas since the previous call.
 """
 
 from __future__ import annotations
@@ -100,6 +102,14 @@ class Sampler:
                 continue
             out.append(self._record("gpu", f"gpu{i}", "GPUUtilization", rates.gpu, ts))
             out.append(self._record("gpu", f"gpu{i}", "GPUMemoryUtilization", rates.memory, ts))
+            try:
+                info = self.nvml.nvmlDeviceGetMemoryInfo(handle)
+            except Exception:
+                continue
+            if info.total > 0:
+                out.append(self._record("gpu", f"gpu{i}", "GPUMemoryUsedPercent", 100.0 * info.used / info.total, ts))
+                out.append(self._record("gpu", f"gpu{i}", "GPUMemoryUsedBytes", info.used, ts))
+                out.append(self._record("gpu", f"gpu{i}", "GPUMemoryTotalBytes", info.total, ts))
         return out
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 # One colour per kind of series, the same in every chart of the report.
 KIND_COLORS = {
     "cpu": "#0072B2", "cpu_memory": "#009E73", "io_wait": "#D55E00",
-    "gpu": "#E69F00", "gpu_memory": "#CC79A7",
+    "gpu": "#E69F00", "gpu_memory": "#CC79A7", "gpu_memory_used": "#D55E00",
     "network": "#56B4E9", "network_platform": "#555555",
     "train": "#0072B2", "eval": "#E69F00", "dataloader": "#009E73",
 }

@@ -7,7 +7,7 @@ put together here, so the block template stays free of logic.
 from __future__ import annotations
 
 from reportgen.diagnosis.causes import secs
-from reportgen.formatting import money_text
+from reportgen.formatting import binary_bytes, money_text
 from reportgen.report.model import Report
 
 TOP = 3
@@ -31,11 +31,13 @@ def sentence(text: str) -> str:
 def impact_text(finding, money_in: str = "USD") -> str:
     if finding.risk is not None:
         risk = finding.risk
-        parts = []
+        parts = [f"grows {binary_bytes(risk['per_step_bytes'])} per step"] if "per_step_bytes" in risk else []
         if "time_to_full_s" in risk:
             parts.append(f"full in {secs(risk['time_to_full_s'])} at this rate")
         if "peak_pct" in risk:
             parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
+        if "peak_activity_pct" in risk:  # GPUMemoryUtilization: how busy the memory was, never how full
+            parts.append(f"peak memory-controller activity {risk['peak_activity_pct']:.0f} %")
         return "Risk, no time lost yet: " + ", ".join(parts) if parts else "Risk, no time lost yet"
     if finding.base == "profiled steps":
         text = f"about {secs(finding.seconds)} of the profiled steps ({finding.share * 100:.0f} %)"

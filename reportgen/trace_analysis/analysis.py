@@ -31,7 +31,9 @@ from reportgen.trace_analysis import regions
 from reportgen.trace_analysis.account import step_account
 from reportgen.trace_analysis.classify import PRECISIONS, is_communication_kernel, kernel_precision, memory_op_kind
 from reportgen.trace_analysis.gpu_analyses import gpu_analyses, kernel_distribution
+from reportgen.trace_analysis.flops import flops_analysis
 from reportgen.trace_analysis.gpu_idle import gpu_idle
+from reportgen.trace_analysis.memory import memory_analysis
 from reportgen.trace_analysis.straggler import find_straggler
 
 TOP_KERNELS = 15
@@ -136,6 +138,8 @@ def analyze_trace(trace: k.TraceColumns) -> dict:
     hist_counts, hist_edges = (np.histogram(step_ms, bins=min(20, max(1, len(step_ms)))) if len(step_ms)
                                else (np.zeros(0), np.zeros(0)))
     idle = gpu_idle(trace, cycles)
+    memory = memory_analysis(trace, steps)
+    flops = flops_analysis(trace, steps, {p: precision[p] / 1000.0 for p in PRECISIONS}, bool(gpu.any()))
     return {
         "file": trace.path.name,
         "files": list(getattr(trace, "files", None) or [trace.path.name]),
@@ -170,6 +174,8 @@ def analyze_trace(trace: k.TraceColumns) -> dict:
         "collectives": regions.collectives(trace, steps),
         "gpu_analysis": gpu_analyses(trace, steps) if gpu.any() else None,
         "account": step_account(trace, steps),
+        **({"memory": memory} if memory is not None else {}),  # only with memory events: other outputs unchanged
+        **({"flops": flops} if flops is not None else {}),  # only with FLOP counts
     }
 
 

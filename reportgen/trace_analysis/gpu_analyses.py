@@ -45,10 +45,16 @@ from reportgen.trace_analysis.regions import DATALOADER, merged
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's runtime_cutoff: a launch call longer than this is an outlier
 LAUNCH_DELAY_CUTOFF_US = 100.0  # HTA's launch_delay_cutoff
-LAUNCH_CALLS = frozenset(("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"))
-QUEUE_CALLS = LAUNCH_CALLS | {"cuLaunchKernel"}  # HTA's runtime launch events for the queue length
+# The runtime calls that enqueue one GPU operation each: CUDA's, and ROCm's HIP names for the same calls
+LAUNCH_CALLS = frozenset(("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync",
+                          "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
+                          "hipMemcpyAsync", "hipMemsetAsync"))
+# A CUDA-graph replay: one call enqueues every kernel of the graph (they share its correlation id)
+GRAPH_CALLS = frozenset(("cudaGraphLaunch", "hipGraphLaunch"))
+QUEUE_CALLS = LAUNCH_CALLS | GRAPH_CALLS | {"cuLaunchKernel"}  # HTA's runtime launch events for the queue length
 SYNC_SLACK_US = 5.0  # a blocking call that started this long after the GPU went idle did not cause the gap
-SYNC_CALL = re.compile(r"^cu(da)?(Stream|Device|Event|Ctx)Synchronize|^cudaMemcpy(2D|3D)?$|^cuMemcpy[A-Za-z]*(?<!Async)$")
+SYNC_CALL = re.compile(r"^(cu(da)?|hip)(Stream|Device|Event|Ctx)Synchronize|^(cuda|hip)Memcpy(2D|3D)?$|"
+                      r"^cuMemcpy[A-Za-z]*(?<!Async)$")
 SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|nonzero|is_nonzero|equal|masked_select|unique|_unique2|"
                       r"repeat_interleave|bincount)$")
 # matrix-multiply and convolution kernels by family (cuBLAS/CUTLASS GEMMs, cuDNN convolutions and their
@@ -243,7 +249,9 @@ def _launch(trace: k.TraceColumns, kern: np.ndarray, n_steps: int) -> dict:
     """HTA's launch statistics: every GPU activity (kernel, memcpy, memset) paired by correlation id with the
     ``cudaLaunchKernel(ExC)`` / ``cudaMemcpyAsync`` / ``cudaMemsetAsync`` call that enqueued it; short: the
     activity is shorter than that call (itself not over the cutoff); launch delay: from the call's end to the
-    activity's start, negative clipped to 0."""
+    activity's start, negative clipped to 0. ROCm's HIP calls count as their CUDA names. Kernels a CUDA-graph
+    replay (``cudaGraphLaunch``) enqueued are counted apart (``graph_launched``): one call launches them all, so
+    neither their launch time nor their delay is one call's."""
     activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
     starts, durs, names = _launches(trace, activity)
     launchers = _ids(trace, LAUNCH_CALLS.__contains__)
@@ -251,8 +259,9 @@ def _launch(trace: k.TraceColumns, kern: np.ndarray, n_steps: int) -> dict:
     gd, gs = trace.dur_us[activity][paired], trace.start_us[activity][paired]
     cd = durs[paired]
     delay = np.clip(gs - (starts[paired] + cd), 0.0, None)
+    graph = ~np.isnan(starts) & np.isin(names, _ids(trace, GRAPH_CALLS.__contains__))
     kd = trace.dur_us[kern]
-    kernel_calls = durs[trace.cat[activity] == k.KERNEL] if activity.any() else durs
+    kernel_calls = durs[(trace.cat[activity] == k.KERNEL) & ~graph] if activity.any() else durs
     short = int(((cd <= RUNTIME_CUTOFF_US) & (gd < cd)).sum())
     return {
         "kernels": int(kern.sum()),
@@ -268,6 +277,8 @@ def _launch(trace: k.TraceColumns, kern: np.ndarray, n_steps: int) -> dict:
                              "p95": float(np.percentile(delay, 95)), "max": float(delay.max())} if delay.size else {}),
         "launch_delay_over_cutoff": int((delay > LAUNCH_DELAY_CUTOFF_US).sum()),
         "launch_delay_cutoff_us": LAUNCH_DELAY_CUTOFF_US,
+        "graph_launched": int(graph.sum()),  # operations a CUDA-graph replay enqueued
+        "graph_launched_share": int(graph.sum()) / int(activity.sum()) if activity.any() else None,
     }
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reportgen.readers.trace_model import TraceColumns
+from reportgen.readers.trace_model import FlopEvents, MemoryEvents, TraceColumns
 
 _WORKER = re.compile(r"^(?P<worker>.+)\.(?P<ns>\d{10,})\.pt\.trace\.json(?:\.gz)?$")
 
@@ -129,6 +129,9 @@ def merge_cycles(members: list[TraceColumns]) -> RankTrace:
         backend=next((t.backend for t in members if t.backend), None),
         devices=next((t.devices for t in members if t.devices), []),
         compute_capability=next((t.compute_capability for t in members if t.compute_capability), []),
+        device_memory=next((t.device_memory for t in members if t.device_memory), {}),
+        memory=MemoryEvents.concat([t.memory for t in members]),
+        flops=FlopEvents.concat([t.flops for t in members]),
         time_unit=first.time_unit, names=list(names),
         events_in_file=sum(t.events_in_file for t in members), complete=all(t.complete for t in members),
         files=[t.path.name for t in members], cycles=cycles, cpu_collectives=first.cpu_collectives,

@@ -145,7 +145,7 @@ class FakeNVML:
 
     NVML is faked at the library boundary only: the sampler calls the same functions it calls on
     the real module (nvmlInit/DeviceGetCount/DeviceGetHandleByIndex/DeviceGetUtilizationRates/
-    Shutdown); no real GPU or driver is involved.
+    DeviceGetMemoryInfo/Shutdown); no real GPU or driver is involved.
     """
 
     def __init__(self):
@@ -166,6 +166,11 @@ class FakeNVML:
         index = int(handle[-1])
         return SimpleNamespace(gpu=90 if index == 0 else 10, memory=40 + index)
 
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        index = int(handle[-1])
+        return SimpleNamespace(total=80_000_000_000, used=20_000_000_000 + index * 1_000_000_000,
+                               free=60_000_000_000 - index * 1_000_000_000)
+
     def nvmlShutdown(self):
         self.shutdown = True
 
@@ -178,7 +183,10 @@ def test_gpu_metrics_with_nvml_faked_at_the_library_boundary(tmp_path):
     gpu = [r for r in read_records(tmp_path / "rec") if r["Type"] == "gpu"]
     assert {(r["Name"], r["Dimension"], r["Value"]) for r in gpu} == {
         ("gpu0", "GPUUtilization", 90), ("gpu0", "GPUMemoryUtilization", 40),
-        ("gpu1", "GPUUtilization", 10), ("gpu1", "GPUMemoryUtilization", 41)}
+        ("gpu1", "GPUUtilization", 10), ("gpu1", "GPUMemoryUtilization", 41),
+        # how full, apart from the controller's activity (issue 48): used of total, and the bytes
+        ("gpu0", "GPUMemoryUsedPercent", 25.0), ("gpu0", "GPUMemoryUsedBytes", 20e9), ("gpu0", "GPUMemoryTotalBytes", 80e9),
+        ("gpu1", "GPUMemoryUsedPercent", 26.25), ("gpu1", "GPUMemoryUsedBytes", 21e9), ("gpu1", "GPUMemoryTotalBytes", 80e9)}
 
 
 def test_fake_pynvml_module_is_loaded_lazily(monkeypatch):
@@ -191,7 +199,7 @@ def test_fake_pynvml_module_is_loaded_lazily(monkeypatch):
     assert module is fake and note == ""
     sampler = Sampler(module)
     records = sampler.sample()
-    assert [r["Name"] for r in records if r["Type"] == "gpu"] == ["gpu0", "gpu0", "gpu1", "gpu1"]
+    assert [r["Name"] for r in records if r["Type"] == "gpu"] == ["gpu0"] * 5 + ["gpu1"] * 5
 
 
 def test_recording_with_kineto_traces_gives_one_report_with_both(tmp_path):

@@ -88,6 +88,7 @@ CASES = [
     ("compare new.json ro -o c.md --format md --json ro/kineto.json",
      "--json ro/kineto.json is inside the input folder B ro"),
     ("record --out ro/rec --trace-dir ro -- true", "--out ro/rec is inside the input folder --trace-dir ro"),
+    ("memory-snapshot base.json --json link.json", "--json link.json is the input file SNAPSHOT base.json"),
 ]
 
 

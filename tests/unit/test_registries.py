@@ -151,5 +151,5 @@ def test_each_cause_row_names_the_question_it_answers():
     assert {c.id: c.question for c in causes.REGISTRY if c.question != "gpu-use"} == {
         "input-pipeline": "input-pipeline", "io-bound": "input-pipeline", "cpu-bound": "input-pipeline",
         "straggler": "step-times", "step-outliers": "step-times", "slow-initialization": "step-times",
-        "gpu-memory-growth": "memory", "host-memory-growth": "memory",
-        **{cause: "step-account" for cause in causes.ACCOUNT_CAUSES}}
+        "gpu-memory-growth": "memory", "host-memory-growth": "memory", "memory-leak": "memory",
+        "out-of-memory-risk": "memory", **{cause: "step-account" for cause in causes.ACCOUNT_CAUSES}}

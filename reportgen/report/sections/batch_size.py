@@ -20,7 +20,7 @@ def build(outputs: RuleOutputs) -> Section:
         "The BatchSize rule checks whether the GPUs are underused because the batch is too small: it fires "
         f"when, over the last {rule.param('window', 500)} datapoints, the 95th percentiles of CPU utilization "
         f"(below {rule.param('cpu_threshold_p95', 70)} %), GPU utilization (below "
-        f"{rule.param('gpu_threshold_p95', 70)} %) and GPU memory utilization (below "
+        f"{rule.param('gpu_threshold_p95', 70)} %) and GPU memory utilization (memory-controller activity: how busy, not how full; below "
         f"{rule.param('gpu_memory_threshold_p95', 70)} %) are all low. The first "
         f"{rule.param('patience', 1000)} datapoints are skipped. It found {rule.violations} such cases in "
         f"{rule.datapoints} datapoints and fired {rule.triggered} times.",

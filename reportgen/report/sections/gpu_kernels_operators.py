@@ -10,6 +10,8 @@ from __future__ import annotations
 from reportgen.report import charts
 from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Table, Text
 from reportgen.report.util import as_dict, as_list, number, slug
+from reportgen.report.trace_flops import flops_blocks
+from reportgen.report.trace_memory import memory_blocks
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
 from reportgen.trace_ranks import (ACCOUNT_SLICES, JobRow, TraceComparison, TraceJob, TraceLoader,
@@ -292,6 +294,8 @@ def _rank_blocks(label: str, r: dict) -> list:
             ["text", "num2", "int", "num2"],
             caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators by total "
                      "inclusive time (a parent's time includes its children's)")))
+    blocks.extend(memory_blocks(label, sid, r))
+    blocks.extend(flops_blocks(label, r))
     blocks.extend(gpu_analysis_blocks(label, r))
     steps = [as_dict(s) for s in as_list(r.get("steps"))]
     if steps:

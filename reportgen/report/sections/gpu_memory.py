@@ -18,7 +18,8 @@ def build(outputs: RuleOutputs) -> Section:
         return section.missing("No GPUMemoryIncrease output was found.")
     increase = number(rule.param("increase", 5), 5.0)
     section.add(Text(
-        f"The GPUMemoryIncrease rule fires when the moving average of GPU memory utilization grows by more "
+        f"The GPUMemoryIncrease rule fires when the moving average of GPU memory utilization (GPUMemoryUtilization: "
+        f"memory-controller activity, how busy the GPU's memory is, not how full) grows by more "
         f"than {increase:g} percentage points (for example from 10 % to {10 + increase:g} %). Moving-average "
         f"window: {rule.param('window', 10)} datapoints; the first {rule.param('patience', 1000)} are skipped. "
         f"It found {rule.violations} increases in {rule.datapoints} datapoints and fired {rule.triggered} times.",
@@ -28,8 +29,9 @@ def build(outputs: RuleOutputs) -> Section:
     nodes = gpus_of(rule.details)
     groups = []  # one column per node: heading, per-GPU sentences, box plot
     if nodes:
-        section.add(Text("GPU memory use rose sharply during training. If memory is close to the GPU's "
-                         "capacity, an instance with more GPU memory avoids out-of-memory failures."
+        section.add(Text("GPU memory-controller activity rose sharply during training. It is how busy the memory "
+                         "is, not how full: torch.cuda.max_memory_reserved() or a trace recorded with "
+                         "profile_memory=True tells whether the GPU is close to running out."
                          + last_triggered(rule.details), tone="finding"))
     for node_gpus in nodes:
         node, gpus = node_gpus.node, node_gpus.stats()

@@ -51,17 +51,23 @@ def _across(aggs: list[dict]) -> dict:
 
 
 def gpu_panel(series: dict) -> dict:
-    """The GPU panel: utilization and memory, each the mean over the node's GPUs with the range of
+    """The GPU panel: utilization, memory-controller activity and (recorded with NVML) memory in use, each the
+    mean over the node's GPUs with the range of
     every GPU as a band (the per-GPU detail is in the GPU heatmap beside it)."""
     util = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUUtilization")]
     memory = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUMemoryUtilization")]
+    used = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUMemoryUsedPercent")]
     chosen = {}
     if util:
         chosen["GPU utilization (mean of GPUs)" if len(util) > 1 else "GPU utilization"] = {**_across(util),
                                                                                            "kind": "gpu"}
     if memory:
-        chosen["GPU memory (mean of GPUs)" if len(memory) > 1 else "GPU memory"] = {**_across(memory),
-                                                                                    "kind": "gpu_memory"}
+        # GPUMemoryUtilization is how busy the memory is (controller activity), never how full
+        label = "GPU memory-controller activity"
+        chosen[f"{label} (mean of GPUs)" if len(memory) > 1 else label] = {**_across(memory), "kind": "gpu_memory"}
+    if used:  # how full (a `record` with NVML's memory info)
+        label = "GPU memory in use"
+        chosen[f"{label} (mean of GPUs)" if len(used) > 1 else label] = {**_across(used), "kind": "gpu_memory_used"}
     return chosen
 
 

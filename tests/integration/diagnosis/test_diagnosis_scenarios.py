@@ -80,7 +80,9 @@ def test_findings_carry_numbers_and_fixes(diagnosed):
     assert ip.share == pytest.approx(0.5 * in_loop, abs=0.02)  # planted: half the samples, those in the loop count
     assert "num_workers from 1 to" in ip.fix and "pin_memory=True" in ip.fix
     under = diagnosed("gpu-underused").findings[0]
-    assert "batch size" in under.fix and "GPU memory p95 16 %" in under.evidence
+    assert "batch size" in under.fix and "GPU memory-controller activity (GPUMemoryUtilization: how busy, not how full) " \
+        "p95 16 %" in under.evidence
+    assert "Increase the batch size 2-4×" in under.fix and "fits" not in under.fix  # activity says nothing of room
     assert under.share == pytest.approx(0.77, abs=0.03)  # 1 - GPU mean (≈ 23 %)
     strag = diagnosed("straggler").findings[0]
     assert strag.metrics["who"] == "algo-2-27"

@@ -23,11 +23,12 @@ NEW_KERNEL_KEYS = ("min_us", "p25_us", "p50_us", "p75_us", "max_us", "std_us", "
 
 def _without_job(doc: dict) -> dict:
     """What the frozen output holds: without ``job``, the GPU analyses (issue 28, checked in
-    tests/unit/trace_analysis/test_gpu_analyses.py) and the step-time account (issue 46, checked in
-    tests/unit/trace_analysis/test_account.py) added since, which must leave every other byte as it was."""
+    tests/unit/trace_analysis/test_gpu_analyses.py), the step-time account (issue 46, checked in
+    tests/unit/trace_analysis/test_account.py), the memory and FLOPs (issue 48, tests/unit/trace_analysis/
+    test_memory.py, test_flops.py) added since, which must leave every other byte as it was."""
     ranks = {}
     for label, rank in doc["ranks"].items():
-        rank = {k: v for k, v in rank.items() if k not in ("gpu_analysis", "account")}
+        rank = {k: v for k, v in rank.items() if k not in ("gpu_analysis", "account", "memory", "flops")}
         kernels = dict(rank["kernels"])
         kernels["top"] = [{k: v for k, v in row.items() if k not in NEW_KERNEL_KEYS} for row in kernels["top"]]
         ranks[label] = {**rank, "kernels": kernels}

@@ -125,11 +125,14 @@ def test_torch_input_bound_recording_is_input_pipeline():
 def test_torch_two_workers_recording_is_not_called_healthy_on_six_profiled_steps():
     diagnosis = diagnose(kineto_outputs("torch-cpu-record-workers2"))
     assert diagnosis.findings == []  # DataLoader 4-9 % of the step: the input pipeline keeps up
-    assert diagnosis.status == "insufficient-data"  # step times and memory could not be judged from 6 steps
+    assert diagnosis.status == "insufficient-data"  # step times could not be judged from 6 steps
+    # memory could, from the allocator's events of the trace (profile_memory=True): flat, no leak (issue 48)
     answers = {a.question: a for a in diagnosis.answers}
     assert answers["input-pipeline"].judged is True and answers["gpu-use"].judged is None
     assert answers["step-times"].how == "6 profiled steps per rank; slow or periodic steps need at least 20 (profile more active steps)"
-    assert "Judged: the input pipeline, where each step's time goes. Not judged: step times" in diagnosis.coverage_text()
+    assert answers["memory"].judged is True and answers["memory"].how.endswith("(cpu)")
+    assert "Judged: the input pipeline, memory, where each step's time goes. Not judged: step times" in \
+        diagnosis.coverage_text()
 
 
 def _loader_straggler_set(tmp_path):
