@@ -428,10 +428,11 @@ def _impact(finding: dict, currency: str = "USD") -> str:
         parts = [f"grows {binary_bytes(risk['per_step_bytes'])} per step"] if "per_step_bytes" in risk else []
         if isinstance(risk.get("time_to_full_s"), (int, float)):
             parts.append(f"full in {_duration(risk['time_to_full_s'])} at this rate")
-        if isinstance(risk.get("peak_pct"), (int, float)):
-            parts.append(f"peak {risk['peak_pct']:.0f} % of GPU memory")
-        if isinstance(risk.get("peak_activity_pct"), (int, float)):  # how busy the memory was, never how full
-            parts.append(f"peak memory-controller activity {risk['peak_activity_pct']:.0f} %")
+        # how full the GPU memory was, and (SageMaker's GPUMemoryUtilization) how busy, never as how full
+        for key, words in (("peak_pct", "peak {:.0f} % of GPU memory"),
+                           ("peak_activity_pct", "peak memory-controller activity {:.0f} %")):
+            if isinstance(risk.get(key), (int, float)):
+                parts.append(words.format(risk[key]))
         return "risk, no time lost yet" + (f" ({', '.join(parts)})" if parts else "")
     share, seconds, cost = impact.get("share"), impact.get("seconds"), impact.get("cost")
     text = f"about {human_duration(seconds)}" if isinstance(seconds, (int, float)) else "impact unknown"

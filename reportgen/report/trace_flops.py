@@ -4,7 +4,7 @@ PyTorch profiler section says it, or how to get the counts when the trace has no
 from __future__ import annotations
 
 from reportgen.report.model import Text
-from reportgen.trace_ranks import TraceFlops
+from reportgen.trace_ranks import TraceFlops, TraceRank
 
 HOW = ("record the trace with torch.profiler.profile(record_shapes=True) (matrix multiplications are counted from "
        "their shapes) or with_flops=True")
@@ -14,9 +14,8 @@ def flops_blocks(label: str, entry: dict) -> list:
     """One sentence: achieved TFLOP/s and MFU, or how to record FLOP counts (a rank with steps only)."""
     flops = TraceFlops.of(entry)
     if flops is None:
-        steps = entry.get("steps")
         return [Text(f"Rank {label}: no FLOP counts in the trace, so no achieved FLOP/s or MFU: {HOW}.", tone="note")] \
-            if isinstance(steps, list) and steps else []
+            if TraceRank.of(label, entry).step_list else []
     text = (f"Rank {label}: {(flops.achieved_tflops or 0):.4g} TFLOP/s achieved in the profiled steps "
             f"({(flops.per_step or 0) / 1e9:.4g} GFLOP per step on {(flops.operators or 0):g} operators with a count: "
             "matrix multiplications from their shapes and torch's own flops; attention, convolutions and elementwise "
