@@ -235,7 +235,7 @@ def _loop_start_before_trace(rank: TraceRank) -> float | None:
         return None
     first = min(steps, key=lambda x: x.start_ms)
     k = _num(first.step)
-    if k is None or k < 1 or k != int(k):
+    if k is None or k < 2 or k != int(k):  # one step before is the schedule's warm-up, no waiting schedule
         return None
     median_s = statistics.median(x.dur_ms for x in steps) / 1000.0
     return begin / 1e6 + first.start_ms / 1000.0 - k * median_s
