@@ -17,7 +17,8 @@ from pathlib import Path
 
 from reportgen import __version__
 from reportgen.compare.output import md_escape
-from reportgen.compare.regression import Distribution, Regression, judge
+from reportgen.compare.output_name import page_path
+from reportgen.compare.regression import Distribution, Regression, judge, load_gated_report
 from reportgen.errors import InputError
 from reportgen.report.views import UsageRow, usage_rows_of
 from reportgen.section_ids import SectionId
@@ -133,6 +134,8 @@ def _change(run: Run) -> str:
     reg = run.against_previous
     if reg is None:
         return "first run"
+    if reg.unjudged:
+        return f"cannot judge: {reg.unjudged}"
     if reg.ratio is None:
         return "not compared"
     change = (reg.ratio - 1) * 100
@@ -211,18 +214,18 @@ def to_html(runs: list[Run], threshold: float) -> str:
 def trend(paths: list[Path], output, *, fmt: str = "html", labels: list[str] | None = None,
           threshold: float = DEFAULT_THRESHOLD, json_path=None) -> list[Run]:
     """Read the reports (each must be a reportgen report.json), write the page (and trend.json when asked)."""
-    from reportgen.ci_outputs import load_report_json
     from reportgen.output_set import OutputSet
 
     if fmt not in ("html", "md"):
         raise InputError(f"unknown format {fmt!r} (use html or md)")
+    output = page_path(output, fmt, "trend")
     if len(paths) < 2:
         raise InputError("trend needs at least two report.json files")
     outputs = OutputSet()
     outputs.add("-o", output)
     if json_path is not None:
         outputs.add("--json", json_path)
-    datas = [load_report_json(Path(p)) for p in paths]
+    datas = [load_gated_report(Path(p)) for p in paths]
     names = labels_for([Path(p) for p in paths], datas, labels or [])
     runs = build_trend([(n, d, str(p)) for n, d, p in zip(names, datas, paths)], threshold)
     text = to_markdown(runs, threshold) if fmt == "md" else to_html(runs, threshold)

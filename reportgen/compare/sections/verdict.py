@@ -86,7 +86,7 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     data["text"] = " ".join(sentences)
     regression = judge(a.sections(), b.sections(), labels=("A", "B"))  # A is the base; run.py applies a threshold
     data["regression"] = regression.to_data()
-    section.add(Text(regression.summary(), tone="finding" if regression.verdict == "slower beyond noise" else "plain"))
+    section.add(Text(regression.summary(), tone="finding" if regression.verdict in ("slower beyond noise", "cannot judge") else "plain"))
     cause_blocks, data["causes"] = compare_causes(a, b)
     section.add(*cause_blocks)
     section.data = data
