@@ -223,6 +223,9 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
                           "steps are missing), or when it cannot judge; outputs are written first (see docs/ci.md)")
     cmp.add_argument("--allow-unjudged", action="store_true",
                      help="let --fail-on-regression pass when it cannot judge (it says so)")
+    cmp.add_argument("--force", action="store_true",
+                     help="compare runs the comparability check finds unrelated (another operator mix: another "
+                          "model); without it they get 'not comparable because ...' and no verdict")
 
 
 def _source_options(args):
@@ -260,7 +263,8 @@ def _compare(args, say) -> int:
     options = CompareOptions(source=_source_options(args), fmt=args.fmt, json_path=args.json_path,
                              a=CostOptions(args.instance_a, args.count_a, args.region, args.prices),
                              b=CostOptions(args.instance_b, args.count_b, args.region, args.prices),
-                             fail_on_regression=threshold, allow_unjudged=args.allow_unjudged)
+                             fail_on_regression=threshold, allow_unjudged=args.allow_unjudged,
+                             force=args.force)
     result = compare(args.source_a, args.source_b, args.output, options, progress=say)
     also = f" and {_name(result.json_path)}" if result.json_path is not None else " (no compare.json: give --json PATH)"
     say(f"wrote {_name(result.output_path)}{also} in {result.seconds:.1f} s")

@@ -43,6 +43,7 @@ class CompareOptions:
     b: CostOptions = field(default_factory=CostOptions)
     fail_on_regression: float | None = None  # allowed slowdown of B against A (fraction): the regression gate
     allow_unjudged: bool = False  # the gate passes (saying so) when it cannot judge, instead of failing closed
+    force: bool = False  # a verdict even for runs the comparability check finds unrelated
 
 
 @dataclass
@@ -113,13 +114,14 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
             prices = str(Path(prices_file).resolve()) if prices_file else ""
             if fmt == "md":
                 progress("building the comparison")
-                session = open_comparison(a, b, prices_file=prices, standalone=True)
+                session = open_comparison(a, b, prices_file=prices, standalone=True, force=options.force)
                 text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
                 session.save_json(work_dir)
             else:
                 progress("executing the comparison notebook and converting it to HTML")
                 text = maker.render({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
-                                     "standalone": True}, notebook=compare_notebook_path()).html
+                                     "standalone": True, "force": options.force},
+                                    notebook=compare_notebook_path()).html
         produced = _produced_json(work_dir)
         regression = None
         if options.fail_on_regression is not None:

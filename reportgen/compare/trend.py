@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen import __version__
+from reportgen.compare.common import job_cpu
 from reportgen.compare.output import md_escape
 from reportgen.compare.output_name import page_path
 from reportgen.compare.regression import Distribution, Regression, judge, load_gated_report
@@ -40,6 +41,7 @@ class Run:
     cost: float | None
     causes: list[str] = field(default_factory=list)
     against_previous: Regression | None = None
+    cpu_of_command: bool = False  # cpu_p50 is the recorded command's own CPU (a shared host), as generate judges
 
     @property
     def steps_per_s(self) -> float | None:
@@ -49,6 +51,7 @@ class Run:
         return {"label": self.label, "report_json": self.path, "status": self.status, "median_step_s": self.step_s,
                 "steps": self.steps, "steps_per_s": self.steps_per_s, "duration_s": self.duration_s,
                 "gpu_p50_pct": self.gpu_p50, "gpu_p95_pct": self.gpu_p95, "cpu_p50_pct": self.cpu_p50,
+                "cpu_of_recorded_command": self.cpu_of_command,
                 "cost": self.cost, "causes": self.causes,
                 "against_previous": self.against_previous.to_data() if self.against_previous else None}
 
@@ -73,10 +76,12 @@ def run_of(data: dict, label: str, path: str) -> Run:
     diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
     causes = [str(f.get("cause")) for f in diagnosis.get("findings") or []
               if isinstance(f, dict) and f.get("cause") and f.get("serious", True)]
+    own = job_cpu(sections)  # a shared host: the recorded command's own CPU, as generate and compare judge it
     return Run(label=label, path=path, status=diagnosis.get("status"), step_s=dist.median() if dist else None,
                steps=dist.steps if dist else None, duration_s=_number(summary.get("job_duration_s")),
                gpu_p50=_mean_stat(rows, "GPU", "p50"), gpu_p95=_mean_stat(rows, "GPU", "p95"),
-               cpu_p50=_mean_stat(rows, "CPU", "p50"), cost=_number(cost.get("cost")), causes=causes)
+               cpu_p50=own["p50"] if own else _mean_stat(rows, "CPU", "p50"), cost=_number(cost.get("cost")),
+               causes=causes, cpu_of_command=own is not None)
 
 
 def build_trend(reports: list[tuple[str, dict, str]], threshold: float = DEFAULT_THRESHOLD) -> list[Run]:
@@ -151,7 +156,8 @@ COLUMNS = ("Run", "Status", "Median step", "Steps/s", "Change vs previous (95 % 
 
 def _cells(run: Run) -> list[str]:
     return [run.label, run.status or "—", _ms(run.step_s), _rate(run.steps_per_s), _change(run), _pct(run.gpu_p50),
-            _pct(run.gpu_p95), _pct(run.cpu_p50), "—" if run.duration_s is None else f"{run.duration_s:g} s",
+            _pct(run.gpu_p95), _pct(run.cpu_p50) + (" (command)" if run.cpu_of_command and run.cpu_p50 is not None
+                                                    else ""), "—" if run.duration_s is None else f"{run.duration_s:g} s",
             _money(run.cost), ", ".join(run.causes) or "none"]
 
 
@@ -159,7 +165,8 @@ def _explain(threshold: float) -> str:
     return (f"Runs in the order given. Change: the ratio of each run's median step time to the previous run's, "
             f"with its 95 % bootstrap interval from both step-time distributions; REGRESSION marks a run slower by "
             f"more than {threshold * 100:g} % and beyond the runs' noise (job durations, without an interval, "
-            f"when a run has no step durations). GPU/CPU: the mean over nodes of each node's percentile. "
+            f"when a run has no step durations). GPU/CPU: the mean over nodes of each node's percentile; "
+            f"\"(command)\": a recording on a shared host, the recorded command's own CPU. "
             f"Causes: those the diagnosis found serious.")
 
 
