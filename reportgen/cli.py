@@ -157,7 +157,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Put several runs' report.json side by side, in the order given: median step time and steps "
                     "per second, the change against the previous run with its interval (REGRESSION when slower by "
                     "more than --threshold beyond the runs' noise), GPU/CPU use, duration, cost and the causes found.",
-        epilog="exit codes: 0 done; 2 usage or input error (one line on stderr); 3 internal error")
+        epilog="exit codes: 0 done; 1 --fail-on-change tripped or cannot judge; 2 usage or input error (one line "
+               "on stderr); 3 internal error")
     trd.add_argument("reports", nargs="+", type=Path, metavar="REPORT_JSON", help="two or more report.json, oldest first")
     trd.add_argument("-o", "--output", type=Path, default=None,
                      help="file to write (default: trend.html, or trend.md with --format md; - : standard output); "
@@ -168,6 +169,12 @@ def _parser() -> argparse.ArgumentParser:
     trd.add_argument("--threshold", default="5%", metavar="PCT",
                      help="slowdown against the previous run that marks a regression (default: 5%%)")
     trd.add_argument("--json", type=Path, default=None, dest="json_path", help="also write the numbers as JSON")
+    trd.add_argument("--fail-on-change", action="store_true",
+                     help="exit with code 1 when the history's latest change point is a slowdown by more than "
+                          "--threshold beyond its interval, or when the history cannot be judged (fewer than "
+                          "5 runs with step times, no ruptures)")
+    trd.add_argument("--allow-unjudged", action="store_true",
+                     help="let --fail-on-change pass when it cannot judge (it says so)")
     ana = sub.add_parser(
         "analyze", parents=[common, _sources(recompute=False)],
         help="run only the analysis engine: raw profiler data -> the 11 rule outputs in SageMaker's schema",
@@ -286,11 +293,24 @@ def _trend(args, say) -> int:
     from reportgen.compare.trend import trend
 
     output = page_path(args.output, args.fmt, "trend")
-    runs = trend(args.reports, output, fmt=args.fmt, labels=args.label,
-                 threshold=parse_threshold(args.threshold), json_path=args.json_path)
+    threshold = parse_threshold(args.threshold)
+    runs, history = trend(args.reports, output, fmt=args.fmt, labels=args.label, threshold=threshold,
+                          json_path=args.json_path)
     marked = [r.label for r in runs if r.against_previous is not None and r.against_previous.tripped]
-    say(f"wrote {_name(output)}: {len(runs)} runs" + (f", regression at {', '.join(marked)}" if marked else ""))
-    return EXIT_OK
+    say(f"wrote {_name(output)}: {len(runs)} runs" + (f", regression at {', '.join(marked)}" if marked else "")
+        + (f", change at {', '.join(c.label for c in history.changes)}" if history.changes else ""))
+    if not args.fail_on_change:
+        return EXIT_OK
+    if history.unjudged:  # fails closed, as the regression gate does
+        how = "allowed by --allow-unjudged" if args.allow_unjudged else "exit code 1; --allow-unjudged lets it pass"
+        print(f"reportgen: --fail-on-change cannot judge: {history.unjudged} ({how})", file=sys.stderr)
+        return EXIT_OK if args.allow_unjudged else EXIT_RULE_FIRED
+    slower = history.latest_slowdown(threshold)
+    if slower is None:
+        return EXIT_OK
+    print(f"reportgen: --fail-on-change tripped: the step time changed by {slower.text()}, more than "
+          f"{threshold * 100:g} % (exit code 1)", file=sys.stderr)
+    return EXIT_RULE_FIRED
 
 
 def _progress(quiet: bool):
