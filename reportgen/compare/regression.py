@@ -333,6 +333,12 @@ def _duration(sections: dict):
 
 def judge(base: dict, new: dict, threshold: float | None = None, labels: tuple[str, str] = ("BASE", "NEW")) -> Regression:
     """``base``/``new``: the ``sections`` of the two runs' report.json (or their reports' section data)."""
+    damaged = [f"{label}'s {problem}" for label, problem in zip(labels, (histogram_problem(base), histogram_problem(new)))
+               if problem]
+    if damaged:  # fail closed: no fallback to the durations of a run whose step data is damaged
+        result = _cannot("; ".join(damaged), threshold)
+        result.labels = labels
+        return result  # the reason names nodes as the data spells them: not relabelled
     result = _judge(base, new, threshold)
     result.labels = labels
     result.note = result.note.replace("BASE", labels[0]).replace("NEW", labels[1])
@@ -347,9 +353,6 @@ def _cannot(why: str, threshold: float | None, db=None, dn=None) -> Regression:
 
 
 def _judge(base: dict, new: dict, threshold: float | None) -> Regression:
-    damaged = [f"BASE's {p}" for p in [histogram_problem(base)] if p] + [f"NEW's {p}" for p in [histogram_problem(new)] if p]
-    if damaged:  # fail closed: no fallback to the durations of a run whose step data is damaged
-        return _cannot("; ".join(damaged), threshold)
     db, dn = Distribution.of(base), Distribution.of(new)
     short = [f"{label} has {d.steps} steps" for label, d in (("BASE", db), ("NEW", dn))
              if d and d.steps < MIN_JUDGED_STEPS]

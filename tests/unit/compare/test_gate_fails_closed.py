@@ -85,9 +85,12 @@ def test_what_it_cannot_judge_fails_the_gate_unless_allowed(case):
         assert judge({**base, **_sections(duration_s=100)}, {**new, **_sections(duration_s=100)}, 0.05).unjudged
 
 
-def test_labels_name_the_sides_in_the_reason():
+def test_labels_name_the_sides_in_the_reason_and_node_names_stay_as_given():
     result = judge(_sections(), _sections(duration_s=10), 0.05, labels=("A", "B"))
     assert result.unjudged.startswith("no step durations in A and B") and "no job duration in A" in result.unjudged
+    damaged = _sections(nodes={"NEW-BASE": {"histogram": {"counts": [1], "edges": [-1.0, 0.0]}}})
+    result = judge(_sections(_ranks(80, 1)), damaged, 0.05, labels=("A", "B"))
+    assert result.unjudged == "B's node NEW-BASE's step histogram has a negative step time (-1 s)"
 
 
 def test_the_gate_as_a_junit_case_says_which():
