@@ -65,10 +65,11 @@ def _histogram_problem(counts: list, edges: list) -> str:
         return f"a step count that is not a number from 0 to {MAX_COUNT:g}"
     if not all(_finite(v) for v in edges):
         return "an edge that is not a finite number"
-    if min(edges) < 0:
-        return f"a negative step time ({min(edges):g} s)"
-    if max(edges) > MAX_STEP_S:
-        return f"a step time of {max(edges):g} s (more than {MAX_STEP_S:g} s)"
+    negative = [lo for count, lo, hi in zip(counts, edges, edges[1:]) if count and lo < 0 and hi <= 0]
+    if negative:  # empty bins below 0 are fine: numpy spans one step's histogram over its value ± 0.5 s
+        return f"a negative step time (a step in the bin from {negative[0]:g} s)"
+    if max(edges) > MAX_STEP_S or min(edges) < -MAX_STEP_S:
+        return f"an edge of {max(edges, key=abs):g} s (beyond ±{MAX_STEP_S:g} s)"
     if any(hi < lo for lo, hi in zip(edges, edges[1:])):
         return "edges out of order"
     return ""
@@ -354,7 +355,7 @@ def _cannot(why: str, threshold: float | None, db=None, dn=None) -> Regression:
 
 def _judge(base: dict, new: dict, threshold: float | None) -> Regression:
     db, dn = Distribution.of(base), Distribution.of(new)
-    short = [f"{label} has {d.steps} steps" for label, d in (("BASE", db), ("NEW", dn))
+    short = [f"{label} has {d.steps} step{'' if d.steps == 1 else 's'}" for label, d in (("BASE", db), ("NEW", dn))
              if d and d.steps < MIN_JUDGED_STEPS]
     if db and dn and not short:
         zero = [label for label, d in (("BASE", db), ("NEW", dn)) if d.median() <= 0 or d.mean() <= 0]

@@ -85,12 +85,22 @@ def test_what_it_cannot_judge_fails_the_gate_unless_allowed(case):
         assert judge({**base, **_sections(duration_s=100)}, {**new, **_sections(duration_s=100)}, 0.05).unjudged
 
 
+def test_one_steps_histogram_spans_below_zero_and_is_not_damaged():
+    """numpy spans a single step's histogram over its value ± 0.5 s (a real HTA fixture's rank): empty bins below
+    0 are no negative step time."""
+    counts, edges = np.histogram([0.21], bins=100)
+    one = {f"rank-{i}": {"histogram": {"counts": counts.tolist(), "edges": edges.tolist()}} for i in range(4)}
+    assert edges[0] < 0 and gated_numbers_problem({"sections": _sections(nodes=one)}) == ""
+    result = judge(_sections(nodes=one), _sections(nodes=one), 0.05)
+    assert not result.unjudged and result.basis == "mean step time" and result.ratio == pytest.approx(1.0)
+
+
 def test_labels_name_the_sides_in_the_reason_and_node_names_stay_as_given():
     result = judge(_sections(), _sections(duration_s=10), 0.05, labels=("A", "B"))
     assert result.unjudged.startswith("no step durations in A and B") and "no job duration in A" in result.unjudged
     damaged = _sections(nodes={"NEW-BASE": {"histogram": {"counts": [1], "edges": [-1.0, 0.0]}}})
     result = judge(_sections(_ranks(80, 1)), damaged, 0.05, labels=("A", "B"))
-    assert result.unjudged == "B's node NEW-BASE's step histogram has a negative step time (-1 s)"
+    assert result.unjudged == "B's node NEW-BASE's step histogram has a negative step time (a step in the bin from -1 s)"
 
 
 def test_the_gate_as_a_junit_case_says_which():
