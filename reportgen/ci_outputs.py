@@ -310,17 +310,31 @@ def _counts(cases: list[str]) -> dict:
             "skipped": str(cases.count("skipped")), "time": "0"}
 
 
-def junit_xml(data: dict) -> bytes:
+@dataclass(frozen=True)
+class ExtraCase:
+    """A gate of the command's own beside the rules and causes (``check --base``'s regression gate), as one
+    JUnit test case in a suite of its own: ``state`` "failure", "skipped" (with ``message`` as the reason) or
+    "passed" (with ``message`` in ``<system-out>``); ``kind`` is the failure's type."""
+
+    suite: str
+    name: str
+    state: str
+    message: str
+    kind: str = "Failure"
+
+
+def junit_xml(data: dict, extra: ExtraCase | None = None) -> bytes:
     """One ``<testcase>`` per rule: ``<failure>`` when it fired (led by the diagnosed cause and its fix),
     ``<skipped>`` when it was not evaluated; and one per cause of the diagnosis vocabulary (when the
     report has a diagnosis): ``<failure>`` when found and serious (a minor one passes, with what was found in
-    ``<system-out>``), ``<skipped>`` when the data was too little to judge."""
+    ``<system-out>``), ``<skipped>`` when the data was too little to judge; then ``extra``, when given."""
     results = rule_results(data)
     rule_cases = ["failure" if r.status == FIRED else "skipped" if r.status == NOT_EVALUATED else "passed"
                   for r in results]
     causes = cause_results(data)
     cause_cases = [state for _, state, _ in causes]
-    root = ET.Element("testsuites", {"name": "reportgen", **_counts(rule_cases + cause_cases)})
+    extra_cases = [extra.state] if extra is not None else []
+    root = ET.Element("testsuites", {"name": "reportgen", **_counts(rule_cases + cause_cases + extra_cases)})
     suite = ET.SubElement(root, "testsuite", {"name": SUITE, **_counts(rule_cases)})
     job = data.get("job") or {}
     generator = data.get("generator") or {}
@@ -364,6 +378,15 @@ def junit_xml(data: dict) -> bytes:
                                                                        "it unhealthy):", *details]))
             elif state == "skipped":
                 ET.SubElement(case, "skipped", {"message": "not judged: too little data (status insufficient-data)"})
+    if extra is not None:
+        extra_suite = ET.SubElement(root, "testsuite", {"name": extra.suite, **_counts(extra_cases)})
+        case = ET.SubElement(extra_suite, "testcase", {"classname": extra.suite, "name": _x(extra.name), "time": "0"})
+        if extra.state == "failure":
+            ET.SubElement(case, "failure", {"message": _x(extra.message), "type": extra.kind}).text = _x(extra.message)
+        elif extra.state == "skipped":
+            ET.SubElement(case, "skipped", {"message": _x(extra.message)})
+        else:
+            ET.SubElement(case, "system-out").text = _x(extra.message)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
@@ -588,7 +611,8 @@ def ci_output_set(junit, markdown, summary_file) -> OutputSet:
 
 def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | None = None,
                      step_summary: bool = True, fail_on: FailOn | str = "none",
-                     environ: dict | None = None, extra_markdown: str = "") -> CIOutcome:
+                     environ: dict | None = None, extra_markdown: str = "",
+                     extra_case: ExtraCase | None = None) -> CIOutcome:
     """Write the requested outputs together (``output_set``: checked first, all or none; ``-`` is
     standard output); then append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
     environ = os.environ if environ is None else environ
@@ -596,7 +620,7 @@ def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | 
     outputs = ci_output_set(junit, markdown, summary_file)
     contents: dict = {}
     if junit:
-        contents["--junit"] = junit_xml(data)
+        contents["--junit"] = junit_xml(data, extra_case)
     text = markdown_summary(data, extra_markdown) if markdown or summary_file else ""
     if markdown:
         contents["--markdown"] = text

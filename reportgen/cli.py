@@ -145,7 +145,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="a base run's report.json: the Markdown adds the step-time comparison against it")
     check.add_argument("--fail-on-regression", default=None, metavar="PCT",
                        help="with --base: exit with code 1 when REPORT_JSON's median step is slower than the "
-                            "base's by more than PCT (e.g. 5%%) and beyond the runs' noise")
+                            "base's by more than PCT (e.g. 5%%) and beyond the runs' noise, or when it cannot "
+                            "judge (see --allow-unjudged)")
+    check.add_argument("--allow-unjudged", action="store_true",
+                       help="let --fail-on-regression pass when it cannot judge (no step durations and no job "
+                            "durations, a median step of 0 s); it says so in the Markdown and JUnit")
     _add_ci_options(check)
     gen.epilog = EXIT_CODES_HELP
     _add_compare_parser(sub, common)
@@ -155,16 +159,24 @@ def _parser() -> argparse.ArgumentParser:
         description="Put several runs' report.json side by side, in the order given: median step time and steps "
                     "per second, the change against the previous run with its interval (REGRESSION when slower by "
                     "more than --threshold beyond the runs' noise), GPU/CPU use, duration, cost and the causes found.",
-        epilog="exit codes: 0 done; 2 usage or input error (one line on stderr); 3 internal error")
+        epilog="exit codes: 0 done; 1 --fail-on-change tripped or cannot judge; 2 usage or input error (one line "
+               "on stderr); 3 internal error")
     trd.add_argument("reports", nargs="+", type=Path, metavar="REPORT_JSON", help="two or more report.json, oldest first")
-    trd.add_argument("-o", "--output", type=Path, default=Path("trend.html"),
-                     help="file to write (default: trend.html; - : standard output)")
+    trd.add_argument("-o", "--output", type=Path, default=None,
+                     help="file to write (default: trend.html, or trend.md with --format md; - : standard output); "
+                          "a name for the other format is refused")
     trd.add_argument("--format", choices=("html", "md"), default="html", dest="fmt", help="html (default) or md")
     trd.add_argument("--label", action="append", default=[], metavar="NAME",
                      help="the runs' labels, one per report in order (default: each report's job name)")
     trd.add_argument("--threshold", default="5%", metavar="PCT",
                      help="slowdown against the previous run that marks a regression (default: 5%%)")
     trd.add_argument("--json", type=Path, default=None, dest="json_path", help="also write the numbers as JSON")
+    trd.add_argument("--fail-on-change", action="store_true",
+                     help="exit with code 1 when the history's latest change point is a slowdown by more than "
+                          "--threshold beyond its interval, or when the history cannot be judged (fewer than "
+                          "5 runs with step times, no ruptures)")
+    trd.add_argument("--allow-unjudged", action="store_true",
+                     help="let --fail-on-change pass when it cannot judge (it says so)")
     snap = sub.add_parser(
         "memory-snapshot", parents=[common], help="summarise a torch.cuda.memory._dump_snapshot() file",
         description="Read a CUDA memory snapshot (torch.cuda.memory._dump_snapshot(), the pickle attached to "
@@ -207,8 +219,9 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
         description="Compare run A with run B: one standalone HTML (or Markdown) page plus compare.json.")
     cmp.add_argument("source_a", metavar="A", help="the first run: anything generate accepts")
     cmp.add_argument("source_b", metavar="B", help="the second run: anything generate accepts")
-    cmp.add_argument("-o", "--output", type=Path, default=Path("compare.html"),
-                     help="file to write (default: compare.html)")
+    cmp.add_argument("-o", "--output", type=Path, default=None,
+                     help="file to write (default: compare.html, or compare.md with --format md); a name for the "
+                          "other format is refused")
     cmp.add_argument("--format", choices=("html", "md"), default="html", dest="fmt",
                      help="html (default) or md (Markdown, e.g. for a pull-request comment)")
     cmp.add_argument("--json", type=Path, default=None, dest="json_path",
@@ -226,7 +239,12 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
     cmp.add_argument("--fail-on-regression", default=None, metavar="PCT",
                      help="exit with code 1 when B's median step is slower than A's by more than PCT (e.g. 5%%) "
                           "and beyond the runs' noise (bootstrap interval of the ratio; job durations when "
-                          "steps are missing); outputs are written first (see docs/ci.md)")
+                          "steps are missing), or when it cannot judge; outputs are written first (see docs/ci.md)")
+    cmp.add_argument("--allow-unjudged", action="store_true",
+                     help="let --fail-on-regression pass when it cannot judge (it says so)")
+    cmp.add_argument("--force", action="store_true",
+                     help="compare runs the comparability check finds unrelated (another operator mix: another "
+                          "model); without it they get 'not comparable because ...' and no verdict")
 
 
 def _source_options(args):
@@ -264,30 +282,47 @@ def _compare(args, say) -> int:
     options = CompareOptions(source=_source_options(args), fmt=args.fmt, json_path=args.json_path,
                              a=CostOptions(args.instance_a, args.count_a, args.region, args.prices),
                              b=CostOptions(args.instance_b, args.count_b, args.region, args.prices),
-                             fail_on_regression=threshold)
+                             fail_on_regression=threshold, allow_unjudged=args.allow_unjudged,
+                             force=args.force)
     result = compare(args.source_a, args.source_b, args.output, options, progress=say)
     also = f" and {_name(result.json_path)}" if result.json_path is not None else " (no compare.json: give --json PATH)"
     say(f"wrote {_name(result.output_path)}{also} in {result.seconds:.1f} s")
-    return _regression_exit(result.regression)
+    return _regression_exit(result.regression, args.allow_unjudged)
 
 
-def _regression_exit(regression) -> int:
-    """Exit code 1, with the verdict on stderr, when the regression gate tripped."""
-    if regression is None or not regression.tripped:
-        return EXIT_OK
-    print(f"reportgen: --fail-on-regression tripped: {regression.summary()} (exit code 1)", file=sys.stderr)
-    return EXIT_RULE_FIRED
+def _regression_exit(regression, allow_unjudged: bool = False) -> int:
+    """Exit code 1, with the verdict on stderr, when the regression gate failed: it tripped, or it could not
+    judge and was not told --allow-unjudged (fails closed); a line on stderr for an allowed unjudged gate too."""
+    gate = regression.gate(allow_unjudged) if regression is not None else ""
+    if gate in ("failed", "not judged"):
+        print(f"reportgen: {regression.gate_message(allow_unjudged)}", file=sys.stderr)
+    return EXIT_RULE_FIRED if gate == "failed" else EXIT_OK
 
 
 def _trend(args, say) -> int:
+    from reportgen.compare.output_name import page_path
     from reportgen.compare.regression import parse_threshold
     from reportgen.compare.trend import trend
 
-    runs = trend(args.reports, args.output, fmt=args.fmt, labels=args.label,
-                 threshold=parse_threshold(args.threshold), json_path=args.json_path)
+    output = page_path(args.output, args.fmt, "trend")
+    threshold = parse_threshold(args.threshold)
+    runs, history = trend(args.reports, output, fmt=args.fmt, labels=args.label, threshold=threshold,
+                          json_path=args.json_path)
     marked = [r.label for r in runs if r.against_previous is not None and r.against_previous.tripped]
-    say(f"wrote {_name(args.output)}: {len(runs)} runs" + (f", regression at {', '.join(marked)}" if marked else ""))
-    return EXIT_OK
+    say(f"wrote {_name(output)}: {len(runs)} runs" + (f", regression at {', '.join(marked)}" if marked else "")
+        + (f", change at {', '.join(c.label for c in history.changes)}" if history.changes else ""))
+    if not args.fail_on_change:
+        return EXIT_OK
+    if history.unjudged:  # fails closed, as the regression gate does
+        how = "allowed by --allow-unjudged" if args.allow_unjudged else "exit code 1; --allow-unjudged lets it pass"
+        print(f"reportgen: --fail-on-change cannot judge: {history.unjudged} ({how})", file=sys.stderr)
+        return EXIT_OK if args.allow_unjudged else EXIT_RULE_FIRED
+    slower = history.latest_slowdown(threshold)
+    if slower is None:
+        return EXIT_OK
+    print(f"reportgen: --fail-on-change tripped: the step time changed by {slower.text()}, more than "
+          f"{threshold * 100:g} % (exit code 1)", file=sys.stderr)
+    return EXIT_RULE_FIRED
 
 
 def _memory_snapshot(args, say) -> int:
@@ -328,30 +363,44 @@ def _ci_outputs(args, data: dict, say, regression=None) -> int:
     check --base, the regression gate's)."""
     from reportgen.ci_outputs import write_ci_outputs
 
-    extra = "\n".join(regression.markdown()) if regression is not None else ""
+    allow = getattr(args, "allow_unjudged", False)
+    extra = "\n".join(regression.markdown(allow)) if regression is not None else ""
     outcome = write_ci_outputs(data, junit=args.junit, markdown=args.markdown,
                                step_summary=not args.no_step_summary, fail_on=args.fail_on_parsed,
-                               extra_markdown=extra)
+                               extra_markdown=extra, extra_case=_gate_case(regression, allow))
     for path in outcome.written:
         say(f"wrote {_name(path)}")
-    code = _regression_exit(regression)
+    code = _regression_exit(regression, allow)
     if outcome.tripped:
         _print_line(f"reportgen: {outcome.tripped.message()} (exit code 1)")
         return EXIT_RULE_FIRED
     return code
 
 
+def _gate_case(regression, allow_unjudged: bool):
+    """The regression gate as a JUnit test case (none without --fail-on-regression)."""
+    from reportgen.ci_outputs import ExtraCase
+
+    gate = regression.gate(allow_unjudged) if regression is not None else ""
+    if not gate:
+        return None
+    state = {"failed": "failure", "passed": "passed", "not judged": "skipped"}[gate]
+    kind = "CannotJudge" if regression.unjudged else "Regression"
+    return ExtraCase("reportgen.regression", "regression-gate", state, regression.summary(), kind)
+
+
 def _check_regression(args, data: dict):
     """check --base BASE.json [--fail-on-regression PCT]: this report.json against the base's."""
     if args.base is None:
-        if args.fail_on_regression is not None:
-            raise InputError("--fail-on-regression needs --base BASE_JSON (the base run's report.json)")
+        if args.fail_on_regression is not None or args.allow_unjudged:
+            flag = "--fail-on-regression" if args.fail_on_regression is not None else "--allow-unjudged"
+            raise InputError(f"{flag} needs --base BASE_JSON (the base run's report.json)")
         return None
-    from reportgen.ci_outputs import load_report_json
-    from reportgen.compare.regression import judge, parse_threshold
+    from reportgen.compare.regression import judge, load_gated_report, parse_threshold
 
     threshold = parse_threshold(args.fail_on_regression) if args.fail_on_regression is not None else None
-    return judge(load_report_json(args.base)["sections"], data["sections"], threshold)
+    load_gated_report(args.report_json, data)
+    return judge(load_gated_report(args.base)["sections"], data["sections"], threshold)
 
 
 def _run(args, say) -> int:

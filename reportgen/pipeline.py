@@ -23,6 +23,7 @@ from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
 from reportgen.workdir import work_folder
 from reportgen.sources.layout import local_job_name, traces_named
+from reportgen.trace_ranks import traces_name
 
 Progress = Callable[[str], None]
 
@@ -181,7 +182,7 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
             from reportgen.trace_analysis.outputs import with_rule_outputs
 
             return Prepared(resolved, _add_trace_analysis(resolved, with_rule_outputs(resolved.rule_output_dir, work_dir / "analysis"),
-                                                  options, progress), "rule outputs and PyTorch profiler traces")
+                                                  options, progress), f"rule outputs and {_traces_name(resolved)}")
         return Prepared(resolved, resolved.rule_output_dir, "rule outputs")
     if resolved.raw_dir is not None:
         engine_for_both = options.engine if traces else None
@@ -190,12 +191,12 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
             _keep_recording(Path(resolved.raw_dir), rule_dir)
             if traces:
                 return Prepared(resolved, _add_trace_analysis(resolved, rule_dir.parent, options, progress, client),
-                                "raw data and PyTorch profiler traces")
+                                f"raw data and {_traces_name(resolved)}")
         return Prepared(resolved, rule_dir, "raw data")
     if traces:
         report_dir = _add_trace_analysis(resolved, work_dir / "analysis", options, progress)
         _require_trace_events(source, report_dir.parent)
-        return Prepared(resolved, report_dir, "PyTorch profiler traces")
+        return Prepared(resolved, report_dir, _traces_name(resolved))
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
 
 
@@ -247,6 +248,14 @@ def _cost_parameter(resolved, cost: CostOptions) -> dict:
     return {"instance_type": instance_type, "instance_count": count or resolved.instance_count or 1,
             "region": region or resolved.region, "prices_file": str(Path(prices_file).resolve()) if prices_file else None,
             "instance_from": "command line" if instance else "job description"}
+
+
+def _traces_name(resolved) -> str:
+    """What the source's traces are called ("JAX / TensorFlow profiler traces" for XSpace files), from their
+    local paths or, left in S3 for the workers, their keys."""
+    objects = getattr(resolved, "trace_objects", None)
+    keys = [o[0] for o in objects[1]] if objects else []
+    return traces_name([str(f) for f in resolved.trace_files or ()] or keys)
 
 
 def _require_trace_events(source, analysis_dir: Path) -> None:

@@ -271,6 +271,29 @@ class TraceRank:
                    TraceAccount.of(entry.get("account")), memory_of(entry), entry)
 
 
+PYTORCH_TRACES = "PyTorch profiler traces"
+XSPACE_TRACES = "JAX / TensorFlow profiler traces"
+
+
+def traces_name(files) -> str:
+    """What the report calls its traces, from their file names: "JAX / TensorFlow profiler traces" when every
+    one is an XSpace file (``*.xplane.pb``, gzip'd or not), else "PyTorch profiler traces" (a JAX report called
+    itself a PyTorch one)."""
+    names = [str(getattr(f, "key", f)).lower() for f in files or ()]
+    xspace = [n for n in names if n.endswith((".xplane.pb", ".xplane.pb.gz"))]
+    return XSPACE_TRACES if names and len(xspace) == len(names) else PYTORCH_TRACES
+
+
+def doc_traces_name(doc) -> str:
+    """``traces_name`` of a kineto.json document's ranks (their ``file``/``files``)."""
+    files = []
+    for entry in _dict(_dict(doc).get("ranks")).values():
+        entry = _dict(entry)
+        listed = entry.get("files") if isinstance(entry.get("files"), list) else [entry.get("file")]
+        files += [f for f in listed if isinstance(f, str)]
+    return traces_name(files)
+
+
 def trace_ranks_of(doc) -> dict[str, TraceRank]:
     """Every rank of a kineto.json document, in its order (an entry that is not an object: an empty view)."""
     ranks = _dict(_dict(doc).get("ranks"))

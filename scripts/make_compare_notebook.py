@@ -26,10 +26,11 @@ def main() -> None:
         "# each may also hold: name, source, description, instance_type, instance_count, instance_from, region, notes\n"
         "prices_file = \"\"  # a TOML file of hourly prices laid over the shipped table; empty: shipped table only\n"
         "output_dir = \"\"  # where compare.json is written; empty: not written\n"
-        "standalone = False  # True when rendered to HTML by reportgen (charts drawn by the page)")
+        "standalone = False  # True when rendered to HTML by reportgen (charts drawn by the page)\n"
+        "force = False  # True: a verdict even for runs the comparability check finds unrelated")
     cells.append(nbformat.v4.new_code_cell(
         "from reportgen.compare.session import open_comparison\n\n"
-        "comparison = open_comparison(a, b, prices_file=prices_file, standalone=standalone)\n"
+        "comparison = open_comparison(a, b, prices_file=prices_file, standalone=standalone, force=force)\n"
         "comparison.header()"))
     for section_id in SECTION_IDS:
         cells.append(nbformat.v4.new_code_cell(f'comparison.show("{section_id}")'))

@@ -17,13 +17,14 @@ SECTION_IDS = ("verdict", "cost", "duration-phases", "utilization", "step-durati
                "operators", "rules", "data-quality")
 
 
-def build_comparison(a: Side, b: Side, prices: PriceTable | None = None) -> Report:
-    """The comparison page's sections (ids in ``SECTION_IDS``), each with its numbers in ``data``."""
+def build_comparison(a: Side, b: Side, prices: PriceTable | None = None, force: bool = False) -> Report:
+    """The comparison page's sections (ids in ``SECTION_IDS``), each with its numbers in ``data``; ``force``:
+    a verdict even for runs the comparability check finds unrelated (``compare.comparability``)."""
     prices = prices or load_prices()
     cost_section, ca, cb, saving = cost.build(a, b, prices)
     phase_section, usage_section = phases.build(a, b), utilization.build(a, b)
     rule_section = rules.build(a, b)
-    verdict_section = verdict.build(a, b, phase_section, usage_section, rule_section, ca, cb, saving)
+    verdict_section = verdict.build(a, b, phase_section, usage_section, rule_section, ca, cb, saving, force)
     sections = [verdict_section, cost_section, phase_section, usage_section, steps.build(a, b),
                 framework.build(a, b), operators.build(a, b), rule_section, data_quality.build(a, b)]
     assert tuple(s.id for s in sections) == SECTION_IDS

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reportgen.compare.output_name import page_path
 from reportgen.compare.regression import Regression
 from reportgen.cost import load_prices
 from reportgen.sources.layout import local_job_name
@@ -41,6 +42,8 @@ class CompareOptions:
     a: CostOptions = field(default_factory=CostOptions)
     b: CostOptions = field(default_factory=CostOptions)
     fail_on_regression: float | None = None  # allowed slowdown of B against A (fraction): the regression gate
+    allow_unjudged: bool = False  # the gate passes (saying so) when it cannot judge, instead of failing closed
+    force: bool = False  # a verdict even for runs the comparability check finds unrelated
 
 
 @dataclass
@@ -76,7 +79,7 @@ def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progr
             "notes": notes}
 
 
-def compare(source_a: str, source_b: str, output: Path, options: CompareOptions = CompareOptions(),
+def compare(source_a: str, source_b: str, output: Path | None, options: CompareOptions = CompareOptions(),
             progress: Progress = silent) -> CompareResult:
     from reportgen.compare.output import to_markdown
     from reportgen.compare.session import open_comparison
@@ -90,7 +93,7 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
         if value is not None and value < 1:
             raise InputError(f"{flag} must be at least 1")
     started = time.perf_counter()
-    output = output if is_stdout(output) else Path(output)
+    output = page_path(output, fmt, "compare")  # None: compare.html / compare.md; never the other format's name
     outputs = OutputSet()  # both outputs checked before any work, written together (output_set.py)
     page_target = outputs.add("-o", output)
     # -o - (or a device): there is no place beside it, so compare.json is written only when --json asks
@@ -111,20 +114,22 @@ def compare(source_a: str, source_b: str, output: Path, options: CompareOptions 
             prices = str(Path(prices_file).resolve()) if prices_file else ""
             if fmt == "md":
                 progress("building the comparison")
-                session = open_comparison(a, b, prices_file=prices, standalone=True)
+                session = open_comparison(a, b, prices_file=prices, standalone=True, force=options.force)
                 text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
                 session.save_json(work_dir)
             else:
                 progress("executing the comparison notebook and converting it to HTML")
                 text = maker.render({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
-                                     "standalone": True}, notebook=compare_notebook_path()).html
+                                     "standalone": True, "force": options.force},
+                                    notebook=compare_notebook_path()).html
         produced = _produced_json(work_dir)
         regression = None
         if options.fail_on_regression is not None:
             regression = _gate(produced, options.fail_on_regression)
             if fmt == "md":  # the gate's verdict leads the pull-request comment, before the first section
                 head, mark, rest = text.partition("\n### ")
-                text = head + "\n" + "\n".join(regression.markdown()) + "\n" + mark.lstrip("\n") + rest
+                text = (head + "\n" + "\n".join(regression.markdown(options.allow_unjudged)) + "\n"
+                        + mark.lstrip("\n") + rest)
         contents = {"-o": text}
         if json_path is not None:
             contents["--json"] = produced.read_text(encoding="utf-8")

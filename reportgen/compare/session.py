@@ -63,9 +63,11 @@ def _side(label: str, spec: dict):
                      region=spec.get("region"), notes=spec.get("notes"))
 
 
-def open_comparison(a: dict, b: dict, prices_file: str = "", standalone: bool = False) -> ComparisonSession:
+def open_comparison(a: dict, b: dict, prices_file: str = "", standalone: bool = False,
+                    force: bool = False) -> ComparisonSession:
     """``a``/``b``: ``{"rule_dir": <rule outputs or any source>, "name", "source", "description", "instance_type", "instance_count",
-    "instance_from", "region", "notes"}`` (only ``rule_dir`` is required)."""
+    "instance_from", "region", "notes"}`` (only ``rule_dir`` is required). ``force``: a verdict even for runs
+    found unrelated."""
     side_a, side_b = _side("A", a), _side("B", b)
-    report = build_comparison(side_a, side_b, load_prices(prices_file or None))
+    report = build_comparison(side_a, side_b, load_prices(prices_file or None), force)
     return ComparisonSession(report, side_a, side_b, standalone)

@@ -12,12 +12,15 @@ from __future__ import annotations
 import html
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reportgen import __version__
+from reportgen.compare.common import job_cpu
+from reportgen.compare.history import Change, History, build_history
 from reportgen.compare.output import md_escape
-from reportgen.compare.regression import Distribution, Regression, judge
+from reportgen.compare.output_name import page_path
+from reportgen.compare.regression import Distribution, Regression, judge, load_gated_report
 from reportgen.errors import InputError
 from reportgen.report.views import UsageRow, usage_rows_of
 from reportgen.section_ids import SectionId
@@ -39,6 +42,9 @@ class Run:
     cost: float | None
     causes: list[str] = field(default_factory=list)
     against_previous: Regression | None = None
+    cpu_of_command: bool = False  # cpu_p50 is the recorded command's own CPU (a shared host), as generate judges
+    baseline_s: float | None = None  # the rolling baseline: median step of up to 5 runs before, not across a change
+    change: Change | None = None  # a change point starts at this run (its level differs from the runs before)
 
     @property
     def steps_per_s(self) -> float | None:
@@ -48,7 +54,9 @@ class Run:
         return {"label": self.label, "report_json": self.path, "status": self.status, "median_step_s": self.step_s,
                 "steps": self.steps, "steps_per_s": self.steps_per_s, "duration_s": self.duration_s,
                 "gpu_p50_pct": self.gpu_p50, "gpu_p95_pct": self.gpu_p95, "cpu_p50_pct": self.cpu_p50,
-                "cost": self.cost, "causes": self.causes,
+                "cpu_of_recorded_command": self.cpu_of_command,
+                "cost": self.cost, "causes": self.causes, "baseline_step_s": self.baseline_s,
+                "change": asdict(self.change) if self.change else None,
                 "against_previous": self.against_previous.to_data() if self.against_previous else None}
 
 
@@ -72,10 +80,12 @@ def run_of(data: dict, label: str, path: str) -> Run:
     diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
     causes = [str(f.get("cause")) for f in diagnosis.get("findings") or []
               if isinstance(f, dict) and f.get("cause") and f.get("serious", True)]
+    own = job_cpu(sections)  # a shared host: the recorded command's own CPU, as generate and compare judge it
     return Run(label=label, path=path, status=diagnosis.get("status"), step_s=dist.median() if dist else None,
                steps=dist.steps if dist else None, duration_s=_number(summary.get("job_duration_s")),
                gpu_p50=_mean_stat(rows, "GPU", "p50"), gpu_p95=_mean_stat(rows, "GPU", "p95"),
-               cpu_p50=_mean_stat(rows, "CPU", "p50"), cost=_number(cost.get("cost")), causes=causes)
+               cpu_p50=own["p50"] if own else _mean_stat(rows, "CPU", "p50"), cost=_number(cost.get("cost")),
+               causes=causes, cpu_of_command=own is not None)
 
 
 def build_trend(reports: list[tuple[str, dict, str]], threshold: float = DEFAULT_THRESHOLD) -> list[Run]:
@@ -89,6 +99,16 @@ def build_trend(reports: list[tuple[str, dict, str]], threshold: float = DEFAULT
         runs.append(run)
         previous = data
     return runs
+
+
+def with_history(runs: list[Run]) -> History:
+    """The runs' history (``compare.history``): each run's rolling baseline and the change points, set on the runs."""
+    history = build_history([r.step_s for r in runs], [r.label for r in runs])
+    for run, baseline in zip(runs, history.baseline):
+        run.baseline_s = baseline
+    for change in history.changes:
+        runs[change.index].change = change
+    return history
 
 
 def labels_for(paths: list[Path], datas: list[dict], given: list[str]) -> list[str]:
@@ -133,6 +153,8 @@ def _change(run: Run) -> str:
     reg = run.against_previous
     if reg is None:
         return "first run"
+    if reg.unjudged:
+        return f"cannot judge: {reg.unjudged}"
     if reg.ratio is None:
         return "not compared"
     change = (reg.ratio - 1) * 100
@@ -142,13 +164,24 @@ def _change(run: Run) -> str:
     return f"{mark}{change:+.1f} %{interval}".replace("-", "−")
 
 
-COLUMNS = ("Run", "Status", "Median step", "Steps/s", "Change vs previous (95 % interval)", "GPU p50", "GPU p95",
-           "CPU p50", "Duration", "Cost", "Causes")
+def _against_baseline(run: Run) -> str:
+    if run.change is not None:
+        c = run.change
+        return f"CHANGE {(c.ratio - 1) * 100:+.1f} % [{(c.low - 1) * 100:+.1f}, {(c.high - 1) * 100:+.1f}]".replace("-", "−")
+    if run.baseline_s is None or run.step_s is None:
+        return "—"
+    return f"{(run.step_s / run.baseline_s - 1) * 100:+.1f} %".replace("-", "−")
+
+
+COLUMNS = ("Run", "Status", "Median step", "Steps/s", "Change vs previous (95 % interval)", "vs baseline",
+           "GPU p50", "GPU p95", "CPU p50", "Duration", "Cost", "Causes")
 
 
 def _cells(run: Run) -> list[str]:
-    return [run.label, run.status or "—", _ms(run.step_s), _rate(run.steps_per_s), _change(run), _pct(run.gpu_p50),
-            _pct(run.gpu_p95), _pct(run.cpu_p50), "—" if run.duration_s is None else f"{run.duration_s:g} s",
+    return [run.label, run.status or "—", _ms(run.step_s), _rate(run.steps_per_s), _change(run),
+            _against_baseline(run), _pct(run.gpu_p50),
+            _pct(run.gpu_p95), _pct(run.cpu_p50) + (" (command)" if run.cpu_of_command and run.cpu_p50 is not None
+                                                    else ""), "—" if run.duration_s is None else f"{run.duration_s:g} s",
             _money(run.cost), ", ".join(run.causes) or "none"]
 
 
@@ -156,15 +189,32 @@ def _explain(threshold: float) -> str:
     return (f"Runs in the order given. Change: the ratio of each run's median step time to the previous run's, "
             f"with its 95 % bootstrap interval from both step-time distributions; REGRESSION marks a run slower by "
             f"more than {threshold * 100:g} % and beyond the runs' noise (job durations, without an interval, "
-            f"when a run has no step durations). GPU/CPU: the mean over nodes of each node's percentile. "
+            f"when a run has no step durations). vs baseline: against the median of up to 5 runs before, not reaching "
+            f"back across a change; CHANGE marks the first run of a new level found over the whole history (change "
+            f"points, with the size of the change and its 95 % interval). GPU/CPU: the mean over nodes of each node's percentile; "
+            f"\"(command)\": a recording on a shared host, the recorded command's own CPU. "
             f"Causes: those the diagnosis found serious.")
 
 
-def to_markdown(runs: list[Run], threshold: float) -> str:
+def history_text(history: History | None) -> str:
+    """One sentence on the history: its change points, or none, or why it cannot be judged."""
+    if history is None:
+        return ""
+    if history.unjudged:
+        return f"History: cannot judge: {history.unjudged}."
+    noise = f" (run-to-run noise {history.noise * 100:.1f} %)" if history.noise is not None else ""
+    if not history.changes:
+        return f"History: no change point over {sum(v is not None for v in history.values)} runs{noise}."
+    return f"History: change point{'s' if len(history.changes) > 1 else ''} " + "; ".join(
+        c.text() for c in history.changes) + f"{noise}."
+
+
+def to_markdown(runs: list[Run], threshold: float, history: History | None = None) -> str:
     regressions = [r.label for r in runs if r.against_previous and r.against_previous.tripped]
     lines = [f"## Trend of {len(runs)} runs", "",
              (f"**Regressions: {md_escape(', '.join(regressions))}**" if regressions else "**No regression.**"), "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * 2 + "---:|" * 2 + "---|" + "---:|" * 5 + "---|"]
+             *([f"**{md_escape(history_text(history))}**", ""] if history is not None else []),
+             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * 2 + "---:|" * 2 + "---|" * 2 + "---:|" * 5 + "---|"]
     for run in runs:
         lines.append("| " + " | ".join(md_escape(c) for c in _cells(run)) + " |")
     lines += ["", f"_{md_escape(_explain(threshold))}_", "",
@@ -179,7 +229,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.bad{color:#b42318;fon
 caption{text-align:left;margin-bottom:.5rem;color:#57606a}"""
 
 
-def to_html(runs: list[Run], threshold: float) -> str:
+def to_html(runs: list[Run], threshold: float, history: History | None = None) -> str:
     e = html.escape
     longest = max((r.step_s for r in runs if r.step_s), default=None)
     rows = []
@@ -187,8 +237,10 @@ def to_html(runs: list[Run], threshold: float) -> str:
         cells = _cells(run)
         out = []
         for i, text in enumerate(cells):
-            cls = "num" if 2 <= i <= 9 else ""
+            cls = "num" if 2 <= i <= 10 else ""
             if i == 4 and run.against_previous is not None and run.against_previous.tripped:
+                cls += " bad"
+            if i == 5 and run.change is not None and run.change.ratio > 1:
                 cls += " bad"
             content = e(text)
             if i == 2 and run.step_s and longest:  # a bar per row: the step time, longest = full width
@@ -200,6 +252,9 @@ def to_html(runs: list[Run], threshold: float) -> str:
     regressions = [r.label for r in runs if r.against_previous and r.against_previous.tripped]
     verdict = (f'<p class="bad">Regressions: {e(", ".join(regressions))}</p>' if regressions
                else "<p>No regression.</p>")
+    if history is not None:
+        mark = ' class="bad"' if history.changes else ""
+        verdict += f"<p{mark}>{e(history_text(history))}</p>"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Trend of {len(runs)} "
             f"runs</title><style>{_CSS}</style></head><body><h1>Trend of {len(runs)} runs</h1>{verdict}"
@@ -209,27 +264,29 @@ def to_html(runs: list[Run], threshold: float) -> str:
 
 
 def trend(paths: list[Path], output, *, fmt: str = "html", labels: list[str] | None = None,
-          threshold: float = DEFAULT_THRESHOLD, json_path=None) -> list[Run]:
-    """Read the reports (each must be a reportgen report.json), write the page (and trend.json when asked)."""
-    from reportgen.ci_outputs import load_report_json
+          threshold: float = DEFAULT_THRESHOLD, json_path=None) -> tuple[list[Run], History]:
+    """Read the reports (each must be a reportgen report.json), write the page (and trend.json when asked);
+    the runs and their history (change points) for the gates."""
     from reportgen.output_set import OutputSet
 
     if fmt not in ("html", "md"):
         raise InputError(f"unknown format {fmt!r} (use html or md)")
+    output = page_path(output, fmt, "trend")
     if len(paths) < 2:
         raise InputError("trend needs at least two report.json files")
     outputs = OutputSet()
     outputs.add("-o", output)
     if json_path is not None:
         outputs.add("--json", json_path)
-    datas = [load_report_json(Path(p)) for p in paths]
+    datas = [load_gated_report(Path(p)) for p in paths]
     names = labels_for([Path(p) for p in paths], datas, labels or [])
     runs = build_trend([(n, d, str(p)) for n, d, p in zip(names, datas, paths)], threshold)
-    text = to_markdown(runs, threshold) if fmt == "md" else to_html(runs, threshold)
+    history = with_history(runs)
+    text = to_markdown(runs, threshold, history) if fmt == "md" else to_html(runs, threshold, history)
     contents = {"-o": text}
     if json_path is not None:
-        contents["--json"] = json.dumps({"threshold": threshold, "runs": [r.to_data() for r in runs]}, indent=1,
-                                        allow_nan=False)
+        contents["--json"] = json.dumps({"threshold": threshold, "runs": [r.to_data() for r in runs],
+                                         "history": history.to_data()}, indent=1, allow_nan=False)
     outputs.commit(contents)
-    return runs
+    return runs, history
 

@@ -278,6 +278,17 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
     return result
 
 
+def no_traces_advice(trace_dir) -> list[str]:
+    """What ``record`` says when ``--trace-dir`` stayed empty: the three lines that make PyTorch write traces
+    there (the profiled steps then come with the system metrics)."""
+    return [f"no profiler traces were written into {trace_dir}; to record some, add these three lines around "
+            "the training loop (PyTorch):",
+            "    from torch.profiler import profile, schedule, tensorboard_trace_handler",
+            f"    with profile(schedule=schedule(wait=1, warmup=1, active=3), "
+            f"on_trace_ready=tensorboard_trace_handler({str(trace_dir)!r})) as prof:",
+            "        ...  # the loop as it is, with prof.step() after each step"]
+
+
 def main(args, say) -> int:
     """The CLI handler of ``reportgen record``."""
     command = list(args.cmd)
@@ -294,6 +305,9 @@ def main(args, say) -> int:
         say(f"{len(result.traces_copied)} trace file(s) copied into {TRACE_FOLDER}/"
             + (f", {len(result.traces_skipped)} left in {args.trace_dir} as not from this run ({why})"
                if result.traces_skipped else ""))
+    elif args.trace_dir:
+        for line in no_traces_advice(args.trace_dir):
+            say(line)
     if result.job_cpu_pct_of_host is not None:
         host = (f"; the host {result.host_cpu_pct:.0f} %" if result.host_cpu_pct is not None else "")
         shared = (f": the host is shared (its CPU {result.host_cpu_pct - result.job_cpu_pct_of_host:.0f} points "

@@ -11,6 +11,7 @@ from reportgen.report.sections import SECTIONS
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.rulebook import DEEP_DIVES, RuleName
 from reportgen.section_ids import SectionId
+from reportgen.trace_ranks import doc_traces_name
 from reportgen.report.sections.cost import build as cost_section
 from reportgen.report.views import JobSummary
 
@@ -38,7 +39,7 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
         else:
             sections.append(_build(section_id, builder, outputs, notes, debug))
     sections = [s if s is not None else data_quality_section(notes, outputs.data_quality) for s in sections]
-    intro = KINETO_INTRO if fold_inapplicable(sections, outputs) else ""
+    intro = kineto_intro(outputs.traces) if fold_inapplicable(sections, outputs) else ""
     report = Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder), intro=intro,
                     raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
     cost_data = next((s.data for s in sections if s.id == SectionId.COST), None)
@@ -113,6 +114,11 @@ KINETO_INTRO = ("This report summarises PyTorch profiler traces, one per rank: w
                 "sat idle, which CPU operators cost most, how long each step took, and which rank lags behind.")
 
 
+def kineto_intro(doc) -> str:
+    """``KINETO_INTRO`` naming the traces the report read (JAX / TensorFlow ones are not PyTorch's)."""
+    return KINETO_INTRO.replace("PyTorch profiler traces", doc_traces_name(doc), 1)
+
+
 def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> bool:
     """A report made from PyTorch profiler traces alone hides the sections that need SageMaker
     Debugger's system metrics or framework traces: a dozen "No ... output was found" lines said
@@ -131,12 +137,12 @@ def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> bool:
     if host is not None:
         names = ", ".join(s.title for s in folded)
         host.blocks.insert(0, Text(
-            f"This report was made from PyTorch profiler traces only. The {len(folded)} sections that need "
+            f"This report was made from {doc_traces_name(doc)} only. The {len(folded)} sections that need "
             f"SageMaker Debugger's system metrics or framework traces are left out: {names}.", tone="note"))
     loop = next((s for s in sections if s.id == SectionId.TRAINING_LOOP_ANALYSIS), None)
     if loop is not None:
-        loop.blocks = [Text("The following sections look at the training loop rule by rule. From PyTorch profiler "
-                            "traces, that is the step durations.")]
+        loop.blocks = [Text("The following sections look at the training loop rule by rule. From "
+                            f"{doc_traces_name(doc)}, that is the step durations.")]
     return True
 
 

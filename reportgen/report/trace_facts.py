@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from reportgen.report.util import number
 from reportgen.rule_outputs import RuleOutputs
-from reportgen.trace_ranks import TraceLoader, trace_ranks_of
+from reportgen.trace_ranks import PYTORCH_TRACES, TraceLoader, doc_traces_name, trace_ranks_of
 
 PYTORCH_TITLE = "GPU kernels and operators (PyTorch profiler)"
 EPOCH_US_2001 = 1e15  # trace timestamps at least this large are µs since the epoch (absolute)
@@ -31,6 +31,7 @@ class TraceFacts:
     first_step_s: float | None = None  # epoch seconds of the first profiled step (absolute timestamps only)
     first_step: int | None = None  # its number N (ProfilerStep#N)
     profiled_s: float | None = None  # profiled step time per rank, averaged over ranks (s)
+    name: str = PYTORCH_TRACES  # what the traces are called: "JAX / TensorFlow profiler traces" for XSpace files
 
     @property
     def any(self) -> bool:
@@ -42,7 +43,7 @@ class TraceFacts:
 
 def trace_facts(outputs: RuleOutputs) -> TraceFacts:
     ranks = list(trace_ranks_of(getattr(outputs, "traces", None)).values())
-    facts = TraceFacts(ranks=len(ranks))
+    facts = TraceFacts(ranks=len(ranks), name=doc_traces_name(getattr(outputs, "traces", None)))
     if not ranks:
         return facts
     facts.steps = sum(len(r.step_list) for r in ranks)
@@ -76,7 +77,7 @@ def steps_sentence(facts: TraceFacts, job_s=None) -> str:
     job_s = number(job_s)
     cover = (f" ({facts.profiled_s:.1f} s per rank, {100 * facts.profiled_s / job_s:.1f} % of the {job_s:.0f} s job)"
              if job_s and facts.profiled_s is not None else "")
-    return (f"The PyTorch profiler traces hold {facts.steps} profiled step(s) over {facts.ranks} rank(s){mean} "
+    return (f"The {facts.name} hold {facts.steps} profiled step(s) over {facts.ranks} rank(s){mean} "
             f"({facts.pointer()}); they cover only the profiled steps{cover}, not the whole loop.")
 
 
@@ -86,7 +87,7 @@ def initialization_sentence(facts: TraceFacts, job_start) -> str:
     if facts.first_step_s is None or job_start is None or facts.first_step_s < job_start:
         return ""
     which = f" (ProfilerStep#{facts.first_step})" if facts.first_step is not None else ""
-    return (f"The PyTorch profiler traces' first profiled step{which} started {facts.first_step_s - job_start:.1f} s "
+    return (f"The {facts.name}' first profiled step{which} started {facts.first_step_s - job_start:.1f} s "
             "after the job: initialization took at most that long (steps before the profiler's schedule "
             "started recording are not in the traces).")
 

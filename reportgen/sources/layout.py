@@ -195,11 +195,24 @@ def read_from_source(path: Path, parts: tuple[str, ...]) -> bool:
     return name != "report.json" and path.is_file() and trace_format(path) is not None
 
 
+# A TensorBoard log dir's usual names: they say nothing about the job, its parent folder does (a JAX report
+# was titled "logdir").
+GENERIC_LOG_DIRS = frozenset({"logdir", "log_dir", "logs", "log", "tensorboard", "tb_logs", "tblogs"})
+
+
 def local_job_name(source: str) -> str:
     """A local folder's own name (or its parent's, for a profiler-output/ folder) names the job; ""
-    when ``source`` is no existing path."""
+    when ``source`` is no existing path. Inside a TensorBoard log dir (``<logdir>/plugins/profile/<run>``) the
+    log dir names it, and a log dir with a generic name (``logdir``, ``logs``, …) its parent."""
     path = expanduser(str(source)).resolve()
     while path.name in LAYOUT_FOLDERS and path.parent != path:
+        path = path.parent
+    parts = path.parts
+    for i in range(len(parts) - 1, 0, -1):  # plugins, plugins/profile or plugins/profile/<run>: the log dir
+        if parts[i] == "plugins" and parts[i + 1:i + 2] in ((), ("profile",)) and len(parts) - i <= 3:
+            path = Path(*parts[:i])
+            break
+    if path.name.lower() in GENERIC_LOG_DIRS and (path / "plugins" / "profile").is_dir() and path.parent != path:
         path = path.parent
     return path.name if expanduser(str(source)).exists() else ""
 

@@ -146,7 +146,8 @@ def test_a_rules_table_that_says_it_is_unavailable_is_not_damaged(tmp_path, host
     assert "No rule outputs were found." in proc.stdout
 
 
-def test_a_cause_delta_that_rounds_to_zero_is_0_s():
+def test_a_cause_delta_below_a_second_is_in_ms_and_zero_is_0_s():
     from reportgen.compare.sections.causes import delta_text
 
-    assert [delta_text(d) for d in (-0.3, -0.0, 0.0, 0.4, 12.6, -3.2)] == ["0 s", "0 s", "0 s", "0 s", "+13 s", "-3 s"]
+    assert [delta_text(d) for d in (-0.3, -0.0, 0.0, 0.4, 12.6, -3.2, 0.0123)] == [
+        "-300 ms", "0 s", "0 s", "+400 ms", "+13 s", "-3 s", "+12.3 ms"]

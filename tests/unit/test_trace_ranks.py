@@ -114,3 +114,16 @@ def test_garbage_job_tables_are_none_not_an_error():
     job = TraceJob.of(doc)
     assert job == TraceJob(True, None, JobTable((JobRow(), JobRow(pct=12.5)), None, None, 4), JobTable())
     assert TraceJob.of({"job": {}}) == TraceJob() == TraceJob.of(None) == TraceJob.of({"job": [1]})
+
+
+def test_the_traces_are_named_for_their_format():
+    """#49: JAX / TensorFlow reports called themselves "PyTorch profiler traces"."""
+    from reportgen.trace_ranks import doc_traces_name, traces_name
+
+    assert traces_name(["a/vm.xplane.pb", "b/vm2.xplane.pb.gz"]) == "JAX / TensorFlow profiler traces"
+    assert traces_name(["vm.xplane.pb", "w0.pt.trace.json"]) == "PyTorch profiler traces"  # mixed: as before
+    assert traces_name([]) == "PyTorch profiler traces"
+    assert doc_traces_name({"ranks": {"vm": {"file": "vm.xplane.pb.gz", "files": ["vm.xplane.pb.gz"]}}}) == (
+        "JAX / TensorFlow profiler traces")
+    assert doc_traces_name({"ranks": {"0": {"file": "w0.pt.trace.json.gz"}}}) == "PyTorch profiler traces"
+    assert doc_traces_name(None) == "PyTorch profiler traces"

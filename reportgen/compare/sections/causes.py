@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reportgen.compare.side import Side
+from reportgen.formatting import human_duration
 from reportgen.report.model import Table, Text
 
 
@@ -22,11 +23,15 @@ def _impact(finding) -> str:
         return ""
     if finding.risk is not None:
         return "risk, no time lost"
-    return f"{finding.seconds:.0f} s ({finding.share * 100:.0f} %)"
+    shown = human_duration(finding.seconds) if 0 < finding.seconds < 1 else f"{finding.seconds:.0f} s"
+    return f"{shown} ({finding.share * 100:.0f} %)"
 
 
 def delta_text(delta: float) -> str:
-    """``+12 s`` / ``-3 s``; a delta that rounds to zero is ``0 s`` (it was printed ``-0 s`` or ``+0 s``)."""
+    """``+12 s`` / ``-3 s``; below a second in ms (``+180 ms``: a profiler's dozen steps lose fractions of a
+    second, printed ``0 s (18 %)`` before); a delta of zero is ``0 s``."""
+    if 0 < abs(delta) < 1:
+        return ("+" if delta > 0 else "") + human_duration(delta)
     shown = f"{delta:+.0f}"
     return f"{'0' if float(shown) == 0 else shown} s"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from reportgen.compare import traces
-from reportgen.compare.common import signed
-from reportgen.compare.regression import judge
+from reportgen.compare import comparability, traces
+from reportgen.compare.common import job_cpu, signed
+from reportgen.compare.regression import MIN_STEPS, STEP_BASES, judge
 from reportgen.compare.sections.causes import compare_causes
 from reportgen.compare.side import Side
 from reportgen.cost import RunCost, cost_text
@@ -16,9 +16,25 @@ SAME_UTIL_POINTS = 5.0  # utilization percentiles within this many points count 
 
 
 def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca: RunCost, cb: RunCost,
-             saving: dict) -> Section:
+             saving: dict, force: bool = False) -> Section:
     section = Section("verdict", "Verdict")
     sentences, data = [], {}
+    fit = comparability.check(a, b, force)
+    data["comparability"] = fit.to_data()
+    if not fit.comparable and not force:  # unrelated runs: side by side, but no verdict and no gate
+        text = (f"Not comparable because {fit.because()}. The sections below show both runs side by side; no "
+                "verdict is given and the regression gate cannot judge them (reportgen compare --force compares "
+                "anyway).")
+        section.add(Text(text, tone="finding"))
+        regression = judge({}, {}, labels=("A", "B"))
+        regression.unjudged = f"not comparable because {fit.because()} (--force compares anyway)"
+        data.update(text=text, regression=regression.to_data(), speed=None)
+        section.data = data
+        return section
+    if not fit.comparable:
+        sentences.append(f"Compared with --force although {fit.because()}.")
+    if fit.changes:
+        sentences.append(f"Between the runs: {', '.join(fit.changes)}; the changes below include its effect.")
     da = a.summary().job_duration_s
     db = b.summary().job_duration_s
     if da is not None and db is not None:
@@ -27,9 +43,15 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         data.update(duration_a_s=da, duration_b_s=db, duration_delta_s=db - da, duration_delta_pct=rel,
                     speed=speed.replace(" than", "").replace(" as", ""))
         sentences.append(f"B ran {speed} A: {db} s against {da} s ({signed(rel, 1)} %).")
-    else:
-        sentences.append("The durations cannot be compared: " + " and ".join(
-            f"{s.label} has no job start and end times" for s, d in ((a, da), (b, db)) if d is None) + ".")
+    regression = judge(a.sections(), b.sections(), labels=("A", "B"))  # A is the base; run.py applies a threshold
+    if da is None or db is None:
+        lacking = " and ".join(f"{s.label} has no job start and end times" for s, d in ((a, da), (b, db)) if d is None)
+        steps = _steps_sentence(regression)
+        if steps:  # trace-only runs: the profiled steps give the verdict
+            data.update(speed=steps[1], speed_from="profiled steps")
+            sentences.append(f"{steps[0]} The job durations cannot be compared: {lacking}.")
+        else:
+            sentences.append(f"The durations cannot be compared: {lacking}.")
     ta, tb = a.traces(), b.traces()
     rate = traces.throughput(ta, tb, da, db)
     data["throughput"] = rate
@@ -43,11 +65,16 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         data["profiled_coverage"] = {"a": (ta or {}).get("coverage"), "b": (tb or {}).get("coverage")}
     overall = {o["metric"]: o for o in usage.data.get("overall", [])}
     util = {}
+    own = {s.label: job_cpu(s.sections()) for s in (a, b)}
     for metric in ("GPU", "CPU"):
         o = overall.get(metric)
         if not o:
             continue
         pa, pb = o["a"].get("p95"), o["b"].get("p95")
+        if metric == "CPU" and (own["A"] or own["B"]):  # a shared host: the job's own CPU, as generate judges it
+            pa, pb = ((own[s.label] or {}).get("p95", p) if own[s.label] else p for s, p in ((a, pa), (b, pb)))
+            sentences.append("CPU: " + " and ".join(f"{label}'s host was shared, so its figure is the recorded "
+                                                      "command's own CPU" for label in ("A", "B") if own[label]) + ".")
         if pa is None or pb is None:
             missing = "A" if pa is None else "B"
             sentences.append(f"{metric} utilization cannot be compared: {missing} has no {metric} data.")
@@ -55,6 +82,8 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         d = pb - pa
         word = "about the same" if abs(d) < SAME_UTIL_POINTS else "better" if d > 0 else "worse"
         util[metric] = {"a_p95": pa, "b_p95": pb, "delta": d, "utilization": word}
+        if metric == "CPU" and (own["A"] or own["B"]):
+            util[metric]["recorded_command"] = {"a": bool(own["A"]), "b": bool(own["B"])}
         how = (f"stayed about the same ({pa:.0f} % → {pb:.0f} %)" if word == "about the same" else
                f"{'rose' if d > 0 else 'fell'} from {pa:.0f} % to {pb:.0f} % ({word} use of the {metric}s)")
         sentences.append(f"The 95th percentile of {metric} utilization {how}.")
@@ -84,10 +113,27 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     bad = data.get("speed") == "slower" or any(u["utilization"] == "worse" for u in util.values())
     section.add(Text(" ".join(sentences), tone="ok" if good and not bad else "finding" if bad else "plain"))
     data["text"] = " ".join(sentences)
-    regression = judge(a.sections(), b.sections(), labels=("A", "B"))  # A is the base; run.py applies a threshold
     data["regression"] = regression.to_data()
-    section.add(Text(regression.summary(), tone="finding" if regression.verdict == "slower beyond noise" else "plain"))
+    section.add(Text(regression.summary(), tone="finding" if regression.verdict in ("slower beyond noise", "cannot judge") else "plain"))
     cause_blocks, data["causes"] = compare_causes(a, b)
     section.add(*cause_blocks)
     section.data = data
     return section
+
+
+def _steps_sentence(regression) -> tuple[str, str] | None:
+    """(sentence, speed) from the step comparison when the job durations are missing (trace-only runs), with
+    its interval and the small-sample caveat; None when the steps could not be judged either."""
+    if regression.unjudged or regression.basis not in STEP_BASES or regression.ratio is None:
+        return None
+    change = (regression.ratio - 1) * 100
+    beyond = regression.low is not None and (regression.low > 1 or regression.high < 1)
+    speed = "about as fast" if abs(change) <= SAME_TIME_PCT or not beyond else "slower" if change > 0 else "faster"
+    how = {"about as fast": "about as fast as", "slower": "slower than", "faster": "faster than"}[speed]
+    noise = "" if beyond else ", within the runs' noise"
+    small = (" A small sample: the profiled steps may not be the job's."
+             if min(regression.base_steps or 0, regression.new_steps or 0) < MIN_STEPS else "")
+    return (f"In the profiled steps B ran {how} A: {regression.basis} {regression.base_value_s * 1000:.1f} ms → "
+            f"{regression.new_value_s * 1000:.1f} ms ({signed(change, 1)} %, 95 % interval "
+            f"{signed((regression.low - 1) * 100, 1)} to {signed((regression.high - 1) * 100, 1)} %{noise}).{small}",
+            speed)

@@ -28,7 +28,7 @@ def build(outputs: RuleOutputs) -> Section:
     rule = outputs.get(RuleName.DATALOADER)
     facts = trace_facts(outputs)
     if rule is None and facts.dataloader_share is not None:
-        return _from_traces(section, facts, "From the PyTorch profiler traces: ")
+        return _from_traces(section, facts, f"From the {facts.name}: ")
     if rule is None:
         return section.missing("No Dataloader output was found.")
     lo, hi = rule.param("min_threshold", 70), rule.param("max_threshold", 200)

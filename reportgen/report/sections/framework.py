@@ -122,7 +122,7 @@ def build(outputs: RuleOutputs) -> Section:
     facts = trace_facts(outputs)
     if "Whole job" not in contexts and facts.any:
         return section.missing(
-            "SageMaker Debugger's framework metrics were not recorded; the PyTorch profiler traces hold "
+            f"SageMaker Debugger's framework metrics were not recorded; the {facts.name} hold "
             f"{facts.steps} profiled step(s) and {facts.cpu_ops} CPU operator calls ({facts.pointer()}).")
     if "Whole job" not in contexts:
         return section.missing("No framework metrics were recorded for this job (framework profiling was off "

@@ -8,7 +8,8 @@ operations, precision) plus the comparison of ranks that exposes a straggler.
 from __future__ import annotations
 
 from reportgen.report import charts
-from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Table, Text
+from reportgen.formatting import exact_number
+from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Shown, Table, Text
 from reportgen.report.util import as_dict, as_list, number, slug
 from reportgen.report.trace_flops import flops_blocks
 from reportgen.report.trace_memory import memory_blocks
@@ -16,6 +17,15 @@ from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
 from reportgen.trace_ranks import (ACCOUNT_SLICES, JobRow, TraceComparison, TraceJob, TraceLoader,
                                    TraceRank, trace_ranks_of)
+
+
+def _value(value):
+    """A cell of the launch table: a whole number as it is, a fraction to two decimals with its exact value kept
+    (``data-value``): "65.36", not "65.35968891769281"."""
+    if value is None or float(value).is_integer():
+        return None if value is None else int(value)
+    return Shown(f"{value:.2f}", exact_number(value))
+
 
 SECTION_ID = SectionId.GPU_KERNELS_OPERATORS
 DETAILED_RANKS = 8
@@ -481,17 +491,18 @@ def gpu_analysis_blocks(label: str, r: dict) -> list:
         delay = as_dict(launch.get("launch_delay_us"))
         blocks.append(Table(
             f"kineto-launch-{sid}", ["Kernel launches", "Value"],
-            [["kernels per step", number(launch.get("kernels_per_step"))],
-             ["kernels shorter than their launch call", number(launch.get("shorter_than_launch"))],
-             ["... share of kernels with a known launch (%)", 100 * number(launch.get("shorter_than_launch_share"), 0.0)],
-             ["median kernel (µs)", number(launch.get("kernel_p50_us"))],
-             ["median launch call (µs)", number(launch.get("launch_p50_us"))],
+            [["kernels per step", _value(number(launch.get("kernels_per_step")))],
+             ["kernels shorter than their launch call", _value(number(launch.get("shorter_than_launch")))],
+             ["... share of kernels with a known launch (%)",
+              _value(100 * number(launch.get("shorter_than_launch_share"), 0.0))],
+             ["median kernel (µs)", _value(number(launch.get("kernel_p50_us")))],
+             ["median launch call (µs)", _value(number(launch.get("launch_p50_us")))],
              [f"runtime calls over {number(launch.get('runtime_cutoff_us'), 50.0):.0f} µs",
-              number(launch.get("runtime_over_cutoff"))],
+              _value(number(launch.get("runtime_over_cutoff")))],
              ["launch delay p50 / p95 / max (µs)",
               " / ".join(f"{number(delay.get(k), 0.0):.1f}" for k in ("p50", "p95", "max")) if delay else "-"],
              [f"launch delays over {number(launch.get('launch_delay_cutoff_us'), 100.0):.0f} µs",
-              number(launch.get("launch_delay_over_cutoff"))]],
+              _value(number(launch.get("launch_delay_over_cutoff")))]],
             ["text", "text"],
             caption="HTA's CUDA kernel launch statistics: a kernel is matched to the runtime call that launched it "
                     "by correlation id; launch delay = kernel start - launch call start."))

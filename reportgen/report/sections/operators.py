@@ -32,7 +32,7 @@ def _build(outputs: RuleOutputs, kind: str) -> Section:
     rows = operator_rows(rule.details, kind) if rule else []
     facts = trace_facts(outputs)
     if not rows and facts.any and (device == "CPU" and facts.cpu_ops):
-        return section.missing(f"SageMaker Debugger recorded no {device} operators; the PyTorch profiler traces "
+        return section.missing(f"SageMaker Debugger recorded no {device} operators; the {facts.name} "
                                f"hold {facts.cpu_ops} CPU operator calls, ranked per rank ({facts.pointer()}).")
     if not rows:
         return section.missing(f"No {device} operators were recorded (detailed framework profiling was off, "

@@ -244,6 +244,10 @@ def test_a_recording_gives_a_report_with_ranks_steps_operators_and_a_diagnosis(r
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(doc, json.loads((ROOT / "reportgen" / "schemas" / "report.schema.json").read_text()))
     assert "have no device plane (a CPU-only run)" in html
+    # #49: a JAX / TensorFlow report names its traces as such, never as PyTorch's, and the job by its folder
+    assert "This report summarises JAX / TensorFlow profiler traces, one per rank" in html
+    assert "PyTorch profiler traces" not in html and doc["job"]["name"] == name
+    assert doc["job"]["description"].endswith("report made from the JAX / TensorFlow profiler traces")
 
 
 def test_mutated_real_files_never_raise_and_say_what_they_lost(tmp_path):
