@@ -93,7 +93,7 @@ def _named_text(account: TraceAccount) -> str:
 def host_overhead(ev: Evidence, found: dict) -> Finding | None:
     if "kernel-launch-bound" in found:  # the GPU waits for the host, whatever the host does between launches
         return None
-    if "micro_batches" in getattr(found.get("operator-overhead"), "metrics", {}):
+    if "operator-overhead" in found and "micro_batches" in found["operator-overhead"].metrics:
         return None  # the Python between operators is paid per micro-batch: that finding's, once
     share, worst, worst_share = every_step(ev, "no_operator")
     if share < WASTE:
