@@ -81,10 +81,16 @@ def _per_step_text(account: TraceAccount, name: str) -> str:
     return f"{share * median:.1f} ms of a median {median:.1f} ms step"
 
 
+NAMED_SHARE = 0.10  # a name the trace puts over less than this part of the time says little about it
+
+
 def _named_text(account: TraceAccount) -> str:
-    named = account.no_operator_named
+    """What the trace names inside the time under no operator, when a name covers a tenth of it or more."""
+    total = account.slices_ms["no_operator"]  # every slice is in the typed view
+    named = {name: ms for name, ms in account.no_operator_named.items() if total and ms >= NAMED_SHARE * total}
     if not named:
-        return ""
+        return ("the trace names none of that time (no record_function around it, no Python frames): it is code "
+                "between the framework's calls")
     parts = ", ".join(f"{name} {ms:.1f} ms" for name, ms in list(named.items())[:3])
     return f"what the trace names in that time: {parts} (annotations and Python frames, over all steps)"
 
