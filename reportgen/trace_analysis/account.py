@@ -109,22 +109,25 @@ def _join(*ivs: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _gaps(busy: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The parts of the windows that ``busy`` leaves free, as intervals."""
-    starts, ends = [], []
+    """The parts of the windows [lo, hi) that ``busy`` (disjoint sorted intervals) leaves free, as intervals:
+    the complement of ``busy`` intersected with each window, vectorised (a rank has tens of thousands)."""
     s, e = busy
-    for a, b in zip(lo, hi):
-        i = np.searchsorted(e, a, side="right")
-        cur = a
-        while i < s.size and s[i] < b:
-            if s[i] > cur:
-                starts.append(cur)
-                ends.append(s[i])
-            cur = max(cur, e[i])
-            i += 1
-        if cur < b:
-            starts.append(cur)
-            ends.append(b)
-    return np.asarray(starts, np.float64), np.asarray(ends, np.float64)
+    free_s = np.r_[-np.inf, e]  # the complement of busy on the whole line, as disjoint sorted intervals
+    free_e = np.r_[s, np.inf]
+    keep = free_e > free_s
+    free_s, free_e = free_s[keep], free_e[keep]
+    first = np.searchsorted(free_e, lo, side="right")  # the first free interval ending after the window starts
+    last = np.searchsorted(free_s, hi, side="left")  # ... and the one past the last starting before it ends
+    counts = np.maximum(last - first, 0)
+    if not counts.sum():
+        return np.zeros(0), np.zeros(0)
+    window = np.repeat(np.arange(lo.size), counts)
+    offset = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    idx = first[window] + offset
+    starts = np.maximum(free_s[idx], lo[window])
+    ends = np.minimum(free_e[idx], hi[window])
+    ok = ends > starts
+    return starts[ok], ends[ok]
 
 
 def _starting_inside(gaps: tuple[np.ndarray, np.ndarray], calls: tuple[np.ndarray, np.ndarray]):
