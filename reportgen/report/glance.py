@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from reportgen.diagnosis.causes import secs
 from reportgen.formatting import binary_bytes, money_text
+from reportgen.report.trace_flops import glance_item
 from reportgen.report.model import Report
 
 TOP = 3
@@ -84,6 +85,9 @@ def identity(report: Report) -> list[tuple[str, str]]:
                 items.append(("Training loop", secs(ev.loop_s)))
             if ev.profiler_export_s:  # the profiler's own time: left out of the loop above and of every share
                 items.append(("Profiler export", f"{secs(ev.profiler_export_s)} (not counted as training)"))
+        compute = glance_item([r.entry for r in ev.trace_ranks.values()])  # FLOPs and MFU from the traces
+        if compute is not None:
+            items.append(compute)
     if cost.get("cost_rounded") is not None:
         items.append(("Cost", money_text(cost["cost_rounded"], currency(report))))
     return items

@@ -26,3 +26,15 @@ def flops_blocks(label: str, entry: dict) -> list:
     elif flops.device:
         text += f"; no MFU: {flops.device} has no {flops.dtype} peak in the table"
     return [Text(text + ".")]
+
+
+def glance_item(entries: list[dict]) -> tuple[str, str] | None:
+    """At a glance's "Compute" line: the ranks' mean achieved TFLOP/s, and MFU where every rank has one."""
+    flops = [f for f in map(TraceFlops.of, entries) if f is not None and f.achieved_tflops is not None]
+    if not flops:
+        return None
+    achieved = sum(f.achieved_tflops for f in flops) / len(flops)
+    text = f"{achieved:.3g} TFLOP/s per rank achieved"
+    if all(f.mfu is not None for f in flops):
+        text += f", MFU {100 * sum(f.mfu for f in flops) / len(flops):.1f} % ({flops[0].dtype} peak)"
+    return "Compute", text

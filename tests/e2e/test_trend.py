@@ -72,7 +72,9 @@ def test_trend_with_causes_and_usage_errors(tmp_path):
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| sample")]
     assert len(rows) == 2 and rows[0].startswith("| sample\\_data \\#1 | problems |")
-    assert rows[1].endswith("| input-pipeline, step-outliers, gpu-memory-growth |")
+    # gpu-memory-growth is minor on the sample: its peak is memory-controller activity (GPUMemoryUtilization), which
+    # says nothing of running out (issue 48), so trend lists the serious causes only
+    assert rows[1].endswith("| input-pipeline, step-outliers |")
     assert "+0.0 % \\[" in rows[1]  # the same run: no change, with its interval
     bad = run("trend", reports[0], "-o", str(tmp_path / "t.html"))
     assert bad.returncode == 2 and "at least two" in bad.stderr

@@ -92,3 +92,13 @@ def test_without_flop_counts_the_section_says_how_to_get_them(tmp_path):
     assert "flops" not in rank
     (text,) = flops_blocks("0", rank)
     assert "no FLOP counts" in text.text and "record_shapes=True" in text.text and "with_flops=True" in text.text
+
+
+def test_at_a_glance_gives_the_ranks_achieved_tflops_and_mfu(tmp_path):
+    from reportgen.report.trace_flops import glance_item
+
+    rank = _gpu_trace(tmp_path)
+    assert glance_item([rank, rank]) == ("Compute", "2.15 TFLOP/s per rank achieved, MFU 0.2 % (bf16 peak)")
+    cpu, _ = analyze_job(find_traces(RECORDINGS / "cpu-memory" / "leak"))
+    assert glance_item(list(cpu["ranks"].values())) == ("Compute", "0.000486 TFLOP/s per rank achieved")
+    assert glance_item([{"steps": []}]) is None
