@@ -117,15 +117,17 @@ def test_junit_has_one_case_per_cause_of_the_registry(sample):
 
     assert [c.get("name") for c in causes.findall("testcase")] == list(registry.CAUSES)
     failed = [c.get("name") for c in causes.findall("testcase") if c.find("failure") is not None]
-    assert failed == [c for c in registry.CAUSES if c in serious_causes(data)] and len(failed) == 3
+    # the input pipeline and the slow steps; sample_data's GPU memory peak is memory-controller activity, never
+    # how full the memory was, so no serious risk (issue 48)
+    assert failed == [c for c in registry.CAUSES if c in serious_causes(data)] == ["input-pipeline", "step-outliers"]
     loader = causes.find("testcase[@name='input-pipeline']/failure")
     assert loader.get("type") == "CauseFound"
     finding = next(f for f in data["diagnosis"]["findings"] if f["cause"] == "input-pipeline")
     assert loader.get("message").startswith(f"input-pipeline: {finding['title']}, ")
     assert loader.get("message").endswith(f"Fix: {finding['fix']}") and "(51 % of the job)" in loader.get("message")
     assert "Rules: " in loader.text and "Dataloader" in loader.text
-    assert causes.get("tests") == str(len(registry.CAUSES)) and causes.get("failures") == "3"
-    assert root.get("tests") == str(9 + len(registry.CAUSES)) and root.get("failures") == str(6 + 3)
+    assert causes.get("tests") == str(len(registry.CAUSES)) and causes.get("failures") == "2"
+    assert root.get("tests") == str(9 + len(registry.CAUSES)) and root.get("failures") == str(6 + 2)
 
 
 def test_insufficient_data_gate_and_skipped_causes(short):
