@@ -56,14 +56,19 @@ def accounts(ev: Evidence) -> dict[str, TraceAccount]:
     return {label: rank.account for label, rank in ev.trace_ranks.items() if rank.account is not None}
 
 
-def every_step(ev: Evidence, name: str) -> tuple[float, str | None, float]:
-    """(mean over the ranks of the slice's every-step share, the rank where it is largest, that share)."""
+def over_ranks(ev: Evidence, name: str, whole: bool = False) -> tuple[float, str | None, float]:
+    """(mean over the ranks of the slice's share, the rank where it is largest, that share): what every step pays,
+    or with ``whole`` all of it (compilation and allocator calls cost what they cost, in every step or a few)."""
     acc = accounts(ev)
     if not acc:
         return 0.0, None, 0.0
-    shares = {label: a.every_step_share(name) for label, a in acc.items()}
+    shares = {label: a.share(name) if whole else a.every_step_share(name) for label, a in acc.items()}
     worst = max(shares, key=shares.get)
     return statistics.mean(shares.values()), worst, shares[worst]
+
+
+def every_step(ev: Evidence, name: str) -> tuple[float, str | None, float]:
+    return over_ranks(ev, name)
 
 
 def _median_step_ms(account: TraceAccount) -> float:
@@ -188,20 +193,9 @@ def _micro_batch_finding(ev: Evidence, label: str, account: TraceAccount, n: int
                          "share_of_steps": saved, "ranks": len(accounts(ev))})
 
 
-def _total(ev: Evidence, name: str) -> tuple[float, str | None, float]:
-    """(mean over the ranks of the slice's whole share, the worst rank, its share): compilation and allocator
-    calls cost what they cost, in every step or in a few."""
-    acc = accounts(ev)
-    if not acc:
-        return 0.0, None, 0.0
-    shares = {label: a.share(name) for label, a in acc.items()}
-    worst = max(shares, key=shares.get)
-    return statistics.mean(shares.values()), worst, shares[worst]
-
-
 @detector("compilation")
 def compilation(ev: Evidence, found: dict) -> Finding | None:
-    share, worst, worst_share = _total(ev, "compilation")
+    share, worst, worst_share = over_ranks(ev, "compilation", whole=True)
     if share < WASTE:
         return None
     account = accounts(ev)[worst]
@@ -224,7 +218,7 @@ def compilation(ev: Evidence, found: dict) -> Finding | None:
 
 @detector("allocator-churn")
 def allocator_churn(ev: Evidence, found: dict) -> Finding | None:
-    share, worst, worst_share = _total(ev, "memory_management")
+    share, worst, worst_share = over_ranks(ev, "memory_management", whole=True)
     if share < WASTE:
         return None
     account = accounts(ev)[worst]
