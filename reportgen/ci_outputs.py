@@ -458,7 +458,9 @@ def _impact(finding: dict, currency: str = "USD") -> str:
                 parts.append(words.format(risk[key]))
         return "risk, no time lost yet" + (f" ({', '.join(parts)})" if parts else "")
     share, seconds, cost = impact.get("share"), impact.get("seconds"), impact.get("cost")
-    text = f"about {human_duration(seconds)}" if isinstance(seconds, (int, float)) else "impact unknown"
+    # from a minute on whole seconds truncated, as the page says it (causes.secs): one number in every output
+    text = (f"about {human_duration(int(seconds) if seconds >= 60 else seconds)}"
+            if isinstance(seconds, (int, float)) and math.isfinite(seconds) else "impact unknown")
     loop, of = impact.get("loop_share"), impact.get("share_of")
     if isinstance(share, (int, float)) and math.isfinite(share):
         whole = "of the profiled steps" if of == "profiled steps" else "of the job"

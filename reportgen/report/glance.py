@@ -118,7 +118,9 @@ def glance(report: Report) -> dict | None:
     elif diagnosis.status == "insufficient-data":
         summary = "No problem found in what could be judged, but not everything could be. " + diagnosis.coverage_text()
     else:
-        summary = ("1 cause found. " if counted == 1 else f"{counted} causes found, most costly first. ") \
+        minor = len(diagnosis.findings) - counted  # listed too, after them: the count says so (one story)
+        also = f", and {minor} minor finding{'s' if minor != 1 else ''}" if minor else ""
+        summary = ("1 cause found" if counted == 1 else f"{counted} causes found, most costly first") + also + ". " \
             + diagnosis.coverage_text()
     not_evaluated = list(diagnosis.not_evaluated)
     return {
