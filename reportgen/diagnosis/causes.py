@@ -851,9 +851,8 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
                     (f"{secs(kept_s)} lost in these {top['steps']} profiled steps "
                      f"({kept_s / top['total_s'] * 100:.0f} % of their time; the impact applies that share "
                      "to the training loop)" if worker.startswith("rank ") and top["total_s"] and not ev.trace_only
-                     else f"{secs(kept_s)} lost there" + (
-                         f"; {secs(_lost_over_workers(slowed))} over the {len(slowed)} workers with slow steps (a "
-                         "step slow on several stalls the job once)" if len(slowed) > 1 else ""))]
+                     else f"{secs(_lost_over_workers(slowed))} lost over {len(slowed)} workers ({secs(kept_s)} "
+                     "there)" if len(slowed) > 1 else f"{secs(kept_s)} lost there")]
         if why is not None:
             evidence.append(f"the slow steps are slow in {SLICE_TITLES[why.slice]}: {why.excess_ms[why.slice] / why.steps:.0f} "
                             f"ms more than the median step each ({why.share * 100:.0f} % of their extra time, "

@@ -256,9 +256,11 @@ def test_layout_at_both_widths_with_and_without_javascript(sample_report, width,
 @pytest.mark.browser
 def test_page_is_half_as_tall_and_loses_nothing(sample_report):
     page = visit(sample_report, width=1400, height=900, probe=LAYOUT_PROBE)
-    # + 80 px: GPUMemoryUtilization is worded as memory-controller activity, never as how full the memory is
-    # (issue 48), in At a glance's risk and the GPUMemoryIncrease deep dive (8,566 px on 2026-12-07)
-    assert page.dom["height"] <= HEIGHT_BEFORE / 2 + 80, page.dom["height"]
+    # + 120 px: GPUMemoryUtilization is worded as memory-controller activity, never as how full the memory is
+    # (issue 48), in At a glance's risk and the GPUMemoryIncrease deep dive (8,566 px), and the slow steps' evidence
+    # gives the loss over every worker the impact is made of, where At a glance and the sections it links show it
+    # (issues 46, 49: 8,617 px on 2026-12-07)
+    assert page.dom["height"] <= HEIGHT_BEFORE / 2 + 120, page.dom["height"]
     assert page.dom["closed"] == 3  # BatchSize, IOBottleneck, MaxInitializationTime did not fire
     html = sample_report.read_text(encoding="utf-8")
     # what the deep dives of the rules that did not fire say is in the page, behind <details>
