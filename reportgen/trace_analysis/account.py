@@ -44,17 +44,6 @@ from reportgen.trace_analysis.gpu_analyses import SYNC_CALL
 SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
           "compilation", "dispatch", "no_operator")
 USEFUL = ("compute",)
-SLICE_TITLES = {
-    "compute": "compute",
-    "data_wait": "waiting for data",
-    "communication": "exposed communication",
-    "host_blocked": "host blocked on the device",
-    "memory_management": "memory allocation",
-    "memory_copies": "memory copies",
-    "compilation": "compilation",
-    "dispatch": "operator dispatch and launch overhead",
-    "no_operator": "under no operator (the script's own Python)",
-}
 
 COMPILE = re.compile(r"compile|jit_compil|XlaCompile|backend_compile|TorchDynamo|dynamo|inductor|"
                      r"CompileFunction|tracing|TraceFunction", re.I)
