@@ -7,10 +7,12 @@ is split into exclusive slices that add up to the step, whatever the job did:
   training process's threads were doing at each instant, the first that applies of
   ``data_wait`` (DataLoader / ``IteratorGetNext`` / JAX's ``next``), ``compilation`` (XLA, torch.compile,
   JIT), ``communication`` (CPU-side collectives), ``host_blocked`` (synchronising with a device),
-  ``memory_management`` (allocator calls), operators — split into ``dispatch`` (each operator call's fixed
+  ``memory_management`` (allocator calls), operators (with torch's own ranges around the optimizer, whose
+  time outside operators is the optimizer's Python) — split into ``dispatch`` (each operator call's fixed
   cost, estimated as the calls times the median time of the metadata-only operators such as ``aten::view``,
   which do no work) and ``compute`` —, and ``no_operator``: nothing the profiler names, i.e. the
-  training script's own Python (metrics, logging, ``.item()`` conversions, file writes).
+  training script's own Python (metrics, logging, ``.item()`` conversions, file writes). On a CPU rank that is
+  exactly the steps' own time in torch's ``key_averages()`` (``ProfilerStep*``'s self CPU time).
 * **device perspective** (a rank whose steps launch GPU work): what the GPU was doing — ``compute``
   (compute kernels), ``communication`` (collective kernels with no compute beside them: exposed),
   ``memory_copies`` (memcpy/memset alone) — and, while it sat idle, why: an idle gap that began while the
@@ -61,6 +63,10 @@ METADATA_OPS = frozenset(("aten::view", "aten::as_strided", "aten::t", "aten::tr
                           "aten::reshape", "aten::_unsafe_view", "aten::alias", "aten::empty", "aten::lift_fresh",
                           "aten::resolve_conj", "aten::resolve_neg", "detach", "aten::select", "aten::slice"))
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")  # torch's annotation of optimizer.step(): part of compute
+# torch's own ranges around the optimizer: their time outside operators is the optimizer's Python (the loop over
+# the parameters; zero_grad(set_to_none=True) runs no operator at all), framework code like an operator's —
+# torch's key_averages() counts it as theirs, not as the step's own time
+FRAMEWORK_RANGE = re.compile(r"^Optimizer\.(step|zero_grad)#")
 # the loss's node in autograd's backward pass: one per backward pass (micro-batches under gradient accumulation)
 LOSS_BACKWARD = re.compile(r"^autograd::engine::evaluate_function: \w*(Loss|CrossEntropy)\w*Backward\d*$")
 MIN_METADATA_CALLS = 20  # fewer metadata calls than this: no estimate of the fixed cost (no dispatch slice)
@@ -157,7 +163,8 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     data = _named(trace, lambda n: bool(regions.DATALOADER.search(n)))
     compiling = _named(trace, lambda n: bool(COMPILE.search(n)) and not NOT_COMPILE.search(n))
     comm = _named(trace, lambda n: bool(pattern.search(n)))
-    operator_rows = trace.rows(k.CPU_OP, k.RUNTIME, k.DRIVER) & ~is_step
+    operator_rows = (trace.rows(k.CPU_OP, k.RUNTIME, k.DRIVER)
+                     | (trace.rows(k.USER_ANNOTATION) & _named(trace, lambda n: bool(FRAMEWORK_RANGE.match(n))))) & ~is_step
     prefetch = _named(trace, lambda n: bool(PREFETCH.search(n)))
     ops = operator_rows & (on_primary | ~prefetch)
     gpu = trace.rows(*k.GPU_CATEGORIES)

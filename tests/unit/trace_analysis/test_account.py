@@ -49,6 +49,23 @@ def test_host_steps_split_exactly(tmp_path):
     assert got["window"]["steps_ms"] == pytest.approx(1.0)
 
 
+def test_the_optimizers_own_python_is_framework_time_not_the_scripts(tmp_path):
+    """torch's Optimizer.zero_grad#/step# ranges count as operators (as key_averages() counts them); a user's own
+    range stays the script's time, named."""
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("aten::linear", 0, 400),
+        _cpu("Optimizer.zero_grad#SGD.zero_grad", 400, 100, cat="user_annotation"),  # set_to_none: no operator
+        _cpu("Optimizer.step#SGD.step", 500, 300, cat="user_annotation"),
+        _cpu("aten::add_", 550, 100),  # the update's operator; 200 µs of the range is the optimizer's Python
+        _cpu("my_logging", 850, 100, cat="user_annotation"),
+    ])
+    assert got["slices_ms"]["compute"] == pytest.approx(0.8)
+    assert got["slices_ms"]["no_operator"] == pytest.approx(0.2)
+    assert got["no_operator_named"] == pytest.approx({"my_logging": 0.1})
+    assert got["optimizer_per_step_ms"] == pytest.approx([0.3])
+
+
 def test_operator_calls_pay_the_metadata_operators_time(tmp_path):
     """41 calls at the median metadata-only call (2 µs) are dispatch; the rest of the operators' time compute."""
     views = [_cpu("aten::view", 10 + 20 * i, 2) for i in range(40)]
