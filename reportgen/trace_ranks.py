@@ -76,6 +76,8 @@ class TraceAccount:
     backward_passes_per_step: tuple[float, ...] = ()  # the loss's backward node per step: micro-batches
     optimizer_steps_per_step: tuple[float, ...] = ()
     window: dict[str, float] = field(default_factory=dict)  # span, steps, between steps, before, after (ms)
+    eager_ops_per_step: tuple[float, ...] = ()  # operations each step ran one by one from Python
+    eager_runtime: str | None = None  # "tensorflow" or "jax" when steps run their model op by op
 
     def share(self, name: str) -> float:
         return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
@@ -120,7 +122,8 @@ class TraceAccount:
         return cls(perspective if perspective in ("host", "device") else "host", int(steps), float(total), slices,
                    per, _given(entry.get("operator_calls_per_step")), _given(entry.get("dispatch_floor_us")),
                    named, waits, optimizer, work, counts("backward_passes_per_step"),
-                   counts("optimizer_steps_per_step"), window)
+                   counts("optimizer_steps_per_step"), window, counts("eager_ops_per_step"),
+                   runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,14 @@ slow steps' cause (``step-outliers``), not a per-step overhead, so it is never c
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from reportgen.diagnosis.causes import Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
-from reportgen.diagnosis.slow_step_story import SLICE_TITLES
+from reportgen.diagnosis.slow_step_story import SLICE_TITLES, SlowStepStory, fix_for, steps_paying
+from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
+from reportgen.trace_analysis.account import EAGER_STEP_OPS
 from reportgen.trace_ranks import TraceAccount
 
 WASTE = 0.05  # a slice every step pays for at least this share of the step is a finding
@@ -104,8 +107,8 @@ def _named_text(account: TraceAccount) -> str:
 def host_overhead(ev: Evidence, found: dict) -> Finding | None:
     if "kernel-launch-bound" in found:  # the GPU waits for the host, whatever the host does between launches
         return None
-    if "operator-overhead" in found and "micro_batches" in found["operator-overhead"].metrics:
-        return None  # the Python between operators is paid per micro-batch: that finding's, once
+    if "operator-overhead" in found and ({"micro_batches", "eager_ops_per_step"} & set(found["operator-overhead"].metrics)):
+        return None  # the Python between operators is paid per micro-batch or per eager call: that finding's, once
     share, worst, worst_share = every_step(ev, "no_operator")
     if share < WASTE:
         return None
@@ -117,9 +120,10 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
                 f"framework's operators{shared}",
                 _named_text(account),
                 f"a clean training loop leaves under {pct(WASTE)} of the step there"]
-    fix = ("Find and move the per-step Python off the step: metrics and logging every step (.item() conversions, "
-           "numpy on outputs, writing files with fsync) done every N steps or in a background thread; "
-           f"{PROFILE_CLOSER}.")
+    fix = ("Find the Python that runs in every step between the framework's calls and take it off the step (every N "
+           "steps, or in a background thread); the usual culprits are per-step metrics and logging (.item() "
+           "conversions, numpy on outputs, files written with fsync), a manual gc.collect() or empty_cache(), "
+           f"checkpoints; {PROFILE_CLOSER}.")
     return make(ev, "host-overhead", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
                 basis="the time every profiled step spends under no operator (the median step's, times the steps); "
                       "moving that work off the step gives it back",
@@ -153,6 +157,13 @@ def operator_overhead(ev: Evidence, found: dict) -> Finding | None:
         overhead = account.every_step_share("no_operator") + account.every_step_share("dispatch")
         if overhead >= SMALL_WORK:
             return _micro_batch_finding(ev, label, account, n, overhead)
+    eager = {label: a for label, a in host.items() if _median(a.eager_ops_per_step) >= EAGER_STEP_OPS}
+    if eager:
+        label = max(eager, key=lambda name: eager[name].every_step_share("dispatch"))
+        account = eager[label]
+        overhead = account.every_step_share("dispatch") + account.every_step_share("no_operator")
+        if overhead >= WASTE:
+            return _eager_finding(ev, label, account, overhead)
     if share < WASTE:
         return None
     account = host[worst] if worst in host else next(iter(host.values()))
@@ -169,6 +180,42 @@ def operator_overhead(ev: Evidence, found: dict) -> Finding | None:
                       "same samples",
                 metrics={**_metrics(ev, "dispatch", share, worst, worst_share), "operator_calls_per_step": calls,
                          "dispatch_floor_us": floor})
+
+
+def _median(values) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+EAGER_WORDS = {  # runtime: (its operations, how the trace shows them, the fix)
+    "tensorflow": ("TensorFlow operations", "EagerLocalExecute of single operations, no tf.function graph around them",
+                   "Run the training step as one graph: decorate it with @tf.function (jit_compile=True to compile it "
+                   "with XLA); Keras's fit() does so unless run_eagerly=True."),
+    "jax": ("JAX primitives", "a PjitFunction(...) call for each primitive, no jax.jit around the step",
+            "Compile the whole training step with jax.jit (the forward pass, the gradient and the update in one "
+            "function, with static shapes): it runs as one executable instead of one per primitive."),
+}
+
+
+def _eager_finding(ev: Evidence, label: str, account: TraceAccount, overhead: float) -> Finding:
+    """TensorFlow or JAX running the step op by op from Python: every operation pays the runtime's fixed cost and
+    the Python between operations runs every step; compiled as one graph both are paid once, when it is traced."""
+    ops = _median(account.eager_ops_per_step)
+    what, shown, remedy = EAGER_WORDS[account.eager_runtime or "tensorflow"]
+    evidence = [f"{ops:,.0f} {what} a step run one by one from Python{_rank_text(ev, label)} ({shown})",
+                f"{pct(overhead)} of every step is outside the operations' kernels: the eager runtime's cost of each "
+                f"call ({pct(account.every_step_share('dispatch'))}) and the Python between calls "
+                f"({pct(account.every_step_share('no_operator'))}); the kernels themselves are "
+                f"{pct(account.every_step_share('compute'))}"]
+    fix = (f"{remedy} The Python then runs once, when the step is traced, and the operations run back to back in the "
+           "runtime.")
+    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=overhead,
+                sections=[SectionId.GPU_KERNELS_OPERATORS],
+                heading=f"Each step runs {ops:,.0f} operations one by one from Python"
+                        + (" (eager execution)" if account.eager_runtime == "tensorflow" else " (no jax.jit)"),
+                basis="the time outside the operations' kernels in every step; as a graph the kernels still run (a "
+                      "graph may also fuse them: more may be saved)",
+                metrics={"slice": "dispatch", "eager_ops_per_step": ops, "overhead_share": overhead,
+                         "worst_rank": label, "share_of_steps": overhead, "ranks": len(accounts(ev))})
 
 
 def _micro_batch_finding(ev: Evidence, label: str, account: TraceAccount, n: int, overhead: float) -> Finding:
@@ -233,9 +280,51 @@ def allocator_churn(ev: Evidence, found: dict) -> Finding | None:
                 metrics=_metrics(ev, "memory_management", share, worst, worst_share))
 
 
+# Causes that judge only what every step pays of their slice: what some steps pay beyond it is still open.
+EVERY_STEP_CLAIMS = frozenset(("host-overhead", "operator-overhead", "kernel-launch-bound"))
+
+
+@dataclass(frozen=True)
+class Intermittent:
+    """A waste slice paid in some steps only, beyond what every step pays and what the slow-steps finding counts."""
+
+    slice: str
+    share: float  # of the profiled steps' time
+    rank: str
+    positions: tuple[int, ...]  # the steps (positions in the rank's sequence) that pay it
+    excess_ms: float
+    period: int | None
+
+
+def intermittent(ev: Evidence, found: dict) -> Intermittent | None:
+    """The largest waste slice that only some steps pay, when nothing else accounts for it: per rank, each step's
+    excess of the slice over its median step, the steps that open the trace in an unbroken run left out (start-up
+    work every run pays), less what the slow-steps finding already counts."""
+    best: Intermittent | None = None
+    for label, account in accounts(ev).items():
+        for name in CLAIMS:  # every waste slice
+            claimed = set(CLAIMS.get(name, ())) - EVERY_STEP_CLAIMS
+            if any(c in found for c in claimed) or _judged_by_a_cause(ev, name):
+                continue
+            paying, excess = steps_paying(account, name)
+            total = sum(excess[i] for i in paying)
+            share = total / account.step_ms if account.step_ms > 0 else 0.0
+            if paying and (best is None or share > best.share):
+                found_period = find_period(paying, 0, account.steps - 1, [excess[i] for i in paying])
+                best = Intermittent(name, share, label, tuple(paying), total,
+                                    found_period[0] if found_period else None)
+    if best is None:
+        return None
+    # the slow steps' finding counts its steps' excess (a share of the steps, as this one)
+    counted = (found["step-outliers"].loop_share or 0.0) if "step-outliers" in found else 0.0
+    left = best.share - counted
+    return Intermittent(best.slice, left, best.rank, best.positions, best.excess_ms, best.period) if left >= WASTE else None
+
+
 @detector("step-waste")
 def step_waste(ev: Evidence, found: dict) -> Finding | None:
-    """Waste slices that no named cause claimed: the largest names the finding, all of them count."""
+    """Waste slices that no named cause claimed: the largest names the finding, all of them count; and the largest
+    waste paid in some steps only, beyond the slow steps already found."""
     open_slices = {}
     for name in GENERIC_FIX:
         if any(cause in found for cause in CLAIMS.get(name, ())) or _judged_by_a_cause(ev, name):
@@ -243,7 +332,10 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
         share, worst, worst_share = every_step(ev, name)
         if share > 0:
             open_slices[name] = (share, worst, worst_share)
+    some = intermittent(ev, found)
     big = {name: v for name, v in open_slices.items() if v[0] >= WASTE}
+    if not big and some is not None:
+        return _intermittent_finding(ev, some)
     if not big:
         total = sum(v[0] for v in open_slices.values())
         if total < TOTAL_WASTE:
@@ -262,6 +354,30 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
                 heading=f"{pct(share)} of each step is {SLICE_TITLES[top]}" + (" and more" if len(ordered) > 1 else ""),
                 basis="the time every profiled step spends in these slices (the median step's, times the steps)",
                 metrics={"slices": {name: big[name][0] for name in ordered}})
+
+
+def _intermittent_finding(ev: Evidence, some: Intermittent) -> Finding:
+    account = accounts(ev)[some.rank]
+    rank = ev.trace_ranks[some.rank]
+    rank_steps = rank.step_list
+    numbers = [rank_steps[i].step if i < len(rank_steps) and rank_steps[i].step is not None else i
+               for i in some.positions]
+    shown = ", ".join(f"{n:.0f}" for n in numbers[:5]) + (" …" if len(numbers) > 5 else "")
+    when = f"every {some.period} steps" if some.period else f"in {len(some.positions)} of {account.steps} steps"
+    evidence = [f"{pct(some.share)} of the profiled steps' time is {SLICE_TITLES[some.slice]} paid {when}"
+                f"{_rank_text(ev, some.rank)} (steps {shown}), beyond what every "
+                "step pays" + _waited_in(ev, some.slice, some.rank),
+                "those steps are not slow enough to be outliers each, but together they cost that much: the step-time "
+                "account in the profiler section shows them step by step"]
+    story = SlowStepStory(some.slice, {some.slice: some.excess_ms}, 0.0, len(some.positions), some.positions)
+    loader = rank.dataloader
+    return make(ev, "step-waste", 0.0, evidence, fix_for(story, loader.workers if loader is not None else None, some.period),
+                loop_share=some.share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                heading=f"{pct(some.share)} of the steps' time is {SLICE_TITLES[some.slice]} "
+                        + (f"every {some.period} steps" if some.period else "in some steps"),
+                basis="the slice's time in the steps that pay it, over what the median step pays (the slow steps "
+                      "already found left out)",
+                metrics={"slices": {some.slice: some.share}, "some_steps": list(some.positions), "period": some.period})
 
 
 TF_DATA = ("Overlap input with compute in tf.data: .prefetch(tf.data.AUTOTUNE) at the end of the pipeline, "

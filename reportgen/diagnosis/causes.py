@@ -18,7 +18,8 @@ from typing import Callable
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
-from reportgen.diagnosis.slow_step_story import SLICE_TITLES, fix_for, story
+from reportgen.diagnosis.slow_step_story import SLICE_TITLES, fix_for, steps_paying, story
+from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
 
 
@@ -70,7 +71,8 @@ REGISTRY: tuple[Cause, ...] = (
     # Last: the account's waste that no cause above claimed (it reads every cause that claims a slice).
     Cause("step-waste", "Part of every step is spent outside compute", "step-account",
           after=("input-pipeline", "io-bound", "cpu-bound", "straggler", "host-sync", "communication-bound",
-                 "pageable-memcpy", "kernel-launch-bound", "operator-overhead")),
+                 "pageable-memcpy", "kernel-launch-bound", "operator-overhead", "host-overhead", "compilation",
+                 "allocator-churn", "step-outliers")),
 )
 # The vocabulary in its published order: report.json's schema enum, the JUnit causes suite (tests keep the
 # schema and this equal to the registry's ids).
@@ -822,6 +824,23 @@ def slow_initialization(ev: Evidence, found: dict) -> Finding | None:
                 metrics={"initialization_s": init, "download_bytes_per_s": max(downloads) if downloads else None})
 
 
+def _paying_alike(ev: Evidence, worker: str, why) -> tuple[tuple[int, ...], float, int | None] | None:
+    """The steps of the slow steps' rank that pay the slice they are slow in (not compute: larger inputs are
+    judged as such) without being outliers: (their positions, the slice's excess there in ms, the period of all
+    the steps paying it)."""
+    if why is None or why.slice in ("compute", "warm-up") or not worker.startswith("rank "):
+        return None
+    rank = ev.trace_ranks.get(worker[len("rank "):])
+    if rank is None or rank.account is None:
+        return None
+    paying, excess = steps_paying(rank.account, why.slice)
+    extra = tuple(i for i in paying if i not in why.first_step_positions)
+    if not extra:
+        return None
+    beat = find_period(list(paying), 0, rank.account.steps - 1, [excess[i] for i in paying])
+    return extra, sum(excess[i] for i in extra), beat[0] if beat else None
+
+
 @detector("step-outliers")
 def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     rule_fired = ev.state("StepOutlier") == FIRED
@@ -864,6 +883,14 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
             first = "the first profiled step is" if n == 1 else f"the first {n} profiled steps are"
             evidence.append(f"{first} slow too ({secs(why.warmup_ms / 1000.0)} over the median step): start-up work "
                             "every run pays, left out of this cost")
+        more = _paying_alike(ev, worker, why)
+        if more is not None:  # steps that pay the same slice without being outliers: the same work, counted here
+            positions, extra_ms, beat = more
+            lost += extra_ms / 1000.0
+            period = period or beat
+            evidence.append(f"{plural(len(positions), 'more step')} pay the same {SLICE_TITLES[why.slice]} without being "
+                            f"outliers ({secs(extra_ms / 1000.0)} in all)" + (f": with them, every {beat} steps"
+                                                                            if beat else "") + ", counted here too")
         if worker.startswith("rank ") and top.get("total_s"):
             loop_share = lost / top["total_s"]  # of the profiled steps, and so of the loop
         else:

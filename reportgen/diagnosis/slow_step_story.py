@@ -26,6 +26,27 @@ SLICE_TITLES = {
     "no_operator": "time under no profiler operator",
 }
 BY_DESIGN = 0.5  # the optimizer's extra time is at least this share of the slow steps' excess: accumulation
+SOME_STEPS = 0.2  # a step pays a slice "in some steps" when it has a fifth of the median step more of it than usual
+NOISE_MADS = 5  # ... and more than the slice's usual step-to-step spread (as the slow steps' 5 MAD)
+
+
+def steps_paying(account: TraceAccount, name: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The steps (positions) that pay the slice beyond its median step by a fifth of a median step or more, and by
+    more than 5 MADs of the slice (a busy host's noise is no work) — the steps that open the trace in an unbroken
+    run left out (start-up work every run pays) — and every step's excess of the slice over its median (ms).
+    Periodic work too small to make each step an outlier still shows here."""
+    values = account.per_step_ms.get(name, ())
+    if len(values) != account.steps or not values:
+        return (), ()
+    usual = _median(values)
+    excess = tuple(max(v - usual, 0.0) for v in values)
+    totals = [sum(step) for step in zip(*(v for v in account.per_step_ms.values() if len(v) == account.steps))]
+    spread = _median([abs(v - usual) for v in values])  # the slice's own step-to-step noise (a shared host's)
+    paying = [i for i, e in enumerate(excess) if e >= max(SOME_STEPS * _median(totals), NOISE_MADS * spread)]
+    warmup = 0
+    while warmup < len(paying) and paying[warmup] == warmup:
+        warmup += 1
+    return tuple(paying[warmup:]), excess
 
 
 @dataclass(frozen=True)

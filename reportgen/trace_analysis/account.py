@@ -69,6 +69,14 @@ OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")  # torch's annotation of optim
 FRAMEWORK_RANGE = re.compile(r"^Optimizer\.(step|zero_grad)#")
 # the loss's node in autograd's backward pass: one per backward pass (micro-batches under gradient accumulation)
 LOSS_BACKWARD = re.compile(r"^autograd::engine::evaluate_function: \w*(Loss|CrossEntropy)\w*Backward\d*$")
+# Operations run one by one from Python: TensorFlow's eager execution (a primitive operation on its own, not a
+# tf.function's graph, whose call is ``EagerLocalExecute: __inference_…``) and JAX outside jax.jit (each
+# primitive is a small compiled function: ``PjitFunction(matmul)``; a jitted step is one ``PjitFunction(step)``,
+# so only many of them a step count) — and the part of each that runs the operation's kernel.
+EAGER_OPS = {"tensorflow": re.compile(r"^EagerLocalExecute: (?!__inference_|__forward_|__backward_)"),
+             "jax": re.compile(r"^PjitFunction\(")}
+EAGER_KERNELS = frozenset(("KernelAndDeviceFunc::Run", "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice"))
+EAGER_STEP_OPS = 20  # a step that runs this many operations eagerly runs its model op by op (not a few constants)
 MIN_METADATA_CALLS = 20  # fewer metadata calls than this: no estimate of the fixed cost (no dispatch slice)
 
 
@@ -213,11 +221,25 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     counted = kernels if device else ops & trace.rows(k.CPU_OP)  # the work items a step issues
     starts = np.sort(trace.start_us[counted])
     calls = np.searchsorted(starts, hi) - np.searchsorted(starts, lo)
+    # only calls made from Python, not those inside another (tracing a function to compile it calls each of its
+    # primitives inside it)
+    eager_by = {runtime: np.array(_starts_per_step(trace, _outermost(trace, primary_cpu & _named(trace, op.match)),
+                                                   lo, hi))
+                for runtime, op in EAGER_OPS.items()}
+    eager_runtime = max(eager_by, key=lambda runtime: int(eager_by[runtime].sum()))
+    eager = eager_by[eager_runtime]
     if not device:
         calls_per_step = float(calls.mean())
         floor = dispatch_floor_us(trace, counted)
         if floor is not None:
             fixed = np.minimum(calls * floor, per_step["compute"])
+            per_step["dispatch"] += fixed
+            per_step["compute"] -= fixed
+        elif eager.size and eager.max() >= EAGER_STEP_OPS:
+            # operations run one by one from Python: of their time only the kernels' is compute, the rest (the
+            # eager runtime's checks, copies, handles) is each call's fixed cost — in the steps that ran eagerly
+            running = covered(_union(trace, primary_cpu & _named(trace, lambda n: n in EAGER_KERNELS)), lo, hi)
+            fixed = np.where(eager >= EAGER_STEP_OPS, np.clip(per_step["compute"] - running, 0.0, None), 0.0)
             per_step["dispatch"] += fixed
             per_step["compute"] -= fixed
     total = float(dur.sum())
@@ -236,6 +258,8 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "work_per_step": [int(c) for c in calls],  # operator calls (host) or kernels (device) starting in each step
         "backward_passes_per_step": _starts_per_step(trace, cpu & _named(trace, lambda n: bool(LOSS_BACKWARD.match(n))),
                                                      lo, hi),
+        "eager_ops_per_step": [int(c) for c in eager],  # operations run one by one from Python
+        "eager_runtime": eager_runtime if eager.size and eager.max() >= EAGER_STEP_OPS else None,
         "optimizer_steps_per_step": _starts_per_step(trace, cpu & _named(trace, lambda n: bool(OPTIMIZER_STEP.match(n))),
                                                      lo, hi),
         "window": _window(trace, lo, hi),
@@ -258,6 +282,23 @@ def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], k
             label = trace.names[int(name)]
             totals[label] = totals.get(label, 0.0) + float(ms) / 1000.0
     return dict(sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+
+
+def _outermost(trace: k.TraceColumns, mask: np.ndarray) -> np.ndarray:
+    """The events of ``mask`` that no other event of ``mask`` holds (an event starting where another ends, or
+    a copy of the same span, is outermost too)."""
+    rows = np.nonzero(mask)[0]
+    if rows.size == 0:
+        return mask
+    start, end = trace.start_us[rows], trace.start_us[rows] + trace.dur_us[rows]
+    order = np.lexsort((-end, start))
+    reach = np.maximum.accumulate(end[order])  # the furthest end among the events that started before each
+    held = np.zeros(rows.size, bool)
+    held[order[1:]] = (start[order[1:]] < reach[:-1]) & ~((start[order[1:]] == start[order[:-1]])
+                                                          & (end[order[1:]] == end[order[:-1]]))
+    out = np.zeros(mask.shape, bool)
+    out[rows[~held]] = True
+    return out
 
 
 def _starts_per_step(trace: k.TraceColumns, mask: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[int]:

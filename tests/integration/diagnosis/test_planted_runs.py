@@ -46,6 +46,13 @@ EXPECTED = {
     "io-latency": ("input-pipeline", "waiting workers need no core", "fix"),
     "jax-recompile": ("compilation", "jax.jit: static shapes", "fix"),
     "periodic-eval": ("step-outliers", "extra work inside the step", "planted"),
+    # planted after the account was built, for causes no detector was written for: a manual gc.collect() every
+    # step (the trace names nothing: the unnamed slice with how to look closer), a checkpoint every 10 steps too
+    # small to make two of its three steps outliers, TensorFlow stepped eagerly op by op
+    "gc-pause": ("host-overhead", "gc.collect()", "fix"),
+    "checkpoint": ("step-outliers", "every 10 steps", "profiled"),
+    "tf-eager": ("operator-overhead", "@tf.function", "fix"),
+    "jax-nojit": ("operator-overhead", "jax.jit", "steady"),
 }
 
 
@@ -59,7 +66,14 @@ def test_the_planted_cost_is_the_first_finding_with_its_fix_and_its_measured_cos
     assert top.cause == cause and words in top.fix, (top.cause, top.fix)
     causes = [f.cause for f in diagnosis.findings if f.counts]
     assert len(causes) == len(set(causes)) and causes.count(cause) == 1  # one stall, one finding
-    targets = truth["fix_saved_s"] if held_to == "fix" else [truth["planted_s"]]
+    # "profiled": the planted share of the profiled steps applied to the loop, where the reruns drifted apart and the
+    # planted cost outside the window differs from inside it (checkpoint: the file's first two writes, before the
+    # window, took 1.3 and 2.1 s; the window's 0.3-0.5 s)
+    targets = {"fix": truth["fix_saved_s"], "planted": [truth["planted_s"]],
+               "profiled": [truth["planted_share_profiled"] * truth["loop_less_export_s"]],
+               # "steady": what the fix saved beyond the first step (jax-nojit's first step compiles every primitive
+               # on its own: one step, which the compilation cause leaves alone)
+               "steady": truth["steady_saved_s"]}[held_to]
     assert any(abs(top.seconds - t) <= TOLERANCE * t for t in targets), (top.seconds, targets)
 
 

@@ -15,6 +15,7 @@ from tests.support.paths import RAW, RECORDINGS
 TRACE = (".pt.trace.json", ".xplane.pb", "control.json")
 RECORDED = ["cpu-torch/periodic", "cpu-torch/short", "gpu-host-sync/h100-host-sync", "gpu-input/w0", "gpu-input/w4",
             "jax-tf/jax-cpu", "jax-tf/tf-cpu"]
+PLANTED = sorted(d.name for d in (RECORDINGS / "planted").iterdir() if (d / "truth.json").is_file())
 RAW_TRACES = ["torch-cpu-record-inputbound", "torch-cpu-record-workers2", "torch-cpu-record-ddp2",
               "kineto-resnet50-num-workers-0", "kineto-resnet50-num-workers-4", "hta-resnet-v100-1gpu",
               "hta-cpu-only-gloo", "hta-trace-diff-rank3of8"]
@@ -48,6 +49,33 @@ def _check_adds_up(doc):
 @pytest.mark.parametrize("name", RECORDED)
 def test_recordings_account_adds_up_to_every_step(name):
     _check_adds_up(_doc(RECORDINGS / name))
+
+
+@pytest.mark.parametrize("run", PLANTED)
+def test_planted_runs_account_adds_up_to_every_step(run):
+    _check_adds_up(_doc(RECORDINGS / "planted" / run))
+
+
+KEY_AVERAGED = [run for run in PLANTED if "key_averages" in json.loads((RECORDINGS / "planted" / run / "truth.json")
+                                                                            .read_text())]
+
+
+@pytest.mark.parametrize("run", KEY_AVERAGED)
+def test_account_is_torchs_own_key_averages(run):
+    """torch's key_averages() of the profiled steps, saved by the script at the end of the run: the steps' total is
+    ProfilerStep*'s CPU time, the time under no operator its self CPU time, the wait for data the DataLoader's."""
+    truth = _truth(f"planted/{run}")["key_averages"]
+    a = next(iter(_accounts(_doc(RECORDINGS / "planted" / run)).values()))
+    loader = [v for key, v in truth.items() if key.startswith("enumerate(DataLoader)#")]
+    tolerance = 0.001 * a["steps"]  # 1 µs a step: torch's own rounding
+    assert a["steps"] == truth["ProfilerStep*"]["count"]
+    assert a["step_ms"] == pytest.approx(truth["ProfilerStep*"]["cpu_us"] / 1000, abs=tolerance)
+    assert a["slices_ms"]["no_operator"] == pytest.approx(truth["ProfilerStep*"]["self_cpu_us"] / 1000, abs=tolerance)
+    assert len(loader) == 1 and a["slices_ms"]["data_wait"] == pytest.approx(loader[0]["cpu_us"] / 1000, abs=tolerance)
+
+
+def test_every_torch_run_planted_since_key_averages_were_saved_is_checked():
+    assert {"gc-pause", "checkpoint"} <= set(KEY_AVERAGED)
 
 
 @pytest.mark.fixtures

@@ -23,14 +23,20 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
   accum-optimizer  accumulation of 4 with Adam over a large layer: every 4th step holds a long optimizer step
                    (slow by design, not a problem; no fix)
   io-latency       the Dataset sleeps 20-40 ms a sample (I/O latency), num_workers=0 (fix: num_workers=4)
+  gc-pause         gc.collect() after every step while the process holds many Python objects (a metadata
+                   index): no detector was written for it (fix: no manual collection)
+  checkpoint       a 64 MB checkpoint (model, optimizer and training state, fsync'd) after every 10th step
+                   (fix: none in the loop)
 JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
   jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
+  jax-nojit        the same step without jax.jit: every primitive dispatched from Python (fix: jax.jit)
 TensorFlow (tf.profiler.experimental, one Trace(step_num=...) a step):
   tf-hostwork      a tf.function step followed by heavy per-step numpy post-processing on the host
   tf-clean         the same step without it (= tf-hostwork --fix)
+  tf-eager         a small deep MLP stepped eagerly, op by op from Python (fix: the same step in tf.function)
 """
-import argparse, json, os, platform, sys, time
+import argparse, gc, json, os, platform, sys, time
 
 T_SCRIPT_EPOCH, T_SCRIPT = time.time(), time.perf_counter()
 import numpy as np
@@ -162,6 +168,13 @@ def run_torch(a, truth):
         model = Net()
         loader = DataLoader(Images(steps * bs, 0, sleep=(0.020, 0.040)), batch_size=bs, num_workers=workers,
                             persistent_workers=persistent)
+    elif mode == "checkpoint":
+        model = Net()
+        # the rest of the training state a checkpoint keeps (an EMA of the weights, a sampler's or replay
+        # buffer's state): 64 MB
+        truth["checkpoint_state_bytes"] = 16 * 2**20 * 4
+        train_state = torch.zeros(16 * 2**20)
+        loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
     elif mode == "epoch-restart":
         workers, persistent, epoch_steps = 2, fix, 6
         model = Net()
@@ -196,6 +209,10 @@ def run_torch(a, truth):
     step_s, cpu_s, planted_s, data_s, prof_step_s, extra = [], [], [], [], [], {}
     metrics_file = open(a.metrics_file, "w") if mode == "metrics" else None
     cache = []
+    if mode == "gc-pause":  # a metadata index of many small Python objects, as data sets keep (the GC walks it)
+        cache = [{"id": i, "path": f"shard-{i % 97}/sample-{i}.jpg", "tags": [i % 7, i % 11]}
+                 for i in range(a.gc_objects)]
+        truth["gc_objects"] = a.gc_objects
 
     def batches():
         """The loader's batches, epoch after epoch, with the time of each ``next()`` (a new epoch: ``iter()``)."""
@@ -257,6 +274,18 @@ def run_torch(a, truth):
                         correct += int((model(xe).argmax(1) == 0).sum())
                 extra.setdefault("eval_s", {})[step] = time.perf_counter() - t
                 planted += time.perf_counter() - t
+            if mode == "gc-pause" and not fix:
+                t = time.perf_counter()
+                gc.collect()
+                planted = time.perf_counter() - t
+            if mode == "checkpoint" and not fix and step % 10 == 9:
+                t = time.perf_counter()
+                with open(a.checkpoint_file, "wb") as f:
+                    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "state": train_state,
+                                "step": step}, f)
+                    f.flush(); os.fsync(f.fileno())
+                extra.setdefault("checkpoint_s", {})[step] = time.perf_counter() - t
+                planted = time.perf_counter() - t
             if mode == "metrics" and (not fix or step % 50 == 49):
                 t = time.perf_counter()
                 out = out.detach()  # the step's own output (micro == bs here): no extra operator
@@ -290,6 +319,9 @@ def run_torch(a, truth):
         stop_s = time.perf_counter() - t
     if metrics_file:
         metrics_file.close()
+    if prof is not None:  # torch's own per-operator totals of the profiled steps, to check the account against
+        truth["key_averages"] = {e.key: {"count": e.count, "self_cpu_us": e.self_cpu_time_total,
+                                         "cpu_us": e.cpu_time_total} for e in prof.key_averages()}
     truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=steps, step_s=step_s, step_cpu_s=cpu_s,
                  planted_s=planted_s, data_wait_s=data_s,
                  prof_step_s=prof_step_s, profiler_export_s=sum(export) + stop_s, profiler_handler_s=export,
@@ -321,7 +353,9 @@ def run_jax(a, truth):
         return jax.tree_util.tree_map(lambda w, d: w - 0.01 * d, p, g), loss
 
     params = init(jax.random.PRNGKey(0))
-    fix = a.fix or a.mode == "jax-clean"
+    nojit = a.mode == "jax-nojit"
+    fix = a.fix or a.mode in ("jax-clean", "jax-nojit")  # one padded shape (jax-nojit: the plant is the missing jit)
+    step_fn = train_step.__wrapped__ if nojit and not a.fix else train_step
     step_s, planted_s, shapes = [], [], []
     opts = jax.profiler.ProfileOptions()
     opts.python_tracer_level, opts.enable_hlo_proto = 0, False  # no Python call tracing, no HLO protos: a small trace
@@ -339,7 +373,7 @@ def run_jax(a, truth):
         shapes.append(int(x.shape[0]))
         with jax.profiler.StepTraceAnnotation("train", step_num=step):
             t0 = time.perf_counter()
-            params, loss = train_step(params, x, y, m)
+            params, loss = step_fn(params, x, y, m)
             loss.block_until_ready()
             step_s.append(time.perf_counter() - t0)
     loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
@@ -350,9 +384,12 @@ def run_jax(a, truth):
     new_shape = [i for i in range(len(shapes)) if shapes[i] not in shapes[:i]]
     med = median(step_s)
     planted_s = [step_s[i] - med if i in new_shape else 0.0 for i in range(len(step_s))]
+    if nojit:  # the whole step, op by op or (--fix) jitted: truth_table.py takes the fix's from it
+        planted_s = list(step_s)
     truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=a.steps, step_s=step_s, planted_s=planted_s,
                  batch_shapes=shapes,
                  compile_steps=new_shape, compiles=len(new_shape), jit_cache_size=train_step._cache_size(),
+                 jit=not nojit or a.fix,
                  profiler_export_s=stop_s, t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch,
                  jax=jax.__version__, batch_size=64, accumulation=1, num_workers=0,
                  planted_note="steps that met a new batch shape: step time minus the median step (compile + first run)")
@@ -364,18 +401,25 @@ def run_tf(a, truth):
     tf.random.set_seed(0)
     rng = np.random.default_rng(0)
     bs, hidden = 256, 1024
-    model = tf.keras.Sequential([tf.keras.Input((256,)), tf.keras.layers.Dense(hidden, activation="relu"),
-                                 tf.keras.layers.Dense(hidden, activation="relu"), tf.keras.layers.Dense(10)])
+    eager = a.mode == "tf-eager"
+    if eager:  # a small, deep MLP: little compute an op, so running op by op from Python is most of the step
+        bs, hidden = 32, 256
+        model = tf.keras.Sequential([tf.keras.Input((256,))] + [tf.keras.layers.Dense(hidden, activation="relu")
+                                                                for _ in range(8)] + [tf.keras.layers.Dense(10)])
+    else:
+        model = tf.keras.Sequential([tf.keras.Input((256,)), tf.keras.layers.Dense(hidden, activation="relu"),
+                                     tf.keras.layers.Dense(hidden, activation="relu"), tf.keras.layers.Dense(10)])
     opt = tf.keras.optimizers.SGD(0.01)
     lossf = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    @tf.function
-    def train_step(x, y):
+    def eager_step(x, y):
         with tf.GradientTape() as tape:
             out = model(x, training=True)
             loss = lossf(y, out)
         opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         return loss, out
+
+    train_step = eager_step if eager and not a.fix else tf.function(eager_step)
 
     host = a.mode == "tf-hostwork" and not a.fix
     step_s, cpu_s, planted_s = [], [], []
@@ -397,6 +441,8 @@ def run_tf(a, truth):
             y = rng.integers(0, 10, bs)
             loss, out = train_step(x, y)
             planted = 0.0
+            if eager:  # the whole step: eagerly, or (--fix) as a graph; truth_table.py takes the fix's from it
+                planted = time.perf_counter() - t0
             if host:  # per-step host post-processing of the outputs and weights in numpy
                 t = time.perf_counter()
                 o = out.numpy()
@@ -417,12 +463,13 @@ def run_tf(a, truth):
                  planted_s=planted_s, profiler_export_s=stop_s, profiler_window=[first, last - 1],
                  profiler_export_note=f"tf.profiler.experimental.stop() at the start of step {last}, inside its step_s",
                  t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch, tensorflow=tf.__version__,
-                 batch_size=bs, accumulation=1, num_workers=0)
+                 batch_size=bs, accumulation=1, num_workers=0, eager=eager and not a.fix)
 
 
 MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epoch-restart": run_torch,
          "padded": run_torch, "periodic-eval": run_torch, "accum-optimizer": run_torch, "io-latency": run_torch,
-         "jax-recompile": run_jax, "jax-clean": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf}
+         "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
+         "gc-pause": run_torch, "checkpoint": run_torch, "tf-eager": run_tf}
 
 
 def main():
@@ -440,6 +487,8 @@ def main():
     ap.add_argument("--eval-batches", type=int, default=6, help="periodic-eval: batches of 64 an evaluation")
     ap.add_argument("--warm-passes", type=int, default=4, help="periodic-eval: extra passes in each start-up step")
     ap.add_argument("--metrics-file", default="/tmp/planted-metrics.jsonl")
+    ap.add_argument("--gc-objects", type=int, default=1_000_000, help="gc-pause: objects in the metadata index")
+    ap.add_argument("--checkpoint-file", default="/tmp/planted-checkpoint.pt")
     ap.add_argument("--trace-dir", default="traces")
     ap.add_argument("--out", default="truth.json")
     a = ap.parse_args()

@@ -90,3 +90,34 @@ def test_slow_steps_tell_larger_inputs_from_extra_work(tmp_path, slow, fix):
     diagnosis = diagnose(_steps(tmp_path, lambda i: slow if i in (5, 17, 31) else [("load", 200), ("op", 9800)]))
     finding = next(f for f in diagnosis.findings if f.cause == "step-outliers")
     assert finding.metrics["slow_in"] == "compute" and fix in finding.fix
+
+
+def _noisy(i):
+    """A step's compute on a busy host: 9,800 µs ± 1,250 (a MAD of about 750 µs over the steps)."""
+    return 9800 + ((i * 7) % 11 - 5) * 250
+
+
+def test_work_some_steps_pay_without_being_outliers_is_counted_with_the_slow_steps(tmp_path):
+    """A checkpoint every 10 steps: one of them is an outlier, the others pay the same Python without being
+    outliers each; the slow steps' finding counts them all, with the period, and nothing counts them twice."""
+    def parts(i):
+        extra = {9: 9000, 19: 3000, 29: 3000, 39: 3000}.get(i, 0)
+        return [("load", 200), ("op", _noisy(i))] + ([("python", extra)] if extra else [])
+    diagnosis = diagnose(_steps(tmp_path, parts))
+    assert _causes(diagnosis) == ["step-outliers"]
+    finding = diagnosis.findings[0]
+    assert "every 10 steps" in finding.fix
+    assert finding.loop_share == pytest.approx(18000 / sum(200 + _noisy(i) for i in range(40)), rel=0.1)
+    assert any("3 more steps pay the same time under no profiler operator" in e for e in finding.evidence)
+
+
+def test_a_few_steps_paying_under_the_outlier_threshold_are_still_waste(tmp_path):
+    """Ten of forty steps pay 2.5 ms of Python each (a quarter of the step): no step is an outlier by 5 MAD of the
+    step times, yet together they are 6 % of the steps' time: step-waste says so, with the period."""
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("op", _noisy(i))]
+                                + ([("python", 2500)] if i % 4 == 1 else [])))
+    assert "step-outliers" not in _causes(diagnosis)
+    waste = [f for f in diagnosis.findings if f.cause == "step-waste"]
+    steps = sum(200 + _noisy(i) + (2500 if i % 4 == 1 else 0) for i in range(40))
+    assert waste and waste[0].loop_share == pytest.approx(25000 / steps, rel=1e-3)
+    assert "every 4 steps" in waste[0].title and "time under no profiler operator" in waste[0].title

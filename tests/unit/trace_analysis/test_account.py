@@ -125,3 +125,45 @@ def test_covered_counts_each_window_once():
     iv = (np.array([0.0, 10.0]), np.array([5.0, 20.0]))
     got = account.covered(iv, np.array([0.0, 3.0, 21.0, -5.0]), np.array([20.0, 12.0, 30.0, 2.0]))
     assert list(got) == [15.0, 4.0, 0.0, 2.0]
+
+
+def _eager_step(i, ops, name, kernel):
+    """A step of ``ops`` operations run from Python: each 100 µs, 40 of them in its kernel, 20 µs of Python after."""
+    t0 = i * 10_000
+    events = [_cpu(f"ProfilerStep#{i}", t0, ops * 120, cat="user_annotation")]
+    for j in range(ops):
+        events += [_cpu(name, t0 + 120 * j, 100), _cpu(kernel, t0 + 120 * j + 50, 40)]
+    return events
+
+
+def test_tensorflow_eager_operations_split_into_kernels_and_each_calls_cost(tmp_path):
+    events = [e for i in range(3) for e in _eager_step(i, 25, "EagerLocalExecute: MatMul", "KernelAndDeviceFunc::Run")]
+    got = _account(tmp_path, events)
+    assert got["eager_ops_per_step"] == [25, 25, 25] and got["eager_runtime"] == "tensorflow"
+    assert got["slices_ms"]["compute"] == pytest.approx(3 * 25 * 0.04)
+    assert got["slices_ms"]["dispatch"] == pytest.approx(3 * 25 * 0.06)
+    assert got["slices_ms"]["no_operator"] == pytest.approx(3 * 25 * 0.02)
+
+
+def test_a_compiled_step_is_not_eager_though_tracing_it_calls_its_primitives(tmp_path):
+    """JAX: a jitted step is one PjitFunction(step) a step; tracing it to compile calls each primitive inside it
+    (outermost calls count only). Twenty-five primitives called from Python a step are eager."""
+    jitted = []
+    for i in range(3):
+        jitted += [_cpu(f"ProfilerStep#{i}", i * 10_000, 5000, cat="user_annotation"),
+                   _cpu("PjitFunction(train_step)", i * 10_000, 4000)]
+        jitted += [_cpu("PjitFunction(matmul)", i * 10_000 + 10 + 100 * j, 50) for j in range(30) if i == 0]
+    got = _account(tmp_path, jitted)
+    assert got["eager_ops_per_step"] == [1, 1, 1] and got["eager_runtime"] is None
+    assert got["slices_ms"]["dispatch"] == 0.0
+    eager = [e for i in range(3)
+             for e in _eager_step(i, 25, "PjitFunction(matmul)", "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice")]
+    got = _account(tmp_path, eager)
+    assert got["eager_runtime"] == "jax" and got["slices_ms"]["dispatch"] == pytest.approx(3 * 25 * 0.06)
+
+
+def test_a_few_eager_constants_leave_a_graph_step_alone(tmp_path):
+    """tf.function steps still make a constant or two eagerly: under 20 a step, no split."""
+    events = [e for i in range(3) for e in _eager_step(i, 3, "EagerLocalExecute: _EagerConst", "KernelAndDeviceFunc::Run")]
+    got = _account(tmp_path, events)
+    assert got["eager_runtime"] is None and got["slices_ms"]["dispatch"] == 0.0
