@@ -22,6 +22,7 @@ from reportgen.errors import InputError
 from reportgen.formatting import binary_bytes, human_duration, money_text
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.output_set import OutputSet
+from reportgen.report.efficiency import RunEfficiency
 from reportgen.report.rule_texts import finding as finding_text, recommend
 from reportgen.report.views import RuleRow, UsageRow, rule_rows_of, usage_rows_of
 from reportgen.rulebook import CHECKED_RULES
@@ -343,6 +344,13 @@ def junit_xml(data: dict, extra: ExtraCase | None = None) -> bytes:
                         ("reportgen_version", generator.get("version")),
                         ("generated_at", generator.get("generated_at"))):
         ET.SubElement(props, "property", {"name": name, "value": _x(value)})
+    use = RunEfficiency.of_sections(data.get("sections"))
+    for name, value in (("achieved_tflops", use.achieved_tflops), ("mfu", use.mfu),
+                        ("memory_device", use.memory_device), ("peak_allocated_bytes", use.peak_allocated_bytes),
+                        ("peak_reserved_bytes", use.peak_reserved_bytes),
+                        ("memory_growth_per_step_bytes", use.growth_per_step_bytes)):
+        if value is not None:  # from the traces' FLOP counts and memory events, when they have them
+            ET.SubElement(props, "property", {"name": name, "value": _x(value)})
     for r in results:
         case = ET.SubElement(suite, "testcase", {"classname": SUITE, "name": _x(r.rule), "time": "0"})
         case_props = ET.SubElement(case, "properties")
@@ -524,6 +532,16 @@ def verdict_lines(data: dict) -> list[str]:
     return lines
 
 
+def hardware_lines(data: dict) -> list[str]:
+    """The traces' use of the hardware (achieved TFLOP/s, MFU, memory peaks: ``report.efficiency``), none
+    when the traces have no FLOP counts or memory events."""
+    use = RunEfficiency.of_sections(data.get("sections"))
+    parts = [f"Compute: {use.compute_text()}" if use.compute_text() else "",
+             f"Memory: {use.memory_text()}" if use.memory_text() else ""]
+    parts = [md(p) for p in parts if p]
+    return [f"{'. '.join(parts)} (from the profiler traces).", ""] if parts else []
+
+
 def markdown_summary(data: dict, extra: str = "") -> str:
     """A compact, link-free summary: job, duration, key percentiles per node, rules that fired; ``extra``
     (already Markdown, e.g. the regression check against a base run) right after the verdict."""
@@ -545,6 +563,8 @@ def markdown_summary(data: dict, extra: str = "") -> str:
                   ("finalization", "finalization_s")) if summary.get(key) is not None]
         lines += [f"Job duration: {_duration(summary.get('job_duration_s'))}"
                   + (f"; {', '.join(parts)}." if parts else "."), ""]
+
+    lines += hardware_lines(data)
 
     nodes = node_percentiles(data)
     if nodes:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from reportgen.compare import traces
 from reportgen.report.build import build_report
+from reportgen.report.efficiency import RunEfficiency
 from reportgen.report.model import Report
 from reportgen.report.views import JobSummary
 from reportgen.rule_outputs import RuleOutputs, load_rule_outputs
@@ -50,6 +51,10 @@ class Side:
     def traces(self) -> dict | None:
         """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""
         return traces.summarize(self.outputs.traces, self.summary().job_duration_s)
+
+    def efficiency(self) -> RunEfficiency:
+        """TFLOP/s, MFU and the memory peaks of this run's traces (``report.efficiency``)."""
+        return RunEfficiency.of_sections(self.sections())
 
     def summary(self) -> JobSummary:
         """The training job summary's numbers (``report.views.JobSummary``)."""
