@@ -244,7 +244,13 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
                      help="let --fail-on-regression pass when it cannot judge (it says so)")
     cmp.add_argument("--force", action="store_true",
                      help="compare runs the comparability check finds unrelated (another operator mix: another "
-                          "model); without it they get 'not comparable because ...' and no verdict")
+                          "model; different batch sizes); without it they get 'not comparable because ...' and no "
+                          "verdict")
+    for side in ("a", "b"):
+        cmp.add_argument(f"--batch-size-{side}", type=int, default=None, metavar="N", dest=f"batch_{side}",
+                         help=f"run {side.upper()}'s batch size (default: its recording's command line's "
+                              "--batch-size, else unknown); different batch sizes are not comparable without "
+                              "--force, which adds the time per sample")
 
 
 def _source_options(args):
@@ -283,7 +289,7 @@ def _compare(args, say) -> int:
                              a=CostOptions(args.instance_a, args.count_a, args.region, args.prices),
                              b=CostOptions(args.instance_b, args.count_b, args.region, args.prices),
                              fail_on_regression=threshold, allow_unjudged=args.allow_unjudged,
-                             force=args.force)
+                             force=args.force, batch_a=args.batch_a, batch_b=args.batch_b)
     result = compare(args.source_a, args.source_b, args.output, options, progress=say)
     also = f" and {_name(result.json_path)}" if result.json_path is not None else " (no compare.json: give --json PATH)"
     say(f"wrote {_name(result.output_path)}{also} in {result.seconds:.1f} s")

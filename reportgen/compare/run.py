@@ -44,6 +44,8 @@ class CompareOptions:
     fail_on_regression: float | None = None  # allowed slowdown of B against A (fraction): the regression gate
     allow_unjudged: bool = False  # the gate passes (saying so) when it cannot judge, instead of failing closed
     force: bool = False  # a verdict even for runs the comparability check finds unrelated
+    batch_a: int | None = None  # each run's batch size when given (--batch-size-a/-b; compare.batch)
+    batch_b: int | None = None
 
 
 @dataclass
@@ -56,7 +58,7 @@ class CompareResult:
 
 
 def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progress: Progress,
-               options: SourceOptions = SourceOptions()) -> dict:
+               options: SourceOptions = SourceOptions(), batch_size: int | None = None) -> dict:
     instance, count, region = cost.instance, cost.count, cost.region
     prepared = prepare_rule_outputs(source, work_dir / label, options, lambda m: progress(f"{label}: {m}"))
     resolved = prepared.resolved
@@ -76,7 +78,8 @@ def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progr
             "instance_count": count or resolved.instance_count or (1 if instance else None),
             "instance_from": instance_from,
             "region": region or resolved.region,
-            "notes": notes}
+            "notes": notes,
+            "batch_size": batch_size}
 
 
 def compare(source_a: str, source_b: str, output: Path | None, options: CompareOptions = CompareOptions(),
@@ -89,7 +92,8 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
     fmt, prices_file = options.fmt, options.a.prices_file
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (use html or md)")
-    for flag, value in (("--count-a", options.a.count), ("--count-b", options.b.count)):
+    for flag, value in (("--count-a", options.a.count), ("--count-b", options.b.count),
+                        ("--batch-size-a", options.batch_a), ("--batch-size-b", options.batch_b)):
         if value is not None and value < 1:
             raise InputError(f"{flag} must be at least 1")
     started = time.perf_counter()
@@ -109,8 +113,8 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
         work_dir = Path(work).resolve()
         # the HTML page's worker gets ready while both sides are prepared (render/process.py)
         with NotebookProcess(work_dir, progress) if fmt == "html" else contextlib.nullcontext() as maker:
-            a = _side_spec("A", source_a, work_dir, options.a, progress, options.source)
-            b = _side_spec("B", source_b, work_dir, options.b, progress, options.source)
+            a = _side_spec("A", source_a, work_dir, options.a, progress, options.source, options.batch_a)
+            b = _side_spec("B", source_b, work_dir, options.b, progress, options.source, options.batch_b)
             prices = str(Path(prices_file).resolve()) if prices_file else ""
             if fmt == "md":
                 progress("building the comparison")
