@@ -62,10 +62,14 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     if rate["job_same_work_change_pct"] is not None and (ta or tb):
         cover = " and ".join(f"{100 * t['coverage']:.1f} % of {s.label}" for s, t in ((a, ta), (b, tb))
                              if t and t.get("coverage") is not None)
+        profiled = rate["profiled_change_pct"]
+        without = " and ".join(s.label for s, t in ((a, ta), (b, tb)) if not t)
+        in_them = (f": in them B runs {signed(profiled, 1)} % steps per second, a sample, not the job's figure"
+                   if profiled is not None else f" ({without} has no profiled steps to compare them with)"
+                   if without else "")
         sentences.append(
             f"For the same work, that is {signed(rate['job_same_work_change_pct'], 1)} % throughput (steps and "
-            f"samples per second). The profiled steps cover only {cover}: in them B runs "
-            f"{signed(rate['profiled_change_pct'], 1)} % steps per second, a sample, not the job's figure.")
+            f"samples per second)." + (f" The profiled steps cover only {cover}{in_them}." if cover else ""))
         data["profiled_coverage"] = {"a": (ta or {}).get("coverage"), "b": (tb or {}).get("coverage")}
     overall = {o["metric"]: o for o in usage.data.get("overall", [])}
     util = {}
