@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reportgen.compare.batch import MAX_BATCH, BatchSize, from_hyperparameters
 from reportgen.compare.output_name import page_path
 from reportgen.compare.regression import Regression
 from reportgen.cost import load_prices
@@ -79,7 +80,15 @@ def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progr
             "instance_from": instance_from,
             "region": region or resolved.region,
             "notes": notes,
-            "batch_size": batch_size}
+            **_batch(label, batch_size, resolved.hyperparameters)}
+
+
+def _batch(label: str, given: int | None, hyperparameters) -> dict:
+    """A side's batch size and where it was read: given with ``--batch-size-a/-b``, else by the job's
+    hyperparameters (``compare.batch``); none here otherwise (a recording's command line is read with the side)."""
+    known = BatchSize(given, f"--batch-size-{label.lower()}") if given is not None else \
+        from_hyperparameters(hyperparameters)
+    return {"batch": known.to_spec()} if known else {}
 
 
 def compare(source_a: str, source_b: str, output: Path | None, options: CompareOptions = CompareOptions(),
@@ -96,6 +105,9 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
                         ("--batch-size-a", options.batch_a), ("--batch-size-b", options.batch_b)):
         if value is not None and value < 1:
             raise InputError(f"{flag} must be at least 1")
+    for flag, value in (("--batch-size-a", options.batch_a), ("--batch-size-b", options.batch_b)):
+        if value is not None and value > MAX_BATCH:
+            raise InputError(f"{flag} {value} is more than {MAX_BATCH} samples: no batch size")
     started = time.perf_counter()
     output = page_path(output, fmt, "compare")  # None: compare.html / compare.md; never the other format's name
     outputs = OutputSet()  # both outputs checked before any work, written together (output_set.py)

@@ -34,11 +34,11 @@ class Side:
     instance_from: str = ""
     region: str | None = None
     notes: list[str] = field(default_factory=list)
-    batch_size: int | None = None  # given on the command line (--batch-size-a/-b)
+    batch_size: BatchSize | None = None  # given on the command line (--batch-size-a/-b) or by the job
 
     def batch(self) -> BatchSize | None:
         """This run's batch size where something says it (``compare.batch``), else None."""
-        return batch_size_of(self.batch_size, f"--batch-size-{self.label.lower()}", self.outputs.recording)
+        return batch_size_of(self.batch_size, self.outputs.recording)
 
     def data(self, section_id: str) -> dict:
         try:
@@ -74,9 +74,9 @@ class Side:
 
 def load_side(label: str, rule_dir: str | Path, *, name: str = "", source: str = "", description: str = "",
               instance_type: str | None = None, instance_count: int | None = None, instance_from: str = "",
-              region: str | None = None, notes: list[str] | None = None, batch_size: int | None = None) -> Side:
+              region: str | None = None, notes: list[str] | None = None, batch: BatchSize | None = None) -> Side:
     outputs = load_rule_outputs(Path(rule_dir))
     report = build_report(outputs, job_name=name, extra_notes=notes)
     return Side(label, name or Path(rule_dir).name, source or str(rule_dir), description, report, outputs,
                 instance_type or None, int(instance_count) if instance_count else None, instance_from,
-                region or None, list(notes or []), int(batch_size) if batch_size else None)
+                region or None, list(notes or []), batch)

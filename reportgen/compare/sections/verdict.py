@@ -67,9 +67,11 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         in_them = (f": in them B runs {signed(profiled, 1)} % steps per second, a sample, not the job's figure"
                    if profiled is not None else f" ({without} has no profiled steps to compare them with)"
                    if without else "")
+        units = ("steps per second; samples per second follow the time per sample above" if sample is not None
+                 else "steps and samples per second")  # different batch sizes: a step is not the same work
         sentences.append(
-            f"For the same work, that is {signed(rate['job_same_work_change_pct'], 1)} % throughput (steps and "
-            f"samples per second)." + (f" The profiled steps cover only {cover}{in_them}." if cover else ""))
+            f"For the same work, that is {signed(rate['job_same_work_change_pct'], 1)} % throughput ({units})."
+            + (f" The profiled steps cover only {cover}{in_them}." if cover else ""))
         data["profiled_coverage"] = {"a": (ta or {}).get("coverage"), "b": (tb or {}).get("coverage")}
     overall = {o["metric"]: o for o in usage.data.get("overall", [])}
     util = {}

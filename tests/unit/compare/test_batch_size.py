@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from reportgen.compare.batch import BatchSize, batch_size_of, from_command
+from reportgen.compare.batch import BatchSize, batch_size_of, from_command, from_hyperparameters
+from reportgen.compare.run import CompareOptions, _batch, compare
+from reportgen.errors import InputError
+from reportgen.sources.jobs import training_info_from_description
 from reportgen.compare.comparability import Comparability
 from reportgen.compare.regression import Regression
 from reportgen.compare.sections.verdict import per_sample
@@ -42,9 +45,53 @@ def test_no_batch_size_where_the_command_does_not_say_one(command):
 
 def test_a_batch_size_given_on_the_command_line_wins_over_the_recordings():
     recording = {"command": ["python", "train.py", "--batch-size", "64"]}
-    assert batch_size_of(32, "--batch-size-a", recording) == BatchSize(32, "--batch-size-a")
-    assert batch_size_of(None, "--batch-size-a", recording) == BatchSize(64, "the recorded command's --batch-size 64")
-    assert batch_size_of(None, "--batch-size-b", None) is None and batch_size_of(None, "x", {"command": 3}) is None
+    given = BatchSize(32, "--batch-size-a")
+    assert batch_size_of(given, recording) is given
+    assert batch_size_of(None, recording) == BatchSize(64, "the recorded command's --batch-size 64")
+    assert batch_size_of(None, None) is None and batch_size_of(None, {"command": 3}) is None
+
+
+def _described(hyperparameters) -> dict:
+    """A DescribeTrainingJob response as boto3 returns it, with these HyperParameters."""
+    return {"TrainingJobName": "job-1", "TrainingJobStatus": "Completed",
+            "ResourceConfig": {"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1},
+            "OutputDataConfig": {"S3OutputPath": "s3://bucket/out"}, "HyperParameters": hyperparameters}
+
+
+@pytest.mark.parametrize("hyperparameters, size, name", [
+    ({"epochs": "10", "batch-size": "64"}, 64, "batch-size"),
+    ({"batch_size": '"128"', "sagemaker_program": '"train.py"'}, 128, "batch_size"),  # the SDK's JSON values
+    ({"per_device_train_batch_size": "16", "model_name": "bert"}, 16, "per_device_train_batch_size"),
+])
+def test_a_sagemaker_jobs_hyperparameters_give_its_batch_size(hyperparameters, size, name):
+    info = training_info_from_description(_described(hyperparameters), "us-east-1")
+    found = from_hyperparameters(info.hyperparameters)
+    assert found == BatchSize(size, f"the training job's hyperparameter {name} = {size}")
+    # compare's side: given on the command line first, else the job's
+    assert _batch("A", None, info.hyperparameters) == {"batch": {"size": size, "from": found.source}}
+    assert _batch("B", 8, info.hyperparameters) == {"batch": {"size": 8, "from": "--batch-size-b"}}
+    assert BatchSize.of_spec(_batch("A", None, info.hyperparameters)["batch"]) == found
+
+
+@pytest.mark.parametrize("hyperparameters", [
+    None, "batch_size=32", {}, {"epochs": "10"}, {"batch_size": "auto"}, {"batch_size": 32},
+    {"batch_size": "32", "train_batch_size": "64"}, {"global_batch_size": "512"},
+])
+def test_no_batch_size_from_hyperparameters_that_do_not_say_one(hyperparameters):
+    info = training_info_from_description(_described(hyperparameters), "us-east-1")
+    assert from_hyperparameters(info.hyperparameters) is None and _batch("A", None, info.hyperparameters) == {}
+
+
+def test_a_side_spec_that_is_no_batch_size_gives_none():
+    for spec in (None, {}, {"size": 32}, {"size": "x", "from": "y"}, {"size": 0, "from": "y"}, [32, "y"]):
+        assert BatchSize.of_spec(spec) is None
+
+
+@pytest.mark.parametrize("flag, value", [("batch_a", 0), ("batch_b", -3), ("batch_a", 1 << 30)])
+def test_a_batch_size_that_is_none_is_refused_before_any_work(tmp_path, flag, value):
+    with pytest.raises(InputError, match="--batch-size-"):
+        compare("nowhere-a", "nowhere-b", tmp_path / "c.md", CompareOptions(fmt="md", **{flag: value}))
+    assert list(tmp_path.iterdir()) == []
 
 
 def _regression(basis="median step time", ratio=1.5, low=1.4, high=1.6, a_s=0.2, b_s=0.3) -> Regression:
