@@ -45,8 +45,9 @@ class RunEfficiency:
         chosen = gpus or memory
         allocated = [d.allocated.peak_bytes for d in chosen if d.allocated and d.allocated.peak_bytes is not None]
         reserved = [d.reserved.peak_bytes for d in chosen if d.reserved and d.reserved.peak_bytes is not None]
-        top = max((d for d in chosen if d.allocated and d.allocated.peak_bytes is not None),
-                  key=lambda d: d.allocated.peak_bytes, default=None)
+        peaks = [(d.allocated.peak_bytes, i) for i, d in enumerate(chosen)
+                 if d.allocated and d.allocated.peak_bytes is not None]
+        top = chosen[max(peaks)[1]] if peaks else None
         growth = [d.per_step_bytes for d in chosen if d.verdict == "growing" and d.per_step_bytes is not None]
         return cls(
             flops_ranks=len(flops),

@@ -9,10 +9,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from reportgen.ci_outputs import hardware_lines, junit_xml, markdown_summary
+from reportgen.ci_outputs import hardware_change_lines, hardware_lines, junit_xml, markdown_summary
 from reportgen.compare.efficiency import efficiency_blocks
 from reportgen.compare.trend import COLUMNS, _cells, run_of, to_markdown
-from reportgen.report.efficiency import RunEfficiency
+from reportgen.formatting import binary_bytes
+from reportgen.report.efficiency import RunEfficiency, flops_rate
 from reportgen.report.model import Table, Text
 from reportgen.section_ids import SectionId
 from reportgen.trace_analysis import analyze_job, find_traces
@@ -159,3 +160,21 @@ def test_the_ci_summary_and_junit_carry_the_runs_tflops_and_memory(leak):
     assert float(props["peak_allocated_bytes"]) == use.peak_allocated_bytes and props["memory_device"] == "CPU"
     assert "mfu" not in props and "peak_reserved_bytes" not in props  # a CPU run: not known, not written
     assert hardware_lines({"sections": {}}) == []
+
+
+def test_check_base_gives_the_hardware_use_of_the_base_against_this_run(leak, plateau):
+    base, new = {"sections": plateau[0]}, {"sections": leak[0]}
+    was, now = RunEfficiency.of_sections(plateau[0]), RunEfficiency.of_sections(leak[0])
+    (line, blank) = hardware_change_lines(base, new)
+    flops = f"{(now.achieved_tflops - was.achieved_tflops) / was.achieved_tflops * 100:+.1f} %".replace("-", "−")
+    memory = f"{(now.peak_allocated_bytes - was.peak_allocated_bytes) / was.peak_allocated_bytes * 100:+.1f} %"
+    assert line == (f"Use of the hardware, the base's → this run's: FLOP/s per rank {flops_rate(was.achieved_tflops)} → "
+                    f"{flops_rate(now.achieved_tflops)} ({flops}); peak CPU memory allocated "
+                    f"{binary_bytes(was.peak_allocated_bytes)} → {binary_bytes(now.peak_allocated_bytes)} ({memory}).")
+    assert blank == "" and "MFU" not in line  # neither has a peak to be measured against
+    (line, _) = hardware_change_lines({"sections": {}}, new)
+    assert "FLOP/s per rank not in its traces → " in line and "(" not in line.split("→", 1)[1].split(";")[0]
+    assert hardware_change_lines({}, {"sections": {}}) == []
+    gpu = {"sections": {SectionId.GPU_KERNELS_OPERATORS: {"ranks": {"0": _gpu_rank(300.0, 0.3, 20 * GIB, 24 * GIB)}}}}
+    (line, _) = hardware_change_lines(new, gpu)
+    assert "MFU not in its traces → 30.0 %" in line and "memory" not in line  # a GPU's peak is not a CPU's
