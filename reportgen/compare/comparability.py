@@ -6,9 +6,10 @@ shows both side by side, but gives no verdict and the regression gate cannot jud
 unless ``--force``. Hardware, world size and instance count are what a user changes on purpose (the
 SageMaker case study moves 3 ml.p3.8xlarge to 2 ml.p3.2xlarge): they are named beside the verdict as what
 changed, so a step-time change is read with them in mind. The batch size is checked where both runs' are
-known (``compare.batch``: given with ``--batch-size-a/-b``, or read from a recording's command line): two runs
-of different batch sizes are not comparable by their step times, which do different work; with ``--force``
-the verdict adds the time per sample (a step's time ÷ its batch size), the fair comparison of the two.
+known (``compare.batch``: given with ``--batch-size-a/-b``, a SageMaker job's hyperparameters, a recording's
+command line): two runs of different batch sizes are not comparable by their step times, which do different
+work; with ``--force`` the verdict adds the time per sample (a step's time ÷ its batch size), the fair
+comparison of the two.
 """
 
 from __future__ import annotations
