@@ -22,7 +22,7 @@ from reportgen.errors import InputError
 from reportgen.formatting import binary_bytes, human_duration, money_text
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.output_set import OutputSet
-from reportgen.report.efficiency import RunEfficiency, flops_rate
+from reportgen.report.efficiency import RunEfficiency, flops_rate, mfu_text
 from reportgen.report.rule_texts import finding as finding_text, recommend
 from reportgen.report.views import RuleRow, UsageRow, rule_rows_of, usage_rows_of
 from reportgen.rulebook import CHECKED_RULES
@@ -557,7 +557,7 @@ def hardware_change_lines(base: dict, data: dict) -> list[str]:
     parts = []
     for title, a, b, shown in (
             ("FLOP/s per rank", was.achieved_tflops, now.achieved_tflops, flops_rate),
-            ("MFU", was.mfu, now.mfu, lambda v: f"{v * 100:.1f} %"),
+            ("MFU", was.mfu, now.mfu, mfu_text),
             (f"peak {now.memory_device or was.memory_device} memory allocated", was.peak_allocated_bytes,
              now.peak_allocated_bytes, binary_bytes)):
         if a is None and b is None:

@@ -24,7 +24,7 @@ from reportgen.compare.output_name import page_path
 from reportgen.compare.regression import Distribution, Regression, judge, load_gated_report
 from reportgen.errors import InputError
 from reportgen.formatting import binary_bytes
-from reportgen.report.efficiency import RunEfficiency, flops_rate
+from reportgen.report.efficiency import RunEfficiency, flops_rate, mfu_text
 from reportgen.report.views import JobSummary, UsageRow, usage_rows_of
 from reportgen.section_ids import SectionId
 
@@ -192,7 +192,7 @@ def _tflops(run: Run) -> str:
 
 def _mfu(run: Run) -> str:
     value = run.efficiency.mfu
-    return "—" if value is None else f"{value * 100:.1f} %"
+    return "—" if value is None else mfu_text(value)
 
 
 def _memory(run: Run) -> str:

@@ -75,7 +75,7 @@ class RunEfficiency:
             return None
         text = f"{flops_rate(self.achieved_tflops)} per rank"
         if self.mfu is not None:
-            text += f", MFU {self.mfu * 100:.1f} % ({self.dtype} peak{f' of the {self.gpu}' if self.gpu else ''})"
+            text += f", MFU {mfu_text(self.mfu)} ({self.dtype} peak{f' of the {self.gpu}' if self.gpu else ''})"
         return text
 
     def memory_text(self) -> str | None:
@@ -91,6 +91,12 @@ class RunEfficiency:
         if self.growth_per_step_bytes is not None:
             text += f", grows {binary_bytes(self.growth_per_step_bytes)} a step"
         return text
+
+
+def mfu_text(mfu: float) -> str:
+    """``31.5 %``; below 0.1 % with two significant digits (a ResNet whose convolutions carry no count: ``0.015 %``,
+    not ``0.0 %``)."""
+    return f"{mfu * 100:.1f} %" if mfu * 100 >= 0.1 or mfu == 0 else f"{mfu * 100:.2g} %"
 
 
 def flops_rate(tflops: float) -> str:

@@ -13,7 +13,7 @@ from reportgen.ci_outputs import hardware_change_lines, hardware_lines, junit_xm
 from reportgen.compare.efficiency import efficiency_blocks
 from reportgen.compare.trend import COLUMNS, _cells, run_of, to_markdown
 from reportgen.formatting import binary_bytes
-from reportgen.report.efficiency import RunEfficiency, flops_rate
+from reportgen.report.efficiency import RunEfficiency, flops_rate, mfu_text
 from reportgen.report.model import Table, Text
 from reportgen.section_ids import SectionId
 from reportgen.trace_analysis import analyze_job, find_traces
@@ -178,3 +178,10 @@ def test_check_base_gives_the_hardware_use_of_the_base_against_this_run(leak, pl
     gpu = {"sections": {SectionId.GPU_KERNELS_OPERATORS: {"ranks": {"0": _gpu_rank(300.0, 0.3, 20 * GIB, 24 * GIB)}}}}
     (line, _) = hardware_change_lines(new, gpu)
     assert "MFU not in its traces → 30.0 %" in line and "memory" not in line  # a GPU's peak is not a CPU's
+
+
+def test_a_small_mfu_keeps_two_digits_instead_of_reading_zero():
+    # a ResNet on a V100 whose convolutions carry no FLOP count: 0.015 %, a floor, never "0.0 %"
+    assert [mfu_text(v) for v in (0.315, 0.001, 0.00015, 0.0)] == ["31.5 %", "0.1 %", "0.015 %", "0.0 %"]
+    use = RunEfficiency(achieved_tflops=0.0024, mfu=0.00015, dtype="fp32", gpu="Tesla V100-DGXS-32GB")
+    assert use.compute_text() == "2.4 GFLOP/s per rank, MFU 0.015 % (fp32 peak of the Tesla V100-DGXS-32GB)"
