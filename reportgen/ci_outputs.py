@@ -22,6 +22,7 @@ from reportgen.errors import InputError
 from reportgen.formatting import binary_bytes, human_duration, money_text
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.output_set import OutputSet
+from reportgen.report.efficiency import RunEfficiency, flops_rate, mfu_text
 from reportgen.report.rule_texts import finding as finding_text, recommend
 from reportgen.report.views import RuleRow, UsageRow, rule_rows_of, usage_rows_of
 from reportgen.rulebook import CHECKED_RULES
@@ -85,6 +86,12 @@ def _state(row: RuleRow, rule: str, triggered: int, datapoints: int, parameters)
     return evaluate_rule(rule, triggered, datapoints, parameters)
 
 
+def sections_of(data: dict) -> dict:
+    """A report.json's section data by id (an empty dict when it has none, or not as an object)."""
+    sections = data.get("sections") if isinstance(data, dict) else None
+    return sections if isinstance(sections, dict) else {}
+
+
 def diagnosis_findings(data: dict) -> list[dict]:
     diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
     return [f for f in diagnosis.get("findings") or [] if isinstance(f, dict) and f.get("cause")]
@@ -92,7 +99,7 @@ def diagnosis_findings(data: dict) -> list[dict]:
 
 def rule_results(data: dict) -> list[RuleResult]:
     """One result per row of the rules summary, in the report's order (most triggered first)."""
-    section = (data.get("sections") or {}).get(SectionId.RULES_SUMMARY_SECTION)
+    section = sections_of(data).get(SectionId.RULES_SUMMARY_SECTION)
     findings = diagnosis_findings(data)
     results = []
     for row in rule_rows_of(section):
@@ -343,6 +350,13 @@ def junit_xml(data: dict, extra: ExtraCase | None = None) -> bytes:
                         ("reportgen_version", generator.get("version")),
                         ("generated_at", generator.get("generated_at"))):
         ET.SubElement(props, "property", {"name": name, "value": _x(value)})
+    use = RunEfficiency.of_sections(sections_of(data))
+    for name, value in (("achieved_tflops", use.achieved_tflops), ("mfu", use.mfu),
+                        ("memory_device", use.memory_device), ("peak_allocated_bytes", use.peak_allocated_bytes),
+                        ("peak_reserved_bytes", use.peak_reserved_bytes),
+                        ("memory_growth_per_step_bytes", use.growth_per_step_bytes)):
+        if value is not None:  # from the traces' FLOP counts and memory events, when they have them
+            ET.SubElement(props, "property", {"name": name, "value": _x(value)})
     for r in results:
         case = ET.SubElement(suite, "testcase", {"classname": SUITE, "name": _x(r.rule), "time": "0"})
         case_props = ET.SubElement(case, "properties")
@@ -480,7 +494,7 @@ def cause_line(finding: dict, currency: str = "USD") -> str:
 
 def report_currency(data: dict) -> str:
     """The currency of the price table the report's costs come from (the cost section's ``prices``)."""
-    cost = (data.get("sections") or {}).get(SectionId.COST)
+    cost = sections_of(data).get(SectionId.COST)
     prices = cost.get("prices") if isinstance(cost, dict) else None
     currency = prices.get("currency") if isinstance(prices, dict) else None
     return _text(currency) or "USD"
@@ -495,7 +509,7 @@ KEY_PERCENTILES = ("p50", "p95", "p99")
 def node_percentiles(data: dict) -> list[tuple[str, dict[str, UsageRow]]]:
     """[(node, {metric: row})] for the key metrics, nodes in the order of the system usage table."""
     nodes: dict[str, dict[str, UsageRow]] = {}
-    for row in usage_rows_of((data.get("sections") or {}).get(SectionId.SYSTEM_USAGE_STATISTICS)):
+    for row in usage_rows_of(sections_of(data).get(SectionId.SYSTEM_USAGE_STATISTICS)):
         if row.metric in KEY_METRICS:
             nodes.setdefault(row.node, {})[row.metric] = row
     return list(nodes.items())
@@ -524,10 +538,43 @@ def verdict_lines(data: dict) -> list[str]:
     return lines
 
 
+def hardware_lines(data: dict) -> list[str]:
+    """The traces' use of the hardware (achieved TFLOP/s, MFU, memory peaks: ``report.efficiency``), none
+    when the traces have no FLOP counts or memory events."""
+    use = RunEfficiency.of_sections(sections_of(data))
+    parts = [f"Compute: {use.compute_text()}" if use.compute_text() else "",
+             f"Memory: {use.memory_text()}" if use.memory_text() else ""]
+    parts = [md(p) for p in parts if p]
+    return [f"{'. '.join(parts)} (from the profiler traces).", ""] if parts else []
+
+
+def hardware_change_lines(base: dict, data: dict) -> list[str]:
+    """``check --base``: the traces' use of the hardware, the base's against this run's (FLOP/s, MFU, memory
+    peaks: ``report.efficiency``), where either run's traces have them; none otherwise."""
+    was, now = RunEfficiency.of_sections(sections_of(base)), RunEfficiency.of_sections(sections_of(data))
+    if not (was.known or now.known):
+        return []
+    parts = []
+    for title, a, b, shown in (
+            ("FLOP/s per rank", was.achieved_tflops, now.achieved_tflops, flops_rate),
+            ("MFU", was.mfu, now.mfu, mfu_text),
+            (f"peak {now.memory_device or was.memory_device} memory allocated", was.peak_allocated_bytes,
+             now.peak_allocated_bytes, binary_bytes)):
+        if a is None and b is None:
+            continue
+        if title.startswith("peak") and None not in (was.memory_device, now.memory_device) \
+                and was.memory_device != now.memory_device:
+            continue  # a GPU's peak is not set against a CPU's
+        change = f" ({(b - a) / a * 100:+.1f} %)".replace("-", "−") if a and b is not None else ""
+        parts.append(f"{title} {shown(a) if a is not None else 'not in its traces'} → "
+                     f"{shown(b) if b is not None else 'not in its traces'}{change}")
+    return [f"Use of the hardware, the base's → this run's: {md('; '.join(parts))}.", ""] if parts else []
+
+
 def markdown_summary(data: dict, extra: str = "") -> str:
     """A compact, link-free summary: job, duration, key percentiles per node, rules that fired; ``extra``
     (already Markdown, e.g. the regression check against a base run) right after the verdict."""
-    sections = data.get("sections") or {}
+    sections = sections_of(data)
     job = data.get("job") or {}
     lines = [f"## Profiling report: {md(job.get('name') or 'unnamed job', NAME_CHARS)}", ""]
     if job.get("incomplete"):
@@ -545,6 +592,8 @@ def markdown_summary(data: dict, extra: str = "") -> str:
                   ("finalization", "finalization_s")) if summary.get(key) is not None]
         lines += [f"Job duration: {_duration(summary.get('job_duration_s'))}"
                   + (f"; {', '.join(parts)}." if parts else "."), ""]
+
+    lines += hardware_lines(data)
 
     nodes = node_percentiles(data)
     if nodes:

@@ -244,7 +244,13 @@ def _add_compare_parser(sub, common: argparse.ArgumentParser) -> None:
                      help="let --fail-on-regression pass when it cannot judge (it says so)")
     cmp.add_argument("--force", action="store_true",
                      help="compare runs the comparability check finds unrelated (another operator mix: another "
-                          "model); without it they get 'not comparable because ...' and no verdict")
+                          "model; different batch sizes); without it they get 'not comparable because ...' and no "
+                          "verdict")
+    for side in ("a", "b"):
+        cmp.add_argument(f"--batch-size-{side}", type=int, default=None, metavar="N", dest=f"batch_{side}",
+                         help=f"run {side.upper()}'s batch size (default: its recording's command line's "
+                              "--batch-size, else unknown); different batch sizes are not comparable without "
+                              "--force, which adds the time per sample")
 
 
 def _source_options(args):
@@ -283,7 +289,7 @@ def _compare(args, say) -> int:
                              a=CostOptions(args.instance_a, args.count_a, args.region, args.prices),
                              b=CostOptions(args.instance_b, args.count_b, args.region, args.prices),
                              fail_on_regression=threshold, allow_unjudged=args.allow_unjudged,
-                             force=args.force)
+                             force=args.force, batch_a=args.batch_a, batch_b=args.batch_b)
     result = compare(args.source_a, args.source_b, args.output, options, progress=say)
     also = f" and {_name(result.json_path)}" if result.json_path is not None else " (no compare.json: give --json PATH)"
     say(f"wrote {_name(result.output_path)}{also} in {result.seconds:.1f} s")
@@ -358,13 +364,13 @@ def _rule_params(config: Path | None, overrides: list[str]):
     return parse_overrides(overrides, base=base) if overrides else base
 
 
-def _ci_outputs(args, data: dict, say, regression=None) -> int:
+def _ci_outputs(args, data: dict, say, regression=None, base: dict | None = None) -> int:
     """Write --junit/--markdown/step summary from report.json's data; the --fail-on verdict (and, for
-    check --base, the regression gate's)."""
+    check --base, the regression gate's, and the hardware use against the base's report.json ``base``)."""
     from reportgen.ci_outputs import write_ci_outputs
 
     allow = getattr(args, "allow_unjudged", False)
-    extra = "\n".join(regression.markdown(allow)) if regression is not None else ""
+    extra = _against_base(regression, base, data, allow)
     outcome = write_ci_outputs(data, junit=args.junit, markdown=args.markdown,
                                step_summary=not args.no_step_summary, fail_on=args.fail_on_parsed,
                                extra_markdown=extra, extra_case=_gate_case(regression, allow))
@@ -375,6 +381,15 @@ def _ci_outputs(args, data: dict, say, regression=None) -> int:
         _print_line(f"reportgen: {outcome.tripped.message()} (exit code 1)")
         return EXIT_RULE_FIRED
     return code
+
+
+def _against_base(regression, base: dict | None, data: dict, allow_unjudged: bool = False) -> str:
+    """check --base's Markdown after the verdict: the regression check, then the hardware use against the base."""
+    from reportgen.ci_outputs import hardware_change_lines
+
+    if regression is None:
+        return ""
+    return "\n".join([*regression.markdown(allow_unjudged), *hardware_change_lines(base or {}, data)])
 
 
 def _gate_case(regression, allow_unjudged: bool):
@@ -390,17 +405,19 @@ def _gate_case(regression, allow_unjudged: bool):
 
 
 def _check_regression(args, data: dict):
-    """check --base BASE.json [--fail-on-regression PCT]: this report.json against the base's."""
+    """check --base BASE.json [--fail-on-regression PCT]: this report.json against the base's (the regression
+    check and the base's report.json; (None, None) without --base)."""
     if args.base is None:
         if args.fail_on_regression is not None or args.allow_unjudged:
             flag = "--fail-on-regression" if args.fail_on_regression is not None else "--allow-unjudged"
             raise InputError(f"{flag} needs --base BASE_JSON (the base run's report.json)")
-        return None
+        return None, None
     from reportgen.compare.regression import judge, load_gated_report, parse_threshold
 
     threshold = parse_threshold(args.fail_on_regression) if args.fail_on_regression is not None else None
     load_gated_report(args.report_json, data)
-    return judge(load_gated_report(args.base)["sections"], data["sections"], threshold)
+    base = load_gated_report(args.base)
+    return judge(base["sections"], data["sections"], threshold), base
 
 
 def _run(args, say) -> int:
@@ -414,11 +431,11 @@ def _run(args, say) -> int:
         # every output checked before anything is read (one of them naming an input is refused first)
         ci_output_set(args.junit, args.markdown, None if args.no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY"))
         data = load_report_json(args.report_json)
-        regression = _check_regression(args, data)
+        regression, base = _check_regression(args, data)
         if not (args.junit or args.markdown or
                 (os.environ.get("GITHUB_STEP_SUMMARY") and not args.no_step_summary)):
-            _write_stdout(markdown_summary(data, "\n".join(regression.markdown()) if regression else ""))
-        return _ci_outputs(args, data, say, regression)
+            _write_stdout(markdown_summary(data, _against_base(regression, base, data)))
+        return _ci_outputs(args, data, say, regression, base)
 
     from reportgen.pipeline import CostOptions, GenerateOptions, generate
 

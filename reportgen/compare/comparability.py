@@ -5,8 +5,11 @@ share little of their time (another model, another training loop) are **not comp
 shows both side by side, but gives no verdict and the regression gate cannot judge them (it fails closed)
 unless ``--force``. Hardware, world size and instance count are what a user changes on purpose (the
 SageMaker case study moves 3 ml.p3.8xlarge to 2 ml.p3.2xlarge): they are named beside the verdict as what
-changed, so a step-time change is read with them in mind. The batch size is not in the data reportgen reads
-(neither SageMaker's rule outputs nor the profiler traces carry it), so it is not checked.
+changed, so a step-time change is read with them in mind. The batch size is checked where both runs' are
+known (``compare.batch``: given with ``--batch-size-a/-b``, a SageMaker job's hyperparameters, a recording's
+command line): two runs of different batch sizes are not comparable by their step times, which do different
+work; with ``--force`` the verdict adds the time per sample (a step's time ÷ its batch size), the fair
+comparison of the two.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ class Comparability:
     shared_operator_time: float | None = None  # 0..1, the time-weighted overlap of the top operators
     operators_from: str | None = None  # "profiler traces" | "SageMaker framework metrics"
     forced: bool = False
+    batch_a: int | None = None  # each run's batch size, where known (compare.batch)
+    batch_b: int | None = None
+    batch_from: list[str] = field(default_factory=list)  # where each known one was read
 
     def to_data(self) -> dict:
         return asdict(self)
@@ -90,5 +96,12 @@ def check(a: Side, b: Side, force: bool = False) -> Comparability:
     wa, wb = _world(a), _world(b)
     if wa and wb and wa[0] == wb[0] and wa[1] != wb[1]:
         result.changes.append(f"world size {wa[1]} → {wb[1]} {wa[0]}s")
+    ba, bb = a.batch(), b.batch()
+    result.batch_a, result.batch_b = (ba.value if ba else None), (bb.value if bb else None)
+    result.batch_from = [f"{side.label}: {known.source}" for side, known in ((a, ba), (b, bb)) if known]
+    if ba and bb and ba.value != bb.value:
+        result.reasons.append(f"batch size {ba.value} vs {bb.value} ({'; '.join(result.batch_from)}): a step of "
+                              "each does different work, so their step times are not comparable; the time per "
+                              "sample is (--force shows it)")
     result.comparable = not result.reasons
     return result

@@ -23,7 +23,7 @@ import re
 from dataclasses import asdict, dataclass, replace
 
 from reportgen.errors import InputError
-from reportgen.report.views import step_nodes_of
+from reportgen.report.views import JobSummary, step_nodes_of
 from reportgen.section_ids import SectionId
 
 CONFIDENCE = 0.95
@@ -328,8 +328,8 @@ def _pct(ratio: float | None) -> str:
 
 
 def _duration(sections: dict):
-    value = ((sections or {}).get(SectionId.TRAINING_JOB_SUMMARY) or {}).get("job_duration_s")
-    return float(value) if _finite(value) and value > 0 else None
+    value = JobSummary.of((sections or {}).get(SectionId.TRAINING_JOB_SUMMARY)).job_duration_s
+    return float(value) if value is not None and value > 0 else None
 
 
 def judge(base: dict, new: dict, threshold: float | None = None, labels: tuple[str, str] = ("BASE", "NEW")) -> Regression:

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reportgen.compare.batch import MAX_BATCH, BatchSize, from_hyperparameters
 from reportgen.compare.output_name import page_path
 from reportgen.compare.regression import Regression
 from reportgen.cost import load_prices
@@ -44,6 +45,8 @@ class CompareOptions:
     fail_on_regression: float | None = None  # allowed slowdown of B against A (fraction): the regression gate
     allow_unjudged: bool = False  # the gate passes (saying so) when it cannot judge, instead of failing closed
     force: bool = False  # a verdict even for runs the comparability check finds unrelated
+    batch_a: int | None = None  # each run's batch size when given (--batch-size-a/-b; compare.batch)
+    batch_b: int | None = None
 
 
 @dataclass
@@ -56,7 +59,7 @@ class CompareResult:
 
 
 def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progress: Progress,
-               options: SourceOptions = SourceOptions()) -> dict:
+               options: SourceOptions = SourceOptions(), batch_size: int | None = None) -> dict:
     instance, count, region = cost.instance, cost.count, cost.region
     prepared = prepare_rule_outputs(source, work_dir / label, options, lambda m: progress(f"{label}: {m}"))
     resolved = prepared.resolved
@@ -76,7 +79,16 @@ def _side_spec(label: str, source: str, work_dir: Path, cost: CostOptions, progr
             "instance_count": count or resolved.instance_count or (1 if instance else None),
             "instance_from": instance_from,
             "region": region or resolved.region,
-            "notes": notes}
+            "notes": notes,
+            **_batch(label, batch_size, resolved.hyperparameters)}
+
+
+def _batch(label: str, given: int | None, hyperparameters) -> dict:
+    """A side's batch size and where it was read: given with ``--batch-size-a/-b``, else by the job's
+    hyperparameters (``compare.batch``); none here otherwise (a recording's command line is read with the side)."""
+    known = BatchSize(given, f"--batch-size-{label.lower()}") if given is not None else \
+        from_hyperparameters(hyperparameters)
+    return {"batch": known.to_spec()} if known else {}
 
 
 def compare(source_a: str, source_b: str, output: Path | None, options: CompareOptions = CompareOptions(),
@@ -89,9 +101,13 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
     fmt, prices_file = options.fmt, options.a.prices_file
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (use html or md)")
-    for flag, value in (("--count-a", options.a.count), ("--count-b", options.b.count)):
+    for flag, value in (("--count-a", options.a.count), ("--count-b", options.b.count),
+                        ("--batch-size-a", options.batch_a), ("--batch-size-b", options.batch_b)):
         if value is not None and value < 1:
             raise InputError(f"{flag} must be at least 1")
+    for flag, value in (("--batch-size-a", options.batch_a), ("--batch-size-b", options.batch_b)):
+        if value is not None and value > MAX_BATCH:
+            raise InputError(f"{flag} {value} is more than {MAX_BATCH} samples: no batch size")
     started = time.perf_counter()
     output = page_path(output, fmt, "compare")  # None: compare.html / compare.md; never the other format's name
     outputs = OutputSet()  # both outputs checked before any work, written together (output_set.py)
@@ -109,8 +125,8 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
         work_dir = Path(work).resolve()
         # the HTML page's worker gets ready while both sides are prepared (render/process.py)
         with NotebookProcess(work_dir, progress) if fmt == "html" else contextlib.nullcontext() as maker:
-            a = _side_spec("A", source_a, work_dir, options.a, progress, options.source)
-            b = _side_spec("B", source_b, work_dir, options.b, progress, options.source)
+            a = _side_spec("A", source_a, work_dir, options.a, progress, options.source, options.batch_a)
+            b = _side_spec("B", source_b, work_dir, options.b, progress, options.source, options.batch_b)
             prices = str(Path(prices_file).resolve()) if prices_file else ""
             if fmt == "md":
                 progress("building the comparison")

@@ -12,6 +12,7 @@ from pathlib import Path
 from reportgen.errors import expanduser
 from reportgen import __version__
 from reportgen.atomic import write_text_atomic
+from reportgen.compare.batch import BatchSize
 from reportgen.compare.build import build_comparison
 from reportgen.compare.side import load_side
 from reportgen.compare.output import compare_data
@@ -60,13 +61,13 @@ def _side(label: str, spec: dict):
     return load_side(label, _rule_dir(spec["rule_dir"]), name=spec.get("name", ""), source=spec.get("source", ""),
                      description=spec.get("description", ""), instance_type=spec.get("instance_type"),
                      instance_count=spec.get("instance_count"), instance_from=spec.get("instance_from", ""),
-                     region=spec.get("region"), notes=spec.get("notes"))
+                     region=spec.get("region"), notes=spec.get("notes"), batch=BatchSize.of_spec(spec.get("batch")))
 
 
 def open_comparison(a: dict, b: dict, prices_file: str = "", standalone: bool = False,
                     force: bool = False) -> ComparisonSession:
     """``a``/``b``: ``{"rule_dir": <rule outputs or any source>, "name", "source", "description", "instance_type", "instance_count",
-    "instance_from", "region", "notes"}`` (only ``rule_dir`` is required). ``force``: a verdict even for runs
+    "instance_from", "region", "notes", "batch"}`` (only ``rule_dir`` is required). ``force``: a verdict even for runs
     found unrelated."""
     side_a, side_b = _side("A", a), _side("B", b)
     report = build_comparison(side_a, side_b, load_prices(prices_file or None), force)

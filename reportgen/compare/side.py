@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen.compare import traces
+from reportgen.compare.batch import BatchSize, batch_size_of
 from reportgen.report.build import build_report
+from reportgen.report.efficiency import RunEfficiency
 from reportgen.report.model import Report
 from reportgen.report.views import JobSummary
 from reportgen.rule_outputs import RuleOutputs, load_rule_outputs
@@ -32,6 +34,11 @@ class Side:
     instance_from: str = ""
     region: str | None = None
     notes: list[str] = field(default_factory=list)
+    batch_size: BatchSize | None = None  # given on the command line (--batch-size-a/-b) or by the job
+
+    def batch(self) -> BatchSize | None:
+        """This run's batch size where something says it (``compare.batch``), else None."""
+        return batch_size_of(self.batch_size, self.outputs.recording)
 
     def data(self, section_id: str) -> dict:
         try:
@@ -51,6 +58,10 @@ class Side:
         """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""
         return traces.summarize(self.outputs.traces, self.summary().job_duration_s)
 
+    def efficiency(self) -> RunEfficiency:
+        """TFLOP/s, MFU and the memory peaks of this run's traces (``report.efficiency``)."""
+        return RunEfficiency.of_sections(self.sections())
+
     def summary(self) -> JobSummary:
         """The training job summary's numbers (``report.views.JobSummary``)."""
         return JobSummary.of(self.data(SectionId.TRAINING_JOB_SUMMARY))
@@ -63,9 +74,9 @@ class Side:
 
 def load_side(label: str, rule_dir: str | Path, *, name: str = "", source: str = "", description: str = "",
               instance_type: str | None = None, instance_count: int | None = None, instance_from: str = "",
-              region: str | None = None, notes: list[str] | None = None) -> Side:
+              region: str | None = None, notes: list[str] | None = None, batch: BatchSize | None = None) -> Side:
     outputs = load_rule_outputs(Path(rule_dir))
     report = build_report(outputs, job_name=name, extra_notes=notes)
     return Side(label, name or Path(rule_dir).name, source or str(rule_dir), description, report, outputs,
                 instance_type or None, int(instance_count) if instance_count else None, instance_from,
-                region or None, list(notes or []))
+                region or None, list(notes or []), batch)

@@ -16,13 +16,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reportgen import __version__
+from reportgen.ci_outputs import diagnosis_findings, diagnosis_status
 from reportgen.compare.common import job_cpu
 from reportgen.compare.history import Change, History, build_history
 from reportgen.compare.output import md_escape
 from reportgen.compare.output_name import page_path
 from reportgen.compare.regression import Distribution, Regression, judge, load_gated_report
 from reportgen.errors import InputError
-from reportgen.report.views import UsageRow, usage_rows_of
+from reportgen.formatting import binary_bytes
+from reportgen.report.efficiency import RunEfficiency, flops_rate, mfu_text
+from reportgen.report.views import JobSummary, UsageRow, usage_rows_of
 from reportgen.section_ids import SectionId
 
 DEFAULT_THRESHOLD = 0.05
@@ -45,6 +48,7 @@ class Run:
     cpu_of_command: bool = False  # cpu_p50 is the recorded command's own CPU (a shared host), as generate judges
     baseline_s: float | None = None  # the rolling baseline: median step of up to 5 runs before, not across a change
     change: Change | None = None  # a change point starts at this run (its level differs from the runs before)
+    efficiency: RunEfficiency = field(default_factory=RunEfficiency)  # TFLOP/s, MFU, memory peaks of its traces
 
     @property
     def steps_per_s(self) -> float | None:
@@ -57,6 +61,11 @@ class Run:
                 "cpu_of_recorded_command": self.cpu_of_command,
                 "cost": self.cost, "causes": self.causes, "baseline_step_s": self.baseline_s,
                 "change": asdict(self.change) if self.change else None,
+                "achieved_tflops": self.efficiency.achieved_tflops, "mfu": self.efficiency.mfu,
+                "memory_device": self.efficiency.memory_device,
+                "peak_allocated_bytes": self.efficiency.peak_allocated_bytes,
+                "peak_reserved_bytes": self.efficiency.peak_reserved_bytes,
+                "memory_growth_per_step_bytes": self.efficiency.growth_per_step_bytes,
                 "against_previous": self.against_previous.to_data() if self.against_previous else None}
 
 
@@ -75,17 +84,15 @@ def run_of(data: dict, label: str, path: str) -> Run:
     sections = data.get("sections") or {}
     dist = Distribution.of(sections)
     rows = usage_rows_of(sections.get(SectionId.SYSTEM_USAGE_STATISTICS))
-    summary = sections.get(SectionId.TRAINING_JOB_SUMMARY) or {}
     cost = sections.get(SectionId.COST) or {}
-    diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
-    causes = [str(f.get("cause")) for f in diagnosis.get("findings") or []
-              if isinstance(f, dict) and f.get("cause") and f.get("serious", True)]
+    causes = [str(f["cause"]) for f in diagnosis_findings(data) if f.get("serious", True)]
+    duration = JobSummary.of(sections.get(SectionId.TRAINING_JOB_SUMMARY)).job_duration_s
     own = job_cpu(sections)  # a shared host: the recorded command's own CPU, as generate and compare judge it
-    return Run(label=label, path=path, status=diagnosis.get("status"), step_s=dist.median() if dist else None,
-               steps=dist.steps if dist else None, duration_s=_number(summary.get("job_duration_s")),
+    return Run(label=label, path=path, status=diagnosis_status(data) or None, step_s=dist.median() if dist else None,
+               steps=dist.steps if dist else None, duration_s=duration,
                gpu_p50=_mean_stat(rows, "GPU", "p50"), gpu_p95=_mean_stat(rows, "GPU", "p95"),
                cpu_p50=own["p50"] if own else _mean_stat(rows, "CPU", "p50"), cost=_number(cost.get("cost")),
-               causes=causes, cpu_of_command=own is not None)
+               causes=causes, cpu_of_command=own is not None, efficiency=RunEfficiency.of_sections(sections))
 
 
 def build_trend(reports: list[tuple[str, dict, str]], threshold: float = DEFAULT_THRESHOLD) -> list[Run]:
@@ -174,14 +181,34 @@ def _against_baseline(run: Run) -> str:
 
 
 COLUMNS = ("Run", "Status", "Median step", "Steps/s", "Change vs previous (95 % interval)", "vs baseline",
-           "GPU p50", "GPU p95", "CPU p50", "Duration", "Cost", "Causes")
+           "GPU p50", "GPU p95", "CPU p50", "FLOP/s", "MFU", "Peak memory", "Duration", "Cost", "Causes")
+NUMERIC = range(2, 14)  # the columns right-aligned: Median step to Cost
+
+
+def _tflops(run: Run) -> str:
+    value = run.efficiency.achieved_tflops
+    return "—" if value is None else flops_rate(value)
+
+
+def _mfu(run: Run) -> str:
+    value = run.efficiency.mfu
+    return "—" if value is None else mfu_text(value)
+
+
+def _memory(run: Run) -> str:
+    e = run.efficiency
+    if e.peak_allocated_bytes is None:
+        return "—"
+    reserved = f" ({binary_bytes(e.peak_reserved_bytes)} reserved)" if e.peak_reserved_bytes is not None else ""
+    return f"{e.memory_device} {binary_bytes(e.peak_allocated_bytes)}{reserved}"
 
 
 def _cells(run: Run) -> list[str]:
     return [run.label, run.status or "—", _ms(run.step_s), _rate(run.steps_per_s), _change(run),
             _against_baseline(run), _pct(run.gpu_p50),
             _pct(run.gpu_p95), _pct(run.cpu_p50) + (" (command)" if run.cpu_of_command and run.cpu_p50 is not None
-                                                    else ""), "—" if run.duration_s is None else f"{run.duration_s:g} s",
+                                                    else ""), _tflops(run), _mfu(run), _memory(run),
+            "—" if run.duration_s is None else f"{run.duration_s:g} s",
             _money(run.cost), ", ".join(run.causes) or "none"]
 
 
@@ -193,6 +220,10 @@ def _explain(threshold: float) -> str:
             f"back across a change; CHANGE marks the first run of a new level found over the whole history (change "
             f"points, with the size of the change and its 95 % interval). GPU/CPU: the mean over nodes of each node's percentile; "
             f"\"(command)\": a recording on a shared host, the recorded command's own CPU. "
+            f"FLOP/s (per rank, achieved in the profiled steps), MFU (against the GPU's dense peak) and the peak "
+            f"memory allocated (the largest of any rank, on its GPUs, else its CPU; reserved: the caching "
+            f"allocator's segments) come from PyTorch profiler traces recorded with FLOP counts or "
+            f"profile_memory=True; — where a run's traces have none. "
             f"Causes: those the diagnosis found serious.")
 
 
@@ -214,7 +245,7 @@ def to_markdown(runs: list[Run], threshold: float, history: History | None = Non
     lines = [f"## Trend of {len(runs)} runs", "",
              (f"**Regressions: {md_escape(', '.join(regressions))}**" if regressions else "**No regression.**"), "",
              *([f"**{md_escape(history_text(history))}**", ""] if history is not None else []),
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * 2 + "---:|" * 2 + "---|" * 2 + "---:|" * 5 + "---|"]
+             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * 2 + "---:|" * 2 + "---|" * 2 + "---:|" * 8 + "---|"]
     for run in runs:
         lines.append("| " + " | ".join(md_escape(c) for c in _cells(run)) + " |")
     lines += ["", f"_{md_escape(_explain(threshold))}_", "",
@@ -237,7 +268,7 @@ def to_html(runs: list[Run], threshold: float, history: History | None = None) -
         cells = _cells(run)
         out = []
         for i, text in enumerate(cells):
-            cls = "num" if 2 <= i <= 10 else ""
+            cls = "num" if i in NUMERIC else ""
             if i == 4 and run.against_previous is not None and run.against_previous.tripped:
                 cls += " bad"
             if i == 5 and run.change is not None and run.change.ratio > 1:

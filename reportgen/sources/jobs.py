@@ -58,6 +58,7 @@ class JobInfo:
     rule: RuleJob | None = None
     incomplete: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    hyperparameters: tuple[tuple[str, str], ...] = ()  # the training job's HyperParameters, as (name, value) text
 
 
 def _s3(uri: str | None) -> S3Uri | None:
@@ -161,7 +162,16 @@ def training_info_from_description(desc: dict[str, Any], region: str, processing
         rule=rule,
         incomplete=incomplete,
         notes=tuple(notes),
+        hyperparameters=_hyperparameters(desc.get("HyperParameters")),
     )
+
+
+def _hyperparameters(value) -> tuple[tuple[str, str], ...]:
+    """DescribeTrainingJob's ``HyperParameters`` (a map of text to text) as (name, value) pairs; anything else:
+    none."""
+    if not isinstance(value, dict):
+        return ()
+    return tuple((k, v) for k, v in value.items() if isinstance(k, str) and isinstance(v, str))
 
 
 def describe_training_job(sm: Any, name: str, region: str, processing_arn: str | None = None) -> JobInfo:

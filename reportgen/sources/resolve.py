@@ -44,6 +44,7 @@ class ResolvedSource:
     refused_keys: tuple[str, ...] = ()  # S3 keys skipped because they could not be stored safely
     bytes_downloaded: int = 0
     trace_files: tuple[Path, ...] = ()  # PyTorch profiler (Kineto) traces found in a local folder
+    hyperparameters: tuple[tuple[str, str], ...] = ()  # a SageMaker training job's, as (name, value) text
     # With ``defer_system``: the raw data's system/ objects, left in S3 for Dask workers to fetch
     # (bucket, profile-root key, ((key, size, etag), ...)); raw_dir then holds everything else.
     system_objects: tuple | None = None
@@ -541,6 +542,7 @@ class _Remote:
             processing_job_name=info.processing_job_name,
             rule_name=info.rule.name if info.rule else None,
             rule_status=info.rule.status if info.rule else None,
+            hyperparameters=info.hyperparameters,
         )
 
     def _exists(self, cache, uri) -> bool:

@@ -275,6 +275,41 @@ def test_readme_examples_run_exactly_as_written_from_a_fresh_folder(tmp_path):
     assert len(rule_files) == len(RULE_ORDER)
 
 
+def _journey_commands(heading: str) -> list[str]:
+    """The commands of the README's ``bash`` blocks under a journey's heading, up to the next heading."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    part = readme.split(f"\n{heading}\n", 1)[1].split("\n#", 1)[0]
+    return [line for block in part.split("```bash\n")[1:] for line in block.split("```", 1)[0].splitlines()]
+
+
+@pytest.mark.slow
+def test_readme_trace_and_record_journeys_run_as_written_on_the_repositorys_runs(tmp_path):
+    """Journeys 2 and 3 with the sample data the repository gives them (tests/recordings, examples/train.py),
+    each output named as the README says."""
+    traces, recorded = _journey_commands("### 2. PyTorch profiler traces"), _journey_commands(
+        "### 3. Any training command, recorded")
+    assert traces == ["reportgen generate tests/recordings/cpu-memory/leak -o leak.html"]
+    assert recorded[0] == "reportgen record --interval 500ms --out run1 -- python examples/train.py"
+    assert len(recorded) == 3
+    cwd = tmp_path / "clone"
+    cwd.mkdir()
+    (cwd / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
+    (cwd / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for command in traces + recorded:
+        run = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, env=env)
+        assert run.returncode == 0, f"{command}: {run.stderr[-1500:]}"
+    assert {p.name for p in cwd.iterdir()} == {"tests", "examples", "leak.html", "leak.json", "run1", "run1.html",
+                                               "run1.json", "fix.html", "fix.json"}
+    leak = json.loads((cwd / "leak.json").read_text())
+    assert [f["cause"] for f in leak["diagnosis"]["findings"]] == ["memory-leak"]  # what the README promises
+    recording = json.loads((cwd / "run1" / "recording.json").read_text())
+    assert recording["exit_code"] == 0 and recording["samples"] >= 5
+    assert json.loads((cwd / "run1.json").read_text())["sections"]["system-usage-statistics"]["rows"]
+    fix = json.loads((cwd / "fix.json").read_text())["sections"]["verdict"]
+    assert fix["speed"] == "faster"  # the planted host work removed: B is faster, as the runs' own timing says
+
+
 # ---------------------------------------------------------------------- setup
 
 

@@ -173,6 +173,7 @@ def world(moto_endpoint, rule_fixture_dir) -> World:
         OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/models", "KmsKeyId": ""},
         ResourceConfig={"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        HyperParameters={"epochs": "2", "batch-size": "64"},  # as the SageMaker SDK passes them: text
     )["TrainingJobArn"]
 
     prefix26 = TRAINING_JOB[:26]

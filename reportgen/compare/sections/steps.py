@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reportgen.compare import traces
+from reportgen.compare.efficiency import efficiency_blocks
 from reportgen.compare.common import delta, signed_cell
 from reportgen.compare.side import Side
 from reportgen.report import charts
@@ -81,6 +82,11 @@ def build(a: Side, b: Side) -> Section:
         section.add(*trace_blocks)
         section.data.pop("available", None)
     section.data["traces"] = trace_data or None
+    use_blocks, use_data = efficiency_blocks(a.efficiency(), b.efficiency())
+    if use_blocks:
+        section.add(*use_blocks)
+        section.data.pop("available", None)
+    section.data["efficiency"] = use_data or None
     section.data.update({"a": {"nodes": na, "summary": sa}, "b": {"nodes": nb, "summary": sb},
                          "delta": {k: delta(sa.get(k), sb.get(k)) for k in sa} if na and nb else None})
     return section

@@ -52,16 +52,26 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
             sentences.append(f"{steps[0]} The job durations cannot be compared: {lacking}.")
         else:
             sentences.append(f"The durations cannot be compared: {lacking}.")
+    sample = per_sample(fit, regression)
+    if sample is not None:
+        sentences.append(sample[0])
+        data["per_sample"] = sample[1]
     ta, tb = a.traces(), b.traces()
     rate = traces.throughput(ta, tb, da, db)
     data["throughput"] = rate
     if rate["job_same_work_change_pct"] is not None and (ta or tb):
         cover = " and ".join(f"{100 * t['coverage']:.1f} % of {s.label}" for s, t in ((a, ta), (b, tb))
                              if t and t.get("coverage") is not None)
+        profiled = rate["profiled_change_pct"]
+        without = " and ".join(s.label for s, t in ((a, ta), (b, tb)) if not t)
+        in_them = (f": in them B runs {signed(profiled, 1)} % steps per second, a sample, not the job's figure"
+                   if profiled is not None else f" ({without} has no profiled steps to compare them with)"
+                   if without else "")
+        units = ("steps per second; samples per second follow the time per sample above" if sample is not None
+                 else "steps and samples per second")  # different batch sizes: a step is not the same work
         sentences.append(
-            f"For the same work, that is {signed(rate['job_same_work_change_pct'], 1)} % throughput (steps and "
-            f"samples per second). The profiled steps cover only {cover}: in them B runs "
-            f"{signed(rate['profiled_change_pct'], 1)} % steps per second, a sample, not the job's figure.")
+            f"For the same work, that is {signed(rate['job_same_work_change_pct'], 1)} % throughput ({units})."
+            + (f" The profiled steps cover only {cover}{in_them}." if cover else ""))
         data["profiled_coverage"] = {"a": (ta or {}).get("coverage"), "b": (tb or {}).get("coverage")}
     overall = {o["metric"]: o for o in usage.data.get("overall", [])}
     util = {}
@@ -137,3 +147,23 @@ def _steps_sentence(regression) -> tuple[str, str] | None:
             f"{regression.new_value_s * 1000:.1f} ms ({signed(change, 1)} %, 95 % interval "
             f"{signed((regression.low - 1) * 100, 1)} to {signed((regression.high - 1) * 100, 1)} %{noise}).{small}",
             speed)
+
+
+def per_sample(fit, regression) -> tuple[str, dict] | None:
+    """(sentence, data) of the time per sample (a step's time ÷ its batch size) where both batch sizes are known
+    and differ: the fair comparison of such runs, whose step times do different work. From the regression check's
+    step times (median, or mean for a small sample) and its interval, scaled by the batch sizes; None otherwise."""
+    if not (fit.batch_a and fit.batch_b) or fit.batch_a == fit.batch_b or regression.ratio is None \
+            or regression.basis not in STEP_BASES:
+        return None
+    scale = fit.batch_a / fit.batch_b
+    ratio, a_ms, b_ms = regression.ratio * scale, regression.base_value_s * 1000 / fit.batch_a, \
+        regression.new_value_s * 1000 / fit.batch_b
+    data = {"basis": regression.basis, "a_ms": a_ms, "b_ms": b_ms, "ratio": ratio,
+            "low": regression.low * scale if regression.low is not None else None,
+            "high": regression.high * scale if regression.high is not None else None}
+    interval = ("" if data["low"] is None else
+                f", 95 % interval {signed((data['low'] - 1) * 100, 1)} to {signed((data['high'] - 1) * 100, 1)} %")
+    return (f"Per sample (batch {fit.batch_a} vs {fit.batch_b}, the fair comparison of these runs): "
+            f"{a_ms:.3g} ms → {b_ms:.3g} ms of {regression.basis} ({signed((ratio - 1) * 100, 1)} %{interval}).",
+            data)

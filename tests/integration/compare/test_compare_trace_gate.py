@@ -9,6 +9,7 @@ import json
 import pytest
 
 from reportgen.compare.run import CompareOptions, compare
+from reportgen.trace_analysis import analyze_job, find_traces
 from tests.support.paths import RAW, need
 
 pytestmark = pytest.mark.fixtures
@@ -36,6 +37,19 @@ def test_trace_only_pair_is_judged_on_its_steps(tmp_path, a, b, slower):
     # without its "#_MultiProcessingDataLoaderIter" / "#_SingleProcessDataLoaderIter" suffix)
     fit = sections["verdict"]["comparability"]
     assert fit["comparable"] is True and fit["shared_operator_time"] > 0.7 and fit["changes"] == []
+    # the GPU's use (issue 48): each side's figures are its own traces' (shapes of the matrix multiplications and
+    # the allocator's events: a V100, MFU against its fp32 peak of 15.7 TFLOP/s)
+    use = sections["step-durations"]["efficiency"]
+    for side, name in (("a", a), ("b", b)):
+        doc, _ = analyze_job(find_traces(need(RAW / f"kineto-resnet50-num-workers-{name}")))
+        (rank,) = doc["ranks"].values()
+        gpu = [d for d in rank["memory"]["devices"] if d["device"].startswith("cuda")]
+        assert use[side]["memory_device"] == "GPU" and use[side]["capacity_bytes"] == gpu[0]["capacity_bytes"]
+        assert use[side]["peak_allocated_bytes"] == max(d["allocated"]["peak_bytes"] for d in gpu)
+        assert use[side]["achieved_tflops"] == rank["flops"]["achieved_tflops"] > 0
+        assert use[side]["mfu"] == pytest.approx(rank["flops"]["achieved_tflops"] / 15.7)
+        assert use[side]["dtype"] == "fp32" and use[side]["gpu"] == "Tesla V100-DGXS-32GB"
+    assert "| Achieved GFLOP/s per rank | " in text and "| GPU peak allocated (MiB) | " in text
 
 
 def test_trace_only_verdict_comes_from_the_profiled_steps_with_impacts_in_ms(tmp_path):

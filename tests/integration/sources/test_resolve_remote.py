@@ -39,6 +39,7 @@ def test_processing_job_arn(world, tmp_path, which):
     assert resolved.region == "us-east-1"
     assert resolved.rule_name == world.rule
     assert resolved.incomplete is False
+    assert dict(resolved.hyperparameters) == {"epochs": "2", "batch-size": "64"}  # the training job's (compare.batch)
     assert resolved.downloads == 11
     assert resolved.description.startswith(f"processing job {arn.rsplit('/', 1)[1]} (us-east-1, Completed): "
                                            f"rule job of training job {world.training_job}; rule outputs")
@@ -54,6 +55,7 @@ def test_training_job(world, tmp_path, form):
     assert resolved.raw_dir is None and resolved.raw_available is True
     assert resolved.rule_status == "IssuesFound"
     assert (resolved.job_name, resolved.instance_type, resolved.instance_count) == (world.training_job, "ml.p3.2xlarge", 1)
+    assert dict(resolved.hyperparameters) == {"epochs": "2", "batch-size": "64"}
     assert resolved.downloads == 11
     assert resolved.description == (
         f"training job {world.training_job} (us-east-1, Completed): rule outputs (IssuesFound) from "

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from reportgen import cli
 from reportgen.compare.output import md_escape, public_source
