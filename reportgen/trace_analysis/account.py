@@ -49,8 +49,9 @@ USEFUL = ("compute",)
 
 COMPILE = re.compile(r"compile|jit_compil|XlaCompile|backend_compile|TorchDynamo|dynamo|inductor|"
                      r"CompileFunction|tracing|TraceFunction", re.I)
-# running already-compiled code is not compiling
-NOT_COMPILE = re.compile(r"Torch-Compiled Region|CompiledFunction(Backward)?$|^Compiled Function", re.I)
+# running already-compiled code is not compiling, nor is checking its guards on each call
+NOT_COMPILE = re.compile(r"Torch-Compiled Region|CompiledFunction(Backward)?$|^Compiled Function|Cache Lookup|"
+                         r"Call CompiledFxGraph", re.I)
 MEMORY_CALL = re.compile(r"^(cuda|hip)(Malloc|Free|HostAlloc|FreeHost|MallocHost|MallocAsync|FreeAsync|"
                          r"MallocManaged)\b|^cuMem(Alloc|Free)|CachingAllocator", re.I)
 HIP_SYNC = re.compile(r"^hip(Stream|Device|Event)Synchronize|^hipMemcpy(2D|3D)?$")

@@ -53,6 +53,7 @@ EXPECTED = {
     "checkpoint": ("step-outliers", "every 10 steps", "profiled"),
     "tf-eager": ("operator-overhead", "@tf.function", "fix"),
     "jax-nojit": ("operator-overhead", "jax.jit", "steady"),
+    "torch-recompile": ("compilation", "torch.compile", "fix"),
 }
 
 

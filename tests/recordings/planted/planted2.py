@@ -25,6 +25,8 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
   io-latency       the Dataset sleeps 20-40 ms a sample (I/O latency), num_workers=0 (fix: num_workers=4)
   gc-pause         gc.collect() after every step while the process holds many Python objects (a metadata
                    index): no detector was written for it (fix: no manual collection)
+  torch-recompile  an MLP under torch.compile(dynamic=False) fed a batch size that changes every 5 steps: a
+                   recompilation each time (fix: every batch padded to 64, the padding ignored by the loss)
   checkpoint       a 64 MB checkpoint (model, optimizer and training state, fsync'd) after every 10th step
                    (fix: none in the loop)
 JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
@@ -168,6 +170,20 @@ def run_torch(a, truth):
         model = Net()
         loader = DataLoader(Images(steps * bs, 0, sleep=(0.020, 0.040)), batch_size=bs, num_workers=workers,
                             persistent_workers=persistent)
+    elif mode == "torch-recompile":  # torch.compile'd, static shapes, fed a batch size that changes every 5 steps
+        g = torch.Generator().manual_seed(0)
+        data = torch.utils.data.TensorDataset(torch.randn(steps * 64, 3 * 32 * 32, generator=g),
+                                              torch.randint(0, 10, (steps * 64,), generator=g))
+        sizes = [64, 40, 48, 56, 24, 32, 60, 44]
+        order, k = [], 0
+        for i in range(steps):  # batches of the step's size, the same samples in the fix (padded to 64, masked)
+            n = sizes[(i // 5) % len(sizes)]
+            order.append(list(range(k, k + n)))
+            k += n
+        bs, workers, persistent = 64, 0, False
+        model = torch.compile(MLP(), dynamic=False)
+        truth["batch_sizes"] = [len(b) for b in order]
+        loader = DataLoader(data, batch_sampler=order, num_workers=0)
     elif mode == "checkpoint":
         model = Net()
         # the rest of the training state a checkpoint keeps (an EMA of the weights, a sampler's or replay
@@ -248,6 +264,10 @@ def run_torch(a, truth):
                 extra.setdefault("padded_len", []).append(int(x.shape[1]))
                 extra.setdefault("real_tokens", []).append(int(lens.sum()))
             x, y = batch[0], batch[1]
+            if mode == "torch-recompile" and fix and x.shape[0] < 64:  # one shape: pad, and weigh the padding out
+                pad = 64 - x.shape[0]
+                x = torch.cat([x, x.new_zeros(pad, x.shape[1])])
+                y = torch.cat([y, y.new_full((pad,), -100)])  # CrossEntropyLoss ignores -100
             tc = time.perf_counter()
             opt.zero_grad()
             for c in range(0, bs, micro):
@@ -255,7 +275,7 @@ def run_torch(a, truth):
                 loss = loss_fn(out, y[c:c + micro]) * (micro / bs)
                 loss.backward()
             opt.step()
-            if mode in ("microbatch", "padded"):
+            if mode in ("microbatch", "padded", "torch-recompile"):
                 planted = time.perf_counter() - tc  # the compute the plant shapes; the fix run measures the saving
             if mode == "periodic-eval" and step < 4:
                 t = time.perf_counter()   # a slow start: warming a cache with extra passes
@@ -469,7 +489,7 @@ def run_tf(a, truth):
 MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epoch-restart": run_torch,
          "padded": run_torch, "periodic-eval": run_torch, "accum-optimizer": run_torch, "io-latency": run_torch,
          "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
-         "gc-pause": run_torch, "checkpoint": run_torch, "tf-eager": run_tf}
+         "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf}
 
 
 def main():

@@ -18,7 +18,7 @@ import json, statistics, sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-LESS_THE_FIX = ("microbatch", "padded", "jax-recompile", "tf-eager", "jax-nojit")
+LESS_THE_FIX = ("microbatch", "padded", "jax-recompile", "tf-eager", "jax-nojit", "torch-recompile")
 
 
 def load(path):

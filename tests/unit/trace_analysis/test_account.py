@@ -167,3 +167,17 @@ def test_a_few_eager_constants_leave_a_graph_step_alone(tmp_path):
     events = [e for i in range(3) for e in _eager_step(i, 3, "EagerLocalExecute: _EagerConst", "KernelAndDeviceFunc::Run")]
     got = _account(tmp_path, events)
     assert got["eager_runtime"] is None and got["slices_ms"]["dispatch"] == 0.0
+
+
+def test_running_a_compiled_graph_and_checking_its_guards_is_not_compiling(tmp_path):
+    """torch.compile's steps call the compiled graph and check dynamo's guards every step; only inductor's and
+    dynamo's own work is compilation."""
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("TorchDynamo Cache Lookup", 0, 20, cat="user_annotation"),
+        _cpu("## Call CompiledFxGraph fhyfjofvpznsqfczxf2bqq ##", 20, 600, cat="user_annotation"),
+        _cpu("aten::mm", 30, 500),
+        _cpu("inductor_compile", 700, 250, cat="user_annotation"),
+    ])
+    assert got["slices_ms"]["compilation"] == pytest.approx(0.25)
+    assert got["slices_ms"]["compute"] == pytest.approx(0.5)
