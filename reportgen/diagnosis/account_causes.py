@@ -202,10 +202,10 @@ def _eager_finding(ev: Evidence, label: str, account: TraceAccount, overhead: fl
     ops = _median(account.eager_ops_per_step)
     what, shown, remedy = EAGER_WORDS[account.eager_runtime or "tensorflow"]
     evidence = [f"{ops:,.0f} {what} a step run one by one from Python{_rank_text(ev, label)} ({shown})",
-                f"{pct(overhead)} of every step is outside the operations' kernels: the eager runtime's cost of each "
-                f"call ({pct(account.every_step_share('dispatch'))}) and the Python between calls "
-                f"({pct(account.every_step_share('no_operator'))}); the kernels themselves are "
-                f"{pct(account.every_step_share('compute'))}"]
+                f"{pct(overhead)} of every step is outside the operations' kernels: the runtime's cost of each call "
+                f"({pct(account.every_step_share('dispatch'))})"
+                + (f" and the Python between calls ({pct(python)})" if (python := account.every_step_share("no_operator"))
+                   >= 0.005 else "") + f"; the kernels themselves are {pct(account.every_step_share('compute'))}"]
     fix = (f"{remedy} The Python then runs once, when the step is traced, and the operations run back to back in the "
            "runtime.")
     return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=overhead,
