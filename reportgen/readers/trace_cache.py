@@ -274,7 +274,7 @@ def entry_from_arrays(arrays: dict[str, np.ndarray], key: str, path: Path) -> tu
         events = {c: arrays[f"e_{c}"] for c in EVENT_COLUMNS}
         memory = MemoryEvents(*(arrays[f"m_{c}"] for c in MemoryEvents.COLUMNS))
         flops = FlopEvents(*(arrays[f"f_{c}"] for c in FLOP_COLUMNS))
-    except (KeyError, ValueError, UnicodeDecodeError, AttributeError):
+    except Exception:  # noqa: BLE001 - a missing member, JSON that is not, an array that is not one: not trusted
         return None
     if not (_columns_ok(list(events.values())) and _columns_ok([getattr(memory, c) for c in MemoryEvents.COLUMNS])
             and _columns_ok([getattr(flops, c) for c in FLOP_COLUMNS])):

@@ -169,6 +169,16 @@ def _damage_foreign(where: Path) -> None:  # another entry renamed over this one
         np.savez(handle, **arrays)
 
 
+def _damage_meta_types(where: Path) -> None:  # the meta's values of the wrong kinds
+    with np.load(where) as entry:
+        arrays = {name: entry[name] for name in entry.files}
+    meta = json.loads(arrays["meta"].tobytes())
+    meta.update(names=[1, 2], label=None, device_memory={"0": "x"}, problem_items=[["f", True, "r"]])
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    with open(where, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
 def _damage_shape(where: Path) -> None:  # a column one row short, a name index past the names
     with np.load(where) as entry:
         arrays = {name: entry[name] for name in entry.files}
@@ -187,7 +197,8 @@ def _damage_not_zip(where: Path) -> None:
         z.writestr("meta.npy", b"not an array")
 
 
-@pytest.mark.parametrize("damage", [_damage_cut, _damage_empty, _damage_flip, _damage_foreign, _damage_shape,
+@pytest.mark.parametrize("damage", [_damage_cut, _damage_empty, _damage_flip, _damage_foreign, _damage_meta_types,
+                                    _damage_shape,
                                     _damage_pickle, _damage_not_zip])
 def test_a_damaged_entry_is_removed_and_the_file_read_again(damage, cache, tmp_path):
     path = _copy(SHORT, tmp_path / "job")
