@@ -330,3 +330,28 @@ def test_reader_version_is_bumped_with_the_output(tmp_path):
     and write the new pair here. When the readers got only faster, the digest stays and so does the number."""
     paths = [_copy(MEMORY, tmp_path), _copy(SHORT, tmp_path), _copy(JAX, tmp_path), _cut(SHORT, tmp_path / "cut")]
     assert (READER_VERSION, _reduction_digest(paths)) == (1, "8f622f06a48ed7e3ea35393e4670a920320c7baa1885609aaa6d7633ef94e07f")
+
+
+def test_two_readers_at_once_each_get_the_columns_and_leave_one_whole_entry(cache, tmp_path):
+    """Two runs sharing the cache (threads here: the same temp-file-and-rename path as two processes)."""
+    import threading
+
+    path = _copy(SHORT, tmp_path / "job")
+    expected = read_trace_file(path, ProblemLog())
+    results: list = []
+    start = threading.Barrier(4)
+
+    def run() -> None:
+        start.wait()
+        for _ in range(3):
+            results.append(read_trace_cached(path, ProblemLog(), cache))
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 12
+    for trace in results:
+        assert_same(trace, expected)
+    assert [p.name for p in cache.folder.iterdir()] == [f"{file_key(path, 200)[0]}.npz"]
+    assert load_entry(cache, file_key(path, 200)[0], path) is not None
