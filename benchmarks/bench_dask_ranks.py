@@ -361,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", type=Path, default=None, help="another checkout, for the base-* modes")
     ap.add_argument("--json", type=Path, default=None, help="append every row as one JSON line here")
     args = ap.parse_args(argv)
+    os.environ.setdefault("REPORTGEN_NO_CACHE", "1")  # every run reads its traces: no round warm from the trace cache
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if any(m.startswith("base-") for m in modes) and args.base is None:
         ap.error("base-* modes need --base CHECKOUT")

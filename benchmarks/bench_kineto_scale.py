@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="append every result as one JSON line here")
     ap.add_argument("--keep", type=Path, default=None, help="copy each run's rule outputs into a folder here")
     args = ap.parse_args(argv)
+    os.environ.setdefault("REPORTGEN_NO_CACHE", "1")  # every run reads its traces: no round warm from the trace cache
     env = dict(os.environ)
     cwd = ROOT
     if args.pythonpath:  # run from there: `python -m` puts the current folder first on sys.path

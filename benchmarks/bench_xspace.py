@@ -79,6 +79,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    os.environ.setdefault("REPORTGEN_NO_CACHE", "1")  # every run reads its traces: no round warm from the trace cache
     sizes = [int(x) for x in args.events.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-xspace-") as tmp:

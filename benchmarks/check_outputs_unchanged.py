@@ -2,7 +2,7 @@
 """Show that a refactoring left the outputs unchanged: rule outputs, report.json and the HTML's tables.
 
     python benchmarks/check_outputs_unchanged.py --base main [--profiles small,medium] [--real 10]
-                                                 [--keep DIR] [--whole-page]
+                                                 [--keep DIR] [--whole-page] [--warm] [--only WORDS]
 
 The script exports the ``--base`` commit into a temporary folder (``git archive``), then runs the same
 inputs through that code and through the working tree, each in its own process (``PYTHONPATH`` picks
@@ -13,6 +13,11 @@ the tree; the notebook kernel inherits it), and compares byte for byte:
 * ``report.json`` of ``reportgen generate`` with ``generator.generated_at`` blanked;
 * every ``<table>…</table>`` of the HTML report, in order; with ``--whole-page``, the whole page instead,
   its "Generated <time> UTC" stamp blanked (for changes to the rendering path that must not move a byte).
+
+Both trees run with the trace cache off (``REPORTGEN_NO_CACHE=1``): a reduction kept by an earlier run would
+stand in for the reader under test. ``--warm`` then runs the tree twice more with a fresh trace cache of its
+own, filling it and then reading every trace from it, and compares both with the base too (issue 51: a warm
+run writes the cold run's outputs).
 
 Inputs: ``sample_data``, the synthetic benchmark profiles named by ``--profiles`` (written once with
 ``benchmarks/generate_data.py``, deterministic), every raw fixture in ``../shared/fixtures/raw`` and
@@ -108,12 +113,18 @@ def dump(out: Path, named: list[tuple[str, Path]], whole_page: bool = False) -> 
         print(f"  {name}", flush=True)
 
 
-def run_tree(tree: Path, out: Path, named: list[tuple[str, Path]], whole_page: bool = False) -> float:
+def run_tree(tree: Path, out: Path, named: list[tuple[str, Path]], whole_page: bool = False,
+             cache: Path | None = None) -> float:
+    """``dump`` in a child on ``tree``; the trace cache off, or in ``cache`` when given."""
     spec = json.dumps([[n, str(p)] for n, p in named])
+    env = {**os.environ, "PYTHONPATH": str(tree), "REPORTGEN_NO_CACHE": "1"}
+    if cache is not None:
+        env.pop("REPORTGEN_NO_CACHE")
+        env["REPORTGEN_CACHE_DIR"] = str(cache)
     start = time.perf_counter()
     subprocess.run([sys.executable, str(Path(__file__).resolve()), "--dump", str(out), "--inputs", spec,
                     *(["--whole-page"] if whole_page else [])],
-                   check=True, env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree)
+                   check=True, env=env, cwd=tree)
     return time.perf_counter() - start
 
 
@@ -136,6 +147,10 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, default=None, help="keep the outputs (and generated profiles) here")
     ap.add_argument("--whole-page", action="store_true",
                     help="compare the whole HTML page (generation time blanked), not only its tables")
+    ap.add_argument("--only", default=None,
+                    help="only the inputs whose name holds one of these words, comma-separated (e.g. kineto,hta)")
+    ap.add_argument("--warm", action="store_true",
+                    help="also run the tree twice with a fresh trace cache (filled, then warm) and compare both")
     ap.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--inputs", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -156,17 +171,29 @@ def main() -> int:
             shutil.rmtree(head_tree, ignore_errors=True)
             export_tree(args.head, head_tree)
         named = inputs(work, [p for p in args.profiles.split(",") if p], args.real)
+        if args.only:
+            named = [(n, p) for n, p in named if any(word in n for word in args.only.split(","))]
         print(f"{len(named)} inputs; base {args.base}, checked {args.head or 'working tree'}")
         t_base = run_tree(base_tree, work / "base", named, args.whole_page)
         t_tree = run_tree(head_tree, work / "tree", named, args.whole_page)
-        differ = compare(work / "base", work / "tree")
-        n_files = sum(1 for p in (work / "tree").rglob("*") if p.is_file())
-        print(f"{n_files} output files compared over {len(named)} inputs "
-              f"(base {t_base:.0f} s, tree {t_tree:.0f} s): " + ("all identical" if not differ else
-                                                                f"{len(differ)} differ"))
-        for line in differ:
-            print("  " + line)
-        return 1 if differ else 0
+        runs = [("tree", t_tree)]
+        if args.warm:
+            cache = work / "trace-cache"
+            shutil.rmtree(cache, ignore_errors=True)
+            for name in ("tree-filled", "tree-warm"):
+                shutil.rmtree(work / name, ignore_errors=True)
+                runs.append((name, run_tree(head_tree, work / name, named, args.whole_page, cache)))
+        failed = False
+        for name, seconds in runs:
+            differ = compare(work / "base", work / name)
+            n_files = sum(1 for p in (work / name).rglob("*") if p.is_file())
+            print(f"{name}: {n_files} output files compared over {len(named)} inputs "
+                  f"(base {t_base:.0f} s, {name} {seconds:.0f} s): " + ("all identical" if not differ else
+                                                                       f"{len(differ)} differ"))
+            for line in differ:
+                print("  " + line)
+            failed = failed or bool(differ)
+        return 1 if failed else 0
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -76,8 +76,12 @@ def _sources(*, recompute: bool = True, analysis: bool = True) -> argparse.Argum
         src.add_argument("--recompute", action="store_true",
                          help="analyse the raw profiler data with reportgen's engine even when rule outputs exist")
     src.add_argument("--cache-dir", type=Path, default=None,
-                     help="where S3 downloads (and the --incremental records) are cached "
-                          "(default: $REPORTGEN_CACHE_DIR, else ~/.cache/reportgen or $XDG_CACHE_HOME/reportgen)")
+                     help="where S3 downloads, each profiler trace's reduction (CACHE_DIR/traces) and the "
+                          "--incremental records are cached (default: $REPORTGEN_CACHE_DIR, else ~/.cache/reportgen "
+                          "or $XDG_CACHE_HOME/reportgen)")
+    src.add_argument("--no-cache", action="store_true",
+                     help="read every profiler trace in full, neither using nor filling the trace cache "
+                          "(also $REPORTGEN_NO_CACHE=1; see docs/beyond-sagemaker.md)")
     src.add_argument("--profile", default=None, help="AWS profile to use (default: the usual boto3 lookup)")
     if analysis:
         src.add_argument("--rule-param", action="append", default=[], metavar="RULE.PARAM=VALUE",
@@ -266,6 +270,7 @@ def _source_options(args):
             cache_root = expanduser(args.cache_dir) if args.cache_dir else default_cache_dir()
         engine = EngineOptions(scheduler=args.scheduler, cache_root=cache_root)
     return SourceOptions(cache_dir=args.cache_dir, recompute=getattr(args, "recompute", False),
+                         trace_cache=not args.no_cache,
                          rule_params=_rule_params(getattr(args, "config", None), getattr(args, "rule_param", [])),
                          session_kwargs={"profile_name": args.profile} if args.profile else None, engine=engine)
 

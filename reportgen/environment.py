@@ -22,6 +22,7 @@ SIZES_MB = {
     "REPORTGEN_XSPACE_MAX_MB": 1024,  # the most of one XSpace file read (readers/xspace_trace.py)
     "REPORTGEN_TABLES_MEMORY_MB": 64,  # tick tables kept in memory before spilling (readers/tick_table.py)
     "REPORTGEN_MAX_JSON_MB": 256,  # the most of one JSON document read whole (json_file.py)
+    "REPORTGEN_CACHE_MAX_MB": 2048,  # the trace cache's bound (readers/trace_cache.py)
 }
 MAX_MB = 1 << 30  # 1 PiB: any larger "size" is a typo, and no buffer arithmetic should meet it
 # name -> (default, least value): the counts

@@ -84,6 +84,7 @@ class SourceOptions:
     rule_params: dict | None = None
     session_kwargs: dict | None = None
     engine: EngineOptions | None = None
+    trace_cache: bool = True  # keep each trace file's reduction in <cache_dir>/traces (--no-cache: False)
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,7 @@ def _require_trace_events(source, analysis_dir: Path) -> None:
 def _add_trace_analysis(resolved, analysis_dir: Path, options: SourceOptions, progress: Progress, client=None) -> Path:
     """The traces -> kineto.json & co. in ``analysis_dir``: rank after rank here, or one Dask task per
     rank with ``--scheduler`` (traces left in S3 are fetched by the workers)."""
+    from reportgen.readers.trace_cache import trace_cache_for
     from reportgen.trace_analysis import write_kineto_outputs
 
     scheduler = (options.engine or EngineOptions()).scheduler
@@ -291,8 +293,9 @@ def _add_trace_analysis(resolved, analysis_dir: Path, options: SourceOptions, pr
     where = f" on Dask ({scheduler}, one task per rank)" if scheduler else ""
     progress(f"analysing {len(files)} {traces_named(files)} trace file(s){where}")
     stats: list = []
+    cache = trace_cache_for(options.cache_dir, progress) if options.trace_cache and s3 is None else None
     report_dir = write_kineto_outputs(files, analysis_dir, params=options.rule_params, scheduler=scheduler, s3=s3,
-                                      stats=stats, client=client)
+                                      stats=stats, client=client, cache=cache)
     if scheduler and stats:
         peak = max(s.peak_rss for s in stats) / 1e6
         progress(f"PyTorch profiler traces: {len(stats)} task(s) on {len({s.worker_pid for s in stats})} worker "

@@ -7,6 +7,10 @@ signals). The lane is set here as a marker, so ``pytest tests/unit`` and ``pytes
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,13 @@ from tests.support.shared_runs import dask_cluster, real_report, sample_report, 
 
 LANES = ("unit", "integration", "e2e")
 TESTS = Path(__file__).resolve().parent
+
+# The user cache (S3 downloads, the trace cache: on by default) goes to a folder of this session's, never the
+# real user's: every test that reads traces through the pipeline fills and reuses it, as users' runs do.
+CACHE_HOME = tempfile.mkdtemp(prefix="reportgen-tests-cache-")
+atexit.register(shutil.rmtree, CACHE_HOME, True)
+os.environ["XDG_CACHE_HOME"] = CACHE_HOME
+os.environ.pop("REPORTGEN_CACHE_DIR", None)
 
 
 def pytest_report_header(config):

@@ -16,6 +16,13 @@ from reportgen.readers.trace_model import TraceColumns
 from reportgen.problems import ProblemLog
 from reportgen.sources.layout import TRACE_FORMATS, TraceFormat, sibling_copy, trace_format
 
+# What the readers make of the same bytes, as a number: the trace cache (``readers/trace_cache.py``) keys every
+# stored reduction with it, so a reduction made by another reader is never served. Bump it with any change to
+# what ``read_trace_file`` returns for a file (a column, a name, a problem's reason, a new field of the model):
+# ``tests/unit/readers/test_trace_cache.py::test_reader_version_is_bumped_with_the_output`` holds a digest of
+# the recordings' reductions and fails, saying so, when they change under the same number.
+READER_VERSION = 1
+
 
 @lru_cache(maxsize=None)
 def reader_of(fmt: TraceFormat):

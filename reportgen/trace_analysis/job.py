@@ -51,7 +51,7 @@ from pathlib import Path
 from reportgen.trace_analysis.analysis import TOP_KERNELS, TOP_OPS, analyze_trace, compare_ranks, totals_by_name
 from reportgen.trace_analysis.ranks import (cycle_order, group_traces_keyed, merge_cycles, rank_key, rank_label, rank_order,
                                     unique_labels, worker_of)
-from reportgen.readers.trace_files import read_trace_file
+from reportgen.readers.trace_cache import TraceCache, read_trace_cached
 from reportgen.errors import InputError
 from reportgen.problems import DataProblem, ProblemLog
 from reportgen.readers.distributed import PieceStats as TaskStats
@@ -156,9 +156,10 @@ class FileRead:
     peak_rss: int = 0
 
 
-def read_file(index: int, name: str, cap: int, s3: S3System | None = None) -> FileRead:
+def read_file(index: int, name: str, cap: int, s3: S3System | None = None, cache: TraceCache | None = None) -> FileRead:
     """Read one trace file (a local path, or an S3 key the worker fetches into a temporary folder it then
-    deletes) into its columns. Never raises on bad content (the reader records it); S3 errors do."""
+    deletes) into its columns; a local one through ``cache`` (``readers/trace_cache.py``) when given. Never
+    raises on bad content (the reader records it); S3 errors do."""
     started = time.perf_counter()
     log = ProblemLog(cap)
     with contextlib.ExitStack() as stack:
@@ -170,7 +171,7 @@ def read_file(index: int, name: str, cap: int, s3: S3System | None = None) -> Fi
         if path is None:
             log.add(display, None, "unsafe S3 key (not fetched)")
             return FileRead(index, display, None, (dict(log.counts), log.items), 0, time.perf_counter() - started)
-        trace = read_trace_file(path, log)
+        trace = read_trace_cached(path, log, cache if s3 is None else None)
         nbytes = 0
         with contextlib.suppress(OSError):
             nbytes = path.stat().st_size
@@ -181,11 +182,11 @@ def read_file(index: int, name: str, cap: int, s3: S3System | None = None) -> Fi
 
 
 def reduce_task(files: list[tuple[int, str]], cap: int, s3: S3System | None = None,
-                one_rank: bool = False) -> TaskResult:
+                one_rank: bool = False, cache: TraceCache | None = None) -> TaskResult:
     """Read ``files`` (job index, local path or S3 key), group them into ranks and reduce each rank.
     ``one_rank``: the files are one rank (the client's regrouping), no grouping. Never raises on bad
     content (the reader records it); S3 errors do."""
-    return reduce_reads([read_file(i, name, cap, s3) for i, name in files], one_rank)
+    return reduce_reads([read_file(i, name, cap, s3, cache) for i, name in files], one_rank)
 
 
 def reduce_reads(reads: list[FileRead], one_rank: bool = False) -> TaskResult:
@@ -222,26 +223,28 @@ def reduce_reads(reads: list[FileRead], one_rank: bool = False) -> TaskResult:
 
 
 def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str | None = None, client=None,
-                   s3: S3System | None = None, stats: list | None = None) -> tuple[dict, ProblemLog]:
+                   s3: S3System | None = None, stats: list | None = None,
+                   cache: TraceCache | None = None) -> tuple[dict, ProblemLog]:
     """The ``kineto.json`` document of a job's trace files and their data problems (module docstring).
 
     ``files``: local paths, or S3 keys with ``s3``; ``scheduler`` (``local[:N]`` / ``tcp://host:port``)
     or ``client``: one task per rank on Dask, else one rank after another here; ``stats``: a list
-    that receives each task's :class:`TaskStats`."""
+    that receives each task's :class:`TaskStats`; ``cache``: where local files' reductions are kept and
+    found (``readers.trace_cache.trace_cache_for``; None: every file read in full)."""
     problems = problems if problems is not None else ProblemLog()
     names = [str(f) for f in files]
     if scheduler is not None and client is None:
         from reportgen.readers.distributed import dask_client, parse_scheduler
 
         with dask_client(parse_scheduler(scheduler)) as own:
-            return analyze_traces(files, problems, client=own, s3=s3, stats=stats)
+            return analyze_traces(files, problems, client=own, s3=s3, stats=stats, cache=cache)
     if s3 is not None and client is None:
         raise ValueError("traces in S3 are fetched by Dask workers: give a scheduler or a client")
 
     def run(tasks: list[list[int]], one_rank: bool) -> list[TaskResult]:
         jobs = [[(i, names[i]) for i in task] for task in tasks]
         if client is None:
-            results = [reduce_task(job, problems.cap, s3, one_rank) for job in jobs]
+            results = [reduce_task(job, problems.cap, s3, one_rank, cache) for job in jobs]
         else:
             # A task of several files (a rank's cycles) reads each file in a task of its own, so the
             # files are read on every worker at once; one task then merges and analyses the rank.
@@ -249,9 +252,9 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
             futures, reads = [], []
             for job in jobs:
                 if len(job) == 1:
-                    futures.append(client.submit(reduce_task, job, problems.cap, s3, one_rank, pure=False))
+                    futures.append(client.submit(reduce_task, job, problems.cap, s3, one_rank, cache, pure=False))
                     continue
-                parts = [client.submit(read_file, i, name, problems.cap, s3, pure=False) for i, name in job]
+                parts = [client.submit(read_file, i, name, problems.cap, s3, cache, pure=False) for i, name in job]
                 reads += parts
                 futures.append(client.submit(reduce_reads, parts, one_rank, pure=False))
             try:

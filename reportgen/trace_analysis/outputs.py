@@ -23,11 +23,11 @@ _EPOCH_US_2001 = 1e15
 
 
 def analyze_job(files: list[Path], problems: ProblemLog | None = None, *, scheduler: str | None = None,
-                s3=None, client=None) -> tuple[dict, ProblemLog]:
+                s3=None, client=None, cache=None) -> tuple[dict, ProblemLog]:
     """The ``kineto.json`` document of a job's trace files, rank by rank (``reportgen.trace_analysis.job``:
     ``scheduler`` runs one task per rank on Dask, ``client`` on a Dask client you hold; ``s3``: the files
-    are keys the workers fetch)."""
-    return analyze_traces(files, problems, scheduler=scheduler, s3=s3, client=client)
+    are keys the workers fetch; ``cache``: a ``readers.trace_cache.TraceCache`` of the files' reductions)."""
+    return analyze_traces(files, problems, scheduler=scheduler, s3=s3, client=client, cache=cache)
 
 
 def step_outlier_rule(doc: dict, params: StepOutlierParams | None = None) -> dict:
@@ -139,16 +139,17 @@ def _add_phases(path: Path, doc: dict) -> None:
 
 
 def write_kineto_outputs(files: list[Path], analysis_dir: Path, *, params=None, scheduler: str | None = None,
-                         s3=None, stats: list | None = None, client=None) -> Path:
+                         s3=None, stats: list | None = None, client=None, cache=None) -> Path:
     """Analyse ``files`` into ``analysis_dir`` (which may already hold the engine's outputs).
 
     Writes ``kineto.json``, merges StepOutlier into ``profiler-reports/StepOutlier.json`` and the
     traces' problems into ``data-quality.json``; returns the ``profiler-reports`` folder.
-    ``scheduler``, ``s3``, ``client``: see :func:`analyze_job`; ``stats`` receives each task's ``TaskStats``.
+    ``scheduler``, ``s3``, ``client``, ``cache``: see :func:`analyze_job`; ``stats`` receives each task's
+    ``TaskStats``.
     """
     analysis_dir = Path(analysis_dir)
     report_dir = analysis_dir / "profiler-reports"
-    doc, problems = analyze_traces(files, scheduler=scheduler, s3=s3, stats=stats, client=client)
+    doc, problems = analyze_traces(files, scheduler=scheduler, s3=s3, stats=stats, client=client, cache=cache)
     write_text_atomic(analysis_dir / KINETO_JSON, json.dumps(doc))
     step_params = (params or {}).get("StepOutlier") if isinstance(params, dict) else None
     rule_path = report_dir / "StepOutlier.json"

@@ -15,13 +15,15 @@ import pytest
 from reportgen import cli, environment
 from reportgen.errors import InputError
 from reportgen.readers.tick_table import spill_budget_bytes
+from reportgen.readers.trace_cache import trace_cache_for
 from reportgen.readers.xspace_trace import max_bytes as xspace_max_bytes
 from reportgen.traces.read import stream_bytes
 
 # what each reader asks, by variable: the reader's own call must say the same as the command line
 READERS = {"REPORTGEN_STREAM_TRACE_MB": stream_bytes, "REPORTGEN_XSPACE_MAX_MB": xspace_max_bytes,
            "REPORTGEN_TABLES_MEMORY_MB": spill_budget_bytes,
-           "REPORTGEN_MAX_JSON_MB": lambda: environment.megabytes("REPORTGEN_MAX_JSON_MB")}
+           "REPORTGEN_MAX_JSON_MB": lambda: environment.megabytes("REPORTGEN_MAX_JSON_MB"),
+           "REPORTGEN_CACHE_MAX_MB": lambda: trace_cache_for().max_bytes}
 BAD_SIZES = ["inf", "-inf", "nan", "-1", "64MB", "1e400", "0x40"]
 
 
