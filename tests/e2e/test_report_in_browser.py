@@ -138,6 +138,12 @@ NO_JS_PROBE = """() => {
     jsOnly: Array.from(document.querySelectorAll('.js-only')).filter(visible).length,
     charts: Array.from(document.querySelectorAll('figure.chart')).map(f => ({
       id: f.id, height: f.offsetHeight, numbers: f.querySelectorAll('table.fallback-table tbody tr').length,
+      picture: Array.from(f.querySelectorAll('svg.chart-static-plot')).filter(svg => {
+        const r = svg.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).map(svg => ({
+        width: svg.getBoundingClientRect().width, height: svg.getBoundingClientRect().height,
+        paths: Array.from(svg.querySelectorAll('path')).filter(p => p.getBBox().width > 0).length,
+        legend: Array.from(f.querySelectorAll('.chart-static-legend span, .chart-static-lanes span'))
+          .map(e => e.textContent)})),
       closed: !!f.closest('details:not([open])'),
       note: Array.from(f.querySelectorAll('.chart-fallback')).filter(e => visible(e) || f.closest('details:not([open])'))
         .map(e => e.textContent.trim())})),
@@ -183,12 +189,23 @@ def test_sample_report_without_javascript_shows_tables_rules_and_findings(sample
     assert texts[0] == ("6 of the 9 evaluated rules fired (LowGPUUtilization, GPUMemoryIncrease, Dataloader, StepOutlier, "
                         "CPUBottleneck, LoadBalancing). At a glance ranks what they mean by cost in time, not by how "
                         "often a rule fired.")
-    # each chart shrinks to its one-line note: no blank space where the plot would be
+    # each chart shrinks to its one-line note: no blank space where the plot would be; a time chart keeps a
+    # static picture of its lines (or the phases' lanes) under it, every series drawn
     assert len(dom["charts"]) >= 20
     for chart in dom["charts"]:
         assert len(chart["note"]) == 1 and len(chart["note"][0]) > 20, chart
         # the note, and its numbers if not in the text (a chart behind a closed <details> takes no room)
-        assert chart["height"] < 90 + (40 * (chart["numbers"] + 1) if chart["numbers"] else 0), chart
+        assert chart["height"] < 90 + (40 * (chart["numbers"] + 1) if chart["numbers"] else 0) + \
+            (150 if chart["picture"] else 0), chart
+    pictures = {c["id"]: c["picture"][0] for c in dom["charts"] if c["picture"]}
+    assert set(pictures) == {f"timeline-{kind}-algo-{n}" for kind in ("gpu", "util", "net") for n in (1, 2)} | \
+        {"timeline-phases"}
+    assert all(p["width"] > 250 and p["height"] >= 70 for p in pictures.values()), pictures
+    assert pictures["timeline-util-algo-1"]["legend"] == ["CPU (mean of cores)", "CPU memory", "I/O wait (mean of cores)"]
+    assert pictures["timeline-util-algo-1"]["paths"] == 3 and pictures["timeline-net-algo-2"]["paths"] == 2
+    assert pictures["timeline-phases"]["legend"] == [f"algo-{n}-27 {kind}" for n in (1, 2)
+                                                     for kind in ("train", "eval", "dataloader")]
+    assert pictures["timeline-phases"]["paths"] == 6
     assert {c["id"] for c in dom["charts"] if c["closed"]} == {"timeline-gpu_heatmap-algo-1", "timeline-cpu_heatmap-algo-1",
                                                                "timeline-gpu_heatmap-algo-2", "timeline-cpu_heatmap-algo-2"}
     assert {c["id"] for c in dom["charts"] if c["numbers"]} >= {"fw-phase", "fw-general", "cpu-bottleneck-share",
@@ -229,7 +246,8 @@ LAYOUT_PROBE = ["""() => {
   return {cut, scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
           charts: document.querySelectorAll('figure.chart').length,
           drawn: Array.from(document.querySelectorAll('figure.chart')).filter(f => f.querySelector('.main-svg')).length,
-          fallbacks: Array.from(document.querySelectorAll('.chart-fallback')).filter(visible).length};
+          fallbacks: Array.from(document.querySelectorAll('.chart-fallback')).filter(visible).length,
+          pictures: Array.from(document.querySelectorAll('.chart-static')).filter(visible).length};
 }"""]
 
 
@@ -247,10 +265,10 @@ def test_layout_at_both_widths_with_and_without_javascript(sample_report, width,
     assert dom["tocMidway"], "the contents list is out of reach halfway down the page"
     assert dom["h1Top"] < 200  # was 652 px at 800 px wide: the contents list sat above the title
     assert dom["charts"] >= 20
-    if javascript:
-        assert dom["drawn"] == dom["charts"] and dom["fallbacks"] == 0
-    else:
-        assert dom["drawn"] == 0 and dom["fallbacks"] == dom["charts"]
+    if javascript:  # the static pictures give way to the drawn charts
+        assert dom["drawn"] == dom["charts"] and dom["fallbacks"] == 0 and dom["pictures"] == 0
+    else:  # every node's three panels and the phases (the heatmaps have none), details opened
+        assert dom["drawn"] == 0 and dom["fallbacks"] == dom["charts"] and dom["pictures"] == 7
 
 
 @pytest.mark.browser
