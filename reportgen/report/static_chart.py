@@ -148,7 +148,8 @@ def _level(value: float, suffix: str) -> str:
 
 
 def _lanes_picture(figure: dict, start: float, end: float) -> StaticPicture | None:
-    """Each lane of a ``charts.intervals`` figure as the columns its intervals cover, one lane under another."""
+    """Each lane of a ``charts.intervals`` figure as the columns its intervals cover, one lane above another in
+    plotly's order (its category axis puts the first lane at the bottom)."""
     traces = [t for t in figure["data"] if t.get("x") and t.get("mode") == "lines"]  # not the outlier markers
     lines, lanes = [], []
     for index, trace in enumerate(traces):
@@ -159,7 +160,7 @@ def _lanes_picture(figure: dict, start: float, end: float) -> StaticPicture | No
             if _finite(a) and _finite(b) and b >= start and a <= end:
                 for c in range(_column(max(a, start), start, end), _column(min(b, end), start, end) + 1):
                     covered[c] = True
-        y = index * LANE_HEIGHT + LANE_HEIGHT // 2
+        y = (len(traces) - 1 - index) * LANE_HEIGHT + LANE_HEIGHT // 2  # the first lane at the bottom, as plotly
         runs, c = [], 0
         while c < COLUMNS:
             if covered[c]:
@@ -174,7 +175,8 @@ def _lanes_picture(figure: dict, start: float, end: float) -> StaticPicture | No
                                     "".join(runs), width=9))
     if not lines:
         return None
-    return StaticPicture(_title(figure), COLUMNS, LANE_HEIGHT * len(traces), lines, _clock(start), _clock(end), "", "", lanes)
+    return StaticPicture(_title(figure), COLUMNS, LANE_HEIGHT * len(traces), lines, _clock(start), _clock(end), "", "",
+                         lanes[::-1])
 
 
 def static_picture(figure: dict) -> StaticPicture | None:

@@ -70,8 +70,8 @@ def test_intervals_picture_covers_the_columns_of_each_lane():
     lanes = {"algo-1 train": [[0.0, 10.0], [80.0, 160.0]], "algo-1 dataloader": [[10.0, 12.0]]}
     figure = charts.intervals(lanes, "Framework phases over time")
     picture = static_picture(figure)
-    assert picture.lanes == ["algo-1 train", "algo-1 dataloader"]
-    assert [line.path for line in picture.lines] == ["M0 5h11M80 5h80", "M10 15h3"]
+    assert picture.lanes == ["algo-1 dataloader", "algo-1 train"]  # top to bottom, as plotly draws them
+    assert [line.path for line in picture.lines] == ["M0 15h11M80 15h80", "M10 5h3"]
 
 
 def test_no_picture_for_heatmaps_and_charts_off_the_time_axis():
