@@ -20,7 +20,7 @@ from reportgen.report.model import (Chart, ChartRow, Columns, Details, Heading, 
                                     TableWithChart, Text)
 from reportgen.resources import template_dir
 from reportgen.report.glance import glance
-from reportgen.report.static_chart import static_picture
+from reportgen.render.static_chart import static_picture
 
 
 def _json_default(value):

@@ -10,7 +10,7 @@ import pytest
 
 from reportgen.pipeline import generate
 from tests.support.browser import OPEN_ALL_DETAILS, visit
-from tests.support.paths import REAL, need
+from tests.support.paths import REAL, RECORDINGS, need
 
 PROBE = [OPEN_ALL_DETAILS, """() => {  // charts in deep dives draw on opening
   return {
@@ -273,6 +273,36 @@ def test_layout_at_both_widths_with_and_without_javascript(sample_report, width,
         assert dom["drawn"] == dom["charts"] and dom["fallbacks"] == 0 and dom["pictures"] == 0
     else:  # every node's three panels and the phases (the heatmaps have none), details opened
         assert dom["drawn"] == 0 and dom["fallbacks"] == dom["charts"] and dom["pictures"] == 7
+
+
+@pytest.fixture(scope="module")
+def recording_reports(tmp_path_factory):
+    """The pages of a `reportgen record` run (CPU-only PyTorch) and of a JAX profile."""
+    out = tmp_path_factory.mktemp("recording-pages")
+    pages = {}
+    for name, source in (("record", RECORDINGS / "cpu-torch" / "plain"),
+                         ("jax", RECORDINGS / "jax-tf" / "jax-cpu" / "logdir")):
+        pages[name] = out / f"{name}.html"
+        generate(str(source), pages[name])
+    return pages
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_recording_and_a_jax_page_fit_their_tables_at_both_widths(recording_reports):
+    """The record report's rules table (1,061 px of columns' minimum widths) scrolled inside its 990 px box at
+    1400 px and its 760 px box at 800 px; a JAX page's ranks table and step table did at 800 px. Now every
+    table fits; without scripts the record page's time charts are static pictures of their lines."""
+    for name, width, javascript in (("record", 1400, True), ("record", 800, True), ("record", 800, False),
+                                    ("jax", 800, True)):
+        page_path = recording_reports[name]
+        page = visit(page_path, javascript=javascript, width=width, height=900, probe=LAYOUT_PROBE)
+        dom = page.dom
+        assert page.console_errors == [] and page.requests == [page_path.resolve().as_uri()]
+        assert dom["cut"] == [] and dom["scrolled"] == [], (name, width, javascript, dom)
+        assert dom["scrollWidth"] <= dom["innerWidth"]
+        # the record page: CPU and network over time (no GPU); JAX's profile has no time series
+        assert dom["pictures"] == (2 if name == "record" and not javascript else 0), (name, javascript)
 
 
 @pytest.mark.browser

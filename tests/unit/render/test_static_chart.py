@@ -1,4 +1,4 @@
-"""A time chart's static picture (reportgen.report.static_chart): the figure's own numbers as a small SVG."""
+"""A time chart's static picture (reportgen.render.static_chart): the figure's own numbers as a small SVG."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from reportgen.render.blocks import render_block
 from reportgen.report import charts
 from reportgen.report.model import Chart
-from reportgen.report.static_chart import COLUMNS, LINE_HEIGHT, column_means, line_path, static_picture
+from reportgen.render.static_chart import COLUMNS, LINE_HEIGHT, column_means, line_path, static_picture
 
 
 def _points(path: str) -> list[list[tuple[int, int]]]:
