@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Text, chart_rows
-from reportgen.report.outlier_steps import outlier_steps
+from reportgen.report.outlier_steps import outlier_steps, per_worker
 from reportgen.report.util import as_dict, number, slug
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
@@ -148,10 +148,12 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Text("Steps and data loading per worker on the same time axis: gaps in a training lane are "
                          "time spent outside steps."))
         figure = charts.intervals(lanes, "Framework phases over time")
-        marked = mark_outliers(figure, lanes, outlier_steps(outputs))
+        listed = outlier_steps(outputs)
+        marked = mark_outliers(figure, lanes, listed)
         if marked:
             section.add(Text(f"A red \u00d7 marks each of the {marked} outlier steps on its worker's training lane "
-                             "(listed in Step duration analysis)."))
+                             + (f"({per_worker(listed)}; " if marked == len(listed) else "(")
+                             + "listed in Step duration analysis)."))
         section.add(Chart("timeline-phases", figure, "Framework phases over time (needs JavaScript); the step "
                           "statistics and the outlier steps are in Step duration analysis."))
     _align(section)
