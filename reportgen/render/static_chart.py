@@ -175,8 +175,22 @@ def _lanes_picture(figure: dict, start: float, end: float) -> StaticPicture | No
                                     "".join(runs), width=9))
     if not lines:
         return None
+    rows = {str(t["y"][0]): len(traces) - 1 - i for i, t in enumerate(traces) if t.get("y")}
+    for trace in figure["data"]:
+        if trace.get("mode") == "markers":  # the outlier steps: a small x on their lane, as the chart marks them
+            marks = "".join(_cross(_column(x, start, end), rows[str(lane)] * LANE_HEIGHT + LANE_HEIGHT // 2)
+                            for x, lane in zip(trace.get("x") or [], trace.get("y") or [])
+                            if _finite(x) and start <= x <= end and str(lane) in rows)
+            if marks:
+                lines.append(StaticLine(_text(trace.get("name", "")),
+                                        (trace.get("marker") or {}).get("color", "#b91c1c"), marks, width=1.5))
     return StaticPicture(_title(figure), COLUMNS, LANE_HEIGHT * len(traces), lines, _clock(start), _clock(end), "", "",
                          lanes[::-1])
+
+
+def _cross(column: int, y: int) -> str:
+    """An x two columns wide and most of a lane high, centred on (column, y)."""
+    return f"M{column - 1} {y - 4}l2 8m0-8l-2 8"
 
 
 def static_picture(figure: dict) -> StaticPicture | None:

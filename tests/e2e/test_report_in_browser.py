@@ -205,7 +205,7 @@ def test_sample_report_without_javascript_shows_tables_rules_and_findings(sample
     assert pictures["timeline-util-algo-1"]["paths"] == 3 and pictures["timeline-net-algo-2"]["paths"] == 2
     assert pictures["timeline-phases"]["legend"] == [f"algo-{n}-27 {kind}" for n in (2, 1)
                                                      for kind in ("dataloader", "eval", "train")]  # plotly's order
-    assert pictures["timeline-phases"]["paths"] == 6
+    assert pictures["timeline-phases"]["paths"] == 7  # 6 lanes and the outlier steps' crosses
     assert {c["id"] for c in dom["charts"] if c["closed"]} == {"timeline-gpu_heatmap-algo-1", "timeline-cpu_heatmap-algo-1",
                                                                "timeline-gpu_heatmap-algo-2", "timeline-cpu_heatmap-algo-2"}
     assert {c["id"] for c in dom["charts"] if c["numbers"]} >= {"fw-phase", "fw-general", "cpu-bottleneck-share",

@@ -89,3 +89,15 @@ def test_the_rendered_picture_escapes_every_name():
     picture = html[html.index('<div class="chart-static">'):html.index('<script')]
     assert "<img" not in picture and picture.count("&lt;img src=x onerror=&#34;alert(1)&#34;&gt;") == 2  # title, legend
     assert '<svg class="chart-static-plot" viewBox="0 0 160 48" preserveAspectRatio="none" aria-hidden="true">' in picture
+
+
+def test_the_outlier_steps_are_crossed_on_their_lane():
+    lanes = {"w train": [[0.0, 160.0]], "w dataloader": [[0.0, 10.0]]}
+    figure = charts.intervals(lanes, "Framework phases over time")
+    figure["data"].append({"type": "scatter", "mode": "markers", "x": [50_000.0, 999_999.0], "y": ["w train", "w train"],
+                           "name": "outlier steps", "marker": {"symbol": "x", "color": "#b91c1c"}})
+    figure["layout"]["xaxis"]["range"] = [0.0, 160_000.0]  # ms: one column a second
+    picture = static_picture(figure)
+    assert [line.name for line in picture.lines] == ["w train", "w dataloader", "outlier steps"]
+    # the bottom lane (the first, as plotly draws it) is centred at y 15; the mark past the axis's end is left out
+    assert picture.lines[2].path == "M49 11l2 8m0-8l-2 8" and picture.lines[2].color == "#b91c1c"
