@@ -20,6 +20,7 @@ from reportgen.report.model import (Chart, ChartRow, Columns, Details, Heading, 
                                     TableWithChart, Text)
 from reportgen.resources import template_dir
 from reportgen.report.glance import glance
+from reportgen.render.static_chart import static_picture
 
 
 def _json_default(value):
@@ -112,7 +113,7 @@ def render_block(block) -> str:
     if isinstance(block, Table):
         return env.get_template("table.html.j2").render(table=block, rows=table_cells(block))
     if isinstance(block, Chart):
-        return env.get_template("chart.html.j2").render(chart=block)
+        return env.get_template("chart.html.j2").render(chart=block, static=static_picture(block.figure))
     if isinstance(block, TableWithChart):
         return env.get_template("table_with_chart.html.j2").render(table=render_block(block.table),
                                                                    chart=render_block(block.chart))

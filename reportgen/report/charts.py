@@ -125,14 +125,18 @@ def share_bars(rows: dict[str, dict], title: str) -> dict:
             "textposition": "inside", "insidetextanchor": "middle", "textangle": 0,
             "hovertemplate": "%{y}: " + safe(category) + " %{x:.1f} %<extra></extra>",
         })
+    # The legend: one entry a line at the chart's bottom, below the axis's labels, in the room its lines need.
+    # Entries side by side (half the width each) ran a long name into the next at 800 px, and plotly wraps
+    # a horizontal legend at the plot's width, narrow beside long row names: one a line there anyway.
+    lines = len(categories)
     return {"data": traces, "layout": _layout(
-        title, height=90 + 28 * len(rows) + 20 * ((len(categories) + 1) // 2), barmode="stack", showlegend=True,
-        legend={"orientation": "h", "y": -0.1, "yanchor": "top", "traceorder": "normal",
-                "entrywidth": 0.5, "entrywidthmode": "fraction", "font": {"size": 11}},
+        title, height=96 + 28 * len(rows) + 20 * lines, barmode="stack", showlegend=True,
+        legend={"orientation": "h", "xref": "container", "x": 0, "yref": "container", "y": 0, "yanchor": "bottom",
+                "traceorder": "normal", "font": {"size": 11}},
         uniformtext={"minsize": 10, "mode": "hide"},
         xaxis={"range": [0, 100], "ticksuffix": " %", "fixedrange": True},
         yaxis={"automargin": True, "fixedrange": True},
-        margin={"l": 20, "r": 20, "t": 40, "b": 20})}
+        margin={"l": 20, "r": 20, "t": 40, "b": 30 + 20 * lines})}
 
 
 def boxes(stats: dict[str, dict], title: str, yaxis: str = "Utilization in %") -> dict:

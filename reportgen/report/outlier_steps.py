@@ -25,6 +25,17 @@ def outlier_steps(outputs: RuleOutputs) -> list[dict]:
     return sorted(found, key=lambda o: -o["duration_s"])
 
 
+def per_worker(found: list[dict], most: int = 4) -> str:
+    """How the outlier steps split over the workers, so that a total is never read as one worker's count:
+    "15 on algo-1-27, 15 on algo-2-27"; past ``most`` workers "on 16 workers, at most 5 on one"."""
+    counts: dict[str, int] = {}
+    for o in found:
+        counts[str(o["worker"])] = counts.get(str(o["worker"]), 0) + 1
+    if len(counts) > most:
+        return f"on {len(counts)} workers, at most {max(counts.values())} on one"
+    return ", ".join(f"{n} on {worker}" for worker, n in sorted(counts.items()))
+
+
 def outlier_table(found: list[dict]) -> Table:
     rows = []
     for o in found[:LISTED]:

@@ -66,6 +66,30 @@ def _mark_advice(section: Section, title: str | None, why: str, straggler: str |
     section.blocks = blocks
 
 
+# The Dataloader rule's advice when fewer loaders than cores ran (report.sections.dataloader): wrong when
+# At a glance found the cores already full (the training processes use them too).
+MORE_WORKERS = ": consider more workers."
+CORES_LIMIT = "The cores are the limit: "
+
+
+def _cores_limit(report: Report) -> str | None:
+    """Why more workers would not help, from the input-pipeline finding's fix ("The cores are the limit: 4 cores
+    per node leave 1 data-loading worker to each of 2 training processes. ..."), or None."""
+    finding = next((f for f in report.diagnosis.findings if f.cause == "input-pipeline"), None)
+    if finding is None or not str(finding.fix).startswith(CORES_LIMIT):
+        return None
+    return str(finding.fix)[len(CORES_LIMIT):].split(". ", 1)[0].rstrip(".")
+
+
+def _mark_more_workers(section: Section, limit: str) -> None:
+    """"consider more workers" under At a glance's "the cores are the limit": the sentence keeps its counts and
+    says instead why more workers would not help."""
+    section.blocks = [replace(b, text=b.text.replace(MORE_WORKERS, f" [At a glance: the cores are the limit, {limit}; "
+                                                                    "more workers would compete with training for "
+                                                                    "them]."))
+                      if isinstance(b, Text) and MORE_WORKERS in b.text else b for b in section.blocks]
+
+
 def _evidence_note(section: Section, finding) -> None:
     """The finding's evidence at the top of a section that At a glance links to for it."""
     evidence = "; ".join(finding.evidence[:2])
@@ -87,8 +111,11 @@ def reconcile(report: Report, rule_sections: dict[str, str] | None = None) -> No
         return
     finding, why = _superseding(report)
     straggler = _straggler_node(report)
+    limit = _cores_limit(report)
     for section in report.sections:
         _mark_advice(section, finding.title if finding is not None else None, why, straggler)
+        if limit:
+            _mark_more_workers(section, limit)
     shown = {s.id: s for s in report.sections if not s.hidden and shows_data(s)}
     states = report.diagnosis.evidence.states
     for finding in reversed(report.diagnosis.findings[:TOP]):  # the first finding's note ends up on top

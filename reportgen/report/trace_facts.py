@@ -15,6 +15,13 @@ from reportgen.rule_outputs import RuleOutputs
 from reportgen.trace_ranks import PYTORCH_TRACES, TraceLoader, doc_traces_name, trace_ranks_of
 
 PYTORCH_TITLE = "GPU kernels and operators (PyTorch profiler)"
+XSPACE_TITLE = "Kernels and operators (JAX / TensorFlow profiler)"
+
+
+def kernels_title(traces_name: str) -> str:
+    """The trace section's title, naming the profiler the traces came from (``trace_ranks.traces_name``): a
+    JAX or TensorFlow profile is no PyTorch one, and a CPU-only one has no GPU kernels to promise."""
+    return PYTORCH_TITLE if traces_name == PYTORCH_TRACES else XSPACE_TITLE
 EPOCH_US_2001 = 1e15  # trace timestamps at least this large are µs since the epoch (absolute)
 
 
@@ -38,7 +45,7 @@ class TraceFacts:
         return self.ranks > 0
 
     def pointer(self) -> str:
-        return f"see \u201c{PYTORCH_TITLE}\u201d"
+        return f"see \u201c{kernels_title(self.name)}\u201d"
 
 
 def trace_facts(outputs: RuleOutputs) -> TraceFacts:
@@ -100,5 +107,5 @@ def dataloader_sentence(facts: TraceFacts) -> str:
     per_step = (f", {facts.dataloader_per_step_ms:.0f} ms per step" if facts.dataloader_per_step_ms is not None
                 else "")
     iterator = f"; iterator {facts.iterator}" if facts.iterator else ""
-    return (f"Data loading took {100 * facts.dataloader_share:.0f} % of the profiled step time{per_step}, "
-            f"loaded{how}{iterator}.")
+    loaded = f", loaded{how}" if how else ""  # a JAX / TensorFlow profile says nothing of DataLoader workers
+    return f"Data loading took {100 * facts.dataloader_share:.0f} % of the profiled step time{per_step}{loaded}{iterator}."

@@ -128,8 +128,9 @@
       Plotly.newPlot(canvas, spec.data, spec.layout, {
         responsive: true, displaylogo: false, showLink: false, showSendToCloud: false
       }).then(function (gd) {
-        var fallback = figure.querySelector(".chart-fallback");
-        if (fallback) { fallback.parentNode.removeChild(fallback); }
+        Array.prototype.forEach.call(figure.querySelectorAll(".chart-fallback, .chart-static"), function (node) {
+          node.parentNode.removeChild(node);  // the one-line note and the static picture (no scripts) give way
+        });
         figure.setAttribute("data-drawn", "yes");
         if (isLinked) {
           gd._initialRange = (own || gd.layout.xaxis.range).slice();  // what "Reset time range" restores

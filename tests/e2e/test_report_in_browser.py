@@ -10,7 +10,7 @@ import pytest
 
 from reportgen.pipeline import generate
 from tests.support.browser import OPEN_ALL_DETAILS, visit
-from tests.support.paths import REAL, need
+from tests.support.paths import REAL, RECORDINGS, need
 
 PROBE = [OPEN_ALL_DETAILS, """() => {  // charts in deep dives draw on opening
   return {
@@ -138,6 +138,12 @@ NO_JS_PROBE = """() => {
     jsOnly: Array.from(document.querySelectorAll('.js-only')).filter(visible).length,
     charts: Array.from(document.querySelectorAll('figure.chart')).map(f => ({
       id: f.id, height: f.offsetHeight, numbers: f.querySelectorAll('table.fallback-table tbody tr').length,
+      picture: Array.from(f.querySelectorAll('svg.chart-static-plot')).filter(svg => {
+        const r = svg.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).map(svg => ({
+        width: svg.getBoundingClientRect().width, height: svg.getBoundingClientRect().height,
+        paths: Array.from(svg.querySelectorAll('path')).filter(p => p.getBBox().width > 0).length,
+        legend: Array.from(f.querySelectorAll('.chart-static-legend span, .chart-static-lanes span'))
+          .map(e => e.textContent)})),
       closed: !!f.closest('details:not([open])'),
       note: Array.from(f.querySelectorAll('.chart-fallback')).filter(e => visible(e) || f.closest('details:not([open])'))
         .map(e => e.textContent.trim())})),
@@ -183,12 +189,23 @@ def test_sample_report_without_javascript_shows_tables_rules_and_findings(sample
     assert texts[0] == ("6 of the 9 evaluated rules fired (LowGPUUtilization, GPUMemoryIncrease, Dataloader, StepOutlier, "
                         "CPUBottleneck, LoadBalancing). At a glance ranks what they mean by cost in time, not by how "
                         "often a rule fired.")
-    # each chart shrinks to its one-line note: no blank space where the plot would be
+    # each chart shrinks to its one-line note: no blank space where the plot would be; a time chart keeps a
+    # static picture of its lines (or the phases' lanes) under it, every series drawn
     assert len(dom["charts"]) >= 20
     for chart in dom["charts"]:
         assert len(chart["note"]) == 1 and len(chart["note"][0]) > 20, chart
         # the note, and its numbers if not in the text (a chart behind a closed <details> takes no room)
-        assert chart["height"] < 90 + (40 * (chart["numbers"] + 1) if chart["numbers"] else 0), chart
+        assert chart["height"] < 90 + (40 * (chart["numbers"] + 1) if chart["numbers"] else 0) + \
+            (150 if chart["picture"] else 0), chart
+    pictures = {c["id"]: c["picture"][0] for c in dom["charts"] if c["picture"]}
+    assert set(pictures) == {f"timeline-{kind}-algo-{n}" for kind in ("gpu", "util", "net") for n in (1, 2)} | \
+        {"timeline-phases"}
+    assert all(p["width"] > 250 and p["height"] >= 70 for p in pictures.values()), pictures
+    assert pictures["timeline-util-algo-1"]["legend"] == ["CPU (mean of cores)", "CPU memory", "I/O wait (mean of cores)"]
+    assert pictures["timeline-util-algo-1"]["paths"] == 3 and pictures["timeline-net-algo-2"]["paths"] == 2
+    assert pictures["timeline-phases"]["legend"] == [f"algo-{n}-27 {kind}" for n in (2, 1)
+                                                     for kind in ("dataloader", "eval", "train")]  # plotly's order
+    assert pictures["timeline-phases"]["paths"] == 7  # 6 lanes and the outlier steps' crosses
     assert {c["id"] for c in dom["charts"] if c["closed"]} == {"timeline-gpu_heatmap-algo-1", "timeline-cpu_heatmap-algo-1",
                                                                "timeline-gpu_heatmap-algo-2", "timeline-cpu_heatmap-algo-2"}
     assert {c["id"] for c in dom["charts"] if c["numbers"]} >= {"fw-phase", "fw-general", "cpu-bottleneck-share",
@@ -226,10 +243,14 @@ LAYOUT_PROBE = ["""() => {
     const box = c.closest('.table-wrap');                       // a wide table scrolls inside its box
     return !(box && box.scrollWidth > box.clientWidth && getComputedStyle(box).overflowX === 'auto');
   }).map(c => c.textContent.slice(0, 30));
-  return {cut, scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
+  // a table wider than its box (it scrolls there): none, at 800 px as at 1400
+  const scrolled = Array.from(document.querySelectorAll('.table-wrap')).filter(w => visible(w) &&
+    w.scrollWidth > w.clientWidth + 1).map(w => [w.querySelector('table').id, w.clientWidth, w.scrollWidth]);
+  return {cut, scrolled, scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
           charts: document.querySelectorAll('figure.chart').length,
           drawn: Array.from(document.querySelectorAll('figure.chart')).filter(f => f.querySelector('.main-svg')).length,
-          fallbacks: Array.from(document.querySelectorAll('.chart-fallback')).filter(visible).length};
+          fallbacks: Array.from(document.querySelectorAll('.chart-fallback')).filter(visible).length,
+          pictures: Array.from(document.querySelectorAll('.chart-static')).filter(visible).length};
 }"""]
 
 
@@ -244,13 +265,44 @@ def test_layout_at_both_widths_with_and_without_javascript(sample_report, width,
     assert page.console_errors == []
     assert page.requests == [sample_report.resolve().as_uri()]
     assert dom["cut"] == [] and dom["scrollWidth"] <= dom["innerWidth"]
+    assert dom["scrolled"] == []  # the rules table was 925 px in a 760 px box at 800 px; the step tables 400 in 368
     assert dom["tocMidway"], "the contents list is out of reach halfway down the page"
     assert dom["h1Top"] < 200  # was 652 px at 800 px wide: the contents list sat above the title
     assert dom["charts"] >= 20
-    if javascript:
-        assert dom["drawn"] == dom["charts"] and dom["fallbacks"] == 0
-    else:
-        assert dom["drawn"] == 0 and dom["fallbacks"] == dom["charts"]
+    if javascript:  # the static pictures give way to the drawn charts
+        assert dom["drawn"] == dom["charts"] and dom["fallbacks"] == 0 and dom["pictures"] == 0
+    else:  # every node's three panels and the phases (the heatmaps have none), details opened
+        assert dom["drawn"] == 0 and dom["fallbacks"] == dom["charts"] and dom["pictures"] == 7
+
+
+@pytest.fixture(scope="module")
+def recording_reports(tmp_path_factory):
+    """The pages of a `reportgen record` run (CPU-only PyTorch) and of a JAX profile."""
+    out = tmp_path_factory.mktemp("recording-pages")
+    pages = {}
+    for name, source in (("record", RECORDINGS / "cpu-torch" / "plain"),
+                         ("jax", RECORDINGS / "jax-tf" / "jax-cpu" / "logdir")):
+        pages[name] = out / f"{name}.html"
+        generate(str(source), pages[name])
+    return pages
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_recording_and_a_jax_page_fit_their_tables_at_both_widths(recording_reports):
+    """The record report's rules table (1,061 px of columns' minimum widths) scrolled inside its 990 px box at
+    1400 px and its 760 px box at 800 px; a JAX page's ranks table and step table did at 800 px. Now every
+    table fits; without scripts the record page's time charts are static pictures of their lines."""
+    for name, width, javascript in (("record", 1400, True), ("record", 800, True), ("record", 800, False),
+                                    ("jax", 800, True)):
+        page_path = recording_reports[name]
+        page = visit(page_path, javascript=javascript, width=width, height=900, probe=LAYOUT_PROBE)
+        dom = page.dom
+        assert page.console_errors == [] and page.requests == [page_path.resolve().as_uri()]
+        assert dom["cut"] == [] and dom["scrolled"] == [], (name, width, javascript, dom)
+        assert dom["scrollWidth"] <= dom["innerWidth"]
+        # the record page: CPU and network over time (no GPU); JAX's profile has no time series
+        assert dom["pictures"] == (2 if name == "record" and not javascript else 0), (name, javascript)
 
 
 @pytest.mark.browser
@@ -259,8 +311,11 @@ def test_page_is_half_as_tall_and_loses_nothing(sample_report):
     # + 120 px: GPUMemoryUtilization is worded as memory-controller activity, never as how full the memory is
     # (issue 48), in At a glance's risk and the GPUMemoryIncrease deep dive (8,566 px), and the slow steps' evidence
     # gives the loss over every worker the impact is made of, where At a glance and the sections it links show it
-    # (issues 46, 49: 8,617 px on 2026-12-07)
-    assert page.dom["height"] <= HEIGHT_BEFORE / 2 + 120, page.dom["height"]
+    # (issues 46, 49: 8,617 px on 2026-12-07); + 50: the framework charts' legends one entry a line, in room
+    # of their own (side by side, half the width each, long names ran into each other at 800 px: 8,663 px);
+    # + 70: each count of outlier steps says what it counts (StepOutlier's "fired 11 times" counts checks, the 30
+    # outlier steps are 15 on each node) and the Dataloading box says why more workers would not help (8,733 px)
+    assert page.dom["height"] <= HEIGHT_BEFORE / 2 + 240, page.dom["height"]
     assert page.dom["closed"] == 3  # BatchSize, IOBottleneck, MaxInitializationTime did not fire
     html = sample_report.read_text(encoding="utf-8")
     # what the deep dives of the rules that did not fire say is in the page, behind <details>

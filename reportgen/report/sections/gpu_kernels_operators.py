@@ -16,7 +16,8 @@ from reportgen.report.trace_memory import memory_blocks
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
 from reportgen.trace_ranks import (ACCOUNT_SLICES, JobRow, TraceComparison, TraceJob, TraceLoader,
-                                   TraceRank, trace_ranks_of)
+                                   TraceRank, doc_traces_name, trace_ranks_of)
+from reportgen.report.trace_facts import kernels_title
 
 
 def _value(value):
@@ -321,8 +322,8 @@ def _short(name: str, limit: int = 80) -> str:
 
 
 def build(outputs: RuleOutputs) -> Section:
-    section = Section(SECTION_ID, "GPU kernels and operators (PyTorch profiler)")
     doc = as_dict(getattr(outputs, "traces", None))
+    section = Section(SECTION_ID, kernels_title(doc_traces_name(doc)))
     ranks = {label: as_dict(r) for label, r in as_dict(doc.get("ranks")).items()}  # as written, for report.json
     views = trace_ranks_of(doc)
     if not ranks:

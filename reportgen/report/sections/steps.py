@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, Columns, Details, Heading, Section, Table, Text, column_rows
-from reportgen.report.outlier_steps import outlier_steps, outlier_table
+from reportgen.report.outlier_steps import outlier_steps, outlier_table, per_worker
 from reportgen.report.sections.framework import refer_back
 from reportgen.report.trace_facts import steps_sentence, trace_facts
 from reportgen.report.util import as_dict, number, slug
@@ -45,7 +45,8 @@ def build(outputs: RuleOutputs) -> Section:
         f"The StepOutlier rule measures step durations and flags a step as an outlier when it is longer "
         f"than the mean plus {stddev} standard deviations.{mode} The rule fires when more than "
         f"{n_outliers} outliers are found. It analysed {rule.datapoints} datapoints and fired "
-        f"{rule.triggered} times.", tone="finding" if rule.triggered else "plain"))
+        f"{rule.triggered} times (a count of its checks, not of steps: the outlier steps are counted per node "
+        "below).", tone="finding" if rule.triggered else "plain"))
     details = as_dict(rule.details)
     per_node = as_dict(details.get("step_details"))
     if not per_node:
@@ -102,7 +103,8 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(*column_rows(per_node_blocks), *histogram)
     listed = outlier_steps(outputs)
     if listed:  # a long list: one click away, its summary line says how many
-        section.add(Details(f"The {len(listed)} outlier steps, each against the median step of its node or rank", [
+        section.add(Details(f"The {len(listed)} outlier steps ({per_worker(listed)}), each against the median step "
+                            "of its node or rank", [
             Text("They are marked with a red \u00d7 on the framework phases in Node utilization over time."),
             outlier_table(listed)]))
         for o in listed:

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from reportgen.report import charts
 from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Text, chart_rows
-from reportgen.report.outlier_steps import outlier_steps
+from reportgen.report.outlier_steps import outlier_steps, per_worker
 from reportgen.report.util import as_dict, number, slug
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
 
-def no_js(title: str) -> str:
+def no_js(title: str, picture: bool = False) -> str:
+    """The line a reader without JavaScript sees; ``picture``: a static picture of the chart follows it
+    (``render.static_chart``)."""
+    if picture:
+        return (f"{title}, pictured below: the interactive chart needs JavaScript. Per-node statistics: System "
+                "usage statistics.")
     return f"{title}: time-series chart (needs JavaScript); the per-node statistics are in System usage statistics."
 
 
@@ -111,19 +116,19 @@ def build(outputs: RuleOutputs) -> Section:
             panels.append(Chart(f"timeline-gpu-{slug(node)}",
                                 charts.time_lines(t, gpu, f"GPUs of {node}", "", y_range=[0, 100],
                                                   tick_suffix=" %", merge=merged[node]),
-                                no_js(f"GPU utilization and memory on {node}")))
+                                no_js(f"GPU utilization and memory on {node}", picture=True)))
         cpu = _cpu_series(series)
         if cpu:
             panels.append(Chart(f"timeline-util-{slug(node)}",
                                 charts.time_lines(t, cpu, f"CPU, memory and I/O wait of {node}", "",
                                                   y_range=[0, 100], tick_suffix=" %", merge=merged[node]),
-                                no_js(f"CPU, memory and I/O wait on {node}")))
+                                no_js(f"CPU, memory and I/O wait on {node}", picture=True)))
         net = {label: {**as_dict(series[key]), "kind": kind} for key, label, kind in NETWORK_SERIES if key in series}
         if net:
             panels.append(Chart(f"timeline-net-{slug(node)}",
                                 charts.time_lines(t, net, f"Network of {node}", "", tick_suffix="B/s",
                                                   merge=merged[node]),
-                                no_js(f"Network on {node}")))
+                                no_js(f"Network on {node}", picture=True)))
         heat, names = [], []
         for key, label in (("gpu_heatmap", "each GPU"), ("cpu_heatmap", "each CPU core")):
             rows = as_dict(data.get(key))
@@ -148,12 +153,15 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Text("Steps and data loading per worker on the same time axis: gaps in a training lane are "
                          "time spent outside steps."))
         figure = charts.intervals(lanes, "Framework phases over time")
-        marked = mark_outliers(figure, lanes, outlier_steps(outputs))
+        listed = outlier_steps(outputs)
+        marked = mark_outliers(figure, lanes, listed)
         if marked:
             section.add(Text(f"A red \u00d7 marks each of the {marked} outlier steps on its worker's training lane "
-                             "(listed in Step duration analysis)."))
-        section.add(Chart("timeline-phases", figure, "Framework phases over time (needs JavaScript); the step "
-                          "statistics and the outlier steps are in Step duration analysis."))
+                             + (f"({per_worker(listed)}; " if marked == len(listed) else "(")
+                             + "listed in Step duration analysis)."))
+        section.add(Chart("timeline-phases", figure, "Framework phases over time, pictured below: the interactive "
+                          "chart needs JavaScript. The step statistics and the outlier steps are in Step duration "
+                          "analysis."))
     _align(section)
     section.data = {"nodes": sorted(nodes), "buckets_per_series": budget}
     return section
