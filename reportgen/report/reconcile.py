@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from reportgen.formatting import human_duration, iso_utc
 from reportgen.report.model import Report, Section, Table, Text
+from reportgen.section_ids import SectionId
 
 # Advice that sizes the instance down: wrong when the GPUs idle for a cause that a smaller instance keeps.
 SMALLER = ("smaller instance",)
@@ -97,6 +99,29 @@ def _evidence_note(section: Section, finding) -> None:
                                   link="#at-a-glance", link_text="At a glance"))
 
 
+NO_LOOP = "so the training loop, initialization and finalization times cannot be computed. "
+
+
+def _loop_from_traces(report: Report) -> None:
+    """A recording's summary has no step boundaries in its system metrics, but the diagnosis estimated the loop
+    from the traces (and At a glance shows it): the summary says so, with the same numbers, instead of "cannot be
+    computed"."""
+    ev = report.diagnosis.evidence
+    if ev.loop is None or ev.loop_s is None or ev.trace_only:
+        return
+    start, end = ev.loop
+    export = (f", the profiler's own export ({human_duration(ev.profiler_export_s)}) left out"
+              if ev.profiler_export_s else "")
+    estimate = (f"so the training loop is estimated from the profiler traces: from {iso_utc(start)} (the first "
+                f"profiled step, less the steps the profiler's schedule waited before recording) to "
+                f"{iso_utc(end)}, the job's end: {human_duration(ev.loop_s)}{export}; initialization took about "
+                f"{human_duration(ev.init_s or 0.0)}. At a glance and the findings' shares use this estimate. ")
+    for section in report.sections:
+        if section.id == SectionId.TRAINING_JOB_SUMMARY:
+            section.blocks = [replace(b, text=b.text.replace(NO_LOOP, estimate))
+                              if isinstance(b, Text) and NO_LOOP in b.text else b for b in section.blocks]
+
+
 def shows_data(section: Section) -> bool:
     """A section with more than "no data" lines (the others are folded into one list, never linked to)."""
     return any(not (isinstance(b, Text) and b.tone == "missing") for b in section.blocks)
@@ -109,6 +134,7 @@ def reconcile(report: Report, rule_sections: dict[str, str] | None = None) -> No
     themselves (the fired rule's deep dive, the utilization charts) are left as they are."""
     if report.diagnosis is None:
         return
+    _loop_from_traces(report)
     finding, why = _superseding(report)
     straggler = _straggler_node(report)
     limit = _cores_limit(report)

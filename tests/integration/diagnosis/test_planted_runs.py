@@ -91,3 +91,20 @@ def test_the_profilers_export_matches_the_scripts_own_timing(tmp_path):
     for run in ("epoch-restart", "metrics", "microbatch"):  # 0.58 s, 2.91 s and 20.3 s inside the loop
         ev = _diagnosis(run, tmp_path).evidence
         assert ev.profiler_export_s == pytest.approx(TRUTH[run]["profiler_export_s"], rel=0.05)
+
+
+def test_the_summary_gives_the_loop_at_a_glance_uses(tmp_path):
+    """A recording's system metrics hold no step boundaries; the training loop estimated from its traces is what
+    At a glance and every share use, and the job summary says so with the same number (not 'cannot be computed')."""
+    from reportgen.formatting import human_duration
+    from reportgen.report.build import build_report
+    from reportgen.section_ids import SectionId
+
+    report = build_report(load_rule_outputs(analyze_source(str(PLANTED / "epoch-restart"), tmp_path / "o")))
+    ev = report.diagnosis.evidence
+    summary = next(s for s in report.sections if s.id == SectionId.TRAINING_JOB_SUMMARY)
+    text = " ".join(b.text for b in summary.blocks if hasattr(b, "text"))
+    assert "cannot be computed" not in text
+    assert f"the job's end: {human_duration(ev.loop_s)}, the profiler's own export" in text
+    # the estimate against the script's own loop: 38.0 s, the export (0.58 s) inside it
+    assert ev.loop_s == pytest.approx(TRUTH["epoch-restart"]["loop_less_export_s"], rel=0.1)
