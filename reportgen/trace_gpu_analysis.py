@@ -21,6 +21,15 @@ def numbers_of(value: object) -> dict[str, float | None]:
 
 
 @dataclass(frozen=True)
+class IdleGaps:
+    """The GPU's idle gaps inside the steps by what it waited for (``idle_gaps_ms``), ms."""
+
+    host_wait: float | None = None  # launched only after the GPU went idle
+    kernel_wait: float | None = None  # short gaps between queued kernels
+    after_pageable_copy: float | None = None
+
+
+@dataclass(frozen=True)
 class Overlap:
     """Communication kernels beside compute (HTA's comm_comp_overlap) and what was exposed."""
 
@@ -28,6 +37,10 @@ class Overlap:
     comm_comp_overlap_pct: float | None = None
     exposed_per_step_ms: float | None = None
     exposed_step_share: float | None = None
+    exposed_in_steps_ms: float | None = None  # inside the profiled steps
+    busbw_gb_s: float | None = None  # None when the kernels do not say their message size (torch < 2.1)
+    algbw_gb_s: float | None = None
+    message_bytes: float | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,7 @@ class Launch:
     launch_delay_us: dict[str, float | None] = field(default_factory=dict)  # p50, p95, max
     launch_delay_cutoff_us: float | None = None
     launch_delay_over_cutoff: float | None = None
+    graph_launched_share: float | None = None  # of the GPU operations, launched by a CUDA-graph replay
 
 
 @dataclass(frozen=True)
@@ -134,6 +148,17 @@ class CopyKind:
 
 
 @dataclass(frozen=True)
+class PageableCopy:
+    """Host-to-device copies from pageable memory (``memcpy.pageable_htod``)."""
+
+    bytes_per_step: float | None = None
+    count: float | None = None
+    time_ms: float | None = None
+    gb_per_s: float | None = None
+    exposed_ms: float | None = None  # with no kernel running beside them
+
+
+@dataclass(frozen=True)
 class TensorCores:
     """How much compute kernel time could use tensor cores (``tensor_cores``)."""
 
@@ -141,7 +166,8 @@ class TensorCores:
     compute_capability: float | None = None
     eligible_share: float | None = None
     tensor_core_gemm_conv_ms: float | None = None
-    has_tensor_cores: bool = False
+    has_tensor_cores: bool = False  # only when written as true
+    fp32_gemm_conv_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +176,7 @@ class HostSync:
 
     calls: float | None = None
     by_operator: dict[str, Any] = field(default_factory=dict)  # operator -> calls, as written
+    by_call: dict[str, Any] = field(default_factory=dict)  # the synchronising call -> calls, as written
     per_step: float | None = None
     blocked_ms: float | None = None
     idle_after_ms: float | None = None
@@ -161,6 +188,8 @@ class GpuAnalysis:
     """A rank's ``gpu_analysis``; ``listed`` False when the rank has none (no GPU, or an older kineto.json)."""
 
     listed: bool = False
+    steps: float | None = None  # the profiled steps the analysis covers
+    idle_gaps_ms: IdleGaps = field(default_factory=IdleGaps)
     overlap: Overlap = field(default_factory=Overlap)
     kernel_type_split_ms: dict[str, float | None] = field(default_factory=dict)
     step_breakdown: StepBreakdown = field(default_factory=StepBreakdown)
@@ -171,6 +200,7 @@ class GpuAnalysis:
     critical_path: CriticalPath = field(default_factory=CriticalPath)
     kernel_patterns: tuple[KernelPattern, ...] = ()
     memcpy: tuple[CopyKind, ...] = ()
+    pageable_htod: PageableCopy | None = None  # None when the rank made no such copies
     tensor_cores: TensorCores = field(default_factory=TensorCores)
     sync: HostSync = field(default_factory=HostSync)
 
@@ -179,21 +209,33 @@ class GpuAnalysis:
         ga = as_object(value)
         if not ga:
             return cls()
-        return cls(True, _overlap(ga.get("overlap")), numbers_of(ga.get("kernel_type_split_ms")),
+        memcpy = as_object(ga.get("memcpy"))
+        pageable = as_object(memcpy.get("pageable_htod"))
+        return cls(True, given(ga.get("steps")), _idle_gaps(ga.get("idle_gaps_ms")), _overlap(ga.get("overlap")), numbers_of(ga.get("kernel_type_split_ms")),
                    _breakdown(ga.get("step_breakdown")), _launch(ga.get("launch")),
                    {str(k): _queue(v, "count") for k, v in as_object(ga.get("queue_length")).items()},
                    _over_step(ga.get("queue_over_step")),
                    {str(k): _idle(v) for k, v in as_object(ga.get("idle_per_stream")).items()},
                    _critical_path(ga.get("critical_path")),
                    tuple(_pattern(p) for p in as_items(ga.get("kernel_patterns"))),
-                   tuple(_copy(m) for m in as_items(as_object(ga.get("memcpy")).get("by_kind"))),
+                   tuple(_copy(m) for m in as_items(memcpy.get("by_kind"))),
+                   PageableCopy(given(pageable.get("bytes_per_step")), given(pageable.get("count")),
+                                given(pageable.get("time_ms")), given(pageable.get("gb_per_s")),
+                                given(pageable.get("exposed_ms"))) if pageable else None,
                    _tensor_cores(ga.get("tensor_cores")), _sync(ga.get("sync")))
+
+
+def _idle_gaps(value: object) -> IdleGaps:
+    d = as_object(value)
+    return IdleGaps(given(d.get("host_wait")), given(d.get("kernel_wait")), given(d.get("after_pageable_copy")))
 
 
 def _overlap(value: object) -> Overlap:
     d = as_object(value)
     return Overlap(given(d.get("communication_ms")), given(d.get("comm_comp_overlap_pct")),
-                   given(d.get("exposed_per_step_ms")), given(d.get("exposed_step_share")))
+                   given(d.get("exposed_per_step_ms")), given(d.get("exposed_step_share")),
+                   given(d.get("exposed_in_steps_ms")), given(d.get("busbw_gb_s")), given(d.get("algbw_gb_s")),
+                   given(d.get("message_bytes")))
 
 
 def _breakdown(value: object) -> StepBreakdown:
@@ -210,7 +252,7 @@ def _launch(value: object) -> Launch:
                   given(d.get("shorter_than_launch_share")), given(d.get("kernel_p50_us")),
                   given(d.get("launch_p50_us")), given(d.get("runtime_cutoff_us")), given(d.get("runtime_over_cutoff")),
                   numbers_of(d.get("launch_delay_us")), given(d.get("launch_delay_cutoff_us")),
-                  given(d.get("launch_delay_over_cutoff")))
+                  given(d.get("launch_delay_over_cutoff")), given(d.get("graph_launched_share")))
 
 
 def _queue(value: object, changes_key: str) -> StreamQueue:
@@ -253,11 +295,12 @@ def _tensor_cores(value: object) -> TensorCores:
     d = as_object(value)
     return TensorCores(given(d.get("compute_kernel_ms")), given(d.get("compute_capability")),
                        given(d.get("eligible_share")), given(d.get("tensor_core_gemm_conv_ms")),
-                       bool(d.get("has_tensor_cores")))
+                       d.get("has_tensor_cores") is True, given(d.get("fp32_gemm_conv_ms")))
 
 
 def _sync(value: object) -> HostSync:
     d = as_object(value)
-    return HostSync(given(d.get("calls")), dict(as_object(d.get("by_operator"))), given(d.get("per_step")),
+    return HostSync(given(d.get("calls")), dict(as_object(d.get("by_operator"))), dict(as_object(d.get("by_call"))),
+                    given(d.get("per_step")),
                     given(d.get("blocked_ms")), given(d.get("idle_after_ms")),
                     given(d.get("idle_after_beyond_one_per_step_ms")))

@@ -17,8 +17,8 @@ docs/architecture.md ("Typed contracts") lists what is viewed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from reportgen.json_values import as_items, as_object, given, text
 from reportgen.trace_gpu_analysis import GpuAnalysis, numbers_of
@@ -73,9 +73,10 @@ class TraceGpu:
     @classmethod
     def of(cls, value: object) -> TraceGpu:
         gpu = as_object(value)
-        return cls(bool(gpu.get("has_gpu_activity")), *(given(gpu.get(key)) for key in (
-            "active_ms", "active_pct", "idle_ms", "window_ms", "window_idle_ms", "window_idle_share")),
-                   numbers_of(gpu.get("window_idle_split_ms")), given(gpu.get("kernel_wait_threshold_us")))
+        return cls(bool(gpu.get("has_gpu_activity")), given(gpu.get("active_ms")), given(gpu.get("active_pct")),
+                   given(gpu.get("idle_ms")), given(gpu.get("window_ms")), given(gpu.get("window_idle_ms")),
+                   given(gpu.get("window_idle_share")), numbers_of(gpu.get("window_idle_split_ms")),
+                   given(gpu.get("kernel_wait_threshold_us")))
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ class TraceAccount:
         return min(median * len(values) / self.step_ms, self.share(name))
 
     @classmethod
-    def of(cls, entry) -> TraceAccount | None:
+    def of(cls, entry: object) -> TraceAccount | None:
         if not isinstance(entry, dict):
             return None
         steps, total = given(entry.get("steps")), given(entry.get("step_ms"))
@@ -244,7 +245,7 @@ class MemoryPeak:
     last_bytes: float | None = None
 
     @classmethod
-    def of(cls, value) -> MemoryPeak | None:
+    def of(cls, value: object) -> MemoryPeak | None:
         if not isinstance(value, dict):
             return None
         return cls(*(given(value.get(key)) for key in ("peak_bytes", "peak_ms", "peak_step", "first_bytes",
@@ -273,12 +274,12 @@ class DeviceMemory:
     kept: tuple[MemoryHolder, ...] = ()  # allocated inside a step, never freed
 
     @classmethod
-    def of(cls, entry) -> DeviceMemory:
+    def of(cls, entry: object) -> DeviceMemory:
         entry = as_object(entry)
         growth = as_object(entry.get("growth"))
         steps = entry.get("steps")
 
-        def holders(value) -> tuple[MemoryHolder, ...]:
+        def holders(value: object) -> tuple[MemoryHolder, ...]:
             return tuple(MemoryHolder(text(h.get("operator")), given(h.get("bytes")), given(h.get("blocks")))
                          for h in map(as_object, value)) if isinstance(value, list) else ()
         return cls(text(entry.get("device")) or "?", given(entry.get("device_type")), entry.get("absolute") is True,
@@ -289,7 +290,7 @@ class DeviceMemory:
                    text(entry.get("at_peak_basis")), holders(entry.get("at_peak")), holders(entry.get("kept")))
 
 
-def memory_of(entry) -> tuple[DeviceMemory, ...]:
+def memory_of(entry: object) -> tuple[DeviceMemory, ...]:
     """The devices of a rank's ``memory`` (none when the trace held no memory events)."""
     devices = as_object(as_object(entry).get("memory")).get("devices")
     return tuple(DeviceMemory.of(d) for d in devices) if isinstance(devices, list) else ()
@@ -309,13 +310,13 @@ class TraceFlops:
     peak_source: str | None = None
 
     @classmethod
-    def of(cls, entry) -> TraceFlops | None:
+    def of(cls, entry: object) -> TraceFlops | None:
         value = as_object(entry).get("flops")
         if not isinstance(value, dict):
             return None
-        return cls(*(given(value.get(key)) for key in ("per_step", "operators", "achieved_tflops", "mfu",
-                                                        "peak_tflops")),
-                   *(text(value.get(key)) for key in ("dtype", "device", "peak_source")))
+        return cls(given(value.get("per_step")), given(value.get("operators")), given(value.get("achieved_tflops")),
+                   given(value.get("mfu")), given(value.get("peak_tflops")), text(value.get("dtype")),
+                   text(value.get("device")), text(value.get("peak_source")))
 
 
 @dataclass(frozen=True)
@@ -348,8 +349,6 @@ class TraceRank:
     step_hist: StepHistogram | None = None  # None unless both counts and edges are non-empty lists
     flops: TraceFlops | None = None
     gpu_analysis: GpuAnalysis = field(default_factory=GpuAnalysis)
-    entry: dict[str, Any] = field(default_factory=dict)  # as written: what diagnosis/gpu_causes.py and
-    # compare/traces.py still read of gpu_analysis beyond the view (to move behind it)
 
     @property
     def step_list(self) -> tuple[TraceStep, ...]:
@@ -402,14 +401,14 @@ class TraceRank:
                                   given(m.get("bytes"))) for m in map(as_object, as_items(entry.get("memory_ops")))),
                    StepHistogram(tuple(map(given, counts)), tuple(map(given, edges)))
                    if counts and edges and isinstance(counts, list) and isinstance(edges, list) else None,
-                   TraceFlops.of(entry), GpuAnalysis.of(entry.get("gpu_analysis")), entry)
+                   TraceFlops.of(entry), GpuAnalysis.of(entry.get("gpu_analysis")))
 
 
 PYTORCH_TRACES = "PyTorch profiler traces"
 XSPACE_TRACES = "JAX / TensorFlow profiler traces"
 
 
-def traces_name(files) -> str:
+def traces_name(files: Iterable[object] | None) -> str:
     """What the report calls its traces, from their file names: "JAX / TensorFlow profiler traces" when every
     one is an XSpace file (``*.xplane.pb``, gzip'd or not), else "PyTorch profiler traces" (a JAX report called
     itself a PyTorch one)."""
@@ -418,23 +417,24 @@ def traces_name(files) -> str:
     return XSPACE_TRACES if names and len(xspace) == len(names) else PYTORCH_TRACES
 
 
-def doc_traces_name(doc) -> str:
+def doc_traces_name(doc: object) -> str:
     """``traces_name`` of a kineto.json document's ranks (their ``file``/``files``)."""
-    files = []
-    for entry in as_object(as_object(doc).get("ranks")).values():
-        entry = as_object(entry)
-        listed = entry.get("files") if isinstance(entry.get("files"), list) else [entry.get("file")]
+    files: list[str] = []
+    for value in as_object(as_object(doc).get("ranks")).values():
+        entry = as_object(value)
+        written = entry.get("files")
+        listed = written if isinstance(written, list) else [entry.get("file")]
         files += [f for f in listed if isinstance(f, str)]
     return traces_name(files)
 
 
-def trace_ranks_of(doc) -> dict[str, TraceRank]:
+def trace_ranks_of(doc: object) -> dict[str, TraceRank]:
     """Every rank of a kineto.json document, in its order (an entry that is not an object: an empty view)."""
     ranks = as_object(as_object(doc).get("ranks"))
     return {str(label): TraceRank.of(label, entry) for label, entry in ranks.items()}
 
 
-def _label(value) -> str | int | None:
+def _label(value: object) -> str | int | None:
     """A rank label as written (a str, or an int from an older writer), None for anything else."""
     return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
 
@@ -449,7 +449,7 @@ class TraceComparison:
     straggler: str | int | None = None  # the straggler's rank label
     method: str | None = None  # "collective wait", "step time", "not compared"
     reason: str | None = None
-    evidence: tuple = ()  # the sentences listed, as written
+    evidence: tuple[object, ...] = ()  # the sentences listed, as written
     slowest: str | int | None = None  # the rank with the largest mean step
     slowest_excess_pct: float | None = None  # its mean step over the ranks' median, %
     median_step_ms: float | None = None
@@ -461,14 +461,15 @@ class TraceComparison:
     why: str | None = None  # ``detail.why``: why the ranks were not compared
 
     @classmethod
-    def of(cls, doc) -> TraceComparison:
+    def of(cls, doc: object) -> TraceComparison:
         """The view of ``doc["comparison"]`` (``doc``: kineto.json); an absent or odd one is all None."""
         c = as_object(as_object(doc).get("comparison"))
         detail = as_object(c.get("detail"))
         listed = c.get("evidence")
         return cls(_label(c.get("straggler")), text(c.get("method")), text(c.get("reason")),
                    tuple(listed) if isinstance(listed, list) else (), _label(c.get("slowest")),
-                   *(given(c.get(k)) for k in ("slowest_excess_pct", "median_step_ms", "margin_pct", "wait_gap_pct")),
+                   given(c.get("slowest_excess_pct")), given(c.get("median_step_ms")), given(c.get("margin_pct")),
+                   given(c.get("wait_gap_pct")),
                    _label(detail.get("rank")), given(detail.get("its_wait_share")),
                    given(detail.get("others_median_wait_share")), text(detail.get("why")))
 
@@ -498,8 +499,8 @@ class JobTable:
     count: float | None = None
 
     @classmethod
-    def of(cls, table, count_key: str) -> JobTable:
-        table = as_object(table)
+    def of(cls, value: object, count_key: str) -> JobTable:
+        table = as_object(value)
         rows = table.get("top")
         top = None if not isinstance(rows, list) else tuple(
             JobRow(text(r.get("name")), given(r.get("total_ms")), given(r.get(count_key)), given(r.get("mean_us")),
@@ -520,7 +521,7 @@ class TraceJob:
     cpu_ops: JobTable = field(default_factory=JobTable)
 
     @classmethod
-    def of(cls, doc) -> TraceJob:
+    def of(cls, doc: object) -> TraceJob:
         job = as_object(as_object(doc).get("job"))
         return cls(bool(job), given(job.get("ranks")), JobTable.of(job.get("kernels"), "launches"),
                    JobTable.of(job.get("cpu_ops"), "calls"))
