@@ -19,6 +19,7 @@ from reportgen.engine.slow_steps import slow_steps
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of,
                                     outlier_steps_of, profiler_exports, recorded_command, system_usage_of)
 from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
+from reportgen.rulebook import RuleName
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
 MIN_TIMELINE_S = 60.0  # a shorter recording is too short to judge utilization from
@@ -134,7 +135,7 @@ class Evidence:
         """Highest GPU memory-controller activity (GPUMemoryUtilization: how busy, not how full) of any single
         GPU: GPUMemoryIncrease's per-GPU max, else the node-level maximum of OverallSystemUsage (a mean over the
         node's GPUs)."""
-        rule = self.rules.get("GPUMemoryIncrease")
+        rule = self.rules.get(RuleName.GPU_MEMORY_INCREASE)
         peaks = [_num(g.stat("gpu_max")) for node in gpus_of(rule.details if rule else None) for g in node.gpus]
         peaks = [p for p in peaks if p is not None]
         return max(peaks) if peaks else self.usage_stat("GPU memory", "max")
@@ -188,7 +189,7 @@ class Evidence:
 
 
 def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
-    rule = outputs.get("MaxInitializationTime")
+    rule = outputs.get(RuleName.MAX_INITIALIZATION_TIME)
     times = JobTimes.of(rule.details if rule else None)
     start, end = _num(times.start_s), _num(times.end_s)
     if start is not None and end is not None and end >= start:
@@ -254,10 +255,10 @@ def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
 
 
 def _system(ev: Evidence, outputs: RuleOutputs) -> None:
-    usage = outputs.get("OverallSystemUsage")
+    usage = outputs.get(RuleName.OVERALL_SYSTEM_USAGE)
     ev.usage = system_usage_of(usage.details if usage else None)
     nodes = set(ev.usage_of("CPU")) | set(ev.usage_of("GPU"))
-    low = outputs.get("LowGPUUtilization")
+    low = outputs.get(RuleName.LOW_GPU_UTILIZATION)
     gpus = []
     for node in gpus_of(low.details if low else None):
         nodes.add(node.node)
@@ -269,7 +270,7 @@ def _system(ev: Evidence, outputs: RuleOutputs) -> None:
     elif ev.usage_of("CPU"):
         ev.has_gpu = bool(gpus) or bool(low and low.datapoints)
     ev.nodes = sorted(nodes)
-    loader = outputs.get("Dataloader")
+    loader = outputs.get(RuleName.DATALOADER)
     if loader:
         d = DataloaderDetails.of(loader.details)
         ev.cores = int(d.cores) if _num(d.cores) else None
@@ -395,7 +396,7 @@ def _slow_steps_entry(found) -> dict | None:
 
 
 def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
-    rule = outputs.get("StepOutlier")
+    rule = outputs.get(RuleName.STEP_OUTLIER)
     for worker, info in _dict(_dict(rule.details if rule else {}).get("step_details")).items():
         info = _dict(info)
         stats = {k: _num(v) for k, v in _dict(info.get("step_stats")).items()}
