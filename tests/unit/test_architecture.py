@@ -15,7 +15,7 @@ PACKAGE = ROOT / "reportgen"
 LAYERS = (
     {"reportgen", "errors", "problems", "atomic", "formatting", "terminal_text", "locking", "resources", "rulebook", "cost",
      "output_set", "workdir", "json_file", "interrupts", "section_ids", "notebook_parameters", "blas_threads",
-     "garbage_collector", "environment", "user_file", "json_values"},
+     "garbage_collector", "environment", "user_file", "json_values", "intervals"},
     {"traces", "sources"},  # every trace file's reading; where inputs are and how they are laid out
     {"readers"},  # raw profiler data -> tables
     {"engine"},  # tables -> rule outputs
