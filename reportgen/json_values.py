@@ -21,6 +21,22 @@ def given(value: object) -> float | None:
     return value if -FLOAT_MAX <= value <= FLOAT_MAX else None  # NaN fails both comparisons
 
 
+def is_finite(value: object) -> bool:
+    """Whether the value is a number a float holds (``given`` is not None)."""
+    return given(value) is not None
+
+
+def finite(value: object) -> float | None:
+    """The number as a float, None for anything no float holds (as ``given``)."""
+    number = given(value)
+    return None if number is None else float(number)
+
+
+def is_plain_number(value: object) -> bool:
+    """An int or a float, a bool not (finite or not: for readers that check the range themselves)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def as_object(value: object) -> dict[Any, Any]:
     """The value when it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}

@@ -20,7 +20,8 @@ from reportgen.errors import InputError
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER, RuleName
 from reportgen.sources.layout import RULE_EXTRA_NAMES, RULE_OUTPUT_SUBDIRS
-from reportgen.traces.numbers import as_float, is_number
+from reportgen.json_values import given, is_finite
+from reportgen.traces.numbers import as_float
 
 REQUIRED_FIELDS = ("RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters")
 
@@ -90,11 +91,6 @@ EPOCH_S_MIN, EPOCH_S_MAX = 0.0, 4.2e9
 STEP_SLACK_S = 86_400  # a first/last step a day outside the job's time is no step of it
 
 
-def _finite(value) -> bool:
-    """A number a float holds (``math.isfinite`` raises on an integer of 400 digits)."""
-    return is_number(value) and math.isfinite(value)
-
-
 RECORDED = ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores", "job_rss_peak_bytes", "host_shared")
 
 
@@ -128,7 +124,7 @@ def profiler_exports(recording: dict | None) -> list[tuple[float, float]]:
     spans = []
     for name, end in written.items():
         match = TRACE_STAMP.search(str(name))
-        if match is None or not _finite(end):
+        if match is None or not is_finite(end):
             continue
         start = int(match.group(1)) / 1e9
         if 0.0 <= end - start <= 3600.0:
@@ -143,7 +139,7 @@ def time_problems(details: dict) -> list[str]:
     ``step_times_plausible`` say which part is usable."""
     out = []
     start, end = details.get("job_start"), details.get("job_end")
-    if _finite(start) and _finite(end):
+    if is_finite(start) and is_finite(end):
         if not all(EPOCH_S_MIN <= t <= EPOCH_S_MAX for t in (start, end)):
             out.append(f"job_start {start!r} / job_end {end!r} are not epoch seconds (another unit?); "
                        "the job's times are shown as unknown")
@@ -151,7 +147,7 @@ def time_problems(details: dict) -> list[str]:
             out.append(f"job_start {start!r} is after job_end {end!r}; the job's duration is shown as unknown")
     step = details.get("step_num") if isinstance(details.get("step_num"), dict) else {}
     first, last = step.get("first"), step.get("last")
-    if not out and _finite(start) and _finite(end) and _finite(first) and _finite(last):
+    if not out and is_finite(start) and is_finite(end) and is_finite(first) and is_finite(last):
         lo, hi = (start - STEP_SLACK_S) * 1e6, (end + STEP_SLACK_S) * 1e6
         if not (lo <= first <= hi and lo <= last <= hi) or last < first:
             out.append(f"step_num first {first!r} / last {last!r} are not microseconds within the job's time "
@@ -206,7 +202,7 @@ class JobTimes:
     def of(cls, details) -> JobTimes:
         details = details if isinstance(details, dict) else {}
         step = details.get("step_num") if isinstance(details.get("step_num"), dict) else {}
-        number = lambda value: value if _finite(value) else None  # noqa: E731
+        number = lambda value: value if is_finite(value) else None  # noqa: E731
         return cls(number(details.get("job_start")), number(details.get("job_end")), number(step.get("first")),
                    number(step.get("last")), tuple(time_problems(details)))
 
@@ -220,11 +216,6 @@ class JobTimes:
     def steps_known(self) -> bool:
         """The job is known and so are its first and last steps, within its time."""
         return self.job_known and self.first_step_us is not None and self.last_step_us is not None and not self.problems
-
-
-def _given(value) -> float | None:
-    """A number as given (an int stays an int, so outputs do not move), None for anything no float holds."""
-    return value if _finite(value) else None
 
 
 USAGE_STATS = ("max", "p99", "p95", "p90", "p50", "min")
@@ -258,7 +249,7 @@ def system_usage_of(details) -> tuple[NodeUsage, ...]:
         for node, stats in (per_node if isinstance(per_node, dict) else {}).items():
             stats = stats if isinstance(stats, dict) else {}
             listed = tuple(k for k in USAGE_STATS if k in stats)
-            found.append(NodeUsage(str(metric), str(node), **{k: _given(stats[k]) for k in listed},
+            found.append(NodeUsage(str(metric), str(node), **{k: given(stats[k]) for k in listed},
                                    listed=listed, any_listed=bool(stats)))
     return tuple(found)
 
@@ -273,7 +264,7 @@ class GpuStats:
 
     def stat(self, key: str) -> float | None:
         """A statistic as given, None when absent or no number."""
-        return _given(self.values.get(key))
+        return given(self.values.get(key))
 
 
 @dataclass(frozen=True)
@@ -319,9 +310,9 @@ class DataloaderDetails:
         timing = details.get("dataloading_time") if isinstance(details.get("dataloading_time"), dict) else {}
         flag = lambda value: value if isinstance(value, bool) else None  # noqa: E731
         listing = lambda value: value if isinstance(value, list) else None  # noqa: E731
-        return cls(bool(details), _given(details.get("cores")), _given(details.get("dataloaders")),
-                   _given(details.get("num_workers")), flag(details.get("pin_memory")), flag(details.get("prefetch")),
-                   *(_given(timing.get(k)) for k in ("p25", "p50", "p95")),
+        return cls(bool(details), given(details.get("cores")), given(details.get("dataloaders")),
+                   given(details.get("num_workers")), flag(details.get("pin_memory")), flag(details.get("prefetch")),
+                   *(given(timing.get(k)) for k in ("p25", "p50", "p95")),
                    listing(timing.get("probs")), listing(timing.get("binedges")))
 
 
@@ -354,9 +345,9 @@ class BottleneckDetails:
         for key, counts in listed.items():
             counts = counts if isinstance(counts, dict) else {}
             moments.append(BottleneckMoment(str(key), as_float(key, text=True),
-                                            _given(counts.get("CPUs")), _given(counts.get("GPUs"))))
-        return cls(bool(details), tuple(moments), _given(details.get("low_gpu_utilization")),
-                   {str(k): v for k, v in general.items() if _finite(v)})
+                                            given(counts.get("CPUs")), given(counts.get("GPUs"))))
+        return cls(bool(details), tuple(moments), given(details.get("low_gpu_utilization")),
+                   {str(k): v for k, v in general.items() if is_finite(v)})
 
 
 @dataclass(frozen=True)
@@ -392,7 +383,7 @@ def balancing_of(details) -> tuple[BalancingNode, ...]:
         distances = data.get("distances") if isinstance(data.get("distances"), dict) else {}
         pairs = tuple(GpuDistance(str(gpu), str(other), d)
                       for gpu, others in distances.items() if isinstance(others, dict)
-                      for other, d in others.items() if _finite(d))
+                      for other, d in others.items() if is_finite(d))
         found.append(BalancingNode(str(node), has_workloads, tuple(str(g) for g in workloads),
                                    {str(g): c for g, c in workloads.items() if isinstance(c, list) and c}, pairs))
     return tuple(found)
