@@ -8,7 +8,7 @@ is an int to Python, an object may be a list. One module says what counts, so ev
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, TypeGuard
 
 FLOAT_MAX = sys.float_info.max
 
@@ -21,8 +21,8 @@ def given(value: object) -> float | None:
     return value if -FLOAT_MAX <= value <= FLOAT_MAX else None  # NaN fails both comparisons
 
 
-def is_finite(value: object) -> bool:
-    """Whether the value is a number a float holds (``given`` is not None)."""
+def is_finite(value: object) -> TypeGuard[float]:
+    """Whether the value is a number a float holds (``given`` is not None); a type checker then knows it is one."""
     return given(value) is not None
 
 
