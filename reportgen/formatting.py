@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from datetime import datetime, timezone
 
+from reportgen.json_values import is_plain_number
+
 
 def utc(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
@@ -52,23 +54,19 @@ def cell_parts(value, fmt: str) -> tuple[str, str | None, str | None]:
     if fmt == "params" and isinstance(value, str):
         shown = inline_params(value)  # the same text laid out on one line: SageMaker's layout kept aside
         return shown, None, (value if shown != value else None)
-    if humane is not None and _is_number(value) and math.isfinite(value):
+    if humane is not None and is_plain_number(value) and math.isfinite(value):
         show, printed_fmt = humane
         printed = _plain_cell(value, printed_fmt) if fmt in SAGEMAKER_PRINTED else None
         return show(value), exact_number(value), printed
     fmt = "num2" if humane else fmt
     text = _plain_cell(value, fmt)
-    return text, (_rounded_exact(value, fmt) if _is_number(value) else None), None
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return text, (_rounded_exact(value, fmt) if is_plain_number(value) else None), None
 
 
 def exact_number(value) -> str | None:
     """A number in full precision (the shortest text that reads back as the same float; an int as
     it is); None for a non-number or a non-finite float."""
-    if not _is_number(value):
+    if not is_plain_number(value):
         return None
     if isinstance(value, int):
         return str(value)

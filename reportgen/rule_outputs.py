@@ -14,13 +14,15 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from reportgen.errors import InputError
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER, RuleName
 from reportgen.sources.layout import RULE_EXTRA_NAMES, RULE_OUTPUT_SUBDIRS
-from reportgen.traces.numbers import as_float, is_number
+from reportgen.json_values import as_items, as_object, given, is_finite
+from reportgen.traces.numbers import as_float
 
 REQUIRED_FIELDS = ("RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters")
 
@@ -33,7 +35,7 @@ class RuleOutput:
     name: str
     triggered: int
     violations: int
-    details: dict
+    details: dict[str, Any]
     datapoints: int
     parameters_text: str
     path: Path | None = None
@@ -64,10 +66,10 @@ class RuleOutputs:
     rules: dict[str, RuleOutput] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # Written by our engine beside profiler-reports/ (absent for SageMaker's own outputs).
-    timeline: dict | None = None
-    data_quality: dict | None = None
-    traces: dict | None = None  # profiler traces analysed by reportgen.trace_analysis (kineto.json)
-    recording: dict | None = None  # a `reportgen record` recording's summary (recording.json): the job's own CPU
+    timeline: dict[str, Any] | None = None
+    data_quality: dict[str, Any] | None = None
+    traces: dict[str, Any] | None = None  # profiler traces analysed by reportgen.trace_analysis (kineto.json)
+    recording: dict[str, Any] | None = None  # a `reportgen record` recording's summary (recording.json): the job's own CPU
 
     def get(self, name: str) -> RuleOutput | None:
         return self.rules.get(name)
@@ -90,15 +92,10 @@ EPOCH_S_MIN, EPOCH_S_MAX = 0.0, 4.2e9
 STEP_SLACK_S = 86_400  # a first/last step a day outside the job's time is no step of it
 
 
-def _finite(value) -> bool:
-    """A number a float holds (``math.isfinite`` raises on an integer of 400 digits)."""
-    return is_number(value) and math.isfinite(value)
-
-
 RECORDED = ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores", "job_rss_peak_bytes", "host_shared")
 
 
-def recorded_command(recording: dict | None) -> dict | None:
+def recorded_command(recording: dict[str, Any] | None) -> dict[str, Any] | None:
     """The recorded command's own figures (recording.json of `reportgen record`), or None: read here once for
     the system usage text and the diagnosis (both judge a shared host by the command's own CPU)."""
     if not isinstance(recording, dict):
@@ -107,7 +104,7 @@ def recorded_command(recording: dict | None) -> dict | None:
     numbers = [as_float(values[k]) for k in RECORDED[:5]]
     if any(v is None for v in numbers) or not isinstance(values["host_shared"], bool):
         return None
-    command = dict(zip(RECORDED[:5], numbers))
+    command: dict[str, Any] = dict(zip(RECORDED[:5], numbers))
     command["cpu_cores"], command["job_rss_peak_bytes"] = int(command["cpu_cores"]), int(command["job_rss_peak_bytes"])
     for key in ("job_cpu_pct_of_host_p50", "job_cpu_pct_of_host_p95"):  # absent in recordings before them
         command[key] = as_float(recording.get(key))
@@ -117,7 +114,7 @@ def recorded_command(recording: dict | None) -> dict | None:
 TRACE_STAMP = re.compile(r"\.(\d{16,20})\.pt\.trace\.json(\.gz)?$")  # torch's handler: <worker>.<time_ns>.pt.trace.json
 
 
-def profiler_exports(recording: dict | None) -> list[tuple[float, float]]:
+def profiler_exports(recording: dict[str, Any] | None) -> list[tuple[float, float]]:
     """(start, end) epoch seconds of each export of the profiler a recording copied: from the time stamp torch's
     trace handler puts in the file's name when it starts to the file's last write (recording.json's
     ``traces_written_s``). Spans that are no such interval (no stamp, a write before the stamp, over an hour) are
@@ -128,7 +125,7 @@ def profiler_exports(recording: dict | None) -> list[tuple[float, float]]:
     spans = []
     for name, end in written.items():
         match = TRACE_STAMP.search(str(name))
-        if match is None or not _finite(end):
+        if match is None or not is_finite(end):
             continue
         start = int(match.group(1)) / 1e9
         if 0.0 <= end - start <= 3600.0:
@@ -136,22 +133,22 @@ def profiler_exports(recording: dict | None) -> list[tuple[float, float]]:
     return spans
 
 
-def time_problems(details: dict) -> list[str]:
+def time_problems(details: dict[str, Any]) -> list[str]:
     """Why MaxInitializationTime's times cannot be shown as facts (empty when they can): a start after
     the end (a negative duration), times in the wrong unit (milliseconds or microseconds where seconds
     belong gave initialization times of -1.6e12 s), steps outside the job. ``job_times_plausible`` and
     ``step_times_plausible`` say which part is usable."""
     out = []
     start, end = details.get("job_start"), details.get("job_end")
-    if _finite(start) and _finite(end):
+    if is_finite(start) and is_finite(end):
         if not all(EPOCH_S_MIN <= t <= EPOCH_S_MAX for t in (start, end)):
             out.append(f"job_start {start!r} / job_end {end!r} are not epoch seconds (another unit?); "
                        "the job's times are shown as unknown")
         elif end < start:
             out.append(f"job_start {start!r} is after job_end {end!r}; the job's duration is shown as unknown")
-    step = details.get("step_num") if isinstance(details.get("step_num"), dict) else {}
+    step = as_object(details.get("step_num"))
     first, last = step.get("first"), step.get("last")
-    if not out and _finite(start) and _finite(end) and _finite(first) and _finite(last):
+    if not out and is_finite(start) and is_finite(end) and is_finite(first) and is_finite(last):
         lo, hi = (start - STEP_SLACK_S) * 1e6, (end + STEP_SLACK_S) * 1e6
         if not (lo <= first <= hi and lo <= last <= hi) or last < first:
             out.append(f"step_num first {first!r} / last {last!r} are not microseconds within the job's time "
@@ -172,17 +169,14 @@ class OutlierStep:
     median_s: float | None  # the worker's p50 step
 
 
-def outlier_steps_of(details) -> list[OutlierStep]:
+def outlier_steps_of(details: object) -> list[OutlierStep]:
     """Every listed outlier step with a usable duration, workers and steps in the details' order."""
-    details = details if isinstance(details, dict) else {}
-    workers = details.get("step_details") if isinstance(details.get("step_details"), dict) else {}
     found = []
-    for worker, info in workers.items():
-        info = info if isinstance(info, dict) else {}
-        stats = info.get("step_stats") if isinstance(info.get("step_stats"), dict) else {}
-        median = as_float(stats.get("p50"))
-        for item in info.get("outliers") if isinstance(info.get("outliers"), list) else []:
-            item = item if isinstance(item, dict) else {}
+    for worker, value in as_object(as_object(details).get("step_details")).items():
+        info = as_object(value)
+        median = as_float(as_object(info.get("step_stats")).get("p50"))
+        for listed in as_items(info.get("outliers")):
+            item = as_object(listed)
             duration = as_float(item.get("duration_s"))
             if duration is not None:
                 found.append(OutlierStep(str(worker), str(item.get("step", "")), duration,
@@ -203,12 +197,11 @@ class JobTimes:
     problems: tuple[str, ...] = ()  # why the times cannot be facts (``time_problems``)
 
     @classmethod
-    def of(cls, details) -> JobTimes:
-        details = details if isinstance(details, dict) else {}
-        step = details.get("step_num") if isinstance(details.get("step_num"), dict) else {}
-        number = lambda value: value if _finite(value) else None  # noqa: E731
-        return cls(number(details.get("job_start")), number(details.get("job_end")), number(step.get("first")),
-                   number(step.get("last")), tuple(time_problems(details)))
+    def of(cls, value: object) -> JobTimes:
+        details = as_object(value)
+        step = as_object(details.get("step_num"))
+        return cls(given(details.get("job_start")), given(details.get("job_end")), given(step.get("first")),
+                   given(step.get("last")), tuple(time_problems(details)))
 
     @property
     def job_known(self) -> bool:
@@ -220,11 +213,6 @@ class JobTimes:
     def steps_known(self) -> bool:
         """The job is known and so are its first and last steps, within its time."""
         return self.job_known and self.first_step_us is not None and self.last_step_us is not None and not self.problems
-
-
-def _given(value) -> float | None:
-    """A number as given (an int stays an int, so outputs do not move), None for anything no float holds."""
-    return value if _finite(value) else None
 
 
 USAGE_STATS = ("max", "p99", "p95", "p90", "p50", "min")
@@ -250,15 +238,15 @@ class NodeUsage:
         return getattr(self, name) if name in USAGE_STATS else None
 
 
-def system_usage_of(details) -> tuple[NodeUsage, ...]:
+def system_usage_of(details: object) -> tuple[NodeUsage, ...]:
     """Every (metric, node) of OverallSystemUsage's details, metric by metric, node by node (the original's
     order); a metric that is not an object is skipped, a node whose statistics are not one has none."""
     found = []
-    for metric, per_node in (details if isinstance(details, dict) else {}).items():
-        for node, stats in (per_node if isinstance(per_node, dict) else {}).items():
-            stats = stats if isinstance(stats, dict) else {}
+    for metric, per_node in as_object(details).items():
+        for node, value in as_object(per_node).items():
+            stats = as_object(value)
             listed = tuple(k for k in USAGE_STATS if k in stats)
-            found.append(NodeUsage(str(metric), str(node), **{k: _given(stats[k]) for k in listed},
+            found.append(NodeUsage(str(metric), str(node), **{k: given(stats[k]) for k in listed},
                                    listed=listed, any_listed=bool(stats)))
     return tuple(found)
 
@@ -269,11 +257,11 @@ class GpuStats:
     ``gpu_95``, ``p25``... as each rule names them)."""
 
     gpu: str
-    values: dict  # as listed: the box plot and report.json take them all
+    values: dict[str, Any]  # as listed: the box plot and report.json take them all
 
     def stat(self, key: str) -> float | None:
         """A statistic as given, None when absent or no number."""
-        return _given(self.values.get(key))
+        return given(self.values.get(key))
 
 
 @dataclass(frozen=True)
@@ -284,16 +272,16 @@ class NodeGpus:
     gpus: tuple[GpuStats, ...]  # the entries whose statistics are an object, in order
     keys: tuple[str, ...]  # every key of the node's object (GPUs and bookkeeping)
 
-    def stats(self) -> dict[str, dict]:
+    def stats(self) -> dict[str, dict[str, Any]]:
         """{gpu: statistics as listed}, what a box plot draws."""
         return {g.gpu: g.values for g in self.gpus}
 
 
-def gpus_of(details) -> tuple[NodeGpus, ...]:
+def gpus_of(details: object) -> tuple[NodeGpus, ...]:
     """The nodes of a per-GPU rule's details, in order; bookkeeping keys that are not objects are skipped."""
     return tuple(NodeGpus(str(node), tuple(GpuStats(str(g), dict(s)) for g, s in info.items() if isinstance(s, dict)),
                           tuple(str(k) for k in info))
-                 for node, info in (details if isinstance(details, dict) else {}).items() if isinstance(info, dict))
+                 for node, info in as_object(details).items() if isinstance(info, dict))
 
 
 @dataclass(frozen=True)
@@ -310,19 +298,22 @@ class DataloaderDetails:
     time_p25: float | None = None  # data-loading time, seconds
     time_p50: float | None = None
     time_p95: float | None = None
-    time_probs: list | None = None  # the loading times' histogram as listed (counts, then bin edges)
-    time_binedges: list | None = None
+    time_probs: list[Any] | None = None  # the loading times' histogram as listed (counts, then bin edges)
+    time_binedges: list[Any] | None = None
 
     @classmethod
-    def of(cls, details) -> DataloaderDetails:
-        details = details if isinstance(details, dict) else {}
-        timing = details.get("dataloading_time") if isinstance(details.get("dataloading_time"), dict) else {}
-        flag = lambda value: value if isinstance(value, bool) else None  # noqa: E731
-        listing = lambda value: value if isinstance(value, list) else None  # noqa: E731
-        return cls(bool(details), _given(details.get("cores")), _given(details.get("dataloaders")),
-                   _given(details.get("num_workers")), flag(details.get("pin_memory")), flag(details.get("prefetch")),
-                   *(_given(timing.get(k)) for k in ("p25", "p50", "p95")),
-                   listing(timing.get("probs")), listing(timing.get("binedges")))
+    def of(cls, value: object) -> DataloaderDetails:
+        details = as_object(value)
+        timing = as_object(details.get("dataloading_time"))
+        probs, edges = timing.get("probs"), timing.get("binedges")
+        return cls(bool(details), given(details.get("cores")), given(details.get("dataloaders")),
+                   given(details.get("num_workers")), _flag(details.get("pin_memory")), _flag(details.get("prefetch")),
+                   given(timing.get("p25")), given(timing.get("p50")), given(timing.get("p95")),
+                   probs if isinstance(probs, list) else None, edges if isinstance(edges, list) else None)
+
+
+def _flag(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -343,20 +334,19 @@ class BottleneckDetails:
     listed: bool = False  # the details hold anything at all
     moments: tuple[BottleneckMoment, ...] = ()  # in the details' order; a moment that is not an object has no counts
     low_gpu_utilization: float | None = None  # datapoints with GPU utilization below the threshold
-    general: dict = field(default_factory=dict)  # {operation: % of framework time at those moments}, numbers only
+    general: dict[str, float] = field(default_factory=dict)  # {operation: % of framework time at those moments}, numbers only
 
     @classmethod
-    def of(cls, details) -> BottleneckDetails:
-        details = details if isinstance(details, dict) else {}
-        listed = details.get("bottlenecks") if isinstance(details.get("bottlenecks"), dict) else {}
-        general = details.get("general") if isinstance(details.get("general"), dict) else {}
+    def of(cls, value: object) -> BottleneckDetails:
+        details = as_object(value)
+        general = as_object(details.get("general"))
         moments = []
-        for key, counts in listed.items():
-            counts = counts if isinstance(counts, dict) else {}
+        for key, found in as_object(details.get("bottlenecks")).items():
+            counts = as_object(found)
             moments.append(BottleneckMoment(str(key), as_float(key, text=True),
-                                            _given(counts.get("CPUs")), _given(counts.get("GPUs"))))
-        return cls(bool(details), tuple(moments), _given(details.get("low_gpu_utilization")),
-                   {str(k): v for k, v in general.items() if _finite(v)})
+                                            given(counts.get("CPUs")), given(counts.get("GPUs"))))
+        return cls(bool(details), tuple(moments), given(details.get("low_gpu_utilization")),
+                   {str(k): v for k, v in general.items() if is_finite(v)})
 
 
 @dataclass(frozen=True)
@@ -376,23 +366,22 @@ class BalancingNode:
     node: str
     has_workloads: bool = False  # ``workloads`` is an object (an empty one included)
     gpus: tuple[str, ...] = ()  # the GPUs ``workloads`` lists, whatever their histograms hold
-    histograms: dict = field(default_factory=dict)  # {gpu: utilization counts in 2 % bins}, non-empty lists only
+    histograms: dict[str, list[Any]] = field(default_factory=dict)  # {gpu: utilization counts in 2 % bins}, non-empty lists only
     distances: tuple[GpuDistance, ...] = ()  # the pairs whose distance is a number
 
 
-def balancing_of(details) -> tuple[BalancingNode, ...]:
+def balancing_of(details: object) -> tuple[BalancingNode, ...]:
     """Every node of LoadBalancing's details, in their order; a node that is not an object is skipped."""
     found = []
-    for node, data in (details if isinstance(details, dict) else {}).items():
+    for node, data in as_object(details).items():
         if not isinstance(data, dict):
             continue
-        workloads = data.get("workloads")
-        has_workloads = isinstance(workloads, dict)
-        workloads = workloads if has_workloads else {}
-        distances = data.get("distances") if isinstance(data.get("distances"), dict) else {}
+        has_workloads = isinstance(data.get("workloads"), dict)
+        workloads = as_object(data.get("workloads"))
+        distances = as_object(data.get("distances"))
         pairs = tuple(GpuDistance(str(gpu), str(other), d)
                       for gpu, others in distances.items() if isinstance(others, dict)
-                      for other, d in others.items() if _finite(d))
+                      for other, d in others.items() if is_finite(d))
         found.append(BalancingNode(str(node), has_workloads, tuple(str(g) for g in workloads),
                                    {str(g): c for g, c in workloads.items() if isinstance(c, list) and c}, pairs))
     return tuple(found)
@@ -407,7 +396,7 @@ def find_rule_output_dir(source: Path) -> Path | None:
     return None
 
 
-def _as_int(value, field_name: str, name: str, notes: list[str]) -> int:
+def _as_int(value: object, field_name: str, name: str, notes: list[str]) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
         isinstance(value, float) and not math.isfinite(value)
     ):
@@ -492,7 +481,7 @@ def load_rule_outputs(folder: Path) -> RuleOutputs:
     return outputs
 
 
-def _load_extra(folder: Path, name: str, notes: list[str]) -> dict | None:
+def _load_extra(folder: Path, name: str, notes: list[str]) -> dict[str, Any] | None:
     """Our engine's extra outputs live next to ``profiler-reports/``; a bad one is only a note."""
     for candidate in (folder.parent / name, folder / name):
         if candidate.exists():

@@ -1,13 +1,15 @@
 """The typed view of kineto.json's per-rank entries, the facts of a rank that several rooms read.
 
 ``kineto.json`` (``trace_analysis.outputs``) stays the plain document report.json embeds; the report's
-trace facts, the diagnosis and compare's trace summary each read the same few facts of every rank
-(its steps, span, step mean, data loading, collective wait, GPU activity). ``TraceRank`` is that
-reading, once (a light module beside ``rule_outputs``, which loads kineto.json: importing
-``trace_analysis`` would load the readers and the analysis into the page's process): numbers as given
-(an int stays an int, so outputs do not move), anything no float holds None, never an error on a
-kineto.json written by something else. The analyses only one room reads
-(kernels, CPU operators, ``gpu_analysis``) stay in ``entry``, the rank's entry as written. ``TraceComparison``
+trace facts, the PyTorch profiler section, the diagnosis and compare's trace summary read a rank through
+``TraceRank`` (its steps, span, data loading, GPU activity, collectives, kernels, CPU operators, memory, FLOPs
+and ``gpu_analysis``, the last in ``trace_gpu_analysis``), a light module beside ``rule_outputs``, which loads
+kineto.json (importing ``trace_analysis`` would load the readers and the analysis into the page's process):
+numbers as given (an int stays an int, so outputs do not move), anything no float holds None, never an error
+on a kineto.json written by something else. Dataclasses rather than msgspec Structs: the views are built
+from the dict report.json also embeds (no bytes to decode, where msgspec's speed lies), every field needs
+the lenient "None when odd" reading a strict decoder would refuse, and the standard library keeps the
+page's process light. ``TraceComparison``
 is the same reading of the ranks' comparison (the straggler), read by the section and the diagnosis, and
 ``TraceJob`` of the job-wide tables, read by the section and compare.
 docs/architecture.md ("Typed contracts") lists what is viewed.
@@ -15,19 +17,12 @@ docs/architecture.md ("Typed contracts") lists what is viewed.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from reportgen.traces.numbers import is_number
+from reportgen.json_values import as_items, as_object, given, text
+from reportgen.trace_gpu_analysis import GpuAnalysis, numbers_of
 
-
-def _given(value) -> float | None:
-    """A number as given, None for anything no float holds (a bool, NaN, an integer of 400 digits)."""
-    return value if is_number(value) and math.isfinite(value) else None
-
-
-def _dict(value) -> dict:
-    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -48,6 +43,113 @@ class TraceLoader:
     total_ms: float | None = None
     iterator: str | None = None  # the iterator class, e.g. _SingleProcessDataLoaderIter
     workers: bool | None = None  # whether DataLoader worker processes loaded the data
+    in_steps_ms: float | None = None  # inside the profiled steps
+
+    @classmethod
+    def of(cls, value: object) -> TraceLoader | None:
+        """None when the rank has no data-loading object."""
+        if not isinstance(value, dict):
+            return None
+        iterator, workers = value.get("iterator"), value.get("workers")
+        return cls(given(value.get("step_share")), given(value.get("per_step_ms")), given(value.get("total_ms")),
+                   text(iterator), workers if isinstance(workers, bool) else None, given(value.get("in_steps_ms")))
+
+
+@dataclass(frozen=True)
+class TraceGpu:
+    """A rank's GPU activity (``gpu``: trace_analysis): over the whole trace and within the active window (first to
+    last GPU activity), the idle time there split as HTA splits it."""
+
+    has_gpu_activity: bool = False
+    active_ms: float | None = None
+    active_pct: float | None = None  # of the traced time
+    idle_ms: float | None = None
+    window_ms: float | None = None
+    window_idle_ms: float | None = None
+    window_idle_share: float | None = None  # idle within the first to the last GPU activity
+    window_idle_split_ms: dict[str, float | None] = field(default_factory=dict)  # host_wait, kernel_wait, other
+    kernel_wait_threshold_us: float | None = None
+
+    @classmethod
+    def of(cls, value: object) -> TraceGpu:
+        gpu = as_object(value)
+        return cls(bool(gpu.get("has_gpu_activity")), given(gpu.get("active_ms")), given(gpu.get("active_pct")),
+                   given(gpu.get("idle_ms")), given(gpu.get("window_ms")), given(gpu.get("window_idle_ms")),
+                   given(gpu.get("window_idle_share")), numbers_of(gpu.get("window_idle_split_ms")),
+                   given(gpu.get("kernel_wait_threshold_us")))
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One row of a rank's top kernels or CPU operators (``kernels.top``, ``cpu_ops.top``)."""
+
+    name: str = ""  # as written, made text
+    total_ms: float | None = None
+    count: float | None = None  # launches (kernels) or calls (CPU operators)
+    mean_us: float | None = None
+    pct: float | None = None  # share of the rank's kernel time, % (kernels only)
+    durations: bool = False  # the row lists the duration statistics below (``min_us``: kernels)
+    min_us: float | None = None
+    p25_us: float | None = None
+    p50_us: float | None = None
+    p75_us: float | None = None
+    max_us: float | None = None
+    std_us: float | None = None
+
+
+@dataclass(frozen=True)
+class RankTable:
+    """A rank's ``kernels`` or ``cpu_ops``: the top rows by time and the totals."""
+
+    top: tuple[RankRow, ...] = ()
+    distinct: float | None = None
+    total_ms: float | None = None
+    count: float | None = None
+
+    @classmethod
+    def of(cls, value: object, count_key: str) -> RankTable:
+        table = as_object(value)
+        rows = tuple(RankRow(str(r.get("name", "")), given(r.get("total_ms")), given(r.get(count_key)),
+                             given(r.get("mean_us")), given(r.get("pct")), "min_us" in r,
+                             *(given(r.get(key)) for key in ("min_us", "p25_us", "p50_us", "p75_us", "max_us",
+                                                             "std_us")))
+                     for r in map(as_object, as_items(table.get("top"))))
+        return cls(rows, given(table.get("distinct")), given(table.get("total_ms")), given(table.get("count")))
+
+
+@dataclass(frozen=True)
+class TraceCollectives:
+    """A rank's collectives (``collectives``): how long they were in flight inside the profiled steps."""
+
+    count: float | None = None
+    names: tuple[str, ...] = ()
+    source: str = ""  # which events told them (as written, made text)
+    in_steps_ms: float | None = None
+    step_share: float | None = None  # share of the step time waiting in collectives
+
+    @classmethod
+    def of(cls, value: object) -> TraceCollectives:
+        c = as_object(value)
+        return cls(given(c.get("count")), tuple(str(n) for n in as_items(c.get("names"))), str(c.get("source", "")),
+                   given(c.get("in_steps_ms")), given(c.get("step_share")))
+
+
+@dataclass(frozen=True)
+class MemoryOp:
+    """One kind of memory operation of a rank (``memory_ops``: memcpy HtoD, memset, ...)."""
+
+    kind: str = ""
+    count: float | None = None
+    total_ms: float | None = None
+    nbytes: float | None = None
+
+
+@dataclass(frozen=True)
+class StepHistogram:
+    """A rank's step-time histogram (``step_hist``), counts and bin edges as listed."""
+
+    counts: tuple[float | None, ...] = ()
+    edges: tuple[float | None, ...] = ()
 
 
 # The step-time account's slices (trace_analysis.account.SLICES; repeated here so the page's process need not
@@ -93,34 +195,34 @@ class TraceAccount:
         return min(median * len(values) / self.step_ms, self.share(name))
 
     @classmethod
-    def of(cls, entry) -> TraceAccount | None:
+    def of(cls, entry: object) -> TraceAccount | None:
         if not isinstance(entry, dict):
             return None
-        steps, total = _given(entry.get("steps")), _given(entry.get("step_ms"))
+        steps, total = given(entry.get("steps")), given(entry.get("step_ms"))
         if steps is None or total is None or steps < 1 or total <= 0:
             return None
-        given, per_step = _dict(entry.get("slices_ms")), _dict(entry.get("per_step_ms"))
-        slices = {name: max(_given(given.get(name)) or 0.0, 0.0) for name in ACCOUNT_SLICES}
+        written, per_step = as_object(entry.get("slices_ms")), as_object(entry.get("per_step_ms"))
+        slices = {name: max(given(written.get(name)) or 0.0, 0.0) for name in ACCOUNT_SLICES}
         per = {}
         for name in ACCOUNT_SLICES:
             values = per_step.get(name)
-            per[name] = tuple(max(_given(v) or 0.0, 0.0) for v in values) if isinstance(values, list) else ()
+            per[name] = tuple(max(given(v) or 0.0, 0.0) for v in values) if isinstance(values, list) else ()
         perspective = entry.get("perspective")
-        window = {key: value for key, value in _dict(entry.get("window")).items()
-                  if isinstance(key, str) and _given(value) is not None}
-        named = {key: value for key, value in _dict(entry.get("no_operator_named")).items()
-                 if isinstance(key, str) and _given(value) is not None}
-        waits = {key: value for key, value in _dict(entry.get("data_wait_named")).items()
-                 if isinstance(key, str) and _given(value) is not None}
+        window = {key: value for key, value in as_object(entry.get("window")).items()
+                  if isinstance(key, str) and given(value) is not None}
+        named = {key: value for key, value in as_object(entry.get("no_operator_named")).items()
+                 if isinstance(key, str) and given(value) is not None}
+        waits = {key: value for key, value in as_object(entry.get("data_wait_named")).items()
+                 if isinstance(key, str) and given(value) is not None}
         optimizer = entry.get("optimizer_per_step_ms")
-        optimizer = tuple(max(_given(v) or 0.0, 0.0) for v in optimizer) if isinstance(optimizer, list) else ()
+        optimizer = tuple(max(given(v) or 0.0, 0.0) for v in optimizer) if isinstance(optimizer, list) else ()
         def counts(key: str) -> tuple[float, ...]:
             values = entry.get(key)
-            return tuple(max(_given(v) or 0.0, 0.0) for v in values) if isinstance(values, list) else ()
+            return tuple(max(given(v) or 0.0, 0.0) for v in values) if isinstance(values, list) else ()
 
         work = counts("work_per_step")
         return cls(perspective if perspective in ("host", "device") else "host", int(steps), float(total), slices,
-                   per, _given(entry.get("operator_calls_per_step")), _given(entry.get("dispatch_floor_us")),
+                   per, given(entry.get("operator_calls_per_step")), given(entry.get("dispatch_floor_us")),
                    named, waits, optimizer, work, counts("backward_passes_per_step"),
                    counts("optimizer_steps_per_step"), window, counts("eager_ops_per_step"),
                    runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None)
@@ -146,10 +248,10 @@ class MemoryPeak:
     last_bytes: float | None = None
 
     @classmethod
-    def of(cls, value) -> MemoryPeak | None:
+    def of(cls, value: object) -> MemoryPeak | None:
         if not isinstance(value, dict):
             return None
-        return cls(*(_given(value.get(key)) for key in ("peak_bytes", "peak_ms", "peak_step", "first_bytes",
+        return cls(*(given(value.get(key)) for key in ("peak_bytes", "peak_ms", "peak_step", "first_bytes",
                                                         "last_bytes")))
 
 
@@ -175,25 +277,25 @@ class DeviceMemory:
     kept: tuple[MemoryHolder, ...] = ()  # allocated inside a step, never freed
 
     @classmethod
-    def of(cls, entry) -> DeviceMemory:
-        entry = _dict(entry)
-        growth = _dict(entry.get("growth"))
+    def of(cls, entry: object) -> DeviceMemory:
+        entry = as_object(entry)
+        growth = as_object(entry.get("growth"))
         steps = entry.get("steps")
 
-        def holders(value) -> tuple[MemoryHolder, ...]:
-            return tuple(MemoryHolder(_text(h.get("operator")), _given(h.get("bytes")), _given(h.get("blocks")))
-                         for h in map(_dict, value)) if isinstance(value, list) else ()
-        return cls(_text(entry.get("device")) or "?", _given(entry.get("device_type")), entry.get("absolute") is True,
-                   _given(entry.get("capacity_bytes")), MemoryPeak.of(entry.get("allocated")),
+        def holders(value: object) -> tuple[MemoryHolder, ...]:
+            return tuple(MemoryHolder(text(h.get("operator")), given(h.get("bytes")), given(h.get("blocks")))
+                         for h in map(as_object, value)) if isinstance(value, list) else ()
+        return cls(text(entry.get("device")) or "?", given(entry.get("device_type")), entry.get("absolute") is True,
+                   given(entry.get("capacity_bytes")), MemoryPeak.of(entry.get("allocated")),
                    MemoryPeak.of(entry.get("reserved")), len(steps) if isinstance(steps, list) else 0,
-                   _text(growth.get("verdict")), _given(growth.get("per_step_bytes")),
-                   _given(growth.get("rising_share")), _given(growth.get("total_bytes")), _given(growth.get("pairs")),
-                   _text(entry.get("at_peak_basis")), holders(entry.get("at_peak")), holders(entry.get("kept")))
+                   text(growth.get("verdict")), given(growth.get("per_step_bytes")),
+                   given(growth.get("rising_share")), given(growth.get("total_bytes")), given(growth.get("pairs")),
+                   text(entry.get("at_peak_basis")), holders(entry.get("at_peak")), holders(entry.get("kept")))
 
 
-def memory_of(entry) -> tuple[DeviceMemory, ...]:
+def memory_of(entry: object) -> tuple[DeviceMemory, ...]:
     """The devices of a rank's ``memory`` (none when the trace held no memory events)."""
-    devices = _dict(_dict(entry).get("memory")).get("devices")
+    devices = as_object(as_object(entry).get("memory")).get("devices")
     return tuple(DeviceMemory.of(d) for d in devices) if isinstance(devices, list) else ()
 
 
@@ -211,18 +313,18 @@ class TraceFlops:
     peak_source: str | None = None
 
     @classmethod
-    def of(cls, entry) -> TraceFlops | None:
-        value = _dict(entry).get("flops")
+    def of(cls, entry: object) -> TraceFlops | None:
+        value = as_object(entry).get("flops")
         if not isinstance(value, dict):
             return None
-        return cls(*(_given(value.get(key)) for key in ("per_step", "operators", "achieved_tflops", "mfu",
-                                                        "peak_tflops")),
-                   *(_text(value.get(key)) for key in ("dtype", "device", "peak_source")))
+        return cls(given(value.get("per_step")), given(value.get("operators")), given(value.get("achieved_tflops")),
+                   given(value.get("mfu")), given(value.get("peak_tflops")), text(value.get("dtype")),
+                   text(value.get("device")), text(value.get("peak_source")))
 
 
 @dataclass(frozen=True)
 class TraceRank:
-    """One rank of kineto.json (``ranks.<label>``)."""
+    """One rank of kineto.json (``ranks.<label>``): every fact of it a room reads."""
 
     label: str
     is_object: bool = False  # the entry is an object (a rank written by something else may not be)
@@ -232,53 +334,84 @@ class TraceRank:
     span_ms: float | None = None
     step_mean_ms: float | None = None  # step_stats_ms.mean
     step_max_ms: float | None = None
-    has_gpu_activity: bool = False
-    gpu_active_pct: float | None = None  # of the traced time
-    gpu_window_idle_share: float | None = None  # idle within the first to the last GPU activity
+    gpu: TraceGpu = field(default_factory=TraceGpu)
     dataloader: TraceLoader | None = None  # None when the entry has no data-loading object
-    collective_share: float | None = None  # share of the step time waiting in collectives
-    cpu_op_count: float | None = None
+    collectives: TraceCollectives = field(default_factory=TraceCollectives)
+    cpu_ops: RankTable = field(default_factory=RankTable)
     workers: tuple[str, ...] = ()  # the recording's worker names (host_pid) merged into this rank
     account: TraceAccount | None = None  # the step-time account; None without steps or in an older kineto.json
     memory: tuple[DeviceMemory, ...] = ()  # per device, from the trace's memory events (profile_memory=True)
-    entry: dict = field(default_factory=dict)  # as written, for the analyses one room reads
+    cycles: float | None = None  # profiling cycles merged into this rank
+    files: tuple[str, ...] = ()  # its trace files (``files``, else ``file``)
+    devices: tuple[str, ...] = ()  # the devices the trace names (deviceProperties)
+    gpu_ids: tuple[int, ...] = ()  # indexes into ``devices`` of the GPUs this rank ran on
+    kernels: RankTable = field(default_factory=RankTable)
+    gpu_mix_ms: dict[str, float | None] = field(default_factory=dict)  # GPU time by activity
+    precision_ms: dict[str, float | None] = field(default_factory=dict)  # kernel time by precision
+    memory_ops: tuple[MemoryOp, ...] = ()
+    step_hist: StepHistogram | None = None  # None unless both counts and edges are non-empty lists
+    flops: TraceFlops | None = None
+    gpu_analysis: GpuAnalysis = field(default_factory=GpuAnalysis)
 
     @property
     def step_list(self) -> tuple[TraceStep, ...]:
         return self.steps or ()
 
+    @property
+    def has_gpu_activity(self) -> bool:
+        return self.gpu.has_gpu_activity
+
+    @property
+    def gpu_active_pct(self) -> float | None:
+        return self.gpu.active_pct
+
+    @property
+    def gpu_window_idle_share(self) -> float | None:
+        return self.gpu.window_idle_share
+
+    @property
+    def collective_share(self) -> float | None:
+        return self.collectives.step_share
+
+    @property
+    def cpu_op_count(self) -> float | None:
+        return self.cpu_ops.count
+
     @classmethod
-    def of(cls, label, entry) -> TraceRank:
+    def of(cls, label: object, entry: object) -> TraceRank:
         if not isinstance(entry, dict):
             return cls(str(label))
-        steps = entry.get("steps")
-        steps = tuple(TraceStep(_given(_dict(s).get("step")), _given(_dict(s).get("start_ms")),
-                                _given(_dict(s).get("dur_ms"))) for s in steps) if isinstance(steps, list) else None
-        loader = entry.get("dataloader")
-        if isinstance(loader, dict):
-            iterator, workers = loader.get("iterator"), loader.get("workers")
-            loader = TraceLoader(_given(loader.get("step_share")), _given(loader.get("per_step_ms")),
-                                 _given(loader.get("total_ms")), iterator if isinstance(iterator, str) else None,
-                                 workers if isinstance(workers, bool) else None)
-        else:
-            loader = None
-        gpu, stats = _dict(entry.get("gpu")), _dict(entry.get("step_stats_ms"))
+        listed = entry.get("steps")
+        steps = tuple(TraceStep(given(as_object(s).get("step")), given(as_object(s).get("start_ms")),
+                                given(as_object(s).get("dur_ms")))
+                      for s in listed) if isinstance(listed, list) else None
+        stats = as_object(entry.get("step_stats_ms"))
         workers = entry.get("workers")
-        return cls(str(label), True, steps, _given(entry.get("start_us")), _given(entry.get("end_us")),
-                   _given(entry.get("span_ms")), _given(stats.get("mean")), _given(stats.get("max")),
-                   bool(gpu.get("has_gpu_activity")), _given(gpu.get("active_pct")),
-                   _given(gpu.get("window_idle_share")), loader,
-                   _given(_dict(entry.get("collectives")).get("step_share")),
-                   _given(_dict(entry.get("cpu_ops")).get("count")),
+        files = [str(f) for f in as_items(entry.get("files")) or [entry.get("file", "")]]
+        hist = as_object(entry.get("step_hist"))
+        counts, edges = hist.get("counts"), hist.get("edges")
+        return cls(str(label), True, steps, given(entry.get("start_us")), given(entry.get("end_us")),
+                   given(entry.get("span_ms")), given(stats.get("mean")), given(stats.get("max")),
+                   TraceGpu.of(entry.get("gpu")), TraceLoader.of(entry.get("dataloader")),
+                   TraceCollectives.of(entry.get("collectives")), RankTable.of(entry.get("cpu_ops"), "calls"),
                    tuple(str(w) for w in workers) if isinstance(workers, list) else (),
-                   TraceAccount.of(entry.get("account")), memory_of(entry), entry)
+                   TraceAccount.of(entry.get("account")), memory_of(entry), given(entry.get("cycles")),
+                   tuple(files), tuple(str(d) for d in as_items(entry.get("devices"))),
+                   tuple(i for i in as_items(entry.get("gpu_ids")) if isinstance(i, int)),
+                   RankTable.of(entry.get("kernels"), "launches"), numbers_of(entry.get("gpu_mix_ms")),
+                   numbers_of(entry.get("precision_ms")),
+                   tuple(MemoryOp(str(m.get("kind", "")), given(m.get("count")), given(m.get("total_ms")),
+                                  given(m.get("bytes"))) for m in map(as_object, as_items(entry.get("memory_ops")))),
+                   StepHistogram(tuple(map(given, counts)), tuple(map(given, edges)))
+                   if counts and edges and isinstance(counts, list) and isinstance(edges, list) else None,
+                   TraceFlops.of(entry), GpuAnalysis.of(entry.get("gpu_analysis")))
 
 
 PYTORCH_TRACES = "PyTorch profiler traces"
 XSPACE_TRACES = "JAX / TensorFlow profiler traces"
 
 
-def traces_name(files) -> str:
+def traces_name(files: Iterable[object] | None) -> str:
     """What the report calls its traces, from their file names: "JAX / TensorFlow profiler traces" when every
     one is an XSpace file (``*.xplane.pb``, gzip'd or not), else "PyTorch profiler traces" (a JAX report called
     itself a PyTorch one)."""
@@ -287,29 +420,27 @@ def traces_name(files) -> str:
     return XSPACE_TRACES if names and len(xspace) == len(names) else PYTORCH_TRACES
 
 
-def doc_traces_name(doc) -> str:
+def doc_traces_name(doc: object) -> str:
     """``traces_name`` of a kineto.json document's ranks (their ``file``/``files``)."""
-    files = []
-    for entry in _dict(_dict(doc).get("ranks")).values():
-        entry = _dict(entry)
-        listed = entry.get("files") if isinstance(entry.get("files"), list) else [entry.get("file")]
+    files: list[str] = []
+    for value in as_object(as_object(doc).get("ranks")).values():
+        entry = as_object(value)
+        written = entry.get("files")
+        listed = written if isinstance(written, list) else [entry.get("file")]
         files += [f for f in listed if isinstance(f, str)]
     return traces_name(files)
 
 
-def trace_ranks_of(doc) -> dict[str, TraceRank]:
+def trace_ranks_of(doc: object) -> dict[str, TraceRank]:
     """Every rank of a kineto.json document, in its order (an entry that is not an object: an empty view)."""
-    ranks = _dict(_dict(doc).get("ranks"))
+    ranks = as_object(as_object(doc).get("ranks"))
     return {str(label): TraceRank.of(label, entry) for label, entry in ranks.items()}
 
 
-def _label(value) -> str | int | None:
+def _label(value: object) -> str | int | None:
     """A rank label as written (a str, or an int from an older writer), None for anything else."""
     return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
 
-
-def _text(value) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)
@@ -321,7 +452,7 @@ class TraceComparison:
     straggler: str | int | None = None  # the straggler's rank label
     method: str | None = None  # "collective wait", "step time", "not compared"
     reason: str | None = None
-    evidence: tuple = ()  # the sentences listed, as written
+    evidence: tuple[object, ...] = ()  # the sentences listed, as written
     slowest: str | int | None = None  # the rank with the largest mean step
     slowest_excess_pct: float | None = None  # its mean step over the ranks' median, %
     median_step_ms: float | None = None
@@ -333,16 +464,17 @@ class TraceComparison:
     why: str | None = None  # ``detail.why``: why the ranks were not compared
 
     @classmethod
-    def of(cls, doc) -> TraceComparison:
+    def of(cls, doc: object) -> TraceComparison:
         """The view of ``doc["comparison"]`` (``doc``: kineto.json); an absent or odd one is all None."""
-        c = _dict(_dict(doc).get("comparison"))
-        detail = _dict(c.get("detail"))
+        c = as_object(as_object(doc).get("comparison"))
+        detail = as_object(c.get("detail"))
         listed = c.get("evidence")
-        return cls(_label(c.get("straggler")), _text(c.get("method")), _text(c.get("reason")),
+        return cls(_label(c.get("straggler")), text(c.get("method")), text(c.get("reason")),
                    tuple(listed) if isinstance(listed, list) else (), _label(c.get("slowest")),
-                   *(_given(c.get(k)) for k in ("slowest_excess_pct", "median_step_ms", "margin_pct", "wait_gap_pct")),
-                   _label(detail.get("rank")), _given(detail.get("its_wait_share")),
-                   _given(detail.get("others_median_wait_share")), _text(detail.get("why")))
+                   given(c.get("slowest_excess_pct")), given(c.get("median_step_ms")), given(c.get("margin_pct")),
+                   given(c.get("wait_gap_pct")),
+                   _label(detail.get("rank")), given(detail.get("its_wait_share")),
+                   given(detail.get("others_median_wait_share")), text(detail.get("why")))
 
 
 @dataclass(frozen=True)
@@ -370,15 +502,15 @@ class JobTable:
     count: float | None = None
 
     @classmethod
-    def of(cls, table, count_key: str) -> JobTable:
-        table = _dict(table)
+    def of(cls, value: object, count_key: str) -> JobTable:
+        table = as_object(value)
         rows = table.get("top")
         top = None if not isinstance(rows, list) else tuple(
-            JobRow(_text(r.get("name")), _given(r.get("total_ms")), _given(r.get(count_key)), _given(r.get("mean_us")),
-                   _given(r.get("pct")), _given(r.get("ranks")), _given(r.get("min_rank_ms")),
-                   _given(r.get("max_rank_ms")), _label(r.get("max_rank")))
-            for r in map(_dict, rows))
-        return cls(top, _given(table.get("distinct")), _given(table.get("total_ms")), _given(table.get("count")))
+            JobRow(text(r.get("name")), given(r.get("total_ms")), given(r.get(count_key)), given(r.get("mean_us")),
+                   given(r.get("pct")), given(r.get("ranks")), given(r.get("min_rank_ms")),
+                   given(r.get("max_rank_ms")), _label(r.get("max_rank")))
+            for r in map(as_object, rows))
+        return cls(top, given(table.get("distinct")), given(table.get("total_ms")), given(table.get("count")))
 
 
 @dataclass(frozen=True)
@@ -392,7 +524,7 @@ class TraceJob:
     cpu_ops: JobTable = field(default_factory=JobTable)
 
     @classmethod
-    def of(cls, doc) -> TraceJob:
-        job = _dict(_dict(doc).get("job"))
-        return cls(bool(job), _given(job.get("ranks")), JobTable.of(job.get("kernels"), "launches"),
+    def of(cls, doc: object) -> TraceJob:
+        job = as_object(as_object(doc).get("job"))
+        return cls(bool(job), given(job.get("ranks")), JobTable.of(job.get("kernels"), "launches"),
                    JobTable.of(job.get("cpu_ops"), "calls"))

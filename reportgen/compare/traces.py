@@ -13,7 +13,7 @@ the whole job, as the change the duration implies for the same work (same steps,
 from __future__ import annotations
 
 from reportgen.report.model import Table, Text
-from reportgen.report.util import as_dict, as_list, number
+from reportgen.report.util import as_dict, number
 from reportgen.trace_ranks import TraceJob, TraceLoader, TraceRank, trace_ranks_of
 
 TOP_OPERATORS = 10
@@ -59,7 +59,7 @@ def summarize(doc, job_s) -> dict | None:
 
 def gpu_summary(doc, ranks: list[TraceRank]) -> dict:
     """The GPU side of one run's traces per profiled step, averaged over the ranks with GPU analyses."""
-    gpu = [r for r in ranks if as_dict(r.entry.get("gpu_analysis"))]
+    gpu = [r for r in ranks if r.gpu_analysis.listed]
     if not gpu:
         return {"gpu": None}
     kernels, exact = operator_ms_per_step(doc, ranks, "kernels")
@@ -69,20 +69,16 @@ def gpu_summary(doc, ranks: list[TraceRank]) -> dict:
 
     breakdown: dict[str, float] = {}
     for r in gpu:
-        for cat, ms in as_dict(as_dict(r.entry["gpu_analysis"].get("step_breakdown")).get("total_ms")).items():
+        for cat, ms in r.gpu_analysis.step_breakdown.total_ms.items():
             if number(ms) is not None:
                 breakdown[str(cat)] = breakdown.get(str(cat), 0.0) + number(ms) / len(r.step_list) / len(gpu)
     return {"gpu": {
-        "kernel_ms_per_step": _mean([per_step(r, as_dict(r.entry.get("kernels")).get("total_ms")) for r in gpu]),
-        "kernels_per_step": _mean([number(as_dict(r.entry["gpu_analysis"].get("launch")).get("kernels_per_step"))
-                                   for r in gpu]),
-        "comm_comp_overlap_pct": _mean([number(as_dict(r.entry["gpu_analysis"].get("overlap")).get("comm_comp_overlap_pct"))
-                                        for r in gpu]),
-        "exposed_comm_per_step_ms": _mean([number(as_dict(r.entry["gpu_analysis"].get("overlap")).get("exposed_per_step_ms"))
-                                           for r in gpu]),
-        "window_idle_pct": _mean([100 * number(as_dict(r.entry.get("gpu")).get("window_idle_share"))
-                                  if number(as_dict(r.entry.get("gpu")).get("window_idle_share")) is not None else None
-                                  for r in gpu]),
+        "kernel_ms_per_step": _mean([per_step(r, r.kernels.total_ms) for r in gpu]),
+        "kernels_per_step": _mean([number(r.gpu_analysis.launch.kernels_per_step) for r in gpu]),
+        "comm_comp_overlap_pct": _mean([number(r.gpu_analysis.overlap.comm_comp_overlap_pct) for r in gpu]),
+        "exposed_comm_per_step_ms": _mean([number(r.gpu_analysis.overlap.exposed_per_step_ms) for r in gpu]),
+        "window_idle_pct": _mean([100 * number(r.gpu.window_idle_share)
+                                  if number(r.gpu.window_idle_share) is not None else None for r in gpu]),
         "breakdown_ms_per_step": breakdown,
         "kernel_ms_per_step_by_name": kernels,
         "kernel_ms_per_step_exact": exact,
@@ -113,8 +109,8 @@ def operator_ms_per_step(doc, ranks: list[TraceRank], key: str = "cpu_ops") -> t
         _add_ms(ops, [(row.name, row.total_ms) for row in top], sum(len(r.step_list) for r in ranks), 1)
         return ops, True
     for r in ranks:
-        rows = [as_dict(op) for op in as_list(as_dict(r.entry.get(key)).get("top"))]
-        _add_ms(ops, [(op.get("name"), op.get("total_ms")) for op in rows], len(r.step_list), len(ranks))
+        rows = (r.kernels if key == "kernels" else r.cpu_ops).top
+        _add_ms(ops, [(op.name, op.total_ms) for op in rows], len(r.step_list), len(ranks))
     return ops, len(ranks) == 1
 
 

@@ -21,6 +21,7 @@ from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
 from reportgen.diagnosis.slow_step_story import SLICE_TITLES, fix_for, steps_paying, story
 from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
+from reportgen.rulebook import RuleName
 
 
 @dataclass(frozen=True)
@@ -736,7 +737,7 @@ def gpu_memory_growth(ev: Evidence, found: dict) -> Finding | None:
                 if trend is not None and (growth is None or trend["to_full"] < growth[0]):
                     growth = (trend["to_full"], f"{node}/{gpu}", trend["rise"], trend["last"], trend["slope"])
     jumps = ev.state("GPUMemoryIncrease") == FIRED
-    rule = ev.rules.get("GPUMemoryIncrease")
+    rule = ev.rules.get(RuleName.GPU_MEMORY_INCREASE)
     peak = ev.gpu_memory_used_peak() if used else ev.gpu_memory_peak()
     if growth is None and not jumps:
         return None

@@ -9,43 +9,25 @@ absent, and ``not_judged`` says what could therefore not be looked at.
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from dataclasses import dataclass, field
 
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
+from reportgen.json_values import as_items, as_object, finite
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of,
                                     outlier_steps_of, profiler_exports, recorded_command, system_usage_of)
 from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
+from reportgen.rulebook import RuleName
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
 MIN_TIMELINE_S = 60.0  # a shorter recording is too short to judge utilization from
 _GPU = re.compile(r"^gpu\d+$")
 
 
-def _num(value) -> float | None:
-    """A finite float, or None (also for a 400-digit integer, which no float holds)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        value = float(value)
-    except OverflowError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _dict(value) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value) -> list:
-    return value if isinstance(value, list) else []
-
-
 def _mean(values) -> float | None:
-    values = [v for v in values if _num(v) is not None]
+    values = [v for v in values if finite(v) is not None]
     return sum(values) / len(values) if values else None
 
 
@@ -120,7 +102,7 @@ class Evidence:
         return {u.node: u for u in self.usage if u.metric == metric}
 
     def usage_stat(self, metric: str, stat: str, how=max) -> float | None:
-        values = [_num(u.stat(stat)) for u in self.usage_of(metric).values()]
+        values = [finite(u.stat(stat)) for u in self.usage_of(metric).values()]
         values = [v for v in values if v is not None]
         return how(values) if values else None
 
@@ -134,8 +116,8 @@ class Evidence:
         """Highest GPU memory-controller activity (GPUMemoryUtilization: how busy, not how full) of any single
         GPU: GPUMemoryIncrease's per-GPU max, else the node-level maximum of OverallSystemUsage (a mean over the
         node's GPUs)."""
-        rule = self.rules.get("GPUMemoryIncrease")
-        peaks = [_num(g.stat("gpu_max")) for node in gpus_of(rule.details if rule else None) for g in node.gpus]
+        rule = self.rules.get(RuleName.GPU_MEMORY_INCREASE)
+        peaks = [finite(g.stat("gpu_max")) for node in gpus_of(rule.details if rule else None) for g in node.gpus]
         peaks = [p for p in peaks if p is not None]
         return max(peaks) if peaks else self.usage_stat("GPU memory", "max")
 
@@ -188,12 +170,12 @@ class Evidence:
 
 
 def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
-    rule = outputs.get("MaxInitializationTime")
+    rule = outputs.get(RuleName.MAX_INITIALIZATION_TIME)
     times = JobTimes.of(rule.details if rule else None)
-    start, end = _num(times.start_s), _num(times.end_s)
+    start, end = finite(times.start_s), finite(times.end_s)
     if start is not None and end is not None and end >= start:
         ev.duration_s = end - start
-        first, last = _num(times.first_step_us), _num(times.last_step_us)
+        first, last = finite(times.first_step_us), finite(times.last_step_us)
         if first is not None and last is not None and last >= first:
             ev.loop = (first / 1e6, last / 1e6)
             ev.init_s = max(first / 1e6 - start, 0.0)
@@ -201,7 +183,7 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
     if ev.duration_s is not None and ev.loop is None and ev.trace_ranks and start is not None:
         # a recording with traces: the loop runs from the first traced event (the profiler starts with the
         # loop) to the end of the job; what came before is start-up
-        firsts = [_num(r.start_us) for r in ev.trace_ranks.values()]
+        firsts = [finite(r.start_us) for r in ev.trace_ranks.values()]
         firsts = [f / 1e6 for f in firsts if f is not None and start <= f / 1e6 <= start + ev.duration_s]
         # a profiler schedule waits before it records: torch numbers the steps from the profiler's start, so the
         # first traced ProfilerStep#k had about k steps before it, inside the loop (kept within the job)
@@ -213,13 +195,13 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
             ev.init_s = min(firsts) - start
             ev.loop_s = ev.loop[1] - ev.loop[0]
     if ev.duration_s is None and ev.trace_ranks:
-        spans = [_num(r.span_ms) for r in ev.trace_ranks.values()]
+        spans = [finite(r.span_ms) for r in ev.trace_ranks.values()]
         spans = [s for s in spans if s]
         if spans:
             ev.duration_s = max(spans) / 1000.0
             ev.loop_s = ev.duration_s
             ev.trace_only = True
-            totals = [sum(d for d in (_num(x.dur_ms) for x in r.step_list) if d is not None and d > 0)
+            totals = [sum(d for d in (finite(x.dur_ms) for x in r.step_list) if d is not None and d > 0)
                       for r in ev.trace_ranks.values()]
             if max(totals, default=0) > 0:
                 ev.profiled_steps_s = min(max(totals) / 1000.0, ev.duration_s)
@@ -229,12 +211,12 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
 
 def _loop_start_before_trace(rank: TraceRank) -> float | None:
     """Epoch seconds at which the loop began, from the first traced step's number k: k median steps before it."""
-    steps = [x for x in rank.step_list if _num(x.step) is not None and _num(x.dur_ms) and _num(x.start_ms) is not None]
-    begin = _num(rank.start_us)
+    steps = [x for x in rank.step_list if finite(x.step) is not None and finite(x.dur_ms) and finite(x.start_ms) is not None]
+    begin = finite(rank.start_us)
     if not steps or begin is None:
         return None
     first = min(steps, key=lambda x: x.start_ms)
-    k = _num(first.step)
+    k = finite(first.step)
     if k is None or k < 2 or k != int(k):  # one step before is the schedule's warm-up, no waiting schedule
         return None
     median_s = statistics.median(x.dur_ms for x in steps) / 1000.0
@@ -254,10 +236,10 @@ def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
 
 
 def _system(ev: Evidence, outputs: RuleOutputs) -> None:
-    usage = outputs.get("OverallSystemUsage")
+    usage = outputs.get(RuleName.OVERALL_SYSTEM_USAGE)
     ev.usage = system_usage_of(usage.details if usage else None)
     nodes = set(ev.usage_of("CPU")) | set(ev.usage_of("GPU"))
-    low = outputs.get("LowGPUUtilization")
+    low = outputs.get(RuleName.LOW_GPU_UTILIZATION)
     gpus = []
     for node in gpus_of(low.details if low else None):
         nodes.add(node.node)
@@ -269,12 +251,12 @@ def _system(ev: Evidence, outputs: RuleOutputs) -> None:
     elif ev.usage_of("CPU"):
         ev.has_gpu = bool(gpus) or bool(low and low.datapoints)
     ev.nodes = sorted(nodes)
-    loader = outputs.get("Dataloader")
+    loader = outputs.get(RuleName.DATALOADER)
     if loader:
         d = DataloaderDetails.of(loader.details)
-        ev.cores = int(d.cores) if _num(d.cores) else None
+        ev.cores = int(d.cores) if finite(d.cores) else None
         ev.workers = int(d.num_workers) if d.num_workers is not None else None
-        ev.loaders = _num(d.dataloaders)
+        ev.loaders = finite(d.dataloaders)
         ev.pin_memory = d.pin_memory
     for name, share_attr in (("CPUBottleneck", "cpu_bn_share"), ("IOBottleneck", "io_bn_share")):
         rule = outputs.get(name)
@@ -289,37 +271,37 @@ def _system(ev: Evidence, outputs: RuleOutputs) -> None:
             inside = sum(ev.loop[0] <= m <= ev.loop[1] for m in moments)
             share *= inside / len(moments)
         setattr(ev, share_attr, share)
-        low_count = _num(d.low_gpu_utilization)
+        low_count = finite(d.low_gpu_utilization)
         if low_count is not None and ev.gpu_low_share is None:
             ev.gpu_low_share = min(low_count / rule.datapoints, 1.0)
         if name == "CPUBottleneck":
-            counts = [_num(m.cpus) for m in d.moments if m.cpus is not None]
+            counts = [finite(m.cpus) for m in d.moments if m.cpus is not None]
             if counts:
                 ev.cpu_bn_cores = statistics.median(counts)
             ev.framework_during_bn = dict(d.general)
 
 
 def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
-    timeline = _dict(outputs.timeline)
-    nodes = _dict(timeline.get("nodes"))
+    timeline = as_object(outputs.timeline)
+    nodes = as_object(timeline.get("nodes"))
     ev.raw = bool(nodes)
     spans = []
     for node, data in nodes.items():
-        data = _dict(data)
-        t = [_num(x) for x in _list(data.get("t"))]  # index-aligned with the series; None where unusable
+        data = as_object(data)
+        t = [finite(x) for x in as_items(data.get("t"))]  # index-aligned with the series; None where unusable
         valid = [x for x in t if x is not None]
         if len(valid) < 2:
             continue
-        spans.append(max(valid) - min(valid) + (_num(data.get("bucket_s")) or 0))
+        spans.append(max(valid) - min(valid) + (finite(data.get("bucket_s")) or 0))
         lo, hi = ev.loop if ev.loop else (min(valid), max(valid) + 1)
         inside = [i for i, x in enumerate(t) if x is not None and lo <= x <= hi] or \
             [i for i, x in enumerate(t) if x is not None]
         before = [i for i, x in enumerate(t) if x is not None and ev.loop and x < ev.loop[0]]
-        series = _dict(data.get("series"))
+        series = as_object(data.get("series"))
         ns = NodeSeries()
 
         def loop_mean(key, idx=inside):
-            mean = _list(_dict(series.get(key)).get("mean"))
+            mean = as_items(as_object(series.get(key)).get("mean"))
             return _mean([mean[i] for i in idx if i < len(mean)])
 
         for key in series:
@@ -329,18 +311,18 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
                 if value is not None:
                     ns.gpu_util[gpu] = value
             elif key == "cpu_memory":
-                mean = _list(_dict(series[key]).get("mean"))
-                ns.host_memory = [(t[i], float(mean[i])) for i in inside if i < len(mean) and _num(mean[i]) is not None]
+                mean = as_items(as_object(series[key]).get("mean"))
+                ns.host_memory = [(t[i], float(mean[i])) for i in inside if i < len(mean) and finite(mean[i]) is not None]
             elif dim in ("GPUMemoryUtilization", "GPUMemoryUsedPercent"):
-                mean = _list(_dict(series[key]).get("mean"))
+                mean = as_items(as_object(series[key]).get("mean"))
                 (ns.gpu_memory if dim == "GPUMemoryUtilization" else ns.gpu_memory_used)[gpu] = [(t[i], float(mean[i])) for i in inside
-                                      if i < len(mean) and _num(mean[i]) is not None]
+                                      if i < len(mean) and finite(mean[i]) is not None]
         ns.cpu_total = loop_mean("cpu_total")
         ns.io_wait = loop_mean("io_wait")
         if before:
             ns.platform_net_init = loop_mean("network_platform", before)
-        heat = _dict(data.get("cpu_heatmap"))
-        for row in _list(heat.get("mean")):
+        heat = as_object(data.get("cpu_heatmap"))
+        for row in as_items(heat.get("mean")):
             value = _mean([row[i] for i in inside if i < len(row)]) if isinstance(row, list) else None
             if value is not None:
                 ns.cores.append(value)
@@ -352,7 +334,7 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
             ev.cores = ev.cores or len(ns.cores)
         if str(node) not in ev.nodes:
             ev.nodes.append(str(node))
-    for worker, found in _dict(timeline.get("steps")).items():
+    for worker, found in as_object(timeline.get("steps")).items():
         if (found := _slow_steps_entry(found)) is not None:
             ev.slow_steps[str(worker)] = found
     if spans:
@@ -382,53 +364,53 @@ def _recorded_command(ev: Evidence, outputs: RuleOutputs) -> None:
 def _slow_steps_entry(found) -> dict | None:
     """One worker's ``timeline.json`` slow steps, checked field by field (a folder of rule outputs is input too):
     None unless every number the detectors read is a finite number."""
-    found = _dict(found)
-    numbers = {k: _num(found.get(k)) for k in ("steps", "count", "seconds_lost", "total_s", "median_s", "threshold_s")}
+    found = as_object(found)
+    numbers = {k: finite(found.get(k)) for k in ("steps", "count", "seconds_lost", "total_s", "median_s", "threshold_s")}
     if any(v is None or v < 0 for v in numbers.values()) or not numbers["steps"]:
         return None
-    slowest = [{"step": str(x.get("step")), "start_s": _num(x.get("start_s")), "duration_s": _num(x.get("duration_s"))}
-               for x in _list(found.get("slowest")) if isinstance(x, dict) and _num(x.get("duration_s")) is not None]
-    period = _num(found.get("period"))
+    slowest = [{"step": str(x.get("step")), "start_s": finite(x.get("start_s")), "duration_s": finite(x.get("duration_s"))}
+               for x in as_items(found.get("slowest")) if isinstance(x, dict) and finite(x.get("duration_s")) is not None]
+    period = finite(found.get("period"))
     return {**numbers, "count": int(numbers["count"]), "steps": int(numbers["steps"]), "slowest": slowest,
             "period": int(period) if period and period >= 2 else None,
-            "periodic_count": int(_num(found.get("periodic_count")) or 0), "mad_s": _num(found.get("mad_s"))}
+            "periodic_count": int(finite(found.get("periodic_count")) or 0), "mad_s": finite(found.get("mad_s"))}
 
 
 def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
-    rule = outputs.get("StepOutlier")
-    for worker, info in _dict(_dict(rule.details if rule else {}).get("step_details")).items():
-        info = _dict(info)
-        stats = {k: _num(v) for k, v in _dict(info.get("step_stats")).items()}
-        ev.steps[str(worker)] = {"stats": stats, "outliers": int(_num(info.get("number_of_outliers")) or 0),
-                                 "steps": _num(info.get("steps"))}
+    rule = outputs.get(RuleName.STEP_OUTLIER)
+    for worker, info in as_object(as_object(rule.details if rule else {}).get("step_details")).items():
+        info = as_object(info)
+        stats = {k: finite(v) for k, v in as_object(info.get("step_stats")).items()}
+        ev.steps[str(worker)] = {"stats": stats, "outliers": int(finite(info.get("number_of_outliers")) or 0),
+                                 "steps": finite(info.get("steps"))}
     ev.outliers = [{"step": o.step, "worker": o.worker, "duration_s": o.duration_s, "median_s": o.median_s,
                     "start_s": o.start_s} for o in outlier_steps_of(rule.details if rule else None)]
 
 
 def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
-    doc = _dict(outputs.traces)
+    doc = as_object(outputs.traces)
     ev.trace_ranks = {label: r for label, r in trace_ranks_of(doc).items() if r.is_object}
     ev.trace_comparison = TraceComparison.of(doc)
     if ev.trace_ranks and ev.has_gpu is None:
         ev.has_gpu = any(r.has_gpu_activity for r in ev.trace_ranks.values())
-    starts = [_num(r.start_us) for r in ev.trace_ranks.values()]
-    ends = [_num(r.end_us) for r in ev.trace_ranks.values()]
+    starts = [finite(r.start_us) for r in ev.trace_ranks.values()]
+    ends = [finite(r.end_us) for r in ev.trace_ranks.values()]
     starts, ends = [x for x in starts if x is not None], [x for x in ends if x is not None]
     if starts and ends and max(ends) >= min(starts):
         ev.trace_span_s = (max(ends) - min(starts)) / 1e6
-    spans = [_num(r.span_ms) for r in ev.trace_ranks.values()]
+    spans = [finite(r.span_ms) for r in ev.trace_ranks.values()]
     spans = [x for x in spans if x]
     ev.profiled_s = max(spans) / 1000.0 if spans else None
     hosts: dict[str, int] = {}
     for label, rank in ev.trace_ranks.items():
         for host in {w.rsplit("_", 1)[0] for w in rank.workers} or {""}:
             hosts[host] = hosts.get(host, 0) + 1
-        steps = [x for x in rank.step_list if _num(x.dur_ms) is not None]
-        numbers = [_num(x.step) for x in steps]
+        steps = [x for x in rank.step_list if finite(x.dur_ms) is not None]
+        numbers = [finite(x.step) for x in steps]
         if steps and all(n is not None for n in numbers):
             found = slow_steps([int(n) for n in numbers], [x.step for x in steps],
-                               [(_num(x.start_ms) or 0) / 1e3 for x in steps],
-                               [_num(x.dur_ms) / 1e3 for x in steps])
+                               [(finite(x.start_ms) or 0) / 1e3 for x in steps],
+                               [finite(x.dur_ms) / 1e3 for x in steps])
             if found is not None:
                 ev.slow_steps[f"rank {label}"] = found
     if hosts:
@@ -446,7 +428,7 @@ def dataloader_step_share(rank: TraceRank, slow_steps_judged: bool = False) -> f
     loader restarted at each epoch, one expensive batch), only what every step pays is the input pipeline's: the
     stall is the slow steps' (one stall, one finding). Fewer steps: the whole wait stays here, never dropped."""
     loader = rank.dataloader or TraceLoader()
-    share = _num(loader.step_share)
+    share = finite(loader.step_share)
     account = rank.account
     if slow_steps_judged and share is not None and account is not None and account.share("data_wait") > 0:
         every = account.every_step_share("data_wait") / account.share("data_wait")
@@ -454,8 +436,8 @@ def dataloader_step_share(rank: TraceRank, slow_steps_judged: bool = False) -> f
             share *= every
     if share is not None:
         return min(max(share, 0.0), 1.0)
-    steps = sum(_num(s.dur_ms) or 0 for s in rank.step_list)
-    total = _num(loader.total_ms)
+    steps = sum(finite(s.dur_ms) or 0 for s in rank.step_list)
+    total = finite(loader.total_ms)
     if not steps or total is None:
         return None
     return min(total / steps, 1.0)

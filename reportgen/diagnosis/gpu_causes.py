@@ -10,11 +10,10 @@ GPU activity. Thresholds are documented in docs/diagnosis.md ("GPU causes").
 
 from __future__ import annotations
 
-import math
-
 from reportgen.diagnosis.causes import MINOR, Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
 from reportgen.section_ids import SectionId
+from reportgen.trace_gpu_analysis import GpuAnalysis
 
 SYNC_MIN = 0.02  # idle after syncs beyond one per step, share of step time, for a finding at all
 LAUNCH_SHORT = 0.30  # share of kernels shorter than their launch call
@@ -29,37 +28,25 @@ PAGEABLE_MIN = 0.02  # cost share of step time for a finding at all
 GRAPHED = 0.5  # share of GPU operations a CUDA-graph replay launched: the step is already captured
 
 
-def _d(value) -> dict:
-    return value if isinstance(value, dict) else {}
+def _steps(ga: GpuAnalysis) -> int:
+    n = ga.steps
+    return n if isinstance(n, int) and 0 < n < 10**9 else 0
 
 
-def _l(value) -> list:
-    return value if isinstance(value, list) else []
-
-
-def _steps(ga: dict) -> int:
-    n = ga.get("steps")
-    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 10**9 else 0
-
-
-def _ranks(ev: Evidence) -> list[tuple[str, dict, float]]:
+def _ranks(ev: Evidence) -> list[tuple[str, GpuAnalysis, float]]:
     """(label, gpu_analysis, step time ms) of each rank with GPU activity and profiled steps (odd values in a
     kineto.json written by something else cost that rank, never the diagnosis)."""
     out = []
     for label, rank in ev.trace_ranks.items():
-        ga = rank.entry.get("gpu_analysis")
+        ga = rank.gpu_analysis
         total = sum(s.dur_ms for s in rank.step_list if s.dur_ms is not None and 0 <= s.dur_ms < 1e12)
-        if isinstance(ga, dict) and total > 0 and _steps(ga):
+        if ga.listed and total > 0 and _steps(ga):
             out.append((label, ga, total))
     return out
 
 
-def _num(d: dict, *path, default=None):
-    for key in path:
-        d = d.get(key) if isinstance(d, dict) else None
-    if isinstance(d, bool) or not isinstance(d, (int, float)):
-        return default
-    return d if (abs(d) < 1e18 if isinstance(d, int) else math.isfinite(d)) else default
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]], minimum: float, evidence, fix,
@@ -92,9 +79,9 @@ def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]],
 def host_sync(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        sync = _d(ga.get("sync"))
-        per_step = _num(sync, "per_step")
-        beyond = _num(sync, "idle_after_beyond_one_per_step_ms", default=0.0)
+        sync = ga.sync
+        per_step = sync.per_step
+        beyond = _or(sync.idle_after_beyond_one_per_step_ms, 0.0)
         if per_step is None or per_step <= 1.0 or beyond <= 0:
             continue
         costs[label] = (beyond, total, _steps(ga))
@@ -102,44 +89,44 @@ def host_sync(ev: Evidence, found: dict) -> Finding | None:
 
     def evidence(worst):
         sync = info[worst]
-        ops = {k: v for k, v in _d(sync.get("by_operator")).items() if isinstance(v, int) and not isinstance(v, bool)}
+        ops = {k: v for k, v in sync.by_operator.items() if isinstance(v, int) and not isinstance(v, bool)}
         steps = max(int(_ranks_steps(ev, worst)), 1)
-        calls = ", ".join(f"{name} ×{count}" for name, count in list(_d(sync.get("by_call")).items())[:3])
+        calls = ", ".join(f"{name} ×{count}" for name, count in list(sync.by_call.items())[:3])
         where = "; ".join(f"{name}: {count / steps:.0f} per step" if count >= steps else f"{name}: {count} in the trace"
                           for name, count in list(ops.items())[:3])
-        return [f"rank {worst}: {_num(sync, 'per_step', default=0):.0f} host synchronisations per step ({calls})",
+        return [f"rank {worst}: {_or(sync.per_step, 0):.0f} host synchronisations per step ({calls})",
                 f"they run in {where}" if where else "",
-                f"GPU idle {_num(sync, 'idle_after_ms', default=0.0):.1f} ms after them "
-                f"({_num(sync, 'idle_after_beyond_one_per_step_ms', default=0.0):.1f} ms beyond one per step; "
+                f"GPU idle {_or(sync.idle_after_ms, 0.0):.1f} ms after them "
+                f"({_or(sync.idle_after_beyond_one_per_step_ms, 0.0):.1f} ms beyond one per step; "
                 "one loss.item() per step is normal and not counted)",
-                f"host blocked {_num(sync, 'blocked_ms', default=0.0):.1f} ms in them"]
+                f"host blocked {_or(sync.blocked_ms, 0.0):.1f} ms in them"]
 
     def fix(worst, per_step):
         sync = info[worst]
-        n = _num(sync, "per_step", default=0)
+        n = _or(sync.per_step, 0)
         return (f"Keep values on the GPU instead of reading them every time: {n:.0f} synchronisations a step drain the "
                 "GPU's queue each time. Accumulate losses and metrics as tensors and call .item() once per step (or "
                 "every N steps), log asynchronously, replace data-dependent shapes (torch.nonzero, boolean masks, "
                 "torch.unique) with torch.where or fixed-size ops, and drop explicit torch.cuda.synchronize() calls; "
                 f"about {per_step:.1f} ms per step comes back.")
     return _judge(ev, "host-sync", costs, SYNC_MIN, evidence, fix,
-                  {"syncs_per_step": {label: info[label].get("per_step") for label in info}})
+                  {"syncs_per_step": {label: info[label].per_step for label in info}})
 
 
 def _ranks_steps(ev: Evidence, label: str) -> int:
     rank = ev.trace_ranks.get(label)
-    return _steps(_d(rank.entry.get("gpu_analysis") if rank else None))
+    return _steps(rank.gpu_analysis) if rank else 0
 
 
 @detector("kernel-launch-bound")
 def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        launch, gaps = _d(ga.get("launch")), _d(ga.get("idle_gaps_ms"))
-        gpu = _d(ev.trace_ranks[label].entry.get("gpu"))
-        window, idle = _num(gpu, "window_ms"), _num(gpu, "window_idle_ms")
-        short = _num(launch, "shorter_than_launch_share")
-        launch_idle = _num(gaps, "host_wait", default=0.0) + _num(gaps, "kernel_wait", default=0.0)
+        launch, gaps = ga.launch, ga.idle_gaps_ms
+        gpu = ev.trace_ranks[label].gpu
+        window, idle = gpu.window_ms, gpu.window_idle_ms
+        short = launch.shorter_than_launch_share
+        launch_idle = _or(gaps.host_wait, 0.0) + _or(gaps.kernel_wait, 0.0)
         if not window or not idle or short is None or window <= 0 or idle <= 0:
             continue
         if short < LAUNCH_SHORT or launch_idle / window < LAUNCH_IDLE or launch_idle / idle < LAUNCH_OF_IDLE:
@@ -150,17 +137,17 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
 
     def evidence(worst):
         launch, gaps, window, idle, launch_idle = info[worst]
-        return [f"rank {worst}: {_num(launch, 'kernels_per_step', default=0):.0f} kernels per step, median "
-                f"{_num(launch, 'kernel_p50_us', default=0):.1f} µs on the GPU vs {_num(launch, 'launch_p50_us', default=0):.1f} µs "
+        return [f"rank {worst}: {_or(launch.kernels_per_step, 0):.0f} kernels per step, median "
+                f"{_or(launch.kernel_p50_us, 0):.1f} µs on the GPU vs {_or(launch.launch_p50_us, 0):.1f} µs "
                 "for the launch call",
-                f"{pct(_num(launch, 'shorter_than_launch_share'))} of the kernels are shorter than the call that "
+                f"{pct(launch.shorter_than_launch_share)} of the kernels are shorter than the call that "
                 "launched them",
                 f"GPU idle {pct(idle / window)} of its active window, {pct(launch_idle / idle)} of it waiting on "
-                f"launches (host wait {_num(gaps, 'host_wait', default=0):.1f} ms, kernel wait "
-                f"{_num(gaps, 'kernel_wait', default=0):.1f} ms)"]
+                f"launches (host wait {_or(gaps.host_wait, 0):.1f} ms, kernel wait "
+                f"{_or(gaps.kernel_wait, 0):.1f} ms)"]
 
     def fix(worst, per_step):
-        if (_num(info[worst][0], "graph_launched_share") or 0) >= GRAPHED:  # already replayed from CUDA graphs
+        if (info[worst][0].graph_launched_share or 0) >= GRAPHED:  # already replayed from CUDA graphs
             return ("Launch fewer, larger kernels: most of the step already replays from CUDA graphs, so what is left "
                     "are the kernels launched outside them and the graph's own small kernels: fuse elementwise ops "
                     "with torch.compile, use fused/foreach optimizers and larger batches so each kernel runs longer "
@@ -176,29 +163,28 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
 def communication_bound(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        overlap = _d(ga.get("overlap"))
-        exposed = _num(overlap, "exposed_in_steps_ms")
+        overlap = ga.overlap
+        exposed = overlap.exposed_in_steps_ms
         if not exposed:
             continue
         costs[label] = (exposed, total, _steps(ga))
         info[label] = overlap
     first = next(iter(ev.trace_ranks.values()), None)
-    rank = first.entry if first else {}
-    names = ", ".join(str(n)[:60] for n in _l(_d(rank.get("collectives")).get("names"))[:2])
+    names = ", ".join(n[:60] for n in (first.collectives.names if first else ())[:2])
 
     def evidence(worst):
         o = info[worst]
         steps = max(_ranks_steps(ev, worst), 1)
         waits = ("; it is the rank that waits least in them: the transfer itself, not a wait for a slower rank"
                  if len(info) > 1 else "")
-        return [f"rank {worst}: communication overlaps computation {(_num(o, 'comm_comp_overlap_pct') or 0):.0f} % "
+        return [f"rank {worst}: communication overlaps computation {(o.comm_comp_overlap_pct or 0):.0f} % "
                 f"of its time (comm_comp_overlap_pct, HTA's definition)",
-                f"{_num(o, 'communication_ms', default=0) / steps:.1f} ms of collectives per step ({names}), "
-                f"{_num(o, 'exposed_per_step_ms', default=0):.1f} ms of it with no compute beside it "
-                f"({pct(_num(o, 'exposed_step_share'))} of step time){waits}",
-                f"measured bus bandwidth {_num(o, 'busbw_gb_s'):.1f} GB/s (algorithm bandwidth "
-                f"{_num(o, 'algbw_gb_s', default=0):.1f} GB/s, {_num(o, 'message_bytes', default=0) / steps / 1e6:.0f} MB "
-                "a step)" if _num(o, "busbw_gb_s") is not None else
+                f"{_or(o.communication_ms, 0) / steps:.1f} ms of collectives per step ({names}), "
+                f"{_or(o.exposed_per_step_ms, 0):.1f} ms of it with no compute beside it "
+                f"({pct(o.exposed_step_share)} of step time){waits}",
+                f"measured bus bandwidth {o.busbw_gb_s:.1f} GB/s (algorithm bandwidth "
+                f"{_or(o.algbw_gb_s, 0):.1f} GB/s, {_or(o.message_bytes, 0) / steps / 1e6:.0f} MB "
+                "a step)" if o.busbw_gb_s is not None else
                 "bus bandwidth not measured: the collectives' kernels do not say their message size (torch < 2.1)"]
 
     def fix(worst, per_step):
@@ -209,7 +195,7 @@ def communication_bound(ev: Evidence, found: dict) -> Finding | None:
     # A rank that waits for a straggler inside its collectives shows that wait as exposed communication too: the
     # rank that waits least has only the transfer itself, which every rank pays; that is what is judged.
     return _judge(ev, "communication-bound", costs, COMM_EXPOSED, evidence, fix,
-                  {"comm_comp_overlap_pct": {label: info[label].get("comm_comp_overlap_pct") for label in info}},
+                  {"comm_comp_overlap_pct": {label: info[label].comm_comp_overlap_pct for label in info}},
                   least=True)
 
 
@@ -217,38 +203,38 @@ def communication_bound(ev: Evidence, found: dict) -> Finding | None:
 def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        tc = _d(ga.get("tensor_cores"))
-        eligible, fp32 = _num(tc, "eligible_share"), _num(tc, "fp32_gemm_conv_ms", default=0.0)
-        compute = _num(tc, "compute_kernel_ms", default=0.0)
-        if tc.get("has_tensor_cores") is not True or eligible is None or eligible < FP32_ELIGIBLE:
+        tc = ga.tensor_cores
+        eligible, fp32 = tc.eligible_share, _or(tc.fp32_gemm_conv_ms, 0.0)
+        compute = _or(tc.compute_kernel_ms, 0.0)
+        if not tc.has_tensor_cores or eligible is None or eligible < FP32_ELIGIBLE:
             continue
         if compute / total < FP32_BUSY:
             continue  # the GPU is mostly waiting: faster kernels would not shorten the step much
         costs[label] = (fp32 * (1 - 1 / AMP_SPEEDUP), total, _steps(ga))
         info[label] = tc
-    devices = {label: [str(d) for d in _l(ev.trace_ranks[label].entry.get("devices"))] for label in info}
+    devices = {label: list(ev.trace_ranks[label].devices) for label in info}
 
     def evidence(worst):
         tc = info[worst]
         steps = max(_ranks_steps(ev, worst), 1)
         device = (devices.get(worst) or ["?"])[0]
-        return [f"rank {worst}: {pct(_num(tc, 'eligible_share'))} of compute kernel time in fp32 GEMM/convolution "
-                f"kernels ({_num(tc, 'fp32_gemm_conv_ms', default=0) / steps:.1f} ms per step), "
-                f"{_num(tc, 'tensor_core_gemm_conv_ms', default=0) / steps:.1f} ms in tensor-core precisions",
-                f"{device} (compute capability {_num(tc, 'compute_capability', default=0):.1f}) has tensor cores",
+        return [f"rank {worst}: {pct(tc.eligible_share)} of compute kernel time in fp32 GEMM/convolution "
+                f"kernels ({_or(tc.fp32_gemm_conv_ms, 0) / steps:.1f} ms per step), "
+                f"{_or(tc.tensor_core_gemm_conv_ms, 0) / steps:.1f} ms in tensor-core precisions",
+                f"{device} (compute capability {_or(tc.compute_capability, 0):.1f}) has tensor cores",
                 f"assuming tensor cores run them at least {AMP_SPEEDUP:.0f}× faster"]
 
     def fix(worst, per_step):
-        cc = _num(info[worst], "compute_capability", default=0)
+        cc = _or(info[worst].compute_capability, 0)
         if cc >= 8.0:
             how = ("train with torch.autocast('cuda', dtype=torch.bfloat16), or at least allow TF32 "
                    "(torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True)")
         else:
             how = "train with torch.autocast('cuda', dtype=torch.float16) and torch.cuda.amp.GradScaler"
-        return (f"Use the tensor cores: {how}; {pct(_num(info[worst], 'eligible_share'))} of the kernel time is eligible, "
+        return (f"Use the tensor cores: {how}; {pct(info[worst].eligible_share)} of the kernel time is eligible, "
                 f"about {per_step:.1f} ms per step or more comes back.")
     return _judge(ev, "no-mixed-precision", costs, MINOR / 2, evidence, fix,
-                  {"eligible_share": {label: info[label].get("eligible_share") for label in info},
+                  {"eligible_share": {label: info[label].eligible_share for label in info},
                    "assumed_speedup": AMP_SPEEDUP})
 
 
@@ -256,31 +242,30 @@ def no_mixed_precision(ev: Evidence, found: dict) -> Finding | None:
 def pageable_memcpy(ev: Evidence, found: dict) -> Finding | None:
     costs, info = {}, {}
     for label, ga, total in _ranks(ev):
-        copy = _d(_d(ga.get("memcpy")).get("pageable_htod"))
-        per_step = _num(copy, "bytes_per_step")
-        if not copy or per_step is None or per_step < PAGEABLE_BYTES:
+        copy = ga.pageable_htod
+        per_step = copy.bytes_per_step if copy else None
+        if copy is None or per_step is None or per_step < PAGEABLE_BYTES:
             continue
-        gaps = _d(ga.get("idle_gaps_ms"))
-        cost = _num(copy, "exposed_ms", default=0.0) + _num(gaps, "after_pageable_copy", default=0.0)
+        cost = _or(copy.exposed_ms, 0.0) + _or(ga.idle_gaps_ms.after_pageable_copy, 0.0)
         costs[label] = (cost, total, _steps(ga))
         info[label] = copy
 
     def evidence(worst):
         copy = info[worst]
         steps = max(_ranks_steps(ev, worst), 1)
-        return [f"rank {worst}: {_num(copy, 'bytes_per_step', default=0) / 1e6:.0f} MB per step copied host to device "
-                f"from pageable memory ({_num(copy, 'count', default=0) / steps:.0f} copies per step, "
-                f"{_num(copy, 'time_ms', default=0) / steps:.1f} ms per step at "
-                f"{_num(copy, 'gb_per_s', default=0):.1f} GB/s)",
-                f"{_num(copy, 'exposed_ms', default=0) / steps:.1f} ms per step of it with no kernel running beside it: "
+        return [f"rank {worst}: {_or(copy.bytes_per_step, 0) / 1e6:.0f} MB per step copied host to device "
+                f"from pageable memory ({_or(copy.count, 0) / steps:.0f} copies per step, "
+                f"{_or(copy.time_ms, 0) / steps:.1f} ms per step at "
+                f"{_or(copy.gb_per_s, 0):.1f} GB/s)",
+                f"{_or(copy.exposed_ms, 0) / steps:.1f} ms per step of it with no kernel running beside it: "
                 "a pageable copy is staged by the host and blocks it"]
 
     def fix(worst, per_step):
         return ("Copy from pinned memory without blocking: DataLoader(pin_memory=True) and "
                 "batch.to(device, non_blocking=True) (or tensor.pin_memory() for your own buffers), so the copy runs "
                 "on a copy engine beside compute at the link's full bandwidth (pinned copies reach 2-3× the "
-                f"{_num(info[worst], 'gb_per_s', default=0):.1f} GB/s measured here); about {per_step:.1f} ms per "
+                f"{_or(info[worst].gb_per_s, 0):.1f} GB/s measured here); about {per_step:.1f} ms per "
                 "step comes back.")
     return _judge(ev, "pageable-memcpy", costs, PAGEABLE_MIN, evidence, fix,
-                  {"bytes_per_step": {label: info[label].get("bytes_per_step") for label in info}})
+                  {"bytes_per_step": {label: info[label].bytes_per_step for label in info}})
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from reportgen.intervals import merged
+
 
 def pct(x, q) -> float:
     return float(np.percentile(np.asarray(x, dtype=np.float64), q))
@@ -36,30 +38,14 @@ def window_ends(win: np.ndarray, n_windows: int) -> np.ndarray:
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Total length covered by the union of intervals."""
-    if len(starts) == 0:
-        return 0
-    o = np.argsort(starts, kind="stable")
-    s, e = np.asarray(starts)[o], np.asarray(ends)[o]
-    run_end = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > run_end[:-1]]
-    seg_start = s[new]
-    seg_end = np.maximum.reduceat(run_end, np.nonzero(new)[0])
-    return int((seg_end - seg_start).sum())
+    """Total length covered by the union of intervals (``intervals.merged``), an int of the events' time unit."""
+    s, e = merged(np.asarray(starts), np.asarray(ends))
+    return int((e - s).sum())
 
 
 def merged_segments(starts, ends) -> tuple[np.ndarray, np.ndarray]:
-    """Union of closed intervals as sorted disjoint segments."""
-    starts = np.asarray(starts, dtype=np.int64)
-    ends = np.asarray(ends, dtype=np.int64)
-    if len(starts) == 0:
-        return starts, ends
-    o = np.argsort(starts, kind="stable")
-    s, e = starts[o], ends[o]
-    run_end = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > run_end[:-1]]
-    idx = np.nonzero(new)[0]
-    return s[new], np.maximum.reduceat(run_end, idx)
+    """Union of closed intervals as sorted disjoint segments, int64 nanoseconds (``intervals.merged``)."""
+    return merged(np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64))
 
 
 # -- batched forms that give the bit-identical results of the per-call numpy functions ---------------

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -260,7 +259,3 @@ def _valid_doc(doc: dict) -> bool:
                 isinstance(p, list) and len(p) == 3 and isinstance(p[0], str) and isinstance(p[2], str)
                 and (p[1] is None or (isinstance(p[1], int) and not isinstance(p[1], bool))) for p in items))
 
-
-def clear_cache(cache_root: Path) -> None:
-    """Remove every cached piece of every profile under ``cache_root``."""
-    shutil.rmtree(Path(cache_root) / CACHE_SUBDIR, ignore_errors=True)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen import interrupts
+from reportgen.json_values import is_plain_number
 from reportgen.readers.heap import trim_heap
 from reportgen.readers.listing import walk_files
 from reportgen.readers.tick_build import KNOWN_TYPES, SeriesChunk, SlicedSeries, build_table, natural_key
@@ -689,7 +690,7 @@ class SystemReader:
         if typ not in KNOWN_TYPES:
             self.problems.add(rel, i, "unknown record type")
             return None
-        if not _is_number(value) or not _is_number(ts):
+        if not is_plain_number(value) or not is_plain_number(ts):
             self.problems.add(rel, i, "missing or non-numeric Value/Timestamp")
             return None
         try:
@@ -814,10 +815,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return -1
-
-
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def read_system(root: Path, problems: ProblemLog, files: list[tuple[int, Path]] | None = None, *,

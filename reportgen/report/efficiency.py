@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 from reportgen.formatting import binary_bytes
 from reportgen.section_ids import SectionId
-from reportgen.trace_ranks import DeviceMemory, TraceFlops, memory_of, trace_ranks_of
+from reportgen.trace_ranks import DeviceMemory, trace_ranks_of
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,8 @@ class RunEfficiency:
         """From a run's section data by id (its report.json's ``sections``, or its report's)."""
         ranks = trace_ranks_of((sections or {}).get(SectionId.GPU_KERNELS_OPERATORS) if isinstance(sections, dict)
                                else None)
-        flops = [f for f in (TraceFlops.of(r.entry) for r in ranks.values())
-                 if f is not None and f.achieved_tflops is not None]
-        devices = [memory_of(r.entry) for r in ranks.values()]
+        flops = [f for f in (r.flops for r in ranks.values()) if f is not None and f.achieved_tflops is not None]
+        devices = [r.memory for r in ranks.values()]
         memory = [d for rank in devices for d in rank]
         gpus = [d for d in memory if _is_gpu(d)]
         chosen = gpus or memory

@@ -85,7 +85,7 @@ def identity(report: Report) -> list[tuple[str, str]]:
                 items.append(("Training loop", secs(ev.loop_s)))
             if ev.profiler_export_s:  # the profiler's own time: left out of the loop above and of every share
                 items.append(("Profiler export", f"{secs(ev.profiler_export_s)} (not counted as training)"))
-        compute = glance_item([r.entry for r in ev.trace_ranks.values()])  # FLOPs and MFU from the traces
+        compute = glance_item(list(ev.trace_ranks.values()))  # FLOPs and MFU from the traces
         if compute is not None:
             items.append(compute)
     if cost.get("cost_rounded") is not None:

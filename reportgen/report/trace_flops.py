@@ -4,18 +4,18 @@ PyTorch profiler section says it, or how to get the counts when the trace has no
 from __future__ import annotations
 
 from reportgen.report.model import Text
-from reportgen.trace_ranks import TraceFlops, TraceRank
+from reportgen.trace_ranks import TraceRank
 
 HOW = ("record the trace with torch.profiler.profile(record_shapes=True) (matrix multiplications are counted from "
        "their shapes) or with_flops=True")
 
 
-def flops_blocks(label: str, entry: dict) -> list:
+def flops_blocks(label: str, rank: TraceRank) -> list:
     """One sentence: achieved TFLOP/s and MFU, or how to record FLOP counts (a rank with steps only)."""
-    flops = TraceFlops.of(entry)
+    flops = rank.flops
     if flops is None:
         return [Text(f"Rank {label}: no FLOP counts in the trace, so no achieved FLOP/s or MFU: {HOW}.", tone="note")] \
-            if TraceRank.of(label, entry).step_list else []
+            if rank.step_list else []
     text = (f"Rank {label}: {(flops.achieved_tflops or 0):.4g} TFLOP/s achieved in the profiled steps "
             f"({(flops.per_step or 0) / 1e9:.4g} GFLOP per step on {(flops.operators or 0):g} operators with a count: "
             "matrix multiplications from their shapes and torch's own flops; attention, convolutions and elementwise "
@@ -28,9 +28,9 @@ def flops_blocks(label: str, entry: dict) -> list:
     return [Text(text + ".")]
 
 
-def glance_item(entries: list[dict]) -> tuple[str, str] | None:
+def glance_item(ranks: list[TraceRank]) -> tuple[str, str] | None:
     """At a glance's "Compute" line: the ranks' mean achieved TFLOP/s, and MFU where every rank has one."""
-    flops = [f for f in map(TraceFlops.of, entries) if f is not None and f.achieved_tflops is not None]
+    flops = [r.flops for r in ranks if r.flops is not None and r.flops.achieved_tflops is not None]
     if not flops:
         return None
     achieved = sum(f.achieved_tflops for f in flops) / len(flops)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from reportgen.formatting import binary_bytes
 from reportgen.report.model import Table
-from reportgen.trace_ranks import MemoryHolder, memory_of
+from reportgen.trace_ranks import MemoryHolder, TraceRank
 
 MIB = float(1 << 20)
 VERDICTS = {"growing": "grows every step", "plateau": "flat", "unknown": "too few steps to tell"}
@@ -19,9 +19,9 @@ def _held(holders: tuple[MemoryHolder, ...]) -> str:
     return ", ".join(f"{h.operator or 'outside any operator'} ({binary_bytes(h.nbytes)})" for h in holders[:2])
 
 
-def memory_blocks(label: str, sid: str, entry: dict) -> list:
+def memory_blocks(label: str, sid: str, rank: TraceRank) -> list:
     """The rank's memory table, none when its trace has no memory events (recorded without profile_memory)."""
-    devices = memory_of(entry)
+    devices = rank.memory
     if not devices:
         return []
     rows = [[d.device, _mib(d.allocated.peak_bytes if d.allocated else None),

@@ -5,24 +5,17 @@ from __future__ import annotations
 import math
 import re
 
+from reportgen.json_values import as_items, as_object, finite
 
-def as_dict(value) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value) -> list:
-    return value if isinstance(value, list) else []
+# The report's names for the JSON-value guards (reportgen/json_values.py): one set for every room.
+as_dict = as_object
+as_list = as_items
 
 
 def number(value, default=None):
     """A finite float, or ``default`` for anything else (strings, NaN, bools, None, an integer of 400 digits)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return default
-    try:
-        value = float(value)
-    except OverflowError:  # an int beyond float range, as JSON can hold
-        return default
-    return value if math.isfinite(value) else default
+    found = finite(value)
+    return default if found is None else found
 
 
 def numeric_items(mapping) -> dict:

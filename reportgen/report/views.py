@@ -9,25 +9,11 @@ docs/architecture.md ("Typed contracts") lists what is viewed and what is not ye
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+from reportgen.json_values import given, text
 from reportgen.rule_outputs import USAGE_STATS  # the same statistics as the rule output lists
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _given(value: object) -> float | None:
-    """A number as given; None for anything else, an integer no float holds included (``math.isfinite`` raises)."""
-    try:
-        return _number(value)
-    except OverflowError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -48,7 +34,7 @@ class JobSummary:
         """The view of a section's ``data`` (a dict from ``build_report`` or a report.json; anything else: empty)."""
         if not isinstance(data, dict):
             return cls()
-        numbers = {f.name: _number(data.get(f.name)) for f in fields(cls) if f.name != "available"}
+        numbers = {f.name: given(data.get(f.name)) for f in fields(cls) if f.name != "available"}
         return cls(available=bool(data) and data.get("available") is not False, **numbers)
 
 
@@ -72,16 +58,12 @@ class UsageRow:
         return getattr(self, name) if name in USAGE_STATS else None
 
 
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def usage_rows_of(data: object) -> list[UsageRow]:
     """The rows of a system usage section's ``data`` (from ``build_report`` or a report.json of any version:
     rows that are not objects are skipped, missing keys are None)."""
     rows = data.get("rows") if isinstance(data, dict) else None
-    return [UsageRow("" if r.get("node") is None else str(r.get("node")), _text(r.get("metric")), _text(r.get("unit")),
-                     **{k: _given(r.get(k)) for k in USAGE_STATS})
+    return [UsageRow("" if r.get("node") is None else str(r.get("node")), text(r.get("metric")), text(r.get("unit")),
+                     **{k: given(r.get(k)) for k in USAGE_STATS})
             for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)]
 
 
@@ -120,7 +102,7 @@ def step_nodes_of(data: object) -> list[StepNode]:
         hist = _object(info.get("histogram"))
         counts, edges = hist.get("counts"), hist.get("edges")
         found.append(StepNode(str(node), info.get("phase") if isinstance(info.get("phase"), str) else None,
-                              **{k: _given(stats.get(k)) for k in STEP_STATS}, outliers=_given(info.get("number_of_outliers")),
+                              **{k: given(stats.get(k)) for k in STEP_STATS}, outliers=given(info.get("number_of_outliers")),
                               counts=counts if isinstance(counts, list) else None,
                               edges=edges if isinstance(edges, list) else None))
     return found
@@ -157,7 +139,7 @@ def _as_text(value: object) -> str | None:
 def rule_rows_of(data: object) -> list[RuleRow]:
     """The rows of a rules summary's ``data``, in order (a row that is not an object is skipped)."""
     rows = data.get("rows") if isinstance(data, dict) else None
-    return [RuleRow(str(r["rule"]) if r.get("rule") else None, _given(r.get("times_triggered")),
-                    _given(r.get("violations")), _given(r.get("datapoints")),
+    return [RuleRow(str(r["rule"]) if r.get("rule") else None, given(r.get("times_triggered")),
+                    given(r.get("violations")), given(r.get("datapoints")),
                     **{k: _as_text(r.get(k)) for k in RULE_ROW_TEXTS})
             for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)]

@@ -37,6 +37,7 @@ import re
 
 import numpy as np
 
+from reportgen.intervals import merged
 from reportgen.readers import trace_model as k
 from reportgen.trace_analysis import regions
 from reportgen.trace_analysis.classify import is_communication_kernel
@@ -105,11 +106,11 @@ def covered(merged_iv: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.nda
 
 
 def _union(trace: k.TraceColumns, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return regions.merged(trace.start_us[mask], trace.end_us[mask])
+    return merged(trace.start_us[mask], trace.end_us[mask])
 
 
 def _join(*ivs: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    return regions.merged(np.concatenate([iv[0] for iv in ivs]), np.concatenate([iv[1] for iv in ivs]))
+    return merged(np.concatenate([iv[0] for iv in ivs]), np.concatenate([iv[1] for iv in ivs]))
 
 
 def _gaps(busy: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

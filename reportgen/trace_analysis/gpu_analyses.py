@@ -41,7 +41,8 @@ from reportgen.trace_analysis.classify import is_communication_kernel, kernel_pr
 from reportgen.trace_analysis.critical_path import critical_path, pick_step
 from reportgen.trace_analysis.gpu_idle import KERNEL_WAIT_US, idle_per_stream
 from reportgen.trace_analysis.kernel_patterns import kernel_patterns, top_level_ops
-from reportgen.trace_analysis.regions import DATALOADER, merged
+from reportgen.intervals import merged
+from reportgen.trace_analysis.regions import DATALOADER
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's runtime_cutoff: a launch call longer than this is an outlier
 LAUNCH_DELAY_CUTOFF_US = 100.0  # HTA's launch_delay_cutoff

@@ -67,11 +67,6 @@ def group_traces_keyed(traces: list[TraceColumns]) -> list[tuple[tuple, list[Tra
     return [(key, groups[key]) for key in sorted(groups, key=rank_order)]
 
 
-def group_traces(traces: list[TraceColumns]) -> list[list[TraceColumns]]:
-    """Files grouped into ranks (:func:`group_traces_keyed` without the keys)."""
-    return [members for _, members in group_traces_keyed(traces)]
-
-
 def cycle_order(members: list[TraceColumns]) -> None:
     """Sort one rank's files in place: by first event, then name (stable: ties keep the given order)."""
     members.sort(key=lambda t: (float(t.start_us[0]) if t.start_us.size else float("inf"), t.path.name))

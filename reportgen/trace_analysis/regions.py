@@ -26,6 +26,7 @@ from collections import Counter
 
 import numpy as np
 
+from reportgen.intervals import merged
 from reportgen.readers import trace_model as k
 from reportgen.trace_analysis.classify import is_communication_kernel
 
@@ -35,18 +36,6 @@ CPU_COLLECTIVE = re.compile(
     r"^(gloo|nccl|mpi|ucc|c10d|record_param_comms)\b|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
     r"broadcast|barrier", re.I)
 ITERATOR_WORKERS = {"_SingleProcessDataLoaderIter": False, "_MultiProcessingDataLoaderIter": True}
-
-
-def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of [start, end) intervals as sorted disjoint intervals."""
-    if starts.size == 0:
-        return starts, ends
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > run_end[:-1]]
-    idx = np.nonzero(new)[0]
-    return s[new], np.maximum.reduceat(run_end, idx)
 
 
 def length(starts: np.ndarray, ends: np.ndarray) -> float:

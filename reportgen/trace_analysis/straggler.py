@@ -22,10 +22,6 @@ WAIT_GAP = 0.10  # of the profiled step time
 STEP_MARGIN = 0.05
 
 
-def _share(value, total) -> float | None:
-    return value / total if total else None
-
-
 def _per_step(rank: dict, total_ms) -> float | None:
     steps = len(rank.get("steps") or [])
     return total_ms / steps if steps and isinstance(total_ms, (int, float)) else None

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from reportgen.trace_analysis import analyze_job, find_traces
-from reportgen.trace_ranks import JobRow, JobTable, TraceComparison, TraceJob, TraceLoader, TraceRank, TraceStep, trace_ranks_of
+from reportgen.trace_gpu_analysis import BreakdownStep, GpuAnalysis
+from reportgen.trace_ranks import (JobRow, JobTable, RankRow, RankTable, TraceCollectives, TraceComparison, TraceJob,
+                                   TraceLoader, TraceRank, TraceStep, trace_ranks_of)
 from tests.support.paths import RAW, need
 
 HUGE = 10**400
@@ -21,11 +23,12 @@ def test_a_recorded_cpu_run_with_dataloader_workers():
     assert len(rank.steps) == 6 and rank.steps[:2] == (TraceStep(2, 0.5765, 118.834116), TraceStep(3, 119.493, 90.470416))
     assert isinstance(rank.steps[0].step, int)  # kept as given: "ProfilerStep#2", not 2.0
     assert rank.dataloader == TraceLoader(0.06407986903707229, 6.387208333333334, 38.32325,
-                                          "_MultiProcessingDataLoaderIter", True)
+                                          "_MultiProcessingDataLoaderIter", True, 38.32325)
     assert rank.step_mean_ms == 99.6757395 and rank.cpu_op_count == 1876
     assert rank.step_max_ms == max(s.dur_ms for s in rank.steps) == 121.25246899999999
     assert not rank.has_gpu_activity and rank.gpu_active_pct == 0.0 and rank.collective_share is None
-    assert rank.entry is doc["ranks"]["vm_30238"]  # the analyses one room reads, as written
+    assert rank.cpu_ops.top[0].name == doc["ranks"]["vm_30238"]["cpu_ops"]["top"][0]["name"]
+    assert rank.kernels == RankTable((), 0, 0.0, 0) and not rank.gpu_analysis.listed  # a CPU run: no kernels, no HTA
 
 
 @pytest.mark.fixtures
@@ -55,6 +58,18 @@ def test_garbage_entries_are_none_not_an_error():
             r0.collective_share) == (None,) * 7
     assert r0.has_gpu_activity and r0.workers == ()
     assert r0.dataloader == TraceLoader(total_ms=3)
+    assert r0.collectives == TraceCollectives() and r0.kernels == RankTable() and r0.gpu_analysis == GpuAnalysis()
+    odd = TraceRank.of("3", {"kernels": {"top": [None, {"name": 7, "launches": "many", "min_us": HUGE}], "count": True},
+                             "gpu_ids": ["0", 1], "devices": ["A100"], "gpu_mix_ms": {"kernel": "x"},
+                             "step_hist": {"counts": [1], "edges": "0-1"},
+                             "gpu_analysis": {"launch": {"kernels": 3, "launch_delay_us": [1]}, "sync": [],
+                                              "step_breakdown": {"categories": ["kernel"], "steps": [{"step": 1}]}}})
+    assert odd.kernels.top == (RankRow(), RankRow("7", durations=True)) and odd.kernels.count is None
+    assert odd.gpu_ids == (1,) and odd.devices == ("A100",) and odd.gpu_mix_ms == {"kernel": None}
+    assert odd.step_hist is None  # edges that are no list: no histogram
+    assert odd.gpu_analysis.listed and odd.gpu_analysis.launch.kernels == 3
+    assert odd.gpu_analysis.launch.launch_delay_us == {} and odd.gpu_analysis.sync.calls is None
+    assert odd.gpu_analysis.step_breakdown.steps[0].ms == {"kernel": None}
     assert ranks["1"] == TraceRank("1") and not ranks["1"].is_object and ranks["1"].step_list == ()
     assert ranks["2"].is_object and ranks["2"].steps is None and ranks["2"].dataloader is None
     assert trace_ranks_of(None) == {} and trace_ranks_of({"ranks": [1]}) == {}
@@ -67,6 +82,22 @@ def test_a_gpu_rank():
     assert rank.has_gpu_activity and round(rank.gpu_active_pct, 2) == 80.03
     assert round(rank.gpu_window_idle_share, 4) == 0.0158
     assert (round(rank.step_mean_ms, 4), round(rank.step_max_ms, 4)) == (78.8282, 95.699)
+    assert rank.gpu.window_idle_split_ms == {"host_wait": 1.25925, "kernel_wait": 6.3075, "other": 0.0}
+    assert (rank.kernels.distinct, rank.kernels.count, rank.kernels.total_ms) == (77, 4350, 468.153602)
+    top = rank.kernels.top[0]
+    assert top.name.startswith("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add")
+    assert (top.count, top.min_us, top.max_us, top.durations) == (160, 48.255, 378.686, True)
+    assert rank.gpu_ids == (0,) and rank.devices[0] == "Tesla V100-SXM2-32GB" and rank.cycles == 1
+    assert rank.collectives.names == ("record_param_comms", "c10d::allreduce_", "nccl:all_reduce")
+    ga = rank.gpu_analysis
+    assert (ga.launch.kernels, ga.launch.kernels_per_step, ga.launch.launch_delay_us["p50"]) == (4350, 870.0, 77149.5)
+    assert (ga.critical_path.step, ga.critical_path.path_ms) == (104, 95.66325)
+    assert ga.step_breakdown.steps[0] == BreakdownStep(101, {
+        "kernel": 29.04375, "memcpy": 0.21875, "memset": 0.0175, "communication": 0.129, "runtime": 0.90475,
+        "dataloader": 0.0, "cpu_exec": 1.25875, "other": 3.54325})
+    assert ga.tensor_cores.has_tensor_cores and ga.tensor_cores.compute_capability == 7.0
+    assert ga.sync.by_operator == {"(no operator: a direct CUDA call)": 1} and ga.sync.calls == 1
+    assert (ga.kernel_patterns[0].length, ga.kernel_patterns[0].count, ga.memcpy[0].kind) == (8, 35, "DtoD")
 
 
 @pytest.mark.fixtures

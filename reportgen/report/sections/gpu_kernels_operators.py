@@ -15,9 +15,10 @@ from reportgen.report.trace_flops import flops_blocks
 from reportgen.report.trace_memory import memory_blocks
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
-from reportgen.trace_ranks import (ACCOUNT_SLICES, JobRow, TraceComparison, TraceJob, TraceLoader,
-                                   TraceRank, doc_traces_name, trace_ranks_of)
 from reportgen.report.trace_facts import kernels_title
+from reportgen.trace_gpu_analysis import KernelPattern
+from reportgen.trace_ranks import (ACCOUNT_SLICES, JobRow, TraceComparison, TraceGpu, TraceJob, TraceLoader,
+                                   TraceRank, doc_traces_name, trace_ranks_of)
 
 
 def _value(value):
@@ -57,7 +58,7 @@ def _ranks_table(ranks: dict[str, TraceRank]) -> Table:
     """The columns that tell the story first (steps, data loading, collective wait), GPU after."""
     rows = []
     for label, r in ranks.items():
-        cycles = number(r.entry.get("cycles"))
+        cycles = number(r.cycles)
         rows.append([label, int(cycles) if cycles is not None and abs(cycles) < 1e15 else None,
                      len(r.step_list), *_rank_metrics(r)])
     return Table("kineto-ranks", ["Rank", "Cycles", "Steps", "Mean step (ms)", "Max step (ms)", "DataLoader share",
@@ -191,91 +192,87 @@ def _rank_summary(label: str, r: TraceRank, straggler) -> str:
         parts.append(f"mean step {number(r.step_mean_ms):.2f} ms")
     if r.has_gpu_activity:
         parts.append(f"GPU active {number(r.gpu_active_pct, 0.0):.1f} %")
-    kernels = as_dict(r.entry.get("kernels"))
-    if number(kernels.get("total_ms")):
-        parts.append(f"kernels {number(kernels.get('total_ms')):.2f} ms")
+    if number(r.kernels.total_ms):
+        parts.append(f"kernels {number(r.kernels.total_ms):.2f} ms")
     return ", ".join(parts)
 
 
-def _gpu_idle_text(label: str, gpu: dict) -> Text | None:
-    window, idle = number(gpu.get("window_ms")), number(gpu.get("window_idle_ms"))
+def _gpu_idle_text(label: str, gpu: TraceGpu) -> Text | None:
+    window, idle = number(gpu.window_ms), number(gpu.window_idle_ms)
     if window is None or idle is None:
         return None
-    split = as_dict(gpu.get("window_idle_split_ms"))
+    split = gpu.window_idle_split_ms
     parts = ", ".join(f"{name} {number(split.get(key), 0.0):.2f} ms" for key, name in
                       (("host_wait", "host wait"), ("kernel_wait", "kernel wait"), ("other", "other")))
-    threshold = number(gpu.get("kernel_wait_threshold_us"), 30.0)
+    threshold = number(gpu.kernel_wait_threshold_us, 30.0)
     return Text(
-        f"GPU idle two ways, rank {label}. Over the whole trace: {number(gpu.get('idle_ms'), 0.0):.2f} ms "
-        f"({100 - number(gpu.get('active_pct'), 0.0):.1f} %), including CPU-only stretches before the first and "
+        f"GPU idle two ways, rank {label}. Over the whole trace: {number(gpu.idle_ms, 0.0):.2f} ms "
+        f"({100 - number(gpu.active_pct, 0.0):.1f} %), including CPU-only stretches before the first and "
         f"after the last GPU activity. Within the GPU's active window (first to last kernel, copy or memset, "
-        f"{window:.2f} ms): {idle:.2f} ms ({100 * number(gpu.get('window_idle_share'), 0.0):.1f} %) - the figure "
+        f"{window:.2f} ms): {idle:.2f} ms ({100 * number(gpu.window_idle_share, 0.0):.1f} %) - the figure "
         f"Holistic Trace Analysis (temporal breakdown) and TensorBoard report. Split as HTA does: {parts} "
         f"(host wait: the CPU launched the next kernel only after the GPU went idle; kernel wait: a gap under "
         f"{threshold:.0f} µs between queued kernels; other: synchronisation and the rest).")
 
 
-def _rank_blocks(label: str, r: dict) -> list:
+def _rank_blocks(label: str, r: TraceRank) -> list:
     blocks: list = [Heading(f"Rank {label}", 3)]
-    gpu = as_dict(r.get("gpu"))
-    devices = as_list(r.get("devices"))
-    gpu_ids = as_list(r.get("gpu_ids"))
+    gpu = r.gpu
     where = ""
-    if gpu_ids and devices:
-        names = sorted({str(devices[i]) for i in gpu_ids if isinstance(i, int) and 0 <= i < len(devices)})
+    if r.gpu_ids and r.devices:
+        names = sorted({r.devices[i] for i in r.gpu_ids if 0 <= i < len(r.devices)})
         where = f" on {', '.join(names)}" if names else ""
-    span = number(r.get("span_ms"), 0.0)
-    files = [str(f) for f in as_list(r.get("files")) or [r.get("file", "")]]
+    span = number(r.span_ms, 0.0)
+    files = r.files
     cycles = (f"{len(files)} profiling cycles: {', '.join(files[:3])}{', ...' if len(files) > 3 else ''}"
               if len(files) > 1 else str(files[0]) if files else "")
-    if gpu.get("has_gpu_activity"):
+    if gpu.has_gpu_activity:
         blocks.append(Text(
             f"The trace of rank {label} ({cycles}) spans {span:.2f} ms. The GPU{where} was active "
-            f"{number(gpu.get('active_ms'), 0.0):.2f} ms ({number(gpu.get('active_pct'), 0.0):.1f} %: union of kernels, "
-            f"memory copies, memsets and syncs on every stream) and idle {number(gpu.get('idle_ms'), 0.0):.2f} ms.",
-            tone="finding" if number(gpu.get("active_pct"), 100.0) < 50 else "plain"))
+            f"{number(gpu.active_ms, 0.0):.2f} ms ({number(gpu.active_pct, 0.0):.1f} %: union of kernels, "
+            f"memory copies, memsets and syncs on every stream) and idle {number(gpu.idle_ms, 0.0):.2f} ms.",
+            tone="finding" if number(gpu.active_pct, 100.0) < 50 else "plain"))
         idle_text = _gpu_idle_text(label, gpu)
         if idle_text is not None:
             blocks.append(idle_text)
     else:
         blocks.append(Text(f"The trace of rank {label} ({cycles}) spans {span:.2f} ms and holds no GPU "
                            "activity (a CPU-only run, or CUDA activities were not recorded).", tone="note"))
-    loader = as_dict(r.get("dataloader"))
-    share = number(loader.get("step_share"))
-    if share is not None and number(loader.get("total_ms"), 0.0) > 0:
+    loader = r.dataloader or TraceLoader()
+    share = number(loader.step_share)
+    if share is not None and number(loader.total_ms, 0.0) > 0:
         how = {False: "in the training process, num_workers=0", True: "by DataLoader worker processes"}.get(
-            loader.get("workers"), "")
+            loader.workers, "")
         blocks.append(Text(
-            f"Data loading (DataLoader): {number(loader.get('in_steps_ms'), 0.0):.2f} ms of the profiled steps, "
-            f"{100 * share:.1f} % of step time, {number(loader.get('per_step_ms'), 0.0):.2f} ms per step"
-            + (f", loaded {how}, iterator {loader.get('iterator')}" if how and loader.get("iterator") else "") + ".",
+            f"Data loading (DataLoader): {number(loader.in_steps_ms, 0.0):.2f} ms of the profiled steps, "
+            f"{100 * share:.1f} % of step time, {number(loader.per_step_ms, 0.0):.2f} ms per step"
+            + (f", loaded {how}, iterator {loader.iterator}" if how and loader.iterator else "") + ".",
             tone="finding" if share >= 0.3 else "plain"))
-    collectives = as_dict(r.get("collectives"))
-    if number(collectives.get("count"), 0):
-        names = ", ".join(str(n) for n in as_list(collectives.get("names")))
+    collectives = r.collectives
+    if number(collectives.count, 0):
+        names = ", ".join(collectives.names)
         blocks.append(Text(
-            f"Collectives ({collectives.get('source', '')}: {names}): in flight "
-            f"{number(collectives.get('in_steps_ms'), 0.0):.2f} ms of the profiled steps "
-            f"({100 * number(collectives.get('step_share'), 0.0):.1f} % of step time)."))
-    kernels = as_dict(r.get("kernels"))
-    top = [as_dict(k) for k in as_list(kernels.get("top"))]
+            f"Collectives ({collectives.source}: {names}): in flight "
+            f"{number(collectives.in_steps_ms, 0.0):.2f} ms of the profiled steps "
+            f"({100 * number(collectives.step_share, 0.0):.1f} % of step time)."))
+    kernels = r.kernels
+    top = kernels.top
     sid = slug(label)
     if top:
         blocks.append(Table(
             f"kineto-kernels-{sid}", ["Kernel", "Time (ms)", "Launches", "Mean (µs)", "Share of kernel time"],
-            [[str(k.get("name", "")), number(k.get("total_ms")), k.get("launches", 0), number(k.get("mean_us")),
-              number(k.get("pct"))] for k in top],
+            [[k.name, number(k.total_ms), _or(k.count, 0), number(k.mean_us), number(k.pct)] for k in top],
             ["text", "num2", "int", "num2", "pct"],
-            caption=(f"Top {len(top)} of {kernels.get('distinct', len(top))} distinct kernels by total time; all "
-                     f"kernels: {number(kernels.get('total_ms'), 0.0):.2f} ms in {kernels.get('count', 0)} launches")))
+            caption=(f"Top {len(top)} of {_or(kernels.distinct, len(top))} distinct kernels by total time; all "
+                     f"kernels: {number(kernels.total_ms, 0.0):.2f} ms in {_or(kernels.count, 0)} launches")))
         blocks.append(Chart(f"kineto-kernels-chart-{sid}",
-                            charts.hbar([_short(k.get("name", "")) for k in top], [number(k.get("total_ms")) for k in top],
+                            charts.hbar([_short(k.name) for k in top], [number(k.total_ms) for k in top],
                                         f"Top kernels of rank {label}", "Time in ms"), NO_JS))
     pies = []
-    mix = {k: v for k, v in as_dict(r.get("gpu_mix_ms")).items() if number(v)}
+    mix = {k: v for k, v in r.gpu_mix_ms.items() if number(v)}
     if mix:
         pies.append(Chart(f"kineto-gpu-mix-{sid}", charts.pie(mix, f"GPU time by activity, rank {label} (ms)"), NO_JS))
-    precision = {k: v for k, v in as_dict(r.get("precision_ms")).items() if number(v)}
+    precision = {k: v for k, v in r.precision_ms.items() if number(v)}
     if precision:
         pies.append(Chart(f"kineto-precision-{sid}", charts.pie(precision, f"Kernel time by precision, rank {label} (ms)"),
                           NO_JS))
@@ -289,30 +286,26 @@ def _rank_blocks(label: str, r: dict) -> list:
                                     "templates); 'unknown' when a name does not say."))
     if pies:
         blocks.append(ChartRow(pies))
-    memory = [as_dict(m) for m in as_list(r.get("memory_ops"))]
-    if memory:
+    if r.memory_ops:
         blocks.append(Table(f"kineto-memory-{sid}", ["Memory operation", "Count", "Time (ms)", "Bytes (MB)"],
-                            [[str(m.get("kind", "")), m.get("count", 0), number(m.get("total_ms")),
-                              (number(m.get("bytes"), 0.0)) / 1e6] for m in memory],
+                            [[m.kind, _or(m.count, 0), number(m.total_ms), (number(m.nbytes, 0.0)) / 1e6]
+                             for m in r.memory_ops],
                             ["text", "int", "num2", "num2"]))
-    ops = as_dict(r.get("cpu_ops"))
-    top_ops = [as_dict(o) for o in as_list(ops.get("top"))]
-    if top_ops:
+    ops = r.cpu_ops
+    if ops.top:
         blocks.append(Table(
             f"kineto-ops-{sid}", ["CPU operator", "Total time (ms)", "Calls", "Mean (µs)"],
-            [[str(o.get("name", "")), number(o.get("total_ms")), o.get("calls", 0), number(o.get("mean_us"))]
-             for o in top_ops],
+            [[o.name, number(o.total_ms), _or(o.count, 0), number(o.mean_us)] for o in ops.top],
             ["text", "num2", "int", "num2"],
-            caption=(f"Top {len(top_ops)} of {ops.get('distinct', len(top_ops))} distinct CPU operators by total "
+            caption=(f"Top {len(ops.top)} of {_or(ops.distinct, len(ops.top))} distinct CPU operators by total "
                      "inclusive time (a parent's time includes its children's)")))
     blocks.extend(memory_blocks(label, sid, r))
     blocks.extend(flops_blocks(label, r))
     blocks.extend(gpu_analysis_blocks(label, r))
-    steps = [as_dict(s) for s in as_list(r.get("steps"))]
-    if steps:
+    if r.step_list:
         blocks.append(Table(f"kineto-steps-{sid}", ["Step", "Starts at (ms into the trace)", "Duration (ms)"],
-                            [[f"ProfilerStep#{s.get('step')}", number(s.get("start_ms")), number(s.get("dur_ms"))]
-                             for s in steps[:200]], ["text", "num2", "num2"]))
+                            [[f"ProfilerStep#{s.step}", number(s.start_ms), number(s.dur_ms)]
+                             for s in r.step_list[:200]], ["text", "num2", "num2"]))
     return blocks
 
 
@@ -399,9 +392,9 @@ def build(outputs: RuleOutputs) -> Section:
     shown = _rank_order(ranks, straggler)
     hists = {}
     for label in shown:  # one overlaid histogram per rank is readable for a few ranks only
-        h = as_dict(as_dict(ranks[label]).get("step_hist"))
-        if h.get("counts") and h.get("edges"):
-            hists[f"rank {label}"] = (h["counts"], h["edges"])
+        h = views[str(label)].step_hist
+        if h is not None:
+            hists[f"rank {label}"] = (list(h.counts), list(h.edges))
     if hists:
         title = "Step-time distribution (ProfilerStep#N)" + (
             f", {len(hists)} of {len(ranks)} ranks" if len(shown) < len(ranks) else "")
@@ -410,7 +403,7 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Text(f"Details follow for {len(shown)} of {len(ranks)} ranks (the straggler, if any, first); "
                          "report.json holds every rank.", tone="note"))
     for label in shown:
-        blocks = _rank_blocks(str(label), as_dict(ranks[label]))
+        blocks = _rank_blocks(str(label), views[str(label)])
         if len(ranks) > 1:  # the ranks table and the job-wide tables lead; each rank's detail on demand
             section.add(Details(_rank_summary(str(label), views[str(label)], straggler), blocks[1:]))
         else:
@@ -430,10 +423,10 @@ BREAKDOWN_LABELS = {"kernel": "Kernel (compute)", "memcpy": "Memcpy", "memset": 
                     "cpu_exec": "CPU operators", "other": "Other"}
 
 
-def _sequence(pattern: dict, shown: int = 3) -> str:
+def _sequence(pattern: KernelPattern, shown: int = 3) -> str:
     """The first kernels of a sequence, short, and how many more."""
-    names = [_short(str(n), 40) for n in as_list(pattern.get("kernels"))]
-    length = number(pattern.get("length"), len(names)) or 0
+    names = [_short(n, 40) for n in pattern.kernels]
+    length = number(pattern.length, len(names)) or 0
     more = int(length) - min(len(names), shown)
     return " → ".join(names[:shown]) + (f" … (+{more})" if more > 0 else "")
 
@@ -443,25 +436,25 @@ def _percent_of(row: dict, keys) -> dict:
     return {BREAKDOWN_LABELS.get(k, k): 100.0 * number(row.get(k), 0.0) / total for k in keys} if total > 0 else {}
 
 
-def gpu_analysis_blocks(label: str, r: dict) -> list:
+def gpu_analysis_blocks(label: str, r: TraceRank) -> list:
     """What HTA and TensorBoard show for one rank (``gpu_analysis`` in kineto.json): overlap, the
     overlap-aware kernel split, the exclusive step breakdown, launch statistics, kernel durations, copies,
     tensor cores, host syncs."""
-    ga = as_dict(r.get("gpu_analysis"))
-    if not ga:
+    ga = r.gpu_analysis
+    if not ga.listed:
         return []
     sid = slug(label)
     blocks: list = [Heading(f"Rank {label}: what HTA and TensorBoard show", 4)]
-    overlap = as_dict(ga.get("overlap"))
-    if number(overlap.get("communication_ms"), 0.0) > 0:
+    overlap = ga.overlap
+    if number(overlap.communication_ms, 0.0) > 0:
         blocks.append(Text(
-            f"Communication-computation overlap: {number(overlap.get('comm_comp_overlap_pct'), 0.0):.1f} % of the "
-            f"{number(overlap.get('communication_ms'), 0.0):.2f} ms of communication kernels ran beside compute "
+            f"Communication-computation overlap: {number(overlap.comm_comp_overlap_pct, 0.0):.1f} % of the "
+            f"{number(overlap.communication_ms, 0.0):.2f} ms of communication kernels ran beside compute "
             f"kernels (HTA's comm_comp_overlap); exposed, with no compute beside it: "
-            f"{number(overlap.get('exposed_per_step_ms'), 0.0):.2f} ms per step "
-            f"({100 * number(overlap.get('exposed_step_share'), 0.0):.1f} % of step time).",
-            tone="finding" if number(overlap.get("exposed_step_share"), 0.0) >= 0.1 else "plain"))
-    split = as_dict(ga.get("kernel_type_split_ms"))
+            f"{number(overlap.exposed_per_step_ms, 0.0):.2f} ms per step "
+            f"({100 * number(overlap.exposed_step_share, 0.0):.1f} % of step time).",
+            tone="finding" if number(overlap.exposed_step_share, 0.0) >= 0.1 else "plain"))
+    split = ga.kernel_type_split_ms
     busy = sum(number(v, 0.0) for v in split.values())
     if busy > 0:
         blocks.append(Table(
@@ -471,140 +464,134 @@ def gpu_analysis_blocks(label: str, r: dict) -> list:
             ["text", "num2", "pct"],
             caption="Overlap-aware: each instant the GPU was busy counted once, by what ran at once on any stream "
                     "(memory = memcpy and memset)."))
-    breakdown = as_dict(ga.get("step_breakdown"))
-    cats = [str(c) for c in as_list(breakdown.get("categories"))]
-    steps = [as_dict(s) for s in as_list(breakdown.get("steps"))]
+    cats = list(ga.step_breakdown.categories)
+    steps = ga.step_breakdown.steps
     if steps and cats:
         blocks.append(Table(
             f"kineto-step-breakdown-{sid}", ["Step", *[BREAKDOWN_LABELS.get(c, c) + " (ms)" for c in cats]],
-            [[f"ProfilerStep#{s.get('step')}", *[number(s.get(c), 0.0) for c in cats]] for s in steps[:50]],
+            [[f"ProfilerStep#{s.step}", *[number(s.ms.get(c), 0.0) for c in cats]] for s in steps[:50]],
             ["text", *["num2"] * len(cats)],
             caption="Step time split the way TensorBoard's overview splits it: each instant of a step counted once, "
                     "in the first of these categories that covers it (communication: NCCL kernels without compute "
                     "beside them, and CPU-side collectives)."))
-        rows = {f"step {s.get('step')}": _percent_of(s, cats) for s in steps[:20]}
+        rows = {f"step {s.step}": _percent_of(s.ms, cats) for s in steps[:20]}
         rows = {k: v for k, v in rows.items() if v}
         if rows:
             blocks.append(Chart(f"kineto-step-breakdown-chart-{sid}",
                                 charts.share_bars(rows, f"Step time by category, rank {label} (%)"), NO_JS))
-    launch = as_dict(ga.get("launch"))
-    if number(launch.get("kernels"), 0):
-        delay = as_dict(launch.get("launch_delay_us"))
+    launch = ga.launch
+    if number(launch.kernels, 0):
+        delay = launch.launch_delay_us
         blocks.append(Table(
             f"kineto-launch-{sid}", ["Kernel launches", "Value"],
-            [["kernels per step", _value(number(launch.get("kernels_per_step")))],
-             ["kernels shorter than their launch call", _value(number(launch.get("shorter_than_launch")))],
+            [["kernels per step", _value(number(launch.kernels_per_step))],
+             ["kernels shorter than their launch call", _value(number(launch.shorter_than_launch))],
              ["... share of kernels with a known launch (%)",
-              _value(100 * number(launch.get("shorter_than_launch_share"), 0.0))],
-             ["median kernel (µs)", _value(number(launch.get("kernel_p50_us")))],
-             ["median launch call (µs)", _value(number(launch.get("launch_p50_us")))],
-             [f"runtime calls over {number(launch.get('runtime_cutoff_us'), 50.0):.0f} µs",
-              _value(number(launch.get("runtime_over_cutoff")))],
+              _value(100 * number(launch.shorter_than_launch_share, 0.0))],
+             ["median kernel (µs)", _value(number(launch.kernel_p50_us))],
+             ["median launch call (µs)", _value(number(launch.launch_p50_us))],
+             [f"runtime calls over {number(launch.runtime_cutoff_us, 50.0):.0f} µs",
+              _value(number(launch.runtime_over_cutoff))],
              ["launch delay p50 / p95 / max (µs)",
               " / ".join(f"{number(delay.get(k), 0.0):.1f}" for k in ("p50", "p95", "max")) if delay else "-"],
-             [f"launch delays over {number(launch.get('launch_delay_cutoff_us'), 100.0):.0f} µs",
-              _value(number(launch.get("launch_delay_over_cutoff")))]],
+             [f"launch delays over {number(launch.launch_delay_cutoff_us, 100.0):.0f} µs",
+              _value(number(launch.launch_delay_over_cutoff))]],
             ["text", "text"],
             caption="HTA's CUDA kernel launch statistics: a kernel is matched to the runtime call that launched it "
                     "by correlation id; launch delay = kernel start - launch call start."))
-    top = [as_dict(k) for k in as_list(as_dict(r.get("kernels")).get("top")) if "min_us" in as_dict(k)]
+    top = [k for k in r.kernels.top if k.durations]
     if top:
         blocks.append(Table(
             f"kineto-kernel-durations-{sid}", ["Kernel", "Launches", "Min (µs)", "Median (µs)", "Max (µs)", "Std (µs)"],
-            [[_short(k.get("name", "")), k.get("launches", 0), number(k.get("min_us")), number(k.get("p50_us")),
-              number(k.get("max_us")), number(k.get("std_us"))] for k in top],
+            [[_short(k.name), _or(k.count, 0), number(k.min_us), number(k.p50_us), number(k.max_us), number(k.std_us)]
+             for k in top],
             ["text", "int", "num2", "num2", "num2", "num2"],
             caption="Duration distribution of the top kernels (population std; HTA shows pandas' sample std)."))
-        stats = {f"#{i + 1}": {"p25": number(k.get("p25_us")), "p50": number(k.get("p50_us")),
-                               "p75": number(k.get("p75_us")), "lower": number(k.get("min_us")),
-                               "upper": number(k.get("max_us"))} for i, k in enumerate(top[:10])}
+        stats = {f"#{i + 1}": {"p25": number(k.p25_us), "p50": number(k.p50_us), "p75": number(k.p75_us),
+                               "lower": number(k.min_us), "upper": number(k.max_us)} for i, k in enumerate(top[:10])}
         blocks.append(Chart(f"kineto-kernel-durations-chart-{sid}",
                             charts.boxes(stats, f"Kernel durations, rank {label} (top kernels by time, min to max)",
                                          "µs"), NO_JS))
-    queues = {str(k): as_dict(v) for k, v in as_dict(ga.get("queue_length")).items()}
+    queues = ga.queue_length
     if queues:
         blocks.append(Table(
             f"kineto-queue-{sid}", ["Stream", "Changes", "Mean", "Median", "Max"],
-            [[f"stream {k}", v.get("count", 0), number(v.get("mean")), number(v.get("p50")), number(v.get("max"))]
+            [[f"stream {k}", _or(v.changes, 0), number(v.mean), number(v.p50), number(v.max)]
              for k, v in list(queues.items())[:16]],
             ["text", "int", "num2", "num2", "num2"],
             caption="Queue length per stream (HTA): operations launched by the host and not yet started on the GPU, "
                     "over its values at each change. A queue that stays near 0 is a GPU waiting for the host."))
-    over = as_dict(ga.get("queue_over_step"))
-    over_streams = {str(k): as_dict(v) for k, v in as_dict(over.get("streams")).items()}
-    if over_streams:
+    over = ga.queue_over_step
+    if over.streams:
         blocks.append(Table(
             f"kineto-queue-step-{sid}", ["Stream", "Changes", "Mean (time-weighted)", "Max", "Nothing queued"],
-            [[f"stream {k}", v.get("changes", 0), number(v.get("mean")), number(v.get("max")),
-              100 * number(v.get("empty_share"), 0.0)] for k, v in over_streams.items()],
+            [[f"stream {k}", _or(v.changes, 0), number(v.mean), number(v.max), 100 * number(v.empty_share, 0.0)]
+             for k, v in over.streams.items()],
             ["text", "int", "num2", "num2", "pct"],
-            caption=f"Queue length over ProfilerStep#{over.get('step')} ({number(over.get('step_ms'), 0.0):.2f} ms, "
+            caption=f"Queue length over ProfilerStep#{over.step} ({number(over.step_ms, 0.0):.2f} ms, "
                     "the median step): the mean over the step's time, its maximum, and the share of the step with "
                     "nothing launched and waiting on the stream (the GPU can only wait for the host then)."))
-        width = number(over.get("bin_ms"), 0.0) or 0.0
-        lines = {f"stream {k}": [number(b) for b in as_list(v.get("bin_max"))] for k, v in over_streams.items()}
+        width = number(over.bin_ms, 0.0) or 0.0
+        lines = {f"stream {k}": [number(b) for b in v.bin_max] for k, v in over.streams.items()}
         n = max((len(v) for v in lines.values()), default=0)
         if n and width > 0:
             blocks.append(Chart(f"kineto-queue-step-chart-{sid}", charts.steps_lines(
-                [i * width for i in range(n)], lines, f"Queue length over ProfilerStep#{over.get('step')}, rank {label} "
+                [i * width for i in range(n)], lines, f"Queue length over ProfilerStep#{over.step}, rank {label} "
                 f"(maximum per {width:.2f} ms)", "ms since the step's start", "operations queued"), NO_JS))
-    streams = {str(k): as_dict(v) for k, v in as_dict(ga.get("idle_per_stream")).items()}
+    streams = ga.idle_per_stream
     if streams:
         blocks.append(Table(
             f"kineto-idle-streams-{sid}", ["Stream", "Operations", "Busy (ms)", "Idle (ms)", "Host wait (ms)",
                                            "Kernel wait (ms)", "Other (ms)"],
-            [[f"stream {k}", v.get("operations", 0), number(v.get("busy_ms")), number(v.get("idle_ms")),
-              number(v.get("host_wait_ms")), number(v.get("kernel_wait_ms")), number(v.get("other_ms"))]
-             for k, v in list(streams.items())[:16]],
+            [[f"stream {k}", _or(v.operations, 0), number(v.busy_ms), number(v.idle_ms), number(v.host_wait_ms),
+              number(v.kernel_wait_ms), number(v.other_ms)] for k, v in list(streams.items())[:16]],
             ["text", "int", "num2", "num2", "num2", "num2", "num2"],
             caption="Idle time per stream (HTA's idle time breakdown): each gap between two operations of a stream; "
                     "host wait when the next one was launched only after the stream went idle, kernel wait under "
                     "30 µs, other (events, synchronisation) the rest. A stream idle while another works counts here."))
-    path = as_dict(ga.get("critical_path"))
-    path_by = as_dict(path.get("by_ms"))
-    if number(path.get("path_ms"), 0.0) > 0 and path_by:
+    path = ga.critical_path
+    if number(path.path_ms, 0.0) > 0 and path.by_ms:
         blocks.append(Table(
             f"kineto-critical-path-{sid}", ["On the critical path", "Time (ms)", "Share of the path"],
-            [[CRITICAL_PATH_LABELS.get(c, c), number(v, 0.0), 100.0 * number(as_dict(path.get("shares")).get(c), 0.0)]
-             for c, v in path_by.items()],
+            [[CRITICAL_PATH_LABELS.get(c, c), number(v, 0.0), 100.0 * number(path.shares.get(c), 0.0)]
+             for c, v in path.by_ms.items()],
             ["text", "num2", "pct"],
-            caption=f"Critical path of ProfilerStep#{path.get('step')} ({number(path.get('step_ms'), 0.0):.2f} ms, "
-                    f"the median step; path {number(path.get('path_ms'), 0.0):.2f} ms), summarised as HTA does: the "
+            caption=f"Critical path of ProfilerStep#{path.step} ({number(path.step_ms, 0.0):.2f} ms, "
+                    f"the median step; path {number(path.path_ms, 0.0):.2f} ms), summarised as HTA does: the "
                     "chain of CPU work, launches and GPU work that the step's end waited for."))
-    patterns = [as_dict(p) for p in as_list(ga.get("kernel_patterns"))]
+    patterns = ga.kernel_patterns
     if patterns:
         blocks.append(Table(
             f"kineto-kernel-patterns-{sid}", ["Operator", "Kernels (in GPU order)", "Count", "GPU (ms)", "CPU (ms)"],
-            [[_short(str(p.get("operator", "")), 60), _sequence(p), p.get("count", 0), number(p.get("gpu_ms")),
-              number(p.get("cpu_ms"))] for p in patterns[:5]],
+            [[_short(p.operator, 60), _sequence(p), _or(p.count, 0), number(p.gpu_ms), number(p.cpu_ms)]
+             for p in patterns[:5]],
             ["text", "text", "int", "num2", "num2"],
             caption="The 5 most frequent CUDA kernel sequences per top-level operator (HTA's frequent patterns; "
                     "report.json has 10): an "
                     "operator's GPU work, in the order it ran; repeated sequences are what CUDA graphs or "
                     "torch.compile can fuse. Count, and the GPU and CPU time of all of them."))
-    memcpy = [as_dict(m) for m in as_list(as_dict(ga.get("memcpy")).get("by_kind"))]
-    if memcpy:
+    if ga.memcpy:
         blocks.append(Table(
             f"kineto-memcpy-bandwidth-{sid}", ["Copy", "Host memory", "Count", "MB", "Time (ms)", "GB/s"],
-            [[str(m.get("kind", "")), str(m.get("host_memory") or "-"), m.get("count", 0),
-              number(m.get("bytes"), 0.0) / 1e6, number(m.get("time_ms")), number(m.get("gb_per_s"))] for m in memcpy],
+            [[m.kind, m.host_memory, _or(m.count, 0), number(m.nbytes, 0.0) / 1e6, number(m.time_ms),
+              number(m.gb_per_s)] for m in ga.memcpy],
             ["text", "text", "int", "num2", "num2", "num2"]))
-    tc = as_dict(ga.get("tensor_cores"))
-    if number(tc.get("compute_kernel_ms"), 0.0) > 0:
-        cc = number(tc.get("compute_capability"))
+    tc = ga.tensor_cores
+    if number(tc.compute_kernel_ms, 0.0) > 0:
+        cc = number(tc.compute_capability)
         blocks.append(Text(
-            f"Tensor cores: {100 * number(tc.get('eligible_share'), 0.0):.1f} % of compute kernel time is fp32 "
+            f"Tensor cores: {100 * number(tc.eligible_share, 0.0):.1f} % of compute kernel time is fp32 "
             f"GEMM/convolution (eligible for tensor cores with TF32 or mixed precision), "
-            f"{number(tc.get('tensor_core_gemm_conv_ms'), 0.0):.2f} ms runs in tensor-core precisions; device "
-            + (f"compute capability {cc:.1f} ({'with' if tc.get('has_tensor_cores') else 'without'} tensor cores)."
+            f"{number(tc.tensor_core_gemm_conv_ms, 0.0):.2f} ms runs in tensor-core precisions; device "
+            + (f"compute capability {cc:.1f} ({'with' if tc.has_tensor_cores else 'without'} tensor cores)."
                if cc is not None else "capability unknown (no deviceProperties).")))
-    sync = as_dict(ga.get("sync"))
-    if number(sync.get("calls"), 0):
-        ops = "; ".join(f"{name} ×{count}" for name, count in list(as_dict(sync.get("by_operator")).items())[:3])
+    sync = ga.sync
+    if number(sync.calls, 0):
+        ops = "; ".join(f"{name} ×{count}" for name, count in list(sync.by_operator.items())[:3])
         blocks.append(Text(
-            f"Host synchronisations: {sync.get('calls')} blocking calls ({ops}), "
-            + (f"{number(sync.get('per_step'), 0.0):.1f} per step, " if sync.get("per_step") is not None else "")
-            + f"the host blocked {number(sync.get('blocked_ms'), 0.0):.2f} ms; the GPU sat idle "
-            f"{number(sync.get('idle_after_ms'), 0.0):.2f} ms after them "
-            f"({number(sync.get('idle_after_beyond_one_per_step_ms'), 0.0):.2f} ms beyond one per step)."))
+            f"Host synchronisations: {sync.calls} blocking calls ({ops}), "
+            + (f"{number(sync.per_step, 0.0):.1f} per step, " if sync.per_step is not None else "")
+            + f"the host blocked {number(sync.blocked_ms, 0.0):.2f} ms; the GPU sat idle "
+            f"{number(sync.idle_after_ms, 0.0):.2f} ms after them "
+            f"({number(sync.idle_after_beyond_one_per_step_ms, 0.0):.2f} ms beyond one per step)."))
     return blocks

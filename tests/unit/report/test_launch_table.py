@@ -6,6 +6,7 @@ from __future__ import annotations
 from reportgen.formatting import cell_parts
 from reportgen.report.model import Table
 from reportgen.report.sections.gpu_kernels_operators import gpu_analysis_blocks
+from reportgen.trace_ranks import TraceRank
 
 
 def test_launch_values_are_rounded_and_keep_their_exact_value():
@@ -13,7 +14,7 @@ def test_launch_values_are_rounded_and_keep_their_exact_value():
               "shorter_than_launch_share": 0.2583333, "kernel_p50_us": 4.0, "launch_p50_us": 6.123456,
               "runtime_over_cutoff": 3, "launch_delay_over_cutoff": 0, "launch_delay_us": {"p50": 9.5, "p95": 30.25,
                                                                                             "max": 210.0}}
-    (table,) = [b for b in gpu_analysis_blocks("0", {"gpu_analysis": {"launch": launch}}) if isinstance(b, Table)]
+    (table,) = [b for b in gpu_analysis_blocks("0", TraceRank.of("0", {"gpu_analysis": {"launch": launch}})) if isinstance(b, Table)]
     cells = {row[0]: cell_parts(row[1], "text") for row in table.rows}
     assert cells["kernels per step"] == ("65.36", "65.35968891769281", None)
     assert cells["kernels shorter than their launch call"] == ("310", None, None)

@@ -18,15 +18,16 @@ def test_controller_activity_and_memory_in_use_are_two_labelled_lines():
 
 def test_the_profiler_section_shows_each_devices_memory_from_the_trace():
     from reportgen.report.sections.gpu_kernels_operators import _rank_blocks
+    from reportgen.trace_ranks import TraceRank
     from reportgen.trace_analysis import analyze_job, find_traces
     from tests.support.paths import RECORDINGS
 
     doc, _ = analyze_job(find_traces(RECORDINGS / "cpu-memory" / "leak"))
     (label, rank), = doc["ranks"].items()
-    (table,) = [b for b in _rank_blocks(label, rank) if getattr(b, "id", "").startswith("kineto-allocator-")]
+    (table,) = [b for b in _rank_blocks(label, TraceRank.of(label, rank)) if getattr(b, "id", "").startswith("kineto-allocator-")]
     (row,) = table.rows
     assert row[0] == "cpu" and row[2] == 9 and row[3] is None and row[4] is None  # the CPU reserves nothing
     assert row[5] == 4.0 and row[6] == "grows every step"  # MiB a step: the planted 4 MiB
     assert row[7].startswith("aten::full (32.0 MiB)")
     rank.pop("memory")
-    assert not [b for b in _rank_blocks(label, rank) if getattr(b, "id", "").startswith("kineto-allocator-")]
+    assert not [b for b in _rank_blocks(label, TraceRank.of(label, rank)) if getattr(b, "id", "").startswith("kineto-allocator-")]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from reportgen.errors import InputError
-from reportgen.sources.resolve import _pick_raw_root, _pick_rule_group, _select
+from reportgen.sources.remote import _pick_raw_root, _pick_rule_group, _select
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from reportgen.trace_analysis.critical_path import pick_step
 from reportgen.trace_analysis.job import analyze_traces
 from reportgen.report.model import Table
 from reportgen.report.sections.gpu_kernels_operators import gpu_analysis_blocks
+from reportgen.trace_ranks import TraceRank
 
 
 def _cpu(name, ts, dur, cat="cpu_op", **args):
@@ -59,7 +60,7 @@ def test_critical_path_by_hand(tmp_path):
                                            "gpu_communication_bound": 0.0, "gpu_kernel_kernel_overhead": 0.0,
                                            "gpu_kernel_launch_overhead": 0.040})
     assert path["shares"]["gpu_compute_bound"] == pytest.approx(530 / 640)
-    table = {b.id: b for b in gpu_analysis_blocks("0", rank) if isinstance(b, Table)}["kineto-critical-path-0"]
+    table = {b.id: b for b in gpu_analysis_blocks("0", TraceRank.of("0", rank)) if isinstance(b, Table)}["kineto-critical-path-0"]
     assert table.rows[0] == ["CPU", pytest.approx(0.07), pytest.approx(100 * 70 / 640)]
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from reportgen.report.trace_flops import flops_blocks
+from reportgen.trace_ranks import TraceRank, trace_ranks_of
 from reportgen.trace_analysis import analyze_job, find_traces
 from reportgen.trace_analysis.flops import PEAKS_ENV, peak_table
 from tests.support.paths import RECORDINGS
@@ -26,7 +27,7 @@ def test_a_cpu_recording_counts_the_models_analytic_matmul_flops():
     steps_s = sum(s["dur_ms"] for s in rank["steps"]) / 1000
     assert flops["achieved_tflops"] == pytest.approx(flops["per_step"] * len(rank["steps"]) / steps_s / 1e12)
     assert flops["mfu"] is None and flops["device"] is None  # a CPU: no peak
-    (text,) = flops_blocks("0", rank)
+    (text,) = flops_blocks("0", TraceRank.of("0", rank))
     assert "0.5408 GFLOP per step on 64 operators" in text.text and "MFU" not in text.text
 
 
@@ -58,7 +59,7 @@ def test_mfu_against_the_gpus_dense_peak_for_the_kernels_data_type(tmp_path):
     assert (flops["dtype"], flops["peak_tflops"]) == ("bf16", 989.4)
     assert flops["mfu"] == pytest.approx(achieved / 989.4)
     assert flops["peak_source"] == "reportgen/data/peak_tflops.json (2026-12-07)"
-    (text,) = flops_blocks("0", rank)
+    (text,) = flops_blocks("0", TraceRank.of("0", rank))
     assert "MFU 0.2 % of the NVIDIA H100 80GB HBM3's 989.4 bf16 TFLOP/s" in text.text
     fp32 = _gpu_trace(tmp_path, device="NVIDIA A100-SXM4-80GB", kernel="volta_sgemm_128x64_nn")["flops"]
     assert (fp32["dtype"], fp32["peak_tflops"]) == ("fp32", 19.5)
@@ -90,7 +91,7 @@ def test_the_shipped_table_is_dated_and_cites_every_row():
 def test_without_flop_counts_the_section_says_how_to_get_them(tmp_path):
     rank = _gpu_trace(tmp_path, with_flops=0)
     assert "flops" not in rank
-    (text,) = flops_blocks("0", rank)
+    (text,) = flops_blocks("0", TraceRank.of("0", rank))
     assert "no FLOP counts" in text.text and "record_shapes=True" in text.text and "with_flops=True" in text.text
 
 
@@ -98,7 +99,7 @@ def test_at_a_glance_gives_the_ranks_achieved_tflops_and_mfu(tmp_path):
     from reportgen.report.trace_flops import glance_item
 
     rank = _gpu_trace(tmp_path)
-    assert glance_item([rank, rank]) == ("Compute", "2.15 TFLOP/s per rank achieved, MFU 0.2 % (bf16 peak)")
+    assert glance_item([TraceRank.of("0", rank), TraceRank.of("1", rank)]) == ("Compute", "2.15 TFLOP/s per rank achieved, MFU 0.2 % (bf16 peak)")
     cpu, _ = analyze_job(find_traces(RECORDINGS / "cpu-memory" / "leak"))
-    assert glance_item(list(cpu["ranks"].values())) == ("Compute", "0.000486 TFLOP/s per rank achieved")
-    assert glance_item([{"steps": []}]) is None
+    assert glance_item(list(trace_ranks_of(cpu).values())) == ("Compute", "0.000486 TFLOP/s per rank achieved")
+    assert glance_item([TraceRank.of("0", {"steps": []})]) is None

@@ -20,6 +20,7 @@ import pytest
 from reportgen.trace_analysis.job import analyze_traces
 from reportgen.report.model import Table
 from reportgen.report.sections.gpu_kernels_operators import gpu_analysis_blocks
+from reportgen.trace_ranks import TraceRank
 
 
 def _launch(ts, corr, name="cudaLaunchKernel"):
@@ -72,7 +73,7 @@ def test_union_of_streams_differs(rank):
 
 
 def test_report_table_per_stream(rank):
-    tables = {b.id: b for b in gpu_analysis_blocks("0", rank) if isinstance(b, Table)}
+    tables = {b.id: b for b in gpu_analysis_blocks("0", TraceRank.of("0", rank)) if isinstance(b, Table)}
     table = tables["kineto-idle-streams-0"]
     assert table.rows[0] == ["stream 7", 8, pytest.approx(0.208), pytest.approx(0.225), pytest.approx(0.05),
                              pytest.approx(0.025), pytest.approx(0.15)]

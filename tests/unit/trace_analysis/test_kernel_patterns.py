@@ -18,6 +18,7 @@ import pytest
 from reportgen.trace_analysis.job import analyze_traces
 from reportgen.report.model import Table
 from reportgen.report.sections.gpu_kernels_operators import gpu_analysis_blocks
+from reportgen.trace_ranks import TraceRank
 
 DUR = {"A": 10, "B": 20, "C": 30, "Memset (Device)": 5}
 
@@ -71,7 +72,7 @@ def test_kernel_patterns_by_hand(rank):
 
 
 def test_report_table(rank):
-    table = {b.id: b for b in gpu_analysis_blocks("0", rank) if isinstance(b, Table)}["kineto-kernel-patterns-0"]
+    table = {b.id: b for b in gpu_analysis_blocks("0", TraceRank.of("0", rank)) if isinstance(b, Table)}["kineto-kernel-patterns-0"]
     assert [row[0] for row in table.rows] == ["aten::linear", "aten::linear", "aten::mul", "aten::zero_"]
     assert table.rows[0][1:] == ["A → B → C", 2, pytest.approx(0.12), pytest.approx(0.2)]
 

@@ -17,6 +17,7 @@ import pytest
 from reportgen.trace_analysis.job import analyze_traces
 from reportgen.report.model import Chart, Table
 from reportgen.report.sections.gpu_kernels_operators import gpu_analysis_blocks
+from reportgen.trace_ranks import TraceRank
 
 
 def _launch(ts, corr, name="cudaLaunchKernel"):
@@ -61,7 +62,7 @@ def test_the_summary_over_the_trace_is_unchanged(rank):
 
 
 def test_report_table_and_chart(rank):
-    blocks = {b.id: b for b in gpu_analysis_blocks("0", rank) if isinstance(b, (Table, Chart))}
+    blocks = {b.id: b for b in gpu_analysis_blocks("0", TraceRank.of("0", rank)) if isinstance(b, (Table, Chart))}
     table = blocks["kineto-queue-step-0"]
     assert table.rows[0] == ["stream 7", 6, pytest.approx(1.2), 3, pytest.approx(30.0)]
     figure = blocks["kineto-queue-step-chart-0"].figure
