@@ -14,7 +14,7 @@ ADVICE = ("The instance has 4 cores, but on average only 2 data-loading workers 
 def _report(fix: str) -> Report:
     finding = SimpleNamespace(cause="input-pipeline", counts=False, title="The input pipeline starves the GPUs",
                               fix=fix, sections=[], evidence=[], metrics={})
-    diagnosis = SimpleNamespace(findings=[finding], evidence=SimpleNamespace(states={}))
+    diagnosis = SimpleNamespace(findings=[finding], evidence=SimpleNamespace(states={}, loop=None, loop_s=None, trace_only=False))
     section = Section("dataloading-analysis", "Dataloading analysis", blocks=[Text(ADVICE, tone="finding")])
     return Report(job_name="job", sections=[section], diagnosis=diagnosis)
 
