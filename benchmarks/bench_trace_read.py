@@ -5,7 +5,7 @@
         [--xspace FILE ...] [--protobuf-python /work/recenv/bin/python] [--json FILE]
 
 ``PATH``: a PyTorch profiler (Kineto) trace file or a folder of them (``*.json`` / ``*.json.gz`` found
-recursively); each PATH is one row. Measured in this process, in CPU seconds (user + system of the
+recursively); each PATH is one row, and all of them together a last one. Measured in this process, in CPU seconds (user + system of the
 process, ``time.process_time``: the machine is shared and wall time moves with the load), the least of
 ``--repeat`` runs, the two interleaved:
 
@@ -154,6 +154,15 @@ def main(argv: list[str] | None = None) -> int:
             row["streamed_memory"] = memory_per_event(files, min(files, key=lambda f: f.stat().st_size))
         rows.append(row)
         print(json.dumps(row), flush=True)
+    if len(rows) > 1:  # every PATH together
+        cpu = {m: sum(r[f"{m}_cpu_s"] for r in rows) for m in ("floor", "reader", "streamed") if f"{m}_cpu_s" in rows[0]}
+        mb = sum(r["text_mb"] for r in rows)
+        total = {"set": "all of the above", "files": sum(r["files"] for r in rows), "text_mb": round(mb, 1),
+                 **{f"{m}_cpu_s": round(c, 2) for m, c in cpu.items()},
+                 **{f"{m}_mb_per_cpu_s": round(mb / c, 1) for m, c in cpu.items() if c > 0},
+                 "reader_vs_floor": round(cpu["reader"] / cpu["floor"], 2) if cpu["floor"] else None}
+        rows.append(total)
+        print(json.dumps(total), flush=True)
     for path in args.xspace:
         mb = len(text_of(path)) / 1e6
         cpu = min(cpu_of(lambda f: read_xspace(f), [path]) for _ in range(args.repeat))
