@@ -58,17 +58,23 @@ else:  # pragma: no cover
 
 def decode_events(raw: bytes) -> list | None:
     """The events of a trace's whole text as ``Event`` structs, or None (see the module docstring)."""
-    if _DECODER is None:
+    if _DECODER is None or not valid_utf8(raw):
         return None
-    if not raw.isascii():
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
     try:
         return _DECODER.decode(raw)
     except _ERRORS:
         return None
+
+
+def valid_utf8(raw: bytes) -> bool:
+    """The text is UTF-8 throughout (msgspec does not check the strings it skips)."""
+    if raw.isascii():
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def column(items: list, key: str, typed: bool, default=None) -> list:
@@ -97,4 +103,4 @@ def as_dict(event) -> dict:
     return {"name": event.name, "ph": event.ph, "pid": event.pid, "args": args}
 
 
-__all__ = ["decode_events", "column", "struct_columns", "as_dict", "NO_ARGS", "EVENT_FIELDS", "ARGS_FIELDS"]
+__all__ = ["decode_events", "valid_utf8", "column", "struct_columns", "as_dict", "NO_ARGS", "EVENT_FIELDS", "ARGS_FIELDS"]

@@ -59,27 +59,30 @@ def allocating_operators(trace: k.TraceColumns) -> np.ndarray:
         if not on_thread.size:
             continue
         starts, ends, names = trace.start_us[on_thread], trace.end_us[on_thread], trace.name[on_thread]
-        parents = _parents(starts, ends)
+        parents = _parents(starts, ends).tolist()
         rows = np.flatnonzero(mem.tid == tid)
         times = mem.time_us[rows]
         latest = np.searchsorted(starts, times, side="right") - 1
-        for row, t, op in zip(rows, times, latest):
-            while op >= 0 and (ends[op] < t or allocator[names[op]]):
+        # the walk up reads Python lists: a numpy scalar per step was most of the memory analysis' time
+        ends_l, names_l, allocator_l = ends.tolist(), names.tolist(), allocator.tolist()
+        for row, t, op in zip(rows.tolist(), times.tolist(), latest.tolist()):
+            while op >= 0 and (ends_l[op] < t or allocator_l[names_l[op]]):
                 op = parents[op]
-            owners[row] = names[op] if op >= 0 else -1
+            owners[row] = names_l[op] if op >= 0 else -1
     return owners
 
 
 def _parents(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Each operator's enclosing operator on its thread (-1 for an outermost one); ``starts`` sorted."""
-    parents = np.full(starts.size, -1, np.int64)
+    parents = [-1] * starts.size
     stack: list[int] = []
-    for i, end in enumerate(ends.tolist()):
-        while stack and ends[stack[-1]] < end:  # ended before, or overlapping without nesting (a damaged trace)
+    ends_l = ends.tolist()
+    for i, end in enumerate(ends_l):
+        while stack and ends_l[stack[-1]] < end:  # ended before, or overlapping without nesting (a damaged trace)
             stack.pop()
         parents[i] = stack[-1] if stack else -1
         stack.append(i)
-    return parents
+    return np.array(parents, np.int64)
 
 
 def _running(mem: k.MemoryEvents) -> tuple[np.ndarray, bool]:

@@ -43,14 +43,27 @@ def fields(buf):
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
     pos, end = 0, len(view)
     while pos < end:
-        key, pos = varint(view, pos)
+        # a one-byte varint (most keys, sizes and small values) read in place: a call each was most of the walk
+        key = view[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = varint(view, pos)
         number, wire = key >> 3, key & 7
         if not 0 < number <= _MAX_FIELD:
             raise WireError(f"field number {number}")
         if wire == VARINT:
-            value, pos = varint(view, pos)
+            if pos < end and view[pos] < 0x80:
+                value = view[pos]
+                pos += 1
+            else:
+                value, pos = varint(view, pos)
         elif wire == LEN:
-            size, pos = varint(view, pos)
+            if pos < end and view[pos] < 0x80:
+                size = view[pos]
+                pos += 1
+            else:
+                size, pos = varint(view, pos)
             if size > end - pos:
                 raise WireError(f"field {number}: {size} bytes announced, {end - pos} left")
             value = view[pos:pos + size]

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from reportgen.garbage_collector import paused
+from reportgen.readers import kineto_decode, kineto_trace
 from reportgen.readers.kineto_trace import read_trace
 from reportgen.readers.trace_files import read_trace_file
 from reportgen.traces import read as trace_read
@@ -72,9 +73,33 @@ def test_the_collector_restarts_when_the_last_of_two_threads_ends_its_pause(coll
     assert gc.isenabled()
 
 
+class _Spy:
+    """A decoder that notes whether the collector runs when it is called."""
+
+    def __init__(self, decoder, states: list):
+        self.decoder, self.states = decoder, states
+
+    def decode(self, raw):
+        self.states.append(gc.isenabled())
+        return self.decoder.decode(raw)
+
+
 def test_a_whole_trace_is_decoded_with_the_collector_paused(tmp_path, monkeypatch, collector_on):
     path = tmp_path / "rank0.pt.trace.json"
     write_trace(path, rank_events(1000.0, 5, 1.0), rank=0)
+    states = []
+    monkeypatch.setattr(kineto_decode, "_DECODER", _Spy(kineto_decode._DECODER, states))  # the typed decode
+    trace = read_trace(path)
+    assert states == [False]
+    assert len(trace.start_us) == 35 and trace.rank == 0
+    assert gc.isenabled()
+
+
+def test_a_whole_trace_read_event_by_event_is_decoded_with_the_collector_paused(tmp_path, monkeypatch,
+                                                                                collector_on):
+    path = tmp_path / "rank0.pt.trace.json"
+    write_trace(path, rank_events(1000.0, 5, 1.0), rank=0)
+    monkeypatch.setattr(kineto_trace, "_typed_columns", lambda *args: None)  # as a file the structs do not fit
     decode, states = orjson.loads, []
     monkeypatch.setattr(orjson, "loads", lambda raw: states.append(gc.isenabled()) or decode(raw))
     trace = read_trace(path)
@@ -89,6 +114,7 @@ def test_a_trace_left_to_the_stdlib_parser_is_decoded_with_the_collector_paused(
     events = rank_events(1000.0, 3, 1.0)
     events[0]["args"] = {"External id": 10 ** 20}  # 21 digits: orjson would make it a float
     write_trace(path, events, rank=1)
+    monkeypatch.setattr(kineto_trace, "_typed_columns", lambda *args: None)  # as a file the structs do not fit
     decode, states = json.loads, []
     monkeypatch.setattr(json, "loads", lambda text, **kw: states.append(gc.isenabled()) or decode(text, **kw))
     trace = read_trace(path)

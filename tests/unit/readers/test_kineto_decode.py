@@ -1,0 +1,167 @@
+"""The Kineto reader's typed whole-file path (``readers.kineto_decode`` structs, columns built whole) against
+its event-by-event path over the parser's dicts: the same trace, field for field and problem for problem,
+for every shape the typed path takes; every text it must not take is left to the event-by-event path."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reportgen.problems import ProblemLog
+from reportgen.readers import kineto_trace
+from reportgen.readers.kineto_trace import read_trace
+
+
+TYPED_COLUMNS = kineto_trace._typed_columns
+
+
+def _x(name, ts, dur, cat="cpu_op", tid=1, pid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
+            **({"args": args} if args else {})}
+
+
+def _mem(ts, nbytes, tid=1, **more):
+    return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": tid, "ts": ts,
+            "args": {"Bytes": nbytes, "Total Allocated": 4096, "Total Reserved": 8192, "Device Type": 1,
+                     "Device Id": 0, "Addr": 94000, **more}}
+
+
+RICH = {
+    "schemaVersion": 1,
+    "deviceProperties": [{"id": 0, "name": "NVIDIA A100", "totalGlobalMem": 42505273344, "computeMajor": 8,
+                          "computeMinor": 0}],
+    "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+    "traceEvents": [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}},
+        _x("ProfilerStep#1", 100, 900, cat="user_annotation"),
+        _x("aten::mm", 120.5, 30, **{"Input Dims": [[64, 128], [128, 32]], "correlation": 7}),
+        _x("aten::addmm", 160, 20, **{"Input Dims": [[32], [64, 128], [128, 16]], "flops": "no"}),
+        _x("aten::conv2d", 190, 10, flops=123456),
+        _x("aten::bmm", 200, 10, **{"Input Dims": "odd"}),
+        _x("aten::mm", 205, 1, **{"Input Dims": [[2, 3], [4, 5]]}),  # shapes that do not multiply
+        _x("ncclKernel_AllReduce", 300, 50, cat="kernel", pid=0, tid=7,
+           **{"device": 0, "stream": 7, "correlation": 9, "In msg nelems": 1000, "dtype": "BFloat16"}),
+        _x("ncclKernel_AllGather", 360, 50, cat="Kernel", pid=0, tid=7, **{"In msg nelems": "1e3", "dtype": "Odd"}),
+        _x("Memcpy HtoD", 420, 5, cat="gpu_memcpy", pid=0, tid=7, bytes=4096, device=True),
+        _x("Memset", 430, 5, cat="gpu_memset", pid=2, tid=8, bytes="12"),
+        _x("gpu step", 100, 900, cat="gpu_user_annotation", pid=0, tid=7),
+        _x("cudaLaunchKernel", 299, 2, cat="cuda_runtime", correlation=None),
+        _x("cudaMemcpy", 419, 2, cat="cuda_runtime", correlation=True),
+        _x("odd ids", 450, 1, cat="python_function", tid=-5, correlation=-2),
+        _x("aten::mm", 120.5, 30, tid=2**62),  # a tie with the first aten::mm: file order decides
+        _x("negative", 500, -1), _x("endless", 510, 2**64), _x("far", 3.0e19, 1),
+        {"ph": "s", "cat": "ac2g", "name": "flow", "id": 7, "pid": 1, "tid": 1, "ts": 120},
+        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",
+         "ts": 90, "dur": 1000, "args": {"Op count": 0}},
+        _x("listed tid", 600, 1, tid=[1, 2]), _x("Null name and cat", 610, 1, cat=None),
+        _mem(130, 512), _mem(140, -512, tid="PyTorch Profiler", Addr=None), _mem(150, "x"), _mem(3.0e19, 8),
+        {"ph": "i", "name": "Record Window End", "pid": "", "tid": "", "ts": 1000},
+    ],
+    "traceName": "rich",
+}
+
+
+def _fields(trace) -> dict:
+    out = {}
+    for key, value in vars(trace).items():
+        if dataclasses.is_dataclass(value):
+            value = _fields(value)
+        elif isinstance(value, np.ndarray):
+            value = (value.dtype.str, value.tolist(), value.tobytes())  # bytes: NaN == NaN, -0.0 != 0.0
+        out[key] = value
+    return out
+
+
+def _both(tmp_path: Path, text: bytes, monkeypatch, name: str = "rank.pt.trace.json") -> tuple:
+    """(typed path taken, the trace and problems read as usual, the same read with the typed path off)."""
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    taken = []
+
+    def spy(*args):
+        trace = TYPED_COLUMNS(*args)
+        taken.append(trace is not None)
+        return trace
+
+    monkeypatch.setattr(kineto_trace, "_typed_columns", spy)
+    usual = ProblemLog()
+    trace = read_trace(path, usual)
+    monkeypatch.setattr(kineto_trace, "_typed_columns", lambda *args: None)
+    dicts = ProblemLog()
+    reference = read_trace(path, dicts)
+    return any(taken), (_fields(trace), usual.to_json()), (_fields(reference), dicts.to_json())
+
+
+@pytest.mark.parametrize("name", ["rank.pt.trace.json", "rank.pt.trace.json.gz"])
+def test_the_typed_path_gives_the_dict_paths_trace_and_problems(tmp_path, monkeypatch, name):
+    taken, typed, reference = _both(tmp_path, json.dumps(RICH).encode(), monkeypatch, name)
+    assert taken
+    assert typed == reference
+    trace = typed[0]
+    assert trace["label"] == "3" and trace["world_size"] == 8 and trace["device_memory"] == {0: 42505273344.0}
+    names = trace["names"]
+    assert [names[i] for i in trace["name"][1]][:4] == ["PyTorch Profiler (0)", "ProfilerStep#1", "gpu step",
+                                                         "aten::mm"]
+    assert names.index("aten::mm") < names.index("aten::addmm")  # interned in file order
+    assert sorted(trace["nbytes"][1]) == [0.0] * 15 + [12.0, 2000.0, 4096.0]  # memset, all-reduce, memcpy
+    assert trace["flops"]["flops"][1] == [2 * 64 * 128 * 32, 2 * 64 * 128 * 16, 123456.0]
+    assert trace["memory"]["nbytes"][1] == [512.0, -512.0]
+    assert -1 in trace["corr"][1] and 9 in trace["corr"][1] and min(trace["tid"][1]) < 0
+    assert typed[1]["total"] == 5  # a negative duration, two out of range, two memory rows
+
+
+def test_nanosecond_times_relative_to_a_base(tmp_path, monkeypatch):
+    doc = {"baseTimeNanoseconds": 1_700_000_000_000_000_000,
+           "traceEvents": [_x("a", 2 * 10**17 + 5, 1000), _x("b", 2 * 10**17 + 2000, 3000.5), _mem(2 * 10**17, 8)]}
+    taken, typed, reference = _both(tmp_path, json.dumps(doc).encode(), monkeypatch)
+    assert taken and typed == reference
+    assert typed[0]["time_unit"] == "ns" and typed[0]["dur_us"][1] == [1.0, 3.0005]
+
+
+def test_a_top_level_array_and_an_empty_one(tmp_path, monkeypatch):
+    taken, typed, reference = _both(tmp_path, json.dumps([_x("a", 1, 2), _x("b", 0, 1)]).encode(), monkeypatch)
+    assert taken and typed == reference and typed[0]["start_us"][1] == [0.0, 1.0]
+    taken, typed, reference = _both(tmp_path, b'{"traceEvents": []}', monkeypatch)
+    assert taken and typed == reference and typed[1]["total"] == 1  # no complete events
+
+
+@pytest.mark.parametrize("text", [
+    b'[{"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1}, {"ph": "E", "pid": 1, "tid": 1, "ts": 4}]',
+    b'[{"ph": "X", "name": "a", "ts": "12.5", "dur": 1}]',  # a time as text
+    b'[{"ph": "X", "name": "a", "ts": 1}]',  # no duration
+    b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1, "args": [1]}]',  # args not an object
+    b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1}, 7]',  # an event not an object
+    b'[{"ph": "X", "name": "a", "ts": 1, "dur": true}]',
+    b'[{"ph": ["X"], "name": "a", "ts": 1, "dur": 1}]',
+    b'[{"ph": "X", "name": "a", "ts": NaN, "dur": 1}]',
+    b'[{"ph": "X", "name": "a", "ts": 1e400, "dur": 1}]',
+    b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1, "x": "\\ud800"}]',  # a lone surrogate in a key not read
+    b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1, "x": "\xff"}]',  # not UTF-8 in a key not read
+    b'[{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "args": {"Input Dims": "\\udc00"}}]',
+    b'{"traceEvents": 5}', b'{"other": []}', b'"text"', b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1}',
+])
+def test_what_the_structs_do_not_fit_is_read_event_by_event(tmp_path, monkeypatch, text):
+    taken, typed, reference = _both(tmp_path, text, monkeypatch)
+    assert not taken
+    assert typed == reference
+
+
+def test_names_and_categories_that_are_no_strings(tmp_path, monkeypatch):
+    text = (b'[{"ph": "X", "name": 5, "cat": 1, "ts": 1, "dur": 1}, {"ph": "X", "name": null, "cat": true, "ts": 2,'
+            b' "dur": 1}, {"ph": "X", "name": "5", "cat": "KERNEL", "ts": 3, "dur": 1}]')
+    taken, typed, reference = _both(tmp_path, text, monkeypatch)
+    assert taken and typed == reference
+    assert typed[0]["names"] == ["5", "None"] and typed[0]["cat"][1] == [10, 10, 2]  # other, other, kernel
+
+
+def test_duplicate_keys_keep_the_last_value_as_the_parsers_do(tmp_path, monkeypatch):
+    text = (b'{"traceEvents": [{"ph": "X", "name": "a", "name": "b", "ts": 1, "dur": 2, "dur": 3}],'
+            b' "distributedInfo": {"rank": 1}, "distributedInfo": {"rank": 2}}')
+    taken, typed, reference = _both(tmp_path, text, monkeypatch)
+    assert taken and typed == reference
+    assert typed[0]["names"] == ["b"] and typed[0]["dur_us"][1] == [3.0] and typed[0]["rank"] == 2
