@@ -274,6 +274,9 @@ def test_readme_examples_run_exactly_as_written_from_a_fresh_folder(tmp_path):
         run = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, env=env)
         assert run.returncode == 0, f"{command}: {run.stderr[-1500:]}"
         stderr[command] = run.stderr
+        if command.startswith("reportgen generate"):  # the progress goes to stderr, nothing to stdout
+            assert run.stdout == "" and "executing the analysis notebook" in run.stderr, command
+            assert "wrote " in run.stderr.strip().splitlines()[-1], command
     made = {p.name for p in cwd.iterdir()}
     assert made == {"report.html", "report.json", "r.html", "r.json", "ro", "again.html", "again.json", "rules",
                     "compare.html", "compare.json", "executed.ipynb",
