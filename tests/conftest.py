@@ -20,7 +20,8 @@ import pytest
 from tests.support.paths import (FIXTURES_ENV, RAW, REAL, ROOT, SHARED_FIXTURES, WHERE,  # noqa: F401
                                  fixtures_required, need, real_jobs)
 from tests.support.aws import moto_endpoint, rule_fixture_dir, world  # noqa: F401  (fixtures, started on first use)
-from tests.support.shared_runs import dask_cluster, real_report, sample_report, sample_rule_outputs  # noqa: F401  (fixtures)
+from tests.support.shared_runs import (dask_cluster, installed_wheel, real_report, sample_report,  # noqa: F401
+                                     sample_rule_outputs)  # (fixtures)
 
 LANES = ("unit", "integration", "e2e")
 TESTS = Path(__file__).resolve().parent

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -68,35 +69,41 @@ def _damage_arrays(folder: Path) -> None:
         np.savez(handle, **arrays)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("damage", [_damage_zero_json, _damage_cut_npz, _damage_types, _damage_arrays],
-                         ids=["zero-byte-json", "cut-npz", "json-types", "npz-arrays"])
-def test_a_damaged_incremental_cache_piece_is_read_again(tmp_path, damage):
-    home, tmp = _dirs(tmp_path)
-    cache = tmp_path / "cache"
-    first = _run("generate", SAMPLE, "-o", tmp_path / "a.html", "-q", "--incremental", "--cache-dir", cache,
+@pytest.fixture(scope="module")
+def first_incremental_run(tmp_path_factory) -> tuple[Path, Path, list[str]]:
+    """``generate --incremental`` of the sample into a new cache, once: its report.json, the cache folder and
+    the names of the pieces of its system records (each test damages a copy)."""
+    root = tmp_path_factory.mktemp("incremental")
+    home, tmp = _dirs(root)
+    cache = root / "cache"
+    first = _run("generate", SAMPLE, "-o", root / "a.html", "-q", "--incremental", "--cache-dir", cache,
                  home=home, tmp=tmp)
     assert first.returncode == 0, first.stderr
     folder, = (cache / "system-records").iterdir()
-    pieces = sorted(p.name for p in folder.iterdir())
+    return root / "a.json", cache, sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", [_damage_zero_json, _damage_cut_npz, _damage_types, _damage_arrays],
+                         ids=["zero-byte-json", "cut-npz", "json-types", "npz-arrays"])
+def test_a_damaged_incremental_cache_piece_is_read_again(tmp_path, damage, first_incremental_run):
+    home, tmp = _dirs(tmp_path)
+    first_json, first_cache, pieces = first_incremental_run
+    cache = tmp_path / "cache"
+    shutil.copytree(first_cache, cache)
+    folder, = (cache / "system-records").iterdir()
+    assert sorted(p.name for p in folder.iterdir()) == pieces
     damage(folder)
     again = _run("generate", SAMPLE, "-o", tmp_path / "b.html", "-q", "--incremental", "--cache-dir", cache,
                  home=home, tmp=tmp)
     assert again.returncode == 0, again.stderr  # was exit 3, on every later run
-    assert _sections(tmp_path / "a.json") == _sections(tmp_path / "b.json")
+    assert _sections(first_json) == _sections(tmp_path / "b.json")
     healed = sorted(p.name for p in folder.iterdir())
     assert len(healed) == len(pieces) and not any(name.endswith(".tmp") for name in healed)
     third = _run("generate", SAMPLE, "-o", tmp_path / "c.html", "--incremental", "--cache-dir", cache,
                  home=home, tmp=tmp)
     assert third.returncode == 0, third.stderr
     assert "system metrics: 0 of 26 files read, the rest from the cache" in third.stderr  # the healed piece is used
-
-
-def test_nothing_is_left_in_home_or_tmpdir(tmp_path):
-    home, tmp = _dirs(tmp_path)
-    proc = _run("generate", SAMPLE, "-o", tmp_path / "r.html", "-q", home=home, tmp=tmp)
-    assert proc.returncode == 0, proc.stderr
-    assert list(home.iterdir()) == [] and list(tmp.iterdir()) == []  # ~/.ipython before
 
 
 def test_an_unwritable_home_leaks_nothing_into_tmpdir(tmp_path):
@@ -108,27 +115,21 @@ def test_an_unwritable_home_leaks_nothing_into_tmpdir(tmp_path):
     assert list(tmp.iterdir()) == [] and not missing.exists()
 
 
-def test_a_local_dask_cluster_leaves_no_scratch_space(tmp_path):
-    pytest.importorskip("distributed")
-    home, tmp = _dirs(tmp_path)
-    proc = _run("generate", SAMPLE, "-o", tmp_path / "r.html", "-q", "--scheduler", "local:2", home=home, tmp=tmp)
-    assert proc.returncode == 0, proc.stderr
-    assert list(tmp.iterdir()) == [] and list(home.iterdir()) == []  # dask-scratch-space/ before
-
-
-def test_a_temporary_folder_whose_name_parses_as_python_prints_nothing(tmp_path):
-    """Dask parses DASK_* variables as Python: a scratch path with ``9if`` in it printed a SyntaxWarning
-    (``invalid decimal literal``) in this process and in each worker; a CI run failed on that line."""
+def test_a_local_dask_cluster_leaves_no_scratch_space_and_an_odd_tmpdir_prints_nothing(tmp_path):
+    """``--scheduler local:2`` left ``dask-scratch-space/`` in ``$TMPDIR``. And Dask parses DASK_* variables as
+    Python: a scratch path with ``9if`` in it printed a SyntaxWarning (``invalid decimal literal``) in this
+    process and in each worker; a CI run failed on that line. One run checks both (a TMPDIR named ``9if``)."""
     pytest.importorskip("distributed")
     home, tmp = _dirs(tmp_path)
     odd = tmp / "9if"
     odd.mkdir()
     proc = _run("generate", SAMPLE, "-o", tmp_path / "r.html", "-q", "--scheduler", "local:2", home=home, tmp=odd)
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert list(odd.iterdir()) == []
+    assert list(odd.iterdir()) == [] and list(home.iterdir()) == []  # dask-scratch-space/ before
 
 
-def test_output_folders_are_made_only_when_the_outputs_are_committed(tmp_path):
+def test_output_folders_are_made_only_when_the_outputs_are_committed_and_nothing_is_left_in_home_or_tmpdir(
+        tmp_path):
     home, tmp = _dirs(tmp_path)
     empty = tmp_path / "empty-source"
     empty.mkdir()
@@ -138,3 +139,4 @@ def test_output_folders_are_made_only_when_the_outputs_are_committed(tmp_path):
     assert not (tmp_path / "new").exists() and not (tmp_path / "ci").exists()
     ok = _run("generate", SAMPLE, "-o", tmp_path / "new" / "deep" / "r.html", "-q", home=home, tmp=tmp)
     assert ok.returncode == 0 and sorted(os.listdir(tmp_path / "new" / "deep")) == ["r.html", "r.json"]
+    assert list(home.iterdir()) == [] and list(tmp.iterdir()) == []  # nothing left there (~/.ipython before)

@@ -14,7 +14,7 @@ import pytest
 from reportgen.ci_outputs import FailOn, known_causes, parse_fail_on
 from reportgen.errors import InputError
 from tests.support.paths import REAL, ROOT, need
-from tests.support.cli import run_cli
+from tests.support.cli import main_in_process, run_cli
 
 
 run = run_cli
@@ -72,14 +72,17 @@ def test_generate_fails_on_the_status_after_writing_everything(sample):
     ("problems,IOBottleneck,step-outliers", 1, "status problems; cause found: step-outliers"),
     ("IOBottleneck,BatchSize", 0, ""),
 ])
-def test_check_gates_on_statuses_causes_and_rules(sample, fail_on, code, message):
+def test_check_gates_on_statuses_causes_and_rules(sample, fail_on, code, message, capsys, monkeypatch):
+    """Each gate in this process (``check`` as a child process: test_minor_findings_do_not_trip_a_healthy_job_
+    but_show_in_junit, test_insufficient_data_gate_and_skipped_causes)."""
     out, _, data = sample
     # the expectation, from report.json itself
     names = {n.strip().lower() for n in fail_on.split(",")}
     expected = ({data["diagnosis"]["status"]} & names) | {c for c in serious_causes(data) if c in names} | {
         r for r in fired(data) if r.lower() in names}
     assert bool(expected) == bool(code)
-    result = check(out, fail_on)
+    result = main_in_process("check", out / "report.json", "--fail-on", fail_on, "--markdown", out / "s.md", "-q",
+                             capsys=capsys, monkeypatch=monkeypatch)
     assert result.returncode == code, result.stderr
     assert result.stderr == (f"reportgen: --fail-on tripped: {message} (exit code 1)\n" if code else "")
     assert (out / "s.md").is_file()
@@ -157,8 +160,10 @@ def test_any_fails_a_healthy_job_where_problems_does_not(tmp_path):
 
 @pytest.mark.parametrize("fail_on, bad", [("input-pipelines", "input-pipelines"), ("problem", "problem"),
                                           ("healthy", "healthy"), ("any,problems", "any")])
-def test_unknown_names_are_refused_before_any_work(tmp_path, fail_on, bad):
-    result = run("generate", str(ROOT / "sample_data"), "-o", str(tmp_path / "r.html"), "--fail-on", fail_on)
+def test_unknown_names_are_refused_before_any_work(tmp_path, fail_on, bad, capsys, monkeypatch):
+    """In this process (as a child process: test_ci_outputs.py's test_unknown_rule_stops_generate_before_any_work)."""
+    result = main_in_process("generate", ROOT / "sample_data", "-o", tmp_path / "r.html", "--fail-on", fail_on,
+                             capsys=capsys, monkeypatch=monkeypatch)
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"reportgen: error: --fail-on: unknown name {bad}")

@@ -20,7 +20,7 @@ from reportgen.ci_outputs import junit_xml, markdown_summary
 from reportgen.report.build import build_report
 from reportgen.report.json_output import report_data
 from reportgen.rule_outputs import find_rule_output_dir, load_rule_outputs
-from tests.support.cli import run_cli
+from tests.support.cli import main_in_process, run_cli
 from tests.support.paths import REAL, ROOT, need
 
 SNAPSHOT = ROOT / "tests" / "snapshots" / "sample_summary.md"
@@ -147,7 +147,9 @@ def test_step_summary_is_appended(sample):
     ("IOBottleneck,stepoutlier", 1),  # names are case-insensitive; one listed rule fired
     ("BatchSize, MaxInitializationTime", 0),
 ])
-def test_fail_on_exit_codes(sample, tmp_path, fail_on, code):
+def test_fail_on_exit_codes(sample, tmp_path, fail_on, code, capsys, monkeypatch):
+    """Each gate in this process (``check`` as a child process: test_generate_writes_every_output_then_exits_1,
+    test_check_without_outputs_prints_the_summary, test_check_reads_a_1_0_report_json_without_findings)."""
     out, _, data = sample
     listed = {"none": set(), "any": set(fired(data))}.get(fail_on)
     if listed is None:
@@ -155,7 +157,8 @@ def test_fail_on_exit_codes(sample, tmp_path, fail_on, code):
         assert listed <= {r["rule"].lower() for r in rows(data)}
         listed = {r for r in fired(data) if r.lower() in listed}
     assert code == (1 if listed else 0)  # the table above agrees with report.json
-    result = run("check", str(out / "report.json"), "--fail-on", fail_on, "--junit", str(tmp_path / "r.xml"), "-q")
+    result = main_in_process("check", out / "report.json", "--fail-on", fail_on, "--junit", tmp_path / "r.xml", "-q",
+                             capsys=capsys, monkeypatch=monkeypatch)
     assert result.returncode == code, result.stderr
     assert (tmp_path / "r.xml").is_file()  # written whatever the verdict
     if code:
@@ -167,9 +170,11 @@ def test_fail_on_exit_codes(sample, tmp_path, fail_on, code):
 
 @pytest.mark.parametrize("fail_on, bad", [("NoSuchRule", "NoSuchRule"), ("StepOutlier,Nope", "Nope"),
                                           ("any,StepOutlier", "any"), ("OverallSystemUsage", "OverallSystemUsage")])
-def test_unknown_rule_in_fail_on_is_a_usage_error(sample, tmp_path, fail_on, bad):
+def test_unknown_rule_in_fail_on_is_a_usage_error(sample, tmp_path, fail_on, bad, capsys, monkeypatch):
+    """In this process (as a child process: test_unknown_rule_stops_generate_before_any_work)."""
     out, _, _ = sample
-    result = run("check", str(out / "report.json"), "--fail-on", fail_on, "--junit", str(tmp_path / "r.xml"))
+    result = main_in_process("check", out / "report.json", "--fail-on", fail_on, "--junit", tmp_path / "r.xml",
+                             capsys=capsys, monkeypatch=monkeypatch)
     assert result.returncode == 2
     assert result.stderr.startswith(f"reportgen: error: --fail-on: unknown name {bad}")
     assert len(result.stderr.strip().splitlines()) == 1
@@ -335,23 +340,6 @@ def test_schema_rejects_what_it_should(sample, validator):
     bad["schema_version"] = "2.0"
     found = errors(validator, bad)
     assert len(found) == 4, found
-
-
-@pytest.mark.fixtures
-@pytest.mark.parametrize("job", ["beauvilerobed-dd30fc8e", "phuctan214-3b051ce1", "namnd00-5a4080ec"])
-def test_real_generated_report_json_matches_the_schema(job, tmp_path, validator):
-    """Full runs (notebook and all) on real jobs: with fired rules, with no-data rules, with no p90."""
-    folder = need(REAL / job)
-    result = run("generate", str(folder), "-o", str(tmp_path / "r.html"), "-q", "--junit", str(tmp_path / "r.xml"))
-    assert result.returncode == 0, result.stderr
-    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert errors(validator, data) == []
-    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
-    assert int(suite.get("skipped")) == sum(r["status"] == "not_evaluated" for r in rows(data))
-    # a rule with no datapoints is never "passed"; one that fired is never skipped
-    assert all(r["status"] == "not_evaluated" for r in rows(data) if r["datapoints"] == 0 and not r["times_triggered"])
-    assert all(r["status"] == "fired" for r in rows(data) if r["times_triggered"])
-    assert int(suite.get("failures")) == len(fired(data))
 
 
 @pytest.mark.fixtures

@@ -85,12 +85,3 @@ def test_generate_quiet_writes_html_and_json(tmp_path):
     summary = data["sections"]["training-job-summary"]
     assert (summary["job_duration_s"], summary["initialization_s"], summary["training_loop_pct"]) == (625, 302, 51)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r.html", "r.json"]
-
-
-@pytest.mark.fixtures
-def test_progress_on_stderr(tmp_path):
-    folder = need(REAL / "beauvilerobed-dd30fc8e")
-    result = run("generate", str(folder), "-o", str(tmp_path / "r.html"))
-    assert result.returncode == 0 and result.stdout == ""
-    assert "executing the analysis notebook" in result.stderr
-    assert "wrote " in result.stderr.strip().splitlines()[-1]

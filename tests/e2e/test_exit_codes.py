@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
 import os
 import socket
 import subprocess
@@ -162,9 +163,8 @@ def test_a_source_folder_whose_name_is_not_utf8_makes_a_report(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
-def test_standard_output_closed_is_exit_2(tmp_path):
-    report = tmp_path / "r.json"
-    assert _reportgen("generate", str(SAMPLE), "-o", str(tmp_path / "r.html"), "-q").returncode == 0
+def test_standard_output_closed_is_exit_2(sample_report):
+    report = sample_report.with_suffix(".json")
     proc = subprocess.run(f'exec >&- ; "{sys.executable}" -m reportgen check "{report}"', shell=True,
                           capture_output=False, stderr=subprocess.PIPE, text=True, env=_env(), timeout=120)
     assert proc.returncode == 2, proc.stderr
@@ -175,9 +175,8 @@ def test_standard_output_closed_is_exit_2(tmp_path):
     assert proc.stderr.strip().splitlines() == ["reportgen: error: cannot write the outputs (standard output is closed)"]
 
 
-def test_standard_output_full_is_exit_2_naming_it(tmp_path):
-    report = tmp_path / "r.json"
-    assert _reportgen("generate", str(SAMPLE), "-o", str(tmp_path / "r.html"), "-q").returncode == 0
+def test_standard_output_full_is_exit_2_naming_it(sample_report):
+    report = sample_report.with_suffix(".json")
     for extra, line in (([], "reportgen: error: No space left on device: standard output"),
                         (["--junit", "-"], "reportgen: error: cannot write the outputs (No space left on device: "
                                            "standard output)")):
@@ -187,10 +186,14 @@ def test_standard_output_full_is_exit_2_naming_it(tmp_path):
         assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [line], proc.stderr
 
 
-def test_a_latin1_terminal_shows_a_non_ascii_job_name_escaped(tmp_path):
-    out = tmp_path / "r.html"
-    assert _reportgen("generate", str(SAMPLE), "-o", str(out), "-q", "--job-name", "训练 job").returncode == 0
-    proc = _reportgen("check", str(out.with_suffix(".json")), env=_env(PYTHONIOENCODING="latin-1"))
+def test_a_latin1_terminal_shows_a_non_ascii_job_name_escaped(sample_report, tmp_path):
+    # the sample's report.json as ``--job-name "训练 job"`` writes it (tests/integration/test_notebook_parameters.py
+    # checks that generate puts the name there): ``check`` is the process whose terminal is Latin-1
+    data = json.loads(sample_report.with_suffix(".json").read_text(encoding="utf-8"))
+    data["job"]["name"] = "训练 job"
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(data), encoding="utf-8")
+    proc = _reportgen("check", str(report), env=_env(PYTHONIOENCODING="latin-1"))
     assert proc.returncode == 0, proc.stderr
     assert b"\\u8bad\\u7ec3 job" in proc.stdout  # was exit 3: UnicodeEncodeError
 

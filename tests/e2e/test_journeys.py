@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,7 +75,8 @@ def test_job_prefix_with_an_invalid_name_is_an_input_error(tmp_path):
     assert "'bad_name!' is not a SageMaker training-job name" in result.stderr
 
 
-# ---------------------------------------------------------------------- keeping the rule outputs
+# ---------------------------------------------------------------------- keeping the rule outputs, analyze
+# (run by the README test below: its commands are these journeys, exactly as the README writes them)
 
 
 def _tables(report_json: Path) -> dict:
@@ -82,10 +84,9 @@ def _tables(report_json: Path) -> dict:
     return data["sections"]
 
 
-def test_rule_outputs_option_keeps_the_rule_outputs_that_render_the_same_report(tmp_path):
-    cwd = with_sample_data(tmp_path / "work")
-    first = reportgen("generate", "sample_data", "-o", "r.html", "--rule-outputs", "ro/", cwd=cwd)
-    assert first.returncode == 0, first.stderr
+def check_kept_rule_outputs_render_the_same_report(cwd: Path) -> None:
+    """``generate sample_data -o r.html --rule-outputs ro/`` then ``generate ro/ -o again.html``: ro/ holds
+    every rule's output in SageMaker's schema, and the report made from it is the first one."""
     kept = sorted(p.name for p in (cwd / "ro").iterdir())
     rules = [name for name in kept if name not in ("timeline.json", "data-quality.json")]
     assert rules == sorted(f"{name}.json" for name in RULE_ORDER)
@@ -93,8 +94,6 @@ def test_rule_outputs_option_keeps_the_rule_outputs_that_render_the_same_report(
     for name in rules:  # SageMaker's schema
         assert set(json.loads((cwd / "ro" / name).read_text())) >= {"RuleTriggered", "Violations", "Details",
                                                                      "Datapoints", "RuleParameters"}
-    again = reportgen("generate", "ro/", "-o", "again.html", "-q", cwd=cwd)
-    assert again.returncode == 0, again.stderr
     one, two = _tables(cwd / "r.json"), _tables(cwd / "again.json")
     one.pop("data-quality"), two.pop("data-quality")  # the second run notes nothing new; compared below
     assert one == two
@@ -102,24 +101,20 @@ def test_rule_outputs_option_keeps_the_rule_outputs_that_render_the_same_report(
             json.loads((cwd / "again.json").read_text())["sections"]["data-quality"]["problems"])
 
 
-def test_progress_never_prints_a_path_that_will_not_exist(tmp_path):
-    cwd = with_sample_data(tmp_path / "work")
-    result = reportgen("generate", "sample_data", "-o", "r.html", cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    for line in result.stderr.splitlines():
+def check_progress_names_only_paths_that_exist(cwd: Path, stderr: str) -> None:
+    """The progress lines of a run never print a path that will not exist (a work folder, a temporary file)."""
+    assert stderr.strip(), "the run printed no progress"
+    for line in stderr.splitlines():
         for word in line.replace("(", " ").replace(")", " ").split():
             if "/" in word and ("reportgen-" in word or word.startswith("/tmp")):
                 assert Path(word).exists() or (cwd / word).exists(), line
 
 
-def test_analyze_runs_only_the_engine_into_a_folder(tmp_path):
-    cwd = with_sample_data(tmp_path / "work")
-    result = reportgen("analyze", "sample_data", "-o", "rules", cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    assert "notebook" not in result.stderr
+def check_analyze_wrote_only_the_rule_outputs(cwd: Path, stderr: str) -> None:
+    """``analyze sample_data -o rules/`` runs only the engine: the rule outputs and nothing else."""
+    assert "notebook" not in stderr
     names = sorted(p.name for p in (cwd / "rules").iterdir())
     assert len(names) == 13 and "LowGPUUtilization.json" in names and "timeline.json" in names
-    assert sorted(p.name for p in cwd.iterdir()) == ["rules", "sample_data"]  # no report, no leftovers
 
 
 def test_analyze_on_a_folder_of_pytorch_traces_only_writes_kineto_json(tmp_path):
@@ -147,9 +142,18 @@ def test_rule_outputs_folder_holding_other_files_is_refused_before_any_work(tmp_
 # ---------------------------------------------------------------------- rule parameters on rule outputs
 
 
-def test_rule_param_on_rule_outputs_is_refused_naming_recompute(tmp_path):
+@pytest.fixture(scope="module")
+def analyzed(tmp_path_factory) -> Path:
+    """``reportgen analyze sample_data -o rules``, once for the tests below (each copies it: read only)."""
+    cwd = with_sample_data(tmp_path_factory.mktemp("analyzed"))
+    result = reportgen("analyze", "sample_data", "-o", "rules", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return cwd / "rules"
+
+
+def test_rule_param_on_rule_outputs_is_refused_naming_recompute(tmp_path, analyzed):
     cwd = with_sample_data(tmp_path / "work")
-    assert reportgen("analyze", "sample_data", "-o", "job/profiler-reports", cwd=cwd).returncode == 0
+    shutil.copytree(analyzed, cwd / "job" / "profiler-reports")
     for raw in ("system", "framework"):  # SageMaker's layout: rule outputs and the raw data beside them
         (cwd / "job" / raw).symlink_to(ROOT / "sample_data" / raw, target_is_directory=True)
     result = reportgen("generate", "job", "-o", "r.html", "--rule-param", "LowGPUUtilization.threshold_p95=80",
@@ -164,9 +168,9 @@ def test_rule_param_on_rule_outputs_is_refused_naming_recompute(tmp_path):
     assert recomputed.returncode == 0, recomputed.stderr
 
 
-def test_config_on_rule_outputs_without_raw_data_says_there_is_nothing_to_recompute(tmp_path):
+def test_config_on_rule_outputs_without_raw_data_says_there_is_nothing_to_recompute(tmp_path, analyzed):
     cwd = with_sample_data(tmp_path / "work")
-    assert reportgen("analyze", "sample_data", "-o", "ro", cwd=cwd).returncode == 0
+    shutil.copytree(analyzed, cwd / "ro")
     (cwd / "rules.toml").write_text("[LowGPUUtilization]\nthreshold_p95 = 80\n")
     result = reportgen("generate", "ro", "-o", "r.html", "--config", "rules.toml", cwd=cwd)
     assert result.returncode == 2
@@ -265,14 +269,22 @@ def test_readme_examples_run_exactly_as_written_from_a_fresh_folder(tmp_path):
     (cwd / ".venv").mkdir()
     (cwd / ".venv" / "bin").symlink_to(Path(sys.executable).parent, target_is_directory=True)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    stderr = {}
     for command in commands:
         run = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, env=env)
         assert run.returncode == 0, f"{command}: {run.stderr[-1500:]}"
+        stderr[command] = run.stderr
+        if command.startswith("reportgen generate"):  # the progress goes to stderr, nothing to stdout
+            assert run.stdout == "" and "executing the analysis notebook" in run.stderr, command
+            assert "wrote " in run.stderr.strip().splitlines()[-1], command
     made = {p.name for p in cwd.iterdir()}
-    assert {"report.html", "report.json", "r.html", "r.json", "ro", "again.html", "again.json", "rules",
-            "compare.html", "compare.json", "executed.ipynb"} <= made
-    rule_files = [p for p in (cwd / "ro").iterdir() if p.name not in ("timeline.json", "data-quality.json")]
-    assert len(rule_files) == len(RULE_ORDER)
+    assert made == {"report.html", "report.json", "r.html", "r.json", "ro", "again.html", "again.json", "rules",
+                    "compare.html", "compare.json", "executed.ipynb",
+                    "sample_data", "notebooks", ".venv"}  # no leftovers (the last three were here before)
+    check_kept_rule_outputs_render_the_same_report(cwd)
+    for command in commands[:3]:  # generate from raw data, keeping the rule outputs, and from them
+        check_progress_names_only_paths_that_exist(cwd, stderr[command])
+    check_analyze_wrote_only_the_rule_outputs(cwd, stderr["reportgen analyze sample_data -o rules/"])
 
 
 def _journey_commands(heading: str) -> list[str]:

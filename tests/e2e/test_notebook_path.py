@@ -66,12 +66,8 @@ def test_notebook_runs_with_papermill_on_its_default_source(tmp_path, where):
     assert len(live) >= 20  # charts drawn by Jupyter's plotly renderer, not only as page specs
 
 
-def test_notebook_runs_from_an_installed_wheel_with_only_the_source_given(tmp_path):
-    wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(wheel_dir)], check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
-                    str(next(wheel_dir.glob("reportgen-*.whl")))], check=True, capture_output=True)
+def test_notebook_runs_from_an_installed_wheel_with_only_the_source_given(tmp_path, installed_wheel):
+    _, target = installed_wheel
     env = {"PYTHONPATH": str(target)}
     bundled = target / "reportgen" / "_bundled" / "notebooks" / "profiler_report.ipynb"
     elsewhere = tmp_path / "elsewhere"

@@ -6,23 +6,14 @@ import os
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REAL, ROOT, need
+from tests.support.paths import REAL, need
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(out)], check=True, capture_output=True)
-    (built,) = out.glob("reportgen-*.whl")
-    return built
-
-
-def test_wheel_contains_notebook_and_templates(wheel):
+def test_wheel_contains_notebook_and_templates(installed_wheel):
+    wheel, _ = installed_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in ("reportgen/_bundled/notebooks/profiler_report.ipynb",
                      "reportgen/_bundled/templates/reportgen/index.html.j2",
@@ -39,11 +30,9 @@ def test_wheel_contains_notebook_and_templates(wheel):
 
 
 @pytest.mark.fixtures
-def test_installed_wheel_generates_a_report_outside_the_checkout(wheel, tmp_path):
+def test_installed_wheel_generates_a_report_outside_the_checkout(installed_wheel, tmp_path):
     folder = need(REAL / "beauvilerobed-dd30fc8e")
-    target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True)
+    _, target = installed_wheel
     env = {**os.environ, "PYTHONPATH": str(target)}
     where = subprocess.run([sys.executable, "-c", "import reportgen.resources as r; print(r.__file__); "
                             "print(r.notebook_path())"], cwd=tmp_path, env=env, check=True,

@@ -99,9 +99,11 @@ def test_the_busy_core_is_busy_during_the_burn_and_idle_after(recording):
 
 def test_report_from_the_recording_shows_the_core_over_time(recording, tmp_path):
     from reportgen.pipeline import generate
+    from tests.support.shared_runs import page_in_this_process
 
     html = tmp_path / "report.html"
-    generate(str(recording.out), html)
+    with page_in_this_process():  # the recording is the point here
+        generate(str(recording.out), html)
     data = json.loads(html.with_suffix(".json").read_text())["sections"]
     assert data["utilization-over-time"]["nodes"] == ["algo-1"]
     text = html.read_text(encoding="utf-8")
@@ -205,6 +207,7 @@ def test_fake_pynvml_module_is_loaded_lazily(monkeypatch):
 def test_recording_with_kineto_traces_gives_one_report_with_both(tmp_path):
     """A command that writes a (tiny, hand-made) Kineto trace: --trace-dir copies it; generate shows both."""
     from reportgen.pipeline import generate
+    from tests.support.shared_runs import page_in_this_process
 
     traces = tmp_path / "traces"
     script = f"""
@@ -221,7 +224,8 @@ p = pathlib.Path({str(traces)!r}); p.mkdir()
     result = record([sys.executable, "-c", script], out, interval_s=0.2, trace_dir=traces)
     assert result.traces_copied == ["pytorch-traces/host_1.pt.trace.json"]
     html = tmp_path / "report.html"
-    generate(str(out), html)
+    with page_in_this_process():  # the recording is the point here
+        generate(str(out), html)
     data = json.loads(html.with_suffix(".json").read_text())["sections"]
     assert data["utilization-over-time"]["nodes"] == ["algo-1"]
     assert list(data["gpu-kernels-operators"]["ranks"]) == ["host_1"]

@@ -11,6 +11,7 @@ import pytest
 from reportgen.pipeline import generate
 from tests.support.browser import OPEN_ALL_DETAILS, visit
 from tests.support.paths import REAL, RECORDINGS, need
+from tests.support.shared_runs import page_in_this_process
 
 PROBE = [OPEN_ALL_DETAILS, """() => {  // charts in deep dives draw on opening
   return {
@@ -30,7 +31,8 @@ PROBE = [OPEN_ALL_DETAILS, """() => {  // charts in deep dives draw on opening
 def report(tmp_path_factory):
     folder = need(REAL / "beauvilerobed-dd30fc8e")
     out = tmp_path_factory.mktemp("browser") / "report.html"
-    generate(str(folder), out)
+    with page_in_this_process():  # the browser is the point here; the worker is test_page_worker.py's
+        generate(str(folder), out)
     return out
 
 
@@ -280,10 +282,11 @@ def recording_reports(tmp_path_factory):
     """The pages of a `reportgen record` run (CPU-only PyTorch) and of a JAX profile."""
     out = tmp_path_factory.mktemp("recording-pages")
     pages = {}
-    for name, source in (("record", RECORDINGS / "cpu-torch" / "plain"),
-                         ("jax", RECORDINGS / "jax-tf" / "jax-cpu" / "logdir")):
-        pages[name] = out / f"{name}.html"
-        generate(str(source), pages[name])
+    with page_in_this_process():  # the browser is the point here; the worker is test_page_worker.py's
+        for name, source in (("record", RECORDINGS / "cpu-torch" / "plain"),
+                             ("jax", RECORDINGS / "jax-tf" / "jax-cpu" / "logdir")):
+            pages[name] = out / f"{name}.html"
+            generate(str(source), pages[name])
     return pages
 
 

@@ -8,7 +8,6 @@ import shutil
 import pytest
 
 from reportgen.compare.regression import judge
-from tests.support.paths import ROOT
 from tests.support.cli import run_cli
 from testdata.synthetic import Scenario, generate
 
@@ -62,11 +61,10 @@ def test_trend_html_is_standalone_and_escapes_labels(three, tmp_path):
     assert "No regression." in page
 
 
-def test_trend_with_causes_and_usage_errors(tmp_path):
-    result = run("generate", str(ROOT / "sample_data"), "-o", str(tmp_path / "a" / "report.html"), "-q")
-    assert result.returncode == 0, result.stderr
-    (tmp_path / "b").mkdir()
-    shutil.copyfile(tmp_path / "a" / "report.json", tmp_path / "b" / "report.json")
+def test_trend_with_causes_and_usage_errors(tmp_path, sample_report):
+    for run_folder in ("a", "b"):  # the sample's report.json twice: the same run
+        (tmp_path / run_folder).mkdir()
+        shutil.copyfile(sample_report.with_suffix(".json"), tmp_path / run_folder / "report.json")
     reports = [str(tmp_path / d / "report.json") for d in ("a", "b")]
     result = run("trend", *reports, "-o", "-", "--format", "md")
     assert result.returncode == 0, result.stderr

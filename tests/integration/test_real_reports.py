@@ -9,6 +9,7 @@ from itertools import groupby
 import pytest
 
 from reportgen.report.util import slug
+from tests.support.paths import ROOT
 
 # Every test reads a real job's report: 70 jobs, one full generate each (real_report, once per session).
 pytestmark = [pytest.mark.fixtures, pytest.mark.slow]
@@ -141,3 +142,31 @@ def test_data_value_is_the_exact_value(job):
         assert cells["unit"] == ("bytes/s" if cells["metric"] == "Network" else "percentage")
         for key in ("max", "p99", "p95", "p50", "min"):
             assert float(cells[key]) == source[key], (cells["node"], cells["metric"], key)
+
+
+@pytest.fixture(scope="module")
+def schema_validator():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "reportgen" / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_report_json_matches_the_schema_and_its_junit_counts(job, schema_validator):
+    """Every real job's report.json (fired rules, rules without data, no p90, ...) against the published schema,
+    and the JUnit XML ``generate --junit`` writes from it (``ci_outputs.junit_xml`` of the same data): a rule
+    without datapoints is never "passed", one that fired never skipped. Was tests/e2e/test_ci_outputs.py's
+    test_real_generated_report_json_matches_the_schema, three of the jobs generated again in child processes
+    (``generate --junit`` as a child process: test_ci_outputs.py's ``sample``)."""
+    import xml.etree.ElementTree as ET
+
+    from reportgen.ci_outputs import junit_xml
+
+    data = job["json"]
+    assert [f"{list(e.path)}: {e.message}" for e in schema_validator.iter_errors(data)] == []
+    rows = data["sections"]["rules-summary-section"]["rows"]
+    suite = ET.fromstring(junit_xml(data)).find("testsuite")
+    assert int(suite.get("skipped")) == sum(r["status"] == "not_evaluated" for r in rows)
+    assert all(r["status"] == "not_evaluated" for r in rows if r["datapoints"] == 0 and not r["times_triggered"])
+    assert all(r["status"] == "fired" for r in rows if r["times_triggered"])
+    assert int(suite.get("failures")) == sum(r["times_triggered"] > 0 for r in rows)

@@ -28,3 +28,20 @@ def run_cli(*args, cwd=None, env: dict | None = None, timeout: float | None = No
         kwargs.setdefault("capture_output", True)
     argv = [sys.executable, "-m", "reportgen", *(a if isinstance(a, bytes) else str(a) for a in args)]
     return subprocess.run(argv, cwd=cwd, env=environ, timeout=timeout, text=text, **kwargs)
+
+
+def main_in_process(*args, capsys, monkeypatch) -> subprocess.CompletedProcess:
+    """``reportgen.cli.main(args)`` in this process, its exit code and captured output returned as ``run_cli``
+    returns them (text). For the many cases of one behaviour (each ``--fail-on`` list a gate is asked) whose
+    child process is tested once beside them: a child process costs about a second of CPU to start and
+    import. Without the CI's ``$GITHUB_STEP_SUMMARY``, as ``run_cli``."""
+    from reportgen import cli
+
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    argv = [str(a) for a in args]
+    try:
+        code = cli.main(argv)
+    except SystemExit as leaving:  # argparse's usage errors
+        code = leaving.code if isinstance(leaving.code, int) else 2
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["reportgen", *argv], code, out, err)

@@ -1,15 +1,32 @@
 """Work that several test files read and none changes, done once: the engine's rule outputs of the sample
-job and its whole report (session), and a local Dask cluster (per module). A test that writes into a shared result copies it
+job and its whole report (session), the wheel built and installed (session), and a local Dask cluster (per
+module). A test that writes into a shared result copies it
 first (``shutil.copytree``)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 
 import pytest
 
 from tests.support.paths import REAL, SAMPLE_DATA, need, real_jobs
+
+
+@contextlib.contextmanager
+def page_in_this_process():
+    """The page of every ``generate``/``compare`` run inside it is made in this process, as on a one-CPU
+    machine (``render.process.usable_cpus``), not by a worker process that imports papermill, nbconvert
+    and pandas again for each run: those imports are done once per test session instead (a real job's
+    generate: 0.6-0.9 s instead of 14-24 s at load 17). The page is the same either way
+    (tests/e2e/test_page_worker.py). Patched in Python, not by ``REPORTGEN_NOTEBOOK_PROCESS``, so that
+    a child process a test starts keeps its worker."""
+    from reportgen.render import process
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(process, "usable_cpus", lambda: 1)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +49,8 @@ def sample_report(tmp_path_factory):
     from reportgen.pipeline import generate
 
     out = tmp_path_factory.mktemp("sample-report") / "report.html"
-    generate(str(SAMPLE_DATA), out)
+    with page_in_this_process():
+        generate(str(SAMPLE_DATA), out)
     before = tree_digest(out.parent)
     yield out
     assert tree_digest(out.parent) == before, "a test wrote into the shared sample_report's folder: copy it first"
@@ -51,10 +69,30 @@ def real_report(request, tmp_path_factory):
     folder = need(REAL / request.param)
     expected = json.loads((folder / "expected.json").read_text())
     out = tmp_path_factory.mktemp(request.param) / "report.html"
-    result = generate(str(folder), out)
+    with page_in_this_process():
+        result = generate(str(folder), out)
     html = out.read_text(encoding="utf-8")
     return {"id": request.param, "expected": expected, "html": html, "tables": read_sagemaker_tables(html),
             "exact": read_tables(html), "json": json.loads(result.json_path.read_text()), "folder": folder}
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory) -> tuple[Path, Path]:
+    """``pip wheel`` of this checkout (no build isolation: hatchling from the test extra, no network) and
+    that wheel ``pip install --target``-ed into a folder of its own: (the wheel, the folder to put on
+    PYTHONPATH). Built once: the packaging test and the notebook's installed-wheel test read both."""
+    import subprocess
+    import sys
+
+    from tests.support.paths import ROOT
+
+    wheels, target = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(wheels)], check=True, capture_output=True)
+    (built,) = wheels.glob("reportgen-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(built)],
+                   check=True, capture_output=True)
+    return built, target
 
 
 def tree_digest(folder: Path) -> dict[str, str]:

@@ -4,6 +4,7 @@ from a lower layer up, no private name used across modules. docs/architecture.md
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 from tests.support.paths import ROOT
@@ -40,6 +41,12 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """Each module parsed once for this file's tests (four walks over every module; read, never changed)."""
+    return ast.parse(path.read_text())
+
+
 def _owner(name: str) -> str:
     """The module a dotted import target lives in (``reportgen.a.b.func`` -> ``reportgen.a.b``)."""
     while name not in MODULES and "." in name:
@@ -47,10 +54,16 @@ def _owner(name: str) -> str:
     return name
 
 
-def _imports():
-    """(importer, imported module, names imported, lazy) for every import of a reportgen module."""
+@functools.lru_cache(maxsize=None)
+def _imports() -> tuple:
+    """(importer, imported module, names imported, lazy) for every import of a reportgen module: walked once
+    for this file's three tests."""
+    return tuple(_each_import())
+
+
+def _each_import():
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
         lazy_nodes = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                       for n in ast.walk(f)}
@@ -118,7 +131,7 @@ def test_no_private_name_across_modules():
                        if n.startswith("_") and not n.startswith("__") and a != b})
     # module._name through an imported module object
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         aliases = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reportgen"):

@@ -5,12 +5,15 @@ each module or in that one table."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from tests.support.paths import ROOT
 
 
-def _deferred() -> set[tuple[str, str]]:
+@functools.lru_cache(maxsize=None)
+def _deferred() -> frozenset[tuple[str, str]]:
+    """(file, module) of every import inside a function, the package parsed once for this file's tests."""
     found = set()
     for path in sorted((ROOT / "reportgen").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -21,7 +24,7 @@ def _deferred() -> set[tuple[str, str]]:
                         found.add((path.relative_to(ROOT).as_posix(), sub.module))
                     elif isinstance(sub, ast.Import):
                         found.update((path.relative_to(ROOT).as_posix(), alias.name) for alias in sub.names)
-    return found
+    return frozenset(found)
 
 
 def _listed() -> dict[str, set[str]]:

@@ -7,6 +7,7 @@ import pytest
 from reportgen.pipeline import generate
 from tests.support.browser import visit
 from tests.support.paths import RAW, need
+from tests.support.shared_runs import page_in_this_process
 
 # Charts inside a closed <details> (a deep dive of a rule that did not fire) are drawn when it opens:
 # open them all first, then count.
@@ -17,6 +18,14 @@ PROBE = """() => ({
   all: document.querySelectorAll('figure.chart').length,
   tables: Array.from(document.querySelectorAll('table.data-table')).map(t => t.id),
 })"""
+
+
+@pytest.fixture(autouse=True)
+def page_made_here():
+    """Each report's page made in this process (the browser is the point here; the worker process is
+    tests/e2e/test_page_worker.py's)."""
+    with page_in_this_process():
+        yield
 
 
 @pytest.mark.fixtures
