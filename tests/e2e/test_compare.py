@@ -298,7 +298,8 @@ def test_instance_from_the_job_description_of_an_arn_source(monkeypatch, tmp_pat
 
     def fake_prepare(source, work_dir, *_):
         resolved = SimpleNamespace(instance_type="ml.p3.8xlarge", instance_count=3, region="us-east-1",
-                                   job_name="run-1", description="training job run-1", notes=(), incomplete=False)
+                                   job_name="run-1", description="training job run-1", notes=(), incomplete=False,
+                                   hyperparameters=())
         return Prepared(resolved, rules, "rule outputs")
 
     monkeypatch.setattr(compare_run, "prepare_rule_outputs", fake_prepare)
