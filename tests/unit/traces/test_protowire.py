@@ -6,15 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reportgen.traces.protowire import I32, I64, LEN, VARINT, WireError, fields, signed64
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+from tests.support.xspace_writer import varint as _varint
 
 
 def _field(number: int, wire: int, payload: bytes) -> bytes:
