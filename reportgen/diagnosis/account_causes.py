@@ -202,7 +202,9 @@ def _eager_finding(ev: Evidence, label: str, account: TraceAccount, overhead: fl
     ops = _median(account.eager_ops_per_step)
     what, shown, remedy = EAGER_WORDS[account.eager_runtime or "tensorflow"]
     evidence = [f"{ops:,.0f} {what} a step run one by one from Python{_rank_text(ev, label)} ({shown})",
-                f"{pct(overhead)} of every step is outside the operations' kernels: the runtime's cost of each call "
+                f"{pct(overhead)} of the profiled steps' time, paid in every step, is outside the operations' kernels "
+                f"({overhead * account.step_ms / max(account.steps, 1):.1f} ms of a median {_median_step_ms(account):.1f} ms "
+                "step): the runtime's cost of each call "
                 f"({pct(account.every_step_share('dispatch'))})"
                 + (f" and the Python between calls ({pct(python)})" if (python := account.every_step_share("no_operator"))
                    >= 0.005 else "") + f"; the kernels themselves are {pct(account.every_step_share('compute'))}"]
