@@ -351,29 +351,45 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
     evidence.append("below what the named causes look for (e.g. a quarter of the step for the input pipeline), but "
                     "every step pays it: the step-time account in the profiler section shows where it falls")
     fixes = [_fix(ev, name) for name in ordered[:2]]
+    metrics: dict = {"slices": {name: big[name][0] for name in ordered}}
+    if some is not None:  # and what some steps pay beyond it: the same finding, counted once each
+        evidence.insert(len(ordered), _intermittent_text(ev, some))
+        share += some.share
+        metrics.update(some_steps=list(some.positions), some_steps_share=some.share, period=some.period)
+        if some.slice not in ordered[:2]:
+            fixes.append(_intermittent_fix(some, ev.trace_ranks[some.rank]))
     return make(ev, "step-waste", 0.0, evidence, " ".join(fixes), loop_share=share,
                 sections=[SectionId.GPU_KERNELS_OPERATORS],
-                heading=f"{pct(share)} of each step is {SLICE_TITLES[top]}" + (" and more" if len(ordered) > 1 else ""),
-                basis="the time every profiled step spends in these slices (the median step's, times the steps)",
-                metrics={"slices": {name: big[name][0] for name in ordered}})
+                heading=f"{pct(share)} of each step is {SLICE_TITLES[top]}" + (" and more" if len(ordered) > 1
+                                                                               or some is not None else ""),
+                basis="the time every profiled step spends in these slices (the median step's, times the steps)"
+                      + ("; and what some steps pay beyond it" if some is not None else ""),
+                metrics=metrics)
 
 
-def _intermittent_finding(ev: Evidence, some: Intermittent) -> Finding:
+def _intermittent_text(ev: Evidence, some: Intermittent) -> str:
     account = accounts(ev)[some.rank]
-    rank = ev.trace_ranks[some.rank]
-    rank_steps = rank.step_list
+    rank_steps = ev.trace_ranks[some.rank].step_list
     numbers = [rank_steps[i].step if i < len(rank_steps) and rank_steps[i].step is not None else i
                for i in some.positions]
     shown = ", ".join(f"{n:.0f}" for n in numbers[:5]) + (" …" if len(numbers) > 5 else "")
     when = f"every {some.period} steps" if some.period else f"in {len(some.positions)} of {account.steps} steps"
-    evidence = [f"{pct(some.share)} of the profiled steps' time is {SLICE_TITLES[some.slice]} paid {when}"
-                f"{_rank_text(ev, some.rank)} (steps {shown}), beyond what every "
-                "step pays" + _waited_in(ev, some.slice, some.rank),
-                "those steps are not slow enough to be outliers each, but together they cost that much: the step-time "
-                "account in the profiler section shows them step by step"]
+    return (f"{pct(some.share)} of the profiled steps' time is {SLICE_TITLES[some.slice]} paid {when}"
+            f"{_rank_text(ev, some.rank)} (steps {shown}), beyond what every step pays"
+            + _waited_in(ev, some.slice, some.rank))
+
+
+def _intermittent_fix(some: Intermittent, rank) -> str:
     story = SlowStepStory(some.slice, {some.slice: some.excess_ms}, 0.0, len(some.positions), some.positions)
     loader = rank.dataloader
-    return make(ev, "step-waste", 0.0, evidence, fix_for(story, loader.workers if loader is not None else None, some.period),
+    return fix_for(story, loader.workers if loader is not None else None, some.period)
+
+
+def _intermittent_finding(ev: Evidence, some: Intermittent) -> Finding:
+    evidence = [_intermittent_text(ev, some),
+                "those steps are not slow enough to be outliers each, but together they cost that much: the step-time "
+                "account in the profiler section shows them step by step"]
+    return make(ev, "step-waste", 0.0, evidence, _intermittent_fix(some, ev.trace_ranks[some.rank]),
                 loop_share=some.share, sections=[SectionId.GPU_KERNELS_OPERATORS],
                 heading=f"{pct(some.share)} of the steps' time is {SLICE_TITLES[some.slice]} "
                         + (f"every {some.period} steps" if some.period else "in some steps"),

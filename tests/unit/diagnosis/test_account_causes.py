@@ -20,7 +20,8 @@ def _ev(name, ts, dur, cat="cpu_op"):
 
 def _steps(tmp_path: Path, parts) -> RuleOutputs:
     """One CPU rank whose step i is made of ``parts(i)``: (kind, µs) in order, kind one of "op", "load",
-    "python" (an annotation over no operator), "optimizer" (an operator under Optimizer.step#)."""
+    "python" (an annotation over no operator), "comm" (a CPU collective), "optimizer" (an operator under
+    Optimizer.step#)."""
     events, t = [], 0.0
     for i in range(40):
         start = t
@@ -31,6 +32,8 @@ def _steps(tmp_path: Path, parts) -> RuleOutputs:
                 events.append(_ev(MULTI, t, dur, "user_annotation"))
             elif kind == "python":
                 events.append(_ev("log_metrics", t, dur, "user_annotation"))
+            elif kind == "comm":
+                events.append(_ev("gloo:all_reduce", t, dur, "user_annotation"))
             elif kind == "optimizer":
                 events += [_ev("Optimizer.step#SGD.step", t, dur, "user_annotation"), _ev("aten::add_", t, dur)]
             t += dur
@@ -121,3 +124,18 @@ def test_a_few_steps_paying_under_the_outlier_threshold_are_still_waste(tmp_path
     steps = sum(200 + _noisy(i) + (2500 if i % 4 == 1 else 0) for i in range(40))
     assert waste and waste[0].loop_share == pytest.approx(25000 / steps, rel=1e-3)
     assert "every 4 steps" in waste[0].title and "time under no profiler operator" in waste[0].title
+
+
+def test_waste_every_step_pays_and_waste_some_steps_pay_are_one_finding(tmp_path):
+    """Exposed communication in every step (6 %) and Python in every 4th step under the outlier threshold: one
+    step-waste finding that counts both, each once."""
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("op", _noisy(i)), ("comm", 650)]
+                                + ([("python", 2500)] if i % 4 == 1 else [])))
+    waste = [f for f in diagnosis.findings if f.cause == "step-waste"]
+    steps = sum(200 + _noisy(i) + 650 + (2500 if i % 4 == 1 else 0) for i in range(40))
+    assert len(waste) == 1 and "step-outliers" not in _causes(diagnosis)
+    finding = waste[0]
+    assert finding.metrics["slices"]["communication"] == pytest.approx(40 * 650 / steps, rel=1e-3)
+    assert finding.metrics["some_steps_share"] == pytest.approx(25000 / steps, rel=1e-3)
+    assert finding.loop_share == pytest.approx((40 * 650 + 25000) / steps, rel=1e-3)
+    assert any("every 4 steps" in e for e in finding.evidence) and "every 4 steps" in finding.fix
