@@ -155,7 +155,7 @@ class StepHistogram:
 # The step-time account's slices (trace_analysis.account.SLICES; repeated here so the page's process need not
 # import the analysis): the order the page shows them in, ``compute`` the only useful one.
 ACCOUNT_SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
-                  "compilation", "dispatch", "no_operator")
+                  "compilation", "dispatch", "debug_checks", "no_operator")
 
 
 @dataclass(frozen=True)

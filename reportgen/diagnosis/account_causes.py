@@ -6,7 +6,8 @@ explains a slice (the input pipeline for waiting on data, host-sync for a blocke
 finding stands for that time, once. A slice no named cause claimed still gets its share, what the trace shows
 of it and how to look closer (``step-waste``). Four slices have causes of their own here, with evidence and a
 fix in the job's numbers: time under no operator (``host-overhead``), per-call operator overhead
-(``operator-overhead``), compilation in the loop (``compilation``) and allocator calls (``allocator-churn``).
+(``operator-overhead``), compilation in the loop (``compilation``), allocator calls (``allocator-churn``) and a
+debugging aid's checks inside the operators (``debug-mode``).
 
 "Every step pays" is the slice's median per step times the steps: a stall that only some steps pay is the
 slow steps' cause (``step-outliers``), not a per-step overhead, so it is never counted twice.
@@ -37,6 +38,7 @@ CLAIMS = {
     "no_operator": ("host-overhead",),
     "compilation": ("compilation",),
     "memory_management": ("allocator-churn",),
+    "debug_checks": ("debug-mode",),
 }
 # What to do about a slice that no named cause explains, and how to look closer.
 GENERIC_FIX = {
@@ -280,6 +282,27 @@ def allocator_churn(ev: Evidence, found: dict) -> Finding | None:
     return make(ev, "allocator-churn", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
                 basis="the allocator calls and the GPU idle they caused inside the profiled steps",
                 metrics=_metrics(ev, "memory_management", share, worst, worst_share))
+
+
+@detector("debug-mode")
+def debug_mode(ev: Evidence, found: dict) -> Finding | None:
+    share, worst, worst_share = over_ranks(ev, "debug_checks", whole=True)
+    if share < WASTE:
+        return None
+    account = accounts(ev)[worst]
+    evidence = [f"{pct(share)} of the profiled steps' time is autograd's anomaly detection{_rank_text(ev, worst)}: "
+                f"{_per_step_text(account, 'debug_checks')}",
+                "the trace shows its signature: after every backward function its outputs are checked for NaN "
+                "(aten::isnan and aten::_is_any_true inside autograd::engine::evaluate_function), and every forward "
+                "operator that records a backward node first stores the Python stack that created it (aten::t "
+                "takes far longer in the forward pass than in the backward pass)"]
+    fix = ("Turn anomaly detection off for training: remove torch.autograd.set_detect_anomaly(True) (or the "
+           "torch.autograd.detect_anomaly() context) from the training script; it is a debugging aid that finds "
+           "where a NaN comes from, worth its cost in a short run reproducing one.")
+    return make(ev, "debug-mode", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                basis="the NaN checks inside the profiled steps' backward functions, plus each backward node's stack "
+                      "capture in the forward pass (the forward aten::t's time beyond the backward's, per node)",
+                metrics=_metrics(ev, "debug_checks", share, worst, worst_share))
 
 
 # Causes that judge only what every step pays of their slice: what some steps pay beyond it is still open.

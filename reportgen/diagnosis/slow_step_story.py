@@ -23,6 +23,7 @@ SLICE_TITLES = {
     "memory_copies": "memory copies with nothing else on the GPU",
     "compilation": "compilation",
     "dispatch": "operator dispatch and kernel launches",
+    "debug_checks": "a debugging aid's checks (autograd anomaly detection)",
     "no_operator": "time under no profiler operator",
 }
 BY_DESIGN = 0.5  # the optimizer's extra time is at least this share of the slow steps' excess: accumulation

@@ -21,6 +21,11 @@ is split into exclusive slices that add up to the step, whatever the job did:
   ran dry because of it); otherwise the host's state at each instant as above, with the host busy in
   operators or launches counted as ``dispatch`` (the GPU waits for work to be issued).
 
+On the host, time inside operators that is a debugging aid's rather than the model's is ``debug_checks``:
+autograd's anomaly detection, recognised by its NaN checks after every backward function, costs those checks and
+the Python stack it records for every backward node in the forward pass (estimated per node from ``aten::t``,
+which records one in the forward pass and none in the backward).
+
 Other threads count only with work the step waits for: the primary thread (the one holding the steps) in
 any event, other threads in operators that are not the input pipeline's prefetching (tf.data's
 ``Iterator::…``, the DataLoader's pin-memory thread), which overlaps the step instead of being part of it.
@@ -45,7 +50,7 @@ from reportgen.trace_analysis.gpu_analyses import SYNC_CALL
 
 # Slice ids in report.json (kineto.json's ``account``), in the page's order; ``compute`` is the useful one.
 SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
-          "compilation", "dispatch", "no_operator")
+          "compilation", "dispatch", "debug_checks", "no_operator")
 USEFUL = ("compute",)
 
 COMPILE = re.compile(r"compile|jit_compil|XlaCompile|backend_compile|TorchDynamo|dynamo|inductor|"
@@ -80,6 +85,19 @@ EAGER_OPS = {"tensorflow": re.compile(r"^EagerLocalExecute: (?!__inference_|__fo
 EAGER_KERNELS = frozenset(("KernelAndDeviceFunc::Run", "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice"))
 EAGER_STEP_OPS = 20  # a step that runs this many operations eagerly runs its model op by op (not a few constants)
 MIN_METADATA_CALLS = 20  # fewer metadata calls than this: no estimate of the fixed cost (no dispatch slice)
+# Autograd's anomaly detection (torch.autograd.set_detect_anomaly(True) / detect_anomaly()): every backward
+# function's outputs are checked for NaN (these operators, inside the engine's evaluate_function), and every
+# forward operator that records a backward node first stores the Python stack that created it (inside the
+# operator, so the profiler shows it as the operator's own time). A debugging aid, not training work.
+BACKWARD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
+ACCUMULATE_GRAD = re.compile(r"AccumulateGrad$")
+ANOMALY_CHECKS = frozenset(("aten::isnan", "aten::_is_any_true", "aten::any"))
+ANOMALY_CHECKS_PER_NODE = 0.5  # at least this many checks per backward node a step: the anomaly signature
+MIN_BACKWARD_NODES = 10  # per step
+# a forward operator that only transposes a weight and records its node (F.linear's aten::t): its time beyond
+# the same operator's in the backward pass (no node recorded there) is what recording one node costs
+NODE_PROBE = "aten::t"
+MIN_PROBE_CALLS = 5
 
 
 def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
@@ -244,6 +262,9 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
             fixed = np.where(eager >= EAGER_STEP_OPS, np.clip(per_step["compute"] - running, 0.0, None), 0.0)
             per_step["dispatch"] += fixed
             per_step["compute"] -= fixed
+        debug = _anomaly_checks(trace, cpu, lo, hi, per_step["compute"])
+        per_step["debug_checks"] += debug
+        per_step["compute"] -= debug
     total = float(dur.sum())
     return {
         "perspective": "device" if device else "host",
@@ -269,6 +290,41 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
 
 
 TOP_NAMED = 5
+
+
+def _inside(trace: k.TraceColumns, mask: np.ndarray, union: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The events of ``mask`` wholly inside the disjoint sorted intervals."""
+    rows = np.nonzero(mask)[0]
+    start, end = trace.start_us[rows], trace.end_us[rows]
+    out = np.zeros(mask.shape, bool)
+    out[rows[covered(union, start, end) >= end - start]] = True
+    return out
+
+
+def _anomaly_checks(trace: k.TraceColumns, cpu: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    compute: np.ndarray) -> np.ndarray:
+    """Per step (µs), the time autograd's anomaly detection took out of the operators' time: its NaN checks
+    inside backward functions, and the stack recorded for each backward node in the forward pass (zero without
+    the signature: at least ``ANOMALY_CHECKS_PER_NODE`` checks per backward node, every step)."""
+    none = np.zeros(lo.size)
+    nodes_mask = cpu & _named(trace, lambda n: bool(BACKWARD_NODE.match(n)))
+    if not nodes_mask.any():
+        return none
+    backward = _union(trace, nodes_mask)
+    checks_mask = _inside(trace, cpu & _named(trace, ANOMALY_CHECKS.__contains__), backward)
+    nodes = np.array(_starts_per_step(trace, nodes_mask & ~_named(trace, lambda n: bool(ACCUMULATE_GRAD.search(n))),
+                                      lo, hi))
+    checks = np.array(_starts_per_step(trace, checks_mask & _outermost(trace, checks_mask), lo, hi))
+    if nodes.min() < MIN_BACKWARD_NODES or (checks < ANOMALY_CHECKS_PER_NODE * nodes).any():
+        return none
+    checked = covered(_union(trace, checks_mask), lo, hi)
+    probe = cpu & _named(trace, NODE_PROBE.__eq__)
+    later = _inside(trace, probe, backward)
+    forward = probe & ~later
+    per_node = 0.0
+    if forward.sum() >= MIN_PROBE_CALLS and later.sum() >= MIN_PROBE_CALLS:
+        per_node = max(float(trace.dur_us[forward].mean()) - float(np.median(trace.dur_us[later])), 0.0)
+    return np.minimum(checked + nodes * per_node, np.maximum(compute, 0.0))
 
 
 def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], keep: np.ndarray) -> dict[str, float]:

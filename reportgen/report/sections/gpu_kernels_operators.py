@@ -74,7 +74,8 @@ def _ranks_table(ranks: dict[str, TraceRank]) -> Table:
 ACCOUNT_LABELS = {"compute": "Compute", "data_wait": "Waiting for data", "communication": "Exposed communication",
                   "host_blocked": "Host blocked on the device", "memory_management": "Memory allocation",
                   "memory_copies": "Memory copies", "compilation": "Compilation",
-                  "dispatch": "Dispatch and launch overhead", "no_operator": "Under no operator (script's own Python)"}
+                  "dispatch": "Dispatch and launch overhead", "debug_checks": "Debugging checks (anomaly detection)",
+                  "no_operator": "Under no operator (script's own Python)"}
 
 
 def _account_blocks(views: dict[str, TraceRank], shown: list[str]) -> list:

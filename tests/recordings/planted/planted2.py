@@ -29,6 +29,10 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
                    recompilation each time (fix: every batch padded to 64, the padding ignored by the loss)
   checkpoint       a 64 MB checkpoint (model, optimizer and training state, fsync'd) after every 10th step
                    (fix: none in the loop)
+  ema-loop         an exponential moving average of the weights of a deep, narrow network, updated after every
+                   step one parameter at a time from Python (fix: the same average with torch._foreach_* ops)
+  anomaly          torch.autograd.set_detect_anomaly(True) left on while training the deep, narrow network
+                   (fix: off)
 JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
   jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
@@ -124,6 +128,19 @@ def run_torch(a, truth):
             x = F.max_pool2d(F.relu(self.c1(x)), 2)
             return self.fc(F.relu(self.big(x.flatten(1))))
 
+    class Deep(nn.Module):
+        """A deep, narrow network: many small parameter tensors (an average over them op by op is slow)."""
+        def __init__(self, depth=48):
+            super().__init__()
+            self.inp = nn.Linear(3 * 32 * 32, 128)
+            self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(128), nn.Linear(128, 128)) for _ in range(depth))
+            self.out = nn.Linear(128, 10)
+        def forward(self, x):
+            h = self.inp(x)
+            for b in self.blocks:
+                h = h + F.relu(b(h))
+            return self.out(h)
+
     class MLP(nn.Module):
         """Little compute a sample: at micro-batches of 2 the per-operator overhead is most of the time."""
         def __init__(self):
@@ -191,6 +208,16 @@ def run_torch(a, truth):
         truth["checkpoint_state_bytes"] = 16 * 2**20 * 4
         train_state = torch.zeros(16 * 2**20)
         loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
+    elif mode in ("ema-loop", "anomaly"):  # in-memory data, a deep narrow net: the step is small, the parameters many
+        g = torch.Generator().manual_seed(0)
+        data = torch.utils.data.TensorDataset(torch.randn(steps * bs, 3 * 32 * 32, generator=g),
+                                              torch.randint(0, 10, (steps * bs,), generator=g))
+        model, workers, persistent = Deep(), 0, False
+        loader = DataLoader(data, batch_size=bs, num_workers=0)
+        ema = [p.detach().clone() for p in model.parameters()]
+        truth["parameter_tensors"] = len(ema)
+        if mode == "anomaly":
+            ema = None
     elif mode == "epoch-restart":
         workers, persistent, epoch_steps = 2, fix, 6
         model = Net()
@@ -208,6 +235,9 @@ def run_torch(a, truth):
                  persistent_workers=persistent, epoch_steps=epoch_steps, torch=torch.__version__,
                  torch_threads=torch.get_num_threads(), record_shapes=record_shapes)
 
+    if mode == "anomaly":
+        torch.autograd.set_detect_anomaly(not fix)
+        truth["detect_anomaly"] = not fix
     export = []
     handler = tensorboard_trace_handler(a.trace_dir, use_gzip=True)
     def timed_handler(p):
@@ -275,7 +305,17 @@ def run_torch(a, truth):
                 loss = loss_fn(out, y[c:c + micro]) * (micro / bs)
                 loss.backward()
             opt.step()
-            if mode in ("microbatch", "padded", "torch-recompile"):
+            if mode == "ema-loop":
+                t = time.perf_counter()
+                params = [p.detach() for p in model.parameters()]
+                if fix:
+                    torch._foreach_mul_(ema, 0.999)
+                    torch._foreach_add_(ema, params, alpha=0.001)
+                else:
+                    for e, p in zip(ema, params):
+                        e.mul_(0.999).add_(p, alpha=0.001)
+                planted = time.perf_counter() - t
+            if mode in ("microbatch", "padded", "torch-recompile", "anomaly"):
                 planted = time.perf_counter() - tc  # the compute the plant shapes; the fix run measures the saving
             if mode == "periodic-eval" and step < 4:
                 t = time.perf_counter()   # a slow start: warming a cache with extra passes
@@ -339,7 +379,7 @@ def run_torch(a, truth):
         stop_s = time.perf_counter() - t
     if metrics_file:
         metrics_file.close()
-    if prof is not None:  # torch's own per-operator totals of the profiled steps, to check the account against
+    if prof is not None and not a.no_key_averages:  # torch's own per-operator totals of the profiled steps
         truth["key_averages"] = {e.key: {"count": e.count, "self_cpu_us": e.self_cpu_time_total,
                                          "cpu_us": e.cpu_time_total} for e in prof.key_averages()}
     truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=steps, step_s=step_s, step_cpu_s=cpu_s,
@@ -489,7 +529,8 @@ def run_tf(a, truth):
 MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epoch-restart": run_torch,
          "padded": run_torch, "periodic-eval": run_torch, "accum-optimizer": run_torch, "io-latency": run_torch,
          "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
-         "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf}
+         "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf,
+         "ema-loop": run_torch, "anomaly": run_torch}
 
 
 def main():
@@ -502,6 +543,9 @@ def main():
     ap.add_argument("--active", type=int, default=30, help="profiler schedule: steps profiled")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--no-key-averages", action="store_true",
+                    help="skip torch's key_averages() after the loop (a minute over 250,000 events: the job's "
+                         "shutdown would hold it)")
     ap.add_argument("--hist-reps", type=int, default=1, help="metrics, tf-hostwork: rounds of host numpy work")
     ap.add_argument("--setup-s", type=float, default=0.5, help="epoch-restart: a worker's set-up (s)")
     ap.add_argument("--eval-batches", type=int, default=6, help="periodic-eval: batches of 64 an evaluation")

@@ -43,7 +43,8 @@ def test_host_steps_split_exactly(tmp_path):
     assert got["perspective"] == "host" and got["steps"] == 1
     assert got["slices_ms"] == pytest.approx({"compute": 0.5, "data_wait": 0.2, "communication": 0.05,
                                               "host_blocked": 0.0, "memory_management": 0.0, "memory_copies": 0.0,
-                                              "compilation": 0.1, "dispatch": 0.0, "no_operator": 0.15})
+                                              "compilation": 0.1, "dispatch": 0.0, "debug_checks": 0.0,
+                                              "no_operator": 0.15})
     assert sum(got["slices_ms"].values()) == pytest.approx(got["step_ms"]) == pytest.approx(1.0)
     assert got["no_operator_named"] == pytest.approx({"log_metrics": 0.05})
     assert got["window"]["steps_ms"] == pytest.approx(1.0)
@@ -77,6 +78,36 @@ def test_operator_calls_pay_the_metadata_operators_time(tmp_path):
     assert got["slices_ms"]["no_operator"] == pytest.approx(0.1)
 
 
+def _anomaly_step(checks=True):
+    """One 3 ms step: a forward pass of 10 layers (aten::t 100 µs, aten::addmm 50 µs holding 3 views of 1 µs),
+    a backward pass of 10 nodes of 110 µs (each: aten::t 2 µs and, with anomaly detection, a NaN check: isnan and
+    _is_any_true, 5 µs each), then 300 µs of the script's Python."""
+    events = [_cpu("ProfilerStep#1", 0, 3000, cat="user_annotation")]
+    for i in range(10):
+        events += [_cpu("aten::t", 150 * i, 100), _cpu("aten::addmm", 150 * i + 100, 50),
+                   *(_cpu("aten::view", 150 * i + 110 + 10 * j, 1) for j in range(3))]
+        node = 1500 + 120 * i
+        events += [_cpu("autograd::engine::evaluate_function: AddmmBackward0", node, 110), _cpu("aten::t", node + 5, 2)]
+        if checks:
+            events += [_cpu("aten::isnan", node + 10, 5), _cpu("aten::_is_any_true", node + 20, 5)]
+    return events
+
+
+def test_autograd_anomaly_detection_is_a_debugging_aids_time_not_compute(tmp_path):
+    """Its signature (a NaN check in every backward node) carves out the checks (100 µs) and each node's stack
+    capture in the forward pass: the forward aten::t's mean (100 µs) beyond the backward's median (2 µs), times the
+    10 nodes. Dispatch first: 90 operator calls at the 1 µs floor."""
+    got = _account(tmp_path, _anomaly_step())
+    assert got["dispatch_floor_us"] == 1.0 and got["operator_calls_per_step"] == 90
+    assert got["slices_ms"]["dispatch"] == pytest.approx(0.09)
+    assert got["slices_ms"]["debug_checks"] == pytest.approx(0.1 + 10 * 0.098)
+    assert got["slices_ms"]["compute"] == pytest.approx(2.6 - 0.09 - 1.08)
+    assert got["slices_ms"]["no_operator"] == pytest.approx(0.4)  # 1.5-1.5: none; 2.7-3.0 and the nodes' gaps
+    assert sum(got["slices_ms"].values()) == pytest.approx(3.0)
+    clean = _account(tmp_path, _anomaly_step(checks=False))
+    assert clean["slices_ms"]["debug_checks"] == 0.0  # no checks, no signature: the slow forward aten::t is compute
+
+
 def test_device_steps_split_by_what_the_gpu_did_and_why_it_idled(tmp_path):
     got = _account(tmp_path, [
         _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
@@ -94,7 +125,7 @@ def test_device_steps_split_by_what_the_gpu_did_and_why_it_idled(tmp_path):
     assert got["slices_ms"] == pytest.approx({"compute": 0.49, "data_wait": 0.06, "communication": 0.0,
                                               "host_blocked": 0.15, "memory_management": 0.11,
                                               "memory_copies": 0.05, "compilation": 0.0, "dispatch": 0.03,
-                                              "no_operator": 0.11})
+                                              "debug_checks": 0.0, "no_operator": 0.11})
 
 
 def test_slices_are_per_step_and_a_step_free_rank_has_none(tmp_path):
