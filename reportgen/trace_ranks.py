@@ -180,6 +180,7 @@ class TraceAccount:
     window: dict[str, float] = field(default_factory=dict)  # span, steps, between steps, before, after (ms)
     eager_ops_per_step: tuple[float, ...] = ()  # operations each step ran one by one from Python
     eager_runtime: str | None = None  # "tensorflow" or "jax" when steps run their model op by op
+    compilation_named: dict[str, float] = field(default_factory=dict)  # what compiled in the steps (ms by name)
 
     def share(self, name: str) -> float:
         return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
@@ -214,6 +215,8 @@ class TraceAccount:
                  if isinstance(key, str) and given(value) is not None}
         waits = {key: value for key, value in as_object(entry.get("data_wait_named")).items()
                  if isinstance(key, str) and given(value) is not None}
+        compiled = {key: value for key, value in as_object(entry.get("compilation_named")).items()
+                    if isinstance(key, str) and given(value) is not None}
         optimizer = entry.get("optimizer_per_step_ms")
         optimizer = tuple(max(given(v) or 0.0, 0.0) for v in optimizer) if isinstance(optimizer, list) else ()
         def counts(key: str) -> tuple[float, ...]:
@@ -225,7 +228,8 @@ class TraceAccount:
                    per, given(entry.get("operator_calls_per_step")), given(entry.get("dispatch_floor_us")),
                    named, waits, optimizer, work, counts("backward_passes_per_step"),
                    counts("optimizer_steps_per_step"), window, counts("eager_ops_per_step"),
-                   runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None)
+                   runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None,
+                   compiled)
 
 
 @dataclass(frozen=True)

@@ -244,6 +244,38 @@ def _micro_batch_finding(ev: Evidence, label: str, account: TraceAccount, n: int
                          "share_of_steps": saved, "ranks": len(accounts(ev))})
 
 
+COMPILE_FIX = {
+    "tensorflow": "Give tf.function one trace: pass values that change between steps (a learning rate, a step "
+                  "number, a flag) as tensors (tf.constant, tf.Variable), not Python numbers, which tf.function "
+                  "traces and instantiates a new graph for each; fix the shapes with input_signature (None for a "
+                  "dimension that varies) or reduce_retracing=True; pad the last partial batch (drop_remainder=True).",
+    "jax": "Keep what jax.jit sees static: pad inputs to one shape (masking the padding) or a few fixed lengths "
+           "(bucketing; the last partial batch too), and static_argnums only for values that rarely change.",
+    "torch": "Keep what torch.compile sees static: pad inputs to one shape or a few fixed lengths (the last partial "
+             "batch too), mark truly dynamic dimensions (dynamic=True, torch._dynamo.mark_dynamic) and pass "
+             "changing Python numbers as tensors.",
+    None: "Keep what the compiled step sees static: pad inputs to one shape (masking the padding) or a few fixed "
+          "lengths (bucketing; the last partial batch too); jax.jit: static shapes, and static_argnums only for "
+          "values that rarely change; torch.compile: mark truly dynamic dimensions (dynamic=True, "
+          "torch._dynamo.mark_dynamic) and pass changing Python numbers as tensors; tf.function: tensors, not "
+          "Python numbers, as arguments, and an input_signature.",
+}
+COMPILERS = (("tensorflow", ("tf.function", "__inference_", "Grappler")),
+             ("jax", ("backend_compile", "jit_", "pjit", "XlaCompile")),
+             ("torch", ("dynamo", "inductor", "aot", "CompiledFunction", "torch.compile")))
+
+
+def _compiler(account: TraceAccount) -> str | None:
+    """The framework that compiled most of the time, by what the trace names (None: not told)."""
+    totals: dict[str, float] = {}
+    for name, ms in account.compilation_named.items():
+        for framework, marks in COMPILERS:
+            if any(mark.lower() in name.lower() for mark in marks):
+                totals[framework] = totals.get(framework, 0.0) + ms
+                break
+    return max(totals, key=lambda framework: totals[framework]) if totals else None
+
+
 @detector("compilation")
 def compilation(ev: Evidence, found: dict) -> Finding | None:
     share, worst, worst_share = over_ranks(ev, "compilation", whole=True)
@@ -254,16 +286,15 @@ def compilation(ev: Evidence, found: dict) -> Finding | None:
     if steps <= 1:
         return None  # one compilation is the first one: static shapes would compile it too
     saved = share * (steps - 1) / steps  # static shapes still compile once
+    named = ", ".join(f"{name} {ms / 1000:.1f} s" for name, ms in list(account.compilation_named.items())[:3])
     evidence = [f"{pct(share)} of the profiled steps' time is compilation{_rank_text(ev, worst)}, in {steps} of "
                 f"{account.steps} steps: the framework compiled again inside the training loop (new input shapes "
-                "or dtypes, or Python values the compiled function depends on)"]
-    fix = ("Keep what the compiled step sees static: pad inputs to one shape (masking the padding) or a few fixed "
-           "lengths (bucketing; the last partial batch too); jax.jit: static shapes, and static_argnums only for "
-           "values that rarely change; torch.compile: mark truly dynamic dimensions (dynamic=True, "
-           "torch._dynamo.mark_dynamic) and pass changing Python numbers as tensors.")
+                "or dtypes, or Python values the compiled function depends on)"
+                + (f"; what the trace names: {named}" if named else "")]
+    fix = COMPILE_FIX[_compiler(account)]
     return make(ev, "compilation", 0.0, evidence, fix, loop_share=saved, sections=[SectionId.GPU_KERNELS_OPERATORS],
-                basis=f"the compilation time inside the profiled steps less one compilation (of {steps}): with static "
-                      "shapes it is paid once",
+                basis=f"the compilation time inside the profiled steps less one compilation (of {steps}): with what "
+                      "the compiled step sees kept static it is paid once",
                 metrics={**_metrics(ev, "compilation", share, worst, worst_share), "steps_compiling": steps})
 
 

@@ -54,7 +54,12 @@ SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_manag
 USEFUL = ("compute",)
 
 COMPILE = re.compile(r"compile|jit_compil|XlaCompile|backend_compile|TorchDynamo|dynamo|inductor|"
-                     r"CompileFunction|tracing|TraceFunction", re.I)
+                     r"CompileFunction|tracing|TraceFunction|graph_building", re.I)
+# A tf.function's concrete function run for the first time is instantiated first (its graph optimised and
+# partitioned) inside the call, before its kernels run: compilation, as its tracing (graph_building) is.
+TF_FUNCTION_CALL = re.compile(r"^EagerLocalExecute: __inference_")
+TF_FUNCTION_RUN = frozenset(("EagerKernelExecute", "KernelAndDeviceFunc::Run"))
+FIRST_RUN_SETUP = "tf.function first run (instantiation)"
 # running already-compiled code is not compiling, nor is checking its guards on each call
 NOT_COMPILE = re.compile(r"Torch-Compiled Region|CompiledFunction(Backward)?$|^Compiled Function|Cache Lookup|"
                          r"Call CompiledFxGraph", re.I)
@@ -211,8 +216,9 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
                    ("memory_management", _starting_inside(idle, memory_calls))]
     # What the step's own thread waits in comes first; the same on another thread (gloo's all-reduce, a
     # background compile) overlaps the step's work and counts only where that thread has nothing to do.
+    setup = _first_run_setup(trace, primary_cpu)
     levels += [("data_wait", _union(trace, primary_cpu & data)),
-               ("compilation", _union(trace, primary_cpu & compiling)),
+               ("compilation", _join(_union(trace, primary_cpu & compiling), setup)),
                ("communication", _union(trace, primary_cpu & comm)),
                ("host_blocked", sync_calls), ("memory_management", memory_calls),
                ("dispatch" if device else "operators", _union(trace, ops)),
@@ -234,6 +240,10 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     for name_id in np.unique(trace.name[waits]):
         data_named[trace.names[int(name_id)]] = float(trace.dur_us[waits & (trace.name == name_id)].sum()) / 1000.0
     data_named = dict(sorted(data_named.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+    compile_named = _names_of(trace, primary_cpu & _outermost(trace, primary_cpu & compiling), lo, hi)
+    if setup[0].size:
+        compile_named[FIRST_RUN_SETUP] = float(covered(setup, lo, hi).sum()) / 1000.0
+    compile_named = dict(sorted(compile_named.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
     optimizer = covered(_union(trace, cpu & _named(trace, lambda n: bool(OPTIMIZER_STEP.match(n)))), lo, hi)
 
     floor = None
@@ -277,6 +287,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "dispatch_floor_us": floor,
         "no_operator_named": named,
         "data_wait_named": data_named,
+        "compilation_named": compile_named,
         "optimizer_per_step_ms": [float(v) / 1000.0 for v in optimizer],
         "work_per_step": [int(c) for c in calls],  # operator calls (host) or kernels (device) starting in each step
         "backward_passes_per_step": _starts_per_step(trace, cpu & _named(trace, lambda n: bool(LOSS_BACKWARD.match(n))),
@@ -340,6 +351,41 @@ def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], k
             label = trace.names[int(name)]
             totals[label] = totals.get(label, 0.0) + float(ms) / 1000.0
     return dict(sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+
+
+def _names_of(trace: k.TraceColumns, mask: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> dict[str, float]:
+    """ms by name of the events of ``mask`` inside the steps."""
+    rows = np.nonzero(mask)[0]
+    totals: dict[str, float] = {}
+    if rows.size == 0:
+        return totals
+    inside = covered((lo[np.argsort(lo)], hi[np.argsort(lo)]), trace.start_us[rows], trace.end_us[rows])
+    for name, us in zip(trace.name[rows], inside):
+        if us > 0:
+            label = trace.names[int(name)]
+            totals[label] = totals.get(label, 0.0) + float(us) / 1000.0
+    return totals
+
+
+def _first_run_setup(trace: k.TraceColumns, thread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each tf.function concrete function's first call, from its start to its kernels' (the instantiation), as
+    intervals; empty without such calls, or when the first call holds no kernel run."""
+    calls = np.nonzero(thread & _named(trace, lambda n: bool(TF_FUNCTION_CALL.match(n))))[0]
+    if calls.size == 0:
+        return np.zeros(0), np.zeros(0)
+    runs = np.nonzero(thread & _named(trace, TF_FUNCTION_RUN.__contains__))[0]
+    run_starts = np.sort(trace.start_us[runs])
+    first: dict[int, int] = {}
+    for row in calls[np.argsort(trace.start_us[calls], kind="stable")]:
+        first.setdefault(int(trace.name[row]), int(row))
+    starts, ends = [], []
+    for row in first.values():
+        start, end = trace.start_us[row], trace.end_us[row]
+        j = np.searchsorted(run_starts, start, side="left")
+        if j < run_starts.size and run_starts[j] < end and run_starts[j] > start:
+            starts.append(start)
+            ends.append(run_starts[j])
+    return merged(np.array(starts, np.float64), np.array(ends, np.float64))
 
 
 def _outermost(trace: k.TraceColumns, mask: np.ndarray) -> np.ndarray:

@@ -44,7 +44,7 @@ EXPECTED = {
     "epoch-restart": ("step-outliers", "persistent_workers=True", "fix"),
     "padded": ("step-outliers", "Bucket samples by size", "fix"),
     "io-latency": ("input-pipeline", "waiting workers need no core", "fix"),
-    "jax-recompile": ("compilation", "jax.jit: static shapes", "fix"),
+    "jax-recompile": ("compilation", "jax.jit sees static", "fix"),
     "periodic-eval": ("step-outliers", "extra work inside the step", "planted"),
     # planted after the account was built, for causes no detector was written for: a manual gc.collect() every
     # step (the trace names nothing: the unnamed slice with how to look closer), a checkpoint every 10 steps too
@@ -57,6 +57,8 @@ EXPECTED = {
     # planted after the account's findings were written, no detector for it: autograd's anomaly detection left on
     # (its cost is inside the operators' own time: a slice carved out of compute by its signature)
     "anomaly": ("debug-mode", "set_detect_anomaly", "fix"),
+    # a tf.function given a decaying learning rate as a Python float: traced and instantiated anew every step
+    "tf-retrace": ("compilation", "tf.constant", "fix"),
 }
 
 

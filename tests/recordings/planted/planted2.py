@@ -41,6 +41,8 @@ TensorFlow (tf.profiler.experimental, one Trace(step_num=...) a step):
   tf-hostwork      a tf.function step followed by heavy per-step numpy post-processing on the host
   tf-clean         the same step without it (= tf-hostwork --fix)
   tf-eager         a small deep MLP stepped eagerly, op by op from Python (fix: the same step in tf.function)
+  tf-retrace       a tf.function step given the learning rate of a decaying schedule as a Python float: a new
+                   trace and graph for every value (fix: the rate passed as a tensor)
 """
 import argparse, gc, json, os, platform, sys, time
 
@@ -472,26 +474,36 @@ def run_tf(a, truth):
     opt = tf.keras.optimizers.SGD(0.01)
     lossf = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    def eager_step(x, y):
+    def eager_step(x, y, lr=None):
         with tf.GradientTape() as tape:
             out = model(x, training=True)
             loss = lossf(y, out)
-        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        grads = tape.gradient(loss, model.trainable_variables)
+        if lr is not None:  # tf-retrace: the schedule's rate scales the update
+            grads = [g * lr / 0.01 for g in grads]
+        opt.apply_gradients(zip(grads, model.trainable_variables))
         return loss, out
 
     train_step = eager_step if eager and not a.fix else tf.function(eager_step)
+    retrace = a.mode == "tf-retrace"
+    if retrace:  # a decaying learning rate, passed as a Python float (--fix: as a tensor): a new trace per value
+        inner = train_step
+        rate = lambda step: 0.01 * 0.99 ** step
+        train_step = ((lambda x, y, step: inner(x, y, tf.constant(rate(step), tf.float32))) if a.fix
+                      else (lambda x, y, step: inner(x, y, rate(step))))
 
     host = a.mode == "tf-hostwork" and not a.fix
     step_s, cpu_s, planted_s = [], [], []
-    train_step(rng.standard_normal((bs, 256)).astype(np.float32), rng.integers(0, 10, bs))  # traced before the loop
+    warm = (rng.standard_normal((bs, 256)).astype(np.float32), rng.integers(0, 10, bs))
+    train_step(*warm, -1) if retrace else train_step(*warm)  # traced before the loop
     first, last = a.wait, a.wait + a.active  # the profiled window: steps first..last-1
     stop_s = 0.0
     t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
     for step in range(a.steps):
         t0, c0 = time.perf_counter(), time.process_time()
-        if step == first:
+        if step == first and not a.no_profile:
             tf.profiler.experimental.start(a.trace_dir)
-        if step == last:
+        if step == last and not a.no_profile:
             t = time.perf_counter()
             tf.profiler.experimental.stop()
             stop_s = time.perf_counter() - t
@@ -499,8 +511,11 @@ def run_tf(a, truth):
         with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
             x = rng.standard_normal((bs, 256)).astype(np.float32)
             y = rng.integers(0, 10, bs)
-            loss, out = train_step(x, y)
+            t_call = time.perf_counter()
+            loss, out = train_step(x, y, step) if retrace else train_step(x, y)
             planted = 0.0
+            if retrace:  # the whole call: a trace and a graph built each step, or (--fix) the graph run
+                planted = time.perf_counter() - t_call
             if eager:  # the whole step: eagerly, or (--fix) as a graph; truth_table.py takes the fix's from it
                 planted = time.perf_counter() - t0
             if host:  # per-step host post-processing of the outputs and weights in numpy
@@ -529,7 +544,7 @@ def run_tf(a, truth):
 MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epoch-restart": run_torch,
          "padded": run_torch, "periodic-eval": run_torch, "accum-optimizer": run_torch, "io-latency": run_torch,
          "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
-         "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf,
+         "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf, "tf-retrace": run_tf,
          "ema-loop": run_torch, "anomaly": run_torch}
 
 

@@ -18,7 +18,8 @@ import json, statistics, sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-LESS_THE_FIX = ("microbatch", "padded", "jax-recompile", "tf-eager", "jax-nojit", "torch-recompile")
+LESS_THE_FIX = ("microbatch", "padded", "jax-recompile", "tf-eager", "jax-nojit", "torch-recompile", "anomaly",
+               "tf-retrace")
 
 
 def load(path):

@@ -212,3 +212,22 @@ def test_running_a_compiled_graph_and_checking_its_guards_is_not_compiling(tmp_p
     ])
     assert got["slices_ms"]["compilation"] == pytest.approx(0.25)
     assert got["slices_ms"]["compute"] == pytest.approx(0.5)
+
+
+def test_tf_function_tracing_and_a_new_functions_first_run_are_compilation(tmp_path):
+    """Step 1 traces a tf.function (400 µs) and runs the new concrete function, which is instantiated (200 µs)
+    before its kernels run (300 µs); step 2 calls the same function again: its set-up is running it, not compiling."""
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("tf.function-graph_building", 0, 400),
+        _cpu("EagerLocalExecute: __inference_step_1", 400, 500),
+        _cpu("KernelAndDeviceFunc::Run", 600, 300),
+        _cpu("ProfilerStep#2", 1000, 1000, cat="user_annotation"),
+        _cpu("EagerLocalExecute: __inference_step_1", 1000, 500),
+        _cpu("KernelAndDeviceFunc::Run", 1100, 400),
+    ])
+    assert got["per_step_ms"]["compilation"] == pytest.approx([0.6, 0.0])
+    assert got["per_step_ms"]["compute"] == pytest.approx([0.3, 0.5])
+    assert got["per_step_ms"]["no_operator"] == pytest.approx([0.1, 0.5])
+    assert got["compilation_named"] == pytest.approx({"tf.function-graph_building": 0.4,
+                                                      account.FIRST_RUN_SETUP: 0.2})
