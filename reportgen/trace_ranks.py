@@ -181,6 +181,7 @@ class TraceAccount:
     eager_ops_per_step: tuple[float, ...] = ()  # operations each step ran one by one from Python
     eager_runtime: str | None = None  # "tensorflow" or "jax" when steps run their model op by op
     compilation_named: dict[str, float] = field(default_factory=dict)  # what compiled in the steps (ms by name)
+    loader_starts_per_step: tuple[float, ...] = ()  # 1 where a DataLoader iterator was created in the step
 
     def share(self, name: str) -> float:
         return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
@@ -229,7 +230,7 @@ class TraceAccount:
                    named, waits, optimizer, work, counts("backward_passes_per_step"),
                    counts("optimizer_steps_per_step"), window, counts("eager_ops_per_step"),
                    runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None,
-                   compiled)
+                   compiled, counts("loader_starts_per_step"))
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,12 @@ WASTE = 0.05  # a slice every step pays for at least this share of the step is a
 TOTAL_WASTE = 0.15  # or all the unclaimed waste together, when no one slice reaches WASTE
 # The named causes that explain a slice: their finding claims its time (one stall, one finding).
 CLAIMS = {
-    "data_wait": ("input-pipeline", "io-bound", "cpu-bound", "straggler"),
+    "data_wait": ("input-pipeline", "io-bound", "cpu-bound", "straggler", "loader-restart"),
     "host_blocked": ("host-sync",),
     "communication": ("communication-bound", "straggler"),
     "memory_copies": ("pageable-memcpy",),
     "dispatch": ("kernel-launch-bound", "operator-overhead"),
-    "no_operator": ("host-overhead",),
+    "no_operator": ("host-overhead", "loader-restart"),
     "compilation": ("compilation",),
     "memory_management": ("allocator-churn",),
     "debug_checks": ("debug-mode",),
@@ -108,6 +108,8 @@ def _named_text(account: TraceAccount) -> str:
 @detector("host-overhead")
 def host_overhead(ev: Evidence, found: dict) -> Finding | None:
     if "kernel-launch-bound" in found:  # the GPU waits for the host, whatever the host does between launches
+        return None
+    if "loader-restart" in found:  # starting and stopping the loader's workers: that finding's, once
         return None
     if "operator-overhead" in found and ({"micro_batches", "eager_ops_per_step"} & set(found["operator-overhead"].metrics)):
         return None  # the Python between operators is paid per micro-batch or per eager call: that finding's, once
@@ -334,6 +336,44 @@ def debug_mode(ev: Evidence, found: dict) -> Finding | None:
                 basis="the NaN checks inside the profiled steps' backward functions, plus each backward node's stack "
                       "capture in the forward pass (the forward aten::t's time beyond the backward's, per node)",
                 metrics=_metrics(ev, "debug_checks", share, worst, worst_share))
+
+
+RESTARTING = 0.8  # a new DataLoader iterator in at least this share of the profiled steps (and 3 of them)
+
+
+@detector("loader-restart")
+def loader_restart(ev: Evidence, found: dict) -> Finding | None:
+    restarting = {label: a for label, a in accounts(ev).items()
+                  if len(a.loader_starts_per_step) >= 3 and sum(a.loader_starts_per_step)
+                  >= RESTARTING * len(a.loader_starts_per_step)}
+    if not restarting:
+        return None
+    cost = {label: a.every_step_share("data_wait") + a.every_step_share("no_operator") for label, a in restarting.items()}
+    worst = max(cost, key=lambda label: cost[label])
+    share = statistics.mean(cost.get(label, 0.0) for label in accounts(ev))
+    if share < WASTE:
+        return None
+    account = restarting[worst]
+    starts = int(sum(account.loader_starts_per_step))
+    rank = ev.trace_ranks[worst]
+    iterator = rank.dataloader.iterator if rank.dataloader is not None else None
+    evidence = [f"in {starts} of {account.steps} profiled steps{_rank_text(ev, worst)} a new DataLoader iterator was "
+                "created before the step took its batch (the trace shows its seed being drawn, aten::random_ outside "
+                "any operator, as iter(loader) does)"
+                + (f"; {iterator} starts its worker processes each time and stops them when it is dropped"
+                   if iterator and "MultiProcessing" in iterator else ""),
+                f"{_per_step_text(account, 'data_wait')} waits for the new iterator's first batch, "
+                f"{_per_step_text(account, 'no_operator')} runs under no operator around it (creating and stopping "
+                "the iterator)"]
+    fix = ("Create the DataLoader's iterator once per epoch — for batch in loader:, or it = iter(loader) outside the "
+           "step — instead of next(iter(loader)) (or a new DataLoader) in every step; persistent_workers=True keeps "
+           "the workers from one epoch to the next too.")
+    return make(ev, "loader-restart", 0.0, evidence, fix, loop_share=share,
+                sections=[SectionId.DATALOADING_ANALYSIS, SectionId.GPU_KERNELS_OPERATORS],
+                basis="every step's wait for data and time under no operator (the median step's, times the steps): "
+                      "with one iterator an epoch the workers keep batches ready while the step computes",
+                metrics={"slice": "data_wait", "share_of_steps": share, "worst_rank": worst,
+                         "worst_rank_share": cost[worst], "ranks": len(accounts(ev)), "iterator_starts": starts})
 
 
 # Causes that judge only what every step pays of their slice: what some steps pay beyond it is still open.

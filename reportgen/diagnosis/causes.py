@@ -40,14 +40,18 @@ class Cause:
 # The GPU causes read from PyTorch profiler traces (detectors in gpu_causes.py); those that explain idle GPUs
 # are concluded before gpu-underused, which is then blamed only when none of them explains the idle time.
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy")
-ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "debug-mode", "step-waste")
+ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "debug-mode", "loader-restart",
+                  "step-waste")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
 
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
 REGISTRY: tuple[Cause, ...] = (
     Cause("io-bound", "Training waits for storage", "input-pipeline"),
     Cause("cpu-bound", "The CPUs are saturated", "input-pipeline"),
-    Cause("input-pipeline", "The input pipeline starves the GPUs", "input-pipeline", after=("cpu-bound", "io-bound")),
+    # read from the step-time account (account_causes.py): a loader restarted in every step is its own cause
+    Cause("loader-restart", "The DataLoader starts its workers again in every step", "input-pipeline"),
+    Cause("input-pipeline", "The input pipeline starves the GPUs", "input-pipeline",
+          after=("cpu-bound", "io-bound", "loader-restart")),
     Cause("host-sync", "The host waits for the GPU in synchronisations"),
     Cause("kernel-launch-bound", "The GPU waits for kernel launches"),
     Cause("communication-bound", "Communication is not overlapped with compute"),
@@ -56,7 +60,7 @@ REGISTRY: tuple[Cause, ...] = (
     # Causes read from the step-time account (detectors in account_causes.py): each claims a slice of the step.
     Cause("operator-overhead", "Per-call operator overhead fills the step", "step-account"),
     Cause("host-overhead", "Every step spends time under no profiler operator", "step-account",
-          after=("kernel-launch-bound", "operator-overhead")),
+          after=("kernel-launch-bound", "operator-overhead", "loader-restart")),
     Cause("compilation", "The training loop compiles again", "step-account"),
     Cause("allocator-churn", "Device memory is allocated and freed inside the steps", "step-account"),
     Cause("debug-mode", "A debugging aid slows every step", "step-account"),
@@ -74,7 +78,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("step-waste", "Part of every step is spent outside compute", "step-account",
           after=("input-pipeline", "io-bound", "cpu-bound", "straggler", "host-sync", "communication-bound",
                  "pageable-memcpy", "kernel-launch-bound", "operator-overhead", "host-overhead", "compilation",
-                 "allocator-churn", "debug-mode", "step-outliers")),
+                 "allocator-churn", "debug-mode", "loader-restart", "step-outliers")),
 )
 # The vocabulary in its published order: report.json's schema enum, the JUnit causes suite (tests keep the
 # schema and this equal to the registry's ids).
@@ -412,7 +416,7 @@ def _smaller_instance_note(ev: Evidence) -> str:
 
 @detector("input-pipeline")
 def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
-    if "cpu-bound" in found:
+    if "cpu-bound" in found or "loader-restart" in found:
         return None
     idle = gpu_idle_share(ev)
     loader_share, loader_rank, iterator = trace_loader(ev)

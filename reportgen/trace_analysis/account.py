@@ -103,7 +103,10 @@ MIN_BACKWARD_NODES = 10  # per step
 # the same operator's in the backward pass (no node recorded there) is what recording one node costs
 NODE_PROBE = "aten::t"
 MIN_PROBE_CALLS = 5
-
+# A DataLoader iterator's creation (``iter(loader)``: ``_BaseDataLoaderIter.__init__`` draws its base seed with
+# ``torch.empty((), dtype=torch.int64).random_().item()``) is the only place a training loop runs aten::random_ as
+# an operator of its own, outside any other, on the step's thread: one per iterator (two with a shuffling sampler).
+ITERATOR_SEED = "aten::random_"
 
 def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
     return np.fromiter((i for i, n in enumerate(trace.names) if predicate(n)), dtype=np.int32)
@@ -293,6 +296,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "backward_passes_per_step": _starts_per_step(trace, cpu & _named(trace, lambda n: bool(LOSS_BACKWARD.match(n))),
                                                      lo, hi),
         "eager_ops_per_step": [int(c) for c in eager],  # operations run one by one from Python
+        "loader_starts_per_step": _loader_starts(trace, primary_cpu, data, lo, hi),
         "eager_runtime": eager_runtime if eager.size and eager.max() >= EAGER_STEP_OPS else None,
         "optimizer_steps_per_step": _starts_per_step(trace, cpu & _named(trace, lambda n: bool(OPTIMIZER_STEP.match(n))),
                                                      lo, hi),
@@ -351,6 +355,22 @@ def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], k
             label = trace.names[int(name)]
             totals[label] = totals.get(label, 0.0) + float(ms) / 1000.0
     return dict(sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+
+
+def _loader_starts(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray,
+                   hi: np.ndarray) -> list[int]:
+    """Per step, whether a DataLoader iterator was created in it before the step took its batch (1 or 0): an
+    iterator seed (``ITERATOR_SEED`` outside any other operator on the step's thread) before the step's first
+    DataLoader event."""
+    seeds = thread & _named(trace, ITERATOR_SEED.__eq__)
+    if not seeds.any():
+        return [0] * int(lo.size)
+    seeds &= _outermost(trace, thread & (trace.rows(k.CPU_OP) | seeds))
+    seed_starts = np.sort(trace.start_us[seeds])
+    loads = np.sort(trace.start_us[thread & data])
+    first_load = loads[np.minimum(np.searchsorted(loads, lo), max(loads.size - 1, 0))] if loads.size else hi
+    first_load = np.where((first_load >= lo) & (first_load < hi), first_load, lo)
+    return [int(c > 0) for c in np.searchsorted(seed_starts, first_load) - np.searchsorted(seed_starts, lo)]
 
 
 def _names_of(trace: k.TraceColumns, mask: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> dict[str, float]:

@@ -96,7 +96,7 @@ def test_every_cause_has_its_title_and_detector_and_reads_only_earlier_causes():
     for cause in causes.REGISTRY:
         assert cause.title and causes.TITLES[cause.id] == cause.title
         assert all(order.index(dep) < order.index(cause.id) for dep in cause.after), cause.id
-    assert causes.BY_ID["input-pipeline"].after == ("cpu-bound", "io-bound")
+    assert causes.BY_ID["input-pipeline"].after == ("cpu-bound", "io-bound", "loader-restart")
     assert causes.BY_ID["load-imbalance"].after == ("straggler",)
     assert set(causes.IDLE_GPU_CAUSES) < set(causes.BY_ID["gpu-underused"].after)
 
@@ -152,4 +152,5 @@ def test_each_cause_row_names_the_question_it_answers():
         "input-pipeline": "input-pipeline", "io-bound": "input-pipeline", "cpu-bound": "input-pipeline",
         "straggler": "step-times", "step-outliers": "step-times", "slow-initialization": "step-times",
         "gpu-memory-growth": "memory", "host-memory-growth": "memory", "memory-leak": "memory",
-        "out-of-memory-risk": "memory", **{cause: "step-account" for cause in causes.ACCOUNT_CAUSES}}
+        "out-of-memory-risk": "memory", **{cause: "step-account" for cause in causes.ACCOUNT_CAUSES},
+        "loader-restart": "input-pipeline"}  # read from the account, the input pipeline's question

@@ -59,6 +59,8 @@ EXPECTED = {
     "anomaly": ("debug-mode", "set_detect_anomaly", "fix"),
     # a tf.function given a decaying learning rate as a Python float: traced and instantiated anew every step
     "tf-retrace": ("compilation", "tf.constant", "fix"),
+    # next(iter(loader)) in every step: the loader's workers started and stopped each step
+    "iter-per-step": ("loader-restart", "once per epoch", "fix"),
 }
 
 

@@ -31,6 +31,8 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
                    (fix: none in the loop)
   ema-loop         an exponential moving average of the weights of a deep, narrow network, updated after every
                    step one parameter at a time from Python (fix: the same average with torch._foreach_* ops)
+  iter-per-step    each step takes its batch with next(iter(loader)) from a loader with 2 workers: every step
+                   starts (and stops) the workers, which open the data set (fix: one iterator for the epoch)
   anomaly          torch.autograd.set_detect_anomaly(True) left on while training the deep, narrow network
                    (fix: off)
 JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
@@ -220,6 +222,11 @@ def run_torch(a, truth):
         truth["parameter_tensors"] = len(ema)
         if mode == "anomaly":
             ema = None
+    elif mode == "iter-per-step":
+        workers, persistent = 2, False
+        model = Net()
+        loader = DataLoader(Images(steps * bs, a.reps, setup_s=a.setup_s), batch_size=bs, num_workers=workers,
+                            shuffle=True, worker_init_fn=open_dataset)
     elif mode == "epoch-restart":
         workers, persistent, epoch_steps = 2, fix, 6
         model = Net()
@@ -264,6 +271,11 @@ def run_torch(a, truth):
 
     def batches():
         """The loader's batches, epoch after epoch, with the time of each ``next()`` (a new epoch: ``iter()``)."""
+        if mode == "iter-per-step" and not fix:  # the bug: a new iterator (new workers) for every batch
+            while True:
+                t = time.perf_counter()
+                x = next(iter(loader))
+                yield x, time.perf_counter() - t
         while True:
             t = time.perf_counter()
             it = iter(loader)
@@ -289,7 +301,7 @@ def run_torch(a, truth):
                 planted = time.perf_counter() - t
         else:
             batch, w = next(source); waited += w
-            if mode == "io-latency" or (mode == "epoch-restart" and step % epoch_steps == 0):
+            if mode in ("io-latency", "iter-per-step") or (mode == "epoch-restart" and step % epoch_steps == 0):
                 planted = w  # the wait for data (at an epoch's first step: the workers' start included)
             if mode == "padded":
                 x, y, lens = batch
@@ -545,7 +557,7 @@ MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epo
          "padded": run_torch, "periodic-eval": run_torch, "accum-optimizer": run_torch, "io-latency": run_torch,
          "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
          "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf, "tf-retrace": run_tf,
-         "ema-loop": run_torch, "anomaly": run_torch}
+         "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch}
 
 
 def main():

@@ -231,3 +231,17 @@ def test_tf_function_tracing_and_a_new_functions_first_run_are_compilation(tmp_p
     assert got["per_step_ms"]["no_operator"] == pytest.approx([0.1, 0.5])
     assert got["compilation_named"] == pytest.approx({"tf.function-graph_building": 0.4,
                                                       account.FIRST_RUN_SETUP: 0.2})
+
+
+def test_a_dataloader_iterator_created_in_a_step_is_counted_from_its_seed(tmp_path):
+    """iter(loader) draws its seed (aten::random_ outside any operator) before the step's batch: step 1 creates one,
+    step 2 reuses it; a random_ inside another operator (torch.randint's) is no iterator."""
+    next_ = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("aten::random_", 10, 5), _cpu(next_, 100, 300, cat="user_annotation"), _cpu("aten::linear", 500, 400),
+        _cpu("ProfilerStep#2", 1000, 1000, cat="user_annotation"),
+        _cpu("aten::randint", 1010, 20), _cpu("aten::random_", 1012, 5),
+        _cpu(next_, 1100, 50, cat="user_annotation"), _cpu("aten::linear", 1200, 400),
+    ])
+    assert got["loader_starts_per_step"] == [1, 0]
