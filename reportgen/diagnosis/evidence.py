@@ -223,13 +223,34 @@ def _loop_start_before_trace(rank: TraceRank) -> float | None:
     return begin / 1e6 + first.start_ms / 1000.0 - k * median_s
 
 
+XSPACE_PROFILE = "plugins/profile/"  # where JAX's and TensorFlow's profilers write a session's files
+
+
+def xspace_exports(ev: Evidence, recording: dict | None) -> list[tuple[float, float]]:
+    """The JAX / TensorFlow profiler's export as one span of epoch seconds: from the traces' last event (the
+    profiler stopped collecting there: stop_trace(), stop()) to the last write of a file it wrote under
+    ``plugins/profile/`` (recording.json's ``traces_written_s``; JAX writes the XSpace and a Chrome-trace copy).
+    Empty without such files, or when that is no such interval (over an hour, or the write before the end)."""
+    written = recording.get("traces_written_s") if isinstance(recording, dict) else None
+    if not isinstance(written, dict):
+        return []
+    ends = [float(end) for name, end in written.items() if XSPACE_PROFILE in str(name) and finite(end) is not None]
+    last = [finite(r.end_us) for r in ev.trace_ranks.values()]
+    last = [t / 1e6 for t in last if t is not None]
+    if not ends or not last:
+        return []
+    start, end = max(last), max(ends)
+    return [(start, end)] if 0.0 <= end - start <= 3600.0 else []
+
+
 def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
     """A recording's profiler exports inside the training loop are the profiler's time, not training: left out of
     the loop that shares of the profiled steps are applied to (torch's export took 32-202 s of real jobs)."""
     if ev.loop is None or ev.loop_s is None or ev.trace_only:
         return
     lo, hi = ev.loop
-    inside = sum(max(min(end, hi) - max(start, lo), 0.0) for start, end in profiler_exports(outputs.recording))
+    spans = profiler_exports(outputs.recording) + xspace_exports(ev, outputs.recording)
+    inside = sum(max(min(end, hi) - max(start, lo), 0.0) for start, end in spans)
     if inside > 0:
         ev.profiler_export_s = inside
         ev.loop_s = max(ev.loop_s - inside, 0.0)
