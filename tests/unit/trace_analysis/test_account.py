@@ -181,3 +181,27 @@ def test_running_a_compiled_graph_and_checking_its_guards_is_not_compiling(tmp_p
     ])
     assert got["slices_ms"]["compilation"] == pytest.approx(0.25)
     assert got["slices_ms"]["compute"] == pytest.approx(0.5)
+
+
+def test_the_gpu_block_reconciles_the_device_slices_with_htas_figures_in_the_steps(tmp_path):
+    """Busy = compute + exposed communication + copies; idle split as HTA splits the window, clipped to the steps,
+    plus the step's time before the GPU's first activity; a cuda_sync event (a stream waiting) is not GPU work."""
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("cudaLaunchKernel", 40, 10, cat="cuda_runtime") | {"args": {"correlation": 1}},
+        _gpu(SGEMM, 100, 200) | {"args": {"device": 0, "stream": 7, "correlation": 1}},
+        _gpu("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 250, 150),  # 300-400 exposed
+        _gpu("Stream Wait Event", 400, 100, cat="cuda_sync"),  # a wait, not work: 400-500 idle, host wait
+        _cpu("cudaMemcpyAsync", 480, 10, cat="cuda_runtime") | {"args": {"correlation": 2}},  # launched in the gap
+        _gpu("Memcpy HtoD (Pinned -> Device)", 500, 20, cat="gpu_memcpy") | {"args": {"device": 0, "stream": 7,
+                                                                                        "correlation": 2}},
+        _gpu(SGEMM, 530, 470),  # 520-530: a 10 µs gap with no launch known: kernel wait
+    ])
+    s, gpu = got["slices_ms"], got["gpu"]
+    assert (s["compute"], s["communication"], s["memory_copies"]) == pytest.approx((0.67, 0.1, 0.02))
+    assert gpu["busy_ms"] == pytest.approx(0.79) and gpu["idle_ms"] == pytest.approx(0.21)
+    assert gpu["exposed_communication_ms"] == pytest.approx(0.1)
+    assert gpu["idle_split_ms"] == pytest.approx({"host_wait": 0.1, "kernel_wait": 0.01, "other": 0.0,
+                                                  "outside_window": 0.1})
+    host = _account(tmp_path, [_cpu("ProfilerStep#1", 0, 100, cat="user_annotation"), _cpu("aten::mm", 0, 100)])
+    assert host["gpu"] is None
