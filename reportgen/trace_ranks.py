@@ -159,6 +159,30 @@ ACCOUNT_SLICES = ("compute", "data_wait", "communication", "host_blocked", "memo
 
 
 @dataclass(frozen=True)
+class AccountGpu:
+    """A GPU rank's account beside HTA's figures, inside the steps (``account.gpu``), ms: the GPU's busy time
+    (compute + exposed communication + memory copies), its idle time and that idle split as HTA splits the active
+    window's (host wait, kernel wait, other) plus the steps' time outside that window."""
+
+    busy_ms: float | None = None
+    idle_ms: float | None = None
+    exposed_communication_ms: float | None = None
+    host_wait_ms: float | None = None
+    kernel_wait_ms: float | None = None
+    other_ms: float | None = None
+    outside_window_ms: float | None = None
+
+    @classmethod
+    def of(cls, entry: object) -> AccountGpu | None:
+        if not isinstance(entry, dict):
+            return None
+        split = as_object(entry.get("idle_split_ms"))
+        return cls(given(entry.get("busy_ms")), given(entry.get("idle_ms")), given(entry.get("exposed_communication_ms")),
+                   given(split.get("host_wait")), given(split.get("kernel_wait")), given(split.get("other")),
+                   given(split.get("outside_window")))
+
+
+@dataclass(frozen=True)
 class TraceAccount:
     """A rank's step-time account (kineto.json ``ranks.<label>.account``): each profiled step's wall time in
     exclusive slices that add up to it. Slices are ms over all the rank's steps; ``per_step`` ms per step, in
@@ -180,6 +204,7 @@ class TraceAccount:
     window: dict[str, float] = field(default_factory=dict)  # span, steps, between steps, before, after (ms)
     eager_ops_per_step: tuple[float, ...] = ()  # operations each step ran one by one from Python
     eager_runtime: str | None = None  # "tensorflow" or "jax" when steps run their model op by op
+    gpu: AccountGpu | None = None  # device perspective: HTA's figures inside the steps
 
     def share(self, name: str) -> float:
         return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
@@ -225,7 +250,8 @@ class TraceAccount:
                    per, given(entry.get("operator_calls_per_step")), given(entry.get("dispatch_floor_us")),
                    named, waits, optimizer, work, counts("backward_passes_per_step"),
                    counts("optimizer_steps_per_step"), window, counts("eager_ops_per_step"),
-                   runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None)
+                   runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None,
+                   AccountGpu.of(entry.get("gpu")))
 
 
 @dataclass(frozen=True)
