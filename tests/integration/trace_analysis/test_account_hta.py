@@ -12,7 +12,8 @@ of the same intervals, so on every GPU fixture and on our own GPU recordings
   (host wait, kernel wait, other) clipped to the steps plus the steps' time outside the GPU's window;
 * ``gpu.exposed_communication_ms`` = ``gpu_analysis.overlap.exposed_in_steps_ms`` (HTA's overlap inside the steps);
 * and what lies in the steps plus what lies outside them (measured here from the trace, on its own) is HTA's number
-  for the whole window: compute, non-compute and idle, to the µs — except on hta-resnet-v100-1gpu, where HTA keeps
+  for the whole window: compute, non-compute and idle, to the µs (and the compute and non-compute pieces of
+  ``kernel_type_split_ms``, HTA's kernel breakdown with overlaps) — except on hta-resnet-v100-1gpu, where HTA keeps
   only activities launched among the CPU events it keeps (19.6 µs less compute, 11.6 µs less non-compute than the
   trace holds) and its relative ns times separate what reportgen's absolute µs (0.25 µs resolution) cannot (idle
   8.0 µs more): the reportgen-parity tests document both (test_hta_parity.py, test_hta_idle_per_stream.py).
@@ -133,6 +134,11 @@ def test_the_steps_and_the_rest_of_the_window_are_htas_temporal_breakdown(name):
                 "idle": sum(v for key, v in gpu["idle_split_ms"].items() if key != "outside_window") * 1000
                 + outside["idle"]}
         assert ours["idle"] == pytest.approx(rank["gpu"]["window_idle_ms"] * 1000, abs=1.0)
+        split = rank["gpu_analysis"]["kernel_type_split_ms"]  # HTA's kernel breakdown with overlaps, whole trace
+        assert ours["compute"] == pytest.approx(sum(v for kind, v in split.items() if "compute" in kind) * 1000,
+                                                abs=1.0)
+        assert ours["non_compute"] == pytest.approx(sum(v for kind, v in split.items() if "compute" not in kind)
+                                                    * 1000, abs=1.0)
         assert sum(ours.values()) == pytest.approx(rank["gpu"]["window_ms"] * 1000, abs=1.0)
         tolerance = 1.0 if name in EXACT else 20.0  # µs; hta-resnet (the module docstring): 19.6 at most
         assert ours == pytest.approx({"compute": compute, "non_compute": non_compute, "idle": idle}, abs=tolerance)
