@@ -41,6 +41,7 @@ class Overlap:
     busbw_gb_s: float | None = None  # None when the kernels do not say their message size (torch < 2.1)
     algbw_gb_s: float | None = None
     message_bytes: float | None = None
+    exposed_ms: float | None = None  # over the whole trace
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,7 @@ def _overlap(value: object) -> Overlap:
     return Overlap(given(d.get("communication_ms")), given(d.get("comm_comp_overlap_pct")),
                    given(d.get("exposed_per_step_ms")), given(d.get("exposed_step_share")),
                    given(d.get("exposed_in_steps_ms")), given(d.get("busbw_gb_s")), given(d.get("algbw_gb_s")),
-                   given(d.get("message_bytes")))
+                   given(d.get("message_bytes")), given(d.get("exposed_ms")))
 
 
 def _breakdown(value: object) -> StepBreakdown:

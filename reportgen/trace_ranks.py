@@ -159,6 +159,30 @@ ACCOUNT_SLICES = ("compute", "data_wait", "communication", "host_blocked", "memo
 
 
 @dataclass(frozen=True)
+class AccountGpu:
+    """A GPU rank's account beside HTA's figures, inside the steps (``account.gpu``), ms: the GPU's busy time
+    (compute + exposed communication + memory copies), its idle time and that idle split as HTA splits the active
+    window's (host wait, kernel wait, other) plus the steps' time outside that window."""
+
+    busy_ms: float | None = None
+    idle_ms: float | None = None
+    exposed_communication_ms: float | None = None
+    host_wait_ms: float | None = None
+    kernel_wait_ms: float | None = None
+    other_ms: float | None = None
+    outside_window_ms: float | None = None
+
+    @classmethod
+    def of(cls, entry: object) -> AccountGpu | None:
+        if not isinstance(entry, dict):
+            return None
+        split = as_object(entry.get("idle_split_ms"))
+        return cls(given(entry.get("busy_ms")), given(entry.get("idle_ms")), given(entry.get("exposed_communication_ms")),
+                   given(split.get("host_wait")), given(split.get("kernel_wait")), given(split.get("other")),
+                   given(split.get("outside_window")))
+
+
+@dataclass(frozen=True)
 class TraceAccount:
     """A rank's step-time account (kineto.json ``ranks.<label>.account``): each profiled step's wall time in
     exclusive slices that add up to it. Slices are ms over all the rank's steps; ``per_step`` ms per step, in
@@ -180,6 +204,7 @@ class TraceAccount:
     window: dict[str, float] = field(default_factory=dict)  # span, steps, between steps, before, after (ms)
     eager_ops_per_step: tuple[float, ...] = ()  # operations each step ran one by one from Python
     eager_runtime: str | None = None  # "tensorflow" or "jax" when steps run their model op by op
+    gpu: AccountGpu | None = None  # device perspective: HTA's figures inside the steps
     compilation_named: dict[str, float] = field(default_factory=dict)  # what compiled in the steps (ms by name)
     loader_starts_per_step: tuple[float, ...] = ()  # 1 where a DataLoader iterator was created in the step
 
@@ -230,7 +255,8 @@ class TraceAccount:
                    named, waits, optimizer, work, counts("backward_passes_per_step"),
                    counts("optimizer_steps_per_step"), window, counts("eager_ops_per_step"),
                    runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None,
-                   compiled, counts("loader_starts_per_step"))
+                   gpu=AccountGpu.of(entry.get("gpu")), compilation_named=compiled,
+                   loader_starts_per_step=counts("loader_starts_per_step"))
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from reportgen.readers import trace_model as k
 from reportgen.trace_analysis import regions
 from reportgen.trace_analysis.classify import is_communication_kernel
 from reportgen.trace_analysis.gpu_analyses import SYNC_CALL
+from reportgen.trace_analysis.gpu_idle import idle_gaps
 
 # Slice ids in report.json (kineto.json's ``account``), in the page's order; ``compute`` is the useful one.
 SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
@@ -203,16 +204,17 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
                      | (trace.rows(k.USER_ANNOTATION) & _named(trace, lambda n: bool(FRAMEWORK_RANGE.match(n))))) & ~is_step
     prefetch = _named(trace, lambda n: bool(PREFETCH.search(n)))
     ops = operator_rows & (on_primary | ~prefetch)
-    gpu = trace.rows(*k.GPU_CATEGORIES)
+    gpu = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)  # GPU work; cuda_sync events are waits, not work
     kernels = trace.rows(k.KERNEL)
     comm_kernel = kernels & _named(trace, is_communication_kernel)
     device_busy = _union(trace, gpu)
+    compute_kernels = _union(trace, kernels & ~comm_kernel)
     device = bool(device_busy[0].size) and float(covered(device_busy, lo, hi).sum()) > 0.0
 
     levels: list[tuple[str, tuple[np.ndarray, np.ndarray]]] = []
     if device:
         idle = _gaps(device_busy, lo, hi)
-        levels += [("compute", _union(trace, kernels & ~comm_kernel)),
+        levels += [("compute", compute_kernels),
                    ("communication", _union(trace, comm_kernel)),
                    ("memory_copies", _union(trace, gpu & ~kernels)),
                    ("host_blocked", _starting_inside(idle, sync_calls)),
@@ -301,7 +303,33 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "optimizer_steps_per_step": _starts_per_step(trace, cpu & _named(trace, lambda n: bool(OPTIMIZER_STEP.match(n))),
                                                      lo, hi),
         "window": _window(trace, lo, hi),
+        "gpu": _gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)) if device else None,
     }
+
+
+def _gpu_in_steps(trace: k.TraceColumns, lo: np.ndarray, hi: np.ndarray, total: float,
+                  busy: tuple[np.ndarray, np.ndarray], compute: tuple[np.ndarray, np.ndarray], comm: tuple[np.ndarray, np.ndarray]) -> dict:
+    """HTA's figures restricted to the steps (ms), to reconcile the account with them: the GPU's busy time
+    (= compute + exposed communication + memory copies), its idle time split as HTA splits the active window's
+    idle (``gpu_idle``: host wait, kernel wait, other) plus the steps' time outside that window (before the
+    cycle's first GPU activity or after its last), and the exposed communication (HTA's overlap: collective
+    kernels with no compute kernel beside them). The account's device ``communication`` also holds the GPU idle
+    while the host was in a collective call: that part is ``communication`` − ``exposed_communication_ms``."""
+    busy_us = float(covered(busy, lo, hi).sum())
+    split = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
+    in_window = 0.0
+    for c0, c1 in _cycles(trace):
+        gaps = idle_gaps(trace, c0, c1)
+        if gaps is None:
+            continue
+        in_window += float(covered(gaps["window"], lo, hi).sum())
+        for key in split:
+            split[key] += float(covered(gaps[key], lo, hi).sum())
+    split["outside_window"] = total - in_window
+    exposed = float(covered(_join(compute, comm), lo, hi).sum() - covered(compute, lo, hi).sum())
+    return {"busy_ms": busy_us / 1000.0, "idle_ms": (total - busy_us) / 1000.0,
+            "idle_split_ms": {key: value / 1000.0 for key, value in split.items()},
+            "exposed_communication_ms": exposed / 1000.0}
 
 
 TOP_NAMED = 5
@@ -437,12 +465,18 @@ def _primary_thread(trace: k.TraceColumns, is_step: np.ndarray) -> int | None:
     return int(tids[np.argmax(counts)])
 
 
-def _window(trace: k.TraceColumns, lo: np.ndarray, hi: np.ndarray) -> dict:
-    """The profiled window around the steps (ms): before the first, between consecutive steps (evaluation,
-    checkpoints, anything the loop does outside a step), after the last. Between cycles nothing was recorded."""
+def _cycles(trace: k.TraceColumns) -> list[tuple[float, float]]:
+    """The rank's profiling cycles (one span, first to last event, when the trace does not say)."""
     cycles = list(getattr(trace, "cycles", None) or [])
     if not cycles and trace.start_us.size:
         cycles = [(float(trace.start_us.min()), float(trace.end_us.max()))]
+    return cycles
+
+
+def _window(trace: k.TraceColumns, lo: np.ndarray, hi: np.ndarray) -> dict:
+    """The profiled window around the steps (ms): before the first, between consecutive steps (evaluation,
+    checkpoints, anything the loop does outside a step), after the last. Between cycles nothing was recorded."""
+    cycles = _cycles(trace)
     order = np.argsort(lo)
     lo, hi = lo[order], hi[order]
     between = 0.0

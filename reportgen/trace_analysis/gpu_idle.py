@@ -58,33 +58,45 @@ def _slice(trace: k.TraceColumns, lo: float, hi: float) -> tuple[int, int]:
     return (int(np.searchsorted(trace.start_us, lo, "left")), int(np.searchsorted(trace.start_us, hi, "right")))
 
 
+def idle_gaps(trace: k.TraceColumns, lo: float, hi: float) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """The in-window idle gaps of one profiling cycle [lo, hi] by category (``host_wait``, ``kernel_wait``,
+    ``other``: the module docstring), each as (starts, ends) in time order, with ``idle`` all of them and
+    ``window`` the cycle's active window as one interval; None without GPU activity. The step-time account clips them to the steps."""
+    i0, i1 = _slice(trace, lo, hi)
+    rows = trace.rows(*_ACTIVITY)[i0:i1]
+    if not rows.any():
+        return None
+    starts, ends = trace.start_us[i0:i1][rows], trace.end_us[i0:i1][rows]
+    corr = trace.corr[i0:i1][rows] if trace.corr.size == trace.cat.size else np.full(starts.size, -1)
+    order = np.argsort(starts, kind="stable")
+    starts, ends, corr = starts[order], ends[order], corr[order]
+    run_end = np.maximum.accumulate(ends)
+    gaps = np.nonzero(starts[1:] > run_end[:-1])[0] + 1  # rows that start after an idle gap
+    gap_start, gap_end = run_end[gaps - 1], starts[gaps]
+    gap = gap_end - gap_start
+    launched = _launch_starts(trace, lo, hi, corr[gaps])
+    host = launched > gap_start  # NaN (launch unknown) compares False, as in HTA
+    kernel = ~host & (gap < KERNEL_WAIT_US)
+    return {"window": (starts[:1], run_end[-1:]), "idle": (gap_start, gap_end), "host_wait": (gap_start[host], gap_end[host]),
+            "kernel_wait": (gap_start[kernel], gap_end[kernel]),
+            "other": (gap_start[~host & ~kernel], gap_end[~host & ~kernel])}
+
+
 def gpu_idle(trace: k.TraceColumns, cycles: list[tuple[float, float]]) -> dict:
     """Both idle figures (ms and shares) and the in-window split; summed over profiling cycles."""
     span = window = active = 0.0
     split = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
-    activity = trace.rows(*_ACTIVITY)
     for lo, hi in cycles:
         span += hi - lo
-        i0, i1 = _slice(trace, lo, hi)
-        rows = activity[i0:i1]
-        if not rows.any():
+        gaps = idle_gaps(trace, lo, hi)
+        if gaps is None:
             continue
-        starts, ends = trace.start_us[i0:i1][rows], trace.end_us[i0:i1][rows]
-        corr = trace.corr[i0:i1][rows] if trace.corr.size == trace.cat.size else np.full(starts.size, -1)
-        order = np.argsort(starts, kind="stable")
-        starts, ends, corr = starts[order], ends[order], corr[order]
-        run_end = np.maximum.accumulate(ends)
-        window += float(run_end[-1] - starts[0])
-        gaps = np.nonzero(starts[1:] > run_end[:-1])[0] + 1  # rows that start after an idle gap
-        idle_here = float((starts[gaps] - run_end[gaps - 1]).sum()) if gaps.size else 0.0
-        active += float(run_end[-1] - starts[0]) - idle_here
-        gap = starts[gaps] - run_end[gaps - 1]
-        launched = _launch_starts(trace, lo, hi, corr[gaps])
-        host = launched > run_end[gaps - 1]  # NaN (launch unknown) compares False, as in HTA
-        kernel = ~host & (gap < KERNEL_WAIT_US)
-        split["host_wait"] += float(gap[host].sum())
-        split["kernel_wait"] += float(gap[kernel].sum())
-        split["other"] += float(gap[~host & ~kernel].sum())
+        width = float(gaps["window"][1][0] - gaps["window"][0][0])
+        window += width
+        idle_here = float((gaps["idle"][1] - gaps["idle"][0]).sum())
+        active += width - idle_here
+        for key in split:
+            split[key] += float((gaps[key][1] - gaps[key][0]).sum())
     if window <= 0:
         return {"has_gpu_activity": False, "span_ms": span / 1000.0}
     in_window_idle = window - active

@@ -111,6 +111,38 @@ def _account_blocks(views: dict[str, TraceRank], shown: list[str]) -> list:
     ]
 
 
+IDLE_KINDS = ("host_wait", "kernel_wait", "other")  # gpu_idle's window_idle_split_ms, in the table's order
+
+
+def _account_against_hta(r: TraceRank, sid: str) -> list:
+    """The step-time account's GPU figures inside the steps beside HTA's over the GPU's active window, so that a
+    reader can reconcile the two (docs/diagnosis.md, "The account and HTA")."""
+    inside = r.account.gpu if r.account is not None else None
+    if inside is None:
+        return []
+    window, window_idle = number(r.gpu.window_ms), number(r.gpu.window_idle_ms)
+    whole = [number(r.gpu.window_idle_split_ms.get(key)) for key in IDLE_KINDS]
+    rows = [["GPU busy (compute + exposed communication + memory copies)", number(inside.busy_ms),
+             window - window_idle if window is not None and window_idle is not None else None],
+            ["Exposed communication (of the busy time)", number(inside.exposed_communication_ms),
+             number(r.gpu_analysis.overlap.exposed_ms)],
+            ["GPU idle", number(inside.idle_ms), window_idle],
+            ["Host wait (of the idle time)", number(inside.host_wait_ms), whole[0]],
+            ["Kernel wait (of the idle time)", number(inside.kernel_wait_ms), whole[1]],
+            ["Other (of the idle time)", number(inside.other_ms), whole[2]],
+            ["Before the GPU's first or after its last activity (of the idle time)",
+             number(inside.outside_window_ms), None]]
+    return [Table(
+        f"kineto-account-hta-{sid}", ["GPU time", "In the profiled steps (ms)", "HTA: the GPU's active window (ms)"],
+        rows, ["text", "num2", "num2"],
+        caption="The step-time account's device slices against HTA's temporal breakdown and idle split: the busy "
+                "slices add up to the GPU's busy time in the steps; the idle slices, with the GPU's idle while the "
+                "host was in a collective call (the account counts it as communication), to its idle time there, "
+                "which splits as HTA splits the window's idle (host wait: the next operation launched only after "
+                "the GPU went idle; kernel wait: under 30 µs; other). HTA's window runs from the first to the last "
+                "GPU activity, not over the steps.")]
+
+
 def _rank_metrics(r: TraceRank) -> list[float | None]:
     """The ranks table's measures of one rank, in the order of ``RANK_METRICS``."""
     loader = r.dataloader or TraceLoader()
@@ -550,6 +582,7 @@ def gpu_analysis_blocks(label: str, r: TraceRank) -> list:
             caption="Idle time per stream (HTA's idle time breakdown): each gap between two operations of a stream; "
                     "host wait when the next one was launched only after the stream went idle, kernel wait under "
                     "30 µs, other (events, synchronisation) the rest. A stream idle while another works counts here."))
+    blocks += _account_against_hta(r, sid)
     path = ga.critical_path
     if number(path.path_ms, 0.0) > 0 and path.by_ms:
         blocks.append(Table(

@@ -12,13 +12,13 @@ from reportgen.rule_outputs import RuleOutputs
 from reportgen.trace_analysis.outputs import analyze_job
 from tests.support.paths import RAW, RECORDINGS
 
-TRACE = (".pt.trace.json", ".xplane.pb", "control.json")
+TRACE = (".pt.trace.json", ".xplane.pb", "control.json", "sampled_rank-")
 RECORDED = ["cpu-torch/periodic", "cpu-torch/short", "gpu-host-sync/h100-host-sync", "gpu-input/w0", "gpu-input/w4",
             "jax-tf/jax-cpu", "jax-tf/tf-cpu"]
 PLANTED = sorted(d.name for d in (RECORDINGS / "planted").iterdir() if (d / "truth.json").is_file())
 RAW_TRACES = ["torch-cpu-record-inputbound", "torch-cpu-record-workers2", "torch-cpu-record-ddp2",
               "kineto-resnet50-num-workers-0", "kineto-resnet50-num-workers-4", "hta-resnet-v100-1gpu",
-              "hta-cpu-only-gloo", "hta-trace-diff-rank3of8"]
+              "hta-cpu-only-gloo", "hta-trace-diff-rank3of8", "hta-sampled-128rank"]
 
 
 def _doc(folder):

@@ -8,7 +8,9 @@ import pytest
 
 from reportgen.trace_analysis import account
 from reportgen.trace_analysis.job import analyze_traces
-from reportgen.trace_ranks import ACCOUNT_SLICES, TraceAccount
+from reportgen.report.model import Table
+from reportgen.report.sections.gpu_kernels_operators import gpu_analysis_blocks
+from reportgen.trace_ranks import ACCOUNT_SLICES, TraceAccount, TraceRank
 
 SGEMM = "volta_sgemm_128x64_nn"
 
@@ -245,3 +247,44 @@ def test_a_dataloader_iterator_created_in_a_step_is_counted_from_its_seed(tmp_pa
         _cpu(next_, 1100, 50, cat="user_annotation"), _cpu("aten::linear", 1200, 400),
     ])
     assert got["loader_starts_per_step"] == [1, 0]
+
+
+def _hta_events():
+    return [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("cudaLaunchKernel", 40, 10, cat="cuda_runtime") | {"args": {"correlation": 1}},
+        _gpu(SGEMM, 100, 200) | {"args": {"device": 0, "stream": 7, "correlation": 1}},
+        _gpu("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 250, 150),  # 300-400 exposed
+        _gpu("Stream Wait Event", 400, 100, cat="cuda_sync"),  # a wait, not work: 400-500 idle, host wait
+        _cpu("cudaMemcpyAsync", 480, 10, cat="cuda_runtime") | {"args": {"correlation": 2}},  # launched in the gap
+        _gpu("Memcpy HtoD (Pinned -> Device)", 500, 20, cat="gpu_memcpy") | {"args": {"device": 0, "stream": 7,
+                                                                                        "correlation": 2}},
+        _gpu(SGEMM, 530, 470),  # 520-530: a 10 µs gap with no launch known: kernel wait
+    ]
+
+
+def test_the_gpu_block_reconciles_the_device_slices_with_htas_figures_in_the_steps(tmp_path):
+    """Busy = compute + exposed communication + copies; idle split as HTA splits the window, clipped to the steps,
+    plus the step's time before the GPU's first activity; a cuda_sync event (a stream waiting) is not GPU work."""
+    got = _account(tmp_path, _hta_events())
+    s, gpu = got["slices_ms"], got["gpu"]
+    assert (s["compute"], s["communication"], s["memory_copies"]) == pytest.approx((0.67, 0.1, 0.02))
+    assert gpu["busy_ms"] == pytest.approx(0.79) and gpu["idle_ms"] == pytest.approx(0.21)
+    assert gpu["exposed_communication_ms"] == pytest.approx(0.1)
+    assert gpu["idle_split_ms"] == pytest.approx({"host_wait": 0.1, "kernel_wait": 0.01, "other": 0.0,
+                                                  "outside_window": 0.1})
+    host = _account(tmp_path, [_cpu("ProfilerStep#1", 0, 100, cat="user_annotation"), _cpu("aten::mm", 0, 100)])
+    assert host["gpu"] is None
+
+
+def test_the_page_shows_the_account_beside_htas_window(tmp_path):
+    """Inside the step against the GPU's active window (100-1000 here: the step's first 100 µs are before it)."""
+    path = tmp_path / "rank-0.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": _hta_events()}))
+    doc, _ = analyze_traces([path])
+    blocks = gpu_analysis_blocks("0", TraceRank.of("0", doc["ranks"]["0"]))
+    table = next(b for b in blocks if isinstance(b, Table) and b.id == "kineto-account-hta-0")
+    assert [row[1:] for row in table.rows] == [pytest.approx(v) for v in (
+        [0.79, 0.79], [0.1, 0.1], [0.21, 0.11], [0.1, 0.1], [0.01, 0.01], [0.0, 0.0], [0.1, None])]
+    assert TraceRank.of("0", {**doc["ranks"]["0"], "account": {**doc["ranks"]["0"]["account"], "gpu": "x"}}
+                        ).account.gpu is None  # the view never fails
