@@ -14,6 +14,7 @@ from reportgen.section_ids import SectionId
 from reportgen.trace_ranks import doc_traces_name
 from reportgen.report.sections.cost import build as cost_section
 from reportgen.report.views import JobSummary
+from reportgen.timeline_view import Timeline
 
 
 def loop_intro() -> Section:
@@ -41,7 +42,7 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
     sections = [s if s is not None else data_quality_section(notes, outputs.data_quality) for s in sections]
     intro = kineto_intro(outputs.traces) if fold_inapplicable(sections, outputs) else ""
     report = Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder), intro=intro,
-                    raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
+                    raw=Timeline.of(outputs.timeline).listed_nodes)
     cost_data = next((s.data for s in sections if s.id == SectionId.COST), None)
     attach_diagnosis(report, outputs, cost_data, debug)
     reconcile(report, DEEP_DIVES)
@@ -126,7 +127,7 @@ def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> bool:
     in report.json with ``available: false``. True when it folded any (the header then says what the
     report covers: ``KINETO_INTRO``)."""
     doc = outputs.traces if isinstance(outputs.traces, dict) else {}
-    if not doc.get("ranks") or set(outputs.rules) - KINETO_RULES or (outputs.timeline or {}).get("nodes"):
+    if not doc.get("ranks") or set(outputs.rules) - KINETO_RULES or Timeline.of(outputs.timeline).listed_nodes:
         return False
     folded = [s for s in sections if s.data.get("available") is False]
     if not folded:
