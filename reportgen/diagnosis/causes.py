@@ -596,7 +596,7 @@ def straggler_saving(ev: Evidence, rank: str) -> tuple[float, str] | None:
 @detector("straggler")
 def straggler(ev: Evidence, found: dict) -> Finding | None:
     best = None
-    medians = {w: s["stats"].get("p50") for w, s in ev.steps.items() if s["stats"].get("p50")}
+    medians = {w: s.stats.p50 for w, s in ev.steps.items() if s.stats.p50}
     if len(medians) >= 2:
         slow = max(medians, key=medians.get)
         mid = statistics.median(v for w, v in medians.items() if w != slow)  # the others
@@ -667,7 +667,7 @@ def load_imbalance(ev: Evidence, found: dict) -> Finding | None:
     kind = "GPUs" if "/" in top_who else "nodes"
     evidence = [f"{low_who} busy {low:.0f} % against {top:.0f} % on {top_who} ({source})",
                 f"{behind} of {len(spread)} {kind} at least {IMBALANCE:.0f} points under the busiest"]
-    medians = [s["stats"].get("p50") for s in ev.steps.values() if s["stats"].get("p50")]
+    medians = [s.stats.p50 for s in ev.steps.values() if s.stats.p50]
     if len(medians) >= 2:
         evidence.append(f"median step times within {(max(medians) / min(medians) - 1) * 100:.0f} % of each other: "
                         "the workers run in lock step")
@@ -915,13 +915,13 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         period = _period([int(o["step"]) for o in ev.outliers if str(o["step"]).isdigit()])
         metrics = {"outlier_steps": len(ev.outliers), "seconds_lost": seconds, "period": period}
     else:
-        counted = [(w, s) for w, s in ev.steps.items() if s["outliers"] and s["stats"].get("p99") is not None]
+        counted = [(w, s) for w, s in ev.steps.items() if s.outliers and s.stats.p99 is not None]
         if not counted or not rule_fired:
             return None
-        seconds = sum(s["outliers"] * max(s["stats"]["p99"] - (s["stats"].get("p50") or 0), 0) for _, s in counted)
+        seconds = sum(s.outliers * max(s.stats.p99 - (s.stats.p50 or 0), 0) for _, s in counted)
         seconds /= max(len(counted), 1)
-        evidence = [f"{plural(s['outliers'], 'outlier step')} on {worker_name(w)} (p99 {s['stats']['p99']:.2f} s vs "
-                    f"median {(s['stats'].get('p50') or 0):.2f} s)" for w, s in counted][:3]
+        evidence = [f"{plural(s.outliers, 'outlier step')} on {worker_name(w)} (p99 {s.stats.p99:.2f} s vs "
+                    f"median {(s.stats.p50 or 0):.2f} s)" for w, s in counted][:3]
         evidence.append(f"about {secs(seconds)} lost (estimated from the rule's statistics)")
         metrics = {"outlier_steps": None, "seconds_lost": seconds, "period": None}
     finding = make(ev, "step-outliers", 0.0, evidence, "", loop_share=loop_share, seconds=seconds)

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
-from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of,
-                                    outlier_steps_of, profiler_exports, recorded_command, system_usage_of)
+from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
+                                    WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_command,
+                                    system_usage_of)
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
 from reportgen.rulebook import RuleName
@@ -71,7 +72,7 @@ class Evidence:
     pin_memory: bool | None = None
     series: dict[str, NodeSeries] = field(default_factory=dict)
     timeline_s: float | None = None  # span of the timeline
-    steps: dict[str, dict] = field(default_factory=dict)  # worker -> step_stats + outliers
+    steps: dict[str, WorkerSteps] = field(default_factory=dict)  # worker -> StepOutlier's step_stats + outliers
     outliers: list[dict] = field(default_factory=list)  # {step, worker, duration_s, median_s, start_s}
     trace_ranks: dict[str, TraceRank] = field(default_factory=dict)  # rank -> its trace analysis (kineto.json)
     trace_comparison: TraceComparison = field(default_factory=TraceComparison)
@@ -359,11 +360,7 @@ def _recorded_command(ev: Evidence, outputs: RuleOutputs) -> None:
 
 def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
     rule = outputs.get(RuleName.STEP_OUTLIER)
-    for worker, info in as_object(as_object(rule.details if rule else {}).get("step_details")).items():
-        info = as_object(info)
-        stats = {k: finite(v) for k, v in as_object(info.get("step_stats")).items()}
-        ev.steps[str(worker)] = {"stats": stats, "outliers": int(finite(info.get("number_of_outliers")) or 0),
-                                 "steps": finite(info.get("steps"))}
+    ev.steps = StepDetails.of(rule.details if rule else None).workers
     ev.outliers = [{"step": o.step, "worker": o.worker, "duration_s": o.duration_s, "median_s": o.median_s,
                     "start_s": o.start_s} for o in outlier_steps_of(rule.details if rule else None)]
 
@@ -444,7 +441,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     if not ev.raw:
         ev.not_judged.append("per-core load (a few cores saturated while the rest idle) and GPU memory over time: "
                              "they need the raw system metrics")
-        if any(s["outliers"] for s in ev.steps.values()) and not ev.outliers:  # counted, not listed
+        if any(s.outliers for s in ev.steps.values()) and not ev.outliers:  # counted, not listed
             ev.not_judged.append("the durations of individual outlier steps: the rule output keeps only counts")
     # GPU use and step times: said by the questions of coverage.py, with why
     return ev
