@@ -255,6 +255,64 @@ class StepDetails:
         return cls(bool(raw), {str(w): WorkerSteps.of(str(w), v) for w, v in as_object(raw).items()})
 
 
+BREAKDOWN_KEYS = ("phase", "forward_backward", "ratio", "general", "horovod")
+
+
+@dataclass(frozen=True)
+class FrameworkBreakdowns:
+    """The framework breakdowns a rule's details carry (OverallFrameworkMetrics for the whole job, StepOutlier,
+    CPUBottleneck and IOBottleneck for their moments): per breakdown, each category's percent, read by the
+    framework metrics summary and the deep dives that refer back to it. ``listed`` keeps every breakdown with a
+    number (report.json's section data); the named breakdowns are those whose shares sum above 0 (charted)."""
+
+    listed: dict[str, dict[str, float]] = field(default_factory=dict)  # breakdown key -> category -> percent
+
+    @classmethod
+    def of(cls, details: object) -> FrameworkBreakdowns:
+        found = as_object(details)
+        listed = {}
+        for key in BREAKDOWN_KEYS:
+            values = {k: float(v) for k, v in as_object(found.get(key)).items() if finite(v) is not None}
+            if values:
+                listed[key] = values
+        return cls(listed)
+
+    def shares(self, key: str) -> dict[str, float]:
+        """A breakdown's shares when they sum above 0, else none."""
+        values = self.listed.get(key, {})
+        return values if sum(values.values()) > 0 else {}
+
+    @property
+    def charted(self) -> list[str]:
+        """The breakdowns with shares, in BREAKDOWN_KEYS' order."""
+        return [key for key in BREAKDOWN_KEYS if self.shares(key)]
+
+    @property
+    def phase(self) -> dict[str, float]:  # TRAIN / EVAL / others
+        return self.shares("phase")
+
+    @property
+    def others_pct(self) -> float | None:
+        """The phase breakdown's share of time between steps ("others"), when charted."""
+        return self.phase.get("others")
+
+    @property
+    def forward_backward(self) -> dict[str, float]:
+        return self.shares("forward_backward")
+
+    @property
+    def ratio(self) -> dict[str, float]:  # CPU vs GPU operators
+        return self.shares("ratio")
+
+    @property
+    def general(self) -> dict[str, float]:
+        return self.shares("general")
+
+    @property
+    def horovod(self) -> dict[str, float]:
+        return self.shares("horovod")
+
+
 @dataclass(frozen=True)
 class JobTimes:
     """MaxInitializationTime's job and step times, the typed view the summary and initialization sections and

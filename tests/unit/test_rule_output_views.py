@@ -1,6 +1,6 @@
 """The typed views of the rule-output details that several rooms read (rule_outputs.NodeUsage /
 system_usage_of, NodeGpus / gpus_of, DataloaderDetails, BottleneckDetails, BalancingNode / balancing_of,
-StepDetails / WorkerSteps): built
+StepDetails / WorkerSteps, FrameworkBreakdowns): built
 from a real job's rule outputs, and from details with missing and garbage values, which must give None, never
 raise."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from reportgen.rule_outputs import (NO_PHASE, BalancingNode, BottleneckDetails, BottleneckMoment, DataloaderDetails,
-                                    GpuDistance, GpuStats, NodeGpus, NodeUsage, StepDetails, StepStats, WorkerSteps,
+                                    FrameworkBreakdowns, GpuDistance, GpuStats, NodeGpus, NodeUsage, StepDetails, StepStats, WorkerSteps,
                                     balancing_of, gpus_of, load_rule_outputs, system_usage_of)
 from tests.support.paths import REAL, need
 
@@ -175,3 +175,24 @@ def test_step_details_of_garbage_keep_what_the_section_shows_as_written():
     assert c.phase is NO_PHASE and c.outliers == 2 and c.steps is None and c.stats == StepStats()
     assert StepDetails.of({"step_details": [1]}) == StepDetails(listed=True)  # given, but no object
     assert StepDetails.of(None) == StepDetails() == StepDetails.of({"step_details": {}})
+
+
+@pytest.mark.fixtures
+def test_framework_breakdowns_of_a_real_job(real):
+    job = FrameworkBreakdowns.of(real.get("OverallFrameworkMetrics").details)
+    assert job.charted == ["phase", "ratio", "general"] and list(job.listed) == job.charted
+    assert job.phase == {"Step:ModeKeys.TRAIN": 7.597550593979569, "others": 90.64519057204792,
+                         "Step:ModeKeys.EVAL": 1.7572588339725022}
+    assert job.others_pct == 90.64519057204792 and job.ratio["cpu_functions"] == 47.84185056618064
+    assert job.general["Forward"] == 96.61064060851888 and job.forward_backward == {} and job.horovod == {}
+
+
+def test_framework_breakdowns_of_garbage_keep_the_numbers_only():
+    details = {"phase": {"TRAIN": "most", "others": 0, "EVAL": 0.0}, "ratio": [1, 2], "general": {"Forward": 3,
+               "x": HUGE, "y": float("nan"), "z": True}, "horovod": "x", "forward_backward": {"backward": 1e999}}
+    found = FrameworkBreakdowns.of(details)
+    # every numeric share is listed (report.json's section data); only a breakdown summing above 0 is charted
+    assert found.listed == {"phase": {"others": 0.0, "EVAL": 0.0}, "general": {"Forward": 3.0}}
+    assert found.charted == ["general"] and found.phase == {} and found.others_pct is None
+    assert isinstance(found.general["Forward"], float)
+    assert FrameworkBreakdowns.of(None) == FrameworkBreakdowns() and FrameworkBreakdowns().charted == []
