@@ -49,3 +49,23 @@ class ProblemLog:
             "listed": len(self.items),
             "problems": [{"file": p.file, "line": p.line, "reason": p.reason} for p in self.items],
         }
+
+
+@dataclass(frozen=True)
+class LoggedProblems:
+    """A problem log as read back from data-quality.json (``ProblemLog.to_json``, written beside the rule
+    outputs) for the report's Data quality section: a folder of rule outputs is input too, so every field is
+    read leniently (a total that is no integer is 0, a reason table that is no object empty, listed problems
+    that are no objects skipped); the listed problems' file, line and reason are as written."""
+
+    total: int = 0
+    by_reason: dict[Any, Any] = field(default_factory=dict)
+    listed: list[tuple[object, object, object]] = field(default_factory=list)  # (file, line, reason)
+
+    @classmethod
+    def of(cls, document: object) -> LoggedProblems:
+        found = document if isinstance(document, dict) else {}
+        total, by_reason, problems = found.get("total"), found.get("by_reason"), found.get("problems", [])
+        return cls(total if isinstance(total, int) else 0, by_reason if isinstance(by_reason, dict) else {},
+                   [(p.get("file", ""), p.get("line"), p.get("reason", ""))
+                    for p in (problems if isinstance(problems, list) else []) if isinstance(p, dict)])

@@ -21,7 +21,7 @@ from reportgen.errors import InputError
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER, RuleName
 from reportgen.sources.layout import RULE_EXTRA_NAMES, RULE_OUTPUT_SUBDIRS
-from reportgen.json_values import as_items, as_object, given, is_finite
+from reportgen.json_values import as_items, as_object, finite, given, is_finite
 from reportgen.traces.numbers import as_float
 
 REQUIRED_FIELDS = ("RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters")
@@ -182,6 +182,135 @@ def outlier_steps_of(details: object) -> list[OutlierStep]:
                 found.append(OutlierStep(str(worker), str(item.get("step", "")), duration,
                                          as_float(item.get("start_s")), median))
     return found
+
+
+STEP_STATS = ("mean", "max", "p99", "p95", "p50", "min")  # StepOutlier's step statistics, in its tables' order
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """A worker's step statistics (``step_stats``), seconds: finite floats, None when absent or not a number."""
+
+    mean: float | None = None
+    max: float | None = None
+    p99: float | None = None
+    p95: float | None = None
+    p50: float | None = None
+    min: float | None = None
+
+    @classmethod
+    def of(cls, value: object) -> StepStats:
+        found = as_object(value)
+        return cls(finite(found.get("mean")), finite(found.get("max")), finite(found.get("p99")),
+                   finite(found.get("p95")), finite(found.get("p50")), finite(found.get("min")))
+
+    def stat(self, name: str) -> float | None:
+        return getattr(self, name) if name in STEP_STATS else None
+
+
+NO_PHASE = object()  # ``WorkerSteps.phase`` when the details give none (the step section then says "unknown")
+
+
+@dataclass(frozen=True)
+class WorkerSteps:
+    """One worker's entry of StepOutlier's ``step_details``: what the step duration section shows and keeps in
+    report.json and what the diagnosis judges. The values the section keeps in report.json (the phase, the
+    outlier count, the histogram, the step numbers) are as written; the statistics finite floats or None."""
+
+    worker: str
+    is_object: bool = True  # False: the entry is not an object (every field then reads as absent)
+    stats: StepStats = field(default_factory=StepStats)
+    phase: object = NO_PHASE  # "ProfilerStep" for PyTorch profiler steps (milliseconds long); as written
+    outliers_as_written: object = 0  # ``number_of_outliers``, 0 when absent
+    stddev: float | None = None
+    steps: float | None = None  # how many steps the worker had, as given (trace_analysis writes it)
+    probs: object = None  # the histogram: step counts per bin and the bins' edges (``binedges``), as written
+    binedges: object = None
+    step_numbers: object = field(default_factory=list)  # the outlier steps' numbers, as written
+
+    @property
+    def outliers(self) -> int:
+        """The outlier count as a whole number (0 when it is none)."""
+        return int(finite(self.outliers_as_written) or 0)
+
+    @classmethod
+    def of(cls, worker: str, value: object) -> WorkerSteps:
+        if not isinstance(value, dict):
+            return cls(worker, is_object=False)
+        return cls(worker, True, StepStats.of(value.get("step_stats")), value.get("phase", NO_PHASE),
+                   value.get("number_of_outliers", 0), finite(value.get("stddev")), given(value.get("steps")),
+                   value.get("probs"), value.get("binedges"), value.get("step_numbers", []))
+
+
+@dataclass(frozen=True)
+class StepDetails:
+    """StepOutlier's ``step_details``: each worker's steps, in the details' order."""
+
+    listed: bool = False  # whether ``step_details`` is given and not empty (an object or not)
+    workers: dict[str, WorkerSteps] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, details: object) -> StepDetails:
+        raw = as_object(details).get("step_details")
+        return cls(bool(raw), {str(w): WorkerSteps.of(str(w), v) for w, v in as_object(raw).items()})
+
+
+BREAKDOWN_KEYS = ("phase", "forward_backward", "ratio", "general", "horovod")
+
+
+@dataclass(frozen=True)
+class FrameworkBreakdowns:
+    """The framework breakdowns a rule's details carry (OverallFrameworkMetrics for the whole job, StepOutlier,
+    CPUBottleneck and IOBottleneck for their moments): per breakdown, each category's percent, read by the
+    framework metrics summary and the deep dives that refer back to it. ``listed`` keeps every breakdown with a
+    number (report.json's section data); the named breakdowns are those whose shares sum above 0 (charted)."""
+
+    listed: dict[str, dict[str, float]] = field(default_factory=dict)  # breakdown key -> category -> percent
+
+    @classmethod
+    def of(cls, details: object) -> FrameworkBreakdowns:
+        found = as_object(details)
+        listed = {}
+        for key in BREAKDOWN_KEYS:
+            values = {k: float(v) for k, v in as_object(found.get(key)).items() if finite(v) is not None}
+            if values:
+                listed[key] = values
+        return cls(listed)
+
+    def shares(self, key: str) -> dict[str, float]:
+        """A breakdown's shares when they sum above 0, else none."""
+        values = self.listed.get(key, {})
+        return values if sum(values.values()) > 0 else {}
+
+    @property
+    def charted(self) -> list[str]:
+        """The breakdowns with shares, in BREAKDOWN_KEYS' order."""
+        return [key for key in BREAKDOWN_KEYS if self.shares(key)]
+
+    @property
+    def phase(self) -> dict[str, float]:  # TRAIN / EVAL / others
+        return self.shares("phase")
+
+    @property
+    def others_pct(self) -> float | None:
+        """The phase breakdown's share of time between steps ("others"), when charted."""
+        return self.phase.get("others")
+
+    @property
+    def forward_backward(self) -> dict[str, float]:
+        return self.shares("forward_backward")
+
+    @property
+    def ratio(self) -> dict[str, float]:  # CPU vs GPU operators
+        return self.shares("ratio")
+
+    @property
+    def general(self) -> dict[str, float]:
+        return self.shares("general")
+
+    @property
+    def horovod(self) -> dict[str, float]:
+        return self.shares("horovod")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import math
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.formatting import human_duration
@@ -21,6 +21,7 @@ from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
 from reportgen.diagnosis.slow_step_story import SLICE_TITLES, fix_for, steps_paying, story
 from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
+from reportgen.timeline_view import SlowSteps
 from reportgen.rulebook import RuleName
 
 
@@ -600,7 +601,7 @@ def straggler_saving(ev: Evidence, rank: str) -> tuple[float, str] | None:
 @detector("straggler")
 def straggler(ev: Evidence, found: dict) -> Finding | None:
     best = None
-    medians = {w: s["stats"].get("p50") for w, s in ev.steps.items() if s["stats"].get("p50")}
+    medians = {w: s.stats.p50 for w, s in ev.steps.items() if s.stats.p50}
     if len(medians) >= 2:
         slow = max(medians, key=medians.get)
         mid = statistics.median(v for w, v in medians.items() if w != slow)  # the others
@@ -671,7 +672,7 @@ def load_imbalance(ev: Evidence, found: dict) -> Finding | None:
     kind = "GPUs" if "/" in top_who else "nodes"
     evidence = [f"{low_who} busy {low:.0f} % against {top:.0f} % on {top_who} ({source})",
                 f"{behind} of {len(spread)} {kind} at least {IMBALANCE:.0f} points under the busiest"]
-    medians = [s["stats"].get("p50") for s in ev.steps.values() if s["stats"].get("p50")]
+    medians = [s.stats.p50 for s in ev.steps.values() if s.stats.p50]
     if len(medians) >= 2:
         evidence.append(f"median step times within {(max(medians) / min(medians) - 1) * 100:.0f} % of each other: "
                         "the workers run in lock step")
@@ -854,28 +855,28 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         return None
     period, loop_share, seconds, why = None, None, None, None
     if ev.slow_steps:  # every step's duration known (engine, or enough profiled steps): the robust count
-        slowed = {w: s for w, s in ev.slow_steps.items() if s.get("count")}
+        slowed = {w: s for w, s in ev.slow_steps.items() if s.count}
         if not slowed:
             return None
-        worker, top = max(slowed.items(), key=lambda kv: kv[1]["seconds_lost"])
-        listed = [x for x in top.get("slowest") or [] if isinstance(x, dict)]
+        worker, top = max(slowed.items(), key=lambda kv: kv[1].seconds_lost)
+        listed = top.slowest
         worst = listed[0] if listed else None
-        period = top.get("period")
+        period = top.period
         why = story(ev, worker, listed)
         if why is not None and why.only_warmup and not rule_fired:
             return None  # only the first steps are slow: start-up work every run pays, no slow step in the loop
         if why is not None and why.by_design and not rule_fired:
             return None  # they run the optimizer the other steps skip: gradient accumulation, by design
-        kept_s = max(top["seconds_lost"] - (why.warmup_ms / 1000.0 if why is not None else 0.0), 0.0)
+        kept_s = max(top.seconds_lost - (why.warmup_ms / 1000.0 if why is not None else 0.0), 0.0)
         if why is not None and why.slice == "compilation" and "compilation" in found and not rule_fired:
             return None  # the compilation finding counts these steps' compiling already: one stall, one finding
-        evidence = [f"{top['count']} of {top['steps']} steps on {worker_name(worker)} over {top['threshold_s']:.2f} s "
-                    f"(median {top['median_s']:.2f} s + 5 MAD)",
-                    f"{top['periodic_count']} of them every {period} steps" if period else "",
-                    f"slowest: step {worst['step']}, {worst['duration_s']:.2f} s" if worst else "",
-                    (f"{secs(kept_s)} lost in these {top['steps']} profiled steps "
-                     f"({kept_s / top['total_s'] * 100:.0f} % of their time; the impact applies that share "
-                     "to the training loop)" if worker.startswith("rank ") and top["total_s"] and not ev.trace_only
+        evidence = [f"{top.count} of {top.steps} steps on {worker_name(worker)} over {top.threshold_s:.2f} s "
+                    f"(median {top.median_s:.2f} s + 5 MAD)",
+                    f"{top.periodic_count} of them every {period} steps" if period else "",
+                    f"slowest: step {worst.step}, {worst.duration_s:.2f} s" if worst else "",
+                    (f"{secs(kept_s)} lost in these {top.steps} profiled steps "
+                     f"({kept_s / top.total_s * 100:.0f} % of their time; the impact applies that share "
+                     "to the training loop)" if worker.startswith("rank ") and top.total_s and not ev.trace_only
                      else f"{secs(_lost_over_workers(slowed))} lost over {len(slowed)} workers ({secs(kept_s)} "
                      "there)" if len(slowed) > 1 else f"{secs(kept_s)} lost there")]
         if why is not None:
@@ -897,12 +898,12 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
             evidence.append(f"{plural(len(positions), 'more step')} pay the same {SLICE_TITLES[why.slice]} without being "
                             f"outliers ({secs(extra_ms / 1000.0)} in all)" + (f": with them, every {beat} steps"
                                                                             if beat else "") + ", counted here too")
-        if worker.startswith("rank ") and top.get("total_s"):
-            loop_share = lost / top["total_s"]  # of the profiled steps, and so of the loop
+        if worker.startswith("rank ") and top.total_s:
+            loop_share = lost / top.total_s  # of the profiled steps, and so of the loop
         else:
             seconds = lost
-        metrics = {"outlier_steps": top["count"], "seconds_lost": top["seconds_lost"], "period": period,
-                   "worker": worker, "threshold_s": top["threshold_s"], "median_s": top["median_s"]}
+        metrics: dict[str, Any] = {"outlier_steps": top.count, "seconds_lost": top.seconds_lost, "period": period,
+                                   "worker": worker, "threshold_s": top.threshold_s, "median_s": top.median_s}
     elif ev.outliers:
         by_step: dict[str, float] = {}
         for o in ev.outliers:  # a step slow on several workers stalls the job once
@@ -919,13 +920,13 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         period = _period([int(o["step"]) for o in ev.outliers if str(o["step"]).isdigit()])
         metrics = {"outlier_steps": len(ev.outliers), "seconds_lost": seconds, "period": period}
     else:
-        counted = [(w, s) for w, s in ev.steps.items() if s["outliers"] and s["stats"].get("p99") is not None]
+        counted = [(w, s) for w, s in ev.steps.items() if s.outliers and s.stats.p99 is not None]
         if not counted or not rule_fired:
             return None
-        seconds = sum(s["outliers"] * max(s["stats"]["p99"] - (s["stats"].get("p50") or 0), 0) for _, s in counted)
+        seconds = sum(s.outliers * max(s.stats.p99 - (s.stats.p50 or 0), 0) for _, s in counted)
         seconds /= max(len(counted), 1)
-        evidence = [f"{plural(s['outliers'], 'outlier step')} on {worker_name(w)} (p99 {s['stats']['p99']:.2f} s vs "
-                    f"median {(s['stats'].get('p50') or 0):.2f} s)" for w, s in counted][:3]
+        evidence = [f"{plural(s.outliers, 'outlier step')} on {worker_name(w)} (p99 {s.stats.p99:.2f} s vs "
+                    f"median {(s.stats.p50 or 0):.2f} s)" for w, s in counted][:3]
         evidence.append(f"about {secs(seconds)} lost (estimated from the rule's statistics)")
         metrics = {"outlier_steps": None, "seconds_lost": seconds, "period": None}
     finding = make(ev, "step-outliers", 0.0, evidence, "", loop_share=loop_share, seconds=seconds)
@@ -948,17 +949,17 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
                 metrics=metrics, basis="if the slow steps took as long as the median step")
 
 
-def _lost_over_workers(slowed: dict[str, dict]) -> float:
+def _lost_over_workers(slowed: dict[str, SlowSteps]) -> float:
     """Time the job lost to slow steps: synchronous workers wait for each other's slow steps, so a step slow on
     several workers stalls the job once (its largest excess) and slow steps at different steps add up. When a
     worker has more slow steps than it lists, the most affected worker's loss (a lower bound)."""
-    if any(s["count"] > len(s.get("slowest") or []) for s in slowed.values()):
-        return max(s["seconds_lost"] for s in slowed.values())
+    if any(s.count > len(s.slowest) for s in slowed.values()):
+        return max(s.seconds_lost for s in slowed.values())
     by_step: dict[str, float] = {}
     for s in slowed.values():
-        for item in s["slowest"]:
-            excess = max(item["duration_s"] - s["median_s"], 0.0)
-            by_step[item["step"]] = max(by_step.get(item["step"], 0.0), excess)
+        for item in s.slowest:
+            excess = max(item.duration_s - s.median_s, 0.0)
+            by_step[item.step] = max(by_step.get(item.step, 0.0), excess)
     return sum(by_step.values())
 
 

@@ -92,9 +92,9 @@ def _step_times(ev: Evidence) -> Answer:
     if ev.evaluated("StepOutlier") and not ev.trace_ranks:  # traces: StepOutlier may judge a dozen steps
         return Answer("step-times", True, "the StepOutlier rule" + (" and the slow steps of every worker"
                                                                    if ev.slow_steps else ""))
-    judged = [w for w, s in ev.slow_steps.items() if (s.get("steps") or 0) >= MIN_STEPS]
+    judged = [w for w, s in ev.slow_steps.items() if s.steps >= MIN_STEPS]
     if judged and _loop_long_enough(ev):
-        return Answer("step-times", True, f"{min(ev.slow_steps[w]['steps'] for w in judged)} or more steps per "
+        return Answer("step-times", True, f"{min(ev.slow_steps[w].steps for w in judged)} or more steps per "
                                           "worker")
     steps = _trace_steps(ev)
     if steps >= MIN_STEPS and not _loop_long_enough(ev):

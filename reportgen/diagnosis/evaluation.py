@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from reportgen.rule_outputs import balancing_of
+from reportgen.rule_outputs import StepDetails, balancing_of
 from reportgen.rulebook import BY_NAME
 
 FIRED, PASSED, NOT_EVALUATED = "fired", "passed", "not_evaluated"
@@ -39,11 +39,10 @@ def minimum_datapoints(parameters) -> int:
     return int(min(max([b for b in bounds if b is not None] or [0]), 1e15))
 
 
-def _too_few_steps(details: dict, parameters) -> str:
+def _too_few_steps(steps: StepDetails, parameters) -> str:
     """PyTorch-trace StepOutlier (``reportgen.trace_analysis``): it fires on a rank only with more than ``n_outliers``
     outlier steps, so ranks with at most that many profiled steps can never fire."""
-    nodes = details.get("step_details")
-    counts = [node.get("steps") for node in nodes.values() if isinstance(node, dict)] if isinstance(nodes, dict) else []
+    counts = [node.steps for node in steps.workers.values() if node.is_object]
     limit = _number(dict(parameters or ()).get("n_outliers"))
     if not counts or limit is None or not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
         return ""
@@ -71,9 +70,9 @@ def evaluate_rule(rule: str, triggered: int, datapoints: int, parameters=(), det
     if minimum and datapoints <= minimum:
         return NOT_EVALUATED, (f"{datapoints} datapoints, and it may only fire after more than {minimum}, "
                                "its patience/window")
-    if rule == "StepOutlier" and not details.get("step_details") and datapoints <= STEP_OUTLIER_MIN_STEPS:
+    if rule == "StepOutlier" and not StepDetails.of(details).listed and datapoints <= STEP_OUTLIER_MIN_STEPS:
         return NOT_EVALUATED, f"{datapoints} steps; a node is judged only with more than {STEP_OUTLIER_MIN_STEPS}"
-    if rule == "StepOutlier" and (reason := _too_few_steps(details, parameters)):
+    if rule == "StepOutlier" and (reason := _too_few_steps(StepDetails.of(details), parameters)):
         return NOT_EVALUATED, reason
     if rule == "LoadBalancing":
         gpus = [len(node.gpus) for node in balancing_of(details) if node.has_workloads]

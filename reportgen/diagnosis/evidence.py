@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
-from reportgen.json_values import as_items, as_object, finite
-from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, gpus_of,
-                                    outlier_steps_of, profiler_exports, recorded_command, system_usage_of)
+from reportgen.json_values import as_object, finite
+from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
+                                    WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_command,
+                                    system_usage_of)
+from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
 from reportgen.rulebook import RuleName
 
@@ -70,11 +72,11 @@ class Evidence:
     pin_memory: bool | None = None
     series: dict[str, NodeSeries] = field(default_factory=dict)
     timeline_s: float | None = None  # span of the timeline
-    steps: dict[str, dict] = field(default_factory=dict)  # worker -> step_stats + outliers
+    steps: dict[str, WorkerSteps] = field(default_factory=dict)  # worker -> StepOutlier's step_stats + outliers
     outliers: list[dict] = field(default_factory=list)  # {step, worker, duration_s, median_s, start_s}
     trace_ranks: dict[str, TraceRank] = field(default_factory=dict)  # rank -> its trace analysis (kineto.json)
     trace_comparison: TraceComparison = field(default_factory=TraceComparison)
-    slow_steps: dict[str, dict] = field(default_factory=dict)  # worker/rank -> engine.slow_steps summary
+    slow_steps: dict[str, SlowSteps] = field(default_factory=dict)  # worker/rank -> engine.slow_steps summary
     trace_only: bool = False  # only profiler traces: no job times, no system metrics
     # traces alone: the profiled steps' time (the longest rank's sum of its steps), what "of the profiled
     # steps" impacts are shares of; None when no rank has steps (the trace's span stands in)
@@ -303,61 +305,56 @@ def _system(ev: Evidence, outputs: RuleOutputs) -> None:
 
 
 def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
-    timeline = as_object(outputs.timeline)
-    nodes = as_object(timeline.get("nodes"))
-    ev.raw = bool(nodes)
+    timeline = Timeline.of(outputs.timeline)
+    ev.raw = bool(timeline.nodes)
     spans = []
-    for node, data in nodes.items():
-        data = as_object(data)
-        t = [finite(x) for x in as_items(data.get("t"))]  # index-aligned with the series; None where unusable
+    for node, data in timeline.nodes.items():
+        t = [finite(x) for x in data.t]  # index-aligned with the series; None where unusable
         valid = [x for x in t if x is not None]
         if len(valid) < 2:
             continue
-        spans.append(max(valid) - min(valid) + (finite(data.get("bucket_s")) or 0))
+        spans.append(max(valid) - min(valid) + (data.bucket_s or 0))
         lo, hi = ev.loop if ev.loop else (min(valid), max(valid) + 1)
         inside = [i for i, x in enumerate(t) if x is not None and lo <= x <= hi] or \
             [i for i, x in enumerate(t) if x is not None]
         before = [i for i, x in enumerate(t) if x is not None and ev.loop and x < ev.loop[0]]
-        series = as_object(data.get("series"))
+        series = data.series
         ns = NodeSeries()
 
         def loop_mean(key, idx=inside):
-            mean = as_items(as_object(series.get(key)).get("mean"))
+            mean = series[key].mean if key in series else []
             return _mean([mean[i] for i in idx if i < len(mean)])
 
         for key in series:
-            gpu, _, dim = str(key).partition("/")
+            gpu, _, dim = key.partition("/")
             if dim == "GPUUtilization":
                 value = loop_mean(key)
                 if value is not None:
                     ns.gpu_util[gpu] = value
             elif key == "cpu_memory":
-                mean = as_items(as_object(series[key]).get("mean"))
+                mean = series[key].mean
                 ns.host_memory = [(t[i], float(mean[i])) for i in inside if i < len(mean) and finite(mean[i]) is not None]
             elif dim in ("GPUMemoryUtilization", "GPUMemoryUsedPercent"):
-                mean = as_items(as_object(series[key]).get("mean"))
+                mean = series[key].mean
                 (ns.gpu_memory if dim == "GPUMemoryUtilization" else ns.gpu_memory_used)[gpu] = [(t[i], float(mean[i])) for i in inside
                                       if i < len(mean) and finite(mean[i]) is not None]
         ns.cpu_total = loop_mean("cpu_total")
         ns.io_wait = loop_mean("io_wait")
         if before:
             ns.platform_net_init = loop_mean("network_platform", before)
-        heat = as_object(data.get("cpu_heatmap"))
-        for row in as_items(heat.get("mean")):
+        for row in data.cpu_heatmap.mean:
             value = _mean([row[i] for i in inside if i < len(row)]) if isinstance(row, list) else None
             if value is not None:
                 ns.cores.append(value)
-        ev.series[str(node)] = ns
+        ev.series[node] = ns
         if ns.gpu_util and ev.has_gpu is None:
             ev.has_gpu = True
         ev.gpus_per_node = max(ev.gpus_per_node or 0, len(ns.gpu_util)) or ev.gpus_per_node
         if ns.cores:
             ev.cores = ev.cores or len(ns.cores)
-        if str(node) not in ev.nodes:
-            ev.nodes.append(str(node))
-    for worker, found in as_object(timeline.get("steps")).items():
-        if (found := _slow_steps_entry(found)) is not None:
-            ev.slow_steps[str(worker)] = found
+        if node not in ev.nodes:
+            ev.nodes.append(node)
+    ev.slow_steps.update(timeline.slow_steps)
     if spans:
         ev.timeline_s = max(spans)
         if ev.has_gpu is None:
@@ -382,28 +379,9 @@ def _recorded_command(ev: Evidence, outputs: RuleOutputs) -> None:
         "figures used are the command's own")
 
 
-def _slow_steps_entry(found) -> dict | None:
-    """One worker's ``timeline.json`` slow steps, checked field by field (a folder of rule outputs is input too):
-    None unless every number the detectors read is a finite number."""
-    found = as_object(found)
-    numbers = {k: finite(found.get(k)) for k in ("steps", "count", "seconds_lost", "total_s", "median_s", "threshold_s")}
-    if any(v is None or v < 0 for v in numbers.values()) or not numbers["steps"]:
-        return None
-    slowest = [{"step": str(x.get("step")), "start_s": finite(x.get("start_s")), "duration_s": finite(x.get("duration_s"))}
-               for x in as_items(found.get("slowest")) if isinstance(x, dict) and finite(x.get("duration_s")) is not None]
-    period = finite(found.get("period"))
-    return {**numbers, "count": int(numbers["count"]), "steps": int(numbers["steps"]), "slowest": slowest,
-            "period": int(period) if period and period >= 2 else None,
-            "periodic_count": int(finite(found.get("periodic_count")) or 0), "mad_s": finite(found.get("mad_s"))}
-
-
 def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
     rule = outputs.get(RuleName.STEP_OUTLIER)
-    for worker, info in as_object(as_object(rule.details if rule else {}).get("step_details")).items():
-        info = as_object(info)
-        stats = {k: finite(v) for k, v in as_object(info.get("step_stats")).items()}
-        ev.steps[str(worker)] = {"stats": stats, "outliers": int(finite(info.get("number_of_outliers")) or 0),
-                                 "steps": finite(info.get("steps"))}
+    ev.steps = StepDetails.of(rule.details if rule else None).workers
     ev.outliers = [{"step": o.step, "worker": o.worker, "duration_s": o.duration_s, "median_s": o.median_s,
                     "start_s": o.start_s} for o in outlier_steps_of(rule.details if rule else None)]
 
@@ -429,9 +407,9 @@ def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
         steps = [x for x in rank.step_list if finite(x.dur_ms) is not None]
         numbers = [finite(x.step) for x in steps]
         if steps and all(n is not None for n in numbers):
-            found = slow_steps([int(n) for n in numbers], [x.step for x in steps],
-                               [(finite(x.start_ms) or 0) / 1e3 for x in steps],
-                               [finite(x.dur_ms) / 1e3 for x in steps])
+            found = SlowSteps.of(slow_steps([int(n) for n in numbers], [x.step for x in steps],
+                                            [(finite(x.start_ms) or 0) / 1e3 for x in steps],
+                                            [finite(x.dur_ms) / 1e3 for x in steps]))
             if found is not None:
                 ev.slow_steps[f"rank {label}"] = found
     if hosts:
@@ -484,7 +462,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     if not ev.raw:
         ev.not_judged.append("per-core load (a few cores saturated while the rest idle) and GPU memory over time: "
                              "they need the raw system metrics")
-        if any(s["outliers"] for s in ev.steps.values()) and not ev.outliers:  # counted, not listed
+        if any(s.outliers for s in ev.steps.values()) and not ev.outliers:  # counted, not listed
             ev.not_judged.append("the durations of individual outlier steps: the rule output keeps only counts")
     # GPU use and step times: said by the questions of coverage.py, with why
     return ev

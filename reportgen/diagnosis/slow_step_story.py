@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass
 
 from reportgen.diagnosis.evidence import Evidence
+from reportgen.timeline_view import SlowStep
 from reportgen.trace_ranks import TraceAccount
 
 SLICE_TITLES = {
@@ -134,7 +135,7 @@ def _median(values) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def story(ev: Evidence, worker: str, slowest: list[dict]) -> SlowStepStory | None:
+def story(ev: Evidence, worker: str, slowest: list[SlowStep]) -> SlowStepStory | None:
     """The story of a trace rank's listed slow steps (``worker`` "rank <label>"); None for other workers or
     without an account."""
     if not worker.startswith("rank "):
@@ -144,7 +145,7 @@ def story(ev: Evidence, worker: str, slowest: list[dict]) -> SlowStepStory | Non
     if account is None or not slowest:
         return None
     position = {str(s.step if s.step is None else int(s.step)): i for i, s in enumerate(rank.step_list)}
-    picked = sorted(position[str(item["step"])] for item in slowest if str(item["step"]) in position)
+    picked = sorted(position[item.step] for item in slowest if item.step in position)
     warmup = []
     for i in picked:  # slow steps that open the trace in an unbroken run: warm-up, not the loop's slow steps
         if i != len(warmup):

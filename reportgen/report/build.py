@@ -13,7 +13,9 @@ from reportgen.rulebook import DEEP_DIVES, RuleName
 from reportgen.section_ids import SectionId
 from reportgen.trace_ranks import doc_traces_name
 from reportgen.report.sections.cost import build as cost_section
-from reportgen.report.views import JobSummary
+from reportgen.problems import LoggedProblems
+from reportgen.report.views import CostFigures, JobSummary
+from reportgen.timeline_view import Timeline
 
 
 def loop_intro() -> Section:
@@ -41,7 +43,7 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
     sections = [s if s is not None else data_quality_section(notes, outputs.data_quality) for s in sections]
     intro = kineto_intro(outputs.traces) if fold_inapplicable(sections, outputs) else ""
     report = Report(job_name=job_name, sections=sections, notes=notes, source=str(outputs.folder), intro=intro,
-                    raw=bool((outputs.timeline or {}).get("nodes")) if isinstance(outputs.timeline, dict) else False)
+                    raw=Timeline.of(outputs.timeline).listed_nodes)
     cost_data = next((s.data for s in sections if s.id == SectionId.COST), None)
     attach_diagnosis(report, outputs, cost_data, debug)
     reconcile(report, DEEP_DIVES)
@@ -53,11 +55,11 @@ def build_report(outputs: RuleOutputs, job_name: str = "", extra_notes: list[str
 def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = None, debug: bool = False) -> None:
     """Diagnose the job (with its cost when the instance and price are known: the cost section's data)
     and mark the deep dives of rules that could not be evaluated."""
-    cost = cost or {}
-    report.cost = cost
+    report.cost = cost or {}
+    figures = CostFigures.of(report.cost)
     try:
-        report.diagnosis = diagnose(outputs, price_per_hour=cost.get("price_per_hour"),
-                                    instance_count=cost.get("instance_count"), job_cost=cost.get("cost"))
+        report.diagnosis = diagnose(outputs, price_per_hour=figures.price_per_hour,
+                                    instance_count=figures.instance_count, job_cost=figures.cost)
     except Exception as err:  # the diagnosis costs only itself: the report is still made, and says so
         if debug:
             raise
@@ -126,7 +128,7 @@ def fold_inapplicable(sections: list[Section], outputs: RuleOutputs) -> bool:
     in report.json with ``available: false``. True when it folded any (the header then says what the
     report covers: ``KINETO_INTRO``)."""
     doc = outputs.traces if isinstance(outputs.traces, dict) else {}
-    if not doc.get("ranks") or set(outputs.rules) - KINETO_RULES or (outputs.timeline or {}).get("nodes"):
+    if not doc.get("ranks") or set(outputs.rules) - KINETO_RULES or Timeline.of(outputs.timeline).listed_nodes:
         return False
     folded = [s for s in sections if s.data.get("available") is False]
     if not folded:
@@ -212,17 +214,16 @@ def data_quality_section(notes: list[str], engine: dict | None = None) -> Sectio
     """Everything skipped or defaulted while reading: loader notes and the engine's problem log."""
     section = Section(SectionId.DATA_QUALITY, "Data quality", 2)
     engine = engine if isinstance(engine, dict) else {}
-    total = engine.get("total") if isinstance(engine.get("total"), int) else 0
+    logged = LoggedProblems.of(engine)
+    total = logged.total
     if total:
-        by_reason = engine.get("by_reason") if isinstance(engine.get("by_reason"), dict) else {}
         section.add(Text(f"{total} problem(s) were found in the raw profiler data; each one cost only the "
                          "record concerned, everything else was used.", tone="note"))
         section.add(Table("data-quality-reasons", ["Problem", "Count"],
-                          [[str(reason), count] for reason, count in by_reason.items()], ["text", "int"]))
-        listed = [p for p in engine.get("problems", []) if isinstance(p, dict)]
+                          [[str(reason), count] for reason, count in logged.by_reason.items()], ["text", "int"]))
+        listed = logged.listed
         if listed:
-            section.add(Table("data-quality-problems", ["File", "Line", "Problem"],
-                              [[p.get("file", ""), p.get("line"), p.get("reason", "")] for p in listed],
+            section.add(Table("data-quality-problems", ["File", "Line", "Problem"], [list(p) for p in listed],
                               ["text", "text", "text"],
                               caption=f"The first {len(listed)} of {total} problems"))
     if not notes and not total:

@@ -11,6 +11,7 @@ import base64
 import html
 import sys
 import math
+from dataclasses import dataclass, field, replace
 
 # Okabe & Ito's qualitative palette: distinguishable with the common colour-vision deficiencies
 # (viridis shades were nearly identical in one chart).
@@ -404,7 +405,18 @@ def link_time_axis(figure: dict) -> dict:
     return figure
 
 
-def merge_buckets(agg: dict, k: int) -> dict:
+@dataclass(frozen=True)
+class Line:
+    """One series of ``time_lines``: a value per time bucket (``mean``, gaps None) and, where the line is a
+    mean per bucket, each bucket's ``min`` and ``max`` (a band); ``kind`` picks its colour."""
+
+    mean: list = field(default_factory=list)
+    min: list = field(default_factory=list)
+    max: list = field(default_factory=list)
+    kind: str = ""
+
+
+def merge_buckets(agg: Line, k: int) -> Line:
     """A bucketed series' runs of ``k`` consecutive buckets as one: the lowest minimum, the highest maximum
     (exact: a one-sample spike keeps its height) and the mean of the means (the merged buckets last equally
     long, so this is their samples' mean wherever they hold as many samples: a regular sampling), rounded to
@@ -414,21 +426,18 @@ def merge_buckets(agg: dict, k: int) -> dict:
         cells = _finite(values or [])
         return [[v for v in cells[i:i + k] if v is not None] for i in range(0, len(cells), k)]
 
-    means = _finite(agg.get("mean") or [])
+    means = _finite(agg.mean)
     decimals = fixed_decimals([v for v in means if v is not None])
-    out = dict(agg)
-    out["mean"] = [None if not r else (sum(r) / len(r) if decimals is None else round(sum(r) / len(r), decimals))
-                   for r in runs(means)]
-    for key, pick in (("min", min), ("max", max)):
-        if agg.get(key):
-            out[key] = [pick(r) if r else None for r in runs(agg[key])]
-    return out
+    mean = [None if not r else (sum(r) / len(r) if decimals is None else round(sum(r) / len(r), decimals))
+            for r in runs(means)]
+    return replace(agg, mean=mean, min=[min(r) if r else None for r in runs(agg.min)] if agg.min else agg.min,
+                   max=[max(r) if r else None for r in runs(agg.max)] if agg.max else agg.max)
 
 
-def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, height: int = 240,
+def time_lines(t: list, series: dict[str, Line], title: str, yaxis: str, height: int = 240,
                y_range: list | None = None, tick_suffix: str = "", merge: int = 1) -> dict:
     """Lines over time (x in epoch ms, date axis), one per series, in the order given (also the
-    legend's order). A series is {"mean": [...], "min": [...], "max": [...], "kind": ...}: its
+    legend's order). A series is a ``Line`` (mean, min, max, kind): its
     colour comes from its kind (the same in every chart) and, where min and max are given (the
     line is a mean per time bucket), a translucent band shows the bucket's full range. ``merge``:
     buckets on a regular grid are merged that many at a time (``merge_buckets``: the page's budget
@@ -440,17 +449,17 @@ def time_lines(t: list, series: dict[str, dict], title: str, yaxis: str, height:
         grid = (grid[0], grid[1] * merge)
     traces = []
     for i, (name, agg) in enumerate(series.items()):
-        color = KIND_COLORS.get(agg.get("kind", ""), PALETTE[i % len(PALETTE)])
+        color = KIND_COLORS.get(agg.kind, PALETTE[i % len(PALETTE)])
         label = safe(name)
-        if agg.get("min") and agg.get("max"):
-            traces.append({"type": "scatter", "mode": "lines", **_x_of(x, grid), "y": float_array(agg["max"]),
+        if agg.min and agg.max:
+            traces.append({"type": "scatter", "mode": "lines", **_x_of(x, grid), "y": float_array(agg.max),
                            "line": {"width": 0, "color": color}, "showlegend": False, "hoverinfo": "skip",
                            "legendgroup": label})
-            traces.append({"type": "scatter", "mode": "lines", **_x_of(x, grid), "y": float_array(agg["min"]),
+            traces.append({"type": "scatter", "mode": "lines", **_x_of(x, grid), "y": float_array(agg.min),
                            "line": {"width": 0, "color": color}, "fill": "tonexty",
                            "fillcolor": _rgba(color, 0.16), "showlegend": False, "hoverinfo": "skip",
                            "legendgroup": label})
-        traces.append({"type": "scatter", "mode": "lines", **_x_of(x, grid), "y": float_array(agg.get("mean", [])),
+        traces.append({"type": "scatter", "mode": "lines", **_x_of(x, grid), "y": float_array(agg.mean),
                        "name": label, "legendgroup": label, "line": {"color": color, "width": 1.6},
                        "hovertemplate": "%{y:.3s}" + safe(tick_suffix) + "<extra>" + label + "</extra>"})
     y = _axis(yaxis, range=y_range) if y_range else _axis(yaxis, rangemode="tozero")

@@ -10,6 +10,7 @@ from reportgen.diagnosis.causes import secs
 from reportgen.formatting import binary_bytes, money_text
 from reportgen.report.trace_flops import glance_item
 from reportgen.report.model import Report
+from reportgen.report.views import CostFigures
 
 TOP = 3
 STATUS_LABELS = {"healthy": "Healthy", "problems": "Problems found", "insufficient-data": "Insufficient data"}
@@ -18,8 +19,7 @@ DEVIATIONS_DOC = "docs/deviations.md"  # in reportgen's documentation (the repor
 
 def currency(report: Report) -> str:
     """The price table's currency, as the cost section recorded it (a --prices file in euros)."""
-    prices = (report.cost or {}).get("prices")
-    return str(prices.get("currency") or "USD") if isinstance(prices, dict) else "USD"
+    return CostFigures.of(report.cost).currency
 
 
 
@@ -57,11 +57,11 @@ def identity(report: Report) -> list[tuple[str, str]]:
     diagnosis = report.diagnosis
     ev = diagnosis.evidence if diagnosis is not None else None
     items: list[tuple[str, str]] = []
-    cost = report.cost or {}
+    cost = CostFigures.of(report.cost)
     if str(report.source).startswith("arn:"):
         items.append(("ARN", str(report.source)))
-    if cost.get("instance_type"):
-        items.append(("Instance", f"{cost['instance_type']} × {cost.get('instance_count') or 1}"))
+    if cost.instance_type:
+        items.append(("Instance", f"{cost.instance_type} × {cost.instance_count or 1}"))
     if ev is not None:
         if ev.nodes:
             items.append(("Nodes", str(len(ev.nodes))))
@@ -88,8 +88,8 @@ def identity(report: Report) -> list[tuple[str, str]]:
         compute = glance_item(list(ev.trace_ranks.values()))  # FLOPs and MFU from the traces
         if compute is not None:
             items.append(compute)
-    if cost.get("cost_rounded") is not None:
-        items.append(("Cost", money_text(cost["cost_rounded"], currency(report))))
+    if cost.cost_rounded is not None:
+        items.append(("Cost", money_text(cost.cost_rounded, cost.currency)))
     return items
 
 

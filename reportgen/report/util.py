@@ -18,11 +18,6 @@ def number(value, default=None):
     return default if found is None else found
 
 
-def numeric_items(mapping) -> dict:
-    """Only the entries whose values are finite numbers."""
-    return {k: float(v) for k, v in as_dict(mapping).items() if number(v) is not None}
-
-
 def slug(text: str) -> str:
     """An HTML-id-safe form of a data string (node names come from user code)."""
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-")

@@ -39,6 +39,29 @@ class JobSummary:
 
 
 @dataclass(frozen=True)
+class CostFigures:
+    """The cost section's data (``sections.cost.build``: ``RunCost.to_data`` and the price table's provenance),
+    read by the diagnosis (the job's price and cost) and the "At a glance" block (instance, cost, currency)."""
+
+    instance_type: str | None = None
+    instance_count: float | None = None
+    price_per_hour: float | None = None
+    cost: float | None = None
+    cost_rounded: float | None = None  # to the cent, as printed
+    currency: str = "USD"  # the price table's (a --prices file in euros)
+
+    @classmethod
+    def of(cls, data: object) -> CostFigures:
+        """The view of the section's ``data`` (anything but an object, as when the cost is not asked for: empty)."""
+        if not isinstance(data, dict):
+            return cls()
+        prices = data.get("prices")
+        return cls(text(data.get("instance_type")), given(data.get("instance_count")),
+                   given(data.get("price_per_hour")), given(data.get("cost")), given(data.get("cost_rounded")),
+                   str(prices.get("currency") or "USD") if isinstance(prices, dict) else "USD")
+
+
+@dataclass(frozen=True)
 class UsageRow:
     """One row of the system usage section's data (``rows``: one metric on one node, ``system_usage.rows_of``),
     read by compare's utilization section, ``trend`` and the CI Markdown. ``node`` is the row's node as text

@@ -15,7 +15,13 @@ import pytest
 
 from reportgen.engine.timeline import node_timeline
 from reportgen.report import charts
+from reportgen.timeline_view import TimelineSeries
 from testdata.long_timeline import node_samples
+
+
+def _line(series: dict, kind: str) -> charts.Line:
+    """An engine-written series (``node_timeline``) as the timeline section draws it."""
+    return charts.Line(series["mean"], series["min"], series["max"], kind)
 
 
 def _raw_buckets(table, columns, how):
@@ -63,7 +69,7 @@ def test_a_spike_of_one_sample_stays_visible_in_the_chart(two_hours):
     bucket = int((table.tick_ts[at] - table.tick_ts[0]) // doc["bucket_s"])
     series = doc["series"]["gpu1/GPUUtilization"]
     assert series["max"][bucket] == 100.0 and series["mean"][bucket] < 90.0  # averaging alone would hide it
-    figure = charts.time_lines(doc["t"], {"GPU": {**series, "kind": "gpu"}}, "t", "%")
+    figure = charts.time_lines(doc["t"], {"GPU": charts.Line(series["mean"], series["min"], series["max"], "gpu")}, "t", "%")
     top, bottom, mean = (charts.decode_array(trace["y"]) for trace in figure["data"])
     assert top[bucket] == 100.0 and max(top) == 100.0
     # utilization has two decimals: whole hundredths in u2, the same numbers exactly
@@ -74,7 +80,7 @@ def test_a_spike_of_one_sample_stays_visible_in_the_chart(two_hours):
 def test_the_bucket_instants_travel_as_a_regular_grid(two_hours):
     table, _ = two_hours
     doc = node_timeline(table)
-    figure = charts.time_lines(doc["t"], {"CPU": {**doc["series"]["cpu_total"], "kind": "cpu"}}, "t", "%")
+    figure = charts.time_lines(doc["t"], {"CPU": _line(doc["series"]["cpu_total"], "cpu")}, "t", "%")
     step = doc["bucket_s"] * 1000.0
     for trace in figure["data"]:
         assert "x" not in trace and trace["dx"] == pytest.approx(step, abs=1.0)
@@ -88,7 +94,7 @@ def test_the_bucket_instants_travel_as_a_regular_grid(two_hours):
 def test_a_series_with_missing_buckets_keeps_its_instants():
     """A node that stopped reporting for a while: its buckets are not one grid, so each keeps its instant."""
     t = [0.0, 10.0, 20.0, 50.0, 60.0]
-    figure = charts.time_lines(t, {"s": {"mean": [1, 2, 3, 4, 5], "min": [0] * 5, "max": [9] * 5}}, "t", "%")
+    figure = charts.time_lines(t, {"s": charts.Line([1, 2, 3, 4, 5], [0] * 5, [9] * 5)}, "t", "%")
     assert [trace["x"] for trace in figure["data"]] == [[0.0, 10000.0, 20000.0, 50000.0, 60000.0]] * 3
     assert charts.regular_grid([0.0, 1000.0, 2000.0, 3000.4]) == (0.0, pytest.approx(1000.13, abs=0.01))
     assert charts.regular_grid([0.0, 1000.0, 2100.0, 3000.0]) is None  # 10 % of a step off the grid
@@ -138,12 +144,12 @@ def test_the_gpu_panel_mean_is_rounded_to_its_inputs_two_decimals():
     points at most), it travels as whole hundredths too. The band keeps every GPU's exact minimum and maximum."""
     from reportgen.report.sections.timeline import gpu_panel
 
-    series = {f"gpu{g}/GPUUtilization": {"mean": [10.01 + g, 20.0], "min": [g * 1.0, 3.33], "max": [50.0 + g, 99.99]}
+    series = {f"gpu{g}/GPUUtilization": TimelineSeries([10.01 + g, 20.0], [g * 1.0, 3.33], [50.0 + g, 99.99])
               for g in range(3)}
     line = gpu_panel(series)["GPU utilization (mean of GPUs)"]
-    assert line["mean"] == [11.01, 20.0] and line["min"] == [0.0, 3.33] and line["max"] == [52.0, 99.99]
-    series["gpu0/GPUUtilization"]["mean"] = [10.0, 20.0]  # (10 + 11.01 + 12.01) / 3 = 11.00666...
-    assert gpu_panel(series)["GPU utilization (mean of GPUs)"]["mean"] == [11.01, 20.0]
+    assert line.mean == [11.01, 20.0] and line.min == [0.0, 3.33] and line.max == [52.0, 99.99] and line.kind == "gpu"
+    series["gpu0/GPUUtilization"] = TimelineSeries([10.0, 20.0], [0.0, 3.33], [50.0, 99.99])  # (10 + 11.01 + 12.01) / 3
+    assert gpu_panel(series)["GPU utilization (mean of GPUs)"].mean == [11.01, 20.0]
 
 
 def test_heatmap_columns_merge_to_the_screen_and_keep_the_means():
@@ -229,33 +235,32 @@ def test_merged_buckets_keep_the_raw_series_min_max_and_mean():
     per_tick = np.nanmean(table.take([table.columns.index(c) for c in cores]), axis=1)
     point = np.minimum(((table.tick_ts - table.tick_ts[0]) // 12.0).astype(int), 599) // k
     raw = [per_tick[point == j] for j in range(150)]
-    merged = charts.merge_buckets(doc["series"]["cpu_total"], k)
-    assert len(merged["mean"]) == len(merged["min"]) == len(merged["max"]) == 150
-    assert merged["min"] == np.round([r.min() for r in raw], 2).tolist()  # rounded as the engine rounds
-    assert merged["max"] == np.round([r.max() for r in raw], 2).tolist()
+    merged = charts.merge_buckets(_line(doc["series"]["cpu_total"], "cpu"), k)
+    assert len(merged.mean) == len(merged.min) == len(merged.max) == 150
+    assert merged.min == np.round([r.min() for r in raw], 2).tolist()  # rounded as the engine rounds
+    assert merged.max == np.round([r.max() for r in raw], 2).tolist()
     # the mean: the raw samples' to 0.01 (the engine's rounding of each bucket mean to two decimals, 0.005,
     # and the merged mean's own, 0.005); the last point's buckets hold 24, 24, 24 and 25 samples
-    assert merged["mean"][:-1] == pytest.approx([float(r.mean()) for r in raw[:-1]], abs=0.0101)
-    assert merged["mean"] == [round(v, 2) for v in merged["mean"]]  # rounded to the means' own decimals
+    assert merged.mean[:-1] == pytest.approx([float(r.mean()) for r in raw[:-1]], abs=0.0101)
+    assert merged.mean == [round(v, 2) for v in merged.mean]  # rounded to the means' own decimals
     # the one-sample spike: still at full height in its merged point, far above the point's mean
     at = spikes["gpu1/GPUUtilization"]
-    gpu = charts.merge_buckets(doc["series"]["gpu1/GPUUtilization"], k)
-    assert gpu["max"][point[at]] == 100.0 and gpu["mean"][point[at]] < 90.0
+    gpu = charts.merge_buckets(_line(doc["series"]["gpu1/GPUUtilization"], "gpu"), k)
+    assert gpu.max[point[at]] == 100.0 and gpu.mean[point[at]] < 90.0
     # drawn: 150 points a trace, four buckets apart, u2 hundredths
-    figure = charts.time_lines(doc["t"], {"CPU": {**doc["series"]["cpu_total"], "kind": "cpu"}}, "t", "%", merge=k)
+    figure = charts.time_lines(doc["t"], {"CPU": _line(doc["series"]["cpu_total"], "cpu")}, "t", "%", merge=k)
     top, bottom, mean = (charts.decode_array(trace["y"]) for trace in figure["data"])
-    assert (top, bottom, mean) == (merged["max"], merged["min"], merged["mean"])
+    assert (top, bottom, mean) == (merged.max, merged.min, merged.mean)
     assert figure["data"][0]["dx"] == pytest.approx(4 * 12_000.0, abs=1.0) and figure["data"][0]["x0"] == doc["t"][0] * 1000
 
 
 def test_merging_skips_gaps_and_keeps_a_run_of_gaps_a_gap():
-    agg = {"mean": [1.0, None, 3.0, None, None, None, 5.25], "min": [0.5, None, 2.0, None, None, None, 5.0],
-           "max": [2.0, None, 9.0, None, None, None, 6.0], "kind": "cpu"}
-    assert charts.merge_buckets(agg, 3) == {"mean": [2.0, None, 5.25], "min": [0.5, None, 5.0],
-                                            "max": [9.0, None, 6.0], "kind": "cpu"}
+    agg = charts.Line([1.0, None, 3.0, None, None, None, 5.25], [0.5, None, 2.0, None, None, None, 5.0],
+                      [2.0, None, 9.0, None, None, None, 6.0], "cpu")
+    assert charts.merge_buckets(agg, 3) == charts.Line([2.0, None, 5.25], [0.5, None, 5.0], [9.0, None, 6.0], "cpu")
     # bytes/s, whole numbers: the merged mean keeps none of a float's tail
-    assert charts.merge_buckets({"mean": [1.0, 2.0, 2.0, 2.0]}, 3)["mean"] == [2.0, 2.0]
-    assert charts.merge_buckets({"mean": [0.001, 0.002]}, 2)["mean"] == [pytest.approx(0.0015)]
+    assert charts.merge_buckets(charts.Line([1.0, 2.0, 2.0, 2.0]), 3) == charts.Line([2.0, 2.0])
+    assert charts.merge_buckets(charts.Line([0.001, 0.002]), 2).mean == [pytest.approx(0.0015)]
 
 
 def _nodes_timeline(nodes: int) -> dict:

@@ -20,7 +20,7 @@ LAYERS = (
     {"traces", "sources"},  # every trace file's reading; where inputs are and how they are laid out
     {"readers"},  # raw profiler data -> tables
     {"engine"},  # tables -> rule outputs
-    {"trace_analysis", "rule_outputs", "trace_ranks", "trace_gpu_analysis", "diagnosis"},  # the trace model -> its analysis; rule outputs loaded and judged
+    {"trace_analysis", "rule_outputs", "trace_ranks", "trace_gpu_analysis", "timeline_view", "diagnosis"},  # the trace model -> its analysis; rule outputs loaded and judged
     {"report"},  # rule outputs -> the renderer-neutral report model
     {"render", "ci_outputs", "recorder"},
     {"pipeline", "notebook"},

@@ -1,5 +1,6 @@
 """The typed views of the rule-output details that several rooms read (rule_outputs.NodeUsage /
-system_usage_of, NodeGpus / gpus_of, DataloaderDetails, BottleneckDetails, BalancingNode / balancing_of): built
+system_usage_of, NodeGpus / gpus_of, DataloaderDetails, BottleneckDetails, BalancingNode / balancing_of,
+StepDetails / WorkerSteps, FrameworkBreakdowns): built
 from a real job's rule outputs, and from details with missing and garbage values, which must give None, never
 raise."""
 
@@ -7,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from reportgen.rule_outputs import (BalancingNode, BottleneckDetails, BottleneckMoment, DataloaderDetails,
-                                    GpuDistance, GpuStats, NodeGpus, NodeUsage, balancing_of, gpus_of,
-                                    load_rule_outputs, system_usage_of)
+from reportgen.rule_outputs import (NO_PHASE, BalancingNode, BottleneckDetails, BottleneckMoment, DataloaderDetails,
+                                    FrameworkBreakdowns, GpuDistance, GpuStats, NodeGpus, NodeUsage, StepDetails, StepStats, WorkerSteps,
+                                    balancing_of, gpus_of, load_rule_outputs, system_usage_of)
 from tests.support.paths import REAL, need
 
 HUGE = 10**400
@@ -142,3 +143,56 @@ def test_balancing_of_garbage_is_none_not_an_error():
                                (GpuDistance("gpu0", "gpu1", 0.25),))
     assert n2 == BalancingNode("n2", True) and n3 == BalancingNode("n3", False, (), {}, (GpuDistance("gpu0", "gpu1", 2),))
     assert balancing_of(None) == () and balancing_of([{"workloads": {}}]) == ()
+
+
+@pytest.mark.fixtures
+def test_step_details_of_a_real_job(real):
+    details = real.get("StepOutlier").details
+    steps = StepDetails.of(details)
+    assert steps.listed and list(steps.workers) == ["algo-1-28", "algo-2-27"]
+    node = steps.workers["algo-2-27"]
+    assert node.worker == "algo-2-27" and node.is_object and node.phase == "Step:ModeKeys.EVAL"
+    assert node.stats == StepStats(0.02131456460674157, 0.030028, 0.026159010000000003, 0.0239478, 0.0205455, 0.018945)
+    assert node.stats.stat("p50") == 0.0205455 and node.stats.stat("gpu_max") is None
+    assert node.outliers_as_written == 49 and node.outliers == 49 and node.stddev == 0.0 and node.steps is None
+    raw = details["step_details"]["algo-2-27"]
+    assert node.probs is raw["probs"] and node.binedges is raw["binedges"] and node.step_numbers is raw["step_numbers"]
+
+
+def test_step_details_of_garbage_keep_what_the_section_shows_as_written():
+    details = {"step_details": {"a": [1], "b": {"step_stats": {"mean": "1", "p50": HUGE, "p99": 2, "min": True},
+                                                  "number_of_outliers": "3", "phase": None, "stddev": "x",
+                                                  "steps": 7, "probs": "p"},
+                                "c": {"number_of_outliers": 2.0, "steps": True}}}
+    steps = StepDetails.of(details)
+    assert steps.workers["a"] == WorkerSteps("a", is_object=False)
+    b = steps.workers["b"]
+    assert b.stats == StepStats(p99=2.0) and isinstance(b.stats.p99, float)
+    assert b.outliers_as_written == "3" and b.outliers == 0  # shown as written, counted as no number
+    assert b.phase is None and b.stddev is None and b.steps == 7 and b.probs == "p" and b.binedges is None
+    assert b.step_numbers == []  # absent: an empty list, as the section kept it
+    c = steps.workers["c"]
+    assert c.phase is NO_PHASE and c.outliers == 2 and c.steps is None and c.stats == StepStats()
+    assert StepDetails.of({"step_details": [1]}) == StepDetails(listed=True)  # given, but no object
+    assert StepDetails.of(None) == StepDetails() == StepDetails.of({"step_details": {}})
+
+
+@pytest.mark.fixtures
+def test_framework_breakdowns_of_a_real_job(real):
+    job = FrameworkBreakdowns.of(real.get("OverallFrameworkMetrics").details)
+    assert job.charted == ["phase", "ratio", "general"] and list(job.listed) == job.charted
+    assert job.phase == {"Step:ModeKeys.TRAIN": 7.597550593979569, "others": 90.64519057204792,
+                         "Step:ModeKeys.EVAL": 1.7572588339725022}
+    assert job.others_pct == 90.64519057204792 and job.ratio["cpu_functions"] == 47.84185056618064
+    assert job.general["Forward"] == 96.61064060851888 and job.forward_backward == {} and job.horovod == {}
+
+
+def test_framework_breakdowns_of_garbage_keep_the_numbers_only():
+    details = {"phase": {"TRAIN": "most", "others": 0, "EVAL": 0.0}, "ratio": [1, 2], "general": {"Forward": 3,
+               "x": HUGE, "y": float("nan"), "z": True}, "horovod": "x", "forward_backward": {"backward": 1e999}}
+    found = FrameworkBreakdowns.of(details)
+    # every numeric share is listed (report.json's section data); only a breakdown summing above 0 is charted
+    assert found.listed == {"phase": {"others": 0.0, "EVAL": 0.0}, "general": {"Forward": 3.0}}
+    assert found.charted == ["general"] and found.phase == {} and found.others_pct is None
+    assert isinstance(found.general["Forward"], float)
+    assert FrameworkBreakdowns.of(None) == FrameworkBreakdowns() and FrameworkBreakdowns().charted == []

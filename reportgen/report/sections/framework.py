@@ -11,16 +11,15 @@ from reportgen.formatting import pct1
 from reportgen.report import charts
 from reportgen.report.model import Chart, Fallback, Section, Text, chart_rows
 from reportgen.report.trace_facts import trace_facts
-from reportgen.report.util import numeric_items, slug
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.report.util import slug
+from reportgen.rule_outputs import BREAKDOWN_KEYS, FrameworkBreakdowns, RuleOutputs
 from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 SECTION_ID = SectionId.FRAMEWORK_METRICS_SUMMARY
 SECTION_TITLE = "Framework metrics summary"
-BREAKDOWNS = (("phase", "TRAIN/EVAL phases and others"), ("forward_backward", "Forward vs backward pass"),
-              ("ratio", "CPU vs GPU operators"), ("general", "General framework operations"),
-              ("horovod", "Horovod operations"))
+BREAKDOWNS = tuple(zip(BREAKDOWN_KEYS, ("TRAIN/EVAL phases and others", "Forward vs backward pass",
+                                       "CPU vs GPU operators", "General framework operations", "Horovod operations")))
 # (rule, context label): the rules whose outputs carry framework breakdowns when they fired.
 CONTEXTS = ((RuleName.STEP_OUTLIER, "Outlier steps"), (RuleName.CPU_BOTTLENECK, "CPU bottleneck moments"),
             (RuleName.IO_BOTTLENECK, "I/O bottleneck moments"))
@@ -31,44 +30,34 @@ def _max_item(values: dict) -> tuple[str, float]:
     return key, values[key]
 
 
-def breakdowns(details: dict) -> dict[str, dict]:
-    """{breakdown key: {category: percent}} for the breakdowns with data."""
-    out = {}
-    for key, _ in BREAKDOWNS:
-        values = numeric_items(details.get(key))
-        if values and sum(values.values()) > 0:
-            out[key] = values
-    return out
-
-
-def _contexts(outputs: RuleOutputs) -> dict[str, dict]:
+def _contexts(outputs: RuleOutputs) -> dict[str, FrameworkBreakdowns]:
     """{context label: breakdowns}: the whole job first, then each rule that fired and has some."""
     found = {}
     rule = outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS)
     if rule is not None:
-        found["Whole job"] = breakdowns(rule.details)
+        found["Whole job"] = FrameworkBreakdowns.of(rule.details)
     for name, label in CONTEXTS:
         other = outputs.get(name)
         if other is not None and other.triggered:
-            found[label] = breakdowns(other.details)
-    return {label: b for label, b in found.items() if b}
+            found[label] = FrameworkBreakdowns.of(other.details)
+    return {label: b for label, b in found.items() if b.charted}
 
 
-def _whole_job_texts(job: dict) -> list[Text]:
+def _whole_job_texts(job: FrameworkBreakdowns) -> list[Text]:
     texts = []
-    phase = job.get("phase")
+    phase = job.phase
     if phase:
         text = ("The share of time spent in the TRAIN and EVAL phases versus 'others' (time between "
                 "steps, after one step finished and before the next one started). Most time should "
                 "be spent in the training and evaluation steps.")
-        others = phase.get("others")
+        others = job.others_pct
         tone = "plain"
         if others is not None and others > 25:
             text += (f" A large share, {pct1(others)}, was spent in 'others': check what happens "
                      "between steps (data loading, logging, checkpoints, synchronization).")
             tone = "finding"
         texts.append(Text(text, tone=tone))
-    fwd = job.get("forward_backward")
+    fwd = job.forward_backward
     if fwd:
         event, perc = _max_item(fwd)
         if perc > 70:
@@ -77,17 +66,17 @@ def _whole_job_texts(job: dict) -> list[Text]:
                               "point at an inefficient layer.", tone="finding"))
         else:
             texts.append(Text(f"The {event} took the larger share of forward/backward time: {pct1(perc)}."))
-    ratio = job.get("ratio")
+    ratio = job.ratio
     if ratio:
         key, value = _max_item(ratio)
         texts.append(Text(f"Breakdown of training time between CPU and GPU operators: {pct1(value)} was spent in "
                           f"\u201c{key}\u201d."))
-    general = job.get("general")
+    general = job.general
     if general:
         key, value = _max_item(general)
         texts.append(Text(f"Among general framework operations, \u201c{key}\u201d took the largest share: "
                           f"{pct1(value)}."))
-    horovod = job.get("horovod")
+    horovod = job.horovod
     if horovod:
         key, value = _max_item(horovod)
         texts.append(Text(f"The most expensive Horovod operation was \u201c{key}\u201d with {pct1(value)}."))
@@ -132,7 +121,7 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Text(f"Each chart compares the whole job with {', '.join(c.lower() for c in list(contexts)[1:])}."))
     drawn = []
     for key, title in BREAKDOWNS:
-        rows = {label: b[key] for label, b in contexts.items() if key in b}
+        rows = {label: b.shares(key) for label, b in contexts.items() if b.shares(key)}
         if not rows:
             continue
         if len(rows) == 1 and len(next(iter(rows.values()))) <= 2:
@@ -144,9 +133,7 @@ def build(outputs: RuleOutputs) -> Section:
         drawn.append(Chart(f"fw-{slug(key)}", charts.share_bars(rows, f"{title} (%)"),
                            f"{title}: bar chart (needs JavaScript); its shares:", numbers=_numbers(rows)))
     section.add(*chart_rows(drawn))
-    section.data = {key: numeric_items(outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS).details.get(key))
-                    for key, _ in BREAKDOWNS
-                    if numeric_items(outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS).details.get(key))}
+    section.data = dict(FrameworkBreakdowns.of(outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS).details).listed)
     return section
 
 
@@ -160,15 +147,15 @@ def _numbers(rows: dict[str, dict]) -> Fallback:
 def refer_back(details: dict, where: str) -> list[Text]:
     """For a deep dive whose rule carries framework breakdowns: one sentence on the largest share,
     and where the chart is (the framework metrics summary draws every context once)."""
-    found = breakdowns(details)
-    if not found:
+    found = FrameworkBreakdowns.of(details)
+    if not found.charted:
         return []
     parts = []
-    general = found.get("general")
+    general = found.general
     if general:
         key, value = _max_item(general)
         parts.append(f"among general framework operations \u201c{key}\u201d took the largest share, {pct1(value)}")
-    phase = found.get("phase")
+    phase = found.phase
     if phase:
         key, value = _max_item(phase)
         parts.append(f"the {key} phase took {pct1(value)} of the time")
@@ -177,4 +164,4 @@ def refer_back(details: dict, where: str) -> list[Text]:
                  link_text=SECTION_TITLE)]
 
 
-__all__ = ["build", "breakdowns", "refer_back", "slug"]
+__all__ = ["build", "refer_back", "slug"]

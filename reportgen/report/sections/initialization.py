@@ -5,7 +5,6 @@ from __future__ import annotations
 from reportgen.report.model import Section, Text
 from reportgen.report.sections.summary import compute
 from reportgen.report.trace_facts import initialization_sentence, trace_facts
-from reportgen.report.util import as_dict
 from reportgen.rule_outputs import JobTimes, RuleOutputs
 from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
@@ -28,7 +27,7 @@ def build(outputs: RuleOutputs) -> Section:
         section.add(Text("Initialization was long: stream the input data instead of downloading it before "
                          "training (Pipe or FastFile mode), or check what the training script does before "
                          "its first step.", tone="finding"))
-    elif init is None and (bound := initialization_sentence(trace_facts(outputs), as_dict(rule.details).get("job_start"))):
+    elif init is None and (bound := initialization_sentence(trace_facts(outputs), JobTimes.of(rule.details).start_s)):
         section.add(Text("The system metrics hold no step boundaries. " + bound, tone="note"))
     elif init is None and JobTimes.of(rule.details).problems:
         section.missing("The recorded job or step times are impossible (see Data quality), so the initialization "

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from reportgen.report import charts
 from reportgen.report.model import Chart, Columns, Details, Heading, Section, Table, Text, column_rows
 from reportgen.report.outlier_steps import outlier_steps, outlier_table, per_worker
 from reportgen.report.sections.framework import refer_back
 from reportgen.report.trace_facts import steps_sentence, trace_facts
-from reportgen.report.util import as_dict, number, slug
-from reportgen.rule_outputs import RuleOutputs
+from reportgen.report.util import number, slug
+from reportgen.rule_outputs import NO_PHASE, STEP_STATS, RuleOutputs, StepDetails
 from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
-STAT_KEYS = ("mean", "max", "p99", "p95", "p50", "min")
+STAT_KEYS = STEP_STATS
 
 
 MAX_BINS = 1000  # a histogram with more bins than this is left out of report.json (StepOutlier writes 100)
@@ -47,40 +49,39 @@ def build(outputs: RuleOutputs) -> Section:
         f"{n_outliers} outliers are found. It analysed {rule.datapoints} datapoints and fired "
         f"{rule.triggered} times (a count of its checks, not of steps: the outlier steps are counted per node "
         "below).", tone="finding" if rule.triggered else "plain"))
-    details = as_dict(rule.details)
-    per_node = as_dict(details.get("step_details"))
+    per_node = StepDetails.of(rule.details).workers
     if not per_node:
         facts = trace_facts(outputs)
         section.missing(steps_sentence(facts) if facts.steps else "No step information was profiled from this "
                         "training job.")
         section.data = {"datapoints": rule.datapoints, "triggered": rule.triggered, "nodes": {}}
         return section
-    nodes_data, hist, per_node_blocks = {}, {}, []
+    nodes_data: dict[str, dict[str, Any]] = {}  # report.json's nodes
+    hist, per_node_blocks = {}, []
     for node, info in per_node.items():
-        info = as_dict(info)
-        stats = {k: number(as_dict(info.get("step_stats")).get(k)) for k in STAT_KEYS}
-        node = str(node)
-        n_out = info.get("number_of_outliers", 0)
-        std = number(info.get("stddev"), 0.0)
+        stats = {k: info.stats.stat(k) for k in STAT_KEYS}
+        n_out = info.outliers_as_written
+        std = 0.0 if info.stddev is None else info.stddev
+        phase = None if info.phase is NO_PHASE else info.phase
         # PyTorch profiler steps last milliseconds: shown in ms (SageMaker's own tables keep seconds).
-        in_ms = info.get("phase") == "ProfilerStep"
+        in_ms = phase == "ProfilerStep"
         unit, scale = ("ms", 1000.0) if in_ms else ("s", 1.0)
         where = "rank" if in_ms and node.startswith("rank-") else "node"
         name = node[len("rank-"):] if where == "rank" else node
         mean = stats["mean"]
         per_node_blocks.append([
             Heading(f"Step durations on {where} {name}", 4),
-            Text(f"Steps of phase {info.get('phase', 'unknown')} on {where} {name}: the average step took "
+            Text(f"Steps of phase {'unknown' if info.phase is NO_PHASE else phase} on {where} {name}: the average step took "
                  f"{mean if mean is None else f'{mean * scale:.2f}'} {unit}. {n_out} steps were outliers (longer "
                  f"than the mean plus {stddev} times the standard deviation of {std * scale:.2f} {unit})."),
             Table(f"step-durations-{slug(node)}", ["", *STAT_KEYS],
                   [[f"Step Durations in [{unit}]", *[None if stats[k] is None else stats[k] * scale for k in STAT_KEYS]]],
                   ["text"] + ["num2"] * len(STAT_KEYS), row_header=True)])
-        probs, edges = info.get("probs"), info.get("binedges")
+        probs, edges = info.probs, info.binedges
         if isinstance(probs, list) and isinstance(edges, list):
             hist[node] = (probs, edges)
-        nodes_data[node] = {"phase": info.get("phase"), "stats": stats, "number_of_outliers": n_out,
-                            "stddev": std, "outlier_steps": info.get("step_numbers", [])}
+        nodes_data[node] = {"phase": phase, "stats": stats, "number_of_outliers": n_out,
+                            "stddev": std, "outlier_steps": info.step_numbers}
         counts = step_histogram(probs, edges)
         if counts is not None:  # the step-time distribution, for the regression gate (compare, check --base)
             nodes_data[node]["histogram"] = counts
@@ -111,6 +112,6 @@ def build(outputs: RuleOutputs) -> Section:
             nodes_data.get(o["worker"], {}).setdefault("outliers", []).append(
                 {k: o[k] for k in ("step", "start_s", "duration_s", "median_s")})
     if rule.triggered:
-        section.add(*refer_back(details, "the outlier steps"))
+        section.add(*refer_back(rule.details, "the outlier steps"))
     section.data = {"datapoints": rule.datapoints, "triggered": rule.triggered, "nodes": nodes_data}
     return section

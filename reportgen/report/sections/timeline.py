@@ -9,9 +9,10 @@ from __future__ import annotations
 from reportgen.report import charts
 from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Text, chart_rows
 from reportgen.report.outlier_steps import outlier_steps, per_worker
-from reportgen.report.util import as_dict, number, slug
+from reportgen.report.util import number, slug
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
+from reportgen.timeline_view import Timeline, TimelineNode, TimelineSeries
 
 def no_js(title: str, picture: bool = False) -> str:
     """The line a reader without JavaScript sees; ``picture``: a static picture of the chart follows it
@@ -29,20 +30,20 @@ NETWORK_SERIES = (("network_algorithm", "network, training container", "network"
                   ("network_platform", "network, platform", "network_platform"))
 
 
-def _cpu_series(series: dict) -> dict:
-    return {label: {**as_dict(series[key]), "kind": kind} for key, label, kind in CPU_SERIES if key in series}
+def _lines(series: dict[str, TimelineSeries], chosen: tuple[tuple[str, str, str], ...]) -> dict[str, charts.Line]:
+    """The node's series named in ``chosen`` ((key, label, kind), in legend order) that it has, as lines."""
+    return {label: charts.Line(s.mean, s.min, s.max, kind) for key, label, kind in chosen
+            if (s := series.get(key)) is not None}
 
 
-def _across(aggs: list[dict]) -> dict:
+def _across(aggs: list[TimelineSeries], kind: str) -> charts.Line:
     """Several GPUs' bucketed series as one: the mean of their means, and a band from the lowest
     minimum to the highest maximum of any GPU in the bucket (so no GPU's swing is hidden). The mean is
     rounded to the two decimals its inputs have (timeline.json's utilization), 0.005 points at most, so the
     chart carries it as whole hundredths (``charts.float_array``) instead of float32."""
-    means = [a.get("mean") or [] for a in aggs]
-    length = min((len(m) for m in means), default=0)
+    length = min((len(a.mean) for a in aggs), default=0)
 
-    def pick(key, reduce):
-        columns = [a.get(key) or [] for a in aggs]
+    def pick(columns, reduce):
         if any(len(c) < length for c in columns):
             return []
         out = []
@@ -52,41 +53,41 @@ def _across(aggs: list[dict]) -> dict:
             out.append(reduce(values) if values else None)
         return out
 
-    return {"mean": pick("mean", lambda v: round(sum(v) / len(v), 2)), "min": pick("min", min), "max": pick("max", max)}
+    return charts.Line(pick([a.mean for a in aggs], lambda v: round(sum(v) / len(v), 2)),
+                       pick([a.min for a in aggs], min), pick([a.max for a in aggs], max), kind)
 
 
-def gpu_panel(series: dict) -> dict:
+def gpu_panel(series: dict[str, TimelineSeries]) -> dict[str, charts.Line]:
     """The GPU panel: utilization, memory-controller activity and (recorded with NVML) memory in use, each the
     mean over the node's GPUs with the range of
     every GPU as a band (the per-GPU detail is in the GPU heatmap beside it)."""
-    util = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUUtilization")]
-    memory = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUMemoryUtilization")]
-    used = [as_dict(a) for k, a in series.items() if str(k).endswith("/GPUMemoryUsedPercent")]
+    util = [a for k, a in series.items() if k.endswith("/GPUUtilization")]
+    memory = [a for k, a in series.items() if k.endswith("/GPUMemoryUtilization")]
+    used = [a for k, a in series.items() if k.endswith("/GPUMemoryUsedPercent")]
     chosen = {}
     if util:
-        chosen["GPU utilization (mean of GPUs)" if len(util) > 1 else "GPU utilization"] = {**_across(util),
-                                                                                           "kind": "gpu"}
+        chosen["GPU utilization (mean of GPUs)" if len(util) > 1 else "GPU utilization"] = _across(util, "gpu")
     if memory:
         # GPUMemoryUtilization is how busy the memory is (controller activity), never how full
         label = "GPU memory-controller activity"
-        chosen[f"{label} (mean of GPUs)" if len(memory) > 1 else label] = {**_across(memory), "kind": "gpu_memory"}
+        chosen[f"{label} (mean of GPUs)" if len(memory) > 1 else label] = _across(memory, "gpu_memory")
     if used:  # how full (a `record` with NVML's memory info)
         label = "GPU memory in use"
-        chosen[f"{label} (mean of GPUs)" if len(used) > 1 else label] = {**_across(used), "kind": "gpu_memory_used"}
+        chosen[f"{label} (mean of GPUs)" if len(used) > 1 else label] = _across(used, "gpu_memory_used")
     return chosen
 
 
 def build(outputs: RuleOutputs) -> Section:
     section = Section(SectionId.UTILIZATION_OVER_TIME, "Node utilization over time")
-    timeline = as_dict(outputs.timeline)
-    nodes = as_dict(timeline.get("nodes"))
+    timeline = Timeline.of(outputs.timeline)
+    nodes = timeline.nodes
     if not nodes:
         return section.missing("No time series are available: the report was made from rule outputs only "
                                "(render it from the raw profiler data to see utilization over time).")
-    budget = as_dict(timeline.get("budget")).get("buckets_per_series", "a fixed number of")
-    merge = page_merge(sum(1 for data in nodes.values() if as_dict(data).get("t")))
-    merged = {str(node): merged_by(as_dict(data).get("t") or [], merge) for node, data in nodes.items()}
-    per_node = {str(node): samples_per_point(as_dict(data), merged[str(node)]) for node, data in nodes.items()}
+    budget = timeline.buckets_per_series
+    merge = page_merge(sum(1 for data in nodes.values() if data.t))
+    merged = {node: merged_by(data.t, merge) for node, data in nodes.items()}
+    per_node = {node: samples_per_point(data, merged[node]) for node, data in nodes.items()}
     same = len(set(per_node.values())) == 1
     once = next(iter(per_node.values()))[:-1] + " on every node." if same and next(iter(per_node.values())) else ""
     points = f"{budget} time buckets per series"
@@ -100,12 +101,9 @@ def build(outputs: RuleOutputs) -> Section:
         "one click below. Drag on any time chart to zoom: all of them follow; double-click or \u201cReset time "
         "range\u201d restores the whole job." + (f" {once}" if once else "")))  # said once when all nodes agree
     for node, data in nodes.items():
-        data = as_dict(data)
-        t = data.get("t") or []
-        series = as_dict(data.get("series"))
+        t, series = data.t, data.series
         if not t:
             continue
-        node = str(node)
         section.add(Heading(f"Node {node}", 3))
         per_point = per_node[node]
         if per_point and not same:
@@ -117,37 +115,32 @@ def build(outputs: RuleOutputs) -> Section:
                                 charts.time_lines(t, gpu, f"GPUs of {node}", "", y_range=[0, 100],
                                                   tick_suffix=" %", merge=merged[node]),
                                 no_js(f"GPU utilization and memory on {node}", picture=True)))
-        cpu = _cpu_series(series)
+        cpu = _lines(series, CPU_SERIES)
         if cpu:
             panels.append(Chart(f"timeline-util-{slug(node)}",
                                 charts.time_lines(t, cpu, f"CPU, memory and I/O wait of {node}", "",
                                                   y_range=[0, 100], tick_suffix=" %", merge=merged[node]),
                                 no_js(f"CPU, memory and I/O wait on {node}", picture=True)))
-        net = {label: {**as_dict(series[key]), "kind": kind} for key, label, kind in NETWORK_SERIES if key in series}
+        net = _lines(series, NETWORK_SERIES)
         if net:
             panels.append(Chart(f"timeline-net-{slug(node)}",
                                 charts.time_lines(t, net, f"Network of {node}", "", tick_suffix="B/s",
                                                   merge=merged[node]),
                                 no_js(f"Network on {node}", picture=True)))
         heat, names = [], []
-        for key, label in (("gpu_heatmap", "each GPU"), ("cpu_heatmap", "each CPU core")):
-            rows = as_dict(data.get(key))
-            if rows.get("rows") and rows.get("mean"):
+        for key, rows, label in (("gpu_heatmap", data.gpu_heatmap, "each GPU"),
+                                 ("cpu_heatmap", data.cpu_heatmap, "each CPU core")):
+            if rows.rows and rows.mean:
                 names.append(label)
                 heat.append(Chart(f"timeline-{key}-{slug(node)}",
-                                  charts.heatmap(t, rows["rows"], rows["mean"], f"{label[0].upper()}{label[1:]} of {node} (%)",
+                                  charts.heatmap(t, rows.rows, rows.mean, f"{label[0].upper()}{label[1:]} of {node} (%)",
                                                  columns=-(-charts.HEATMAP_COLUMNS // merge)),
                                   no_js(f"{label[0].upper()}{label[1:]} of {node} over time")))
         if panels:  # side by side while they fit
             section.add(ChartRow(panels) if len(panels) > 1 else panels[0])
         if heat:  # the per-device detail behind the panels' means and bands: one click away
             section.add(Details(f"Utilization of {' and '.join(names)} of {node}", chart_rows(heat)))
-    phases = as_dict(timeline.get("phases"))
-    lanes = {}
-    for worker, kinds in phases.items():
-        for kind, spans in as_dict(kinds).items():
-            if isinstance(spans, list) and spans:
-                lanes[f"{worker} {kind}"] = [s for s in spans if isinstance(s, list) and len(s) == 2]
+    lanes = {f"{worker} {kind}": spans for worker, kinds in timeline.phases.items() for kind, spans in kinds.items()}
     if lanes:
         section.add(Heading("Framework phases", 3))
         section.add(Text("Steps and data loading per worker on the same time axis: gaps in a training lane are "
@@ -187,11 +180,11 @@ def merged_by(t: list, merge: int) -> int:
     return merge if merge > 1 and len(t) > merge and charts.regular_grid(instants) else 1
 
 
-def samples_per_point(node: dict, merge: int = 1) -> str:
+def samples_per_point(node: TimelineNode, merge: int = 1) -> str:
     """What one point of the node's charts stands for: its bucket's length (``merge`` buckets' on a page
     of many nodes) and, where the sampling interval is known (timelines our engine wrote since it records
     it), about how many samples."""
-    bucket, interval = number(node.get("bucket_s")), number(node.get("interval_s"))
+    bucket, interval = node.bucket_s, node.interval_s
     if not bucket or bucket <= 0:
         return ""
     bucket *= merge

@@ -51,7 +51,7 @@ def test_column_means_average_the_points_of_each_column():
 def test_time_lines_picture_holds_the_series_means_in_the_shared_range():
     t = [1_700_000_000.0 + 10.0 * i for i in range(320)]  # 320 buckets -> 2 per column
     cpu = [float(i % 100) for i in range(320)]
-    figure = charts.time_lines(t, {"CPU <total>": {"mean": cpu, "min": cpu, "max": cpu, "kind": "cpu"}},
+    figure = charts.time_lines(t, {"CPU <total>": charts.Line(cpu, cpu, cpu, "cpu")},
                                "CPU of algo-1 & co", "", y_range=[0, 100], tick_suffix=" %")
     charts.share_time_axis([figure], t[0], t[-1] + 10.0, ["x"])
     picture = static_picture(figure)
@@ -78,13 +78,13 @@ def test_no_picture_for_heatmaps_and_charts_off_the_time_axis():
     t = [1_700_000_000.0 + i for i in range(10)]
     assert static_picture(charts.heatmap(t, ["cpu0"], [[1.0] * 10], "cores")) is None
     assert static_picture(charts.hbar(["a"], [1.0], "ops", "ms")) is None
-    assert static_picture(charts.time_lines(t, {"CPU": {"mean": [None] * 10}}, "empty", "")) is None
+    assert static_picture(charts.time_lines(t, {"CPU": charts.Line([None] * 10)}, "empty", "")) is None
 
 
 def test_the_rendered_picture_escapes_every_name():
     t = [1_700_000_000.0 + i for i in range(20)]
     hostile = '<img src=x onerror="alert(1)">'
-    figure = charts.time_lines(t, {hostile: {"mean": [1.0] * 20, "kind": "cpu"}}, f"Node {hostile}", "")
+    figure = charts.time_lines(t, {hostile: charts.Line([1.0] * 20, kind="cpu")}, f"Node {hostile}", "")
     html = render_block(Chart("timeline-x", figure, "note"))
     picture = html[html.index('<div class="chart-static">'):html.index('<script')]
     assert "<img" not in picture and picture.count("&lt;img src=x onerror=&#34;alert(1)&#34;&gt;") == 2  # title, legend

@@ -2,15 +2,16 @@
 profiler section shows each device's memory from the trace's allocator events."""
 
 from reportgen.report.sections.timeline import gpu_panel
+from reportgen.timeline_view import TimelineSeries
 
 
 def test_controller_activity_and_memory_in_use_are_two_labelled_lines():
-    series = {"gpu0/GPUUtilization": {"mean": [50.0, 60.0]}, "gpu0/GPUMemoryUtilization": {"mean": [0.0, 93.0]},
-              "gpu0/GPUMemoryUsedPercent": {"mean": [40.0, 41.0]}}
+    series = {"gpu0/GPUUtilization": TimelineSeries([50.0, 60.0]), "gpu0/GPUMemoryUtilization": TimelineSeries([0.0, 93.0]),
+              "gpu0/GPUMemoryUsedPercent": TimelineSeries([40.0, 41.0])}
     panel = gpu_panel(series)
     assert list(panel) == ["GPU utilization", "GPU memory-controller activity", "GPU memory in use"]
-    assert panel["GPU memory-controller activity"]["mean"] == [0.0, 93.0]
-    assert panel["GPU memory in use"]["mean"] == [40.0, 41.0] and panel["GPU memory in use"]["kind"] == "gpu_memory_used"
+    assert panel["GPU memory-controller activity"].mean == [0.0, 93.0]
+    assert panel["GPU memory in use"].mean == [40.0, 41.0] and panel["GPU memory in use"].kind == "gpu_memory_used"
     # SageMaker's data: controller activity alone, never called memory in use
     assert list(gpu_panel({k: v for k, v in series.items() if "Used" not in k})) == [
         "GPU utilization", "GPU memory-controller activity"]

@@ -184,12 +184,12 @@ def test_hostile_strings_are_escaped_in_tables_and_charts():
 
 
 def test_every_chart_uses_a_trace_type_of_the_vendored_plotly_bundle(tmp_path):
-    from reportgen.report.charts import boxes, heatmap, hbar, histograms, intervals, pie, time_lines
+    from reportgen.report.charts import Line, boxes, heatmap, hbar, histograms, intervals, pie, time_lines
     from reportgen.resources import PLOTLY_TRACES, plotly_js
 
     figures = [pie({"a": 1}, "t"), boxes({"g": {"p25": 1, "p50": 2, "p75": 3}}, "t"),
                histograms({"n": ([1], [0, 1])}, "t", "x"), hbar(["a"], [1], "t", "x"),
-               time_lines([0.0], {"s": {"mean": [1], "min": [0], "max": [2]}}, "t", "%"),
+               time_lines([0.0], {"s": Line([1], [0], [2])}, "t", "%"),
                heatmap([0.0], ["cpu0"], [[5]], "t"), intervals({"w": [[0, 1]]}, "t")]
     used = {trace["type"] for figure in figures for trace in figure["data"]}
     assert used <= PLOTLY_TRACES
@@ -227,11 +227,11 @@ def test_box_plot_marks_a_maximum_beyond_the_upper_whisker():
 
 def test_axis_titles_use_the_object_form_plotly_4_draws():
     """plotly.js 3+ ignores ``"title": "text"`` on an axis: every axis title must be ``{"text": ...}``."""
-    from reportgen.report.charts import boxes, histograms, hbar, time_lines
+    from reportgen.report.charts import Line, boxes, histograms, hbar, time_lines
 
     figures = [boxes({"g": {"p25": 1, "p50": 2, "p75": 3}}, "t", "Memory in %"),
                histograms({"n": ([1], [0, 1])}, "t", "Step <s>"), hbar(["a"], [1], "t", "Time in µs"),
-               time_lines([0.0], {"s": {"mean": [1], "min": [0], "max": [2]}}, "t", "%")]
+               time_lines([0.0], {"s": Line([1], [0], [2])}, "t", "%")]
     titles = [fig["layout"][ax]["title"] for fig in figures for ax in ("xaxis", "yaxis")
               if "title" in fig["layout"].get(ax, {})]
     assert titles == [{"text": "Memory in %"}, {"text": "Step &lt;s&gt;"}, {"text": "Occurrences"},
