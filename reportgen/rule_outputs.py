@@ -114,16 +114,22 @@ def recorded_command(recording: dict[str, Any] | None) -> dict[str, Any] | None:
 TRACE_STAMP = re.compile(r"\.(\d{16,20})\.pt\.trace\.json(\.gz)?$")  # torch's handler: <worker>.<time_ns>.pt.trace.json
 
 
+def traces_written(recording: dict[str, Any] | None) -> dict[str, float]:
+    """recording.json's ``traces_written_s``: each copied trace's last write, epoch seconds by its path (only
+    finite numbers kept; empty in recordings made before it)."""
+    written = recording.get("traces_written_s") if isinstance(recording, dict) else None
+    if not isinstance(written, dict):
+        return {}
+    return {str(name): float(end) for name, end in written.items() if is_finite(end)}
+
+
 def profiler_exports(recording: dict[str, Any] | None) -> list[tuple[float, float]]:
     """(start, end) epoch seconds of each export of the profiler a recording copied: from the time stamp torch's
     trace handler puts in the file's name when it starts to the file's last write (recording.json's
     ``traces_written_s``). Spans that are no such interval (no stamp, a write before the stamp, over an hour) are
     left out."""
-    written = recording.get("traces_written_s") if isinstance(recording, dict) else None
-    if not isinstance(written, dict):
-        return []
     spans = []
-    for name, end in written.items():
+    for name, end in traces_written(recording).items():
         match = TRACE_STAMP.search(str(name))
         if match is None or not is_finite(end):
             continue

@@ -18,7 +18,7 @@ from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_command,
-                                    system_usage_of)
+                                    system_usage_of, traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
 from reportgen.rulebook import RuleName
@@ -233,10 +233,7 @@ def xspace_exports(ev: Evidence, recording: dict | None) -> list[tuple[float, fl
     profiler stopped collecting there: stop_trace(), stop()) to the last write of a file it wrote under
     ``plugins/profile/`` (recording.json's ``traces_written_s``; JAX writes the XSpace and a Chrome-trace copy).
     Empty without such files, or when that is no such interval (over an hour, or the write before the end)."""
-    written = recording.get("traces_written_s") if isinstance(recording, dict) else None
-    if not isinstance(written, dict):
-        return []
-    ends = [float(end) for name, end in written.items() if XSPACE_PROFILE in str(name) and finite(end) is not None]
+    ends = [end for name, end in traces_written(recording).items() if XSPACE_PROFILE in name]
     last = [finite(r.end_us) for r in ev.trace_ranks.values()]
     last = [t / 1e6 for t in last if t is not None]
     if not ends or not last:
