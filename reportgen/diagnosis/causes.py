@@ -450,7 +450,10 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
         return None
     if (idle is None or idle < GPU_IDLE) and "dataloader-share" not in signals:
         return None
-    share = max(ev.cpu_bn_share or 0, loader_share or 0)
+    account = ev.trace_ranks[loader_rank].account if loader_rank is not None else None
+    gpu_waits = account.share("data_wait") if account is not None and account.perspective == "device" else None
+    # on a GPU, loading costs only while the GPU has nothing left to run: the account's GPU idle waiting for data
+    share = max(ev.cpu_bn_share or 0, min(loader_share or 0, gpu_waits if gpu_waits is not None else 1.0))
     if share < MINOR and idle is not None:
         share = idle
     io = found.get("io-bound")
@@ -468,7 +471,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                         + (f" ({ev.loaders:g} data-loading processes in parallel)" if ev.loaders else ""))
     if loader_share is not None:
         evidence.append(f"{pct(loader_share)} of the profiled step time in the DataLoader (rank {loader_rank})"
-                        + (f", iterator {iterator}" if iterator else ""))
+                        + (f", iterator {iterator}" if iterator else "")
+                        + (f"; the GPU idle for {pct(gpu_waits)} of it, waiting for the data" if gpu_waits is not None
+                           else ""))
     if "gpu-waits" in signals:
         evidence.append(f"GPU utilization p95 {p95:.0f} %: busy in bursts, idle in between")
     loading = {k: v for k, v in ev.framework_during_bn.items() if "dataloader" in k.lower()}

@@ -131,8 +131,14 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
             continue
         if short < LAUNCH_SHORT or launch_idle / window < LAUNCH_IDLE or launch_idle / idle < LAUNCH_OF_IDLE:
             continue
-        costs[label] = (launch_idle * min(total / window, 1.0) if window else launch_idle, total,
-                        _steps(ga))
+        cost = launch_idle * min(total / window, 1.0) if window else launch_idle
+        account = ev.trace_ranks[label].account
+        if account is not None and account.perspective == "device":
+            # HTA's host wait counts every gap the host's launch opened late, whatever held the host: the account
+            # says what did, and only the GPU's idle while the host was issuing work (or running the script's
+            # Python between launches) is the launches' (waiting for data is the input pipeline's: one stall, once)
+            cost = min(cost, account.slices_ms["dispatch"] + account.slices_ms["no_operator"])
+        costs[label] = (cost, total, _steps(ga))
         info[label] = (launch, gaps, window, idle, launch_idle)
 
     def evidence(worst):
