@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     files = sorted(str(p) for p in args.set.glob("*.json*"))
     if not files or args.pairs < 3:
         ap.error(f"{args.set}: no trace files (run bench_dask_ranks.py --distinct first), or fewer than 3 pairs")
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
 
     print(f"# {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {args.pairs} pairs over {len(files)} files",
           flush=True)
