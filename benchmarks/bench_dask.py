@@ -8,7 +8,7 @@ For each raw folder and mode, one fresh child process runs the engine exactly as
 (system ingest, framework traces, 11 rules, timeline, JSON files) and reports:
 
 * ``setup_s``: starting the local Dask cluster ``--scheduler local:N`` starts (``--workers`` processes, 1
-  thread each, reportgen's settings for them: ``readers.distributed.dask_client``);
+  thread each, reportgen's settings for them: ``cluster.client.dask_client``);
 * ``ingest_s``: the system-metrics ingest (``read_system_metrics``), the step Dask distributes;
 * ``rest_s``: framework traces + rules + timeline + writing, always on the client;
 * CPU seconds (user + system) of the ingest alone, in the client and summed over the workers (each
@@ -58,7 +58,8 @@ def main():
     t = time.perf_counter()
     client = cluster = None
     if mode == "dask":  # the cluster `--scheduler local:N` starts (its settings, its fork server)
-        from reportgen.readers.distributed import dask_client, parse_scheduler
+        from reportgen.cluster.client import dask_client
+        from reportgen.cluster.scheduler import parse_scheduler
         cluster = dask_client(parse_scheduler(f"local:{workers}"))
         client = cluster.__enter__()
     res["setup_s"] = time.perf_counter() - t

@@ -41,7 +41,7 @@ imports in every process, and ``local:2`` has three of them (the client and two 
 
 The ``tcp`` mode starts ``dask scheduler`` and ``dask worker --nworkers 2 --nthreads 1`` on 127.0.0.1 once
 (not timed: an existing cluster), with the Dask settings ``local:N`` gives its workers
-(``reportgen.readers.distributed.LOCAL_CLUSTER_CONFIG`` written to a ``DASK_CONFIG`` YAML file, as
+(``reportgen.cluster.client.LOCAL_CLUSTER_CONFIG`` written to a ``DASK_CONFIG`` YAML file, as
 docs/distributed.md advises for a remote cluster), and runs ``--scheduler tcp://127.0.0.1:PORT``. ``--base CHECKOUT``
 also runs another checkout's reportgen (``base-single``, ``base-local:2``: e.g. ``git worktree add
 /tmp/base main``). At the end: the medians, the ratio of each mode's median wall to ``single``'s, and
@@ -68,7 +68,7 @@ from pathlib import Path
 
 import psutil
 
-from reportgen.readers.distributed import LOCAL_CLUSTER_CONFIG
+from reportgen.cluster.client import LOCAL_CLUSTER_CONFIG
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "raw" / "hta-resnet-v100-1gpu"

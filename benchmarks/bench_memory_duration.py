@@ -9,7 +9,7 @@ Each RAW_DIR is a SageMaker raw profile, e.g. ``generate_data.py --size large --
 ``--base`` (a checkout of another commit, run through PYTHONPATH) when given: ``reportgen generate RAW
 -o page.html`` (and ``reportgen analyze`` with ``--analyze``): wall and CPU seconds of the process tree,
 the tree's peak (the largest sum of the proportional set sizes of the process and its descendants, sampled
-every 20 ms: the page's worker included; ``bench_notebook_path.tree_bytes``; resident sizes before 2026-11-27's
+every 20 ms: the page's worker included; ``process_tree.tree_peak``; resident sizes before 2026-11-27's
 sixth session, which counted the pages a forked child shares with its parent twice) and the largest single process's peak (``ru_maxrss`` of the waited-for
 children, which the kernel keeps, so no peak between samples is missed), and the page's size. Prints one
 line per run, then per input the medians, the system files' size on disk and the 1-minute load before and
@@ -35,7 +35,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_notebook_path import tree_bytes  # noqa: E402
+from process_tree import tree_peak  # noqa: E402
 
 
 def du(path: Path) -> int:
@@ -46,14 +46,7 @@ def run(argv: list[str], env: dict, cwd: Path) -> dict:
     """One whole process: wall, CPU of the tree, tree peak (sampled) and largest process peak."""
     proc = psutil.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, env=env)
     started = time.perf_counter()
-    peak = 0
-    while proc.poll() is None:
-        try:
-            tree = [proc, *proc.children(recursive=True)]
-            peak = max(peak, tree_bytes(tree))
-        except psutil.Error:
-            pass
-        time.sleep(0.02)
+    peak = tree_peak(proc)
     wall = time.perf_counter() - started
     if proc.returncode:
         raise SystemExit(f"{argv} exited with {proc.returncode}")

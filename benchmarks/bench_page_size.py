@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_notebook_path import run  # noqa: E402
+from process_tree import run  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "page-size"
 SPEC = re.compile(r'<script type="application/json" (?:class="chart-spec"|id="chart-parts")>(.*?)</script>', re.S)

@@ -534,7 +534,8 @@ def _start_local_workers_early(spec: str) -> None:
     """``--scheduler local[:N]``: the workers' fork server starts now, so its imports (Dask and the trace
     reader, ~0.6 s) run on another core while this process finds its input and imports Dask; the cluster
     itself starts where it is used. A spec that is wrong, or no Dask, is reported there, not here."""
-    from reportgen.readers.distributed import dask_installed, parse_scheduler, start_fork_server
+    from reportgen.cluster.client import start_fork_server
+    from reportgen.cluster.scheduler import dask_installed, parse_scheduler
 
     try:
         local = parse_scheduler(spec).local

@@ -115,7 +115,7 @@ class GenerateOptions:
 def check_engine_options(options: EngineOptions | None) -> None:
     """Fail before any work on a malformed --scheduler or a missing Dask (nothing imported from it)."""
     if options is not None and options.scheduler is not None:
-        from reportgen.readers.distributed import check_dask_installed, parse_scheduler
+        from reportgen.cluster.scheduler import check_dask_installed, parse_scheduler
 
         parse_scheduler(options.scheduler)
         check_dask_installed()
@@ -128,14 +128,14 @@ def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress
     engine, rule_params, session_kwargs = options.engine or EngineOptions(), options.rule_params, options.session_kwargs
     s3_system = s3_framework = None
     if engine.scheduler is not None and resolved is not None and resolved.system_objects is not None:
-        from reportgen.readers.distributed import S3System
+        from reportgen.cluster.s3_objects import S3System
 
         bucket, root, objects = resolved.system_objects
         s3_system = S3System(bucket, root, objects, region=resolved.region, session_kwargs=session_kwargs)
         progress(f"{len(objects)} system-metrics objects stay in s3://{bucket}/{root + '/' if root else ''}system/: "
                  "the Dask workers read them")
     if engine.scheduler is not None and resolved is not None and resolved.framework_objects and resolved.framework_objects[2]:
-        from reportgen.readers.distributed import S3System
+        from reportgen.cluster.s3_objects import S3System
 
         bucket, root, objects = resolved.framework_objects
         s3_framework = S3System(bucket, root, objects, region=resolved.region, session_kwargs=session_kwargs)
@@ -217,7 +217,8 @@ def _shared_cluster(engine: EngineOptions | None):
     if engine is None or engine.scheduler is None:
         yield None
         return
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
 
     with dask_client(parse_scheduler(engine.scheduler)) as client:
         yield client
@@ -284,7 +285,7 @@ def _add_trace_analysis(resolved, analysis_dir: Path, options: SourceOptions, pr
     files, s3 = list(resolved.trace_files or ()), None
     deferred = getattr(resolved, "trace_objects", None)
     if deferred is not None:
-        from reportgen.readers.distributed import S3System
+        from reportgen.cluster.s3_objects import S3System
 
         bucket, objects = deferred
         s3 = S3System(bucket, "", objects, region=resolved.region, session_kwargs=options.session_kwargs)

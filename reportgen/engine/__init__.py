@@ -72,7 +72,7 @@ def load_data(raw_root: Path, problems: ProblemLog | None = None, *, scheduler: 
               cache_root: Path | None = None, s3_system=None, s3_framework=None) -> tuple[AnalysisData, ProblemLog]:
     """Read a raw profile. ``scheduler`` (``local[:N]`` or ``tcp://host:port``) reads the system
     metrics and the framework traces on a Dask cluster, ``cache_root`` reuses the records of
-    unchanged system files (``--incremental``), ``s3_system`` / ``s3_framework`` (``distributed.S3System``)
+    unchanged system files (``--incremental``), ``s3_system`` / ``s3_framework`` (``cluster.s3_objects.S3System``)
     let the Dask workers fetch the system files / the framework traces from S3 themselves. See
     docs/distributed.md."""
     data, problems, _ = _load(raw_root, problems, scheduler, cache_root, s3_system, s3_framework)

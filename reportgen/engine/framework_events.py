@@ -110,7 +110,7 @@ class FileSummary:
     extent: tuple | None  # (min start, max end) of the events kept
     plausible_extent: tuple | None  # the same over events that start after PLAUSIBLE_EPOCH_US
     dropped: dict  # node -> events dropped as clock jumps
-    stats: object = None  # readers.distributed.PieceStats when reduced on a Dask worker
+    stats: object = None  # cluster.task_stats.TaskStats when reduced on a Dask worker
 
 
 def summarize_file(fe: FileEvents, span: tuple[int, int] | None = None) -> FileSummary:

@@ -90,7 +90,7 @@ class FileEvents:
     strings: dict  # text column -> list[str] (CATEGORICAL)
     problem_counts: dict
     problem_items: list  # (file, line, reason)
-    stats: object = None  # readers.distributed.PieceStats, when read by a Dask task
+    stats: object = None  # cluster.task_stats.TaskStats, when read by a Dask task
 
     @property
     def n_events(self) -> int:

@@ -48,7 +48,7 @@ def read_profile(raw_root: Path, problems: ProblemLog, *, scheduler: str | None 
     """Everything under ``raw_root`` (``system/`` and ``framework/``). ``scheduler`` (``local[:N]`` or
     ``tcp://host:port``): the system metrics and the framework traces are read on Dask;
     ``cache_root``: records of unchanged system files come from the ``--incremental`` cache;
-    ``s3_system`` / ``s3_framework`` (``distributed.S3System``): the Dask workers fetch the system
+    ``s3_system`` / ``s3_framework`` (``cluster.s3_objects.S3System``): the Dask workers fetch the system
     files / the framework traces from S3 themselves. ``traces``: the framework traces reduced file by
     file (``Profile.events`` is then what its ``merge`` returns). ``client``: a ``dask.distributed.Client``
     the caller holds, used instead of starting one for ``scheduler``. See docs/distributed.md."""
@@ -257,7 +257,8 @@ def _read_both(raw_root: Path, problems: ProblemLog, scheduler, cache_root, s3_s
     stop = threading.Event()
     with contextlib.ExitStack() as stack:
         if client is None and scheduler is not None:
-            from reportgen.readers.distributed import dask_client, parse_scheduler
+            from reportgen.cluster.client import dask_client
+            from reportgen.cluster.scheduler import parse_scheduler
 
             client = stack.enter_context(dask_client(parse_scheduler(scheduler)))
         local = client is None and cache_root is None and s3_system is None

@@ -54,8 +54,8 @@ from reportgen.trace_analysis.ranks import (cycle_order, group_traces_keyed, mer
 from reportgen.readers.trace_cache import TraceCache, read_trace_cached
 from reportgen.errors import InputError
 from reportgen.problems import DataProblem, ProblemLog
-from reportgen.readers.distributed import PieceStats as TaskStats
-from reportgen.readers.distributed import S3System, download_objects, peak_rss
+from reportgen.cluster.s3_objects import S3System, download_objects
+from reportgen.cluster.task_stats import TaskStats, peak_rss
 from reportgen.sources.layout import TRACE_FORMATS, trace_format
 
 __all__ = ["FileRead", "RankSummary", "S3System", "TaskResult", "TaskStats", "analyze_traces", "job_tables",
@@ -234,7 +234,8 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
     problems = problems if problems is not None else ProblemLog()
     names = [str(f) for f in files]
     if scheduler is not None and client is None:
-        from reportgen.readers.distributed import dask_client, parse_scheduler
+        from reportgen.cluster.client import dask_client
+        from reportgen.cluster.scheduler import parse_scheduler
 
         with dask_client(parse_scheduler(scheduler)) as own:
             return analyze_traces(files, problems, client=own, s3=s3, stats=stats, cache=cache)

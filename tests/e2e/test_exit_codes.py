@@ -64,7 +64,8 @@ def _listener(answer: bytes | None) -> tuple[int, socket.socket]:
 def test_a_scheduler_address_that_is_not_dask_is_exit_2_within_the_limit(answer, words):
     pytest.importorskip("distributed")
     from reportgen.errors import InputError
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
 
     port, server = _listener(answer)
     address = f"tcp://127.0.0.1:{port}"
@@ -97,7 +98,8 @@ def test_the_command_line_gives_one_line_for_a_silent_scheduler(tmp_path):
 def test_tls_without_dask_tls_settings_is_exit_2():
     pytest.importorskip("distributed")
     from reportgen.errors import InputError
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
 
     port, server = _listener(None)
     try:
@@ -114,7 +116,7 @@ def test_a_real_scheduler_passes_the_handshake_check():
 
     from dask.distributed import LocalCluster
 
-    from reportgen.readers.dask_probe import check_scheduler
+    from reportgen.cluster.handshake import check_scheduler
 
     # A Client left half-made by an earlier test (the tls:// one above: its constructor raised) is finalized
     # by the garbage collector; inside LocalCluster's start its __del__ -> LoopRunner.stop waits for the

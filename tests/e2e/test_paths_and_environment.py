@@ -34,7 +34,7 @@ def test_the_local_clusters_socket_fits_whatever_tmpdir_is(tmp_path):
     long_tmp = tmp_path / ("t" * 60) / ("u" * 60)
     long_tmp.mkdir(parents=True)
     code = ("from multiprocessing import forkserver\n"
-            "from reportgen.readers.distributed import start_fork_server\n"
+            "from reportgen.cluster.client import start_fork_server\n"
             "start_fork_server()\n"
             "print(forkserver._forkserver._forkserver_address)\n")
     env = {**os.environ, "TMPDIR": str(long_tmp), "PYTHONPATH": str(ROOT)}

@@ -17,7 +17,8 @@ import pytest
 def test_a_tls_scheduler_without_tls_settings_leaves_no_client_alive():
     pytest.importorskip("distributed")
     from reportgen.errors import InputError
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
 
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

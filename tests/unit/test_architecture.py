@@ -17,7 +17,8 @@ LAYERS = (
     {"reportgen", "errors", "problems", "atomic", "formatting", "terminal_text", "locking", "resources", "rulebook", "cost",
      "output_set", "workdir", "json_file", "interrupts", "section_ids", "notebook_parameters", "blas_threads",
      "garbage_collector", "environment", "user_file", "json_values", "intervals"},
-    {"traces", "sources"},  # every trace file's reading; where inputs are and how they are laid out
+    {"traces", "sources", "cluster"},  # every trace file's reading; where inputs are and how they are laid out;
+    # where --scheduler's tasks run (below the readers: the cluster knows nothing of what a task reads)
     {"readers"},  # raw profiler data -> tables
     {"engine"},  # tables -> rule outputs
     {"trace_analysis", "rule_outputs", "trace_ranks", "trace_gpu_analysis", "timeline_view", "diagnosis"},  # the trace model -> its analysis; rule outputs loaded and judged

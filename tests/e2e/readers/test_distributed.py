@@ -27,7 +27,9 @@ import pytest
 pytest.importorskip("distributed")
 
 from reportgen.engine import analyze  # noqa: E402
-from reportgen.readers.distributed import dask_client, parse_scheduler, read_pieces  # noqa: E402
+from reportgen.cluster.client import dask_client  # noqa: E402
+from reportgen.cluster.scheduler import parse_scheduler  # noqa: E402
+from reportgen.readers.distributed import read_pieces  # noqa: E402
 from reportgen.problems import ProblemLog  # noqa: E402
 from reportgen.readers.system import list_system_files  # noqa: E402
 from reportgen.errors import InputError  # noqa: E402

@@ -25,7 +25,8 @@ def test_local_cluster_serves_no_dashboard_and_listens_on_loopback_only(monkeypa
     fake = types.ModuleType("distributed.dashboard.scheduler")
     fake.connect = lambda *args, **kwargs: connected.append(args)
     monkeypatch.setitem(sys.modules, "distributed.dashboard.scheduler", fake)
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
 
     with dask_client(parse_scheduler("local:1")) as client:
         listening = {c.laddr.ip for c in psutil.Process().net_connections(kind="inet")
@@ -43,9 +44,10 @@ def _collector_state() -> tuple[int, int]:
 
 
 def test_local_workers_start_with_dasks_objects_frozen():
-    # the fork server's last preload (readers.fork_server_heap) froze Dask's and the trace reader's objects
+    # the fork server's last preload (cluster.fork_server_heap) froze Dask's and the trace reader's objects
     # before it forked the worker: its full collections walk only what the worker made since
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
 
     with dask_client(parse_scheduler("local:1")) as client:
         [(frozen, tracked)] = client.run(_collector_state).values()

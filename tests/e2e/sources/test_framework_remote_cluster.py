@@ -23,7 +23,8 @@ pytest.importorskip("distributed")
 
 from reportgen.engine import analyze  # noqa: E402
 from reportgen.problems import ProblemLog  # noqa: E402
-from reportgen.readers.distributed import S3System, framework_listing  # noqa: E402
+from reportgen.cluster.s3_objects import S3System  # noqa: E402
+from reportgen.readers.distributed import framework_listing  # noqa: E402
 
 from tests.support.sources_testlib import REGION, client  # noqa: E402
 from tests.e2e.sources.test_kineto_remote_cluster import remote_cluster  # noqa: E402,F401  (the module's cluster fixture)

@@ -31,11 +31,12 @@ def worker_state():
         a = np.ones(1 << 17)
         del a
     return {"env": os.environ.get("MALLOC_TRIM_THRESHOLD_"), "forked": multiprocessing.parent_process() is not None,
-            "preloaded": "reportgen.trace_analysis.job" in sys.modules, "hash": hash("reportgen"),
+            "preloaded": [m for m in ("reportgen.trace_analysis.job", "reportgen.readers.distributed") if m in sys.modules], "hash": hash("reportgen"),
             "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before}
 
 if __name__ == "__main__":
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
     with dask_client(parse_scheduler("local:2")) as client:
         states = list(client.run(worker_state).values())
     print(json.dumps({"workers": states, "client_env": os.environ.get("MALLOC_TRIM_THRESHOLD_")}))
@@ -66,8 +67,10 @@ def test_local_workers_run_without_dasks_malloc_trim_threshold(local_cluster_sta
 
 @pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server (Windows)")
 def test_local_workers_are_forked_with_the_trace_reader_already_imported(local_cluster_state):
-    # imported once in the fork server, before any task asked for it (a spawned worker imports it itself)
-    assert [(w["forked"], w["preloaded"]) for w in local_cluster_state["workers"]] == [(True, True)] * 2
+    # imported once in the fork server, before any task asked for it (a spawned worker imports it itself):
+    # both tasks' modules, the ranks' and the system pieces'
+    preloaded = ["reportgen.trace_analysis.job", "reportgen.readers.distributed"]
+    assert [(w["forked"], w["preloaded"]) for w in local_cluster_state["workers"]] == [(True, preloaded)] * 2
 
 
 @pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server (Windows)")
@@ -86,7 +89,8 @@ def _variable() -> str | None:
 def test_a_second_local_cluster_sees_the_environment_of_its_start(monkeypatch):
     """Forked workers get the client's environment of the moment (credentials set since the first cluster)."""
     pytest.importorskip("distributed")
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
 
     monkeypatch.setenv("REPORTGEN_TEST_WORKER_VARIABLE", "first")
     with dask_client(parse_scheduler("local:1")) as client:

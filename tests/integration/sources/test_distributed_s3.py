@@ -16,7 +16,8 @@ import pytest
 pytest.importorskip("distributed")
 
 from reportgen.engine import analyze  # noqa: E402
-from reportgen.readers.distributed import S3System, read_pieces  # noqa: E402
+from reportgen.cluster.s3_objects import S3System  # noqa: E402
+from reportgen.readers.distributed import read_pieces  # noqa: E402
 from reportgen.problems import ProblemLog  # noqa: E402
 from reportgen.readers.system import read_system  # noqa: E402
 from reportgen.rulebook import RULE_ORDER  # noqa: E402

@@ -113,7 +113,8 @@ def _worker_config() -> tuple:
 
 def test_a_local_cluster_runs_its_workers_without_the_statistical_profiler():
     pytest.importorskip("distributed")
-    from reportgen.readers.distributed import dask_client, parse_scheduler
+    from reportgen.cluster.client import dask_client
+    from reportgen.cluster.scheduler import parse_scheduler
 
     with dask_client(parse_scheduler("local:1")) as client:
         # the workers are forked from a server started before this configuration was set: the nanny passes it on

@@ -1,23 +1,19 @@
 """Bounded work per node (issue #30 item 5): one node with many GPU series costs time linear in the data.
 
 A node with 20,000 GPU series (a 7 MB file) took 98 s and 4 GB: BatchSize selected every column once per
-GPU, LoadBalancing built every GPU pair. Timings are in benchmarks/bench_gpu_series.py, not here; this
-checks the outcome: LoadBalancing compares at most ``MAX_GPU_SERIES_PER_NODE`` series and Data quality
-says how many were left out; BatchSize still looks at every GPU.
+GPU, LoadBalancing built every GPU pair. Timings are in benchmarks/HISTORY.md ("Many GPU series on one
+node"), not here; this checks the outcome: LoadBalancing compares at most ``MAX_GPU_SERIES_PER_NODE``
+series and Data quality says how many were left out; BatchSize still looks at every GPU.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from reportgen.engine import analyze
 from reportgen.engine.model import MAX_GPU_SERIES_PER_NODE
-from tests.support.paths import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_gpu_series import make_node  # noqa: E402
+from tests.support.gpu_series import make_node
 
 NOTE = (f"more than {MAX_GPU_SERIES_PER_NODE} GPU series on one node "
         f"(LoadBalancing and the timeline use the first {MAX_GPU_SERIES_PER_NODE} only)")
