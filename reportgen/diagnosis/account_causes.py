@@ -517,15 +517,20 @@ def _fix(ev: Evidence, name: str) -> str:
     return GENERIC_FIX[name]
 
 
+LAUNCH_GAPS = 0.10  # kernel-launch-bound's share of the GPU's window idle on launches (gpu_causes.LAUNCH_IDLE)
+
+
 def _judged_by_a_cause(ev: Evidence, name: str) -> bool:
     """Slices a named cause judged even where it found nothing: a DataLoader that already loads in worker
     processes (the input-pipeline cause weighs its wait against the cores' budget: below its threshold the workers
-    keep up as well as these cores allow), and a GPU's launch gaps (kernel-launch-bound weighs them as HTA does:
-    every GPU loop has some, a finding from 10 % of the active window)."""
+    keep up as well as these cores allow), and a GPU's launch gaps under 10 % of the steps (kernel-launch-bound
+    weighs them as HTA does: every GPU loop has some); from 10 % on, a GPU idle while the host issues work is waste
+    whether or not the kernels are short (a host too slow to feed it)."""
     if name == "data_wait":
         return any(r.dataloader is not None and r.dataloader.workers for r in ev.trace_ranks.values())
-    if name == "dispatch":
-        return any(a.perspective == "device" for a in accounts(ev).values())
+    if name == "dispatch":  # below HTA's 10 % every GPU loop has: launch gaps; above it the host holds the GPU back
+        return any(a.perspective == "device" and a.every_step_share("dispatch") < LAUNCH_GAPS
+                   for a in accounts(ev).values())
     return False
 
 
