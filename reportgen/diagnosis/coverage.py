@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reportgen.diagnosis.evaluation import NOT_EVALUATED
 from reportgen.diagnosis.evidence import Evidence
 from reportgen.diagnosis.memory_causes import judged_from_traces
 
@@ -104,6 +105,9 @@ def _step_times(ev: Evidence) -> Answer:
                                            f"periodic steps need at least {MIN_STEPS} (profile more active steps)")
     if ev.steps:
         return Answer("step-times", False, "too few steps per worker for the StepOutlier rule")
+    state, why = ev.states.get("StepOutlier", (None, ""))
+    if state == NOT_EVALUATED and why and not why.startswith("no datapoints"):
+        return Answer("step-times", False, f"the StepOutlier rule could not judge them: {why}")
     return Answer("step-times", False, "no step events were recorded (no framework profiler or trace)")
 
 
