@@ -57,6 +57,7 @@ def max_bytes() -> int:
 
 _DEVICE = re.compile(r"^/device:(GPU|TPU):(\d+)$")
 _DERIVED_FREE = {"GPU": re.compile(r"^Stream\b"), "TPU": re.compile(r"^XLA Ops$")}
+CHUNK = 1 << 16  # events decoded at once (the decoder's arrays take ~200 bytes an event while they live)
 _ABSOLUTE_NS = 10**15  # a line timestamp below this is relative to the profile's start
 # The trace model's sanity rule for an event timed from its line's start: no line of a job is longer than
 # an event may be (2^63-1 ps after a sane line start is still before 2255, yet 107 days into the line).
@@ -177,7 +178,7 @@ class _Columns:
 
     def __init__(self) -> None:
         self.names: dict[str, int] = {}
-        self.blocks: list[tuple[np.ndarray, ...]] = []
+        self.parts: list[list[np.ndarray]] = [[] for _ in range(6)]  # cat, name, start, dur, device, tid
 
     def label_ids(self, labels: list[str]) -> np.ndarray:
         """The name index of each label, new ones numbered in the order given."""
@@ -192,11 +193,15 @@ class _Columns:
     def add(self, cat: np.ndarray, name: np.ndarray, start_us: np.ndarray, dur_us: np.ndarray, device: int,
             tid: int) -> None:
         if name.size:
-            self.blocks.append((cat, name, start_us, dur_us, np.full(name.size, device, np.int32),
-                                np.full(name.size, tid, np.int64)))
+            for part, column in zip(self.parts, (cat, name, start_us, dur_us, np.full(name.size, device, np.int32),
+                                                 np.full(name.size, tid, np.int64))):
+                part.append(column)
 
-    def column(self, i: int, dtype) -> np.ndarray:
-        return np.concatenate([block[i] for block in self.blocks]) if self.blocks else np.zeros(0, dtype)
+    def column(self, i: int, dtype, order: np.ndarray | None = None) -> np.ndarray:
+        """Column ``i`` whole (in ``order``); its blocks are freed."""
+        whole = np.concatenate(self.parts[i]) if self.parts[i] else np.zeros(0, dtype)
+        self.parts[i] = []
+        return whole if order is None else whole[order]
 
 
 def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumns:
@@ -240,9 +245,9 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumn
     trace = k.TraceColumns(path=path, label=label, rank=None, devices=devices, cpu_collectives=CPU_COLLECTIVES)
     trace.events_in_file, trace.complete = state["events"], state["complete"]
     del buf, planes, parsed  # the file's bytes go before the columns are sorted
-    start = cols.column(2, np.float64)
+    start = np.concatenate(cols.parts[2]) if cols.parts[2] else np.zeros(0)
     order = np.argsort(start, kind="stable")
-    keep = k.times_in_range(start, cols.column(3, np.float64))
+    keep = k.times_in_range(start, np.concatenate(cols.parts[3]) if cols.parts[3] else np.zeros(0))
     dropped = state["late"] + int(keep.size - np.count_nonzero(keep))
     if dropped:  # the trace model's one sanity rule, as for Kineto: dropped and counted
         problems.add(path, None, k.OUT_OF_RANGE, count=dropped)
@@ -251,10 +256,10 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumn
     trace.names = list(cols.names)
     for attr, i, dtype in (("cat", 0, np.int8), ("name", 1, np.int32), ("start_us", 2, np.float64),
                            ("dur_us", 3, np.float64), ("device", 4, np.int32), ("tid", 5, np.int64)):
-        setattr(trace, attr, cols.column(i, dtype)[order] if len(order) else np.zeros(0, dtype))
-    size = int(trace.start_us.size)
+        setattr(trace, attr, cols.column(i, dtype, order))  # each sorted into its own copy, its blocks freed
+    size = int(order.size)
+    del order
     trace.nbytes, trace.corr = np.zeros(size, np.float64), np.full(size, -1, np.int64)
-    cols.blocks.clear()
     if not trace.start_us.size:
         problems.add(path, None, "no complete events in the trace")
     return trace
@@ -320,15 +325,16 @@ def _line(buf: Buffer, start: int, end: int, kind: _Kind, cols: _Columns, start_
     state["tids"] += 1
     if kind.own is not None and not kind.own.search(name):
         return
-    events = scan(buf, line.starts, line.ends, (1, 2, 3), 4 if kind.step_stat else None)
-    error = line.error
-    count = line.starts.size
-    broken = np.flatnonzero(events.damaged)
-    if broken.size:  # the first damaged event ends the line, as a walk one event at a time would stop there
-        count = int(broken[0])
-        error = _error_of(buf.view[int(line.starts[count]):int(line.ends[count])])
-    state["events"] += count
-    if count:
+    error, base = line.error, _base_us(ts_ns, start_ns)
+    for first in range(0, line.starts.size, CHUNK):  # a chunk at a time: the decoder's arrays stay small
+        starts, ends = line.starts[first:first + CHUNK], line.ends[first:first + CHUNK]
+        events = scan(buf, starts, ends, (1, 2, 3), 4 if kind.step_stat else None)
+        count = starts.size
+        broken = np.flatnonzero(events.damaged)
+        if broken.size:  # the first damaged event ends the line, as a walk one event at a time would stop there
+            count = int(broken[0])
+            error = _error_of(buf.view[int(starts[count]):int(ends[count])])
+        state["events"] += count
         meta, offset, dur = (events.values[n][:count].view(np.int64) for n in (1, 2, 3))
         negative = dur < 0
         late = ~negative & ((offset < -_MAX_OFFSET_PS) | (offset > _MAX_OFFSET_PS))
@@ -337,9 +343,10 @@ def _line(buf: Buffer, start: int, end: int, kind: _Kind, cols: _Columns, start_
         kept = np.flatnonzero(~(negative | late))
         steps = _steps(buf, events, kept, kind.step_stat) if kind.step_stat else {}
         cat, name_ids = _labels(meta[kept], steps, kind, cols)
-        base = _base_us(ts_ns, start_ns)
         cols.add(cat, name_ids, base + offset[kept] / 1e6, dur[kept] / 1e6, -1 if kind.device is None else kind.device,
                  tid)
+        if broken.size:
+            break
     if error is not None:
         state["complete"] = False
         problems.add(path, None, f"XSpace line {name!r} damaged ({error}): the events before the damage kept")

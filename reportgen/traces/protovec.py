@@ -33,6 +33,7 @@ _PACK = [(np.uint64(0x007F007F007F007F), np.uint64(0x7F007F007F007F00), np.uint6
          (np.uint64(0x000000000FFFFFFF), np.uint64(0x0FFFFFFF00000000), np.uint64(4))]
 _MAX_FIELD = (1 << 29) - 1
 _TAIL = 64  # fewer unfinished messages than this are finished one at a time
+WINDOW = 1 << 22  # bytes of a message searched for candidate records at once (their arrays take ~40 bytes each)
 
 
 class Buffer:
@@ -150,35 +151,45 @@ class Repeated:
     error: str | None
 
 
-def repeated(buf: Buffer, start: int, end: int, number: int) -> Repeated:
-    """The fields of the message ``start:end``, the repeated small records ``number`` found by runs (see the
-    module's docstring); ``number`` must have a one-byte key."""
-    key = number << 3 | LEN
+def _candidates(buf: Buffer, start: int, end: int, key: int, message_end: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The bytes of ``start:end`` that could start a record (its key, a one- or two-byte size, a body within
+    the message that opens with a record's field or is empty), less those inside an earlier one's span:
+    (start, body start, body end, the candidates after which a run ends)."""
     cand = np.flatnonzero(buf.bytes[start:end] == key) + start
-    b1, b2 = buf.bytes[cand + 1].astype(np.int64), buf.bytes[cand + 2].astype(np.int64)
+    b1, b2 = buf.bytes[cand + 1], buf.bytes[cand + 2]
     one = b1 < 0x80
-    head = np.where(one, 2, 3)
-    size = np.where(one, b1, (b1 & 0x7F) | (b2 << 7))
-    first = buf.bytes[cand + head]  # a record's first key (XEvent's fields 1-5), or nothing
-    plausible = (one | (b2 < 0x80)) & (cand + head + size <= end)
-    plausible &= (size == 0) | (first == 0x08) | (first == 0x10) | (first == 0x18) | (first == 0x22) | (first == 0x28)
-    cand, head, size = cand[plausible], head[plausible], size[plausible]
-    nxt = cand + head + size
+    body = cand + np.where(one, 2, 3)
+    nxt = body + np.where(one, b1, (b1 & 0x7F) | (b2.astype(np.int64) << 7))
+    first = buf.bytes[body]  # a record's first key (XEvent's fields 1-5), or nothing
+    plausible = (one | (b2 < 0x80)) & (nxt <= message_end)
+    plausible &= (nxt == body) | (first == 0x08) | (first == 0x10) | (first == 0x18) | (first == 0x22) | (first == 0x28)
+    cand, body, nxt = cand[plausible], body[plausible], nxt[plausible]
     if cand.size > 1:  # one inside an earlier one's span is a nested field (an event's stats), unless that one is
         inside = np.zeros(cand.size, bool)  # false; either way no record follows the run it would break
         inside[1:] = np.maximum.accumulate(nxt)[:-1] > cand[1:]
-        cand, head, nxt = cand[~inside], head[~inside], nxt[~inside]
-    breaks = np.flatnonzero(nxt[:-1] != cand[1:])  # a run ends at each: its next record is not the next candidate
+        cand, body, nxt = cand[~inside], body[~inside], nxt[~inside]
+    return cand, body, nxt, np.flatnonzero(nxt[:-1] != cand[1:])
+
+
+def repeated(buf: Buffer, start: int, end: int, number: int) -> Repeated:
+    """The fields of the message ``start:end``, the repeated small records ``number`` found by runs (see the
+    module's docstring), candidates looked for in windows of :data:`WINDOW` bytes; ``number`` must have a
+    one-byte key."""
+    key = number << 3 | LEN
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
     others: list[tuple[int, int, object]] = []
-    pos, error = start, None
+    pos, error, window = start, None, start
     while pos < end:
+        if pos >= window:  # the next window's candidates; a run ends at its last one
+            window = min(pos + WINDOW, end)
+            cand, body, nxt, breaks = _candidates(buf, pos, window, key, end)
         i = int(np.searchsorted(cand, pos))
         if i < cand.size and cand[i] == pos:  # a record: the run from it is taken whole
             b = int(np.searchsorted(breaks, i))
             j = int(breaks[b]) if b < breaks.size else cand.size - 1
-            starts.append(cand[i:j + 1] + head[i:j + 1])
+            starts.append(body[i:j + 1])
             ends.append(nxt[i:j + 1])
             pos = int(nxt[j])
             continue
