@@ -98,7 +98,10 @@ def scan(buf: Buffer, starts: np.ndarray, ends: np.ndarray, numbers: tuple[int, 
     pos, end = starts[live].astype(np.int64), ends[live].astype(np.int64)
     step = 0
     while live.size >= _TAIL:
-        key, after, bad = varints(buf, pos, end)
+        key, after, bad = buf.bytes[pos].astype(np.uint64), pos + 1, np.zeros(live.size, bool)
+        multi = np.flatnonzero(key >= 0x80)  # a key of two bytes or more (field 16 on): rare
+        if multi.size:
+            key[multi], after[multi], bad[multi] = varints(buf, pos[multi], end[multi])
         number, wire = (key >> np.uint64(3)).astype(np.int64), (key & np.uint64(7)).astype(np.int64)
         bad |= (number == 0) | (number > _MAX_FIELD)
         value, past, bad_value = varints(buf, after, end)  # a varint's value or a length (else unused)
@@ -111,7 +114,7 @@ def scan(buf: Buffer, starts: np.ndarray, ends: np.ndarray, numbers: tuple[int, 
         bad |= nxt > end
         ok = ~bad
         for n in numbers:
-            hit = ok & (wire == 0) & (number == n)
+            hit = ok & (key == np.uint64(n << 3))  # field n as a varint
             out.values[n][live[hit]] = value[hit]
             out.rounds[n][live[hit]] = step
         if record is not None:
