@@ -5,6 +5,9 @@ types and four wire types; the generated ``xplane_pb2`` ships only inside the te
 ``protobuf``'s parser rejects a damaged message whole, where this walker hands out every field before
 the damage and says where it stopped (the project's salvage policy, docs/reliability.md).
 
+XSpace's events, millions of small messages, are decoded many at once by ``traces.protovec`` with these
+rules; this walker reads the rest (planes, metadata, line headers) and names the damage protovec finds.
+
 A message is walked field by field: ``(number, wire type, value)``, ``value`` an int for varint /
 fixed fields (unsigned, as on the wire) and a zero-copy ``memoryview`` for length-delimited ones
 (strings, bytes, nested messages, packed arrays). Malformed input raises :class:`WireError` at the
