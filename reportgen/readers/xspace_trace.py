@@ -370,6 +370,14 @@ def _steps(buf: Buffer, events, kept: np.ndarray, step_stat: set) -> dict[int, s
     wanted[kept] = True
     take = wanted[msg] if msg.size else np.zeros(0, bool)
     msg, begin, finish = msg[take], begin[take], finish[take]
+    if msg.size:  # a stat none of whose bytes could begin its id's varint is no step stat: left unread
+        low = int(begin.min())
+        could = np.zeros(128, bool)
+        could[[s & 0x7F for s in step_stat]] = True
+        hits = np.zeros(int(finish.max()) - low + 1, np.int32)
+        np.cumsum(could[buf.bytes[low:int(finish.max())] & 0x7F], out=hits[1:])
+        take = hits[finish - low] > hits[begin - low]
+        msg, begin, finish = msg[take], begin[take], finish[take]
     if not msg.size:
         return {}
     stats = scan(buf, begin, finish, (1, 3, 4))
