@@ -45,6 +45,13 @@ def varint(buf, pos: int) -> tuple[int, int]:
             raise WireError("varint longer than 10 bytes")
 
 
+def _varint_within(view: memoryview, pos: int, end: int) -> tuple[int, int]:
+    """:func:`varint` of a message ending at ``end``; a one-byte one read in place."""
+    if pos < end and view[pos] < 0x80:
+        return view[pos], pos + 1
+    return varint(view[:end], pos)
+
+
 def field_at(view: memoryview, pos: int, end: int) -> tuple[int, int, int | memoryview, int]:
     """The field at ``pos`` of a message ending at ``end``: (number, wire type, value, position after it)."""
     # a one-byte varint (most keys, sizes and small values) read in place: a call each was most of the walk
@@ -58,17 +65,9 @@ def field_at(view: memoryview, pos: int, end: int) -> tuple[int, int, int | memo
         raise WireError(f"field number {number}")
     value: int | memoryview
     if wire == VARINT:
-        if pos < end and view[pos] < 0x80:
-            value = view[pos]
-            pos += 1
-        else:
-            value, pos = varint(view[:end], pos)
+        value, pos = _varint_within(view, pos, end)
     elif wire == LEN:
-        if pos < end and view[pos] < 0x80:
-            size = view[pos]
-            pos += 1
-        else:
-            size, pos = varint(view[:end], pos)
+        size, pos = _varint_within(view, pos, end)
         if size > end - pos:
             raise WireError(f"field {number}: {size} bytes announced, {end - pos} left")
         value = view[pos:pos + size]
