@@ -21,7 +21,8 @@ run writes the cold run's outputs).
 
 Inputs: ``sample_data``, the synthetic benchmark profiles named by ``--profiles`` (written once with
 ``benchmarks/generate_data.py``, deterministic), every raw fixture in ``../shared/fixtures/raw`` and
-the first ``--real`` jobs of ``../shared/fixtures/real`` (rule outputs only).  Run it against the commit
+the first ``--real`` jobs of ``../shared/fixtures/real`` (rule outputs only), and the recordings of
+``tests/recordings`` that hold XSpace files (``recording-jax-tf-jax-cpu``, ``recording-planted-tf-eager``, ...).  Run it against the commit
 your branch was rebased onto: other changes on ``main`` alter outputs on purpose.  Exit 0 when every
 output is identical, 1 otherwise (the differing files are listed).
 """
@@ -67,6 +68,9 @@ def inputs(work: Path, profiles: list[str], n_real: int) -> list[tuple[str, Path
     raw = FIXTURES / "raw"
     if raw.is_dir():
         found += [(f"raw-{p.name}", p) for p in sorted(raw.iterdir()) if p.is_dir() and not p.name.startswith("_")]
+    recordings = ROOT / "tests" / "recordings"  # the JAX / TensorFlow recordings: the only XSpace files at hand
+    found += [(f"recording-{run.parent.name}-{run.name}", run) for run in sorted(recordings.glob("*/*"))
+              if run.is_dir() and any(run.rglob("*.xplane.pb*"))]
     real = FIXTURES / "real"
     if real.is_dir():
         found += [(f"real-{p.name}", p / "profiler-reports") for p in sorted(real.iterdir())

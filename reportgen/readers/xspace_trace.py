@@ -29,13 +29,16 @@ starting more than 30 days into its line (the same bound, checked as the events 
 Bad input never raises: the file is read whole up to :func:`max_bytes` (a gzip'd ``.xplane.pb.gz`` is
 decompressed up to the trace layer's cap); a damaged protobuf keeps every plane, line and event before
 the damage; each problem is counted in the :class:`~reportgen.problems.ProblemLog`.
+
+Speed: a line's events and their step stats are decoded with numpy, many at once
+(:mod:`reportgen.traces.protovec`, 65,536 events at a time); planes, metadata and line headers, which are
+few, field by field (:mod:`reportgen.traces.protowire`), which also names any damage found.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from array import array
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +47,8 @@ from reportgen.readers import trace_model as k
 from reportgen.environment import SIZES_MB, megabytes
 from reportgen.problems import ProblemLog
 from reportgen.traces.gunzip import MAGIC, GunzipStream
-from reportgen.traces.protowire import LEN, VARINT, WireError, fields, signed64, text
+from reportgen.traces.protovec import PAD, Buffer, repeated, scan
+from reportgen.traces.protowire import LEN, VARINT, WireError, field_at, fields, signed64, text
 from reportgen.traces.read import text_cap
 from reportgen.user_file import UserFileError, open_user_file
 
@@ -57,6 +61,7 @@ def max_bytes() -> int:
 
 _DEVICE = re.compile(r"^/device:(GPU|TPU):(\d+)$")
 _DERIVED_FREE = {"GPU": re.compile(r"^Stream\b"), "TPU": re.compile(r"^XLA Ops$")}
+CHUNK = 1 << 16  # events decoded at once (the decoder's arrays take ~200 bytes an event while they live)
 _ABSOLUTE_NS = 10**15  # a line timestamp below this is relative to the profile's start
 # The trace model's sanity rule for an event timed from its line's start: no line of a job is longer than
 # an event may be (2^63-1 ps after a sane line start is still before 2255, yet 107 days into the line).
@@ -76,8 +81,8 @@ def _file_label(path: Path) -> str:
     return name or path.name
 
 
-def _load(path: Path, problems: ProblemLog) -> bytes | None:
-    """The file's bytes (gunzipped), at most MAX_BYTES; None when unreadable."""
+def _load(path: Path, problems: ProblemLog) -> Buffer | None:
+    """The file's bytes (gunzipped), at most MAX_BYTES, padded for the vectorised decoder; None when unreadable."""
     try:
         with open_user_file(path) as fh:  # the one guard of user files: a FIFO named .xplane.pb never hangs
             head = fh.read(2)
@@ -88,7 +93,7 @@ def _load(path: Path, problems: ProblemLog) -> bytes | None:
                     problems.add(path, None, f"XSpace file of {size >> 20} MiB, over the {max_bytes() >> 20} MiB read "
                                              "(REPORTGEN_XSPACE_MAX_MB): not read")
                     return None
-                return fh.read()
+                return _read_padded(fh, size)
             stream = GunzipStream(fh, min(text_cap(os.fstat(fh.fileno()).st_size), max_bytes()))
             data = stream.read()
             if stream.broken:
@@ -96,13 +101,26 @@ def _load(path: Path, problems: ProblemLog) -> bytes | None:
             if stream.capped:
                 problems.add(path, None, f"gzip'd XSpace cut at {stream.produced >> 20} MiB (a decompression bomb?): "
                                          "the rest was not read")
-            return data
+            return Buffer.of(data)
     except UserFileError as err:
         problems.add(path, None, str(err))
         return None
     except OSError as err:
         problems.add(path, None, f"unreadable file ({err.strerror or err})")
         return None
+
+
+def _read_padded(fh, size: int) -> Buffer:
+    """A plain file read straight into the padded buffer (no second copy of its bytes); a file that grew
+    since its size was taken is read to the size taken, one that shrank to its end."""
+    padded = np.zeros(size + PAD, np.uint8)
+    into, got = memoryview(padded), 0
+    while got < size:
+        n = fh.readinto(into[got:size])
+        if not n:
+            break
+        got += n
+    return Buffer(padded, got)
 
 
 class _Damage(Exception):
@@ -113,6 +131,19 @@ def _walk(buf):
     """fields(), with a wire error turned into :class:`_Damage` after the good fields."""
     try:
         yield from fields(buf)
+    except WireError as err:
+        raise _Damage(str(err)) from None
+
+
+def _spans(view: memoryview, start: int, end: int, number: int):
+    """(start, end) of each length-delimited field ``number`` of the message ``start:end`` of ``view``;
+    raises :class:`_Damage` after the good ones."""
+    pos = start
+    try:
+        while pos < end:
+            got, wire, value, pos = field_at(view, pos, end)
+            if got == number and wire == LEN:
+                yield pos - len(value), pos
     except WireError as err:
         raise _Damage(str(err)) from None
 
@@ -147,26 +178,34 @@ def _int_stat(buf) -> tuple[int | None, int | None]:
 
 
 class _Columns:
-    """The growing columns of one file (compact arrays, as the Kineto reader keeps them)."""
+    """The columns of one file, as numpy parts (one per chunk of a line), and the names in the order first met."""
 
     def __init__(self) -> None:
         self.names: dict[str, int] = {}
-        self.cat, self.name, self.device = array("b"), array("i"), array("i")
-        self.start, self.dur, self.nbytes = array("d"), array("d"), array("d")
-        self.tid, self.corr = array("q"), array("q")
+        self.parts: list[list[np.ndarray]] = [[] for _ in range(6)]  # cat, name, start, dur, device, tid
 
-    def add(self, cat: int, label: str, start_us: float, dur_us: float, device: int, tid: int) -> None:
-        idx = self.names.get(label)
-        if idx is None:
-            idx = self.names[label] = len(self.names)
-        self.cat.append(cat)
-        self.name.append(idx)
-        self.start.append(start_us)
-        self.dur.append(dur_us)
-        self.device.append(device)
-        self.nbytes.append(0.0)
-        self.tid.append(tid)
-        self.corr.append(-1)
+    def label_ids(self, labels: list[str]) -> np.ndarray:
+        """The name index of each label, new ones numbered in the order given."""
+        ids = np.empty(len(labels), np.int32)
+        for i, label in enumerate(labels):
+            idx = self.names.get(label)
+            if idx is None:
+                idx = self.names[label] = len(self.names)
+            ids[i] = idx
+        return ids
+
+    def add(self, cat: np.ndarray, name: np.ndarray, start_us: np.ndarray, dur_us: np.ndarray, device: int,
+            tid: int) -> None:
+        if name.size:
+            for part, column in zip(self.parts, (cat, name, start_us, dur_us, np.full(name.size, device, np.int32),
+                                                 np.full(name.size, tid, np.int64))):
+                part.append(column)
+
+    def column(self, i: int, dtype, order: np.ndarray | None = None) -> np.ndarray:
+        """Column ``i`` whole (in ``order``); its blocks are freed."""
+        whole = np.concatenate(self.parts[i]) if self.parts[i] else np.zeros(0, dtype)
+        self.parts[i] = []
+        return whole if order is None else whole[order]
 
 
 def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumns:
@@ -174,71 +213,79 @@ def read_xspace(path: Path, problems: ProblemLog | None = None) -> k.TraceColumn
     path = Path(path)
     problems = problems if problems is not None else ProblemLog()
     label = _file_label(path)
-    data = _load(path, problems)
-    if data is None:
+    buf = _load(path, problems)
+    if buf is None:
         return k.TraceColumns(path, label, None, complete=False)
     cols = _Columns()
     state = {"complete": True, "events": 0, "negative": 0, "late": 0, "start_ns": None, "tids": 0}
     planes = []
     try:
-        for number, wire, value in _walk(data):
-            if number == 1 and wire == LEN:
-                planes.append(value)
+        for span in _spans(buf.view, 0, buf.size, 1):
+            planes.append(span)
     except _Damage as err:
         state["complete"] = False
         problems.add(path, None, f"XSpace protobuf damaged ({err}): the planes before the damage kept")
     if not planes and state["complete"]:
         problems.add(path, None, "not an XSpace protobuf (no planes)")
         state["complete"] = False
-    parsed = [_plane(plane, path, problems, state) for plane in planes]
+    parsed = [_plane(buf.view, start, end, path, problems, state) for start, end in planes]
     start_ns = state["start_ns"]
     devices: list[str] = []
     for plane_name, lines, event_names, stat_names in parsed:
         match = _DEVICE.match(plane_name)
         if plane_name == "/host:CPU":
-            _host_events(lines, event_names, stat_names, cols, start_ns, state, path, problems)
+            step_stat = {i for i, n in stat_names.items() if n == "step_num"}
+            for start, end in lines:
+                _line(buf, start, end, _Kind(event_names, step_stat, None, None), cols, start_ns, state, path,
+                      problems)
         elif match:
             devices.append(plane_name)
-            _device_events(lines, event_names, match.group(1), int(match.group(2)), cols, start_ns, state, path,
-                           problems)
+            own, device = _DERIVED_FREE[match.group(1)], int(match.group(2))
+            for start, end in lines:
+                _line(buf, start, end, _Kind(event_names, set(), own, device), cols, start_ns, state, path,
+                      problems)
     if state["negative"]:
         problems.add(path, None, "negative duration (dropped)", count=state["negative"])
     trace = k.TraceColumns(path=path, label=label, rank=None, devices=devices, cpu_collectives=CPU_COLLECTIVES)
     trace.events_in_file, trace.complete = state["events"], state["complete"]
-    del data, planes, parsed  # the file's bytes go before the columns are sorted
-    start = np.frombuffer(cols.start, dtype=np.float64)
+    del buf, planes, parsed  # the file's bytes go before the columns are sorted
+    start = np.concatenate(cols.parts[2]) if cols.parts[2] else np.zeros(0)
     order = np.argsort(start, kind="stable")
-    keep = k.times_in_range(start, np.frombuffer(cols.dur, dtype=np.float64))
+    keep = k.times_in_range(start, np.concatenate(cols.parts[3]) if cols.parts[3] else np.zeros(0))
     dropped = state["late"] + int(keep.size - np.count_nonzero(keep))
     if dropped:  # the trace model's one sanity rule, as for Kineto: dropped and counted
         problems.add(path, None, k.OUT_OF_RANGE, count=dropped)
         order = order[keep[order]]
     del start, keep
     trace.names = list(cols.names)
-    for attr, column, dtype in (("cat", "cat", np.int8), ("name", "name", np.int32), ("start_us", "start", np.float64),
-                                ("dur_us", "dur", np.float64), ("device", "device", np.int32),
-                                ("nbytes", "nbytes", np.float64), ("tid", "tid", np.int64), ("corr", "corr", np.int64)):
-        # a zero-copy view of the growing array, sorted into its own copy; the array is freed at once
-        setattr(trace, attr, np.frombuffer(getattr(cols, column), dtype=dtype)[order] if len(order) else
-                np.zeros(0, dtype))
-        setattr(cols, column, None)
+    for attr, i, dtype in (("cat", 0, np.int8), ("name", 1, np.int32), ("start_us", 2, np.float64),
+                           ("dur_us", 3, np.float64), ("device", 4, np.int32), ("tid", 5, np.int64)):
+        setattr(trace, attr, cols.column(i, dtype, order))  # each sorted into its own copy, its blocks freed
+    size = int(order.size)
+    del order
+    trace.nbytes, trace.corr = np.zeros(size, np.float64), np.full(size, -1, np.int64)
     if not trace.start_us.size:
         problems.add(path, None, "no complete events in the trace")
     return trace
 
 
-def _plane(buf, path: Path, problems: ProblemLog, state: dict):
-    """(name, lines, event names by id, stat names by id) of one XPlane; the profile's start from the
-    ``Task Environment`` plane goes into ``state``."""
+def _plane(view: memoryview, start: int, end: int, path: Path, problems: ProblemLog, state: dict):
+    """(name, lines as (start, end), event names by id, stat names by id) of one XPlane; the profile's start
+    from the ``Task Environment`` plane goes into ``state``."""
     name, lines, event_names, stat_names, stats = "", [], {}, {}, []
+    pos = start
     try:
-        for number, wire, value in _walk(buf):
+        while pos < end:
+            try:
+                number, wire, value, pos = field_at(view, pos, end)
+            except WireError as err:
+                raise _Damage(str(err)) from None
             if wire != LEN:
                 continue
             if number == 2:
                 name = text(value)
             elif number == 3:
-                lines.append(value)
+                lines.append((pos - len(value), pos))
             elif number in (4, 5):
                 key, meta = _map_entry(value)
                 if key is not None and meta is not None:
@@ -259,102 +306,137 @@ def _plane(buf, path: Path, problems: ProblemLog, state: dict):
     return name, lines, event_names, stat_names
 
 
-def _line_head(buf) -> tuple[str, int]:
-    """(name, timestamp ns) of one XLine (damage is reported when its events are walked)."""
+class _Kind:
+    """How a plane's lines are read: its event names, its ``step_num`` stat ids (host), and for a device
+    plane the pattern of the lines that are its own (the others repeat their events) and its number."""
+
+    def __init__(self, event_names: dict, step_stat: set, own, device: int | None) -> None:
+        self.event_names, self.step_stat, self.own, self.device = event_names, step_stat, own, device
+
+
+def _line(buf: Buffer, start: int, end: int, kind: _Kind, cols: _Columns, start_ns, state: dict, path: Path,
+          problems: ProblemLog) -> None:
+    """One XLine's events into the columns: every event before the first damage, those the time rules drop
+    counted."""
+    line = repeated(buf, start, end, 4)
     name, ts_ns = "", 0
-    try:
-        for number, wire, value in _walk(buf):
-            if number == 2 and wire == LEN:
-                name = text(value)
-            elif number == 3 and wire == VARINT:
-                ts_ns = signed64(value)
-    except _Damage:
-        pass
-    return name, ts_ns
-
-
-def _line_events(buf):
-    """Each XEvent of one XLine as (metadata id, offset ps, duration ps, stats), one at a time (a line
-    may hold millions: none is kept here); raises :class:`_Damage` after the good ones."""
-    for number, wire, value in _walk(buf):
-        if number != 4 or wire != LEN:
-            continue
-        meta = offset = duration = 0
-        stats = []
-        for n, w, v in _walk(value):
-            if w == VARINT and n == 1:
-                meta = signed64(v)
-            elif w == VARINT and n == 2:
-                offset = signed64(v)
-            elif w == VARINT and n == 3:
-                duration = signed64(v)
-            elif w == LEN and n == 4:
-                stats.append(v)
-        yield meta, offset, duration, stats
-
-
-def _each_event(buf, path: Path, problems: ProblemLog, state: dict):
-    """:func:`_line_events` with damage counted (the events before it kept) and events counted."""
-    try:
-        for event in _line_events(buf):
-            state["events"] += 1
-            yield event
-    except _Damage as err:
+    for number, wire, value in line.others:
+        if number == 2 and wire == LEN:
+            name = text(value)
+        elif number == 3 and wire == VARINT:
+            ts_ns = signed64(int(value))
+    tid = state["tids"]
+    state["tids"] += 1
+    if kind.own is not None and not kind.own.search(name):
+        return
+    error, base = line.error, _base_us(ts_ns, start_ns)
+    for first in range(0, line.starts.size, CHUNK):  # a chunk at a time: the decoder's arrays stay small
+        starts, ends = line.starts[first:first + CHUNK], line.ends[first:first + CHUNK]
+        events = scan(buf, starts, ends, (1, 2, 3), 4 if kind.step_stat else None)
+        count = starts.size
+        broken = np.flatnonzero(events.damaged)
+        if broken.size:  # the first damaged event ends the line, as a walk one event at a time would stop there
+            count = int(broken[0])
+            error = _error_of(buf.view[int(starts[count]):int(ends[count])])
+        state["events"] += count
+        meta, offset, dur = (events.values[n][:count].view(np.int64) for n in (1, 2, 3))
+        negative = dur < 0
+        late = ~negative & ((offset < -_MAX_OFFSET_PS) | (offset > _MAX_OFFSET_PS))
+        state["negative"] += int(np.count_nonzero(negative))
+        state["late"] += int(np.count_nonzero(late))
+        kept = np.flatnonzero(~(negative | late))
+        steps = _steps(buf, events, kept, kind.step_stat) if kind.step_stat else {}
+        cat, name_ids = _labels(meta[kept], steps, kind, cols)
+        cols.add(cat, name_ids, base + offset[kept] / 1e6, dur[kept] / 1e6, -1 if kind.device is None else kind.device,
+                 tid)
+        if broken.size:
+            break
+    if error is not None:
         state["complete"] = False
-        problems.add(path, None, f"XSpace line {_line_head(buf)[0]!r} damaged ({err}): the events before the "
-                                 "damage kept")
+        problems.add(path, None, f"XSpace line {name!r} damaged ({error}): the events before the damage kept")
+
+
+def _error_of(event: memoryview) -> str:
+    """What protowire says is wrong with a message the vectorised scan found damaged."""
+    try:
+        for _ in fields(event):
+            pass
+    except WireError as err:
+        return str(err)
+    return "damaged"  # not reached: both apply the same rules
+
+
+def _steps(buf: Buffer, events, kept: np.ndarray, step_stat: set) -> dict[int, str]:
+    """``ProfilerStep#<n>`` by position in ``kept`` for each kept event with an integer ``step_num`` stat (its
+    first such stat that is whole)."""
+    msg, begin, finish = events.records
+    wanted = np.zeros(events.damaged.size, bool)
+    wanted[kept] = True
+    take = wanted[msg] if msg.size else np.zeros(0, bool)
+    msg, begin, finish = msg[take], begin[take], finish[take]
+    if msg.size:  # a stat none of whose bytes could begin its id's varint is no step stat: left unread
+        low = int(begin.min())
+        could = np.zeros(128, bool)
+        could[[s & 0x7F for s in step_stat]] = True
+        hits = np.zeros(int(finish.max()) - low + 1, np.int32)
+        np.cumsum(could[buf.bytes[low:int(finish.max())] & 0x7F], out=hits[1:])
+        take = hits[finish - low] > hits[begin - low]
+        msg, begin, finish = msg[take], begin[take], finish[take]
+    if not msg.size:
+        return {}
+    stats = scan(buf, begin, finish, (1, 3, 4))
+    signed = stats.values[4].view(np.int64)
+    has_value = (stats.rounds[3] >= 0) | (stats.rounds[4] >= 0)
+    is_step = (stats.rounds[1] >= 0) & np.isin(stats.values[1].view(np.int64), np.array(sorted(step_stat), np.int64))
+    good = np.flatnonzero(~stats.damaged & has_value & is_step)
+    if not good.size:
+        return {}
+    firsts = good[np.unique(msg[good], return_index=True)[1]]
+    at = {int(e): i for i, e in enumerate(kept.tolist())}
+    out = {}
+    for s in firsts.tolist():
+        value = int(signed[s]) if stats.rounds[4][s] > stats.rounds[3][s] else int(stats.values[3][s])
+        out[at[int(msg[s])]] = f"ProfilerStep#{value}"
+    return out
+
+
+def _labels(meta: np.ndarray, steps: dict[int, str], kind: _Kind, cols: _Columns) -> tuple[np.ndarray, np.ndarray]:
+    """(category, name index) of each event: named by its metadata, or a step; names numbered in the order the
+    events first show them."""
+    ids, first, inverse = np.unique(meta, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    cats, labels = np.zeros(ids.size + len(steps), np.int8), []
+    for i, meta_id in enumerate(ids.tolist()):
+        label = kind.event_names.get(meta_id, f"<event {meta_id}>")
+        labels.append(label)
+        cats[i] = _category(label, kind)
+    code = inverse.astype(np.int64)
+    firsts = first.tolist()
+    for j, (position, label) in enumerate(steps.items()):  # a step's own code, after the metadata's
+        code[position] = ids.size + j
+        labels.append(label)
+        cats[ids.size + j] = k.USER_ANNOTATION
+        firsts.append(position)
+    if steps:  # the first sight of a metadata id may now be a step: count only the events it names
+        plain = np.ones(meta.size, bool)
+        plain[list(steps)] = False
+        seen = np.full(ids.size, meta.size, np.int64)
+        np.minimum.at(seen, inverse[plain], np.flatnonzero(plain))
+        firsts[:ids.size] = seen.tolist()
+    order = sorted((i for i in range(len(labels)) if firsts[i] < meta.size), key=firsts.__getitem__)  # named ones
+    numbers = np.zeros(len(labels), np.int32)
+    numbers[order] = cols.label_ids([labels[i] for i in order])
+    return cats[code], numbers[code]
+
+
+def _category(label: str, kind: _Kind) -> int:
+    if kind.device is None:
+        return k.PYTHON if label.startswith("$") else k.CPU_OP
+    lower = label.lower()
+    return k.MEMCPY if "memcpy" in lower else k.MEMSET if "memset" in lower else k.KERNEL
 
 
 def _base_us(ts_ns: int, start_ns: int | None) -> float:
     if start_ns is not None and abs(ts_ns) < _ABSOLUTE_NS:
         return (start_ns + ts_ns) / 1000.0
     return ts_ns / 1000.0
-
-
-def _host_events(lines, event_names, stat_names, cols, start_ns, state, path, problems) -> None:
-    step_stat = {i for i, n in stat_names.items() if n == "step_num"}
-    for buf in lines:
-        _, ts_ns = _line_head(buf)
-        tid = state["tids"]
-        state["tids"] += 1
-        base = _base_us(ts_ns, start_ns)
-        for meta, offset, duration, stats in _each_event(buf, path, problems, state):
-            if duration < 0:
-                state["negative"] += 1
-                continue
-            if not -_MAX_OFFSET_PS <= offset <= _MAX_OFFSET_PS:
-                state["late"] += 1
-                continue
-            label = event_names.get(meta, f"<event {meta}>")
-            cat = k.PYTHON if label.startswith("$") else k.CPU_OP
-            for stat in stats if step_stat else ():
-                try:
-                    stat_id, value = _int_stat(stat)
-                except _Damage:
-                    continue
-                if stat_id in step_stat and value is not None:
-                    label, cat = f"ProfilerStep#{value}", k.USER_ANNOTATION
-                    break
-            cols.add(cat, label, base + offset / 1e6, duration / 1e6, -1, tid)
-
-
-def _device_events(lines, event_names, kind, device, cols, start_ns, state, path, problems) -> None:
-    own = _DERIVED_FREE[kind]
-    for buf in lines:
-        name, ts_ns = _line_head(buf)
-        tid = state["tids"]
-        state["tids"] += 1
-        if not own.search(name):
-            continue
-        base = _base_us(ts_ns, start_ns)
-        for meta, offset, duration, _ in _each_event(buf, path, problems, state):
-            if duration < 0:
-                state["negative"] += 1
-                continue
-            if not -_MAX_OFFSET_PS <= offset <= _MAX_OFFSET_PS:
-                state["late"] += 1
-                continue
-            label = event_names.get(meta, f"<event {meta}>")
-            lower = label.lower()
-            cat = k.MEMCPY if "memcpy" in lower else k.MEMSET if "memset" in lower else k.KERNEL
-            cols.add(cat, label, base + offset / 1e6, duration / 1e6, device, tid)

@@ -5,6 +5,9 @@ types and four wire types; the generated ``xplane_pb2`` ships only inside the te
 ``protobuf``'s parser rejects a damaged message whole, where this walker hands out every field before
 the damage and says where it stopped (the project's salvage policy, docs/reliability.md).
 
+XSpace's events, millions of small messages, are decoded many at once by ``traces.protovec`` with these
+rules; this walker reads the rest (planes, metadata, line headers) and names the damage protovec finds.
+
 A message is walked field by field: ``(number, wire type, value)``, ``value`` an int for varint /
 fixed fields (unsigned, as on the wire) and a zero-copy ``memoryview`` for length-delimited ones
 (strings, bytes, nested messages, packed arrays). Malformed input raises :class:`WireError` at the
@@ -21,8 +24,12 @@ class WireError(ValueError):
     """The bytes stop being a protobuf message here (truncated, or not protobuf at all)."""
 
 
+_U64 = (1 << 64) - 1
+
+
 def varint(buf, pos: int) -> tuple[int, int]:
-    """The varint at ``pos`` and the position after it."""
+    """The varint at ``pos`` and the position after it; the bits past 64 of a ten-byte varint are dropped,
+    as protobuf's own parsers drop them (every value fits a uint64, so a vectorised decoder gives the same)."""
     result = shift = 0
     end = len(buf)
     while True:
@@ -32,10 +39,48 @@ def varint(buf, pos: int) -> tuple[int, int]:
         pos += 1
         result |= (byte & 0x7F) << shift
         if not byte & 0x80:
-            return result, pos
+            return result & _U64, pos
         shift += 7
         if shift >= 70:
             raise WireError("varint longer than 10 bytes")
+
+
+def _varint_within(view: memoryview, pos: int, end: int) -> tuple[int, int]:
+    """:func:`varint` of a message ending at ``end``; a one-byte one read in place."""
+    if pos < end and view[pos] < 0x80:
+        return view[pos], pos + 1
+    return varint(view[:end], pos)
+
+
+def field_at(view: memoryview, pos: int, end: int) -> tuple[int, int, int | memoryview, int]:
+    """The field at ``pos`` of a message ending at ``end``: (number, wire type, value, position after it)."""
+    # a one-byte varint (most keys, sizes and small values) read in place: a call each was most of the walk
+    key = view[pos]
+    if key < 0x80:
+        pos += 1
+    else:
+        key, pos = varint(view[:end], pos)
+    number, wire = key >> 3, key & 7
+    if not 0 < number <= _MAX_FIELD:
+        raise WireError(f"field number {number}")
+    value: int | memoryview
+    if wire == VARINT:
+        value, pos = _varint_within(view, pos, end)
+    elif wire == LEN:
+        size, pos = _varint_within(view, pos, end)
+        if size > end - pos:
+            raise WireError(f"field {number}: {size} bytes announced, {end - pos} left")
+        value = view[pos:pos + size]
+        pos += size
+    elif wire in (I64, I32):
+        width = 8 if wire == I64 else 4
+        if width > end - pos:
+            raise WireError(f"field {number}: fixed value cut short")
+        value = int.from_bytes(view[pos:pos + width], "little")
+        pos += width
+    else:  # groups (3, 4) are not used by any message read here; 6, 7 do not exist
+        raise WireError(f"field {number}: wire type {wire}")
+    return number, wire, value, pos
 
 
 def fields(buf):
@@ -43,39 +88,7 @@ def fields(buf):
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
     pos, end = 0, len(view)
     while pos < end:
-        # a one-byte varint (most keys, sizes and small values) read in place: a call each was most of the walk
-        key = view[pos]
-        if key < 0x80:
-            pos += 1
-        else:
-            key, pos = varint(view, pos)
-        number, wire = key >> 3, key & 7
-        if not 0 < number <= _MAX_FIELD:
-            raise WireError(f"field number {number}")
-        if wire == VARINT:
-            if pos < end and view[pos] < 0x80:
-                value = view[pos]
-                pos += 1
-            else:
-                value, pos = varint(view, pos)
-        elif wire == LEN:
-            if pos < end and view[pos] < 0x80:
-                size = view[pos]
-                pos += 1
-            else:
-                size, pos = varint(view, pos)
-            if size > end - pos:
-                raise WireError(f"field {number}: {size} bytes announced, {end - pos} left")
-            value = view[pos:pos + size]
-            pos += size
-        elif wire in (I64, I32):
-            width = 8 if wire == I64 else 4
-            if width > end - pos:
-                raise WireError(f"field {number}: fixed value cut short")
-            value = int.from_bytes(view[pos:pos + width], "little")
-            pos += width
-        else:  # groups (3, 4) are not used by any message read here; 6, 7 do not exist
-            raise WireError(f"field {number}: wire type {wire}")
+        number, wire, value, pos = field_at(view, pos, end)
         yield number, wire, value
 
 
