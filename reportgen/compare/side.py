@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen.compare import traces
+from reportgen.compare.traces import TraceSummary
 from reportgen.compare.batch import BatchSize, batch_size_of
 from reportgen.report.build import build_report
 from reportgen.report.efficiency import RunEfficiency
@@ -54,7 +55,7 @@ class Side:
         data = self.data(section_id)
         return bool(data) and data.get("available") is not False
 
-    def traces(self) -> dict | None:
+    def traces(self) -> TraceSummary | None:
         """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""
         return traces.summarize(self.outputs.traces, self.summary().job_duration_s)
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from reportgen.compare import comparability, traces
-from reportgen.compare.common import job_cpu, signed
+from reportgen.compare.common import signed
 from reportgen.compare.regression import MIN_STEPS, STEP_BASES, judge
 from reportgen.compare.sections.causes import compare_causes
 from reportgen.compare.side import Side
 from reportgen.cost import RunCost, cost_text
 from reportgen.formatting import money_text
+from reportgen.report.json_views import JobCpu
 from reportgen.report.model import Section, Text
 
 SAME_TIME_PCT = 5.0  # durations within this many % count as "about the same"
@@ -60,8 +61,8 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     rate = traces.throughput(ta, tb, da, db)
     data["throughput"] = rate
     if rate["job_same_work_change_pct"] is not None and (ta or tb):
-        cover = " and ".join(f"{100 * t['coverage']:.1f} % of {s.label}" for s, t in ((a, ta), (b, tb))
-                             if t and t.get("coverage") is not None)
+        cover = " and ".join(f"{100 * t.coverage:.1f} % of {s.label}" for s, t in ((a, ta), (b, tb))
+                             if t and t.coverage is not None)
         profiled = rate["profiled_change_pct"]
         without = " and ".join(s.label for s, t in ((a, ta), (b, tb)) if not t)
         in_them = (f": in them B runs {signed(profiled, 1)} % steps per second, a sample, not the job's figure"
@@ -72,17 +73,17 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         sentences.append(
             f"For the same work, that is {signed(rate['job_same_work_change_pct'], 1)} % throughput ({units})."
             + (f" The profiled steps cover only {cover}{in_them}." if cover else ""))
-        data["profiled_coverage"] = {"a": (ta or {}).get("coverage"), "b": (tb or {}).get("coverage")}
+        data["profiled_coverage"] = {"a": ta.coverage if ta else None, "b": tb.coverage if tb else None}
     overall = {o["metric"]: o for o in usage.data.get("overall", [])}
     util = {}
-    own = {s.label: job_cpu(s.sections()) for s in (a, b)}
+    own = {s.label: JobCpu.of_sections(s.sections()) for s in (a, b)}
     for metric in ("GPU", "CPU"):
         o = overall.get(metric)
         if not o:
             continue
         pa, pb = o["a"].get("p95"), o["b"].get("p95")
         if metric == "CPU" and (own["A"] or own["B"]):  # a shared host: the job's own CPU, as generate judges it
-            pa, pb = ((own[s.label] or {}).get("p95", p) if own[s.label] else p for s, p in ((a, pa), (b, pb)))
+            pa, pb = (mine.p95 if (mine := own[s.label]) else p for s, p in ((a, pa), (b, pb)))
             sentences.append("CPU: " + " and ".join(f"{label}'s host was shared, so its figure is the recorded "
                                                       "command's own CPU" for label in ("A", "B") if own[label]) + ".")
         if pa is None or pb is None:
