@@ -12,6 +12,7 @@ from pathlib import Path
 from reportgen.compare import traces
 from reportgen.compare.traces import TraceSummary
 from reportgen.compare.batch import BatchSize, batch_size_of
+from reportgen.compare.output import RunMeta
 from reportgen.report.build import build_report
 from reportgen.report.efficiency import RunEfficiency
 from reportgen.report.model import Report
@@ -67,10 +68,9 @@ class Side:
         """The training job summary's numbers (``report.views.JobSummary``)."""
         return JobSummary.of(self.data(SectionId.TRAINING_JOB_SUMMARY))
 
-    def meta(self) -> dict:
-        return {"label": self.label, "name": self.name, "source": self.source, "description": self.description,
-                "instance_type": self.instance_type, "instance_count": self.instance_count,
-                "instance_from": self.instance_from or None, "region": self.region}
+    def meta(self) -> RunMeta:
+        return RunMeta(self.label, self.name, self.source, self.description, self.instance_type, self.instance_count,
+                       self.instance_from or None, self.region)
 
 
 def load_side(label: str, rule_dir: str | Path, *, name: str = "", source: str = "", description: str = "",
