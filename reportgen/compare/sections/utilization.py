@@ -19,18 +19,11 @@ def _usage_index(side: Side) -> dict[tuple[str, str], UsageRow]:
 
 
 @dataclass(frozen=True)
-class OverallUsage:
-    """One metric over all of a run's nodes (``overall_usage``): its unit, how many nodes list it, and each
-    statistic (None where no node has it as a number)."""
+class OverallUsage(UsageRow):
+    """One metric over all of a run's nodes (``overall_usage``): a usage row of no node (its unit, each statistic,
+    None where no node has it as a number) and how many nodes list it."""
 
-    unit: str | None
-    nodes: int
-    max: float | None = None
-    p99: float | None = None
-    p95: float | None = None
-    p90: float | None = None
-    p50: float | None = None
-    min: float | None = None
+    nodes: int = 1
 
 
 def _value(row: UsageRow | OverallUsage | None, key: str):
@@ -55,7 +48,7 @@ def overall_usage(index: dict[tuple[str, str], UsageRow]) -> dict[str, OverallUs
             if not values:
                 continue
             stats[key] = max(values) if key == "max" else min(values) if key == "min" else sum(values) / len(values)
-        result[metric] = OverallUsage(rows[0].unit, len(rows), **stats)
+        result[metric] = OverallUsage(metric=metric, unit=rows[0].unit, nodes=len(rows), **stats)
     return result
 
 

@@ -54,8 +54,9 @@ def test_a_metric_over_all_nodes():
             ("GPU", "algo-2"): UsageRow("algo-2", "GPU", "percentage", max=70, p95=60, p50=None, min=5),
             ("Network", "algo-1"): UsageRow("algo-1", "Network", "bytes", p95=1e6)}
     overall = overall_usage(rows)
-    assert overall["GPU"] == OverallUsage("percentage", 2, max=90, p95=70.0, p50=40.0, min=0)
-    assert overall["Network"] == OverallUsage("bytes", 1, p95=1e6)
+    assert overall["GPU"] == OverallUsage(metric="GPU", unit="percentage", nodes=2, max=90, p95=70.0, p50=40.0, min=0)
+    assert overall["Network"] == OverallUsage(metric="Network", unit="bytes", nodes=1, p95=1e6)
+    assert overall["GPU"].stat("p95") == 70.0 and overall["GPU"].node == ""
 
 
 def test_a_runs_meta_is_compare_jsons_a_and_b():
