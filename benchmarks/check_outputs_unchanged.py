@@ -9,10 +9,15 @@ inputs through that code and through the working tree, each in its own process (
 the tree; the notebook kernel inherits it), and compares byte for byte:
 
 * the rule outputs the engine writes (``profiler-reports/*.json``, ``data-quality.json``,
-  ``timeline.json``) for every raw profile;
+  ``timeline.json``) for every raw profile, and those ``generate --rule-outputs`` keeps for every input;
 * ``report.json`` of ``reportgen generate`` with ``generator.generated_at`` blanked;
 * every ``<table>…</table>`` of the HTML report, in order; with ``--whole-page``, the whole page instead,
-  its "Generated <time> UTC" stamp blanked (for changes to the rendering path that must not move a byte).
+  its "Generated <time> UTC" stamp blanked (for changes to the rendering path that must not move a byte);
+* what is made from those report.json files (``ci/``): ``reportgen check``'s JUnit and Markdown of each with
+  every cause and rule in ``--fail-on`` (its exit code too), ``check --base`` against the input before it,
+  ``reportgen trend`` over all of them (Markdown and trend.json); and the comparison of each input's kept
+  rule outputs with the one before's (compare.json, its Markdown, every chart, table and text of its sections, built
+  in process as ``compare`` builds them, the prices file's path blanked).
 
 Both trees run with the trace cache off (``REPORTGEN_NO_CACHE=1``): a reduction kept by an earlier run would
 stand in for the reader under test. ``--warm`` then runs the tree twice more with a fresh trace cache of its
@@ -101,7 +106,8 @@ def dump(out: Path, named: list[tuple[str, Path]], whole_page: bool = False) -> 
                 shutil.rmtree(work, ignore_errors=True)
         html, js = dest / "report.html", dest / "report.json"
         run = subprocess.run([sys.executable, "-m", "reportgen", "generate", str(src), "-o", str(html),
-                              "--json", str(js), "-q"], capture_output=True, text=True)
+                              "--json", str(js), "--rule-outputs", str(dest / "rule-outputs"), "-q"],
+                             capture_output=True, text=True)
         (dest / "generate-exit.txt").write_text(f"{run.returncode}\n{run.stderr.replace(str(src), 'SRC')}")
         if js.exists():
             data = json.loads(js.read_text())
@@ -115,6 +121,62 @@ def dump(out: Path, named: list[tuple[str, Path]], whole_page: bool = False) -> 
                 (dest / "tables.html").write_text("\n".join(TABLE.findall(text)))
             html.unlink()
         print(f"  {name}", flush=True)
+    dump_ci(out, named)
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "reportgen", *argv], capture_output=True, text=True)
+
+
+def dump_ci(out: Path, named: list[tuple[str, Path]]) -> None:
+    """The CI, trend and comparison outputs of the inputs ``dump`` wrote report.json for, under ``out/ci``."""
+    import reportgen
+    from reportgen.ci_outputs import known_causes
+    from reportgen.compare.build import build_comparison
+    from reportgen.compare.output import compare_data, to_markdown
+    from reportgen.compare.side import load_side
+    from reportgen.report.model import Chart, ChartRow, Table, Text
+    from reportgen.rulebook import CHECKED_RULES
+
+    ci = out / "ci"
+    ci.mkdir(parents=True, exist_ok=True)
+    reports = [(name, out / name / "report.json") for name, _ in named if (out / name / "report.json").exists()]
+    fail_on = ",".join([*known_causes(), *CHECKED_RULES])
+    for i, (name, js) in enumerate(reports):
+        junit, markdown = ci / f"{name}.junit.xml", ci / f"{name}.md"
+        run = _cli("check", str(js), "--junit", str(junit), "--markdown", str(markdown), "--no-step-summary",
+                   "--fail-on", fail_on, "-q")
+        (ci / f"{name}.check-exit.txt").write_text(f"{run.returncode}\n{run.stdout}{run.stderr}".replace(str(out), "OUT"))
+        if i:
+            run = _cli("check", str(js), "--base", str(reports[i - 1][1]), "--no-step-summary", "-q")
+            (ci / f"{name}.check-base.md").write_text(f"{run.returncode}\n{run.stdout}{run.stderr}".replace(str(out), "OUT"))
+    if len(reports) > 1:
+        run = _cli("trend", *[str(js) for _, js in reports], "--format", "md", "-o", str(ci / "trend.md"),
+                   "--json", str(ci / "trend.json"), "-q")
+        (ci / "trend-exit.txt").write_text(f"{run.returncode}\n{run.stderr}")
+        for path in (ci / "trend.md", ci / "trend.json"):
+            if path.exists():
+                path.write_text(path.read_text().replace(str(out), "OUT"))
+    tree = str(Path(reportgen.__file__).resolve().parents[1])  # the prices file's path names the tree
+    sides = [(name, out / name / "rule-outputs") for name, _ in named if (out / name / "rule-outputs").is_dir()]
+    for (name_a, dir_a), (name_b, dir_b) in zip(sides, sides[1:]):
+        target = ci / f"compare-{name_a}-vs-{name_b}"
+        try:
+            a = load_side("A", dir_a, name=name_a, source=name_a, instance_type="ml.p3.2xlarge", instance_count=1)
+            b = load_side("B", dir_b, name=name_b, source=name_b, instance_type="ml.g4dn.xlarge", instance_count=2)
+            report = build_comparison(a, b)
+            blocks = [{"id": c.id, "figure": c.figure, "fallback": c.fallback, "numbers": repr(c.numbers)}
+                      if isinstance(c, Chart) else {"table": c.id, "rows": repr(c.rows)} if isinstance(c, Table)
+                      else {"text": c.text, "tone": c.tone} if isinstance(c, Text) else {"block": repr(c)}
+                      for section in report.sections for block in section.blocks
+                      for c in (block.charts if isinstance(block, ChartRow) else [block])]
+            text = "\n".join([json.dumps(compare_data(report, a.meta(), b.meta(), "(time)"), indent=1, default=repr),
+                              to_markdown(report, a.meta(), b.meta(), "(time)"),
+                              json.dumps(blocks, indent=0, default=repr)])
+        except Exception as exc:  # the same failure on both sides is "unchanged"
+            text = f"{type(exc).__name__}: {exc}"
+        target.with_suffix(".txt").write_text(text.replace(tree, "TREE"))
+    print(f"  ci: {len(reports)} report.json, {max(len(sides) - 1, 0)} comparisons", flush=True)
 
 
 def run_tree(tree: Path, out: Path, named: list[tuple[str, Path]], whole_page: bool = False,

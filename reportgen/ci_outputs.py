@@ -7,7 +7,6 @@ Older 1.0 files lack the rows' ``status`` and ``finding``: they are derived from
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -20,11 +19,11 @@ from reportgen.diagnosis.causes import MINOR
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, STATES, evaluate_rule
 from reportgen.errors import InputError
 from reportgen.formatting import binary_bytes, human_duration, money_text
-from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.output_set import OutputSet
 from reportgen.report.efficiency import RunEfficiency, flops_rate, mfu_text
+from reportgen.report.json_views import Finding, ReportJson
 from reportgen.report.rule_texts import finding as finding_text, recommend
-from reportgen.report.views import RuleRow, UsageRow, rule_rows_of, usage_rows_of
+from reportgen.report.views import JobSummary, RuleRow, UsageRow, rule_rows_of, usage_rows_of
 from reportgen.rulebook import CHECKED_RULES
 from reportgen.section_ids import SectionId
 from reportgen.terminal_text import printable
@@ -47,7 +46,7 @@ class RuleResult:
     finding: str = ""
     recommendation: str = ""
     reason: str = ""  # why it was not evaluated
-    cause: dict | None = None  # the diagnosis finding this rule's symptom belongs to
+    cause: Finding | None = None  # the diagnosis finding this rule's symptom belongs to
 
 
 def _int(value) -> int:
@@ -86,21 +85,11 @@ def _state(row: RuleRow, rule: str, triggered: int, datapoints: int, parameters)
     return evaluate_rule(rule, triggered, datapoints, parameters)
 
 
-def sections_of(data: dict) -> dict:
-    """A report.json's section data by id (an empty dict when it has none, or not as an object)."""
-    sections = data.get("sections") if isinstance(data, dict) else None
-    return sections if isinstance(sections, dict) else {}
-
-
-def diagnosis_findings(data: dict) -> list[dict]:
-    diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
-    return [f for f in diagnosis.get("findings") or [] if isinstance(f, dict) and f.get("cause")]
-
-
-def rule_results(data: dict) -> list[RuleResult]:
+def rule_results(data: ReportJson | dict) -> list[RuleResult]:
     """One result per row of the rules summary, in the report's order (most triggered first)."""
-    section = sections_of(data).get(SectionId.RULES_SUMMARY_SECTION)
-    findings = diagnosis_findings(data)
+    report = ReportJson.of(data)
+    section = report.sections.get(SectionId.RULES_SUMMARY_SECTION)
+    findings = report.findings
     results = []
     for row in rule_rows_of(section):
         if row.rule is None:
@@ -122,74 +111,9 @@ def rule_results(data: dict) -> list[RuleResult]:
             finding=text,
             recommendation=_text(row.recommendation) or recommend(rule),
             reason=reason,
-            cause=next((f for f in findings if rule in (f.get("rules") or [])), None),
+            cause=next((f for f in findings if rule in f.rules), None),
         ))
     return results
-
-
-def load_report_json(path: Path) -> dict:
-    """Read a report.json; anything we cannot use is a one-line InputError (exit code 2)."""
-    path = Path(path)
-    try:
-        data = read_json_file(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
-    except JsonFileError as err:
-        raise InputError(f"{path}: {err}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("sections"), dict):
-        raise InputError(f"{path}: not a reportgen report.json (no 'sections' object)")
-    for key in ("job", "generator", "diagnosis"):  # what the CI outputs read besides the sections
-        if key in data and data[key] is not None and not isinstance(data[key], dict):
-            raise InputError(f"{path}: damaged report.json: '{key}' is a {_json_type(data[key])}, not an object")
-    for key, section in data["sections"].items():
-        if section is not None and not isinstance(section, dict):
-            raise InputError(f"{path}: damaged report.json: section '{key}' is a {_json_type(section)}, "
-                             "not an object")
-    version = str(data.get("schema_version", ""))
-    if version.split(".")[0] != "1":
-        raise InputError(f"{path}: schema_version {version or '(none)'} is not supported (expected 1.x)")
-    problem = rules_table_problem(data)
-    if problem:
-        raise InputError(f"{path}: damaged report.json: {problem}")
-    return data
-
-
-_COUNTS = ("times_triggered", "violations", "datapoints")
-
-
-def rules_table_problem(data: dict) -> str | None:
-    """What makes the rules table unfit to gate on, or None. ``check`` fails closed: a table whose rows were
-    replaced by ``[1, "x", null]`` or removed used to pass ``--fail-on any`` with a JUnit file of 0 tests.
-    The schema says the section is always there, and has rows unless it says ``available: false``."""
-    section = data["sections"].get(SectionId.RULES_SUMMARY_SECTION)
-    if section is None:
-        return "the rules summary section (rules-summary-section) is missing"
-    if section.get("available") is False:
-        return None
-    rows = section.get("rows")
-    if not isinstance(rows, list) or not rows:
-        return "the rules summary has no rows, and does not say it is unavailable"
-    for number, row in enumerate(rows, 1):
-        where = f"rules summary row {number}"
-        if not isinstance(row, dict):
-            return f"{where} is a {_json_type(row)}, not an object"
-        if not isinstance(row.get("rule"), str) or not row["rule"].strip():
-            return f"{where} has no rule name"
-        for key in _COUNTS:
-            value = row.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    isinstance(value, int) or (math.isfinite(value) and value.is_integer())) or value < 0:
-                return f"{where} ({printable(row['rule'])}): {key} is {printable(json.dumps(value))[:40]}, not a count"
-        status = row.get("status")
-        if status is not None and status not in (*STATES, "no_data"):
-            return f"{where} ({printable(row['rule'])}): unknown status {printable(json.dumps(status))[:40]}"
-    return None
-
-
-def _json_type(value) -> str:
-    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "value")
 
 
 # ------------------------------------------------------------------------------------------ --fail-on
@@ -268,32 +192,26 @@ class Tripped:
         return "--fail-on tripped: " + "; ".join(parts)
 
 
-def diagnosis_status(data: dict) -> str:
-    diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else {}
-    return _text(diagnosis.get("status"))
-
-
-def serious(finding: dict) -> bool:
+def serious(finding: Finding) -> bool:
     """Does this finding make the job unhealthy? report.json's ``serious``; a report.json written before it
     had the field: a share of at least 5 % of the job, or a risk (judged the cautious way)."""
-    if isinstance(finding.get("serious"), bool):
-        return finding["serious"]
-    impact = finding.get("impact") if isinstance(finding.get("impact"), dict) else {}
-    share = impact.get("share")
-    return impact.get("risk") is not None or (isinstance(share, (int, float)) and share >= MINOR)
+    if finding.serious is not None:
+        return finding.serious
+    share = finding.impact.share
+    return finding.impact.risk is not None or (share is not None and share >= MINOR)
 
 
-def tripped(data: dict, fail_on: FailOn | str) -> Tripped:
+def tripped(data: ReportJson | dict, fail_on: FailOn | str) -> Tripped:
     """What ``fail_on`` lists that this report shows: its status, causes the diagnosis found that make the
     job unhealthy (a minor finding does not fail a healthy job), fired rules (all of them for ``any``)."""
     fail_on = parse_fail_on(fail_on) if isinstance(fail_on, str) else fail_on
     if not fail_on:
         return Tripped()
-    status = diagnosis_status(data)
-    found = list(dict.fromkeys(_text(f.get("cause")) for f in diagnosis_findings(data) if serious(f)))
-    return Tripped(status=status if status in fail_on.statuses else "",
+    report = ReportJson.of(data)
+    found = list(dict.fromkeys(f.cause for f in report.findings if serious(f)))
+    return Tripped(status=report.status if report.status in fail_on.statuses else "",
                    causes=[c for c in found if c in fail_on.causes],
-                   rules=[r.rule for r in rule_results(data)
+                   rules=[r.rule for r in rule_results(report)
                           if r.status == FIRED and (fail_on.any_rule or r.rule in fail_on.rules)])
 
 
@@ -330,27 +248,25 @@ class ExtraCase:
     kind: str = "Failure"
 
 
-def junit_xml(data: dict, extra: ExtraCase | None = None) -> bytes:
+def junit_xml(data: ReportJson | dict, extra: ExtraCase | None = None) -> bytes:
     """One ``<testcase>`` per rule: ``<failure>`` when it fired (led by the diagnosed cause and its fix),
     ``<skipped>`` when it was not evaluated; and one per cause of the diagnosis vocabulary (when the
     report has a diagnosis): ``<failure>`` when found and serious (a minor one passes, with what was found in
     ``<system-out>``), ``<skipped>`` when the data was too little to judge; then ``extra``, when given."""
-    results = rule_results(data)
+    report = ReportJson.of(data)
+    results = rule_results(report)
     rule_cases = ["failure" if r.status == FIRED else "skipped" if r.status == NOT_EVALUATED else "passed"
                   for r in results]
-    causes = cause_results(data)
+    causes = cause_results(report)
     cause_cases = [state for _, state, _ in causes]
     extra_cases = [extra.state] if extra is not None else []
     root = ET.Element("testsuites", {"name": "reportgen", **_counts(rule_cases + cause_cases + extra_cases)})
     suite = ET.SubElement(root, "testsuite", {"name": SUITE, **_counts(rule_cases)})
-    job = data.get("job") or {}
-    generator = data.get("generator") or {}
     props = ET.SubElement(suite, "properties")
-    for name, value in (("job", job.get("name")), ("schema_version", data.get("schema_version")),
-                        ("reportgen_version", generator.get("version")),
-                        ("generated_at", generator.get("generated_at"))):
+    for name, value in (("job", report.job_name), ("schema_version", report.schema_version),
+                        ("reportgen_version", report.reportgen_version), ("generated_at", report.generated_at)):
         ET.SubElement(props, "property", {"name": name, "value": _x(value)})
-    use = RunEfficiency.of_sections(sections_of(data))
+    use = RunEfficiency.of_sections(report.sections)
     for name, value in (("achieved_tflops", use.achieved_tflops), ("mfu", use.mfu),
                         ("memory_device", use.memory_device), ("peak_allocated_bytes", use.peak_allocated_bytes),
                         ("peak_reserved_bytes", use.peak_reserved_bytes),
@@ -366,12 +282,11 @@ def junit_xml(data: dict, extra: ExtraCase | None = None) -> bytes:
         for key, value in r.parameters:
             ET.SubElement(case_props, "property", {"name": _x(f"parameter.{key}"), "value": _x(value)})
         if r.status == FIRED:
-            lead = cause_line(r.cause, report_currency(data)) if r.cause else r.finding
+            lead = cause_line(r.cause, report.currency) if r.cause else r.finding
             failure = ET.SubElement(case, "failure", {"message": _x(lead), "type": "RuleFired"})
             body = [lead]
             if r.cause:
-                body += [f"Fix: {_text(r.cause.get('fix'))}", f"Evidence: {'; '.join(map(_text, r.cause.get('evidence') or []))}",
-                         f"Rule: {r.finding}"]
+                body += [f"Fix: {r.cause.fix}", f"Evidence: {'; '.join(r.cause.evidence)}", f"Rule: {r.finding}"]
             elif r.recommendation:
                 body.append(f"Recommendation: {r.recommendation}")
             failure.text = _x("\n".join(body))
@@ -382,9 +297,9 @@ def junit_xml(data: dict, extra: ExtraCase | None = None) -> bytes:
         for cause, state, finding in causes:
             case = ET.SubElement(cause_suite, "testcase", {"classname": CAUSE_SUITE, "name": _x(cause), "time": "0"})
             details = [] if finding is None else [
-                cause_line(finding), f"Evidence: {'; '.join(map(_text, finding.get('evidence') or []))}",
-                f"Rules: {', '.join(map(_text, finding.get('rules') or [])) or 'none'}"]
-            if state == "failure":
+                cause_line(finding), f"Evidence: {'; '.join(finding.evidence)}",
+                f"Rules: {', '.join(finding.rules) or 'none'}"]
+            if state == "failure" and finding is not None:
                 failure = ET.SubElement(case, "failure", {"message": _x(cause_line(finding)), "type": "CauseFound"})
                 failure.text = _x("\n".join(details))
             elif finding is not None:  # found, but minor: passed, with what was found
@@ -405,15 +320,15 @@ def junit_xml(data: dict, extra: ExtraCase | None = None) -> bytes:
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
-def cause_results(data: dict) -> list[tuple[str, str, dict | None]]:
+def cause_results(report: ReportJson) -> list[tuple[str, str, Finding | None]]:
     """(cause, failure | skipped | passed, its finding) for every cause of the vocabulary, plus any other
     cause the report names (a newer reportgen's); none for a report.json without a diagnosis."""
-    if not isinstance(data.get("diagnosis"), dict):
+    if report.diagnosis is None:
         return []
-    findings = {}
-    for finding in diagnosis_findings(data):
-        findings.setdefault(_text(finding.get("cause")), finding)
-    insufficient = diagnosis_status(data) == "insufficient-data"
+    findings: dict[str, Finding] = {}
+    for finding in report.findings:
+        findings.setdefault(finding.cause, finding)
+    insufficient = report.status == "insufficient-data"
     return [(cause, "failure" if cause in findings and serious(findings[cause]) else
              "skipped" if insufficient else "passed", findings.get(cause))
             for cause in dict.fromkeys([*known_causes(), *findings])]
@@ -458,58 +373,46 @@ def _duration(seconds) -> str:
     return f"{seconds} s ({human})" if seconds >= 60 else human
 
 
-def _impact(finding: dict, currency: str = "USD") -> str:
-    impact = finding.get("impact") if isinstance(finding.get("impact"), dict) else {}
-    risk = impact.get("risk") if isinstance(impact.get("risk"), dict) else None
+def _impact(finding: Finding, currency: str = "USD") -> str:
+    impact = finding.impact
+    risk = impact.risk
     if risk is not None:
-        parts = [f"grows {binary_bytes(risk['per_step_bytes'])} per step"] if "per_step_bytes" in risk else []
-        if isinstance(risk.get("time_to_full_s"), (int, float)):
-            parts.append(f"full in {_duration(risk['time_to_full_s'])} at this rate")
+        parts = [f"grows {binary_bytes(risk.per_step_bytes)} per step"] if risk.per_step_bytes_listed else []
+        if risk.time_to_full_s is not None:
+            parts.append(f"full in {_duration(risk.time_to_full_s)} at this rate")
         # how full the GPU memory was, and (SageMaker's GPUMemoryUtilization) how busy, never as how full
-        for key, words in (("peak_pct", "peak {:.0f} % of GPU memory"),
-                           ("peak_activity_pct", "peak memory-controller activity {:.0f} %")):
-            if isinstance(risk.get(key), (int, float)):
-                parts.append(words.format(risk[key]))
+        for value, words in ((risk.peak_pct, "peak {:.0f} % of GPU memory"),
+                             (risk.peak_activity_pct, "peak memory-controller activity {:.0f} %")):
+            if value is not None:
+                parts.append(words.format(value))
         return "risk, no time lost yet" + (f" ({', '.join(parts)})" if parts else "")
-    share, seconds, cost = impact.get("share"), impact.get("seconds"), impact.get("cost")
+    share, seconds, cost = impact.share, impact.seconds, impact.cost
     # from a minute on whole seconds truncated, as the page says it (causes.secs): one number in every output
     text = (f"about {human_duration(int(seconds) if seconds >= 60 else seconds)}"
-            if isinstance(seconds, (int, float)) and math.isfinite(seconds) else "impact unknown")
-    loop, of = impact.get("loop_share"), impact.get("share_of")
-    if isinstance(share, (int, float)) and math.isfinite(share):
+            if seconds is not None else "impact unknown")
+    loop, of = impact.loop_share, impact.share_of
+    if share is not None:
         whole = "of the profiled steps" if of == "profiled steps" else "of the job"
-        loop_text = (f"{loop * 100:.0f} % of the training loop, " if isinstance(loop, (int, float)) and
-                     math.isfinite(loop) and of != "profiled steps" else "")
+        loop_text = f"{loop * 100:.0f} % of the training loop, " if loop is not None and of != "profiled steps" else ""
         text += f" ({loop_text}{share * 100:.0f} % {whole})"
-    if isinstance(cost, (int, float)) and math.isfinite(cost):
+    if cost is not None:
         text += f", about {money_text(cost, currency)}"
     return text
 
 
-def cause_line(finding: dict, currency: str = "USD") -> str:
+def cause_line(finding: Finding, currency: str = "USD") -> str:
     """``input-pipeline: The input pipeline starves the GPUs, about 452 s (58 % of the job). Fix: ...``"""
-    title = _text(finding.get("title")) or _text(finding.get("cause"))
-    return f"{_text(finding.get('cause'))}: {title}, {_impact(finding, currency)}. Fix: {_text(finding.get('fix'))}"
-
-
-def report_currency(data: dict) -> str:
-    """The currency of the price table the report's costs come from (the cost section's ``prices``)."""
-    cost = sections_of(data).get(SectionId.COST)
-    prices = cost.get("prices") if isinstance(cost, dict) else None
-    currency = prices.get("currency") if isinstance(prices, dict) else None
-    return _text(currency) or "USD"
-
-
+    return f"{finding.cause}: {finding.headline}, {_impact(finding, currency)}. Fix: {finding.fix}"
 
 
 KEY_METRICS = ("CPU", "GPU")
 KEY_PERCENTILES = ("p50", "p95", "p99")
 
 
-def node_percentiles(data: dict) -> list[tuple[str, dict[str, UsageRow]]]:
+def node_percentiles(report: ReportJson) -> list[tuple[str, dict[str, UsageRow]]]:
     """[(node, {metric: row})] for the key metrics, nodes in the order of the system usage table."""
     nodes: dict[str, dict[str, UsageRow]] = {}
-    for row in usage_rows_of(sections_of(data).get(SectionId.SYSTEM_USAGE_STATISTICS)):
+    for row in usage_rows_of(report.sections.get(SectionId.SYSTEM_USAGE_STATISTICS)):
         if row.metric in KEY_METRICS:
             nodes.setdefault(row.node, {})[row.metric] = row
     return list(nodes.items())
@@ -518,40 +421,39 @@ def node_percentiles(data: dict) -> list[tuple[str, dict[str, UsageRow]]]:
 STATUS_WORDS = {"healthy": "healthy", "problems": "problems found", "insufficient-data": "insufficient data"}
 
 
-def verdict_lines(data: dict) -> list[str]:
+def verdict_lines(report: ReportJson) -> list[str]:
     """The diagnosis first: status, then the top findings with their fix (nothing for an old report.json)."""
-    diagnosis = data.get("diagnosis") if isinstance(data.get("diagnosis"), dict) else None
-    if diagnosis is None:
+    if report.diagnosis is None:
         return []
-    status = _text(diagnosis.get("status"))
+    status = report.status
     lines = [f"**Status: {md(STATUS_WORDS.get(status, status))}**", ""]
-    findings = diagnosis_findings(data)
+    findings = report.findings
     if status == "insufficient-data":
         lines += ["Nothing could be judged: too little data for any rule or utilization check.", ""]
     for number, finding in enumerate(findings[:3], 1):
-        lines += [f"{number}. **{md(finding.get('title') or finding.get('cause'))}** "
-                  f"(`{md(finding.get('cause'))}`), {md(_impact(finding, report_currency(data)))}",
-                  f"   - Fix: {md(finding.get('fix'))}",
-                  f"   - Evidence: {md('; '.join(map(_text, finding.get('evidence') or [])))}"]
+        lines += [f"{number}. **{md(finding.headline)}** "
+                  f"(`{md(finding.cause)}`), {md(_impact(finding, report.currency))}",
+                  f"   - Fix: {md(finding.fix)}",
+                  f"   - Evidence: {md('; '.join(finding.evidence))}"]
     if findings:
         lines.append("")
     return lines
 
 
-def hardware_lines(data: dict) -> list[str]:
+def hardware_lines(data: ReportJson | dict) -> list[str]:
     """The traces' use of the hardware (achieved TFLOP/s, MFU, memory peaks: ``report.efficiency``), none
     when the traces have no FLOP counts or memory events."""
-    use = RunEfficiency.of_sections(sections_of(data))
+    use = RunEfficiency.of_sections(ReportJson.of(data).sections)
     parts = [f"Compute: {use.compute_text()}" if use.compute_text() else "",
              f"Memory: {use.memory_text()}" if use.memory_text() else ""]
     parts = [md(p) for p in parts if p]
     return [f"{'. '.join(parts)} (from the profiler traces).", ""] if parts else []
 
 
-def hardware_change_lines(base: dict, data: dict) -> list[str]:
+def hardware_change_lines(base: ReportJson | dict, data: ReportJson | dict) -> list[str]:
     """``check --base``: the traces' use of the hardware, the base's against this run's (FLOP/s, MFU, memory
     peaks: ``report.efficiency``), where either run's traces have them; none otherwise."""
-    was, now = RunEfficiency.of_sections(sections_of(base)), RunEfficiency.of_sections(sections_of(data))
+    was, now = (RunEfficiency.of_sections(ReportJson.of(d).sections) for d in (base, data))
     if not (was.known or now.known):
         return []
     parts = []
@@ -571,31 +473,30 @@ def hardware_change_lines(base: dict, data: dict) -> list[str]:
     return [f"Use of the hardware, the base's → this run's: {md('; '.join(parts))}.", ""] if parts else []
 
 
-def markdown_summary(data: dict, extra: str = "") -> str:
+def markdown_summary(data: ReportJson | dict, extra: str = "") -> str:
     """A compact, link-free summary: job, duration, key percentiles per node, rules that fired; ``extra``
     (already Markdown, e.g. the regression check against a base run) right after the verdict."""
-    sections = sections_of(data)
-    job = data.get("job") or {}
-    lines = [f"## Profiling report: {md(job.get('name') or 'unnamed job', NAME_CHARS)}", ""]
-    if job.get("incomplete"):
+    report = ReportJson.of(data)
+    lines = [f"## Profiling report: {md(report.job_name or 'unnamed job', NAME_CHARS)}", ""]
+    if report.incomplete:
         lines += ["The job was still running: the report covers the data written so far.", ""]
-    lines += verdict_lines(data)
+    lines += verdict_lines(report)
     if extra:
         lines += [extra.rstrip("\n"), ""]
 
-    summary = sections.get(SectionId.TRAINING_JOB_SUMMARY) or {}
-    if summary.get("available") is False or "job_duration_s" not in summary:
+    if not report.duration_listed:
         lines += ["Job duration: unknown (no system or framework timestamps).", ""]
     else:
-        parts = [f"{label} {human_duration(summary.get(key)) or 'unknown'}" for label, key in
-                 (("initialization", "initialization_s"), ("training loop", "training_loop_duration_s"),
-                  ("finalization", "finalization_s")) if summary.get(key) is not None]
-        lines += [f"Job duration: {_duration(summary.get('job_duration_s'))}"
+        summary = JobSummary.of(report.sections.get(SectionId.TRAINING_JOB_SUMMARY))
+        parts = [f"{label} {human_duration(value) or 'unknown'}" for label, value in
+                 (("initialization", summary.initialization_s), ("training loop", summary.training_loop_duration_s),
+                  ("finalization", summary.finalization_s)) if value is not None]
+        lines += [f"Job duration: {_duration(summary.job_duration_s)}"
                   + (f"; {', '.join(parts)}." if parts else "."), ""]
 
-    lines += hardware_lines(data)
+    lines += hardware_lines(report)
 
-    nodes = node_percentiles(data)
+    nodes = node_percentiles(report)
     if nodes:
         header = [f"{m} {p}" for m in KEY_METRICS for p in KEY_PERCENTILES]
         lines += ["Utilization per node, in percent:", "",
@@ -608,7 +509,7 @@ def markdown_summary(data: dict, extra: str = "") -> str:
     else:
         lines += ["No system usage statistics were recorded.", ""]
 
-    results = rule_results(data)
+    results = rule_results(report)
     fired = [r for r in results if r.status == FIRED]
     skipped = [r for r in results if r.status == NOT_EVALUATED]
     evaluated = len(results) - len(skipped)
@@ -629,8 +530,8 @@ def markdown_summary(data: dict, extra: str = "") -> str:
     if skipped:
         lines += [f"Not evaluated: {', '.join(f'{md(r.rule)} ({md(r.reason)})' for r in skipped)}.", ""]
 
-    problems = (sections.get(SectionId.DATA_QUALITY) or {}).get("problems")
-    if isinstance(problems, int) and problems:
+    problems = report.data_quality_problems
+    if problems:
         lines += [f"Data quality: {problems} problem(s) while reading the input (listed in the report).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -660,19 +561,20 @@ def ci_output_set(junit, markdown, summary_file) -> OutputSet:
     return outputs
 
 
-def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | None = None,
+def write_ci_outputs(data: ReportJson | dict, *, junit: Path | None = None, markdown: Path | None = None,
                      step_summary: bool = True, fail_on: FailOn | str = "none",
                      environ: dict | None = None, extra_markdown: str = "",
                      extra_case: ExtraCase | None = None) -> CIOutcome:
     """Write the requested outputs together (``output_set``: checked first, all or none; ``-`` is
     standard output); then append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set."""
     environ = os.environ if environ is None else environ
+    report = ReportJson.of(data)
     summary_file = environ.get(STEP_SUMMARY_VARIABLE) if step_summary else None
     outputs = ci_output_set(junit, markdown, summary_file)
     contents: dict = {}
     if junit:
-        contents["--junit"] = junit_xml(data, extra_case)
-    text = markdown_summary(data, extra_markdown) if markdown or summary_file else ""
+        contents["--junit"] = junit_xml(report, extra_case)
+    text = markdown_summary(report, extra_markdown) if markdown or summary_file else ""
     if markdown:
         contents["--markdown"] = text
     written = [t.path for t in outputs.commit(contents)]
@@ -684,4 +586,4 @@ def write_ci_outputs(data: dict, *, junit: Path | None = None, markdown: Path | 
             raise InputError(f"$GITHUB_STEP_SUMMARY ({summary_file}): cannot append "
                              f"({err.strerror or err})") from None
         written.append(Path(summary_file))
-    return CIOutcome(written, tripped(data, fail_on))
+    return CIOutcome(written, tripped(report, fail_on))

@@ -431,7 +431,8 @@ def _run(args, say) -> int:
     # validated before any work starts: a typo in a rule name must not cost a whole run
     args.fail_on_parsed = parse_fail_on(args.fail_on)
     if args.command == "check":
-        from reportgen.ci_outputs import ci_output_set, load_report_json, markdown_summary
+        from reportgen.ci_outputs import ci_output_set, markdown_summary
+        from reportgen.report.json_views import load_report_json
 
         # every output checked before anything is read (one of them naming an input is refused first)
         ci_output_set(args.junit, args.markdown, None if args.no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY"))

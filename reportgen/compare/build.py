@@ -24,7 +24,7 @@ def build_comparison(a: Side, b: Side, prices: PriceTable | None = None, force: 
     cost_section, ca, cb, saving = cost.build(a, b, prices)
     phase_section, usage_section = phases.build(a, b), utilization.build(a, b)
     rule_section = rules.build(a, b)
-    verdict_section = verdict.build(a, b, phase_section, usage_section, rule_section, ca, cb, saving, force)
+    verdict_section = verdict.build(a, b, rule_section, ca, cb, saving, force)
     sections = [verdict_section, cost_section, phase_section, usage_section, steps.build(a, b),
                 framework.build(a, b), operators.build(a, b), rule_section, data_quality.build(a, b)]
     assert tuple(s.id for s in sections) == SECTION_IDS

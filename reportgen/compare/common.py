@@ -5,7 +5,6 @@ from __future__ import annotations
 from reportgen.formatting import exact_number
 from reportgen.report.model import Shown
 from reportgen.report.util import number
-from reportgen.section_ids import SectionId
 
 STATS = ("max", "p99", "p95", "p90", "p50", "min")
 SHOWN_STATS = ("p50", "p95", "max")
@@ -33,15 +32,3 @@ def signed_cell(value, digits: int = 2):
     if text is None or float(text.replace("\u2212", "-")) == value:
         return text
     return Shown(text, exact_number(value))
-
-
-def job_cpu(sections: dict) -> dict | None:
-    """A `reportgen record` run on a shared host: the recorded command's own CPU (``p50``, ``p95``: % of the
-    host's cores), which ``generate`` judges the run by; None otherwise (the host's CPU is the job's).
-    ``sections``: a run's section data by id (its report.json's ``sections``)."""
-    usage = (sections or {}).get(SectionId.SYSTEM_USAGE_STATISTICS)
-    command = usage.get("recorded_command") if isinstance(usage, dict) else None
-    if not isinstance(command, dict) or command.get("host_shared") is not True:
-        return None
-    p50, p95 = number(command.get("job_cpu_pct_of_host_p50")), number(command.get("job_cpu_pct_of_host_p95"))
-    return {"p50": p50, "p95": p95} if p95 is not None else None

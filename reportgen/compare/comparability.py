@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from reportgen.compare.side import Side
+from reportgen.report.json_views import OperatorTable
 from reportgen.report.util import number
 from reportgen.report.views import usage_rows_of
 from reportgen.section_ids import SectionId
@@ -61,19 +62,20 @@ def _shares(values: dict) -> dict[str, float] | None:
 
 
 def _operators(side: Side) -> tuple[str, dict[str, float] | None]:
-    ops = (side.traces() or {}).get("op_ms_per_step")
+    summary = side.traces()
+    ops = summary.op_ms_per_step if summary else None
     if ops:
         return "profiler traces", _shares({n: number(v) for n, v in ops.items()})
-    rows = side.data(SectionId.CPU_OPERATORS_OVERVIEW).get("rows") or []
-    found = {str(r.get("operator")): number(r.get("percentage")) for r in rows if isinstance(r, dict)}
+    rows = OperatorTable.of(side.data(SectionId.CPU_OPERATORS_OVERVIEW)).rows
+    found = {str(r.operator): number(r.percentage) for r in rows}
     return "SageMaker framework metrics", _shares(found) if found else None
 
 
 def _world(side: Side) -> tuple[str, int] | None:
     """("ranks", n) from the profiler traces, else ("nodes", n) from the system metrics, else None."""
     traces = side.traces()
-    if traces and traces.get("ranks"):
-        return "rank", int(traces["ranks"])
+    if traces and traces.ranks:
+        return "rank", traces.ranks
     nodes = {row.node for row in usage_rows_of(side.data(SectionId.SYSTEM_USAGE_STATISTICS))}
     return ("node", len(nodes)) if nodes else None
 

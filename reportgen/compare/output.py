@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import asdict, dataclass
 from pathlib import PurePath
+from typing import Any
 
 from reportgen import __version__
 from reportgen.formatting import format_cell
@@ -16,12 +18,29 @@ from reportgen.terminal_text import printable
 SCHEMA_VERSION = "1.0"
 
 
-def compare_data(report: Report, a_meta: dict, b_meta: dict, generated_at: str) -> dict:
+@dataclass(frozen=True)
+class RunMeta:
+    """What compare.json (``a``, ``b``: ``as_data``) and the Markdown say about one run besides its numbers."""
+
+    label: str
+    name: str
+    source: str
+    description: str
+    instance_type: str | None = None
+    instance_count: int | None = None
+    instance_from: str | None = None  # where the instance type came from, None when not given
+    region: str | None = None
+
+    def as_data(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def compare_data(report: Report, a_meta: RunMeta, b_meta: RunMeta, generated_at: str) -> dict:
     return json_safe({
         "schema_version": SCHEMA_VERSION,
         "generator": {"name": "reportgen", "version": __version__, "generated_at": generated_at},
-        "a": a_meta,
-        "b": b_meta,
+        "a": a_meta.as_data(),
+        "b": b_meta.as_data(),
         "sections": {section.id: section.data for section in report.sections},
     })
 
@@ -53,10 +72,10 @@ def public_source(source) -> str:
     return f"local folder {name}"
 
 
-def _hide_local_paths(text: str, metas: tuple) -> str:
+def _hide_local_paths(text: str, metas: tuple[RunMeta, ...]) -> str:
     """Every spelling of the local sources' paths in ``text`` replaced by their public names."""
     for meta in metas:
-        source = str(meta.get("source") or "")
+        source = str(meta.source or "")
         if not source or public_source(source) == source:
             continue
         spellings = {p for p in (source, os.path.abspath(source), os.path.realpath(source)) if os.path.isabs(p)}
@@ -91,10 +110,10 @@ def _table(table: Table) -> list[str]:
     return lines
 
 
-def to_markdown(report: Report, a_meta: dict, b_meta: dict, generated_at: str) -> str:
-    out = [f"## Comparison: {md_escape(a_meta.get('name'))} (A) vs {md_escape(b_meta.get('name'))} (B)", ""]
+def to_markdown(report: Report, a_meta: RunMeta, b_meta: RunMeta, generated_at: str) -> str:
+    out = [f"## Comparison: {md_escape(a_meta.name)} (A) vs {md_escape(b_meta.name)} (B)", ""]
     for meta in (a_meta, b_meta):
-        out.append(f"- **{meta['label']}**: {md_escape(meta.get('name'))} — {md_escape(public_source(meta.get('source')))}")
+        out.append(f"- **{meta.label}**: {md_escape(meta.name)} — {md_escape(public_source(meta.source))}")
     out.append("")
     for section in report.sections:
         out += [f"### {md_escape(section.title)}", ""]

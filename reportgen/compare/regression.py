@@ -23,6 +23,7 @@ import re
 from dataclasses import asdict, dataclass, replace
 
 from reportgen.errors import InputError
+from reportgen.report.json_views import ReportJson, load_report_json
 from reportgen.report.views import JobSummary, step_nodes_of
 from reportgen.section_ids import SectionId
 
@@ -92,8 +93,6 @@ def histogram_problem(sections: dict) -> str:
 def load_gated_report(path, data: dict | None = None) -> dict:
     """A report.json to gate on or trend (``data``: already loaded): read as ``check`` reads it, then every
     number the gate reads checked; damage is one line, exit code 2."""
-    from reportgen.ci_outputs import load_report_json
-
     data = load_report_json(path) if data is None else data
     problem = gated_numbers_problem(data)
     if problem:
@@ -105,15 +104,14 @@ def gated_numbers_problem(data: dict) -> str:
     """Why a report.json cannot be gated on or put in a trend ("" when it can): every number the regression
     gate and ``trend`` read, checked before they are read (a histogram edge of 1e308 used to end ``check
     --base`` in a traceback)."""
-    sections = data.get("sections") or {}
-    problem = histogram_problem(sections)
+    report = ReportJson.of(data)
+    problem = histogram_problem(report.sections)
     if problem:
         return problem
-    summary = sections.get(SectionId.TRAINING_JOB_SUMMARY) or {}
-    value = summary.get("job_duration_s") if isinstance(summary, dict) else None
+    value = report.duration_given
     if value is not None and not (_finite(value) and 0 <= value <= MAX_DURATION_S):
         return f"the job duration {value!r} is not a number of seconds from 0 to {MAX_DURATION_S:g}"
-    status = (data.get("diagnosis") or {}).get("status")
+    status = report.diagnosis.status_given if report.diagnosis is not None else None
     if status is not None and not isinstance(status, str):
         return f"the diagnosis status is a {type(status).__name__}, not a text"
     return ""

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen.compare import traces
+from reportgen.compare.traces import TraceSummary
 from reportgen.compare.batch import BatchSize, batch_size_of
+from reportgen.compare.output import RunMeta
 from reportgen.report.build import build_report
 from reportgen.report.efficiency import RunEfficiency
 from reportgen.report.model import Report
@@ -54,7 +56,7 @@ class Side:
         data = self.data(section_id)
         return bool(data) and data.get("available") is not False
 
-    def traces(self) -> dict | None:
+    def traces(self) -> TraceSummary | None:
         """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""
         return traces.summarize(self.outputs.traces, self.summary().job_duration_s)
 
@@ -66,10 +68,9 @@ class Side:
         """The training job summary's numbers (``report.views.JobSummary``)."""
         return JobSummary.of(self.data(SectionId.TRAINING_JOB_SUMMARY))
 
-    def meta(self) -> dict:
-        return {"label": self.label, "name": self.name, "source": self.source, "description": self.description,
-                "instance_type": self.instance_type, "instance_count": self.instance_count,
-                "instance_from": self.instance_from or None, "region": self.region}
+    def meta(self) -> RunMeta:
+        return RunMeta(self.label, self.name, self.source, self.description, self.instance_type, self.instance_count,
+                       self.instance_from or None, self.region)
 
 
 def load_side(label: str, rule_dir: str | Path, *, name: str = "", source: str = "", description: str = "",

@@ -12,6 +12,9 @@ the whole job, as the change the duration implies for the same work (same steps,
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, fields
+from typing import Any
+
 from reportgen.report.model import Table, Text
 from reportgen.report.util import as_dict, number
 from reportgen.trace_ranks import TraceJob, TraceLoader, TraceRank, trace_ranks_of
@@ -24,7 +27,55 @@ def _mean(values: list) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def summarize(doc, job_s) -> dict | None:
+@dataclass(frozen=True)
+class GpuSummary:
+    """The GPU side of one run's traces per profiled step, averaged over the ranks with GPU analyses
+    (``traces.gpu`` in compare.json: ``as_data``)."""
+
+    kernel_ms_per_step: float | None = None
+    kernels_per_step: float | None = None
+    comm_comp_overlap_pct: float | None = None
+    exposed_comm_per_step_ms: float | None = None
+    window_idle_pct: float | None = None
+    breakdown_ms_per_step: dict[str, float] = field(default_factory=dict)  # category -> ms, in the traces' order
+    kernel_ms_per_step_by_name: dict[str, float] = field(default_factory=dict)
+    kernel_ms_per_step_exact: bool = False
+
+    def as_data(self, by_name: bool = True) -> dict[str, Any]:
+        """compare.json's object, in the fields' order (``by_name=False``: without the kernels by name)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if by_name or f.name != "kernel_ms_per_step_by_name"}
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """One run's PyTorch profiler traces in a few numbers (``summarize``; ``traces.a``/``.b`` in compare.json:
+    ``as_data``). Per rank, averaged over the ranks with profiled steps."""
+
+    ranks: int
+    profiled_steps: float
+    step_numbers: list[int] | None  # the first and last profiled step's number, when the steps are numbered
+    profiled_s: float
+    job_s: float | None
+    coverage: float | None  # the share of the job's duration profiled
+    mean_step_ms: float | None
+    steps_per_s: float | None
+    dataloader_share: float | None
+    dataloader_per_step_ms: float | None
+    iterators: list[str]
+    collective_share: float | None
+    op_ms_per_step: dict[str, float]
+    op_ms_per_step_exact: bool
+    gpu: GpuSummary | None
+
+    def as_data(self) -> dict[str, Any]:
+        """compare.json's object, in the fields' order."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["gpu"] = self.gpu.as_data() if self.gpu is not None else None
+        return data
+
+
+def summarize(doc, job_s) -> TraceSummary | None:
     """One run's traces in a few numbers (None without profiled steps)."""
     ranks = [r for r in trace_ranks_of(doc).values() if r.step_list]
     if not ranks:
@@ -38,30 +89,30 @@ def summarize(doc, job_s) -> dict | None:
     steps = _mean([len(r.step_list) for r in ranks])
     ops, ops_exact = operator_ms_per_step(doc, ranks)
     job_s = number(job_s)
-    return {
-        "ranks": len(ranks),
-        "profiled_steps": steps,
-        "step_numbers": [numbers[0], numbers[-1]] if numbers else None,
-        "profiled_s": profiled_s,
-        "job_s": job_s,
-        "coverage": profiled_s / job_s if job_s and profiled_s is not None else None,
-        "mean_step_ms": mean_ms,
-        "steps_per_s": 1000.0 / mean_ms if mean_ms else None,
-        "dataloader_share": _mean([number(d.step_share) for d in loaders]),
-        "dataloader_per_step_ms": _mean([number(d.per_step_ms) for d in loaders]),
-        "iterators": iterators,
-        "collective_share": _mean([number(r.collective_share) for r in ranks]),
-        "op_ms_per_step": ops,
-        "op_ms_per_step_exact": ops_exact,
-        **gpu_summary(doc, ranks),
-    }
+    return TraceSummary(
+        ranks=len(ranks),
+        profiled_steps=steps,
+        step_numbers=[numbers[0], numbers[-1]] if numbers else None,
+        profiled_s=profiled_s,
+        job_s=job_s,
+        coverage=profiled_s / job_s if job_s and profiled_s is not None else None,
+        mean_step_ms=mean_ms,
+        steps_per_s=1000.0 / mean_ms if mean_ms else None,
+        dataloader_share=_mean([number(d.step_share) for d in loaders]),
+        dataloader_per_step_ms=_mean([number(d.per_step_ms) for d in loaders]),
+        iterators=iterators,
+        collective_share=_mean([number(r.collective_share) for r in ranks]),
+        op_ms_per_step=ops,
+        op_ms_per_step_exact=ops_exact,
+        gpu=gpu_summary(doc, ranks),
+    )
 
 
-def gpu_summary(doc, ranks: list[TraceRank]) -> dict:
+def gpu_summary(doc, ranks: list[TraceRank]) -> GpuSummary | None:
     """The GPU side of one run's traces per profiled step, averaged over the ranks with GPU analyses."""
     gpu = [r for r in ranks if r.gpu_analysis.listed]
     if not gpu:
-        return {"gpu": None}
+        return None
     kernels, exact = operator_ms_per_step(doc, ranks, "kernels")
 
     def per_step(r, ms):
@@ -72,17 +123,17 @@ def gpu_summary(doc, ranks: list[TraceRank]) -> dict:
         for cat, ms in r.gpu_analysis.step_breakdown.total_ms.items():
             if number(ms) is not None:
                 breakdown[str(cat)] = breakdown.get(str(cat), 0.0) + number(ms) / len(r.step_list) / len(gpu)
-    return {"gpu": {
-        "kernel_ms_per_step": _mean([per_step(r, r.kernels.total_ms) for r in gpu]),
-        "kernels_per_step": _mean([number(r.gpu_analysis.launch.kernels_per_step) for r in gpu]),
-        "comm_comp_overlap_pct": _mean([number(r.gpu_analysis.overlap.comm_comp_overlap_pct) for r in gpu]),
-        "exposed_comm_per_step_ms": _mean([number(r.gpu_analysis.overlap.exposed_per_step_ms) for r in gpu]),
-        "window_idle_pct": _mean([100 * number(r.gpu.window_idle_share)
-                                  if number(r.gpu.window_idle_share) is not None else None for r in gpu]),
-        "breakdown_ms_per_step": breakdown,
-        "kernel_ms_per_step_by_name": kernels,
-        "kernel_ms_per_step_exact": exact,
-    }}
+    return GpuSummary(
+        kernel_ms_per_step=_mean([per_step(r, r.kernels.total_ms) for r in gpu]),
+        kernels_per_step=_mean([number(r.gpu_analysis.launch.kernels_per_step) for r in gpu]),
+        comm_comp_overlap_pct=_mean([number(r.gpu_analysis.overlap.comm_comp_overlap_pct) for r in gpu]),
+        exposed_comm_per_step_ms=_mean([number(r.gpu_analysis.overlap.exposed_per_step_ms) for r in gpu]),
+        window_idle_pct=_mean([100 * number(r.gpu.window_idle_share)
+                               if number(r.gpu.window_idle_share) is not None else None for r in gpu]),
+        breakdown_ms_per_step=breakdown,
+        kernel_ms_per_step_by_name=kernels,
+        kernel_ms_per_step_exact=exact,
+    )
 
 
 def operator_ms_per_step(doc, ranks: list[TraceRank], key: str = "cpu_ops") -> tuple[dict[str, float], bool]:
@@ -128,9 +179,9 @@ def _pct_change(a, b) -> float | None:
     return None if a is None or b is None or a == 0 else (b - a) / a * 100.0
 
 
-def throughput(ta: dict | None, tb: dict | None, job_a, job_b) -> dict:
+def throughput(ta: TraceSummary | None, tb: TraceSummary | None, job_a, job_b) -> dict:
     """Steps per second in the profiled steps, and the whole job's change for the same work."""
-    out = {"profiled_a": (ta or {}).get("steps_per_s"), "profiled_b": (tb or {}).get("steps_per_s"),
+    out = {"profiled_a": ta.steps_per_s if ta else None, "profiled_b": tb.steps_per_s if tb else None,
            "profiled_change_pct": None, "job_same_work_change_pct": None}
     out["profiled_change_pct"] = _pct_change(out["profiled_a"], out["profiled_b"])
     job_a, job_b = number(job_a), number(job_b)
@@ -143,21 +194,21 @@ def _signed(value, digits=1) -> str:
     return "n/a" if value is None else f"{'+' if value > 0 else '−' if value < 0 else ''}{abs(value):.{digits}f}"
 
 
-def _coverage_text(label: str, t: dict) -> str:
-    numbers = t.get("step_numbers")
+def _coverage_text(label: str, t: TraceSummary) -> str:
+    numbers = t.step_numbers
     which = f" (#{numbers[0]}–#{numbers[1]})" if numbers else ""
-    cover = (f", {100 * t['coverage']:.1f} % of its {t['job_s']:.0f} s" if t.get("coverage") is not None else "")
-    return f"{label}: {t['profiled_steps']:.0f} profiled steps{which}, {t['profiled_s']:.2f} s{cover}"
+    cover = f", {100 * t.coverage:.1f} % of its {t.job_s:.0f} s" if t.coverage is not None else ""
+    return f"{label}: {t.profiled_steps:.0f} profiled steps{which}, {t.profiled_s:.2f} s{cover}"
 
 
-def steps_blocks(ta: dict | None, tb: dict | None, job_a, job_b) -> tuple[list, dict]:
+def steps_blocks(ta: TraceSummary | None, tb: TraceSummary | None, job_a, job_b) -> tuple[list, dict]:
     """Blocks for the step-durations section and their data (``traces`` in compare.json)."""
     if ta is None and tb is None:
         return [], {}
     rate = throughput(ta, tb, job_a, job_b)
     blocks: list = []
     covered = "; ".join(_coverage_text(label, t) for label, t in (("A", ta), ("B", tb)) if t)
-    change = _pct_change((ta or {}).get("mean_step_ms"), (tb or {}).get("mean_step_ms"))
+    change = _pct_change(ta.mean_step_ms if ta else None, tb.mean_step_ms if tb else None)
     job_change = _pct_change(job_a, job_b)
     if ta and tb:
         blocks.append(Text(
@@ -169,8 +220,8 @@ def steps_blocks(ta: dict | None, tb: dict | None, job_a, job_b) -> tuple[list, 
     rows = []
 
     def row(title, key, fmt_pct=False, scale=1.0):
-        va = None if ta is None or ta.get(key) is None else ta[key] * scale
-        vb = None if tb is None or tb.get(key) is None else tb[key] * scale
+        va = None if ta is None or getattr(ta, key) is None else getattr(ta, key) * scale
+        vb = None if tb is None or getattr(tb, key) is None else getattr(tb, key) * scale
         d = None if va is None or vb is None else vb - va
         rows.append([title, va, vb, None if d is None else (_signed(d, 2) if not fmt_pct else _signed(d, 1)),
                      None if fmt_pct else _signed(_pct_change(va, vb))])
@@ -195,12 +246,12 @@ def steps_blocks(ta: dict | None, tb: dict | None, job_a, job_b) -> tuple[list, 
             f"{_fmt(rate['profiled_a'])} → {_fmt(rate['profiled_b'])} steps/s ({_signed(rate['profiled_change_pct'])} %).",
             tone="plain"))
     for label, t in (("A", ta), ("B", tb)):
-        if t and t.get("iterators"):
-            how = ("in the training process (num_workers=0)" if "_SingleProcessDataLoaderIter" in t["iterators"]
-                   else "by worker processes" if "_MultiProcessingDataLoaderIter" in t["iterators"] else "")
+        if t and t.iterators:
+            how = ("in the training process (num_workers=0)" if "_SingleProcessDataLoaderIter" in t.iterators
+                   else "by worker processes" if "_MultiProcessingDataLoaderIter" in t.iterators else "")
             if how:
-                blocks.append(Text(f"{label} loads its data {how}: {', '.join(t['iterators'])}."))
-    data = {"a": ta, "b": tb, "throughput": rate, "mean_step_change_pct": change, "job_change_pct": job_change}
+                blocks.append(Text(f"{label} loads its data {how}: {', '.join(t.iterators)}."))
+    data = {"a": ta.as_data() if ta else None, "b": tb.as_data() if tb else None, "throughput": rate, "mean_step_change_pct": change, "job_change_pct": job_change}
     return blocks, data
 
 
@@ -208,21 +259,21 @@ def _fmt(value) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def operators_blocks(ta: dict | None, tb: dict | None) -> tuple[list, dict]:
+def operators_blocks(ta: TraceSummary | None, tb: TraceSummary | None) -> tuple[list, dict]:
     """The traces' top CPU operators, in ms per profiled step so runs with different step counts compare."""
-    oa, ob = (ta or {}).get("op_ms_per_step") or {}, (tb or {}).get("op_ms_per_step") or {}
+    oa, ob = ta.op_ms_per_step if ta else {}, tb.op_ms_per_step if tb else {}
     if not (oa or ob):
         return [], {}
     names = sorted(set(oa) | set(ob), key=lambda n: -max(oa.get(n, 0.0), ob.get(n, 0.0)))[:TOP_OPERATORS]
     rows = [[n, oa.get(n), ob.get(n), None if n not in oa or n not in ob else _signed(ob[n] - oa[n], 2)]
             for n in names]
-    several = max((ta or {}).get("ranks") or 0, (tb or {}).get("ranks") or 0) > 1
+    several = max(ta.ranks if ta else 0, tb.ranks if tb else 0) > 1
     per_step = "ms: all ranks' time ÷ all ranks' profiled steps" if several else "ms"
     blocks = [Text("CPU operators from the PyTorch profiler traces: inclusive time per profiled step "
                    f"({per_step}), the {len(names)} most expensive in either run; empty where an operator is not "
                    f"among a run's top 15{' over all its ranks' if several else ''}.")]
     for label, t in (("A", ta), ("B", tb)):
-        if t and t.get("op_ms_per_step") and not t.get("op_ms_per_step_exact"):
+        if t and t.op_ms_per_step and not t.op_ms_per_step_exact:
             blocks.append(Text(
                 f"{label}'s operator times add up each rank's own top 15 (its kineto.json has no job-wide table: "
                 "written by an older reportgen, or a rank without profiled steps), so an operator outside some "
@@ -239,12 +290,12 @@ BREAKDOWN_NAMES = {"kernel": "compute kernels", "memcpy": "memcpy", "memset": "m
 SAME = 0.05  # a kernel within 5 % per step is "same"
 
 
-def kernels_blocks(ta: dict | None, tb: dict | None) -> tuple[list, dict]:
+def kernels_blocks(ta: TraceSummary | None, tb: TraceSummary | None) -> tuple[list, dict]:
     """GPU kernels and GPU time per profiled step, A against B (``traces.gpu`` in compare.json)."""
-    ga, gb = (ta or {}).get("gpu"), (tb or {}).get("gpu")
-    if not (ga or gb):
+    listed_a, listed_b = ta.gpu if ta else None, tb.gpu if tb else None
+    if not (listed_a or listed_b):
         return [], {}
-    ga, gb = ga or {}, gb or {}
+    ga, gb = listed_a or GpuSummary(), listed_b or GpuSummary()
     blocks: list = [Text("GPU kernels from the PyTorch profiler traces, per profiled step (averaged over ranks): "
                          "what the GPU spent each step on, and which kernels got faster or slower.")]
     rows = []
@@ -254,13 +305,12 @@ def kernels_blocks(ta: dict | None, tb: dict | None) -> tuple[list, dict]:
         rows.append([title, va, vb, None if va is None or vb is None else _signed(vb - va, 2),
                      None if points else _signed(_pct_change(va, vb))])
 
-    row("Kernel time per step (ms)", ga.get("kernel_ms_per_step"), gb.get("kernel_ms_per_step"))
-    row("Kernels per step", ga.get("kernels_per_step"), gb.get("kernels_per_step"))
-    row("GPU idle in its active window (%)", ga.get("window_idle_pct"), gb.get("window_idle_pct"), True)
-    row("Communication overlapped with compute (%)", ga.get("comm_comp_overlap_pct"), gb.get("comm_comp_overlap_pct"),
-        True)
-    row("Exposed communication per step (ms)", ga.get("exposed_comm_per_step_ms"), gb.get("exposed_comm_per_step_ms"))
-    ba, bb = ga.get("breakdown_ms_per_step") or {}, gb.get("breakdown_ms_per_step") or {}
+    row("Kernel time per step (ms)", ga.kernel_ms_per_step, gb.kernel_ms_per_step)
+    row("Kernels per step", ga.kernels_per_step, gb.kernels_per_step)
+    row("GPU idle in its active window (%)", ga.window_idle_pct, gb.window_idle_pct, True)
+    row("Communication overlapped with compute (%)", ga.comm_comp_overlap_pct, gb.comm_comp_overlap_pct, True)
+    row("Exposed communication per step (ms)", ga.exposed_comm_per_step_ms, gb.exposed_comm_per_step_ms)
+    ba, bb = ga.breakdown_ms_per_step, gb.breakdown_ms_per_step
     for cat in dict.fromkeys([*ba, *bb]):
         row(f"Step time: {BREAKDOWN_NAMES.get(cat, cat)} (ms)", ba.get(cat), bb.get(cat))
     blocks.append(Table("trace-gpu-compare", ["GPU, per profiled step", "A", "B", "Δ (B − A)", "Δ (%)"], rows,
@@ -268,7 +318,7 @@ def kernels_blocks(ta: dict | None, tb: dict | None) -> tuple[list, dict]:
                         caption="Step time split as TensorBoard's overview does (each instant once, first category "
                                 "that covers it); communication: NCCL kernels with no compute beside them; the Δ of "
                                 "a percentage in points."))
-    ka, kb = ga.get("kernel_ms_per_step_by_name") or {}, gb.get("kernel_ms_per_step_by_name") or {}
+    ka, kb = ga.kernel_ms_per_step_by_name, gb.kernel_ms_per_step_by_name
     names = sorted(set(ka) | set(kb), key=lambda n: -max(ka.get(n, 0.0), kb.get(n, 0.0)))[:TOP_OPERATORS]
     krows, kdata = [], []
     for n in names:
@@ -291,6 +341,6 @@ def kernels_blocks(ta: dict | None, tb: dict | None) -> tuple[list, dict]:
                             caption=f"The {len(krows)} kernels with the most time per step in either run (from each "
                                     "run's top 15 by time; a kernel outside one run's top 15 is marked as such; "
                                     f"same: within {SAME * 100:.0f} %)."))
-    data = {"a": {k: v for k, v in ga.items() if k != "kernel_ms_per_step_by_name"},
-            "b": {k: v for k, v in gb.items() if k != "kernel_ms_per_step_by_name"}, "kernels": kdata}
+    data = {"a": listed_a.as_data(by_name=False) if listed_a else {},
+            "b": listed_b.as_data(by_name=False) if listed_b else {}, "kernels": kdata}
     return blocks, data

@@ -16,8 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reportgen import __version__
-from reportgen.ci_outputs import diagnosis_findings, diagnosis_status
-from reportgen.compare.common import job_cpu
 from reportgen.compare.history import Change, History, build_history
 from reportgen.compare.output import md_escape
 from reportgen.compare.output_name import page_path
@@ -25,6 +23,7 @@ from reportgen.compare.regression import Distribution, Regression, judge, load_g
 from reportgen.errors import InputError
 from reportgen.formatting import binary_bytes
 from reportgen.report.efficiency import RunEfficiency, flops_rate, mfu_text
+from reportgen.report.json_views import JobCpu, ReportJson
 from reportgen.report.views import JobSummary, UsageRow, usage_rows_of
 from reportgen.section_ids import SectionId
 
@@ -80,18 +79,18 @@ def _mean_stat(rows: list[UsageRow], metric: str, stat: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def run_of(data: dict, label: str, path: str) -> Run:
-    sections = data.get("sections") or {}
+def run_of(data: ReportJson | dict, label: str, path: str) -> Run:
+    report = ReportJson.of(data)
+    sections = report.sections
     dist = Distribution.of(sections)
     rows = usage_rows_of(sections.get(SectionId.SYSTEM_USAGE_STATISTICS))
-    cost = sections.get(SectionId.COST) or {}
-    causes = [str(f["cause"]) for f in diagnosis_findings(data) if f.get("serious", True)]
+    causes = [f.cause for f in report.findings if f.serious is not False]  # serious unless it says it is not
     duration = JobSummary.of(sections.get(SectionId.TRAINING_JOB_SUMMARY)).job_duration_s
-    own = job_cpu(sections)  # a shared host: the recorded command's own CPU, as generate and compare judge it
-    return Run(label=label, path=path, status=diagnosis_status(data) or None, step_s=dist.median() if dist else None,
+    own = JobCpu.of_sections(sections)  # a shared host: the recorded command's own CPU, as generate and compare judge it
+    return Run(label=label, path=path, status=report.status or None, step_s=dist.median() if dist else None,
                steps=dist.steps if dist else None, duration_s=duration,
                gpu_p50=_mean_stat(rows, "GPU", "p50"), gpu_p95=_mean_stat(rows, "GPU", "p95"),
-               cpu_p50=own["p50"] if own else _mean_stat(rows, "CPU", "p50"), cost=_number(cost.get("cost")),
+               cpu_p50=own.p50 if own else _mean_stat(rows, "CPU", "p50"), cost=_number(report.cost),
                causes=causes, cpu_of_command=own is not None, efficiency=RunEfficiency.of_sections(sections))
 
 
@@ -101,7 +100,7 @@ def build_trend(reports: list[tuple[str, dict, str]], threshold: float = DEFAULT
     for label, data, path in reports:
         run = run_of(data, label, path)
         if previous is not None:
-            run.against_previous = judge(previous.get("sections") or {}, data.get("sections") or {}, threshold,
+            run.against_previous = judge(ReportJson.of(previous).sections, ReportJson.of(data).sections, threshold,
                                          labels=("previous", label))
         runs.append(run)
         previous = data
@@ -124,7 +123,7 @@ def labels_for(paths: list[Path], datas: list[dict], given: list[str]) -> list[s
         raise InputError(f"--label given {len(given)} times for {len(paths)} reports: give one per report or none")
     labels = []
     for i, (path, data) in enumerate(zip(paths, datas)):
-        name = given[i] if given else str((data.get("job") or {}).get("name") or "") or path.parent.name or path.stem
+        name = given[i] if given else ReportJson.of(data).job_name or path.parent.name or path.stem
         labels.append(name)
     counts = {name: labels.count(name) for name in labels}
     seen: dict[str, int] = {}

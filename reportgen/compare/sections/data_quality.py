@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reportgen.compare.side import Side
+from reportgen.report.json_views import problems_of
 from reportgen.report.model import Section, Text
 from reportgen.section_ids import SectionId
 
@@ -11,9 +12,8 @@ def build(a: Side, b: Side) -> Section:
     section = Section("data-quality", "Data quality")
     data = {}
     for side in (a, b):
-        dq = side.data(SectionId.DATA_QUALITY)
-        data[side.label.lower()] = {"problems": dq.get("problems", 0)}
-        n = dq.get("problems", 0)
+        n = problems_of(side.data(SectionId.DATA_QUALITY))
+        data[side.label.lower()] = {"problems": n}
         section.add(Text(f"{side.label}: " + ("every input file was read completely." if not n else
                                                f"{n} problem(s) met while reading; see its own report."),
                          tone="ok" if not n else "note"))

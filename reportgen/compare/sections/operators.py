@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.compare import traces
 from reportgen.compare.side import Side
+from reportgen.report.json_views import OperatorRow, OperatorTable
 from reportgen.report.model import Heading, Section, Table, Text
 
 TOP_OPERATORS = 10
@@ -16,15 +17,16 @@ def build(a: Side, b: Side) -> Section:
     kernel_blocks, kernel_data = traces.kernels_blocks(a.traces(), b.traces())
     for kind in ("cpu", "gpu"):
         sid = f"{kind}-operators-overview"
-        ra = (a.data(sid).get("rows") or [])[:TOP_OPERATORS]
-        rb = (b.data(sid).get("rows") or [])[:TOP_OPERATORS]
+        ta, tb = OperatorTable.of(a.data(sid)), OperatorTable.of(b.data(sid))
+        ra, rb = ta.written[:TOP_OPERATORS], tb.written[:TOP_OPERATORS]  # as written, for compare.json
         section.add(Heading(f"{kind.upper()} operators", 4))
         data[kind] = {"a": ra, "b": rb}
         for side, rows in ((a, ra), (b, rb)):
-            if not rows and kind == "cpu" and (side.traces() or {}).get("op_ms_per_step"):
+            summary = side.traces()
+            if not rows and kind == "cpu" and summary and summary.op_ms_per_step:
                 section.add(Text(f"{side.label} has no SageMaker Debugger CPU operator data; its PyTorch profiler "
                                  "traces' CPU operators are compared below.", tone="note"))
-            elif not rows and kind == "gpu" and (side.traces() or {}).get("gpu"):
+            elif not rows and kind == "gpu" and summary and summary.gpu:
                 section.add(Text(f"{side.label} has no SageMaker Debugger GPU operator data; its PyTorch profiler "
                                  "traces' GPU kernels are compared below.", tone="note"))
             elif not rows:
@@ -37,11 +39,11 @@ def build(a: Side, b: Side) -> Section:
         if not (ra or rb):
             continue
         table_rows = []
-        for i in range(max(len(ra), len(rb))):
-            xa = ra[i] if i < len(ra) else {}
-            xb = rb[i] if i < len(rb) else {}
-            table_rows.append([i + 1, xa.get("operator"), xa.get("percentage"), xb.get("operator"),
-                               xb.get("percentage")])
+        va, vb = ta.rows[:TOP_OPERATORS], tb.rows[:TOP_OPERATORS]
+        for i in range(max(len(va), len(vb))):
+            xa = va[i] if i < len(va) else OperatorRow()
+            xb = vb[i] if i < len(vb) else OperatorRow()
+            table_rows.append([i + 1, xa.operator, xa.percentage, xb.operator, xb.percentage])
         section.add(Table(f"{kind}-operators-compare", ["Rank", "A operator", "A %", "B operator", "B %"],
                           table_rows, ["int", "text", "num2", "text", "num2"]))
     if not any(v["a"] or v["b"] for v in data.values()) and not trace_blocks and not kernel_blocks:

@@ -23,7 +23,7 @@ def build(a: Side, b: Side) -> Section:
                              tone="missing"))
         elif "training_loop_duration_s" not in data and side.traces():
             section.add(Text(f"{side.label}'s system metrics hold no step boundaries, so its phases are unknown; its "
-                             f"PyTorch profiler traces hold {side.traces()['profiled_steps']:.0f} profiled steps per "
+                             f"PyTorch profiler traces hold {side.traces().profiled_steps:.0f} profiled steps per "
                              "rank (see Step durations).", tone="missing"))
         elif "training_loop_duration_s" not in data:
             section.add(Text(f"{side.label} has no step information, so its phases are unknown.", tone="missing"))

@@ -10,6 +10,7 @@ from reportgen.report import charts
 from reportgen.report.model import Chart, Section, Table, Text
 from reportgen.report.util import as_dict, number
 from reportgen.report.views import StepNode, step_nodes_of
+from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
 
@@ -24,7 +25,7 @@ def _step_summary(nodes: list[StepNode]) -> dict:
 
 
 def _histogram(side: Side) -> dict:
-    rule = side.outputs.get("StepOutlier")
+    rule = side.outputs.get(RuleName.STEP_OUTLIER)
     series = {}
     for node, info in as_dict(as_dict(rule.details).get("step_details") if rule else {}).items():
         probs, edges = as_dict(info).get("probs"), as_dict(info).get("binedges")

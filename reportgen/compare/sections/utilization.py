@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reportgen.compare.common import SHOWN_STATS, STATS, delta, signed_cell
 from reportgen.compare.side import Side
 from reportgen.report.charts import grouped_bars
@@ -16,14 +18,20 @@ def _usage_index(side: Side) -> dict[tuple[str, str], UsageRow]:
     return {(r.metric, r.node): r for r in usage_rows_of(side.data(SectionId.SYSTEM_USAGE_STATISTICS))}
 
 
-def _value(row: UsageRow | dict | None, key: str):
+@dataclass(frozen=True)
+class OverallUsage(UsageRow):
+    """One metric over all of a run's nodes (``overall_usage``): a usage row of no node (its unit, each statistic,
+    None where no node has it as a number) and how many nodes list it."""
+
+    nodes: int = 1
+
+
+def _value(row: UsageRow | OverallUsage | None, key: str):
     """A statistic or the unit of a node's row or of an overall entry (``overall_usage``), None when absent."""
-    if isinstance(row, UsageRow):
-        return getattr(row, key)
-    return (row or {}).get(key)
+    return None if row is None else getattr(row, key)
 
 
-def overall_usage(index: dict[tuple[str, str], UsageRow]) -> dict[str, dict]:
+def overall_usage(index: dict[tuple[str, str], UsageRow]) -> dict[str, OverallUsage]:
     """Per metric over all nodes: max of the maxima, min of the minima, mean of the per-node percentiles.
 
     With one node this is that node's row. (The rule outputs carry per-node percentiles only, so a
@@ -40,8 +48,13 @@ def overall_usage(index: dict[tuple[str, str], UsageRow]) -> dict[str, dict]:
             if not values:
                 continue
             stats[key] = max(values) if key == "max" else min(values) if key == "min" else sum(values) / len(values)
-        result[metric] = {"unit": rows[0].unit, "nodes": len(rows), **stats}
+        result[metric] = OverallUsage(metric=metric, unit=rows[0].unit, nodes=len(rows), **stats)
     return result
+
+
+def overall_of(side: Side) -> dict[str, OverallUsage]:
+    """A run's usage per metric over all its nodes, from its system usage section (``overall_usage``)."""
+    return overall_usage(_usage_index(side))
 
 
 def _usage_rows(keys, ia: dict, ib: dict, with_node: bool) -> tuple[list, list]:
@@ -86,7 +99,7 @@ def build(a: Side, b: Side) -> Section:
     oa, ob = overall_usage(ia), overall_usage(ib)
     for metric in ("GPU", "GPU memory"):
         for side, other, own in ((a, ob, oa), (b, oa, ob)):
-            if other.get(metric) and own and metric not in own:
+            if metric in other and own and metric not in own:
                 section.add(Text(f"{side.label} has no {metric} data (a CPU-only instance, or {metric} metrics "
                                  f"were not recorded): {metric} cannot be compared.", tone="missing"))
     stat_columns = [f"{s} {x}" for x in SHOWN_STATS for s in ("A", "B", "Δ")]
@@ -96,7 +109,7 @@ def build(a: Side, b: Side) -> Section:
     node_keys = list(dict.fromkeys(list(ia) + list(ib)))
     node_rows, node_data = _usage_rows(node_keys, ia, ib, with_node=True)
     if overall_rows:
-        multi = max([o.get("nodes", 1) for o in list(oa.values()) + list(ob.values())] or [1]) > 1
+        multi = max([o.nodes for o in list(oa.values()) + list(ob.values())] or [1]) > 1
         section.add(Text("Percentiles of each metric, A and B side by side, with the change Δ = B − A "
                          "(utilization in percentage points; network in bytes per second, shown in KB/s, MB/s or GB/s)."
                          + (" Over all nodes: the highest maximum, the mean of the per-node percentiles and the "
@@ -104,11 +117,10 @@ def build(a: Side, b: Side) -> Section:
         section.add(Heading("All nodes", 4))
         section.add(Table("utilization-overall", ["Metric", "Unit", *stat_columns], overall_rows,
                           ["text", "text", *fmts], row_header=True))
-        p95 = [m for m in metrics if oa.get(m, {}).get("unit", "percentage") == "percentage"
-               and ob.get(m, {}).get("unit", "percentage") == "percentage"]
+        p95 = [m for m in metrics if all(o[m].unit == "percentage" for o in (oa, ob) if m in o)]
         section.add(Chart("utilization-p95-chart",
-                          grouped_bars(p95, {f"A: {a.name}": [oa.get(m, {}).get("p95") for m in p95],
-                                              f"B: {b.name}": [ob.get(m, {}).get("p95") for m in p95]},
+                          grouped_bars(p95, {f"A: {a.name}": [_value(oa.get(m), "p95") for m in p95],
+                                              f"B: {b.name}": [_value(ob.get(m), "p95") for m in p95]},
                                         "95th percentile of utilization, A vs B (%)", "%"),
                           "Bar chart (needs JavaScript); the same numbers are in the table above."))
         section.add(Heading("Per node", 4))

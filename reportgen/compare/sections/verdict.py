@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 from reportgen.compare import comparability, traces
-from reportgen.compare.common import job_cpu, signed
+from reportgen.compare.sections.utilization import overall_of
+from reportgen.compare.common import signed
 from reportgen.compare.regression import MIN_STEPS, STEP_BASES, judge
 from reportgen.compare.sections.causes import compare_causes
 from reportgen.compare.side import Side
 from reportgen.cost import RunCost, cost_text
 from reportgen.formatting import money_text
+from reportgen.report.json_views import JobCpu
 from reportgen.report.model import Section, Text
+from reportgen.report.util import number
 
 SAME_TIME_PCT = 5.0  # durations within this many % count as "about the same"
 SAME_UTIL_POINTS = 5.0  # utilization percentiles within this many points count as "about the same"
 
 
-def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca: RunCost, cb: RunCost,
-             saving: dict, force: bool = False) -> Section:
+def build(a: Side, b: Side, rules: Section, ca: RunCost, cb: RunCost, saving: dict, force: bool = False) -> Section:
     section = Section("verdict", "Verdict")
     sentences, data = [], {}
+    speed_word = None  # "faster", "slower" or "about fast" (data's speed), when judged
     fit = comparability.check(a, b, force)
     data["comparability"] = fit.to_data()
     if not fit.comparable and not force:  # unrelated runs: side by side, but no verdict and no gate
@@ -40,15 +43,16 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     if da is not None and db is not None:
         rel = (db - da) / da * 100 if da else 0.0
         speed = "about as fast as" if abs(rel) <= SAME_TIME_PCT else "faster than" if rel < 0 else "slower than"
-        data.update(duration_a_s=da, duration_b_s=db, duration_delta_s=db - da, duration_delta_pct=rel,
-                    speed=speed.replace(" than", "").replace(" as", ""))
+        speed_word = speed.replace(" than", "").replace(" as", "")
+        data.update(duration_a_s=da, duration_b_s=db, duration_delta_s=db - da, duration_delta_pct=rel, speed=speed_word)
         sentences.append(f"B ran {speed} A: {db} s against {da} s ({signed(rel, 1)} %).")
     regression = judge(a.sections(), b.sections(), labels=("A", "B"))  # A is the base; run.py applies a threshold
     if da is None or db is None:
         lacking = " and ".join(f"{s.label} has no job start and end times" for s, d in ((a, da), (b, db)) if d is None)
         steps = _steps_sentence(regression)
         if steps:  # trace-only runs: the profiled steps give the verdict
-            data.update(speed=steps[1], speed_from="profiled steps")
+            speed_word = steps[1]
+            data.update(speed=speed_word, speed_from="profiled steps")
             sentences.append(f"{steps[0]} The job durations cannot be compared: {lacking}.")
         else:
             sentences.append(f"The durations cannot be compared: {lacking}.")
@@ -60,8 +64,8 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
     rate = traces.throughput(ta, tb, da, db)
     data["throughput"] = rate
     if rate["job_same_work_change_pct"] is not None and (ta or tb):
-        cover = " and ".join(f"{100 * t['coverage']:.1f} % of {s.label}" for s, t in ((a, ta), (b, tb))
-                             if t and t.get("coverage") is not None)
+        cover = " and ".join(f"{100 * t.coverage:.1f} % of {s.label}" for s, t in ((a, ta), (b, tb))
+                             if t and t.coverage is not None)
         profiled = rate["profiled_change_pct"]
         without = " and ".join(s.label for s, t in ((a, ta), (b, tb)) if not t)
         in_them = (f": in them B runs {signed(profiled, 1)} % steps per second, a sample, not the job's figure"
@@ -72,17 +76,16 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         sentences.append(
             f"For the same work, that is {signed(rate['job_same_work_change_pct'], 1)} % throughput ({units})."
             + (f" The profiled steps cover only {cover}{in_them}." if cover else ""))
-        data["profiled_coverage"] = {"a": (ta or {}).get("coverage"), "b": (tb or {}).get("coverage")}
-    overall = {o["metric"]: o for o in usage.data.get("overall", [])}
+        data["profiled_coverage"] = {"a": ta.coverage if ta else None, "b": tb.coverage if tb else None}
+    overall = overall_of(a), overall_of(b)
     util = {}
-    own = {s.label: job_cpu(s.sections()) for s in (a, b)}
+    own = {s.label: JobCpu.of_sections(s.sections()) for s in (a, b)}
     for metric in ("GPU", "CPU"):
-        o = overall.get(metric)
-        if not o:
+        if not any(metric in o for o in overall):
             continue
-        pa, pb = o["a"].get("p95"), o["b"].get("p95")
+        pa, pb = (number(o[metric].p95) if metric in o else None for o in overall)
         if metric == "CPU" and (own["A"] or own["B"]):  # a shared host: the job's own CPU, as generate judges it
-            pa, pb = ((own[s.label] or {}).get("p95", p) if own[s.label] else p for s, p in ((a, pa), (b, pb)))
+            pa, pb = (mine.p95 if (mine := own[s.label]) else p for s, p in ((a, pa), (b, pb)))
             sentences.append("CPU: " + " and ".join(f"{label}'s host was shared, so its figure is the recorded "
                                                       "command's own CPU" for label in ("A", "B") if own[label]) + ".")
         if pa is None or pb is None:
@@ -98,7 +101,7 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
                f"{'rose' if d > 0 else 'fell'} from {pa:.0f} % to {pb:.0f} % ({word} use of the {metric}s)")
         sentences.append(f"The 95th percentile of {metric} utilization {how}.")
     data["utilization_p95"] = util
-    if saving.get("saving") is not None:
+    if saving["saving"] is not None:  # cost.compare_costs' keys
         costs = f"A run of B costs {cost_text(cb.cost, cb.currency)} instead of {cost_text(ca.cost, ca.currency)}"
         pct = saving["saving_pct_from_rounded"]
         pct = pct if pct is not None else saving["saving_pct"]  # A's cost rounds to no cent
@@ -116,11 +119,11 @@ def build(a: Side, b: Side, phases: Section, usage: Section, rules: Section, ca:
         why = "; ".join(f"for {s.label} {r.missing()}" for s, r in ((a, ca), (b, cb)) if r.cost is None)
         sentences.append(f"Cost not compared: {why}.")
     rd = rules.data
-    if rd.get("rows"):
+    if rd["rows"]:  # rules.build's keys
         sentences.append(f"Rules: {len(rd['fixed'])} fixed, {len(rd['new'])} new, "
                          f"{len(rd['still_firing'])} still firing.")
-    good = (saving.get("saving") or 0) > 0 or any(u["utilization"] == "better" for u in util.values())
-    bad = data.get("speed") == "slower" or any(u["utilization"] == "worse" for u in util.values())
+    good = (saving["saving"] or 0) > 0 or any(u["utilization"] == "better" for u in util.values())
+    bad = speed_word == "slower" or any(u["utilization"] == "worse" for u in util.values())
     section.add(Text(" ".join(sentences), tone="ok" if good and not bad else "finding" if bad else "plain"))
     data["text"] = " ".join(sentences)
     data["regression"] = regression.to_data()

@@ -75,8 +75,8 @@ def test_the_planted_operator_is_in_one_ranks_top_15_only(job):
 def test_multi_rank_operators_per_step_are_the_brute_force_sum(job):
     doc, brute = job
     summary = summarize(doc, 60)
-    assert summary["op_ms_per_step_exact"] is True
-    ops = summary["op_ms_per_step"]
+    assert summary.op_ms_per_step_exact is True
+    ops = summary.op_ms_per_step
     # The job-wide top 15: aten::rare (1.0 ms over the job, first) and the 14 longest common operators.
     assert set(ops) == {RARE, *COMMON[:14]}
     for name, value in ops.items():
@@ -88,10 +88,10 @@ def test_multi_rank_operators_per_step_are_the_brute_force_sum(job):
 def test_without_the_job_table_the_per_rank_top_15_sum_is_kept_and_flagged(job):
     doc, brute = job
     old = summarize({k: v for k, v in doc.items() if k != "job"}, 60)
-    assert old["op_ms_per_step_exact"] is False
+    assert old.op_ms_per_step_exact is False
     # Only rank 0's aten::rare is counted: 0.6 ms / 3 steps / 3 ranks, below every common operator's, so
     # the job's most expensive operator fell out of the comparison's top 10.
-    ops = old["op_ms_per_step"]
+    ops = old.op_ms_per_step
     assert ops[RARE] == pytest.approx(0.6 / 3 / 3, rel=1e-12) and ops[RARE] < brute[RARE]
     assert RARE not in sorted(ops, key=ops.get, reverse=True)[:10]
     blocks, _ = operators_blocks(old, summarize(doc, 60))
@@ -105,16 +105,16 @@ def test_a_rank_without_steps_falls_back_to_the_per_rank_sum(job):
     doc, _ = job
     ranks = {**doc["ranks"], "3": {**doc["ranks"]["2"], "steps": []}}
     summary = summarize({**doc, "ranks": ranks, "job": {**doc["job"], "ranks": 4}}, 60)
-    assert summary["ranks"] == 3 and summary["op_ms_per_step_exact"] is False
+    assert summary.ranks == 3 and summary.op_ms_per_step_exact is False
 
 
 def test_single_rank_uses_its_own_top_15_as_before(tmp_path):
     write_trace(tmp_path / "node0_100.1700000000000000000.pt.trace.json", _rank_events(0, 3, 500.0), rank=0)
     doc, _ = analyze_job(find_traces(tmp_path))
     summary = summarize(doc, 60)
-    assert summary["op_ms_per_step_exact"] is True
+    assert summary.op_ms_per_step_exact is True
     expected = {o["name"]: o["total_ms"] / 3 / 1 for o in doc["ranks"]["0"]["cpu_ops"]["top"]}
-    assert summary["op_ms_per_step"] == expected  # bit for bit the per-rank formula
+    assert summary.op_ms_per_step == expected  # bit for bit the per-rank formula
 
 
 @pytest.mark.parametrize("job_value", [None, "x", {"ranks": True, "cpu_ops": {"top": "x"}},
@@ -123,7 +123,7 @@ def test_single_rank_uses_its_own_top_15_as_before(tmp_path):
 def test_a_hostile_job_table_costs_nothing(job, job_value):
     doc, _ = job
     summary = summarize({**doc, "job": job_value}, 60)
-    assert all(isinstance(v, float) for v in summary["op_ms_per_step"].values())
+    assert all(isinstance(v, float) for v in summary.op_ms_per_step.values())
 
 
 def test_compare_json_of_two_three_rank_runs_has_the_exact_values(tmp_path, job):
