@@ -53,6 +53,12 @@ GENERIC_FIX = {
     "dispatch": "Issue fewer, larger kernels: a larger batch, torch.compile (mode='reduce-overhead' captures CUDA "
                 "graphs), fused optimizers (foreach/fused=True).",
 }
+# the step already replays from CUDA graphs (at least this share of its GPU operations): capturing is done
+REPLAYED = 0.5
+GRAPHS_REPLAYED = ("Give the GPU longer work per call: the step already runs from graph replays, so what holds it "
+                   "is the host's work outside them and the graphs' own small kernels: fuse elementwise ops "
+                   "(torch.compile), use fused optimizers (foreach/fused=True), a larger batch, and move CPU work "
+                   "off the step.")
 PROFILE_CLOSER = ("to see which lines: profile with with_stack=True (Python frames in the trace) or sample the "
                   "process with py-spy")
 
@@ -514,6 +520,9 @@ def _fix(ev: Evidence, name: str) -> str:
             return TF_DATA
         if "DataLoader" not in names and "dataloader" not in names.lower():
             return PYTHON_ITERATOR
+    if name == "dispatch" and any((r.gpu_analysis.launch.graph_launched_share or 0) >= REPLAYED
+                                  for r in ev.trace_ranks.values()):
+        return GRAPHS_REPLAYED
     return GENERIC_FIX[name]
 
 
