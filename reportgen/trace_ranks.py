@@ -207,6 +207,7 @@ class TraceAccount:
     gpu: AccountGpu | None = None  # device perspective: HTA's figures inside the steps
     compilation_named: dict[str, float] = field(default_factory=dict)  # what compiled in the steps (ms by name)
     loader_starts_per_step: tuple[float, ...] = ()  # 1 where a DataLoader iterator was created in the step
+    between_steps_ms: tuple[float, ...] = ()  # each step's end to the next step's start, in one recorded cycle
 
     def share(self, name: str) -> float:
         return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
@@ -256,7 +257,8 @@ class TraceAccount:
                    counts("optimizer_steps_per_step"), window, counts("eager_ops_per_step"),
                    runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None,
                    gpu=AccountGpu.of(entry.get("gpu")), compilation_named=compiled,
-                   loader_starts_per_step=counts("loader_starts_per_step"))
+                   loader_starts_per_step=counts("loader_starts_per_step"),
+                   between_steps_ms=counts("between_steps_ms"))
 
 
 @dataclass(frozen=True)

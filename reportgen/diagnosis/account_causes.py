@@ -382,6 +382,52 @@ def loader_restart(ev: Evidence, found: dict) -> Finding | None:
                          "worst_rank_share": cost[worst], "ranks": len(accounts(ev)), "iterator_starts": starts})
 
 
+LONG_GAP = 5.0  # a gap between steps this many times the median gap is a pause (evaluation, a checkpoint)
+
+
+@detector("between-steps")
+def between_steps(ev: Evidence, found: dict) -> Finding | None:
+    """The loop's time outside every step: work after each step that the step annotation does not cover (a
+    framework's per-batch callbacks, logging after prof.step()), or pauses between steps (evaluation, checkpoints)."""
+    shares = {}
+    for label, a in accounts(ev).items():
+        gaps = sum(a.between_steps_ms)
+        if gaps > 0 and a.step_ms > 0:
+            shares[label] = gaps / (a.step_ms + gaps)  # of the loop's time in the window: the steps and between them
+    if not shares:
+        return None
+    share = statistics.mean(shares.get(label, 0.0) for label in accounts(ev))
+    worst = max(shares, key=lambda label: shares[label])
+    if share < WASTE:
+        return None
+    gaps = accounts(ev)[worst].between_steps_ms
+    median = _median(gaps)
+    long = [(i, g) for i, g in enumerate(gaps) if g > LONG_GAP * max(median, 1e-9)]
+    every = median * len(gaps) / sum(gaps)
+    text = (f"{pct(shares[worst])} of the profiled loop{_rank_text(ev, worst)} lies between its steps, outside every "
+            f"step the profiler recorded: {sum(gaps) / 1000:.2f} s over {len(gaps)} gaps, a median {median:.1f} ms "
+            "after each step")
+    if long and every < 0.5:
+        text += (f"; most of it in {len(long)} long pause{'s' if len(long) != 1 else ''} (after step "
+                 + ", ".join(str(i + 1) for i, _ in long[:5]) + (", …" if len(long) > 5 else "") + ")")
+        fix = ("The pauses between steps are work the loop does every so often outside its steps (evaluation, "
+               "checkpoints, logging a summary): do it less often, or off the training loop's critical path "
+               "(a background thread or process, an asynchronous checkpoint).")
+    else:
+        fix = ("Work runs after every step, outside what the profiler counts as the step: a framework's per-batch "
+               "callbacks (Keras on_train_batch_end: move it to on_epoch_end or every N batches), metrics or logging "
+               "after prof.step() (torch: call prof.step() last in the iteration so the profiler sees it inside the "
+               "step); do it every N steps or in a background thread.")
+    evidence = [text, "the trace names little there: it is Python between the steps (the script's own or a "
+                      "framework's callbacks)"]
+    return make(ev, "between-steps", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                basis="the time between the profiled steps, as a share of the loop's time in the window (the steps "
+                      "and the gaps between them)",
+                metrics={"slice": "between_steps", "share_of_steps": share, "worst_rank": worst,
+                         "worst_rank_share": shares[worst], "ranks": len(accounts(ev)), "gaps": len(gaps),
+                         "median_gap_ms": median})
+
+
 # Causes that judge only what every step pays of their slice: what some steps pay beyond it is still open.
 EVERY_STEP_CLAIMS = frozenset(("host-overhead", "operator-overhead", "kernel-launch-bound"))
 

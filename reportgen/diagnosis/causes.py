@@ -42,7 +42,7 @@ class Cause:
 # are concluded before gpu-underused, which is then blamed only when none of them explains the idle time.
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy")
 ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "debug-mode", "loader-restart",
-                  "step-waste")
+                  "between-steps", "step-waste")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
 
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
@@ -65,6 +65,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("compilation", "The training loop compiles again", "step-account"),
     Cause("allocator-churn", "Device memory is allocated and freed inside the steps", "step-account"),
     Cause("debug-mode", "A debugging aid slows every step", "step-account"),
+    Cause("between-steps", "The loop spends time between its steps", "step-account"),
     Cause("gpu-underused", "The GPUs are underused",
           after=("input-pipeline", "cpu-bound", "io-bound", *IDLE_GPU_CAUSES)),
     Cause("straggler", "One worker is slower than the rest", "step-times"),
@@ -79,7 +80,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("step-waste", "Part of every step is spent outside compute", "step-account",
           after=("input-pipeline", "io-bound", "cpu-bound", "straggler", "host-sync", "communication-bound",
                  "pageable-memcpy", "kernel-launch-bound", "operator-overhead", "host-overhead", "compilation",
-                 "allocator-churn", "debug-mode", "loader-restart", "step-outliers")),
+                 "allocator-churn", "debug-mode", "loader-restart", "between-steps", "step-outliers")),
 )
 # The vocabulary in its published order: report.json's schema enum, the JUnit causes suite (tests keep the
 # schema and this equal to the registry's ids).

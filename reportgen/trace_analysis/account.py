@@ -303,6 +303,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "optimizer_steps_per_step": _starts_per_step(trace, cpu & _named(trace, lambda n: bool(OPTIMIZER_STEP.match(n))),
                                                      lo, hi),
         "window": _window(trace, lo, hi),
+        "between_steps_ms": [gap / 1000.0 for gap in between_steps(lo, hi, _cycles(trace))],
         "gpu": _gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)) if device else None,
     }
 
@@ -471,6 +472,15 @@ def _cycles(trace: k.TraceColumns) -> list[tuple[float, float]]:
     if not cycles and trace.start_us.size:
         cycles = [(float(trace.start_us.min()), float(trace.end_us.max()))]
     return cycles
+
+
+def between_steps(lo: np.ndarray, hi: np.ndarray, cycles: list[tuple[float, float]]) -> list[float]:
+    """The time (µs) from each step's end to the next step's start, where both lie in one recorded cycle (between
+    cycles nothing was recorded), in the steps' order."""
+    order = np.argsort(lo)
+    lo, hi = lo[order], hi[order]
+    return [max(float(b_start - a_end), 0.0) for a_end, b_start in zip(hi[:-1], lo[1:])
+            if any(c0 <= a_end and b_start <= c1 for c0, c1 in cycles)]
 
 
 def _window(trace: k.TraceColumns, lo: np.ndarray, hi: np.ndarray) -> dict:

@@ -288,3 +288,14 @@ def test_the_page_shows_the_account_beside_htas_window(tmp_path):
         [0.79, 0.79], [0.1, 0.1], [0.21, 0.11], [0.1, 0.1], [0.01, 0.01], [0.0, 0.0], [0.1, None])]
     assert TraceRank.of("0", {**doc["ranks"]["0"], "account": {**doc["ranks"]["0"]["account"], "gpu": "x"}}
                         ).account.gpu is None  # the view never fails
+
+
+def test_the_time_between_steps_is_kept_gap_by_gap(tmp_path):
+    """Three steps, 100 and 300 µs apart: the gaps in order, and their sum in the window."""
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"), _cpu("aten::linear", 0, 900),
+        _cpu("ProfilerStep#2", 1100, 1000, cat="user_annotation"), _cpu("aten::linear", 1100, 900),
+        _cpu("ProfilerStep#3", 2400, 1000, cat="user_annotation"), _cpu("aten::linear", 2400, 900),
+    ])
+    assert got["between_steps_ms"] == pytest.approx([0.1, 0.3])
+    assert got["window"]["between_steps_ms"] == pytest.approx(0.4)
