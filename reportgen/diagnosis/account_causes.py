@@ -503,7 +503,7 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
         share += some.share
         metrics.update(some_steps=list(some.positions), some_steps_share=some.share, period=some.period)
         if some.slice not in ordered[:2]:
-            fixes.append(_intermittent_fix(some, ev.trace_ranks[some.rank]))
+            fixes.append(_intermittent_fix(some, ev.trace_ranks[some.rank], ev.job_cpu is not None))
     return make(ev, "step-waste", 0.0, evidence, " ".join(fixes), loop_share=share,
                 sections=[SectionId.GPU_KERNELS_OPERATORS],
                 heading=f"{pct(share)} of each step is {SLICE_TITLES[top]}" + (" and more" if len(ordered) > 1
@@ -525,17 +525,17 @@ def _intermittent_text(ev: Evidence, some: Intermittent) -> str:
             + _waited_in(ev, some.slice, some.rank))
 
 
-def _intermittent_fix(some: Intermittent, rank) -> str:
+def _intermittent_fix(some: Intermittent, rank, shared_host: bool) -> str:
     story = SlowStepStory(some.slice, {some.slice: some.excess_ms}, 0.0, len(some.positions), some.positions)
     loader = rank.dataloader
-    return fix_for(story, loader.workers if loader is not None else None, some.period)
+    return fix_for(story, loader.workers if loader is not None else None, some.period, shared_host)
 
 
 def _intermittent_finding(ev: Evidence, some: Intermittent) -> Finding:
     evidence = [_intermittent_text(ev, some),
                 "those steps are not slow enough to be outliers each, but together they cost that much: the step-time "
                 "account in the profiler section shows them step by step"]
-    return make(ev, "step-waste", 0.0, evidence, _intermittent_fix(some, ev.trace_ranks[some.rank]),
+    return make(ev, "step-waste", 0.0, evidence, _intermittent_fix(some, ev.trace_ranks[some.rank], ev.job_cpu is not None),
                 loop_share=some.share, sections=[SectionId.GPU_KERNELS_OPERATORS],
                 heading=f"{pct(some.share)} of the steps' time is {SLICE_TITLES[some.slice]} "
                         + (f"every {some.period} steps" if some.period else "in some steps"),

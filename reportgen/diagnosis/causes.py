@@ -946,7 +946,7 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     if why is not None:
         rank = ev.trace_ranks.get(metrics["worker"][len("rank "):])
         loader = rank.dataloader if rank is not None else None
-        fix = fix_for(why, loader.workers if loader is not None else None, period)
+        fix = fix_for(why, loader.workers if loader is not None else None, period, ev.job_cpu is not None)
         metrics = {**metrics, "slow_in": why.slice, "excess_ms_by_slice": why.excess_ms,
                    "optimizer_excess_ms": why.optimizer_excess_ms}
     return make(ev, "step-outliers", 0.0, evidence, fix, loop_share=loop_share, seconds=seconds,

@@ -89,8 +89,9 @@ class SlowStepStory:
         return self.total_ms > 0 and self.optimizer_excess_ms >= BY_DESIGN * self.total_ms
 
 
-def fix_for(found: SlowStepStory, loader_workers: bool | None, period: int | None) -> str:
-    """The fix for slow steps, from what makes them slow."""
+def fix_for(found: SlowStepStory, loader_workers: bool | None, period: int | None, shared_host: bool = False) -> str:
+    """The fix for slow steps, from what makes them slow (``shared_host``: the recording's host was busier than
+    the job, so a step that did the same work for longer may have waited for a core)."""
     when = f"every {period} steps" if period else "in the slow steps"
     if found.slice == "data_wait":
         if loader_workers:
@@ -118,7 +119,9 @@ def fix_for(found: SlowStepStory, loader_workers: bool | None, period: int | Non
     if found.slice == "compute" and found.same_work_longer:
         return ("The slow steps run the same operators as the others, only longer: their inputs are larger (the "
                 "longest padded batches, the largest images). Bucket samples by size (batches of similar length) or "
-                "pad to a few fixed sizes; record_shapes=True shows the shapes.")
+                "pad to a few fixed sizes; record_shapes=True shows the shapes."
+                + (" The host was shared with other work: the process may instead have waited for a core in those "
+                   "steps (then no fix of the job's own is needed)." if shared_host else ""))
     if found.slice == "compute" and found.work_ratio is not None and found.work_ratio > 1.1:
         return (f"The slow steps issue {found.work_ratio:.1f}x the operators of the median step: extra work inside "
                 "the step (evaluation, extra forward passes, saving a checkpoint). Move it off the training step, "
