@@ -86,9 +86,21 @@ def decode_trace(raw: bytes) -> tuple[list, dict] | None:
     return doc.traceEvents, {k: getattr(doc, k) for k in META_KEYS if getattr(doc, k) is not UNSET}
 
 
+_EVENTS_DECODER = msgspec.json.Decoder(list[KinetoEvent])
+
+
+def decode_events(raw: bytes) -> list | None:
+    """A run of a streamed trace's events (``[<events>]``, UTF-8 checked by the caller) as ``KinetoEvent``
+    structs, or None when the text does not fit them (``traces.stream.FramedEvents`` then gives up)."""
+    try:
+        return _EVENTS_DECODER.decode(raw)
+    except (msgspec.MsgspecError, ValueError):
+        return None
+
+
 def input_dims(args: KinetoArgs):
     """``Input Dims`` decoded (None when absent), as a parser would give it."""
     return msgspec.json.decode(args.input_dims)
 
 
-__all__ = ["KinetoArgs", "KinetoEvent", "decode_trace", "input_dims", "NO_ARGS", "EVENT_FIELDS", "META_KEYS", "UNSET"]
+__all__ = ["KinetoArgs", "KinetoEvent", "decode_events", "decode_trace", "input_dims", "NO_ARGS", "EVENT_FIELDS", "META_KEYS", "UNSET"]

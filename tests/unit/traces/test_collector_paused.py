@@ -136,8 +136,22 @@ def test_a_streamed_trace_is_decoded_with_the_collector_paused(tmp_path, monkeyp
 
     monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")  # every file streamed
     monkeypatch.setattr(trace_read, "EventWalk", Recording)
+    monkeypatch.setattr(kineto_trace, "_stream_typed", lambda *args: None)  # as a file not framed in runs
     trace = read_trace(path)
     assert len(states) == 280 and not any(states)  # every event decoded inside a pause
+    assert len(trace.start_us) == 280 and trace.rank == 2
+    assert gc.isenabled()
+
+
+def test_a_streamed_trace_framed_in_runs_is_decoded_with_the_collector_paused(tmp_path, monkeypatch, collector_on):
+    path = tmp_path / "rank0.pt.trace.json"
+    write_trace(path, rank_events(1000.0, 40, 1.0), rank=2)
+    decode, states = kineto_trace.decode_events, []
+    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")  # every file streamed
+    monkeypatch.setattr(kineto_trace, "decode_events", lambda raw: states.append(gc.isenabled()) or decode(raw))
+    monkeypatch.setattr(trace_read, "EventWalk", None)  # never walked event by event
+    trace = read_trace(path)
+    assert states and not any(states)
     assert len(trace.start_us) == 280 and trace.rank == 2
     assert gc.isenabled()
 
