@@ -179,11 +179,11 @@ def load_entry(cache: TraceCache, key: str, path: Path) -> tuple[TraceColumns, P
     except FileNotFoundError:
         return None
     except Exception:  # noqa: BLE001 - OSError, ValueError, zipfile.BadZipFile (CRC), EOFError...: not trusted
-        _remove(where)
+        remove_entry(where)
         return None
     loaded = entry_from_arrays(arrays, key, path)
     if loaded is None:
-        _remove(where)
+        remove_entry(where)
         return None
     if cache.writable:
         try:
@@ -200,15 +200,22 @@ def store_entry(cache: TraceCache, key: str, trace: TraceColumns, problems: Prob
         arrays = entry_arrays(trace, problems, key)
     except (TypeError, ValueError, OverflowError):  # a value JSON does not hold (a numpy integer): not kept
         return False
+    return put_entry(cache, entry_path(cache, key), lambda handle: np.savez(handle, **arrays))
+
+
+def put_entry(cache: TraceCache, where: Path, write: Callable) -> bool:
+    """Write an entry of the folder: ``write(handle)`` fills a temporary file, renamed to ``where`` when whole and
+    within the bound (a reader never sees half an entry; two writers leave one whole); then the folder is brought
+    back under its bound. False when it is not kept (the bound, a full or read-only folder)."""
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=cache.folder, prefix=f".{key}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=cache.folder, prefix=f".{where.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
+            write(handle)
         if os.path.getsize(tmp) > cache.max_bytes:
             Path(tmp).unlink(missing_ok=True)
             return False
-        os.replace(tmp, entry_path(cache, key))
+        os.replace(tmp, where)
     except OSError:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
@@ -233,19 +240,20 @@ def evict(cache: TraceCache, now: float | None = None) -> int:
             continue
         if item.name.startswith(".") and item.name.endswith(".tmp"):
             if now - st.st_mtime > STALE_TEMP_SECONDS:
-                removed += _remove(Path(item.path))
+                removed += remove_entry(Path(item.path))
         elif item.name.endswith(ENTRY_SUFFIXES) and stat.S_ISREG(st.st_mode):
             entries.append((st.st_mtime_ns, item.name, st.st_size, Path(item.path)))
     total = sum(size for _, _, size, _ in entries)
     for _, _, size, where in sorted(entries):
         if total <= cache.max_bytes:
             break
-        removed += _remove(where)
+        removed += remove_entry(where)
         total -= size
     return removed
 
 
-def _remove(where: Path) -> int:
+def remove_entry(where: Path) -> int:
+    """Remove an entry (an unusable one, or the least recently used); 1 when it went."""
     try:
         where.unlink()
     except OSError:

@@ -12,7 +12,7 @@ taken from (``flops.peak_table``: ``REPORTGEN_PEAK_TFLOPS`` may name another). N
 
 One entry is one ``<key>.rank.json``: a header line (format, key, SHA-256 of the body) and the body, the JSON of
 ``[doc, totals]``; written under a temporary name and renamed into place, bounded with the file entries
-(``trace_cache.evict``). A cut, altered or foreign entry is removed and the rank analysed again. A result JSON
+(``trace_cache.put_entry``). A cut, altered or foreign entry is removed and the rank analysed again. A result JSON
 would not give back exactly (a numpy integer, a tuple, a key that is no string) is not kept, so what a warm run
 serves is what ``json.loads`` of the entry gives; the cold run that stores it goes on with that same decoded copy,
 so cold and warm runs hand the same values on.
@@ -24,10 +24,9 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 
-from reportgen.readers.trace_cache import TraceCache, evict
+from reportgen.readers.trace_cache import TraceCache, put_entry, remove_entry
 from reportgen.trace_analysis.flops import peak_table
 
 # Bump with any change to what ``analyze_trace`` or ``totals_by_name`` give for a merged rank (a key, a number, a
@@ -57,7 +56,7 @@ def load_rank(cache: TraceCache, key: str) -> tuple[dict, dict] | None:
         return None
     found = _decode(raw, key)
     if found is None:
-        _remove(where)
+        remove_entry(where)
         return None
     if cache.writable:
         try:
@@ -68,9 +67,9 @@ def load_rank(cache: TraceCache, key: str) -> tuple[dict, dict] | None:
 
 
 def store_rank(cache: TraceCache, key: str, doc: dict, totals: dict) -> tuple[dict, dict] | None:
-    """Keep the rank's ``doc`` and ``totals`` under ``key``; the decoded copy the entry gives back (what the run
-    goes on with), or None when they are not kept: JSON would not give them back exactly, or the folder cannot
-    take them (read-only, full)."""
+    """Keep the rank's ``doc`` and ``totals`` under ``key`` (best effort: a read-only or full folder keeps
+    nothing); the decoded copy an entry gives back, what the run goes on with, or None when JSON would not give
+    them back exactly (then nothing is kept and the run goes on with its own)."""
     try:
         body = json.dumps([doc, _listed(totals)], ensure_ascii=True, allow_nan=True).encode("ascii")
     except (TypeError, ValueError, OverflowError):  # a value JSON does not hold (a numpy integer)
@@ -81,20 +80,7 @@ def store_rank(cache: TraceCache, key: str, doc: dict, totals: dict) -> tuple[di
     if not cache.writable:
         return decoded
     header = json.dumps({"format": RANK_FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()})
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=cache.folder, prefix=f".{key}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(header.encode("ascii") + b"\n" + body)
-        if os.path.getsize(tmp) > cache.max_bytes:
-            Path(tmp).unlink(missing_ok=True)
-            return decoded
-        os.replace(tmp, rank_entry_path(cache, key))
-    except OSError:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        return decoded
-    evict(cache)
+    put_entry(cache, rank_entry_path(cache, key), lambda handle: handle.write(header.encode("ascii") + b"\n" + body))
     return decoded
 
 
@@ -142,13 +128,6 @@ def _decode(raw: bytes, key: str) -> tuple[dict, dict] | None:
         return _restored(json.loads(body))
     except (ValueError, RecursionError):
         return None
-
-
-def _remove(where: Path) -> None:
-    try:
-        where.unlink()
-    except OSError:
-        pass
 
 
 __all__ = ["ANALYSIS_VERSION", "RANK_FORMAT", "RANK_SUFFIX", "load_rank", "rank_entry_key", "rank_entry_path",
