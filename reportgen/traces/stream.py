@@ -298,3 +298,16 @@ def _utf8_text(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+class ViewSource:
+    """``read(n)`` over bytes already in memory, a piece at a time (``io.BytesIO`` would copy them whole first):
+    a whole file's events array handed to ``FramedEvents``."""
+
+    def __init__(self, data) -> None:
+        self.view, self.pos = memoryview(data), 0
+
+    def read(self, n: int) -> bytes:
+        piece = self.view[self.pos:self.pos + n]
+        self.pos += len(piece)
+        return bytes(piece)

@@ -147,3 +147,47 @@ def test_a_damaged_gzip_stream_is_walked_and_noted(tmp_path, monkeypatch):
     path.write_bytes(raw[: len(raw) * 2 // 3])  # the stream cut: what came before it is kept
     trace, log = _framed_and_walked(path, monkeypatch, taken=False)
     assert not trace.complete and log.total > 0 and 0 < len(trace.start_us) < 3000
+
+
+def _whole(path: Path, monkeypatch, *, in_runs: bool) -> tuple[TraceColumns, ProblemLog, list[bool]]:
+    calls: list[bool] = []
+    real = kineto_trace._stream_typed
+
+    def counted(*args):
+        taken = real(*args)
+        calls.append(taken is not None)
+        return taken
+    with monkeypatch.context() as patched:
+        patched.setattr(kineto_trace, "WHOLE_IN_RUNS", in_runs)
+        patched.setattr(kineto_trace, "_stream_typed", counted)
+        log = ProblemLog()
+        trace = kineto_trace.read_trace(path, log)
+    return trace, log, calls
+
+
+@pytest.mark.parametrize("doc", ["recording", "nested-meta", "duplicate-key", "top-level-array", "begin-end"])
+def test_a_whole_file_read_in_runs_is_the_file_decoded_at_once(doc, tmp_path, monkeypatch):
+    path = tmp_path / "rank1.pt.trace.json"
+    events = _events(500)
+    if doc == "recording":
+        path.write_bytes(gzip.decompress(RECORDING.read_bytes()))
+    elif doc == "nested-meta":  # a key the text search would find first, inside another object of the head
+        path.write_text('{"other": {"baseTimeNanoseconds": 5, "distributedInfo": {"rank": 9}},\n'
+                        + _kineto_text(events)[1:])
+    elif doc == "duplicate-key":  # JSON's last value wins, as when the document is decoded at once
+        path.write_text(_kineto_text(events).replace('"schemaVersion": 1', '"baseTimeNanoseconds": 7'))
+    elif doc == "top-level-array":
+        path.write_text(json.dumps(events))
+    else:
+        events[3:3] = [{"ph": "B", "name": "b", "pid": 1, "tid": 0, "ts": 1.0},
+                       {"ph": "E", "name": "b", "pid": 1, "tid": 0, "ts": 2.0}]
+        path.write_text(_kineto_text(events))
+    runs, runs_log, calls = _whole(path, monkeypatch, in_runs=True)
+    once, once_log, _ = _whole(path, monkeypatch, in_runs=False)
+    _same(runs, once)
+    assert runs_log.to_json() == once_log.to_json()
+    assert calls == ([] if doc == "top-level-array" else [doc != "begin-end"])  # taken in runs, else at once
+    if doc == "nested-meta":
+        assert runs.rank == 3 and runs.start_us[0] == 1000.0 + 1.0  # the document's own 1000 ns, not the 5
+    if doc == "duplicate-key":
+        assert runs.start_us[0] == 1000.0 + 1.0  # the later 1000 ns, not the earlier 7
