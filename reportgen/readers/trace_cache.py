@@ -185,12 +185,17 @@ def load_entry(cache: TraceCache, key: str, path: Path) -> tuple[TraceColumns, P
     if loaded is None:
         remove_entry(where)
         return None
+    touch_entry(cache, where)
+    return loaded
+
+
+def touch_entry(cache: TraceCache, where: Path) -> None:
+    """An entry just used: the last to go when the folder is over its bound (a read-only folder: unchanged)."""
     if cache.writable:
         try:
-            os.utime(where)  # used now: the last to go when the folder is over its bound
+            os.utime(where)
         except OSError:
             pass
-    return loaded
 
 
 def store_entry(cache: TraceCache, key: str, trace: TraceColumns, problems: ProblemLog) -> bool:

@@ -23,10 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from pathlib import Path
 
-from reportgen.readers.trace_cache import TraceCache, put_entry, remove_entry
+from reportgen.readers.trace_cache import TraceCache, put_entry, remove_entry, touch_entry
 from reportgen.trace_analysis.flops import peak_table
 
 # Bump with any change to what ``analyze_trace`` or ``totals_by_name`` give for a merged rank (a key, a number, a
@@ -58,11 +57,7 @@ def load_rank(cache: TraceCache, key: str) -> tuple[dict, dict] | None:
     if found is None:
         remove_entry(where)
         return None
-    if cache.writable:
-        try:
-            os.utime(where)  # used now: the last to go when the folder is over its bound
-        except OSError:
-            pass
+    touch_entry(cache, where)
     return found
 
 
