@@ -86,9 +86,50 @@ def decode_trace(raw: bytes) -> tuple[list, dict] | None:
     return doc.traceEvents, {k: getattr(doc, k) for k in META_KEYS if getattr(doc, k) is not UNSET}
 
 
+_EVENTS_DECODER = msgspec.json.Decoder(list[KinetoEvent])
+
+
+class KinetoFrame(msgspec.Struct, gc=False):
+    """A trace written as an object, its events left as their text (``frame_document``)."""
+
+    traceEvents: msgspec.Raw = msgspec.Raw(b"")  # empty: absent
+    deviceProperties: Any = UNSET
+    distributedInfo: Any = UNSET
+    baseTimeNanoseconds: Any = UNSET
+
+
+_FRAME_DECODER = msgspec.json.Decoder(KinetoFrame)
+
+
+def frame_document(raw: bytes) -> tuple[memoryview, dict] | None:
+    """A whole trace's events array as its text (a view of ``raw``) and its metadata, exactly as ``decode_trace``
+    gives them, for a text that is a JSON object whose ``traceEvents`` is an array; None for anything else (a
+    top-level array, malformed JSON, no such array: ``decode_trace`` then decides). The document is checked
+    whole here (UTF-8, well-formed JSON), its events only as JSON: the caller decodes them a run at a time."""
+    if not valid_utf8(raw):
+        return None
+    try:
+        doc = _FRAME_DECODER.decode(raw)
+    except (msgspec.MsgspecError, ValueError):
+        return None
+    events = memoryview(doc.traceEvents)
+    if not events or events[0] != 0x5B:  # "["
+        return None
+    return events, {k: getattr(doc, k) for k in META_KEYS if getattr(doc, k) is not UNSET}
+
+
+def decode_events(raw: bytes) -> list | None:
+    """A run of a streamed trace's events (``[<events>]``, UTF-8 checked by the caller) as ``KinetoEvent``
+    structs, or None when the text does not fit them (``traces.stream.FramedEvents`` then gives up)."""
+    try:
+        return _EVENTS_DECODER.decode(raw)
+    except (msgspec.MsgspecError, ValueError):
+        return None
+
+
 def input_dims(args: KinetoArgs):
     """``Input Dims`` decoded (None when absent), as a parser would give it."""
     return msgspec.json.decode(args.input_dims)
 
 
-__all__ = ["KinetoArgs", "KinetoEvent", "decode_trace", "input_dims", "NO_ARGS", "EVENT_FIELDS", "META_KEYS", "UNSET"]
+__all__ = ["KinetoArgs", "KinetoEvent", "KinetoFrame", "decode_events", "decode_trace", "frame_document", "input_dims", "NO_ARGS", "EVENT_FIELDS", "META_KEYS", "UNSET"]

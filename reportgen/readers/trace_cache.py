@@ -45,6 +45,9 @@ from reportgen.sources.s3 import default_cache_dir
 CACHE_FORMAT = 1
 CACHE_SUBDIR = "traces"
 HASH_BLOCK = 1 << 20
+# What the folder holds and bounds together: each file's reduction, and each rank's analysis
+# (``trace_analysis/rank_cache.py``, kept beside them so one bound and one eviction cover both).
+ENTRY_SUFFIXES = (".npz", ".rank.json")
 STALE_TEMP_SECONDS = 3600  # a temporary entry this old is a crashed writer's: removed by the next eviction
 NO_CACHE_ENV = "REPORTGEN_NO_CACHE"
 
@@ -92,25 +95,34 @@ def trace_cache_for(cache_dir: Path | None = None, progress: Callable[[str], Non
 def read_trace_cached(path: Path, problems: ProblemLog, cache: TraceCache | None) -> TraceColumns:
     """``read_trace_file(path, problems)``, from ``cache`` when it holds this content's reduction, else read and
     kept there. The cache never fails the read: any trouble with it is a miss."""
+    return read_trace_keyed(path, problems, cache)[0]
+
+
+def read_trace_keyed(path: Path, problems: ProblemLog, cache: TraceCache | None) -> tuple[TraceColumns, str | None]:
+    """``read_trace_cached`` and the key of the content the columns are (None: no cache, a file that is no regular
+    one, that changed while read, or whose columns came from a sibling copy): what ``trace_analysis/rank_cache``
+    keys a rank's analysis with."""
     if cache is None:
-        return read_trace_file(path, problems)
+        return read_trace_file(path, problems), None
     before = file_key(Path(path), problems.cap)
     if before is None:
-        return read_trace_file(path, problems)
+        return read_trace_file(path, problems), None
     key, identity = before
     hit = load_entry(cache, key, Path(path))
     if hit is not None:
         trace, own = hit
         problems.merge(own)
-        return trace
+        return trace, key
     own = ProblemLog(problems.cap)
     trace = read_trace_file(path, own)
     problems.merge(own)
     # Kept only when the file is what was hashed (a live trace may grow while read) and the read is its own (a
     # file with no usable event may have been read from a sibling copy, which the key does not cover).
-    if cache.writable and trace.start_us.size and trace.path == Path(path) and _identity(Path(path)) == identity:
+    if not (trace.path == Path(path) and _identity(Path(path)) == identity):
+        return trace, None
+    if cache.writable and trace.start_us.size:
         store_entry(cache, key, trace, own)
-    return trace
+    return trace, key
 
 
 # ------------------------------------------------------------------------------------------------ key
@@ -167,18 +179,23 @@ def load_entry(cache: TraceCache, key: str, path: Path) -> tuple[TraceColumns, P
     except FileNotFoundError:
         return None
     except Exception:  # noqa: BLE001 - OSError, ValueError, zipfile.BadZipFile (CRC), EOFError...: not trusted
-        _remove(where)
+        remove_entry(where)
         return None
     loaded = entry_from_arrays(arrays, key, path)
     if loaded is None:
-        _remove(where)
+        remove_entry(where)
         return None
+    touch_entry(cache, where)
+    return loaded
+
+
+def touch_entry(cache: TraceCache, where: Path) -> None:
+    """An entry just used: the last to go when the folder is over its bound (a read-only folder: unchanged)."""
     if cache.writable:
         try:
-            os.utime(where)  # used now: the last to go when the folder is over its bound
+            os.utime(where)
         except OSError:
             pass
-    return loaded
 
 
 def store_entry(cache: TraceCache, key: str, trace: TraceColumns, problems: ProblemLog) -> bool:
@@ -188,15 +205,22 @@ def store_entry(cache: TraceCache, key: str, trace: TraceColumns, problems: Prob
         arrays = entry_arrays(trace, problems, key)
     except (TypeError, ValueError, OverflowError):  # a value JSON does not hold (a numpy integer): not kept
         return False
+    return put_entry(cache, entry_path(cache, key), lambda handle: np.savez(handle, **arrays))
+
+
+def put_entry(cache: TraceCache, where: Path, write: Callable) -> bool:
+    """Write an entry of the folder: ``write(handle)`` fills a temporary file, renamed to ``where`` when whole and
+    within the bound (a reader never sees half an entry; two writers leave one whole); then the folder is brought
+    back under its bound. False when it is not kept (the bound, a full or read-only folder)."""
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=cache.folder, prefix=f".{key}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=cache.folder, prefix=f".{where.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
+            write(handle)
         if os.path.getsize(tmp) > cache.max_bytes:
             Path(tmp).unlink(missing_ok=True)
             return False
-        os.replace(tmp, entry_path(cache, key))
+        os.replace(tmp, where)
     except OSError:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
@@ -221,19 +245,20 @@ def evict(cache: TraceCache, now: float | None = None) -> int:
             continue
         if item.name.startswith(".") and item.name.endswith(".tmp"):
             if now - st.st_mtime > STALE_TEMP_SECONDS:
-                removed += _remove(Path(item.path))
-        elif item.name.endswith(".npz") and stat.S_ISREG(st.st_mode):
+                removed += remove_entry(Path(item.path))
+        elif item.name.endswith(ENTRY_SUFFIXES) and stat.S_ISREG(st.st_mode):
             entries.append((st.st_mtime_ns, item.name, st.st_size, Path(item.path)))
     total = sum(size for _, _, size, _ in entries)
     for _, _, size, where in sorted(entries):
         if total <= cache.max_bytes:
             break
-        removed += _remove(where)
+        removed += remove_entry(where)
         total -= size
     return removed
 
 
-def _remove(where: Path) -> int:
+def remove_entry(where: Path) -> int:
+    """Remove an entry (an unusable one, or the least recently used); 1 when it went."""
     try:
         where.unlink()
     except OSError:

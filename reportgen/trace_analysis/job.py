@@ -51,7 +51,8 @@ from pathlib import Path
 from reportgen.trace_analysis.analysis import TOP_KERNELS, TOP_OPS, analyze_trace, compare_ranks, totals_by_name
 from reportgen.trace_analysis.ranks import (cycle_order, group_traces_keyed, merge_cycles, rank_key, rank_label, rank_order,
                                     unique_labels, worker_of)
-from reportgen.readers.trace_cache import TraceCache, read_trace_cached
+from reportgen.readers.trace_cache import TraceCache, read_trace_keyed
+from reportgen.trace_analysis.rank_cache import load_rank, rank_entry_key, store_rank
 from reportgen.errors import InputError
 from reportgen.problems import DataProblem, ProblemLog
 from reportgen.cluster.s3_objects import S3System, download_objects
@@ -154,6 +155,7 @@ class FileRead:
     bytes: int = 0
     seconds: float = 0.0
     peak_rss: int = 0
+    key: str | None = None  # the trace cache's key of the content read (None: not cached)
 
 
 def read_file(index: int, name: str, cap: int, s3: S3System | None = None, cache: TraceCache | None = None) -> FileRead:
@@ -171,14 +173,14 @@ def read_file(index: int, name: str, cap: int, s3: S3System | None = None, cache
         if path is None:
             log.add(display, None, "unsafe S3 key (not fetched)")
             return FileRead(index, display, None, (dict(log.counts), log.items), 0, time.perf_counter() - started)
-        trace = read_trace_cached(path, log, cache if s3 is None else None)
+        trace, key = read_trace_keyed(path, log, cache if s3 is None else None)
         nbytes = 0
         with contextlib.suppress(OSError):
             nbytes = path.stat().st_size
     if display != str(path):
         log.items = [DataProblem(display if p.file == str(path) else p.file, p.line, p.reason) for p in log.items]
     return FileRead(index, display, trace, (dict(log.counts), log.items), nbytes, time.perf_counter() - started,
-                    peak_rss())
+                    peak_rss(), key)
 
 
 def reduce_task(files: list[tuple[int, str]], cap: int, s3: S3System | None = None,
@@ -186,16 +188,18 @@ def reduce_task(files: list[tuple[int, str]], cap: int, s3: S3System | None = No
     """Read ``files`` (job index, local path or S3 key), group them into ranks and reduce each rank.
     ``one_rank``: the files are one rank (the client's regrouping), no grouping. Never raises on bad
     content (the reader records it); S3 errors do."""
-    return reduce_reads([read_file(i, name, cap, s3, cache) for i, name in files], one_rank)
+    return reduce_reads([read_file(i, name, cap, s3, cache) for i, name in files], one_rank, cache)
 
 
-def reduce_reads(reads: list[FileRead], one_rank: bool = False) -> TaskResult:
-    """Group files already read into ranks and reduce each rank (the second half of :func:`reduce_task`)."""
+def reduce_reads(reads: list[FileRead], one_rank: bool = False, cache: TraceCache | None = None) -> TaskResult:
+    """Group files already read into ranks and reduce each rank (the second half of :func:`reduce_task`); a rank
+    whose files all came with a key is analysed once per cache (``trace_analysis/rank_cache.py``)."""
     started = time.perf_counter()
     problems = {read.index: read.problems for read in reads}
     traces = [read.trace for read in reads if read.trace is not None]
     index = {id(read.trace): read.index for read in reads if read.trace is not None}
     shown = {id(read.trace): read.display for read in reads if read.trace is not None}
+    keys = {id(read.trace): read.key for read in reads if read.trace is not None}
     if one_rank:
         cycle_order(traces)
         groups = [(rank_key(traces[0]), traces)] if traces else []
@@ -206,11 +210,18 @@ def reduce_reads(reads: list[FileRead], one_rank: bool = False) -> TaskResult:
     for key, group in groups:
         members = [index[id(t)] for t in group]
         label, first_name, first_file = rank_label(group), group[0].path.name, shown[id(group[0])]
-        rank = merge_cycles(group)
+        workers = sorted({w for t in group if (w := worker_of(t.path))})  # as merge_cycles finds them
+        entry = (rank_entry_key([keys[id(t)] for t in group])
+                 if cache is not None and all(keys[id(t)] is not None for t in group) else None)
+        found = load_rank(cache, entry) if entry is not None else None
+        if found is None:
+            rank = merge_cycles(group)
+            found = analyze_trace(rank), totals_by_name(rank)
+            del rank
+            if entry is not None:
+                found = store_rank(cache, entry, *found) or found
         group.clear()
-        ranks.append(RankSummary(key, members, label, first_name, first_file, list(rank.workers),
-                                 analyze_trace(rank), totals_by_name(rank)))
-        del rank
+        ranks.append(RankSummary(key, members, label, first_name, first_file, workers, *found))
     read_seconds = sum(read.seconds for read in reads)
     stats = TaskStats(files=len(reads), bytes=sum(read.bytes for read in reads),
                       seconds=read_seconds + time.perf_counter() - started, worker_pid=os.getpid(),
@@ -257,7 +268,7 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
                     continue
                 parts = [client.submit(read_file, i, name, problems.cap, s3, cache, pure=False) for i, name in job]
                 reads += parts
-                futures.append(client.submit(reduce_reads, parts, one_rank, pure=False))
+                futures.append(client.submit(reduce_reads, parts, one_rank, cache, pure=False))
             try:
                 results = client.gather(futures)
             except Exception as err:

@@ -98,15 +98,18 @@ class TraceRead:
     """The events of one trace file, and what went wrong reading them."""
 
     def __init__(self, path: Path, rel, wording: Wording = Wording(), *, gz: bool | None = None,
-                 cap: int | None = None, whole=None):
+                 cap: int | None = None, whole=None, framed=None):
         """``rel``: how problems name the file. ``gz``: the file is gzip'd (None: when it starts with
         the gzip magic bytes). ``cap``: how many problems of each log are listed in full. ``whole``: the
         reader's own fast path for a file read whole, called with its text (bytes): the number of events
         it took (then ``chunks`` hands out none), or None to have the events decoded and handed out here.
         It must take a text only when that text parses whole as a JSON array of the shape it expects:
-        nothing is then noted about the text."""
+        nothing is then noted about the text. ``framed``: the same for a file to be streamed, called with its
+        text as a binary source read from the start: the number of events it took, or None to have the file read
+        again from the start here, event by event (``stream.FramedEvents`` is the way: it takes only a file it
+        decodes whole); it must give None for a gzip stream it found damaged or cut (``broken``, ``capped``)."""
         self.path, self.rel, self.wording, self.gz = Path(path), rel, wording, gz
-        self.whole = whole
+        self.whole, self.framed = whole, framed
         self.breaks = ProblemLog() if cap is None else ProblemLog(cap)  # corrupt events, a cut array
         self.streamed = False  # the file is read as a stream (else whole, its events in one list)
         self.count = 0  # events handed out
@@ -147,6 +150,18 @@ class TraceRead:
                 self.count = len(events)
                 yield events
                 return
+            if self.framed is not None:
+                fh.seek(0)
+                src = GunzipStream(fh, text_cap(os.fstat(fh.fileno()).st_size)) if self.gz else fh
+                try:
+                    taken = self.framed(src)
+                except OSError as err:
+                    self.error = err
+                    return
+                if taken is not None:
+                    self._gz_outcome(src)
+                    self.parsed, self.count = True, taken
+                    return
             fh.seek(0)
             src = GunzipStream(fh, text_cap(os.fstat(fh.fileno()).st_size)) if self.gz else fh
             walk = self.walk = EventWalk(src, self.breaks, self.rel, cut_line=self.wording.cut_line)
@@ -266,15 +281,21 @@ class TraceRead:
         walk = self.walk
         if walk is None:
             return {}
-        decoder = json.JSONDecoder()
-        meta: dict = {}
-        for key in keys:
-            for text in (walk.head, walk.tail):
-                match = re.search(r'"%s"\s*:\s*' % re.escape(key), text)
-                if match:
-                    try:
-                        meta[key], _ = decoder.raw_decode(text, match.end())
-                        break
-                    except (ValueError, RecursionError):
-                        pass
-        return meta
+        return meta_of(walk.head, walk.tail, keys)
+
+
+def meta_of(head: str, tail: str, keys) -> dict:
+    """A streamed document's top-level ``keys`` looked for in the text before its events (``head``) and after
+    them (``tail``): how ``TraceRead.meta`` and a ``framed`` reader find them."""
+    decoder = json.JSONDecoder()
+    meta: dict = {}
+    for key in keys:
+        for text in (head, tail):
+            match = re.search(r'"%s"\s*:\s*' % re.escape(key), text)
+            if match:
+                try:
+                    meta[key], _ = decoder.raw_decode(text, match.end())
+                    break
+                except (ValueError, RecursionError):
+                    pass
+    return meta

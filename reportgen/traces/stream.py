@@ -166,3 +166,148 @@ class EventWalk:
         self.complete = False
         at = self.count + 1 if self.cut_line == "event" else line
         self.problems.add(self.rel, at, f"truncated or corrupt JSON array ({self.count} events before the break kept)")
+
+
+_LINE_EVENT = re.compile(rb"\n[ \t]*\{")
+RUN_BLOCK = 1 << 20  # bytes read at a time by FramedEvents: a run's text, its structs and copies stay a few MB
+_RUN_BLANKS = b" \t\r\n"
+
+
+class FramedEvents:
+    """A trace's events array cut into runs of whole events at line starts, each run decoded at once by a strict
+    decoder: the fast way through a streamed file whose writer put one event per line (torch does), in memory of
+    one run. ``decode(text)`` gets ``[<events>]`` (bytes) and gives the decoded list, or None when the text is
+    not a JSON array of the events it expects.
+
+    A cut inside an event (a line that starts an object inside one, as an indented writer puts it) leaves an
+    array that is not JSON, so a run the decoder takes is a run of whole events. Anything this does not take
+    (no events array in the first read, a run or the head or tail not UTF-8, a run the decoder refuses, no line
+    start for ``MAX_EVENT_BYTES``, no ``]`` found that closes the array) ends the iteration with ``ok`` False:
+    the caller then reads the file again with ``EventWalk``, which salvages and notes what it finds. With ``ok``
+    True, ``head`` and ``tail`` are what ``EventWalk`` keeps of the text before and after the array and
+    ``count`` the events handed out."""
+
+    def __init__(self, src, decode, *, chunk: int | None = None):
+        self.src, self.decode, self.chunk = src, decode, chunk or min(READ_BLOCK, RUN_BLOCK)
+        self.head = self.tail = ""
+        self.count = 0
+        self.ok = False
+
+    def __iter__(self):
+        first = self.src.read(self.chunk)
+        text = first.decode("utf-8", "surrogateescape")
+        start = events_array_start(text)
+        if start is None:
+            return
+        m = _OPEN.search(text, 0, start + 1)
+        head = text[: m.start()] if m and m.end() == start + 1 else text[:start]
+        if not _utf8_text(head):
+            return
+        buf = first[len(text[: start + 1].encode("utf-8", "surrogateescape")):]
+        del first, text
+        eof = False
+        while not eof:
+            more = self.src.read(self.chunk)
+            eof = not more
+            buf += more
+            if eof:
+                break
+            cut = _last_line_start(buf)
+            if cut is None:
+                if len(buf) > MAX_EVENT_BYTES:
+                    return
+                continue
+            events = self._decoded(buf[:cut])
+            if events is None:
+                return
+            buf = buf[cut:]
+            yield events
+        end = _array_end(buf)  # the last run: up to the "]" that closes the array
+        if end is None:
+            return
+        events = self._decoded(buf[:end])
+        if events is None:
+            return
+        tail = buf[end + 1:].decode("utf-8", "surrogateescape")
+        if not _utf8_text(tail):
+            return
+        self.head, self.tail, self.ok = head, tail[-TAIL_CHARS:], True
+        yield events
+
+    def _decoded(self, run: bytes) -> list | None:
+        """``run`` (whole events, the comma before the next run's first event at its end) decoded as an array."""
+        end = len(run)
+        while end and run[end - 1] in _RUN_BLANKS:
+            end -= 1
+        if end and run[end - 1] == 0x2C:  # ","
+            end -= 1
+        framed = bytearray(b"[")
+        framed += memoryview(run)[:end]
+        framed += b"]"
+        if not (framed.isascii() or _utf8_bytes(framed)):
+            return None
+        events = self.decode(framed)
+        if events is not None:
+            self.count += len(events)
+        return events
+
+
+def _last_line_start(buf: bytes) -> int | None:
+    """Where the last line of ``buf`` that starts an object begins (after its newline), None when none does."""
+    end = len(buf)
+    while (newline := buf.rfind(b"\n", 0, end)) >= 0:
+        if _LINE_EVENT.match(buf, newline):
+            return newline + 1
+        end = newline
+    return None
+
+
+def _array_end(rest: bytes) -> int | None:
+    """Where the ``]`` that closes the events array lies in ``rest`` (the array's last events, its end and the
+    text after it), found as ``EventWalk`` finds it (the events passed over with the stdlib parser: a line or
+    two here); None when the text is not UTF-8, an event is not JSON, or the array does not end."""
+    try:
+        text = rest.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    dec, pos = json.JSONDecoder(), 0
+    while True:
+        pos = _BLANKS.match(text, pos).end()
+        if pos >= len(text):
+            return None
+        if text[pos] == "]":
+            return len(text[:pos].encode("utf-8"))
+        try:
+            _, pos = dec.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            return None
+
+
+def _utf8_bytes(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _utf8_text(text: str) -> bool:
+    """``text`` decoded with surrogateescape held no byte that is not UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class ViewSource:
+    """``read(n)`` over bytes already in memory, a piece at a time (``io.BytesIO`` would copy them whole first):
+    a whole file's events array handed to ``FramedEvents``."""
+
+    def __init__(self, data) -> None:
+        self.view, self.pos = memoryview(data), 0
+
+    def read(self, n: int) -> bytes:
+        piece = self.view[self.pos:self.pos + n]
+        self.pos += len(piece)
+        return bytes(piece)

@@ -66,13 +66,13 @@ def test_the_plan_joins_the_files_of_one_rank_and_of_one_torch_worker():
 
 def test_one_rank_in_several_files_is_read_once_per_file(copies, monkeypatch):
     reads: list[str] = []
-    real = job.read_trace_cached
+    real = job.read_trace_keyed
 
     def counting(path, log, cache):  # no cache here (analyze_traces without one): every call reads the file
         reads.append(Path(path).name)
         return real(path, log, cache)
 
-    monkeypatch.setattr(job, "read_trace_cached", counting)
+    monkeypatch.setattr(job, "read_trace_keyed", counting)
     stats: list = []
     doc, problems = analyze_traces(copies, stats=stats)
     assert sorted(reads) == sorted(p.name for p in copies)  # before: the three rank-0 files twice each

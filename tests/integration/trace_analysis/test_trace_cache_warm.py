@@ -1,4 +1,5 @@
-"""A warm run (every trace's reduction from the trace cache, no trace read) writes exactly the cold run's
+"""A warm run (every trace's reduction and every rank's analysis from the trace cache, no trace read, no rank
+analysed) writes exactly the cold run's
 outputs: report.json, kineto.json, the rule outputs and Data quality, every table of the page; and
 ``--no-cache`` (``SourceOptions.trace_cache=False``) neither uses nor fills the cache."""
 
@@ -14,6 +15,7 @@ import pytest
 
 from reportgen.pipeline import GenerateOptions, SourceOptions, generate
 from reportgen.readers import trace_cache
+from reportgen.trace_analysis import job
 from tests.support.paths import RAW, ROOT, need
 
 RECORDINGS = ROOT / "tests" / "recordings"
@@ -53,7 +55,11 @@ def _generate(source: Path, run: Path, cache_dir: Path, *, cached: bool = True) 
 def _refuse_reading(monkeypatch) -> None:
     def refuse(path, problems=None):
         raise AssertionError(f"a warm run read {path}")
+
+    def refuse_analysing(trace):
+        raise AssertionError(f"a warm run analysed {trace.path}")
     monkeypatch.setattr(trace_cache, "read_trace_file", refuse)
+    monkeypatch.setattr(job, "analyze_trace", refuse_analysing)
 
 
 @pytest.mark.fixtures
@@ -62,6 +68,7 @@ def test_a_warm_run_of_a_real_job_writes_the_cold_runs_outputs(tmp_path, monkeyp
     cold = _generate(source, tmp_path / "cold", tmp_path / "cache")
     entries = sorted((tmp_path / "cache" / "traces").glob("*.npz"))
     assert len(entries) == 4
+    assert len(list((tmp_path / "cache" / "traces").glob("*.rank.json"))) == 2  # the two ranks' analyses
     assert "kineto.json" in {Path(name).name for name in cold}
     _refuse_reading(monkeypatch)
     warm = _generate(source, tmp_path / "warm", tmp_path / "cache")

@@ -18,6 +18,7 @@ from reportgen.readers.kineto_trace import read_trace
 
 
 TYPED_COLUMNS = kineto_trace._typed_columns
+STREAM_TYPED = kineto_trace._stream_typed
 
 
 def _x(name, ts, dur, cat="cpu_op", tid=1, pid=1, **args):
@@ -77,21 +78,32 @@ def _fields(trace) -> dict:
     return out
 
 
+@pytest.fixture(autouse=True, params=[False, True], ids=["at-once", "in-runs"])
+def whole_in_runs(request, monkeypatch) -> bool:
+    """Every test twice: a whole file's structs decoded at once, and a run at a time (``WHOLE_IN_RUNS``)."""
+    monkeypatch.setattr(kineto_trace, "WHOLE_IN_RUNS", request.param)
+    return request.param
+
+
 def _both(tmp_path: Path, text: bytes, monkeypatch, name: str = "rank.pt.trace.json") -> tuple:
     """(typed path taken, the trace and problems read as usual, the same read with the typed path off)."""
     path = tmp_path / name
     path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
     taken = []
 
-    def spy(*args):
-        trace = TYPED_COLUMNS(*args)
-        taken.append(trace is not None)
-        return trace
+    def spy(real):
+        def spied(*args):
+            trace = real(*args)
+            taken.append(trace is not None)
+            return trace
+        return spied
 
-    monkeypatch.setattr(kineto_trace, "_typed_columns", spy)
+    monkeypatch.setattr(kineto_trace, "_typed_columns", spy(TYPED_COLUMNS))
+    monkeypatch.setattr(kineto_trace, "_stream_typed", spy(STREAM_TYPED))
     usual = ProblemLog()
     trace = read_trace(path, usual)
     monkeypatch.setattr(kineto_trace, "_typed_columns", lambda *args: None)
+    monkeypatch.setattr(kineto_trace, "_stream_typed", lambda *args: None)
     dicts = ProblemLog()
     reference = read_trace(path, dicts)
     return any(taken), (_fields(trace), usual.to_json()), (_fields(reference), dicts.to_json())

@@ -89,8 +89,10 @@ def test_a_whole_trace_is_decoded_with_the_collector_paused(tmp_path, monkeypatc
     write_trace(path, rank_events(1000.0, 5, 1.0), rank=0)
     states = []
     monkeypatch.setattr(kineto_decode, "_DECODER", _Spy(kineto_decode._DECODER, states))  # the typed decode
+    monkeypatch.setattr(kineto_decode, "_FRAME_DECODER", _Spy(kineto_decode._FRAME_DECODER, states))  # in runs
+    monkeypatch.setattr(kineto_decode, "_EVENTS_DECODER", _Spy(kineto_decode._EVENTS_DECODER, states))
     trace = read_trace(path)
-    assert states == [False]
+    assert len(states) == 2 and not any(states)  # the document checked, its one run decoded
     assert len(trace.start_us) == 35 and trace.rank == 0
     assert gc.isenabled()
 
@@ -100,6 +102,7 @@ def test_a_whole_trace_read_event_by_event_is_decoded_with_the_collector_paused(
     path = tmp_path / "rank0.pt.trace.json"
     write_trace(path, rank_events(1000.0, 5, 1.0), rank=0)
     monkeypatch.setattr(kineto_trace, "_typed_columns", lambda *args: None)  # as a file the structs do not fit
+    monkeypatch.setattr(kineto_trace, "WHOLE_IN_RUNS", False)
     decode, states = orjson.loads, []
     monkeypatch.setattr(orjson, "loads", lambda raw: states.append(gc.isenabled()) or decode(raw))
     trace = read_trace(path)
@@ -115,6 +118,7 @@ def test_a_trace_left_to_the_stdlib_parser_is_decoded_with_the_collector_paused(
     events[0]["args"] = {"External id": 10 ** 20}  # 21 digits: orjson would make it a float
     write_trace(path, events, rank=1)
     monkeypatch.setattr(kineto_trace, "_typed_columns", lambda *args: None)  # as a file the structs do not fit
+    monkeypatch.setattr(kineto_trace, "WHOLE_IN_RUNS", False)
     decode, states = json.loads, []
     monkeypatch.setattr(json, "loads", lambda text, **kw: states.append(gc.isenabled()) or decode(text, **kw))
     trace = read_trace(path)
@@ -136,8 +140,22 @@ def test_a_streamed_trace_is_decoded_with_the_collector_paused(tmp_path, monkeyp
 
     monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")  # every file streamed
     monkeypatch.setattr(trace_read, "EventWalk", Recording)
+    monkeypatch.setattr(kineto_trace, "_stream_typed", lambda *args: None)  # as a file not framed in runs
     trace = read_trace(path)
     assert len(states) == 280 and not any(states)  # every event decoded inside a pause
+    assert len(trace.start_us) == 280 and trace.rank == 2
+    assert gc.isenabled()
+
+
+def test_a_streamed_trace_framed_in_runs_is_decoded_with_the_collector_paused(tmp_path, monkeypatch, collector_on):
+    path = tmp_path / "rank0.pt.trace.json"
+    write_trace(path, rank_events(1000.0, 40, 1.0), rank=2)
+    decode, states = kineto_trace.decode_events, []
+    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")  # every file streamed
+    monkeypatch.setattr(kineto_trace, "decode_events", lambda raw: states.append(gc.isenabled()) or decode(raw))
+    monkeypatch.setattr(trace_read, "EventWalk", None)  # never walked event by event
+    trace = read_trace(path)
+    assert states and not any(states)
     assert len(trace.start_us) == 280 and trace.rank == 2
     assert gc.isenabled()
 
