@@ -66,6 +66,24 @@ def pytest_collection_modifyitems(config, items):
 _OUTSIDE = pytest.StashKey[list]()
 
 
+class XdistLanes:
+    """Under pytest-xdist the workers collect, not this process: the files in no lane are read from the test
+    ids each worker collected, so the summary line below names them there too."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        files = {nodeid.split("::", 1)[0] for nodeid in ids}
+        outside = {name for name in files if lane_of(ROOT / name) is None}
+        self.config.stash[_OUTSIDE] = sorted(set(self.config.stash.get(_OUTSIDE, [])) | outside)
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
+        config.pluginmanager.register(XdistLanes(config), "reportgen-xdist-lanes")
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     outside = config.stash.get(_OUTSIDE, [])
     if outside:

@@ -12,7 +12,7 @@ only given a generous ceiling against a hang.
 from __future__ import annotations
 
 import os
-import resource
+import signal
 import subprocess
 import sys
 import threading
@@ -25,23 +25,38 @@ from tests.support import bombs
 GB = 1 << 30
 
 
-def _limit_memory():  # in the child, before exec
-    resource.setrlimit(resource.RLIMIT_AS, (6 * GB, 6 * GB))
+# A small Python process limits the address space, starts the command and writes its exit status and wait4
+# peak RSS to a file: the command's ru_maxrss counts its address space before its exec too, which is then a
+# copy of this few-MB process rather than of the pytest process (a pytest worker reached 831 MB in one run).
+SPAWN = """
+import os, resource, sys
+limit, result, *argv = sys.argv[1:]
+resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))
+pid = os.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+with open(result, "w") as handle:
+    handle.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
 
 
 def run_measured(args: list[str], log: Path, timeout: float = 600) -> tuple[int, int]:
-    """Exit status and peak RSS in bytes of a child, as the kernel reports it to the parent
-    (``os.wait4``); the child is killed after ``timeout`` seconds (a hang guard, not a measure)."""
+    """Exit status and peak RSS in bytes of a child under a 6 GB address-space limit, as the kernel reports
+    it to its parent (``os.wait4``); the child is killed after ``timeout`` seconds (a hang guard, not a
+    measure)."""
+    result = log.with_name(log.name + ".rusage")
     with open(log, "wb") as err:
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=_limit_memory)
-    timer = threading.Timer(timeout, proc.kill)
+        proc = subprocess.Popen([sys.executable, "-c", SPAWN, str(6 * GB), str(result), *args],
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    timer = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL))
     timer.start()
     try:
-        _, status, usage = os.wait4(proc.pid, 0)
+        assert proc.wait() == 0, log.read_text(errors="replace")
     finally:
         timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss * 1024
+    code, maxrss = result.read_text().split()
+    return int(code), int(maxrss) * 1024
 
 
 @pytest.mark.slow

@@ -19,15 +19,10 @@ import pytest
 
 from tests.support.corpus.make_corpus import good_framework, good_system
 from tests.support.paths import ROOT
+from tests.support.signals import default_stop_signals
 
 REPO = ROOT
 INTERRUPTED = "reportgen: interrupted; nothing was written"
-
-
-def _sigint_default() -> None:
-    """A child started from a background job inherits SIGINT ignored, and Python then never installs
-    its Ctrl-C handler: give the child the default disposition, as a terminal's foreground job has."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _leftovers(*folders: Path) -> list[str]:
@@ -64,7 +59,7 @@ sys.argv = ["reportgen", "generate", {str(prof)!r}, "-o", {str(out / "r.html")!r
 raise SystemExit(main())
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}, preexec_fn=_sigint_default)
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}, preexec_fn=default_stop_signals)
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.strip().splitlines() == [INTERRUPTED]
     assert _leftovers(out, tmp) == []
@@ -100,7 +95,7 @@ sys.argv = ["reportgen", "generate", {str(prof)!r}, "-o", {str(out / "r.html")!r
 raise SystemExit(main())
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}, preexec_fn=_sigint_default)
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}, preexec_fn=default_stop_signals)
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.strip().splitlines() == [INTERRUPTED]
     assert _leftovers(out, tmp) == []
@@ -146,7 +141,7 @@ def test_ctrl_c_at_any_moment_of_the_engine_phase(busy_profile, tmp_path):
         for _ in range(8):  # halving the delay down to the first trial's 0.05 s, which lands in the phase
             proc = subprocess.Popen([sys.executable, "-m", "reportgen", "generate", str(busy_profile), "-o",
                                      str(out / "r.html")], env=env, stderr=subprocess.PIPE,
-                                    stdout=subprocess.DEVNULL, text=True, preexec_fn=_sigint_default)
+                                    stdout=subprocess.DEVNULL, text=True, preexec_fn=default_stop_signals)
             for line in proc.stderr:  # the engine phase starts with this progress line
                 if "analysing raw profiler data" in line:
                     break

@@ -17,6 +17,7 @@ from reportgen.recorder import parse_interval, record
 from reportgen.recorder.sampler import Sampler
 from tests.support.paths import ROOT
 from tests.support.html_tables import read_tables
+from tests.support.signals import default_stop_signals
 
 BURN_S, SLEEP_S, PRE_S = 3.0, 3.0, 1.0
 # The child sleeps, pins itself to the last core, burns it, sleeps, and prints its own phase times.
@@ -114,13 +115,18 @@ def test_report_from_the_recording_shows_the_core_over_time(recording, tmp_path)
 
 @pytest.mark.slow
 def test_sigint_stops_both_and_keeps_the_data(tmp_path):
+    """Deterministic whatever started pytest: the recorder gets SIGINT at its default disposition (a runner in
+    the background has it ignored, and ``record`` then rightly leaves it alone: the test hung 30 s and failed
+    that way), and the signal is sent only once 20 records are on disk."""
     out = tmp_path / "rec"
     proc = subprocess.Popen([sys.executable, "-m", "reportgen", "record", "--interval", "100ms", "--out", str(out),
                              "--", sys.executable, "-c", "import time; time.sleep(60)"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    deadline = time.time() + 20
-    while time.time() < deadline and len(read_records(out)) < 20:
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            preexec_fn=default_stop_signals)
+    deadline = time.time() + 50
+    while time.time() < deadline and len(read_records(out)) < 20 and proc.poll() is None:
         time.sleep(0.2)
+    assert len(read_records(out)) >= 20 and proc.poll() is None, "record wrote under 20 records in 50 s"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGINT, err

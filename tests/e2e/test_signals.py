@@ -18,16 +18,11 @@ from pathlib import Path
 
 import pytest
 from tests.support.paths import ROOT
+from tests.support.signals import STOP_SIGNALS, default_stop_signals
 
 REPO = ROOT
 SAMPLE = REPO / "sample_data"
-STOP = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
-
-
-def _default_signals() -> None:
-    """What a terminal's foreground job has (a test runner may have been started with some ignored)."""
-    for s in STOP:
-        signal.signal(s, signal.SIG_DFL)
+STOP = list(STOP_SIGNALS)
 
 
 def _env(tmp: Path) -> dict:
@@ -48,7 +43,7 @@ def _folders(tmp_path: Path) -> tuple[Path, Path]:
 
 def _run_script(script: str, tmp: Path, *, ignore_hup: bool = False, timeout: int = 180):
     def preexec():
-        _default_signals()
+        default_stop_signals()
         if ignore_hup:  # as nohup leaves it
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
@@ -159,7 +154,7 @@ def test_record_signalled_stops_the_command_and_keeps_the_recording(tmp_path, si
     child = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
     proc = subprocess.Popen([sys.executable, "-m", "reportgen", "record", "--interval", "100ms", "--out", str(out),
                              "--", sys.executable, "-c", child], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env(Path(os.environ.get("TMPDIR", "/tmp"))), preexec_fn=_default_signals)
+                            text=True, env=_env(Path(os.environ.get("TMPDIR", "/tmp"))), preexec_fn=default_stop_signals)
     deadline = time.time() + 30
     while time.time() < deadline and (_records(out) < 100 or not pid_file.exists()):
         time.sleep(0.1)

@@ -19,11 +19,29 @@ def test_the_test_extra_installs_ruff_and_mypy():
     assert {"ruff", "mypy"} <= names
 
 
+def _lines(*path: str) -> list[str]:
+    return [line.strip() for line in ROOT.joinpath(*path).read_text(encoding="utf-8").splitlines()]
+
+
 def test_ci_runs_the_linter_and_the_type_checker_before_the_first_test():
-    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    lines = _lines(".ci", "run")
     ruff, mypy = lines.index(".venv/bin/ruff check reportgen"), lines.index(".venv/bin/mypy")
-    first_test = next(i for i, line in enumerate(lines) if line.startswith(".venv/bin/python -m pytest"))
+    first_test = lines.index("bash scripts/test.sh")
     assert lines.index("bash scripts/setup.sh --test") < ruff < first_test and mypy < first_test
+    assert not any(line.startswith(".venv/bin/python -m pytest") for line in lines)  # the tests: only through it
+
+
+def test_ci_runs_the_readmes_test_command_which_runs_every_lane_once_over_the_cores():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup, tests = "bash scripts/setup.sh --test", "bash scripts/test.sh"
+    assert f"```bash\n{setup} && {tests}\n```" in readme
+    ci = _lines(".ci", "run")
+    assert ci.index(setup) < ci.index(tests)
+    runs = [line for line in _lines("scripts", "test.sh") if line.startswith(".venv/bin/python -m pytest")]
+    assert runs == [".venv/bin/python -m pytest tests/unit -n auto --dist loadfile",
+                    '.venv/bin/python -m pytest -m "not unit" -n auto --dist loadfile']
+    extra = _pyproject()["project"]["optional-dependencies"]["test"]
+    assert any(req.startswith("pytest-xdist") for req in extra)  # what -n needs
 
 
 def test_every_module_the_type_checker_config_names_is_a_module_of_the_package():

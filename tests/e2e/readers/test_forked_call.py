@@ -21,6 +21,7 @@ import pytest
 from reportgen.engine import analyze
 from tests.support.corpus.make_corpus import good_framework, good_system
 from tests.support.paths import ROOT
+from tests.support.signals import default_stop_signals
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 
@@ -207,7 +208,7 @@ def _watched(profile: Path, out: Path, child: str, tmp: Path, env: dict | None =
     script = FORK_WATCH.format(child=child, parent=parent, profile=str(profile), out=str(out))
     return subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), **(env or {})},
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_stop_signals)
 
 
 def test_a_child_killed_before_it_answers_leaves_the_same_outputs(profile, in_process, tmp_path):
