@@ -161,6 +161,7 @@ class TraceRead:
                 if taken is not None:
                     self._gz_outcome(src)
                     self.parsed, self.count = True, taken
+                    self.streamed = True  # read as a stream, a run of whole events at a time
                     return
             fh.seek(0)
             src = GunzipStream(fh, text_cap(os.fstat(fh.fileno()).st_size)) if self.gz else fh
