@@ -18,7 +18,7 @@ def _ev(name, ts, dur, cat="cpu_op"):
     return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {}}
 
 
-def _steps(tmp_path: Path, parts) -> RuleOutputs:
+def _steps(tmp_path: Path, parts, gap=lambda i: 10) -> RuleOutputs:
     """One CPU rank whose step i is made of ``parts(i)``: (kind, µs) in order, kind one of "op", "load",
     "python" (an annotation over no operator), "comm" (a CPU collective), "optimizer" (an operator under
     Optimizer.step#)."""
@@ -38,7 +38,7 @@ def _steps(tmp_path: Path, parts) -> RuleOutputs:
                 events += [_ev("Optimizer.step#SGD.step", t, dur, "user_annotation"), _ev("aten::add_", t, dur)]
             t += dur
         events.append(_ev(f"ProfilerStep#{i}", start, t - start, "user_annotation"))
-        t += 10
+        t += gap(i)  # time between this step and the next, outside every step
     path = tmp_path / "rank-0.pt.trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
     doc, _ = analyze_traces([path])
@@ -139,3 +139,21 @@ def test_waste_every_step_pays_and_waste_some_steps_pay_are_one_finding(tmp_path
     assert finding.metrics["some_steps_share"] == pytest.approx(25000 / steps, rel=1e-3)
     assert finding.loop_share == pytest.approx((40 * 650 + 25000) / steps, rel=1e-3)
     assert any("every 4 steps" in e for e in finding.evidence) and "every 4 steps" in finding.fix
+
+
+def test_work_after_every_step_outside_it_is_a_finding_of_its_own(tmp_path):
+    """Steps of 1 ms, 0.2 ms between each two (a callback after each batch): 39 gaps, 7.8 ms of 47.8 ms."""
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("op", 1000)], gap=lambda i: 200))
+    assert _causes(diagnosis) == ["between-steps"] and diagnosis.status == "problems"
+    finding = diagnosis.findings[0]
+    assert finding.share == pytest.approx(39 * 200 / (40 * 1000 + 39 * 200), rel=1e-3)
+    assert "a median 0.2 ms after each step" in finding.evidence[0] and "on_train_batch_end" in finding.fix
+
+
+def test_a_few_long_pauses_between_steps_are_evaluation_or_checkpoints(tmp_path):
+    """A 3 ms pause after every 10th step (4 of the 39 gaps), 10 µs after the others."""
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("op", 1000)], gap=lambda i: 3000 if i % 10 == 9 else 10))
+    finding = diagnosis.findings[0]
+    assert finding.cause == "between-steps"
+    assert "most of it in 3 long pauses (after step 10, 20, 30)" in finding.evidence[0]
+    assert "evaluation, checkpoints" in finding.fix and finding.share == pytest.approx(9350 / 49350, rel=1e-3)
