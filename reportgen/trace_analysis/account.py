@@ -245,7 +245,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     for name_id in np.unique(trace.name[waits]):
         data_named[trace.names[int(name_id)]] = float(trace.dur_us[waits & (trace.name == name_id)].sum()) / 1000.0
     data_named = dict(sorted(data_named.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
-    compile_named = _names_of(trace, primary_cpu & _outermost(trace, primary_cpu & compiling), lo, hi)
+    compile_named = _names_of(trace, primary_cpu & _outermost(trace, primary_cpu & compiling), merged(lo, hi))
     if setup[0].size:
         compile_named[FIRST_RUN_SETUP] = float(covered(setup, lo, hi).sum()) / 1000.0
     compile_named = dict(sorted(compile_named.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
@@ -374,15 +374,9 @@ def _anomaly_checks(trace: k.TraceColumns, cpu: np.ndarray, lo: np.ndarray, hi: 
 def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], keep: np.ndarray) -> dict[str, float]:
     """What the trace names inside the time under no operator: annotations (``record_function``) and Python frames
     (``with_stack``), ms by name over all steps, the largest first (nested ones each count)."""
-    rows = trace.rows(k.USER_ANNOTATION, k.PYTHON) & keep
-    if not rows.any() or gaps[0].size == 0:
+    if gaps[0].size == 0:
         return {}
-    inside = covered(gaps, trace.start_us[rows], trace.end_us[rows])
-    totals: dict[str, float] = {}
-    for name, ms in zip(trace.name[rows], inside):
-        if ms > 0:
-            label = trace.names[int(name)]
-            totals[label] = totals.get(label, 0.0) + float(ms) / 1000.0
+    totals = _names_of(trace, trace.rows(k.USER_ANNOTATION, k.PYTHON) & keep, gaps)
     return dict(sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
 
 
@@ -402,13 +396,13 @@ def _loader_starts(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, 
     return [int(c > 0) for c in np.searchsorted(seed_starts, first_load) - np.searchsorted(seed_starts, lo)]
 
 
-def _names_of(trace: k.TraceColumns, mask: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> dict[str, float]:
-    """ms by name of the events of ``mask`` inside the steps."""
+def _names_of(trace: k.TraceColumns, mask: np.ndarray, within: tuple[np.ndarray, np.ndarray]) -> dict[str, float]:
+    """ms by name of the events of ``mask`` inside ``within`` (disjoint sorted intervals; nested events each count)."""
     rows = np.nonzero(mask)[0]
     totals: dict[str, float] = {}
     if rows.size == 0:
         return totals
-    inside = covered((lo[np.argsort(lo)], hi[np.argsort(lo)]), trace.start_us[rows], trace.end_us[rows])
+    inside = covered(within, trace.start_us[rows], trace.end_us[rows])
     for name, us in zip(trace.name[rows], inside):
         if us > 0:
             label = trace.names[int(name)]
