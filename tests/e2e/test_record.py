@@ -95,6 +95,13 @@ def test_the_busy_core_is_busy_during_the_burn_and_idle_after(recording):
     after = [v for ts, v in series if t1 + 0.4 <= ts <= t1 + SLEEP_S]
     assert len(burn) >= 8 and len(after) >= 8
     assert sum(burn) / len(burn) > 80, burn
+    # Another process that got busy during the recording (a parallel test worker) may run on the burned core once it
+    # is free: the host's other cores say whether the machine stayed quiet after the burn
+    others = [v for r in read_records(recording.out) if r["Dimension"] == "CPUUtilization" and r["Name"] != core
+              and r["Name"].startswith("cpu") and t1 + 0.4 <= r["Timestamp"] <= t1 + SLEEP_S for v in [r["Value"]]]
+    if others and sum(others) / len(others) > 40 and os.environ.get("REPORTGEN_REQUIRE_QUIET_CPU") != "1":
+        pytest.skip(f"other processes kept the host's other cores {sum(others) / len(others):.0f} % busy after the "
+                    "burn: the idle core cannot be measured on this machine now")
     assert sum(after) / len(after) < 20, after
 
 

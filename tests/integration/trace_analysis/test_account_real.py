@@ -10,7 +10,7 @@ import pytest
 from reportgen.diagnosis import diagnose
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.trace_analysis.outputs import analyze_job
-from tests.support.paths import RAW, RECORDINGS
+from tests.support.paths import RAW, RECORDINGS, need
 
 TRACE = (".pt.trace.json", ".xplane.pb", "control.json", "sampled_rank-")
 RECORDED = ["cpu-torch/periodic", "cpu-torch/short", "gpu-host-sync/h100-host-sync", "gpu-input/w0", "gpu-input/w4",
@@ -81,7 +81,7 @@ def test_every_torch_run_planted_since_key_averages_were_saved_is_checked():
 @pytest.mark.fixtures
 @pytest.mark.parametrize("name", RAW_TRACES)
 def test_real_traces_account_adds_up_to_every_step(name):
-    _check_adds_up(_doc(RAW / name))
+    _check_adds_up(_doc(need(RAW / name)))
 
 
 def _truth(name):
