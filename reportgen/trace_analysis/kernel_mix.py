@@ -20,7 +20,7 @@ time; the rest of the chain's time is the estimate (``fusable_ms``), never more 
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 
 import numpy as np
 
@@ -85,14 +85,16 @@ def _innermost_operator(trace: k.TraceColumns, calls: np.ndarray) -> np.ndarray:
         if mine.size:
             pos[mine] = first[i_tid] + np.searchsorted(key_start[first[i_tid]:last[i_tid]], c_start[mine], "right") - 1
     found = np.full(rows.size, -1)
+    open_ = np.nonzero(on_thread & (pos >= lo_of))[0]  # the calls still looking, one nesting level further each pass
     for step in range(NESTING):
-        at = pos - step
-        open_ = (found < 0) & (at >= lo_of) & on_thread
-        if not open_.any():
+        at = pos[open_] - step
+        inside = at >= lo_of[open_]
+        open_, at = open_[inside], at[inside]
+        if not open_.size:
             break
-        hit = open_.copy()
-        hit[open_] = key_end[at[open_]] >= c_end[open_]
-        found[hit] = ops[at[hit]]
+        hit = key_end[at] >= c_end[open_]
+        found[open_[hit]] = ops[at[hit]]
+        open_ = open_[~hit]
     result = np.where(found >= 0, trace.name[np.maximum(found, 0)], -1)
     out[have] = result
     return out
@@ -122,17 +124,16 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
             found = OPTIMIZER_STEP.match(trace.names[int(n)])
             if found:
                 optimizer_names[found.group(1)] += 1
-    memo: dict[tuple[int, int], str] = {}
-    classes = []
-    for n, op, opt in zip(trace.name[rows].tolist(), operator.tolist(), under.tolist()):
-        if opt:
-            classes.append("optimizer")
-            continue
-        key = (n, op)
-        if key not in memo:
-            memo[key] = kernel_class(trace.names[n], trace.names[op] if op >= 0 else None)
-        classes.append(memo[key])
-    cls = np.array(classes, dtype=object) if classes else np.zeros(0, dtype=object)
+    # one class per distinct (kernel name, operator) pair; integer codes into KERNEL_CLASSES
+    names = trace.name[rows]
+    code = np.full(rows.size, KERNEL_CLASSES.index("other"), np.int8)
+    if rows.size:
+        pairs, inverse = np.unique(np.c_[names, operator], axis=0, return_inverse=True)
+        codes = np.array([KERNEL_CLASSES.index(kernel_class(trace.names[int(n)], trace.names[int(op)] if op >= 0
+                                                            else None)) for n, op in pairs], np.int8)
+        code = codes[inverse.ravel()]
+    code[under] = KERNEL_CLASSES.index("optimizer")
+    cls = np.array(KERNEL_CLASSES, dtype=object)[code] if rows.size else np.zeros(0, dtype=object)
 
     # exclusive time per class inside the steps: nested unions, the account's construction
     order = np.argsort(lo)
@@ -141,10 +142,11 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
     union: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
     done = 0.0
     multi = _flag(trace, trace.name[rows], MULTI_TENSOR.search)
-    levels = [(name, cls == name) for name in KERNEL_CLASSES]
+    is_opt = code == KERNEL_CLASSES.index("optimizer")
+    levels = [(name, code == i) for i, name in enumerate(KERNEL_CLASSES)]
     at = KERNEL_CLASSES.index("optimizer")  # the optimizer in two levels, its multi-tensor (foreach / fused)
-    levels[at:at + 1] = [("optimizer", (cls == "optimizer") & multi),  # kernels first: the rest is per tensor
-                         ("optimizer per tensor", (cls == "optimizer") & ~multi)]
+    levels[at:at + 1] = [("optimizer", is_opt & multi),  # kernels first: the rest is per tensor
+                         ("optimizer per tensor", is_opt & ~multi)]
     for name, part in levels:
         pick = rows[part]
         if pick.size:
@@ -160,23 +162,24 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
     step_of = np.searchsorted(s_lo, start, side="right") - 1
     in_step = (step_of >= 0) & (start < s_hi[np.maximum(step_of, 0)])
     n_steps = max(int(lo.size), 1)
-    memory = np.isin(cls, MEMORY_BOUND) & in_step if rows.size else np.zeros(0, bool)
+    memory = np.isin(code, [KERNEL_CLASSES.index(c) for c in MEMORY_BOUND]) & in_step
     dur = trace.dur_us[rows]
-    names = trace.name[rows]
-    per_name: dict[int, list] = defaultdict(lambda: [0.0, 0, "", Counter()])
-    for i in np.nonzero(memory)[0].tolist():
-        entry = per_name[int(names[i])]
-        entry[0] += float(dur[i])
-        entry[1] += 1
-        entry[2] = cls[i]
-        entry[3][trace.names[int(operator[i])] if operator[i] >= 0 else "(no operator)"] += 1
     compute_ms = sum(classes_ms.values())
-    top = sorted(per_name.items(), key=lambda kv: (-kv[1][0], kv[0]))[:TOP]
-    top_rows = [{"name": trace.names[n], "class": c, "ms": us / 1000.0,
-                 "share_of_compute": us / 1000.0 / compute_ms if compute_ms > 0 else None,
-                 "calls_per_step": calls_n / n_steps,
-                 "operators": [op for op, _ in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_OPERATORS]]}
-                for n, (us, calls_n, c, ops) in top]
+    top_rows = []
+    if memory.any():  # per kernel name: summed durations, calls, class (the name's most time) and operators
+        uniq, inverse = np.unique(names[memory], return_inverse=True)
+        totals = np.bincount(inverse, weights=dur[memory])
+        counts = np.bincount(inverse)
+        for i in np.lexsort((uniq, -totals))[:TOP].tolist():
+            mine = inverse == i
+            kinds = Counter(cls[memory][mine].tolist())
+            ops = Counter(trace.names[int(o)] if o >= 0 else "(no operator)" for o in operator[memory][mine].tolist())
+            top_rows.append({"name": trace.names[int(uniq[i])], "class": kinds.most_common(1)[0][0],
+                             "ms": float(totals[i]) / 1000.0,
+                             "share_of_compute": float(totals[i]) / 1000.0 / compute_ms if compute_ms > 0 else None,
+                             "calls_per_step": int(counts[i]) / n_steps,
+                             "operators": [op for op, _ in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))
+                                           [:TOP_OPERATORS]]})
 
     def total(mask: np.ndarray) -> float:
         return float(dur[mask].sum()) / 1000.0 if mask.size else 0.0
@@ -184,16 +187,15 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
     is_layout = _flag(trace, names, LAYOUT_KERNEL.search)
     is_cast = (_flag(trace, names, CAST_KERNEL.search) | _flag(trace, operator, CAST_OPERATOR.match)) & ~is_layout
     is_norm = _flag(trace, names, NORM_KERNEL.search)
-    opt = (cls == "optimizer") & in_step if rows.size else np.zeros(0, bool)
-    conv = (cls == "convolution") & in_step if rows.size else np.zeros(0, bool)
+    opt = is_opt & in_step
+    conv = (code == KERNEL_CLASSES.index("convolution")) & in_step
     return {
         "classes_ms": classes_ms,
         "memory_bound_ms": sum(classes_ms[c] for c in MEMORY_BOUND),
         # elementwise + reduction + the optimizer's per-tensor kernels: what fusing would merge
         "unfused_memory_bound_ms": classes_ms["elementwise"] + classes_ms["reduction"] + per_tensor_ms,
         "top_memory_bound": top_rows,
-        "fusable_ms": _fusable(trace, rows, memory & ~((cls == "optimizer") & multi),
-                               (cls == "optimizer") & ~multi, step_of) / 1000.0,
+        "fusable_ms": _fusable(trace, rows, memory & ~(is_opt & multi), is_opt & ~multi, step_of) / 1000.0,
         "casts_ms": total(memory & is_cast),
         "layout_ms": total(memory & is_layout),
         "norms_ms": total(memory & is_norm),
