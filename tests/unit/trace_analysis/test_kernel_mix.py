@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from reportgen.report.model import Table
+from reportgen.report.sections.gpu_kernels_operators import gpu_analysis_blocks
 from reportgen.trace_analysis import analyze_job, find_traces
 from reportgen.trace_analysis.classify import kernel_class
 from reportgen.trace_analysis.job import analyze_traces
-from reportgen.trace_ranks import KERNEL_CLASSES, KernelMix
+from reportgen.trace_ranks import KERNEL_CLASSES, KernelMix, TraceRank
 from testdata.kineto_synthetic import KinetoSet, write_set
 
 # kernel names as torch, cuBLAS, cuDNN, CUTLASS, fbgemm, XLA and inductor write them (from the traces we hold)
@@ -79,10 +81,12 @@ def _launch(op, ts, corr, tid=1):
     return [_cpu(op, ts, 10, tid=tid), _cpu("cudaLaunchKernel", ts + 2, 5, cat="cuda_runtime", tid=tid, corr=corr)]
 
 
-def _mix(tmp_path, events):
+def _mix(tmp_path, events, rank=None):
     path = tmp_path / "rank-0.pt.trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
     doc, _ = analyze_traces([path])
+    if rank is not None:
+        rank.append(doc["ranks"]["0"])
     account = doc["ranks"]["0"]["account"]
     return account, account["gpu"]["kernel_mix"]
 
@@ -92,11 +96,8 @@ MUL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<
 LERP = "void at::native::vectorized_elementwise_kernel<4, at::native::LerpFunctor<float> >(int)"
 
 
-def test_classes_are_exclusive_and_add_up_to_the_compute_slice(tmp_path):
-    """A GEMM on one stream overlapping an elementwise kernel on another: the overlap is the GEMM's (the first
-    class), the classes add up to the union, the compute slice; a nameless kernel is classed by its operator; kernels
-    launched under Optimizer.step are the optimizer's, and per tensor they are one pass per tensor."""
-    account, mix = _mix(tmp_path, [
+def _events():
+    return [
         _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
         *_launch("aten::addmm", 10, 1), _kernel("volta_sgemm_128x64_nn", 100, 200, corr=1),  # 100-300
         *_launch("aten::add", 20, 2), _kernel(ADD, 250, 100, stream=8, corr=2),  # 250-350: 50 µs its own
@@ -107,7 +108,33 @@ def test_classes_are_exclusive_and_add_up_to_the_compute_slice(tmp_path):
         *_launch("aten::mul_", 630, 6), _kernel(MUL, 730, 20, corr=6),
         *_launch("aten::lerp_", 650, 7), _kernel(LERP, 750, 30, corr=7),
         *_launch("aten::mul_", 670, 8), _kernel(MUL, 780, 20, corr=8),
-    ])
+    ]
+
+
+def test_the_page_shows_the_mix_and_the_memory_bound_kernels(tmp_path):
+    ranks: list = []
+    _mix(tmp_path, _events(), ranks)
+    blocks = gpu_analysis_blocks("0", TraceRank.of("0", ranks[0]))
+    mix = next(b for b in blocks if isinstance(b, Table) and b.id == "kineto-kernel-mix-0")
+    assert [row[0] for row in mix.rows] == ["GEMM (matrix multiply)", "Optimizer (kernels under Optimizer.step)",
+                                            "Reductions and norms", "Elementwise (casts, copies included)",
+                                            "Compute (all classes)"]
+    assert [row[1] for row in mix.rows] == pytest.approx([0.2, 0.1, 0.04, 0.11, 0.45])
+    assert sum(row[3] for row in mix.rows[:-1]) == pytest.approx(100.0)
+    assert "about 0.08 ms per step" in mix.caption
+    top = next(b for b in blocks if isinstance(b, Table) and b.id == "kineto-memory-bound-kernels-0")
+    assert top.rows[0][1:] == ["elementwise", pytest.approx(100 * 0.1 / 0.45), 1.0, "aten::add"]
+    # an older kineto.json (no kernel_mix) or an odd one: no table, no error
+    old = {**ranks[0], "account": {**ranks[0]["account"], "gpu": {**ranks[0]["account"]["gpu"], "kernel_mix": 3}}}
+    assert not [b for b in gpu_analysis_blocks("0", TraceRank.of("0", old)) if isinstance(b, Table)
+                and b.id.startswith("kineto-kernel-mix")]
+
+
+def test_classes_are_exclusive_and_add_up_to_the_compute_slice(tmp_path):
+    """A GEMM on one stream overlapping an elementwise kernel on another: the overlap is the GEMM's (the first
+    class), the classes add up to the union, the compute slice; a nameless kernel is classed by its operator; kernels
+    launched under Optimizer.step are the optimizer's, and per tensor they are one pass per tensor."""
+    account, mix = _mix(tmp_path, _events())
     assert account["perspective"] == "device"
     assert mix["classes_ms"] == pytest.approx({"gemm": 0.2, "convolution": 0.0, "attention": 0.0, "optimizer": 0.1,
                                                "fused": 0.0, "reduction": 0.04, "elementwise": 0.11, "other": 0.0})
