@@ -68,9 +68,10 @@ MEMORY_BOUND = ("optimizer", "reduction", "elementwise")  # memory-bound classes
 _CLASS_RULES = (
     ("attention", re.compile(r"fmha|flash|attention|(?<![a-z])mha|sdpa|cudnn_generated_fort_native_sdpa", re.I)),
     ("convolution", re.compile(r"conv(?!ert)|fprop|dgrad|wgrad|winograd|scudnn|hcudnn|implicit_gemm|"
-                               r"implicit_convolve|precomputed_convolve", re.I)),
+                               r"implicit_convolve|precomputed_convolve|igemm_(fwd|bwd|wrw)", re.I)),
+    # ROCm's GEMMs (rocBLAS / hipBLASLt, Tensile's ``Cijk_…`` kernels) beside NVIDIA's
     ("gemm", re.compile(r"gemm|gemv|matmul|xmma|nvjet|cutlass|splitKreduce|cublas|s884|h884|s1688|h1688|"
-                        r"s16816|h16816", re.I)),
+                        r"s16816|h16816|^Cijk_", re.I)),
     # an optimizer's own math (torch's foreach / fused kernels, apex's): not fbgemm's embedding backward that
     # applies Adagrad in place (``split_embedding_backward_..._adagrad_...``), an embedding kernel
     ("optimizer", re.compile(r"(Adam|SGD|Lamb|Adagrad|RMSprop)\w*Functor|FusedOptimizer|_fused_(adam|sgd)", re.I)),

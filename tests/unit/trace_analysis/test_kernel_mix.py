@@ -50,6 +50,9 @@ NAMES = {
     "fusion.12": "fused", "loop_add_fusion": "fused", "input_reduce_fusion_3": "fused",
     "triton_poi_fused_add_relu_0": "fused", "triton_red_fused_native_layer_norm_1": "fused",
     "convert_fp32_to_bf16_kernel": "elementwise",  # "convert" is no convolution
+    # ROCm: Tensile's GEMMs, MIOpen's implicit-GEMM convolutions
+    "Cijk_Ailk_Bljk_SB_MT128x128x16_MI32x32x2x1_SN_1LDSB0_APM1_ABV0": "gemm",
+    "igemm_fwd_gtcx_nchw_fp32_bx0_ex1_bt128x128x16_wt32x32x2_ws1x1_wr2x2_ta1x1x4x1_1x8x1x32": "convolution",
 }
 
 
