@@ -19,3 +19,18 @@ def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     run_end = np.maximum.accumulate(e)
     new = np.r_[True, s[1:] > run_end[:-1]]
     return s[new], np.maximum.reduceat(run_end, np.nonzero(new)[0])
+
+
+def covered(merged_iv: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How much of each window [lo_i, hi_i) the disjoint sorted intervals cover (vectorised)."""
+    s, e = merged_iv
+    if s.size == 0:
+        return np.zeros(lo.size)
+    before = np.r_[0.0, np.cumsum(e - s)]  # covered length before interval j
+
+    def upto(x: np.ndarray) -> np.ndarray:
+        j = np.searchsorted(s, x, side="right") - 1
+        inside = np.clip(x - s[np.maximum(j, 0)], 0.0, (e - s)[np.maximum(j, 0)])
+        return np.where(j >= 0, before[np.maximum(j, 0)] + inside, 0.0)
+
+    return np.maximum(upto(hi) - upto(lo), 0.0)

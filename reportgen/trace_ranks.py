@@ -158,6 +158,71 @@ ACCOUNT_SLICES = ("compute", "data_wait", "communication", "host_blocked", "memo
                   "compilation", "dispatch", "debug_checks", "no_operator")
 
 
+# The kernel mix's classes (trace_analysis.classify.KERNEL_CLASSES, repeated for the same reason) and the
+# memory-bound ones among them
+KERNEL_CLASSES = ("gemm", "convolution", "attention", "optimizer", "fused", "reduction", "elementwise", "other")
+MEMORY_BOUND_CLASSES = ("optimizer", "reduction", "elementwise")
+
+
+@dataclass(frozen=True)
+class MixKernel:
+    """One of the top memory-bound kernels of the steps (``kernel_mix.top_memory_bound``)."""
+
+    name: str
+    kind: str  # its class
+    ms: float | None  # its kernels' durations summed over the steps
+    share_of_compute: float | None
+    calls_per_step: float | None
+    operators: tuple[str, ...]  # the operators that launched it, the most frequent first
+
+
+@dataclass(frozen=True)
+class KernelMix:
+    """What the GPU computed in the steps (``account.gpu.kernel_mix``), ms: the compute slice split by kernel class
+    (exclusive: the classes add up to the slice), the memory-bound kernels and what points to a fix."""
+
+    classes_ms: dict[str, float]
+    memory_bound_ms: float = 0.0
+    unfused_memory_bound_ms: float = 0.0  # elementwise + reductions + the optimizer's per-tensor kernels
+    fusable_ms: float = 0.0  # the estimate of what fusion gives back (docs/diagnosis.md)
+    casts_ms: float = 0.0
+    layout_ms: float = 0.0
+    norms_ms: float = 0.0
+    convolution_kernels_ms: float = 0.0
+    optimizer_names: tuple[str, ...] = ()  # from Optimizer.step#<Name>.step, the most frequent first
+    optimizer_kernels_per_step: float = 0.0
+    optimizer_ms: float = 0.0
+    optimizer_multi_tensor_ms: float = 0.0
+    top: tuple[MixKernel, ...] = ()
+    optimizer_per_tensor_kernels_per_step: float = 0.0  # launches outside multi-tensor (foreach / fused) kernels
+
+    @property
+    def compute_ms(self) -> float:
+        return sum(self.classes_ms.values())
+
+    @classmethod
+    def of(cls, entry: object) -> KernelMix | None:
+        if not isinstance(entry, dict):
+            return None
+        written = as_object(entry.get("classes_ms"))
+        classes = {name: max(given(written.get(name)) or 0.0, 0.0) for name in KERNEL_CLASSES}
+        opt = as_object(entry.get("optimizer"))
+
+        def ms(value: object) -> float:
+            return max(given(value) or 0.0, 0.0)
+
+        top = tuple(MixKernel(text(t.get("name")) or "", text(t.get("class")) or "other", given(t.get("ms")),
+                              given(t.get("share_of_compute")), given(t.get("calls_per_step")),
+                              tuple(str(o) for o in as_items(t.get("operators"))))
+                    for t in map(as_object, as_items(entry.get("top_memory_bound"))))
+        return cls(classes, ms(entry.get("memory_bound_ms")), ms(entry.get("unfused_memory_bound_ms")),
+                   ms(entry.get("fusable_ms")), ms(entry.get("casts_ms")), ms(entry.get("layout_ms")),
+                   ms(entry.get("norms_ms")), ms(entry.get("convolution_kernels_ms")),
+                   tuple(str(n) for n in as_items(opt.get("names"))), ms(opt.get("kernels_per_step")),
+                   ms(opt.get("ms")), ms(opt.get("multi_tensor_ms")), top,
+                   ms(opt.get("per_tensor_kernels_per_step")))
+
+
 @dataclass(frozen=True)
 class AccountGpu:
     """A GPU rank's account beside HTA's figures, inside the steps (``account.gpu``), ms: the GPU's busy time
@@ -171,6 +236,7 @@ class AccountGpu:
     kernel_wait_ms: float | None = None
     other_ms: float | None = None
     outside_window_ms: float | None = None
+    kernel_mix: KernelMix | None = None  # what the compute kernels were (None in an older kineto.json)
 
     @classmethod
     def of(cls, entry: object) -> AccountGpu | None:
@@ -179,7 +245,7 @@ class AccountGpu:
         split = as_object(entry.get("idle_split_ms"))
         return cls(given(entry.get("busy_ms")), given(entry.get("idle_ms")), given(entry.get("exposed_communication_ms")),
                    given(split.get("host_wait")), given(split.get("kernel_wait")), given(split.get("other")),
-                   given(split.get("outside_window")))
+                   given(split.get("outside_window")), kernel_mix=KernelMix.of(entry.get("kernel_mix")))
 
 
 @dataclass(frozen=True)

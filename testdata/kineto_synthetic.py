@@ -138,7 +138,52 @@ PLANTED = {
     "no-mixed-precision": "fp32 GEMM (sgemm) and attention kernels on an A100 (computeMajor 8)",
     # the batch (77 MB) copied from pageable host memory: cudaMemcpyAsync blocks until the copy is done
     "pageable-memcpy": "a 77 MB Memcpy HtoD (Pageable -> Device) per step at 6.5 GB/s, the host blocked meanwhile",
+    # an unfused model in eager mode: each layer's forward adds dtype casts, scaling, masking and a dropout as
+    # separate kernels (and their backward), and AdamW runs per tensor (foreach=False): 5 kernels per parameter
+    "memory-bound-kernels": "10 unfused elementwise kernels per layer forward and 10 backward, AdamW per tensor",
 }
+_UNFUSED_OPS = (  # forward: (operators, kernel, µs); two casts, the rest elementwise math and a dropout
+    (("aten::to", "aten::_to_copy", "aten::copy_"),
+     "void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)"
+     "::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::bfloat16_copy_kernel_cuda("
+     "at::TensorIteratorBase&)::{lambda(float)#1}, at::detail::Array<char*, 2>)", 260.0),
+    (("aten::mul",), "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16, "
+     "c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >("
+     "int, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::"
+     "MulFunctor<float> >, at::detail::Array<char*, 3>)", 300.0),
+    (("aten::add",), ADD, 300.0),
+    (("aten::masked_fill",), "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+     "at::native::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::"
+     "{lambda()#10}::operator()() const::{lambda(c10::BFloat16, bool)#1}> >(int, at::native::gpu_kernel_impl_nocast<"
+     "at::native::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::"
+     "{lambda()#10}::operator()() const::{lambda(c10::BFloat16, bool)#1}> >)", 300.0),
+    (("aten::dropout", "aten::native_dropout"), "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<"
+     "c10::BFloat16, float, unsigned int, 1, 4, bool>(at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, "
+     "at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<bool, unsigned int>, "
+     "unsigned int, float, at::PhiloxCudaState)", 320.0),
+    (("aten::div",), "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16, "
+     "c10::BFloat16, c10::BFloat16, at::native::binary_internal::DivFunctor<c10::BFloat16> >, at::detail::Array<char*, "
+     "3> >(int, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::"
+     "DivFunctor<c10::BFloat16> >, at::detail::Array<char*, 3>)", 300.0),
+    (("aten::add",), ADD, 300.0),
+    (("aten::mul",), "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16, "
+     "c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >("
+     "int, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::"
+     "MulFunctor<float> >, at::detail::Array<char*, 3>)", 300.0),
+    (("aten::add",), ADD, 300.0),
+    (("aten::to", "aten::_to_copy", "aten::copy_"),
+     "void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)"
+     "::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::bfloat16_copy_kernel_cuda("
+     "at::TensorIteratorBase&)::{lambda(float)#1}, at::detail::Array<char*, 2>)", 260.0),
+)
+UNFUSED_BWD_US = 1.15  # each forward kernel's backward takes this much longer (it reads the saved input too)
+# AdamW with foreach=False: per parameter, exp_avg.lerp_, exp_avg_sq.mul_().addcmul_(), the denominator, the update
+_ADAMW_PER_TENSOR = tuple(
+    (("aten::" + op,), f"void at::native::vectorized_elementwise_kernel<4, at::native::{functor}<float>, "
+     f"at::detail::Array<char*, 3> >(int, at::native::{functor}<float>, at::detail::Array<char*, 3>)", us)
+    for op, functor, us in (("lerp_", "LerpFunctor", 16.0), ("mul_", "MulFunctor", 12.0),
+                            ("addcmul_", "AddcmulFunctor", 18.0), ("sqrt", "SqrtFunctor", 12.0),
+                            ("addcdiv_", "AddcdivFunctor", 20.0)))
 HOST_AFTER_SYNC_US = 2000.0
 ITEMS_PER_STEP = 21
 TINY_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
@@ -370,6 +415,9 @@ class _StepBuilder:
             return
         for ops, kernel, us, dims in _FWD:
             self.kernel_op(main, ops, kernel, us, dims)
+        if self.spec.cause == "memory-bound-kernels":
+            for ops, kernel, us in _UNFUSED_OPS:
+                self.kernel_op(main, ops, kernel, us, "[[8, 2048, 4096], [8, 2048, 4096]]")
         if self.spec.cause == "host-sync" and layer < ITEMS_PER_STEP:
             self.item_sync(main, HOST_AFTER_SYNC_US)
 
@@ -415,6 +463,9 @@ class _StepBuilder:
                 t.set_end(inner, self.cpu[bwd])
                 self.cpu[bwd] += 1.0
                 t.set_end(outer, self.cpu[bwd])
+            if self.spec.cause == "memory-bound-kernels":
+                for ops, kernel, us in reversed(_UNFUSED_OPS):
+                    self.kernel_op(bwd, ops, kernel, us * UNFUSED_BWD_US)
             if self.spec.cause == "kernel-launch-bound":
                 for _ in range(TINY_PER_LAYER[1]):
                     self.kernel_op(bwd, ("aten::mul",), TINY_KERNEL, 3.0, "[[64, 256], [64, 256]]")
@@ -470,7 +521,12 @@ class _StepBuilder:
         opt = self.annotation("Optimizer.step#AdamW.step", main, self.cpu[main])
         self.cpu[main] += 3.0
         comm_done = self.gpu[NCCL_STREAM]
-        for _ in range(3):
+        if self.spec.cause == "memory-bound-kernels":
+            for _ in range(self.spec.layers * _PARAMS_PER_LAYER):
+                for ops, kernel, us in _ADAMW_PER_TENSOR:
+                    self.op_chain(main, ops, "[[4096, 4096]]",
+                                  lambda ext, k=kernel, u=us: self.launch(main, ext, "kernel", k, u, not_before=comm_done))
+        for _ in range(0 if self.spec.cause == "memory-bound-kernels" else 3):
             self.op_chain(main, ("aten::_fused_adamw_",), "[[], [], [], [], []]",
                           lambda ext: self.launch(main, ext, "kernel", ADAMW, 1450.0, not_before=comm_done))
         self.cpu[main] += 2.0

@@ -40,7 +40,8 @@ class Cause:
 
 # The GPU causes read from PyTorch profiler traces (detectors in gpu_causes.py); those that explain idle GPUs
 # are concluded before gpu-underused, which is then blamed only when none of them explains the idle time.
-GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy")
+GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy",
+              "memory-bound-kernels")
 ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "debug-mode", "loader-restart",
                   "between-steps", "step-waste")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
@@ -58,6 +59,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("communication-bound", "Communication is not overlapped with compute"),
     Cause("no-mixed-precision", "Matrix math runs in fp32 on tensor-core GPUs"),
     Cause("pageable-memcpy", "Host-to-device copies from pageable memory"),
+    Cause("memory-bound-kernels", "The GPU spends its time in unfused memory-bound kernels"),
     # Causes read from the step-time account (detectors in account_causes.py): each claims a slice of the step.
     Cause("operator-overhead", "Per-call operator overhead fills the step", "step-account"),
     Cause("host-overhead", "Every step spends time under no profiler operator", "step-account",

@@ -1,8 +1,8 @@
 """The causes a GPU trace reveals: host syncs, launch-bound kernels, exposed communication, fp32 matrix
-math on tensor-core GPUs, pageable copies.
+math on tensor-core GPUs, pageable copies, a GPU busy in unfused memory-bound kernels.
 
 Each detector reads the numbers ``reportgen.trace_analysis.gpu_analyses`` put in each rank's ``gpu_analysis``
-(kineto.json) and registers ahead of gpu-underused, which is then concluded only when none of them explains
+(kineto.json; memory-bound-kernels the step-time account's kernel mix, ``account.gpu.kernel_mix``) and registers ahead of gpu-underused, which is then concluded only when none of them explains
 the idle GPU. Impact is the time a fix gives back: per step (the slowest rank's, the one the job waits for
 in synchronous training) and as a share of step time, the job's share being the mean over the ranks with
 GPU activity. Thresholds are documented in docs/diagnosis.md ("GPU causes").
@@ -14,6 +14,7 @@ from reportgen.diagnosis.causes import MINOR, Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
 from reportgen.section_ids import SectionId
 from reportgen.trace_gpu_analysis import GpuAnalysis
+from reportgen.trace_ranks import KernelMix
 
 SYNC_MIN = 0.02  # idle after syncs beyond one per step, share of step time, for a finding at all
 LAUNCH_SHORT = 0.30  # share of kernels shorter than their launch call
@@ -275,3 +276,97 @@ def pageable_memcpy(ev: Evidence, found: dict) -> Finding | None:
     return _judge(ev, "pageable-memcpy", costs, PAGEABLE_MIN, evidence, fix,
                   {"bytes_per_step": {label: info[label].bytes_per_step for label in info}})
 
+
+
+# memory-bound-kernels (docs/diagnosis.md, "GPU kernel mix and fusion")
+GPU_BOUND = 0.60  # the account's compute slice at least this share of the step: the GPU's own work is the step
+UNFUSED_SHARE = 0.50  # elementwise + reductions + per-tensor optimizer kernels, share of the compute slice
+PER_TENSOR_OPTIMIZER = 0.05  # the optimizer's per-tensor kernels, share of the unfused time, and at least
+PER_TENSOR_LAUNCHES = 50  # this many of them per step (a parameter's update is several): fused=True for it
+LAYOUT_SHARE = 0.10  # layout transposes (nchwToNhwc), share of the unfused time: channels_last
+CAST_SHARE = 0.20  # dtype casts and copies as kernels, share of the unfused time: autocast placement
+XLA_TRACE = ".xplane.pb"  # a rank read from JAX / TensorFlow's XSpace
+
+
+def _mix_ranks(ev: Evidence) -> list[tuple[str, KernelMix, float, float, int]]:
+    """(label, kernel mix, compute slice ms, step time ms, steps) of each rank whose account is the device's."""
+    out = []
+    for label, rank in ev.trace_ranks.items():
+        account = rank.account
+        gpu = account.gpu if account is not None else None
+        mix = gpu.kernel_mix if gpu is not None else None
+        if account is None or account.perspective != "device" or mix is None or mix.compute_ms <= 0:
+            continue
+        if any(name.endswith(XLA_TRACE) for name in rank.files):
+            continue  # JAX / TensorFlow: XLA fuses elementwise work already; what is left is not the user's to fuse
+        out.append((label, mix, account.slices_ms["compute"], account.step_ms, account.steps))
+    return out
+
+
+@detector("memory-bound-kernels")
+def memory_bound_kernels(ev: Evidence, found: dict) -> Finding | None:
+    costs, info = {}, {}
+    for label, mix, compute, total, steps in _mix_ranks(ev):
+        if total <= 0 or compute / total < GPU_BOUND or mix.unfused_memory_bound_ms / mix.compute_ms < UNFUSED_SHARE:
+            continue
+        # an estimate: each chain of memory-bound kernels fused into one pass; never more than their own time
+        saving = min(mix.fusable_ms, mix.unfused_memory_bound_ms)
+        costs[label] = (saving, total, steps)
+        info[label] = (mix, compute, total, steps)
+
+    def evidence(worst):
+        mix, compute, total, steps = info[worst]
+        c = mix.classes_ms
+        n = max(steps, 1)
+        lines = [f"rank {worst}: the GPU computes {pct(compute / total)} of each step, and "
+                 f"{pct(mix.unfused_memory_bound_ms / mix.compute_ms)} of that compute is memory-bound kernels that "
+                 f"fusion would merge (elementwise {pct(c['elementwise'] / mix.compute_ms)}, reductions and norms "
+                 f"{pct(c['reduction'] / mix.compute_ms)}, the optimizer's per-tensor kernels "
+                 f"{pct(max(mix.unfused_memory_bound_ms - c['elementwise'] - c['reduction'], 0.0) / mix.compute_ms)})"
+                 f"; GEMM, convolution and attention {pct((c['gemm'] + c['convolution'] + c['attention']) / mix.compute_ms)}"]
+        for t in mix.top[:3]:
+            ops = ", ".join(t.operators) or "no operator in the trace"
+            lines.append(f"{t.name.removeprefix('void ')[:90]}: {pct(t.share_of_compute, 1)} of the compute, "
+                         f"{_or(t.calls_per_step, 0):.0f} calls per step, launched by {ops}")
+        if mix.optimizer_names and mix.optimizer_kernels_per_step:
+            lines.append(f"Optimizer.step#{mix.optimizer_names[0]}.step launches "
+                         f"{mix.optimizer_kernels_per_step:.0f} kernels per step ({mix.optimizer_ms / n:.1f} ms), "
+                         f"{pct(mix.optimizer_multi_tensor_ms / mix.optimizer_ms if mix.optimizer_ms else 0.0)} of "
+                         "that time in multi-tensor (foreach / fused) kernels")
+        lines.append(f"estimate: fusing each run of consecutive memory-bound kernels into one pass (its longest kernel; "
+                     f"the optimizer's, one pass per tensor) saves about {min(mix.fusable_ms, mix.unfused_memory_bound_ms) / n:.1f} ms of the "
+                     f"{mix.unfused_memory_bound_ms / n:.1f} ms per step they take")
+        return lines
+
+    def fix(worst, per_step):
+        mix = info[worst][0]
+        unfused = mix.unfused_memory_bound_ms or 1.0
+        per_tensor = max(mix.optimizer_ms - mix.optimizer_multi_tensor_ms, 0.0)
+        fixes = []
+        if (per_tensor / unfused >= PER_TENSOR_OPTIMIZER
+                and mix.optimizer_per_tensor_kernels_per_step >= PER_TENSOR_LAUNCHES):
+            name = mix.optimizer_names[0] if mix.optimizer_names else "the optimizer"
+            fixes.append((per_tensor, f"create the optimizer with fused=True (or foreach=True): "
+                                      f"torch.optim.{name}(params, ..., fused=True) runs its update as a few "
+                                      f"multi-tensor kernels instead of "
+                                      f"{mix.optimizer_per_tensor_kernels_per_step:.0f} "
+                                      "per-tensor launches a step"))
+        if mix.layout_ms / unfused >= LAYOUT_SHARE:
+            fixes.append((mix.layout_ms, "use channels_last memory format (model.to(memory_format=torch.channels_last) "
+                                         "and the inputs too): cuDNN transposes every NCHW tensor to NHWC and back "
+                                         "around each convolution"))
+        if mix.casts_ms / unfused >= CAST_SHARE:
+            fixes.append((mix.casts_ms, "cast once: let torch.autocast own the dtype casts (no .to(dtype) / .half() "
+                                        "inside the model's forward, inputs converted once in the data pipeline)"))
+        chains = ("BatchNorm and activation chains after the convolutions" if mix.norms_ms and mix.convolution_kernels_ms
+                  else "elementwise and normalisation chains")
+        fixes.append((mix.unfused_memory_bound_ms - sum(ms for ms, _ in fixes),
+                      f"compile the model with torch.compile(model), which fuses {chains} into a few kernels"))
+        ordered = [text for _, text in sorted(fixes, key=lambda f: -f[0])]
+        return (f"Fuse the memory-bound kernels: {ordered[0]}" + "".join(f"; {t}" for t in ordered[1:])
+                + f". Estimated: about {per_step:.1f} ms per step comes back (an estimate: each chain of memory-bound "
+                "kernels kept as one pass over its data).")
+    return _judge(ev, "memory-bound-kernels", costs, MINOR / 2, evidence, fix,
+                  {"unfused_share_of_compute": {label: info[label][0].unfused_memory_bound_ms / info[label][0].compute_ms
+                                                for label in info},
+                   "estimate": True})

@@ -42,12 +42,13 @@ import re
 
 import numpy as np
 
-from reportgen.intervals import merged
+from reportgen.intervals import covered, merged
 from reportgen.readers import trace_model as k
 from reportgen.trace_analysis import regions
 from reportgen.trace_analysis.classify import is_communication_kernel
 from reportgen.trace_analysis.gpu_analyses import SYNC_CALL
 from reportgen.trace_analysis.gpu_idle import idle_gaps
+from reportgen.trace_analysis.kernel_mix import kernel_mix
 
 # Slice ids in report.json (kineto.json's ``account``), in the page's order; ``compute`` is the useful one.
 SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
@@ -115,21 +116,6 @@ def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
 
 def _named(trace: k.TraceColumns, predicate) -> np.ndarray:
     return np.isin(trace.name, _ids(trace, predicate))
-
-
-def covered(merged_iv: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """How much of each window [lo_i, hi_i) the disjoint sorted intervals cover (vectorised)."""
-    s, e = merged_iv
-    if s.size == 0:
-        return np.zeros(lo.size)
-    before = np.r_[0.0, np.cumsum(e - s)]  # covered length before interval j
-
-    def upto(x: np.ndarray) -> np.ndarray:
-        j = np.searchsorted(s, x, side="right") - 1
-        inside = np.clip(x - s[np.maximum(j, 0)], 0.0, (e - s)[np.maximum(j, 0)])
-        return np.where(j >= 0, before[np.maximum(j, 0)] + inside, 0.0)
-
-    return np.maximum(upto(hi) - upto(lo), 0.0)
 
 
 def _union(trace: k.TraceColumns, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -304,7 +290,8 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
                                                      lo, hi),
         "window": _window(trace, lo, hi),
         "between_steps_ms": [gap / 1000.0 for gap in between_steps(lo, hi, _cycles(trace))],
-        "gpu": _gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)) if device else None,
+        "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
+                 "kernel_mix": kernel_mix(trace, kernels & ~comm_kernel, lo, hi)} if device else None),
     }
 
 

@@ -56,3 +56,60 @@ def memory_op_kind(name: str, is_memset: bool) -> str:
         return "Memset"
     match = _COPY_KIND.search(name)
     return match.group(1) if match else "Memcpy (other)"
+
+
+# What a compute kernel does, by its name (``kernel_class``): the kernel mix of the step-time account's compute
+# slice (``reportgen.trace_analysis.kernel_mix``). Math-bound classes first: a cuDNN convolution's name may say
+# ``gemm`` (``implicit_gemm``), an attention kernel's ``gemm`` too. ``fused``: kernels a compiler generated
+# from several operations (XLA's ``fusion``, inductor's ``triton_``), already fused. ``elementwise`` holds dtype
+# casts and copies done as kernels (and layout transposes); ``reduction`` the norms, softmax and losses.
+KERNEL_CLASSES = ("gemm", "convolution", "attention", "optimizer", "fused", "reduction", "elementwise", "other")
+MEMORY_BOUND = ("optimizer", "reduction", "elementwise")  # memory-bound classes: their time is moving data
+_CLASS_RULES = (
+    ("attention", re.compile(r"fmha|flash|attention|(?<![a-z])mha|sdpa|cudnn_generated_fort_native_sdpa", re.I)),
+    ("convolution", re.compile(r"conv(?!ert)|fprop|dgrad|wgrad|winograd|scudnn|hcudnn|implicit_gemm|"
+                               r"implicit_convolve|precomputed_convolve|igemm_(fwd|bwd|wrw)", re.I)),
+    # ROCm's GEMMs (rocBLAS / hipBLASLt, Tensile's ``Cijk_…`` kernels) beside NVIDIA's
+    ("gemm", re.compile(r"gemm|gemv|matmul|xmma|nvjet|cutlass|splitKreduce|cublas|s884|h884|s1688|h1688|"
+                        r"s16816|h16816|^Cijk_", re.I)),
+    # an optimizer's own math (torch's foreach / fused kernels, apex's): not fbgemm's embedding backward that
+    # applies Adagrad in place (``split_embedding_backward_..._adagrad_...``), an embedding kernel
+    ("optimizer", re.compile(r"(Adam|SGD|Lamb|Adagrad|RMSprop)\w*Functor|FusedOptimizer|_fused_(adam|sgd)", re.I)),
+    ("fused", re.compile(r"^triton_|^\w*fusion([._]\d+)*$", re.I)),
+    ("reduction", re.compile(r"reduce|norm|_bn_|bn_fw|bn_bw|welford|softmax|nll_loss|cross_entropy|"
+                             r"argmax|argmin|topk|cumsum|batch_norm|moments", re.I)),
+    ("elementwise", re.compile(r"elementwise|Functor|pointwise|copy|cast|convert|fill|relu|gelu|silu|sigmoid|tanh|"
+                               r"dropout|where|clamp|threshold|CatArray|transpose|nchwToNhwc|nhwcToNchw|"
+                               r"permute|index|scatter|gather|pool|upsample", re.I)),
+)
+# The launching operator says what a kernel whose name says nothing does (``void kernel<...>`` of a library)
+_OPERATOR_RULES = (
+    ("attention", re.compile(r"attention|sdpa", re.I)),
+    ("convolution", re.compile(r"conv(?!ert)", re.I)),
+    ("gemm", re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|addmv|mv|dot|einsum)$")),
+    ("reduction", re.compile(r"norm|softmax|^aten::(sum|mean|max|min|amax|amin|prod|std|var|argmax|argmin|"
+                             r"nll_loss\w*|cross_entropy\w*|cumsum|topk|sort)")),
+    ("elementwise", re.compile(r"^aten::")),
+)
+
+
+def kernel_class(name: str, operator: str | None = None) -> str:
+    """The class of a compute kernel (one of ``KERNEL_CLASSES`` but ``optimizer`` unless its name is an optimizer's
+    math): by its name, else by the operator that launched it, else ``other``."""
+    for cls, pattern in _CLASS_RULES:
+        if pattern.search(name):
+            return cls
+    if operator:
+        for cls, pattern in _OPERATOR_RULES:
+            if pattern.search(operator):
+                return cls
+    return "other"
+
+
+# dtype casts and copies (``aten::to`` / ``aten::copy_``, ``bfloat16_copy_kernel``) and layout transposes
+# (cuDNN's ``nchwToNhwc``): the evidence that picks a fix for the elementwise time
+CAST_KERNEL = re.compile(r"copy_kernel|_copy_|(bfloat16|half|float)_copy|cast|convert", re.I)
+CAST_OPERATOR = re.compile(r"^aten::(to|_to_copy|copy_|type_as|contiguous|clone)$")
+LAYOUT_KERNEL = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw", re.I)
+NORM_KERNEL = re.compile(r"norm|_bn_|bn_fw|bn_bw|welford", re.I)
+MULTI_TENSOR = re.compile(r"multi_tensor_apply|TensorListMetadata|FusedOptimizer|_fused_", re.I)

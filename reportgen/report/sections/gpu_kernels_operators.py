@@ -12,6 +12,7 @@ from reportgen.formatting import exact_number
 from reportgen.report.model import Chart, ChartRow, Details, Heading, Section, Shown, Table, Text
 from reportgen.report.util import as_dict, as_list, number, slug
 from reportgen.report.trace_flops import flops_blocks
+from reportgen.report.trace_kernel_mix import kernel_mix_blocks
 from reportgen.report.trace_memory import memory_blocks
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
@@ -583,6 +584,7 @@ def gpu_analysis_blocks(label: str, r: TraceRank) -> list:
                     "host wait when the next one was launched only after the stream went idle, kernel wait under "
                     "30 µs, other (events, synchronisation) the rest. A stream idle while another works counts here."))
     blocks += _account_against_hta(r, sid)
+    blocks += kernel_mix_blocks(r, sid)
     path = ga.critical_path
     if number(path.path_ms, 0.0) > 0 and path.by_ms:
         blocks.append(Table(

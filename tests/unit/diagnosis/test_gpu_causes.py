@@ -201,3 +201,39 @@ def test_the_same_job_without_syncs_is_healthy(tmp_path):
     made.rules, made.timeline, made.traces = {}, None, doc
     diagnosis = diagnose(made)
     assert diagnosis.findings == [] and diagnosis.status == "insufficient-data"  # no sync finding; no all-clear
+
+
+def test_unfused_memory_bound_kernels_get_fusion_advice_chosen_by_the_evidence(tmp_path):
+    """The planted unfused model (casts, scaling, masking, dropout as separate kernels in every layer, AdamW per
+    tensor): torch.compile for the chains, the optimizer named from its Optimizer.step#AdamW.step with fused=True,
+    autocast for the casts; the impact an estimate no larger than the memory-bound time, close to what the same model
+    without those kernels saves."""
+    diagnosis, doc = _diagnosis(tmp_path, "memory-bound-kernels")
+    healthy = json.loads(_analysed(None))
+    finding = diagnosis.findings[0]
+    assert [f.cause for f in diagnosis.findings] == ["memory-bound-kernels"]
+    assert "torch.compile(model)" in finding.fix and "torch.optim.AdamW(params, ..., fused=True)" in finding.fix
+    assert "1440 per-tensor launches" in finding.fix and "torch.autocast" in finding.fix
+    assert "channels_last" not in finding.fix  # no layout transposes in a transformer's trace
+    assert "estimate" in finding.fix and finding.metrics["estimate"] is True
+    assert any("Optimizer.step#AdamW.step launches 1440 kernels per step" in e for e in finding.evidence)
+    assert any("launched by aten::add" in e for e in finding.evidence)
+    account = doc["ranks"]["0"]["account"]
+    mix = account["gpu"]["kernel_mix"]
+    steps = account["steps"]
+    assert finding.metrics["per_step_ms"] == pytest.approx(mix["fusable_ms"] / steps)
+    assert finding.metrics["per_step_ms"] <= mix["unfused_memory_bound_ms"] / steps
+    fused = healthy["ranks"]["0"]["account"]
+    added = account["step_ms"] / steps - fused["step_ms"] / fused["steps"]
+    assert 0.75 * added <= finding.metrics["per_step_ms"] <= added
+    assert finding.metrics["unfused_share_of_compute"]["0"] > 0.5
+
+
+def test_no_fusion_advice_for_xla_traces(tmp_path):
+    """The same kernel mix read from a JAX / TensorFlow trace: XLA fuses already, so no finding."""
+    doc = json.loads(_analysed("memory-bound-kernels"))
+    for rank in doc["ranks"].values():
+        rank["files"] = ["host.xplane.pb"]
+    made = RuleOutputs(folder=Path("."))
+    made.rules, made.timeline, made.traces = {}, None, doc
+    assert "memory-bound-kernels" not in [f.cause for f in diagnose(made).findings]
