@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from reportgen.diagnosis.causes import Finding, detector, make, pct
+from reportgen.diagnosis.causes import PY_FUNCTION_FIX, Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
 from reportgen.diagnosis.slow_step_story import SLICE_TITLES, SlowStepStory, fix_for, steps_paying
 from reportgen.engine.slow_steps import find_period
@@ -600,8 +600,13 @@ PYTHON_ITERATOR = ("Load the next batches while the step runs: a background thre
 def _waited_in(ev: Evidence, name: str, label: str | None) -> str:
     if name != "data_wait" or label is None:
         return ""
-    named = accounts(ev)[label].data_wait_named
-    return f" (in {', '.join(list(named)[:2])})" if named else ""
+    account = accounts(ev)[label]
+    named = account.data_wait_named
+    calls = account.input_python_calls_per_step
+    return ((f" (in {', '.join(list(named)[:2])})" if named else "")
+            + (f"; the pipeline runs {calls:.0f} Python function call{'s' if calls >= 2 else ''} a step on its "
+               "threads (tf.py_function / tf.numpy_function: EagerPyFunc, PyFunc), one at a time under the GIL"
+               if calls >= 1 else ""))
 
 
 def _fix(ev: Evidence, name: str) -> str:
@@ -609,7 +614,8 @@ def _fix(ev: Evidence, name: str) -> str:
     if name == "data_wait":
         names = " ".join(n for a in accounts(ev).values() for n in a.data_wait_named)
         if "IteratorGetNext" in names or "Iterator::" in names:
-            return TF_DATA
+            python = any(a.input_python_calls_per_step >= 1 for a in accounts(ev).values())
+            return PY_FUNCTION_FIX if python else TF_DATA
         if "DataLoader" not in names and "dataloader" not in names.lower():
             return PYTHON_ITERATOR
     if name == "dispatch" and any((r.gpu_analysis.launch.graph_launched_share or 0) >= REPLAYED
