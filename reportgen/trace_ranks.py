@@ -274,6 +274,14 @@ class TraceAccount:
     compilation_named: dict[str, float] = field(default_factory=dict)  # what compiled in the steps (ms by name)
     loader_starts_per_step: tuple[float, ...] = ()  # 1 where a DataLoader iterator was created in the step
     between_steps_ms: tuple[float, ...] = ()  # each step's end to the next step's start, in one recorded cycle
+    # the part of each step's compute in operators with a float64 input (record_shapes=True), and of it the part in
+    # torch's slow reference kernels, which float64 falls back to where no optimised kernel exists (convolutions)
+    float64_per_step_ms: tuple[float, ...] = ()
+    float64_fallback_per_step_ms: tuple[float, ...] = ()
+    # Python functions the input pipeline ran on its threads during the steps (tf.py_function in a tf.data map):
+    # their time summed over calls (ms; threads in parallel each count) and calls per step (the median step's)
+    input_python_ms: float = 0.0
+    input_python_calls_per_step: float = 0.0
 
     def share(self, name: str) -> float:
         return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
@@ -324,7 +332,11 @@ class TraceAccount:
                    runtime if (runtime := entry.get("eager_runtime")) in ("tensorflow", "jax") else None,
                    gpu=AccountGpu.of(entry.get("gpu")), compilation_named=compiled,
                    loader_starts_per_step=counts("loader_starts_per_step"),
-                   between_steps_ms=counts("between_steps_ms"))
+                   between_steps_ms=counts("between_steps_ms"),
+                   float64_per_step_ms=counts("float64_per_step_ms"),
+                   float64_fallback_per_step_ms=counts("float64_fallback_per_step_ms"),
+                   input_python_ms=max(given(entry.get("input_python_ms")) or 0.0, 0.0),
+                   input_python_calls_per_step=max(given(entry.get("input_python_calls_per_step")) or 0.0, 0.0))
 
 
 @dataclass(frozen=True)

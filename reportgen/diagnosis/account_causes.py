@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from reportgen.diagnosis.causes import Finding, detector, make, pct
+from reportgen.diagnosis.causes import PY_FUNCTION_FIX, Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
 from reportgen.diagnosis.slow_step_story import SLICE_TITLES, SlowStepStory, fix_for, steps_paying
 from reportgen.engine.slow_steps import find_period
@@ -382,6 +382,52 @@ def loader_restart(ev: Evidence, found: dict) -> Finding | None:
                          "worst_rank_share": cost[worst], "ranks": len(accounts(ev)), "iterator_starts": starts})
 
 
+# What float32 saves of a float64 operator's time on a CPU: half (twice the SIMD lanes, half the bytes moved); a
+# third of the time is left where float64 ran torch's reference kernel (im2col + GEMM) and float32 gets oneDNN's
+# direct one — 3.0x measured on this project's VM in the planted float64 run's CPU time per step, 9.4x for a lone
+# 16-to-32-channel convolution: the lower end is taken.
+FLOAT32_KEEPS = 0.5
+FLOAT32_KEEPS_FALLBACK = 1.0 / 3.0
+
+
+@detector("float64")
+def float64(ev: Evidence, found: dict) -> Finding | None:
+    """Compute in float64: a refinement of the ``compute`` slice by the operators' input types (record_shapes=True).
+    Not waste the account can see as a slice — the operators do the model's arithmetic — but twice or more the
+    arithmetic float32 needs."""
+    saved: dict[str, float] = {}
+    for label, account in accounts(ev).items():
+        wide, slow = sum(account.float64_per_step_ms), sum(account.float64_fallback_per_step_ms)
+        if wide > 0 and account.step_ms > 0:
+            saved[label] = ((wide - slow) * (1 - FLOAT32_KEEPS) + slow * (1 - FLOAT32_KEEPS_FALLBACK)) / account.step_ms
+    if not saved:
+        return None
+    share = statistics.mean(saved.get(label, 0.0) for label in accounts(ev))
+    worst = max(saved, key=lambda label: saved[label])
+    if share < WASTE:
+        return None
+    account = accounts(ev)[worst]
+    wide, slow = sum(account.float64_per_step_ms), sum(account.float64_fallback_per_step_ms)
+    evidence = [f"{pct(wide / account.step_ms)} of the profiled steps' time{_rank_text(ev, worst)} is operators "
+                f"computing in float64 (their recorded input type is double): {wide / max(account.steps, 1):.1f} ms of "
+                f"a median {_median_step_ms(account):.1f} ms step",
+                f"{pct(slow / account.step_ms)} of the steps' time in torch's reference kernels (aten::_slow_conv2d…, "
+                "aten::thnn_conv…), which float64 falls back to where oneDNN has no float64 kernel; float32 runs the "
+                "optimised ones" if slow > 0 else ""]
+    fix = ("Train in float32: model.float() and float32 inputs (data from numpy is float64 unless converted: "
+           ".float(), or astype(np.float32) in the Dataset); on a CPU with bfloat16 support, torch.autocast('cpu', "
+           "dtype=torch.bfloat16) halves it again. Keep float64 only where the numerics need it (a reduction, a "
+           "metric).")
+    return make(ev, "float64", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                heading=f"{pct(wide / account.step_ms)} of each step computes in float64",
+                basis="float32 halves a float64 operator's time (twice the SIMD lanes, half the memory traffic) and "
+                      "leaves a third of a reference kernel's (oneDNN's float32 kernel instead: 3-9x measured on "
+                      "CPU); the float64 operators' time in the profiled steps",
+                metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
+                         "worst_rank_share": saved[worst], "ranks": len(accounts(ev)),
+                         "float64_share": wide / account.step_ms, "fallback_share": slow / account.step_ms})
+
+
 LONG_GAP = 5.0  # a gap between steps this many times the median gap is a pause (evaluation, a checkpoint)
 
 
@@ -554,8 +600,13 @@ PYTHON_ITERATOR = ("Load the next batches while the step runs: a background thre
 def _waited_in(ev: Evidence, name: str, label: str | None) -> str:
     if name != "data_wait" or label is None:
         return ""
-    named = accounts(ev)[label].data_wait_named
-    return f" (in {', '.join(list(named)[:2])})" if named else ""
+    account = accounts(ev)[label]
+    named = account.data_wait_named
+    calls = account.input_python_calls_per_step
+    return ((f" (in {', '.join(list(named)[:2])})" if named else "")
+            + (f"; the pipeline runs {calls:.0f} Python function call{'s' if calls >= 2 else ''} a step on its "
+               "threads (tf.py_function / tf.numpy_function: EagerPyFunc, PyFunc), one at a time under the GIL"
+               if calls >= 1 else ""))
 
 
 def _fix(ev: Evidence, name: str) -> str:
@@ -563,7 +614,8 @@ def _fix(ev: Evidence, name: str) -> str:
     if name == "data_wait":
         names = " ".join(n for a in accounts(ev).values() for n in a.data_wait_named)
         if "IteratorGetNext" in names or "Iterator::" in names:
-            return TF_DATA
+            python = any(a.input_python_calls_per_step >= 1 for a in accounts(ev).values())
+            return PY_FUNCTION_FIX if python else TF_DATA
         if "DataLoader" not in names and "dataloader" not in names.lower():
             return PYTHON_ITERATOR
     if name == "dispatch" and any((r.gpu_analysis.launch.graph_launched_share or 0) >= REPLAYED

@@ -43,7 +43,7 @@ class Cause:
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy",
               "memory-bound-kernels")
 ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "debug-mode", "loader-restart",
-                  "between-steps", "step-waste")
+                  "between-steps", "step-waste", "float64")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
 
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
@@ -68,6 +68,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("allocator-churn", "Device memory is allocated and freed inside the steps", "step-account"),
     Cause("debug-mode", "A debugging aid slows every step", "step-account"),
     Cause("between-steps", "The loop spends time between its steps", "step-account"),
+    Cause("float64", "The model computes in float64", "step-account"),
     Cause("gpu-underused", "The GPUs are underused",
           after=("input-pipeline", "cpu-bound", "io-bound", *IDLE_GPU_CAUSES)),
     Cause("straggler", "One worker is slower than the rest", "step-times"),
@@ -314,6 +315,15 @@ def gpu_busy_text(ev: Evidence) -> str:
     return ""
 
 
+TF_PIPELINE_FIX = ("Keep the tf.data pipeline ahead of the step: num_parallel_calls=tf.data.AUTOTUNE in map(), "
+                   ".prefetch(tf.data.AUTOTUNE) at its end, .cache() after the expensive steps (or data prepared "
+                   "offline), and interleave() for reading many files in parallel.")
+PY_FUNCTION_FIX = ("Write the map's Python function (tf.py_function, tf.numpy_function) in TensorFlow ops so tf.data "
+                   "runs it in parallel without the GIL, or prepare those samples offline and cache() them; then "
+                   "num_parallel_calls=tf.data.AUTOTUNE and .prefetch(tf.data.AUTOTUNE) keep batches ahead of the "
+                   "step.")
+
+
 def trace_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
     """(largest DataLoader share of step time over the ranks, that rank, its iterator class).
 
@@ -521,6 +531,22 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                  + ("" if more else " (here by cheaper loading or more vCPUs)"))
     elif loader_share is not None:
         loop_share, basis = loader_saving(ev, loader_share, n if more else 0)
+    if account is not None and any("IteratorGetNext" in name for name in account.data_wait_named):
+        # a tf.data pipeline, not a DataLoader: its own remedies, and what its threads run tells which
+        evidence = [e.replace("step time in the DataLoader", "step time waiting for the tf.data pipeline "
+                              "(IteratorGetNext)") for e in evidence]
+        fix = TF_PIPELINE_FIX
+        if account.input_python_calls_per_step >= 1:
+            evidence.append(f"the tf.data pipeline runs Python: {account.input_python_calls_per_step:.0f} "
+                            f"tf.py_function / tf.numpy_function calls a step (EagerPyFunc, PyFunc), "
+                            f"{account.input_python_ms / 1000:.2f} s of them on the pipeline's threads during the "
+                            f"profiled steps' {account.step_ms / 1000:.2f} s; Python holds the GIL, so they run one at a time "
+                            "whatever num_parallel_calls says, beside the training step's own Python")
+            fix = PY_FUNCTION_FIX
+            if ev.has_gpu is False:
+                loop_share = loader_share
+                basis = ("the wait for the pipeline in the profiled steps: with the map in TensorFlow ops the "
+                         "pipeline prepares batches in parallel, ahead of the step")
     return make(ev, "input-pipeline", share, evidence, fix, loop_share=loop_share, basis=basis,
                 heading="" if ev.has_gpu is not False else "Training waits for its input pipeline",
                 rules=[*(["Dataloader", "CPUBottleneck"] if ev.has_gpu is not False else []),

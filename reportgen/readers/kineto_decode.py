@@ -33,6 +33,7 @@ class KinetoArgs(msgspec.Struct, gc=False):  # gc=False: decoded JSON holds no r
     correlation: Any = None
     flops: Any = UNSET
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw(b"null"))  # absent: as null
+    input_type: msgspec.Raw = msgspec.field(name="Input type", default=msgspec.Raw(b"null"))  # only searched
     # a [memory] event's
     mem_bytes: Any = msgspec.field(name="Bytes", default=None)
     total_allocated: Any = msgspec.field(name="Total Allocated", default=None)
@@ -127,9 +128,31 @@ def decode_events(raw: bytes) -> list | None:
         return None
 
 
+FLOAT64_TYPE = b'"double"'  # how record_shapes writes a float64 tensor's type in ``Input type``
+
+
+def has_float64_input(args: KinetoArgs) -> bool:
+    """Whether an operator has a float64 tensor of one or more dimensions among its inputs (``Input type`` and
+    ``Input Dims``, decoded only when the types' text names one): a Python number passed to an operator
+    (``x.mul_(0.9)``) is a 0-dimensional double, not float64 work."""
+    if FLOAT64_TYPE not in bytes(args.input_type):
+        return False
+    try:
+        return float64_tensor(msgspec.json.decode(args.input_type), input_dims(args))
+    except (msgspec.MsgspecError, ValueError):
+        return False
+
+
+def float64_tensor(types, dims) -> bool:
+    """Whether parsed ``Input type`` / ``Input Dims`` lists hold a float64 input with one or more dimensions."""
+    if not isinstance(types, list) or not isinstance(dims, list):
+        return False
+    return any(t == "double" and isinstance(d, list) and len(d) > 0 for t, d in zip(types, dims))
+
+
 def input_dims(args: KinetoArgs):
     """``Input Dims`` decoded (None when absent), as a parser would give it."""
     return msgspec.json.decode(args.input_dims)
 
 
-__all__ = ["KinetoArgs", "KinetoEvent", "KinetoFrame", "decode_events", "decode_trace", "frame_document", "input_dims", "NO_ARGS", "EVENT_FIELDS", "META_KEYS", "UNSET"]
+__all__ = ["KinetoArgs", "KinetoEvent", "KinetoFrame", "decode_events", "decode_trace", "frame_document", "input_dims", "NO_ARGS", "EVENT_FIELDS", "META_KEYS", "UNSET", "FLOAT64_TYPE", "float64_tensor", "has_float64_input"]

@@ -37,10 +37,11 @@ from reportgen.garbage_collector import paused
 from reportgen.problems import ProblemLog
 from reportgen.readers.framework_decode import struct_columns
 from reportgen.readers.kineto_decode import (EVENT_FIELDS, NO_ARGS, UNSET, decode_events, decode_trace,
-                                             frame_document, input_dims)
+                                             float64_tensor, frame_document, has_float64_input, input_dims)
 from reportgen.readers.trace_model import (CATEGORY_CODES, CPU_OP, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL,
                                            MAX_ABS_TS_US, MAX_DURATION_US, MEMCPY, MEMSET, OTHER, OUT_OF_RANGE,
-                                           FlopEvents, MemoryEvents, TraceColumns, file_label, rank_from_name,
+                                           Float64Ops, FlopEvents, MemoryEvents, TraceColumns, file_label,
+                                           rank_from_name,
                                            times_in_range)
 from reportgen.traces.numbers import as_float, hashable
 from reportgen.traces.read import TraceRead, Wording, meta_of
@@ -296,6 +297,7 @@ class _TypedRows:
         self.tid_ids: dict = {}
         self.memory = _MemoryRows()
         self.flop_time, self.flop_count = array("d"), array("d")
+        self.f64_start, self.f64_dur = array("d"), array("d")
         self.negative = self.out_of_range = 0
 
     def chunk(self, events: list) -> dict | None:
@@ -348,9 +350,13 @@ class _TypedRows:
                 nbytes[i] = _message_bytes(args[i].msg_nelems, args[i].dtype) or 0.0
         start = ts_x[keep]
         flop_time, flop_count = array("d"), array("d")
+        durs = dur_x[keep]
         try:
             for i in np.flatnonzero(cat == CPU_OP).tolist():
                 a, label = args[i], labels[i]
+                if len(a.input_type) > 4 and has_float64_input(a):  # "null" when absent
+                    self.f64_start.append(start[i])
+                    self.f64_dur.append(durs[i])
                 if label in MATMULS or a.flops is not UNSET:
                     counted = a.flops if a.flops is not UNSET else None
                     counted = (float(counted) if isinstance(counted, (int, float)) and not isinstance(counted, bool)
@@ -377,7 +383,8 @@ class _TypedRows:
 
     def assemble(self, path: Path, meta: dict, columns: dict, problems: ProblemLog) -> TraceColumns:
         """The trace of ``columns`` (every chunk's, in file order) with what the chunks left here."""
-        return _assemble(path, meta, self.names, columns, (self.flop_time, self.flop_count), self.memory,
+        return _assemble(path, meta, self.names, columns,
+                         (self.flop_time, self.flop_count, self.f64_start, self.f64_dur), self.memory,
                          self.tid_ids, (0, self.negative, self.out_of_range), problems)
 
 
@@ -404,6 +411,7 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
     out_of_range = 0
     memory = _MemoryRows()
     flop_time, flop_count = array("d"), array("d")
+    f64_start, f64_dur = array("d"), array("d")
 
     def add(e: dict, ts: float, d: float) -> None:
         c = CATEGORY_CODES.get(str(e.get("cat", "")).lower(), OTHER)
@@ -425,6 +433,9 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
             if counted:
                 flop_time.append(ts)
                 flop_count.append(counted)
+        if c == CPU_OP and float64_tensor(args.get("Input type"), args.get("Input Dims")):
+            f64_start.append(ts)
+            f64_dur.append(d)
         tid = e.get("tid")
         if not (isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < 2**62):
             tid = tid_ids.setdefault(hashable(tid), -1 - len(tid_ids))
@@ -481,7 +492,7 @@ def _columns_of(path: Path, meta, events, problems: ProblemLog) -> TraceColumns:
         problems.add(path, None, "unclosed B event (no matching E; dropped)", count=unclosed)
     columns = {"cat": cat, "name": name, "start": start, "dur": dur, "device": device, "nbytes": nbytes,
                "tids": tids, "corrs": corrs}
-    return _assemble(path, meta(), names, columns, (flop_time, flop_count), memory, tid_ids,
+    return _assemble(path, meta(), names, columns, (flop_time, flop_count, f64_start, f64_dur), memory, tid_ids,
                      (bad_time, negative, out_of_range), problems)
 
 
@@ -489,13 +500,13 @@ def _assemble(path: Path, meta: dict, names: dict, columns: dict, flops: tuple, 
               dropped: tuple, problems: ProblemLog) -> TraceColumns:
     """The trace of a file's rows (``columns``: ``cat``, ``name``, ``start``, ``dur``, ``device``, ``nbytes``,
     ``tids``, ``corrs``, one entry per complete event in the order read, in the file's own time unit), its
-    metadata, matrix FLOPs (times, counts) and memory rows: the unit and base applied, out-of-range events
+    metadata, matrix FLOPs (times, counts), float64 operators (starts, durations) and memory rows: the unit and base applied, out-of-range events
     dropped, sorted by start. ``dropped``: events already dropped (without a numeric time, negative, out
     of range), counted in ``problems`` with the rest."""
     bad_time, negative, out_of_range = dropped
     cat, name, start, dur, device, nbytes, tids, corrs = (columns[k] for k in (
         "cat", "name", "start", "dur", "device", "nbytes", "tids", "corrs"))
-    flop_time, flop_count = flops
+    flop_time, flop_count, f64_start, f64_dur = flops
     if bad_time:
         problems.add(path, None, "event without numeric ts/dur (dropped)", count=bad_time)
     if negative:
@@ -530,6 +541,13 @@ def _assemble(path: Path, meta: dict, names: dict, columns: dict, flops: tuple, 
         order = np.argsort(times[fine], kind="stable")
         trace.flops = FlopEvents(times[fine][order], np.asarray(flop_count)[fine][order],
                                  np.zeros(int(fine.sum()), np.int32))
+    if len(f64_start):  # as the FLOPs: the events' unit and base
+        scale = 1000.0 if trace.time_unit == "ns" else 1.0
+        times = np.asarray(f64_start) / scale + (base / 1000.0 if relative else 0.0)
+        ends = times + np.asarray(f64_dur) / scale
+        fine = times_in_range(times, ends - times)
+        order = np.argsort(times[fine], kind="stable")
+        trace.float64 = Float64Ops(times[fine][order], ends[fine][order], np.zeros(int(fine.sum()), np.int32))
     if len(memory.time):
         trace.memory = memory.table(1000.0 if trace.time_unit == "ns" else 1.0, base / 1000.0 if relative else 0.0,
                                     tid_ids)

@@ -38,11 +38,11 @@ import numpy as np
 from reportgen.environment import megabytes
 from reportgen.problems import DataProblem, ProblemLog
 from reportgen.readers.trace_files import READER_VERSION, read_trace_file
-from reportgen.readers.trace_model import FlopEvents, MemoryEvents, TraceColumns
+from reportgen.readers.trace_model import Float64Ops, FlopEvents, MemoryEvents, TraceColumns
 from reportgen.sources.s3 import default_cache_dir
 
 # Bump when the layout of an entry changes (the arrays' names, the meta document).
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the float64 operators (d_*)
 CACHE_SUBDIR = "traces"
 HASH_BLOCK = 1 << 20
 # What the folder holds and bounds together: each file's reduction, and each rank's analysis
@@ -51,14 +51,14 @@ ENTRY_SUFFIXES = (".npz", ".rank.json")
 STALE_TEMP_SECONDS = 3600  # a temporary entry this old is a crashed writer's: removed by the next eviction
 NO_CACHE_ENV = "REPORTGEN_NO_CACHE"
 
-# The columns of an entry, by prefix: the events, the allocator's events, the FLOP counts.
+# The columns of an entry, by prefix: the events, the allocator's events, the FLOP counts, the float64 operators.
 EVENT_COLUMNS = ("cat", "name", "start_us", "dur_us", "device", "nbytes", "tid", "corr")
 FLOP_COLUMNS = ("time_us", "flops", "cycle")
 # Every field of TraceColumns an entry holds (the path is the key's, not the entry's); a field added to the
 # model without a place here fails tests/unit/readers/test_trace_cache.py.
 META_FIELDS = ("label", "rank", "world_size", "backend", "devices", "compute_capability", "device_memory",
                "time_unit", "names", "events_in_file", "complete", "cpu_collectives")
-STORED_FIELDS = frozenset(("path", "memory", "flops", *EVENT_COLUMNS, *META_FIELDS))
+STORED_FIELDS = frozenset(("path", "memory", "flops", "float64", *EVENT_COLUMNS, *META_FIELDS))
 
 
 @dataclass(frozen=True)
@@ -285,6 +285,7 @@ def entry_arrays(trace: TraceColumns, problems: ProblemLog, key: str) -> dict[st
     arrays = {f"e_{c}": np.asarray(getattr(trace, c)) for c in EVENT_COLUMNS}
     arrays.update({f"m_{c}": np.asarray(getattr(trace.memory, c)) for c in MemoryEvents.COLUMNS})
     arrays.update({f"f_{c}": np.asarray(getattr(trace.flops, c)) for c in FLOP_COLUMNS})
+    arrays.update({f"d_{c}": np.asarray(getattr(trace.float64, c)) for c in Float64Ops.COLUMNS})
     # ensure_ascii: a name that is not UTF-8 (kept as lone surrogates) is written as an escape, read back the same
     arrays["meta"] = np.frombuffer(json.dumps(meta, ensure_ascii=True).encode("ascii"), dtype=np.uint8)
     return arrays
@@ -299,10 +300,12 @@ def entry_from_arrays(arrays: dict[str, np.ndarray], key: str, path: Path) -> tu
         events = {c: arrays[f"e_{c}"] for c in EVENT_COLUMNS}
         memory = MemoryEvents(*(arrays[f"m_{c}"] for c in MemoryEvents.COLUMNS))
         flops = FlopEvents(*(arrays[f"f_{c}"] for c in FLOP_COLUMNS))
+        float64 = Float64Ops(*(arrays[f"d_{c}"] for c in Float64Ops.COLUMNS))
     except Exception:  # noqa: BLE001 - a missing member, JSON that is not, an array that is not one: not trusted
         return None
     if not (_columns_ok(list(events.values())) and _columns_ok([getattr(memory, c) for c in MemoryEvents.COLUMNS])
-            and _columns_ok([getattr(flops, c) for c in FLOP_COLUMNS])):
+            and _columns_ok([getattr(flops, c) for c in FLOP_COLUMNS])
+            and _columns_ok([getattr(float64, c) for c in Float64Ops.COLUMNS])):
         return None
     names = events["name"]
     if names.size and (names.dtype.kind not in "iu" or int(names.min()) < 0 or int(names.max()) >= len(meta["names"])):
@@ -317,7 +320,7 @@ def entry_from_arrays(arrays: dict[str, np.ndarray], key: str, path: Path) -> tu
         devices=meta["devices"], compute_capability=meta["compute_capability"],
         device_memory={int(k): v for k, v in meta["device_memory"]}, time_unit=meta["time_unit"],
         names=meta["names"], **events, events_in_file=meta["events_in_file"], complete=meta["complete"],
-        cpu_collectives=collectives, memory=memory, flops=flops)
+        cpu_collectives=collectives, memory=memory, flops=flops, float64=float64)
     problems = ProblemLog(max(len(meta["problem_items"]), 1))
     problems.counts.update({reason: n for reason, n in meta["problem_counts"]})
     problems.items = [DataProblem(f, line, reason) for f, line, reason in meta["problem_items"]]

@@ -125,6 +125,37 @@ class FlopEvents:
                    np.concatenate([np.full(len(t), i, np.int32) for i, t in enumerate(tables)])[order])
 
 
+@dataclass(eq=False)
+class Float64Ops:
+    """The CPU operators with a float64 (``double``) input, from their ``Input type`` (``record_shapes=True``):
+    start and end in µs, and ``cycle`` (which file of the rank), sorted by start. A model trained in float64 pays
+    every operator about twice (or, where no optimised float64 kernel exists, several times) its float32 cost."""
+
+    COLUMNS = ("time_us", "end_us", "cycle")
+    time_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    end_us: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    cycle: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    def __len__(self) -> int:
+        return int(self.time_us.size)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Float64Ops) and all(np.array_equal(getattr(self, c), getattr(other, c))
+                                                     for c in self.COLUMNS)
+
+    __hash__ = None
+
+    @classmethod
+    def concat(cls, tables: list[Float64Ops]) -> Float64Ops:
+        """Several files' tables as one, each row's ``cycle`` its table's position, sorted by start."""
+        if not tables:
+            return cls()
+        time = np.concatenate([t.time_us for t in tables])
+        order = np.argsort(time, kind="stable")
+        return cls(time[order], np.concatenate([t.end_us for t in tables])[order],
+                   np.concatenate([np.full(len(t), i, np.int32) for i, t in enumerate(tables)])[order])
+
+
 @dataclass
 class TraceColumns:
     """One trace file as columns (one row per complete event, sorted by start)."""
@@ -154,6 +185,7 @@ class TraceColumns:
     cpu_collectives: re.Pattern | None = None
     memory: MemoryEvents = field(default_factory=MemoryEvents)  # the allocator's events (Kineto ``[memory]``)
     flops: FlopEvents = field(default_factory=FlopEvents)  # operators with a FLOP count
+    float64: Float64Ops = field(default_factory=Float64Ops)  # operators with a float64 input (record_shapes=True)
 
     @property
     def end_us(self) -> np.ndarray:

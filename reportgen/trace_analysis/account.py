@@ -69,8 +69,8 @@ MEMORY_CALL = re.compile(r"^(cuda|hip)(Malloc|Free|HostAlloc|FreeHost|MallocHost
                          r"MallocManaged)\b|^cuMem(Alloc|Free)|CachingAllocator", re.I)
 HIP_SYNC = re.compile(r"^hip(Stream|Device|Event)Synchronize|^hipMemcpy(2D|3D)?$")
 # work on other threads that overlaps the step rather than being part of it: the input pipeline's prefetching
-PREFETCH = re.compile(r"^Iterator::|PrefetchProduce|ParallelMap|MapAndBatch|pin_memory|InstantiatedCapturedFunction",
-                      re.I)
+PREFETCH = re.compile(r"^Iterator::|PrefetchProduce|ParallelMap|MapAndBatch|pin_memory|InstantiatedCapturedFunction|"
+                      r"^(EagerPyFunc|PyFunc|PyFuncStateless)(:|$)", re.I)
 # metadata-only operators: they do no arithmetic, so their time is an operator call's fixed cost
 METADATA_OPS = frozenset(("aten::view", "aten::as_strided", "aten::t", "aten::transpose", "aten::detach",
                           "aten::result_type", "aten::expand", "aten::unsqueeze", "aten::squeeze", "aten::permute",
@@ -109,6 +109,13 @@ MIN_PROBE_CALLS = 5
 # ``torch.empty((), dtype=torch.int64).random_().item()``) is the only place a training loop runs aten::random_ as
 # an operator of its own, outside any other, on the step's thread: one per iterator (two with a shuffling sampler).
 ITERATOR_SEED = "aten::random_"
+# torch's reference kernels that float64 falls back to on CPU where oneDNN has no float64 kernel (convolutions:
+# im2col + GEMM instead of a direct convolution); in float32 the optimised kernel runs instead
+FALLBACK_KERNELS = re.compile(r"^aten::(_slow_conv|slow_conv|thnn_conv)")
+# A Python function run by the input pipeline on its own threads: TensorFlow's tf.py_function (EagerPyFunc) and
+# tf.numpy_function (PyFunc, PyFuncStateless) inside a tf.data map. Python holds the GIL, so such a map runs one
+# sample at a time whatever its num_parallel_calls, and competes with the training step's own Python.
+PIPELINE_PYTHON = re.compile(r"^(EagerPyFunc|PyFunc|PyFuncStateless)(:|$)")
 
 def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
     return np.fromiter((i for i, n in enumerate(trace.names) if predicate(n)), dtype=np.int32)
@@ -266,7 +273,16 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         debug = _anomaly_checks(trace, cpu, lo, hi, per_step["compute"])
         per_step["debug_checks"] += debug
         per_step["compute"] -= debug
+    # host compute only: a GPU's float64 kernels are not the CPU operators' time
+    wide, fallback = (np.zeros(lo.size), np.zeros(lo.size)) if device else \
+        _float64_compute(trace, cpu, lo, hi, per_step["compute"])
     total = float(dur.sum())
+    python = cpu & ~on_primary & _named(trace, lambda n: bool(PIPELINE_PYTHON.match(n)))
+    pipeline_python = {"input_python_ms": sum(_names_of(trace, python, merged(lo, hi)).values()),
+                       "input_python_calls_per_step": float(np.median(_starts_per_step(trace, python, lo, hi)))
+                       } if python.any() else {}
+    wide_ms = {"float64_per_step_ms": [float(v) / 1000.0 for v in wide],  # of compute: operators with a float64 input
+               "float64_fallback_per_step_ms": [float(v) / 1000.0 for v in fallback]} if wide.any() else {}
     return {
         "perspective": "device" if device else "host",
         "steps": int(lo.size),
@@ -290,6 +306,8 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
                                                      lo, hi),
         "window": _window(trace, lo, hi),
         "between_steps_ms": [gap / 1000.0 for gap in between_steps(lo, hi, _cycles(trace))],
+        **wide_ms,  # only where a step computed in float64 (record_shapes=True)
+        **pipeline_python,  # only where the input pipeline ran Python functions (tf.py_function) in the steps
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
                  "kernel_mix": kernel_mix(trace, kernels & ~comm_kernel, lo, hi)} if device else None),
     }
@@ -356,6 +374,18 @@ def _anomaly_checks(trace: k.TraceColumns, cpu: np.ndarray, lo: np.ndarray, hi: 
     if forward.sum() >= MIN_PROBE_CALLS and later.sum() >= MIN_PROBE_CALLS:
         per_node = max(float(trace.dur_us[forward].mean()) - float(np.median(trace.dur_us[later])), 0.0)
     return np.minimum(checked + nodes * per_node, np.maximum(compute, 0.0))
+
+
+def _float64_compute(trace: k.TraceColumns, cpu: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                     compute: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per step (µs), the part of ``compute`` in operators with a float64 input (``TraceColumns.float64``), and of
+    it the part in torch's reference kernels float64 falls back to (``FALLBACK_KERNELS``); zeros without them."""
+    ops = getattr(trace, "float64", None)
+    if ops is None or not len(ops):
+        return np.zeros(lo.size), np.zeros(lo.size)
+    wide = np.minimum(covered(merged(ops.time_us, ops.end_us), lo, hi), np.maximum(compute, 0.0))
+    slow = covered(_union(trace, cpu & _named(trace, lambda n: bool(FALLBACK_KERNELS.match(n)))), lo, hi)
+    return wide, np.minimum(slow, wide)
 
 
 def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], keep: np.ndarray) -> dict[str, float]:

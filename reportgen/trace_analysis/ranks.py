@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reportgen.readers.trace_model import FlopEvents, MemoryEvents, TraceColumns
+from reportgen.readers.trace_model import Float64Ops, FlopEvents, MemoryEvents, TraceColumns
 
 _WORKER = re.compile(r"^(?P<worker>.+)\.(?P<ns>\d{10,})\.pt\.trace\.json(?:\.gz)?$")
 
@@ -127,6 +127,7 @@ def merge_cycles(members: list[TraceColumns]) -> RankTrace:
         device_memory=next((t.device_memory for t in members if t.device_memory), {}),
         memory=MemoryEvents.concat([t.memory for t in members]),
         flops=FlopEvents.concat([t.flops for t in members]),
+        float64=Float64Ops.concat([t.float64 for t in members]),
         time_unit=first.time_unit, names=list(names),
         events_in_file=sum(t.events_in_file for t in members), complete=all(t.complete for t in members),
         files=[t.path.name for t in members], cycles=cycles, cpu_collectives=first.cpu_collectives,

@@ -104,6 +104,8 @@ def test_jax_and_tf_data_wait_is_the_scripts_own_input_share_and_a_finding(run):
     assert "waiting for data" in waste[0].title
     # the fix in the framework's words: tf.data's prefetch for TensorFlow, a prefetching iterator for JAX
     assert ("tf.data.AUTOTUNE" if run == "tf-cpu" else "prefetches") in waste[0].fix and "DataLoader" not in waste[0].fix
+    if run == "tf-cpu":  # its map is a tf.numpy_function (train_tf.py): one call a batch, the Python waited for
+        assert "1 Python function call a step" in waste[0].evidence[0] and "tf.numpy_function" in waste[0].fix
 
 
 def test_gpu_input_bound_steps_wait_for_data_as_the_script_measured():

@@ -35,6 +35,7 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
                    starts (and stops) the workers, which open the data set (fix: one iterator for the epoch)
   anomaly          torch.autograd.set_detect_anomaly(True) left on while training the deep, narrow network
                    (fix: off)
+  float64          the small CNN and its inputs in float64 (model.double()), record_shapes=True (fix: float32)
 JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
   jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
@@ -45,6 +46,9 @@ TensorFlow (tf.profiler.experimental, one Trace(step_num=...) a step):
   tf-eager         a small deep MLP stepped eagerly, op by op from Python (fix: the same step in tf.function)
   tf-retrace       a tf.function step given the learning rate of a decaying schedule as a Python float: a new
                    trace and graph for every value (fix: the rate passed as a tensor)
+  tf-pyfunc        the tf-clean step fed by a tf.data pipeline whose per-sample map is a tf.py_function (numpy
+                   decoding in Python, parallel map and prefetch; the GIL serialises it) (fix: the same map in
+                   TensorFlow ops)
 """
 import argparse, gc, json, os, platform, sys, time
 
@@ -222,6 +226,11 @@ def run_torch(a, truth):
         truth["parameter_tensors"] = len(ema)
         if mode == "anomaly":
             ema = None
+    elif mode == "float64":  # the small CNN; float64 (the plant) or float32 (the fix); shapes and types recorded
+        model, record_shapes = Net(), True
+        if not fix:
+            model = model.double()
+        loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
     elif mode == "iter-per-step":
         workers, persistent = 2, False
         model = Net()
@@ -239,6 +248,8 @@ def run_torch(a, truth):
     if mode == "microbatch" and not fix:
         micro, accum = 2, 16
     opt = (torch.optim.Adam if mode == "accum-optimizer" else torch.optim.SGD)(model.parameters(), lr=0.01)
+    if mode == "float64":
+        truth["dtype"] = "float32" if fix else "float64"
     truth.update(batch_size=bs, micro_batch=micro if mode == "microbatch" else None,
                  accumulation=accum, num_workers=workers,
                  persistent_workers=persistent, epoch_steps=epoch_steps, torch=torch.__version__,
@@ -312,6 +323,8 @@ def run_torch(a, truth):
                 pad = 64 - x.shape[0]
                 x = torch.cat([x, x.new_zeros(pad, x.shape[1])])
                 y = torch.cat([y, y.new_full((pad,), -100)])  # CrossEntropyLoss ignores -100
+            if mode == "float64" and not fix:
+                x = x.double()
             tc = time.perf_counter()
             opt.zero_grad()
             for c in range(0, bs, micro):
@@ -329,7 +342,7 @@ def run_torch(a, truth):
                     for e, p in zip(ema, params):
                         e.mul_(0.999).add_(p, alpha=0.001)
                 planted = time.perf_counter() - t
-            if mode in ("microbatch", "padded", "torch-recompile", "anomaly"):
+            if mode in ("microbatch", "padded", "torch-recompile", "anomaly", "float64"):
                 planted = time.perf_counter() - tc  # the compute the plant shapes; the fix run measures the saving
             if mode == "periodic-eval" and step < 4:
                 t = time.perf_counter()   # a slow start: warming a cache with extra passes
@@ -474,7 +487,7 @@ def run_tf(a, truth):
     import tensorflow as tf
     tf.random.set_seed(0)
     rng = np.random.default_rng(0)
-    bs, hidden = 256, 1024
+    bs, hidden = (64 if a.mode == "tf-pyfunc" else 256), 1024  # tf-pyfunc: 64 py_function calls a step (a small trace)
     eager = a.mode == "tf-eager"
     if eager:  # a small, deep MLP: little compute an op, so running op by op from Python is most of the step
         bs, hidden = 32, 256
@@ -505,8 +518,35 @@ def run_tf(a, truth):
                       else (lambda x, y, step: inner(x, y, rate(step))))
 
     host = a.mode == "tf-hostwork" and not a.fix
-    step_s, cpu_s, planted_s = [], [], []
-    warm = (rng.standard_normal((bs, 256)).astype(np.float32), rng.integers(0, 10, bs))
+    pyfunc = a.mode == "tf-pyfunc"
+    if pyfunc:  # a tf.data pipeline: each sample "decoded" by Python (the plant) or by TensorFlow ops (the fix)
+        def decode(i):
+            r = np.random.default_rng(int(i))
+            v = r.standard_normal(256).astype(np.float32)
+            for _ in range(a.reps):
+                v = (v + np.roll(v, 1)) / 2.0
+            return v, np.int64(r.integers(0, 10))
+
+        def py_map(i):
+            v, lab = tf.py_function(decode, [i], [tf.float32, tf.int64])
+            v.set_shape([256]); lab.set_shape([])
+            return v, lab
+
+        def tf_map(i):
+            v = tf.random.stateless_normal([256], seed=tf.stack([i, tf.constant(0, tf.int64)]))
+            for _ in range(a.reps):
+                v = (v + tf.roll(v, 1, 0)) / 2.0
+            return v, tf.random.stateless_uniform([], seed=tf.stack([i, tf.constant(1, tf.int64)]), minval=0,
+                                                  maxval=10, dtype=tf.int64)
+
+        ds = (tf.data.Dataset.range((a.steps + 1) * bs).map(tf_map if a.fix else py_map,
+                                                             num_parallel_calls=tf.data.AUTOTUNE)
+              .batch(bs).prefetch(2))
+        batches = iter(ds)
+        truth["pipeline"] = ("map(TensorFlow ops" if a.fix else "map(tf.py_function") + \
+            ", num_parallel_calls=AUTOTUNE).batch(%d).prefetch(2)" % bs
+    step_s, cpu_s, planted_s, data_s = [], [], [], []
+    warm = next(batches) if pyfunc else (rng.standard_normal((bs, 256)).astype(np.float32), rng.integers(0, 10, bs))
     train_step(*warm, -1) if retrace else train_step(*warm)  # traced before the loop
     first, last = a.wait, a.wait + a.active  # the profiled window: steps first..last-1
     stop_s = 0.0
@@ -521,11 +561,16 @@ def run_tf(a, truth):
             stop_s = time.perf_counter() - t
             t_export_step = step
         with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
-            x = rng.standard_normal((bs, 256)).astype(np.float32)
-            y = rng.integers(0, 10, bs)
+            t_data = time.perf_counter()
+            if pyfunc:
+                x, y = next(batches)
+            else:
+                x = rng.standard_normal((bs, 256)).astype(np.float32)
+                y = rng.integers(0, 10, bs)
+            waited = time.perf_counter() - t_data
             t_call = time.perf_counter()
             loss, out = train_step(x, y, step) if retrace else train_step(x, y)
-            planted = 0.0
+            planted = waited if pyfunc else 0.0  # tf-pyfunc: the wait for the pipeline's next batch
             if retrace:  # the whole call: a trace and a graph built each step, or (--fix) the graph run
                 planted = time.perf_counter() - t_call
             if eager:  # the whole step: eagerly, or (--fix) as a graph; truth_table.py takes the fix's from it
@@ -544,10 +589,11 @@ def run_tf(a, truth):
         step_s.append(time.perf_counter() - t0)
         cpu_s.append(time.process_time() - c0)
         planted_s.append(planted)
+        data_s.append(waited)
     loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
     t_loop_end_epoch = time.time()
     truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=a.steps, step_s=step_s, step_cpu_s=cpu_s,
-                 planted_s=planted_s, profiler_export_s=stop_s, profiler_window=[first, last - 1],
+                 planted_s=planted_s, data_wait_s=data_s, profiler_export_s=stop_s, profiler_window=[first, last - 1],
                  profiler_export_note=f"tf.profiler.experimental.stop() at the start of step {last}, inside its step_s",
                  t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch, tensorflow=tf.__version__,
                  batch_size=bs, accumulation=1, num_workers=0, eager=eager and not a.fix)
@@ -557,7 +603,8 @@ MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epo
          "padded": run_torch, "periodic-eval": run_torch, "accum-optimizer": run_torch, "io-latency": run_torch,
          "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
          "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf, "tf-retrace": run_tf,
-         "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch}
+         "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch, "float64": run_torch,
+         "tf-pyfunc": run_tf}
 
 
 def main():

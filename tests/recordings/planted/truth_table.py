@@ -5,7 +5,7 @@
 Reads each ``<run>/truth.json`` (the recorded run) and ``<run>/fix*-truth.json`` (the same job with the fix, not
 recorded). The planted cost is the time the script measured inside the planted code (``planted_s``), except where
 the plant changes the shape of the work itself and the fix still does some of it (``microbatch``, ``padded``: the
-forward/backward/update time; ``jax-recompile``: the steps that met a new shape, less the median step): there it is
+forward/backward/update time, ``float64`` too; ``jax-recompile``: the steps that met a new shape, less the median step): there it is
 that time minus the fix run's (the fix still compiles once); ``periodic-eval``: the evaluations alone (its slow
 start, ``slow_start_s``, is planted too but stays in the fix run). ``fix_saved_s`` is the loop's wall time minus
 the fix run's, the profiler's export left out of both where it falls inside the loop (``loop_less_export``), one
@@ -19,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LESS_THE_FIX = ("microbatch", "padded", "jax-recompile", "tf-eager", "jax-nojit", "torch-recompile", "anomaly",
-               "tf-retrace")
+               "tf-retrace", "float64")
 
 
 def load(path):

@@ -14,8 +14,11 @@ from reportgen.trace_analysis.job import analyze_traces
 MULTI = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
 
-def _ev(name, ts, dur, cat="cpu_op"):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {}}
+def _ev(name, ts, dur, cat="cpu_op", args=None, tid=1):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args or {}}
+
+
+DOUBLE = {"Input type": ["double", "double"], "Input Dims": [[64, 64], [64, 64]]}  # record_shapes=True, float64
 
 
 def _steps(tmp_path: Path, parts, gap=lambda i: 10) -> RuleOutputs:
@@ -36,6 +39,14 @@ def _steps(tmp_path: Path, parts, gap=lambda i: 10) -> RuleOutputs:
                 events.append(_ev("gloo:all_reduce", t, dur, "user_annotation"))
             elif kind == "optimizer":
                 events += [_ev("Optimizer.step#SGD.step", t, dur, "user_annotation"), _ev("aten::add_", t, dur)]
+            elif kind == "op64":  # an operator on float64 tensors
+                events.append(_ev("aten::mm", t, dur, args=DOUBLE))
+            elif kind == "slowconv64":  # float64's reference convolution (oneDNN has no float64 kernel)
+                events.append(_ev("aten::_slow_conv2d_forward", t, dur, args=DOUBLE))
+            elif kind in ("tfload", "tfload-py"):  # waiting for a tf.data pipeline; "-py": its map is Python
+                events.append(_ev("EagerLocalExecute: IteratorGetNext", t, dur))
+                if kind == "tfload-py":  # three tf.py_function calls on the pipeline's thread meanwhile
+                    events += [_ev("EagerPyFunc:EagerPyFunc", t + k * dur / 3, dur / 4, tid=2) for k in range(3)]
             t += dur
         events.append(_ev(f"ProfilerStep#{i}", start, t - start, "user_annotation"))
         t += gap(i)  # time between this step and the next, outside every step
@@ -157,3 +168,30 @@ def test_a_few_long_pauses_between_steps_are_evaluation_or_checkpoints(tmp_path)
     assert finding.cause == "between-steps"
     assert "most of it in 3 long pauses (after step 10, 20, 30)" in finding.evidence[0]
     assert "evaluation, checkpoints" in finding.fix and finding.share == pytest.approx(9350 / 49350, rel=1e-3)
+
+
+def test_compute_in_float64_is_a_finding_with_what_float32_saves(tmp_path):
+    """The operators' recorded input types say double: float32 halves their time, and leaves a third of a reference
+    convolution's (oneDNN's float32 kernel instead); the same loop in float32 stays healthy."""
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("slowconv64", 6000), ("op64", 3000),
+                                                     ("op", 800)]))
+    assert _causes(diagnosis) == ["float64"] and diagnosis.status == "problems"
+    finding = diagnosis.findings[0]
+    assert finding.share == pytest.approx((6000 * 2 / 3 + 3000 / 2) / 10000, rel=1e-3)  # of the profiled steps
+    assert finding.metrics["float64_share"] == pytest.approx(0.9) and finding.metrics["fallback_share"] == 0.6
+    assert "model.float()" in finding.fix and "90 % of the profiled steps' time" in finding.evidence[0]
+    float32 = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("op", 9800)]))
+    assert float32.findings == []
+
+
+def test_a_tf_data_map_in_python_is_the_input_pipelines_with_the_tf_fix(tmp_path):
+    """Half of each step waits in IteratorGetNext: a tf.data pipeline, whose fix is tf.data's, never a DataLoader's;
+    with tf.py_function calls on its threads meanwhile, the fix is to write the map in TensorFlow ops."""
+    python = diagnose(_steps(tmp_path, lambda i: [("tfload-py", 5000), ("op", 5000)]))
+    finding = python.findings[0]
+    assert finding.cause == "input-pipeline" and "tf.py_function" in finding.fix and "DataLoader" not in finding.fix
+    assert finding.share == pytest.approx(0.5, rel=1e-3)
+    assert "3 tf.py_function / tf.numpy_function calls a step" in " ".join(finding.evidence)
+    assert "waiting for the tf.data pipeline (IteratorGetNext)" in finding.evidence[-2]
+    plain = diagnose(_steps(tmp_path, lambda i: [("tfload", 5000), ("op", 5000)])).findings[0]
+    assert plain.cause == "input-pipeline" and "tf.data.AUTOTUNE" in plain.fix and "tf.py_function" not in plain.fix

@@ -127,6 +127,25 @@ def test_the_typed_path_gives_the_dict_paths_trace_and_problems(tmp_path, monkey
     assert typed[1]["total"] == 5  # a negative duration, two out of range, two memory rows
 
 
+def test_operators_on_float64_tensors_are_kept_from_their_input_types(tmp_path, monkeypatch):
+    """record_shapes=True writes each operator's ``Input type``: those with a float64 tensor ("double", one or more
+    dimensions) are kept as spans, by both paths; a float32 operator, one given a Python number (a 0-dimensional
+    double), a kernel and an operator without types are not."""
+    doc = {"traceEvents": [_x("aten::conv2d", 100, 50, **{"Input type": ["double", "double", "", "ScalarList"],
+                                                         "Input Dims": [[32, 3, 8, 8], [16, 3, 3, 3], [], []]}),
+                           _x("aten::add", 160, 5, **{"Input type": ["float", "double", "Scalar"],
+                                                      "Input Dims": [[4], [4], []]}),
+                           _x("aten::mul", 170, 5, **{"Input type": ["float", "float"], "Input Dims": [[4], [4]]}),
+                           # x.mul_(0.9): the Python number is a 0-dimensional double, no float64 work
+                           _x("aten::mul_", 175, 3, **{"Input type": ["float", "double"], "Input Dims": [[4], []]}),
+                           _x("aten::relu", 180, 5),
+                           _x("kernel", 190, 5, cat="kernel", pid=0, tid=7, **{"Input type": ["double"]})]}
+    taken, typed, reference = _both(tmp_path, json.dumps(doc).encode(), monkeypatch)
+    assert taken and typed == reference
+    assert typed[0]["float64"]["time_us"][1] == [100.0, 160.0]
+    assert typed[0]["float64"]["end_us"][1] == [150.0, 165.0]
+
+
 def test_nanosecond_times_relative_to_a_base(tmp_path, monkeypatch):
     doc = {"baseTimeNanoseconds": 1_700_000_000_000_000_000,
            "traceEvents": [_x("a", 2 * 10**17 + 5, 1000), _x("b", 2 * 10**17 + 2000, 3000.5), _mem(2 * 10**17, 8)]}
