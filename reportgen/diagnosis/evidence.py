@@ -13,6 +13,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
+from reportgen.diagnosis.profiler_cost import ProfilerOverhead, profiler_overhead, with_collection
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
@@ -82,6 +83,7 @@ class Evidence:
     # steps" impacts are shares of; None when no rank has steps (the trace's span stands in)
     profiled_steps_s: float | None = None
     profiler_export_s: float | None = None  # the profiler's own export inside the training loop (left out of it)
+    profiler_overhead: ProfilerOverhead | None = None  # the profiler's cost per recorded step (None: no traces)
     trace_span_s: float | None = None  # first to last traced event over every rank and cycle
     profiled_s: float | None = None  # the traced cycles' own time (a rank's cycles added up)
     procs_per_node: int | None = None  # training processes per node (GPUs per node, or ranks per host)
@@ -248,7 +250,7 @@ def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
     if ev.loop is None or ev.loop_s is None or ev.trace_only:
         return
     lo, hi = ev.loop
-    spans = profiler_exports(outputs.recording) + xspace_exports(ev, outputs.recording)
+    spans = with_collection(profiler_exports(outputs.recording), ev.trace_ranks) + xspace_exports(ev, outputs.recording)
     inside = sum(max(min(end, hi) - max(start, lo), 0.0) for start, end in spans)
     if inside > 0:
         ev.profiler_export_s = inside
@@ -449,6 +451,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     if ev.duration_s is None:
         _job_times(ev, outputs)  # from the traces or the timeline
     leave_out_profiler_export(ev, outputs)
+    ev.profiler_overhead = profiler_overhead(ev.trace_ranks, profiler_exports(outputs.recording))
     _steps(ev, outputs)
     _recorded_command(ev, outputs)
     for name, rule in outputs.rules.items():

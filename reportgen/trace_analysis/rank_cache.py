@@ -31,7 +31,7 @@ from reportgen.trace_analysis.flops import peak_table
 # Bump with any change to what ``analyze_trace`` or ``totals_by_name`` give for a merged rank (a key, a number, a
 # rounding): tests/unit/trace_analysis/test_rank_cache.py holds a digest of the recordings' analyses and fails,
 # saying so, when they change under the same number.
-ANALYSIS_VERSION = 2  # 2: the account's debug_checks, compilation_named, loader_starts_per_step, between_steps_ms, gpu
+ANALYSIS_VERSION = 3  # 2: the account's debug_checks, compilation_named, loader_starts_per_step, between_steps_ms, gpu; 3: between_cycles
 RANK_FORMAT = 1
 RANK_SUFFIX = ".rank.json"
 
