@@ -73,3 +73,23 @@ def test_at_a_glance_shows_it(tmp_path):
     overhead = report.diagnosis.evidence.profiler_overhead
     assert items["Profiler overhead"].startswith(f"{overhead.per_step_ms:.1f} ms a recorded step")
     assert "42 steps between its cycles" in items["Profiler overhead"]
+
+
+def test_report_json_and_the_page_carry_it(tmp_path):
+    """report.json's diagnosis.profiler_overhead, valid against the shipped schema, and the page's At a glance."""
+    from reportgen.pipeline import generate
+    from tests.support.paths import ROOT
+
+    html = tmp_path / "report.html"
+    generate(str(CYCLES), html)
+    doc = json.loads(html.with_suffix(".json").read_text())
+    overhead = doc["diagnosis"]["profiler_overhead"]
+    truth = json.loads((CYCLES / "truth.json").read_text())
+    between = [i for i in truth["off_steps"] + truth["warmup_steps"] if truth["recorded_steps"][0] < i
+               < truth["recorded_steps"][-1]]
+    script = (statistics.median(truth["work_s"][i] for i in truth["recorded_steps"])
+              - statistics.mean(truth["step_s"][i] for i in between)) * 1000
+    assert overhead["unrecorded_steps"] == 42 and overhead["per_step_ms"] == pytest.approx(script, rel=0.25)
+    assert "Profiler overhead" in html.read_text(encoding="utf-8")
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(doc, json.loads((ROOT / "reportgen" / "schemas" / "report.schema.json").read_text()))

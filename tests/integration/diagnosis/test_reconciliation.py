@@ -72,6 +72,11 @@ def _check(folder, tmp_path):
         if share is not None and f.loop_share is not None and not ev.trace_only:
             # the seconds are the share of the loop less the profiler's export, never of a window holding it
             assert f.seconds == pytest.approx(f.loop_share * (ev.loop_s or ev.duration_s), rel=1e-9)
+        if ev.trace_only:  # traces alone: the steps' own time, never the trace's span (what ran between the steps)
+            steps_s = max(sum(r.account.step_durations_ms()) for r in ev.trace_ranks.values()
+                          if r.account is not None) / 1000
+            assert ev.profiled_steps_s == pytest.approx(steps_s, rel=1e-6)
+            assert f.seconds == pytest.approx(f.share * steps_s, rel=1e-6)
     # one stall, one finding: the findings drawing on the same slice never claim more than it holds
     for name in {n for slices in REFINES.values() for n in slices}:
         claiming = [f for f in counted if name in REFINES.get(f.cause, ()) and _steps_share(f, ev) is not None]
