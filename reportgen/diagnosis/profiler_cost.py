@@ -66,7 +66,11 @@ def _of_rank(label: str, rank: TraceRank, exports: list[tuple[float, float]]) ->
         return ProfilerOverhead(rank=label, pauses=len(account.between_cycles), unrecorded_steps=steps,
                                 note=f"{steps} unrecorded step{'s' if steps != 1 else ''} between the profiling "
                                      f"cycles: at least {MIN_UNRECORDED} are needed to measure the profiler's cost")
-    recorded = statistics.median(account.step_durations_ms())
+    durations = account.step_durations_ms()
+    if not durations:  # a kineto.json without the steps' slices (written by hand, or cut short)
+        return ProfilerOverhead(rank=label, pauses=len(account.between_cycles), unrecorded_steps=steps,
+                                note="the recorded steps' own times are missing from the account")
+    recorded = statistics.median(durations)
     unrecorded = stepping_s * 1000.0 / steps
     per_step = recorded - unrecorded
     return ProfilerOverhead(per_step, per_step / recorded if recorded > 0 else None, recorded, unrecorded, steps,
