@@ -28,7 +28,11 @@ RAW_TRACES = ["torch-cpu-record-inputbound", "torch-cpu-record-workers2", "torch
 # impact is a model of a fix rather than a slice — micro-batches, a straggler's evening out — are not listed)
 REFINES = {"host-overhead": ("no_operator",), "compilation": ("compilation",),
            "allocator-churn": ("memory_management",), "debug-mode": ("debug_checks",),
-           "loader-restart": ("data_wait", "no_operator"), "host-sync": ("host_blocked",)}
+           "loader-restart": ("data_wait", "no_operator"), "host-sync": ("host_blocked",),
+           "input-pipeline": ("data_wait",), "kernel-launch-bound": ("dispatch", "no_operator"),
+           "communication-bound": ("communication",),
+           "step-waste": ("data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
+                          "compilation", "dispatch", "debug_checks", "no_operator")}
 SLACK = 1e-6
 
 
