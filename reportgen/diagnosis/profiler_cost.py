@@ -90,7 +90,7 @@ def cycle_ends_s(ranks: dict[str, TraceRank]) -> list[float]:
 def with_collection(exports: list[tuple[float, float]], ranks: dict[str, TraceRank]) -> list[tuple[float, float]]:
     """torch's exports from the end of the cycle they write (the profiler stops and collects its events there,
     inside the same ``prof.step()``), not from the handler's start that the file's name stamps: on the planted runs
-    the collection is 4-12 % beyond the handler (2.1 s of anomaly's 17.9 s, 1.6 s of microbatch's 21.9 s)."""
+    the collection is 5-13 % beyond the handler (2.1 s of anomaly's 17.9 s, 1.6 s of microbatch's 21.9 s)."""
     ends = cycle_ends_s(ranks)
     out = []
     for start, end in exports:
