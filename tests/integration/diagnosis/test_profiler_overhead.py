@@ -93,3 +93,17 @@ def test_report_json_and_the_page_carry_it(tmp_path):
     assert "Profiler overhead" in html.read_text(encoding="utf-8")
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(doc, json.loads((ROOT / "reportgen" / "schemas" / "report.schema.json").read_text()))
+
+
+def test_the_steps_before_the_first_cycle_count_at_their_time_without_the_profiler(tmp_path):
+    """The loop's start is the first recorded step less the steps the schedule waited (its number, 21): at the
+    unrecorded steps' mean where the profiler's cost was measured, not at the recorded steps' median, which holds it
+    (35 ms from the script's own start, against 113 ms at the recorded median)."""
+    truth = json.loads((CYCLES / "truth.json").read_text())
+    ev = _diagnosis(CYCLES, tmp_path).evidence
+    overhead = ev.profiler_overhead
+    start = ev.loop[0]
+    first = truth["recorded_steps"][0]
+    at_median = start + first * (overhead.unrecorded_mean_ms - overhead.recorded_median_ms) / 1000
+    assert abs(start - truth["t_loop_start"]) < abs(at_median - truth["t_loop_start"]) / 2
+    assert start == pytest.approx(truth["t_loop_start"], abs=0.05)
