@@ -249,6 +249,27 @@ class AccountGpu:
 
 
 @dataclass(frozen=True)
+class CycleGap:
+    """A pause of the recording between two profiling cycles (``account.between_cycles``): from the last profiled
+    step of one cycle to the first of the next, absolute µs, and the steps that ran there unrecorded."""
+
+    after_step: int
+    before_step: int
+    unrecorded_steps: int
+    start_us: float
+    end_us: float
+
+    @classmethod
+    def of(cls, entry: object) -> CycleGap | None:
+        entry = as_object(entry)
+        after, before, n = (given(entry.get(key)) for key in ("after_step", "before_step", "unrecorded_steps"))
+        start, end = given(entry.get("start_us")), given(entry.get("end_us"))
+        if after is None or before is None or n is None or start is None or end is None or n < 1 or end <= start:
+            return None
+        return cls(int(after), int(before), int(n), float(start), float(end))
+
+
+@dataclass(frozen=True)
 class TraceAccount:
     """A rank's step-time account (kineto.json ``ranks.<label>.account``): each profiled step's wall time in
     exclusive slices that add up to it. Slices are ms over all the rank's steps; ``per_step`` ms per step, in
@@ -282,6 +303,7 @@ class TraceAccount:
     # their time summed over calls (ms; threads in parallel each count) and calls per step (the median step's)
     input_python_ms: float = 0.0
     input_python_calls_per_step: float = 0.0
+    between_cycles: tuple[CycleGap, ...] = ()  # the pauses between profiling cycles, with their unrecorded steps
 
     def share(self, name: str) -> float:
         return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
@@ -295,6 +317,12 @@ class TraceAccount:
         mid = len(values) // 2
         median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
         return min(median * len(values) / self.step_ms, self.share(name))
+
+    def step_durations_ms(self) -> list[float]:
+        """Each profiled step's wall time (ms): the sum of its slices."""
+        columns = [self.per_step_ms.get(name, ()) for name in ACCOUNT_SLICES]
+        width = max((len(c) for c in columns), default=0)
+        return [sum(c[i] for c in columns if i < len(c)) for i in range(width)]
 
     @classmethod
     def of(cls, entry: object) -> TraceAccount | None:
@@ -336,7 +364,9 @@ class TraceAccount:
                    float64_per_step_ms=counts("float64_per_step_ms"),
                    float64_fallback_per_step_ms=counts("float64_fallback_per_step_ms"),
                    input_python_ms=max(given(entry.get("input_python_ms")) or 0.0, 0.0),
-                   input_python_calls_per_step=max(given(entry.get("input_python_calls_per_step")) or 0.0, 0.0))
+                   input_python_calls_per_step=max(given(entry.get("input_python_calls_per_step")) or 0.0, 0.0),
+                   between_cycles=tuple(gap for gap in map(CycleGap.of, entry.get("between_cycles") or [])
+                                        if gap is not None) if isinstance(entry.get("between_cycles"), list) else ())
 
 
 @dataclass(frozen=True)

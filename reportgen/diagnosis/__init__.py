@@ -82,6 +82,8 @@ class Diagnosis:
             "duration_s": self.evidence.duration_s,
             **({"profiler_export_s": self.evidence.profiler_export_s}
                if self.evidence.profiler_export_s is not None else {}),
+            **({"profiler_overhead": self.evidence.profiler_overhead.to_data()}
+               if self.evidence.profiler_overhead is not None else {}),
         }
 
 

@@ -13,6 +13,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
+from reportgen.diagnosis.profiler_cost import ProfilerOverhead, profiler_overhead, with_collection
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
@@ -82,6 +83,7 @@ class Evidence:
     # steps" impacts are shares of; None when no rank has steps (the trace's span stands in)
     profiled_steps_s: float | None = None
     profiler_export_s: float | None = None  # the profiler's own export inside the training loop (left out of it)
+    profiler_overhead: ProfilerOverhead | None = None  # the profiler's cost per recorded step (None: no traces)
     trace_span_s: float | None = None  # first to last traced event over every rank and cycle
     profiled_s: float | None = None  # the traced cycles' own time (a rank's cycles added up)
     procs_per_node: int | None = None  # training processes per node (GPUs per node, or ranks per host)
@@ -189,7 +191,10 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
         firsts = [f / 1e6 for f in firsts if f is not None and start <= f / 1e6 <= start + ev.duration_s]
         # a profiler schedule waits before it records: torch numbers the steps from the profiler's start, so the
         # first traced ProfilerStep#k had about k steps before it, inside the loop (kept within the job)
-        earlier = [s for s in (_loop_start_before_trace(r) for r in ev.trace_ranks.values())
+        # (at the steps' time without the profiler where its cost was measured: those steps ran unrecorded)
+        overhead = ev.profiler_overhead
+        unrecorded = overhead.unrecorded_mean_ms if overhead is not None and overhead.per_step_ms is not None else None
+        earlier = [s for s in (_loop_start_before_trace(r, unrecorded) for r in ev.trace_ranks.values())
                    if s is not None and start <= s]
         firsts = [min(firsts + earlier)] if firsts and earlier else firsts
         if firsts:
@@ -211,8 +216,9 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
         ev.duration_s = ev.timeline_s
 
 
-def _loop_start_before_trace(rank: TraceRank) -> float | None:
-    """Epoch seconds at which the loop began, from the first traced step's number k: k median steps before it."""
+def _loop_start_before_trace(rank: TraceRank, unrecorded_ms: float | None = None) -> float | None:
+    """Epoch seconds at which the loop began, from the first traced step's number k: k median steps before it, or k
+    steps of ``unrecorded_ms`` (the steps' mean time without the profiler, where its cost was measured)."""
     steps = [x for x in rank.step_list if finite(x.step) is not None and finite(x.dur_ms) and finite(x.start_ms) is not None]
     begin = finite(rank.start_us)
     if not steps or begin is None:
@@ -221,8 +227,9 @@ def _loop_start_before_trace(rank: TraceRank) -> float | None:
     k = finite(first.step)
     if k is None or k < 2 or k != int(k):  # one step before is the schedule's warm-up, no waiting schedule
         return None
-    median_s = statistics.median(x.dur_ms for x in steps) / 1000.0
-    return begin / 1e6 + first.start_ms / 1000.0 - k * median_s
+    step_s = (unrecorded_ms if unrecorded_ms is not None and unrecorded_ms > 0
+              else statistics.median(x.dur_ms for x in steps)) / 1000.0
+    return begin / 1e6 + first.start_ms / 1000.0 - k * step_s
 
 
 XSPACE_PROFILE = "plugins/profile/"  # where JAX's and TensorFlow's profilers write a session's files
@@ -248,7 +255,7 @@ def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
     if ev.loop is None or ev.loop_s is None or ev.trace_only:
         return
     lo, hi = ev.loop
-    spans = profiler_exports(outputs.recording) + xspace_exports(ev, outputs.recording)
+    spans = with_collection(profiler_exports(outputs.recording), ev.trace_ranks) + xspace_exports(ev, outputs.recording)
     inside = sum(max(min(end, hi) - max(start, lo), 0.0) for start, end in spans)
     if inside > 0:
         ev.profiler_export_s = inside
@@ -443,6 +450,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     """Everything the cause detectors need, from what the report already read."""
     ev = Evidence(rules=dict(outputs.rules), price_per_s=price_per_s)
     _traces(ev, outputs)
+    ev.profiler_overhead = profiler_overhead(ev.trace_ranks, profiler_exports(outputs.recording))
     _job_times(ev, outputs)
     _system(ev, outputs)
     _timeline(ev, outputs)

@@ -306,6 +306,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
                                                      lo, hi),
         "window": _window(trace, lo, hi),
         "between_steps_ms": [gap / 1000.0 for gap in between_steps(lo, hi, _cycles(trace))],
+        "between_cycles": between_cycles(steps, _cycles(trace)),
         **wide_ms,  # only where a step computed in float64 (record_shapes=True)
         **pipeline_python,  # only where the input pipeline ran Python functions (tf.py_function) in the steps
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
@@ -492,6 +493,24 @@ def between_steps(lo: np.ndarray, hi: np.ndarray, cycles: list[tuple[float, floa
     lo, hi = lo[order], hi[order]
     return [max(float(b_start - a_end), 0.0) for a_end, b_start in zip(hi[:-1], lo[1:])
             if any(c0 <= a_end and b_start <= c1 for c0, c1 in cycles)]
+
+
+def between_cycles(steps: list[dict], cycles: list[tuple[float, float]]) -> list[dict]:
+    """Each pause of the recording between two profiling cycles: from the last profiled step of one cycle to the
+    first of the next (absolute µs), and how many steps ran there unrecorded (``ProfilerStep#`` counts every
+    ``prof.step()``, recorded or not). That time holds those steps and the profiler's export of the cycle before:
+    with the export known, the steps' mean time without the profiler recording (``diagnosis.profiler_cost``)."""
+    ordered = sorted((s for s in steps if isinstance(s.get("step"), int)), key=lambda s: s["start_us"])
+    out = []
+    for a, b in zip(ordered[:-1], ordered[1:]):
+        a_end, b_start = a["start_us"] + a["dur_us"], b["start_us"]
+        if any(c0 <= a_end and b_start <= c1 for c0, c1 in cycles):
+            continue  # both in one recorded cycle: the time between them is the window's, not the profiler's pause
+        unrecorded = b["step"] - a["step"] - 1
+        if unrecorded >= 1 and b_start > a_end:
+            out.append({"after_step": a["step"], "before_step": b["step"], "unrecorded_steps": unrecorded,
+                        "start_us": float(a_end), "end_us": float(b_start)})
+    return out
 
 
 def _window(trace: k.TraceColumns, lo: np.ndarray, hi: np.ndarray) -> dict:

@@ -13,8 +13,10 @@ from reportgen.trace_analysis.outputs import analyze_job
 from tests.support.paths import RAW, RECORDINGS, need
 
 TRACE = (".pt.trace.json", ".xplane.pb", "control.json", "sampled_rank-")
-RECORDED = ["cpu-torch/periodic", "cpu-torch/short", "gpu-host-sync/h100-host-sync", "gpu-input/w0", "gpu-input/w4",
-            "jax-tf/jax-cpu", "jax-tf/tf-cpu"]
+# every recording with traces outside planted/ (which has its own test), found rather than listed: a new one is
+# checked too (cpu-memory's, keras's, cpu-torch/cycles' three cycles)
+RECORDED = sorted(str(d.relative_to(RECORDINGS)) for d in RECORDINGS.glob("*/*") if d.is_dir()
+                  and d.parent.name != "planted" and any(any(t in p.name for t in TRACE) for p in d.rglob("*")))
 PLANTED = sorted(d.name for d in (RECORDINGS / "planted").iterdir() if (d / "truth.json").is_file())
 RAW_TRACES = ["torch-cpu-record-inputbound", "torch-cpu-record-workers2", "torch-cpu-record-ddp2",
               "kineto-resnet50-num-workers-0", "kineto-resnet50-num-workers-4", "hta-resnet-v100-1gpu",
@@ -72,6 +74,11 @@ def test_account_is_torchs_own_key_averages(run):
     assert a["step_ms"] == pytest.approx(truth["ProfilerStep*"]["cpu_us"] / 1000, abs=tolerance)
     assert a["slices_ms"]["no_operator"] == pytest.approx(truth["ProfilerStep*"]["self_cpu_us"] / 1000, abs=tolerance)
     assert len(loader) == 1 and a["slices_ms"]["data_wait"] == pytest.approx(loader[0]["cpu_us"] / 1000, abs=tolerance)
+
+
+def test_every_recording_with_traces_is_accounted():
+    assert {"cpu-torch/periodic", "cpu-torch/cycles", "cpu-memory/leak", "keras/callback", "gpu-input/w0",
+            "gpu-host-sync/h100-host-sync", "jax-tf/tf-cpu"} <= set(RECORDED)
 
 
 def test_every_torch_run_planted_since_key_averages_were_saved_is_checked():

@@ -1,0 +1,61 @@
+"""The profiler's cost per step from the pauses between its cycles (diagnosis/profiler_cost.py), on hand-made
+accounts: what the pause holds, and every way it cannot be measured said, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from reportgen.diagnosis.profiler_cost import profiler_overhead, with_collection
+from reportgen.trace_ranks import TraceRank
+
+T0 = 1.8e9  # epoch seconds
+
+
+def _rank(per_step_ms, gaps, end_s=None):
+    entry = {"steps": [{"step": i, "start_ms": 0.0, "dur_ms": v} for i, v in enumerate(per_step_ms)],
+             "start_us": T0 * 1e6, "end_us": (end_s or T0 + 100) * 1e6,
+             "account": {"steps": len(per_step_ms), "step_ms": sum(per_step_ms),
+                         "slices_ms": {"compute": sum(per_step_ms)},
+                         "per_step_ms": {"compute": list(per_step_ms)}, "between_cycles": gaps}}
+    return TraceRank.of("0", entry)
+
+
+def _gap(after, before, start_s, end_s):
+    return {"after_step": after, "before_step": before, "unrecorded_steps": before - after - 1,
+            "start_us": start_s * 1e6, "end_us": end_s * 1e6}
+
+
+def test_the_pause_after_the_traces_last_write_is_the_unrecorded_steps():
+    # 4 recorded steps of 10 ms; 10 steps between the cycles in a 1.5 s pause whose first 1.45 s the export took
+    rank = _rank([10.0, 10.0, 12.0, 10.0], [_gap(1, 12, T0 + 1.0, T0 + 2.5)])
+    overhead = profiler_overhead({"0": rank}, [(T0 + 1.2, T0 + 2.45)])
+    assert overhead.unrecorded_steps == 10 and overhead.pauses == 1
+    assert overhead.unrecorded_mean_ms == pytest.approx(5.0)  # (2.5 - 2.45) s over 10 steps
+    assert overhead.recorded_median_ms == pytest.approx(10.0)
+    assert overhead.per_step_ms == pytest.approx(5.0) and overhead.share == pytest.approx(0.5)
+    assert overhead.export_in_pauses_ms == pytest.approx(1450.0)
+
+
+def test_not_measurable_says_why():
+    one_cycle = profiler_overhead({"0": _rank([10.0, 11.0], [])}, [])
+    assert one_cycle.per_step_ms is None and "one profiling cycle" in one_cycle.note
+    unknown = profiler_overhead({"0": _rank([10.0], [_gap(0, 12, T0 + 1, T0 + 2)])}, [])
+    assert unknown.per_step_ms is None and "not known" in unknown.note
+    few = profiler_overhead({"0": _rank([10.0], [_gap(0, 2, T0 + 1, T0 + 2)])}, [(T0 + 1.1, T0 + 1.9)])
+    assert few.per_step_ms is None and "1 unrecorded step" in few.note
+    assert profiler_overhead({}, []) is None
+
+
+def test_odd_pauses_are_left_out_not_raised():
+    for gap in ({"after_step": "x"}, {"after_step": 3, "before_step": 2, "unrecorded_steps": 0,
+                                      "start_us": 5.0, "end_us": 4.0}, "not a dict", None):
+        rank = _rank([10.0], [gap])
+        assert rank.account.between_cycles == ()
+        assert "one profiling cycle" in profiler_overhead({"0": rank}, []).note
+
+
+def test_an_export_starts_where_its_cycle_ended():
+    """torch collects the cycle's events before its handler starts (and stamps the file's name)."""
+    rank = _rank([10.0], [_gap(0, 12, T0 + 1.0, T0 + 2.5)], end_s=T0 + 50.0)
+    spans = with_collection([(T0 + 1.2, T0 + 2.4), (T0 + 50.3, T0 + 51.0), (T0 - 5.0, T0 - 4.0)], {"0": rank})
+    assert spans == [(T0 + 1.0, T0 + 2.4), (T0 + 50.0, T0 + 51.0), (T0 - 5.0, T0 - 4.0)]
