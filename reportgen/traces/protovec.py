@@ -259,6 +259,29 @@ def _holding(buf: Buffer, begin: np.ndarray, finish: np.ndarray, low7: tuple[int
     return np.searchsorted(hits, finish) > np.searchsorted(hits, begin)
 
 
+def _stats_tail(view: memoryview, live: list[int], pos: list[int], end: list[int], other: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stats of the events ``live`` from ``pos`` on, as the rounds of :func:`events` read them; an event
+    that strays from them is marked in ``other``."""
+    msg: list[int] = []
+    begin: list[int] = []
+    finish: list[int] = []
+    for i, at, stop in zip(live, pos, end):
+        while at < stop:
+            size = view[at + 1] if at + 1 < stop else 0x80
+            body = at + 2
+            if size >= 0x80 and at + 2 < stop and view[at + 2] < 0x80:
+                size, body = (size & 0x7F) | view[at + 2] << 7, at + 3
+            if view[at] != 0x22 or size >= 0x80 and body == at + 2 or body + size > stop:
+                other[i] = True
+                break
+            msg.append(i)
+            begin.append(body)
+            finish.append(body + size)
+            at = body + size
+    return np.array(msg, np.int64), np.array(begin, np.int64), np.array(finish, np.int64)
+
+
 def events(buf: Buffer, starts: np.ndarray, ends: np.ndarray, ids: tuple[int, ...] | None) -> Events:
     """XEvents ``starts[i]:ends[i]`` decoded as :func:`scan` decodes them with fields (1, 2, 3) and record 4,
     the records (stats) only those that could hold a field whose value is one of ``ids`` (a byte of them
@@ -294,7 +317,11 @@ def events(buf: Buffer, starts: np.ndarray, ends: np.ndarray, ids: tuple[int, ..
             found.append((live[take], body[take], nxt[take]))
         go = ok & (nxt < end)
         live, pos, end = live[go], nxt[go], end[go]
-    other[live] = True  # a long tail of stats: scan finishes it one event at a time
+    if live.size:  # a long tail of stats, one event at a time
+        tail = _stats_tail(buf.view, live.tolist(), pos.tolist(), end.tolist(), other)
+        if records and tail[0].size:
+            take = collect[tail[0]]
+            found.append((tail[0][take], tail[1][take], tail[2][take]))
     fast = np.flatnonzero(~other)
     meta[fast], offset[fast], duration[fast] = v1[fast], v2[fast], v3[fast]
     slow = np.flatnonzero(other)
