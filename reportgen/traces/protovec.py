@@ -36,6 +36,7 @@ _PACK = [(np.uint64(0x007F007F007F007F), np.uint64(0x7F007F007F007F00), np.uint6
          (np.uint64(0x000000000FFFFFFF), np.uint64(0x0FFFFFFF00000000), np.uint64(4))]
 _MAX_FIELD = (1 << 29) - 1
 _TAIL = 64  # fewer unfinished messages than this are finished one at a time
+_FIRST_KEYS = np.isin(np.arange(256), [0x08, 0x10, 0x18, 0x22, 0x28])  # by byte: a key XEvent's fields 1-5 open with
 WINDOW = 1 << 22  # bytes of a message searched for candidate records at once (their arrays take ~40 bytes each)
 
 
@@ -56,14 +57,26 @@ class Buffer:
 
 
 def varints(buf: Buffer, pos: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The varints at ``pos`` (each within its message's ``end``): (values, positions after them, damaged)."""
+    """The varints at ``pos`` (each within its message's ``end``): (values, positions after them, damaged).
+    In place where it can be: each new array of a chunk costs as much as the step that fills it."""
     word = buf.words[pos]
-    stops = ~word & _HIGH
-    low = stops & (~stops + _ONE)  # each one's first byte without the high bit
-    length = np.frexp(low.astype(np.float64))[1] // 8  # 0: no such byte in the first eight
-    value = word & ((low << _ONE) - _ONE) & _LOW7
+    stops = np.invert(word)
+    stops &= _HIGH
+    low = np.negative(stops)  # each one's first byte without the high bit
+    low &= stops
+    length = np.frexp(low.astype(np.float64))[1]
+    length >>= 3  # 0: no such byte in the first eight
+    mask = np.left_shift(low, _ONE)
+    mask -= _ONE
+    value = word
+    value &= mask
+    value &= _LOW7
+    part = mask
     for keep, move, by in _PACK:
-        value = (value & keep) | ((value & move) >> by)
+        np.bitwise_and(value, move, out=part)
+        part >>= by
+        value &= keep
+        value |= part
     long = np.flatnonzero(length == 0)
     if long.size:  # nine or ten bytes (a negative int64 takes ten): the bits past 64 dropped
         at = pos[long]
@@ -73,8 +86,9 @@ def varints(buf: Buffer, pos: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, 
         value[long] |= ((b8 & np.uint64(0x7F)) << np.uint64(56)) | np.where(ten, (b9 & _ONE) << np.uint64(63), 0
                                                                             ).astype(np.uint64)
         length[long] = np.where(nine, 9, np.where(ten, 10, 11))
-    damaged = pos + np.minimum(length, 10) > end  # cut short, or no end within ten bytes
-    damaged |= length == 11
+    damaged = np.minimum(length, 10) + pos > end  # cut short, or no end within ten bytes
+    if long.size:
+        damaged |= length == 11
     return value, pos + length, damaged
 
 
@@ -167,9 +181,8 @@ def _candidates(buf: Buffer, start: int, end: int, key: int, message_end: int
     one = b1 < 0x80
     body = cand + np.where(one, 2, 3)
     nxt = body + np.where(one, b1, (b1 & 0x7F) | (b2.astype(np.int64) << 7))
-    first = buf.bytes[body]  # a record's first key (XEvent's fields 1-5), or nothing
     plausible = (one | (b2 < 0x80)) & (nxt <= message_end)
-    plausible &= (nxt == body) | (first == 0x08) | (first == 0x10) | (first == 0x18) | (first == 0x22) | (first == 0x28)
+    plausible &= (nxt == body) | _FIRST_KEYS[buf.bytes[body]]  # a record's first key (XEvent's fields 1-5), or nothing
     cand, body, nxt = cand[plausible], body[plausible], nxt[plausible]
     if cand.size > 1:  # one inside an earlier one's span is a nested field (an event's stats), unless that one is
         inside = np.zeros(cand.size, bool)  # false; either way no record follows the run it would break
@@ -228,7 +241,7 @@ class Events:
 
 
 def _lengths(buf: Buffer, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The one- or two-byte size at ``pos`` and where its payload starts (-1: a longer size, left to :func:`scan`)."""
+    """The one- or two-byte varint after the key at ``pos`` (a size, a small id) and where it ends (-1: longer)."""
     b1, b2 = buf.bytes[pos + 1].astype(np.int64), buf.bytes[pos + 2].astype(np.int64)
     one = b1 < 0x80
     size = np.where(one, b1, (b1 & 0x7F) | (b2 << 7))
@@ -236,14 +249,29 @@ def _lengths(buf: Buffer, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return size, body
 
 
-def _optional(buf: Buffer, pos: np.ndarray, end: np.ndarray, number: int, other: np.ndarray
+def _optional(buf: Buffer, pos: np.ndarray, end: np.ndarray, number: int, other: np.ndarray, small: bool = False
               ) -> tuple[np.ndarray, np.ndarray]:
     """The varint field ``number`` where it is at ``pos`` (value, position after it; 0 and ``pos`` where it is
-    not: proto3 leaves a zero out); ``other`` set where it is damaged."""
+    not: proto3 leaves a zero out); ``other`` set where it is damaged. ``small``: most values take one or two
+    bytes (metadata ids), read as such, only the others as varints."""
     here = buf.bytes[pos] == number << 3
+    if small:  # one or two bytes
+        value, after = _lengths(buf, pos)
+        short = here & (after >= 0)
+        value, after = np.where(short, value, 0).astype(np.uint64), np.where(short, after, pos)
+        other |= short & (after > end)
+        more = np.flatnonzero(here & ~short)
+        if more.size:
+            value[more], after[more], bad = varints(buf, pos[more] + 1, end[more])
+            other[more] |= bad
+        return value, np.minimum(after, end)
     value, after, bad = varints(buf, pos + 1, end)
+    np.minimum(after, end, out=after)
+    if here.all():  # the usual chunk: every event has it
+        other |= bad
+        return value, after
     other |= here & bad
-    return np.where(here, value, np.uint64(0)), np.where(here, np.minimum(after, end), pos)
+    return np.where(here, value, np.uint64(0)), np.where(here, after, pos)
 
 
 def _holding(buf: Buffer, begin: np.ndarray, finish: np.ndarray, low7: tuple[int, ...]) -> np.ndarray:
@@ -296,7 +324,7 @@ def events(buf: Buffer, starts: np.ndarray, ends: np.ndarray, ids: tuple[int, ..
     other = np.zeros(count, bool)  # left to scan
     s, e = starts.astype(np.int64), ends.astype(np.int64)
     other |= s >= e
-    v1, p1 = _optional(buf, s, e, 1, other)
+    v1, p1 = _optional(buf, s, e, 1, other, small=True)
     v2, p2 = _optional(buf, p1, e, 2, other)
     v3, p3 = _optional(buf, p2, e, 3, other)
     low7 = tuple(sorted({i & 0x7F for i in ids})) if ids else ()
