@@ -274,16 +274,17 @@ def _optional(buf: Buffer, pos: np.ndarray, end: np.ndarray, number: int, other:
     return np.where(here, value, np.uint64(0)), np.where(here, after, pos)
 
 
-def _holding(buf: Buffer, begin: np.ndarray, finish: np.ndarray, low7: tuple[int, ...]) -> np.ndarray:
-    """Whether each span ``begin[i]:finish[i]`` holds a byte whose low seven bits are one of ``low7``."""
-    if not begin.size:
-        return np.zeros(0, bool)
-    lo, hi = int(begin.min()), int(finish.max())
+def _hits(buf: Buffer, lo: int, hi: int, low7: tuple[int, ...]) -> np.ndarray:
+    """The positions in ``lo:hi`` of the bytes whose low seven bits are one of ``low7``."""
     seven = buf.bytes[lo:hi] & 0x7F
     mark = seven == low7[0]
     for value in low7[1:]:
         mark |= seven == value
-    hits = np.flatnonzero(mark) + lo
+    return np.flatnonzero(mark) + lo
+
+
+def _holding(hits: np.ndarray, begin: np.ndarray, finish: np.ndarray) -> np.ndarray:
+    """Whether each span ``begin[i]:finish[i]`` holds one of the positions ``hits`` (sorted)."""
     return np.searchsorted(hits, finish) > np.searchsorted(hits, begin)
 
 
@@ -320,9 +321,8 @@ def events(buf: Buffer, starts: np.ndarray, ends: np.ndarray, ids: tuple[int, ..
     than general ones. An event that strays from it anywhere (a field repeated or out of order, another field,
     a longer size, damage) is decoded by :func:`scan` whole, so the values are the same whatever the layout."""
     count = starts.size
-    meta, offset, duration = (np.zeros(count, np.uint64) for _ in range(3))
     other = np.zeros(count, bool)  # left to scan
-    s, e = starts.astype(np.int64), ends.astype(np.int64)
+    s, e = starts.astype(np.int64, copy=False), ends.astype(np.int64, copy=False)
     other |= s >= e
     v1, p1 = _optional(buf, s, e, 1, other, small=True)
     v2, p2 = _optional(buf, p1, e, 2, other)
@@ -332,8 +332,9 @@ def events(buf: Buffer, starts: np.ndarray, ends: np.ndarray, ids: tuple[int, ..
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     live = np.flatnonzero(~other & (p3 < e))
     if records:  # stats are collected only of the events holding such a byte after their fields 1-3
+        hits = _hits(buf, int(s.min()), int(e.max()), low7) if count else np.zeros(0, np.int64)
         collect = np.zeros(count, bool)
-        collect[live] = _holding(buf, p3[live], e[live], low7)
+        collect[live] = _holding(hits, p3[live], e[live])
     pos, end = p3[live], e[live]
     while live.size >= _TAIL:  # the stats, one a round: key 0x22, a size, a payload within the event
         size, body = _lengths(buf, pos)
@@ -350,8 +351,7 @@ def events(buf: Buffer, starts: np.ndarray, ends: np.ndarray, ids: tuple[int, ..
         if records and tail[0].size:
             take = collect[tail[0]]
             found.append((tail[0][take], tail[1][take], tail[2][take]))
-    fast = np.flatnonzero(~other)
-    meta[fast], offset[fast], duration[fast] = v1[fast], v2[fast], v3[fast]
+    meta, offset, duration = v1, v2, v3  # the events left to scan get scan's values below
     slow = np.flatnonzero(other)
     damaged = np.zeros(count, bool)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -365,9 +365,9 @@ def events(buf: Buffer, starts: np.ndarray, ends: np.ndarray, ids: tuple[int, ..
         damaged[slow] = got.damaged
         msg, begin, finish = got.records
         parts.append((slow[msg], begin, finish))
-    if parts:
+    if records and parts:
         msg, begin, finish = (np.concatenate(part) for part in zip(*parts))
-        could = _holding(buf, begin, finish, low7)  # a stat none of whose bytes could begin such a varint: unread
+        could = _holding(hits, begin, finish)  # a stat none of whose bytes could begin such a varint: unread
         msg, begin, finish = msg[could], begin[could], finish[could]
     else:
         msg = begin = finish = np.zeros(0, np.int64)
