@@ -338,18 +338,19 @@ def _lines(buf: Buffer, lines: list[tuple[int, int]], kind: _Kind, cols: _Column
     errors = [line.error for line in found]
     starts = np.concatenate([line.starts for line in found])
     ends = np.concatenate([line.ends for line in found])
-    line_of = np.repeat(np.arange(len(found)), [line.starts.size for line in found])
+    bounds = np.cumsum([line.starts.size for line in found])  # where each line's events end
+    del found  # each line's own arrays: the concatenation holds them
     tid_of, base_of = np.array(tids, np.int64), np.array(bases, np.float64)
-    broken = np.zeros(len(found), bool)  # a damaged event met: the rest of its line is not read
+    broken = np.zeros(len(errors), bool)  # a damaged event met: the rest of its line is not read
     device = -1 if kind.device is None else kind.device
     for first in range(0, starts.size, CHUNK):  # a chunk at a time: the decoder's arrays stay small
-        which = line_of[first:first + CHUNK]
+        which = np.searchsorted(bounds, np.arange(first, min(first + CHUNK, starts.size)), side="right")
         events = decode(buf, starts[first:first + CHUNK], ends[first:first + CHUNK], kind.step_ids)
         valid = ~broken[which]
         bad = np.flatnonzero(events.damaged & valid)
         if bad.size:  # a line's first damaged event ends it, as a walk one event at a time would stop there
             hit, at = np.unique(which[bad], return_index=True)
-            cut = np.full(len(found), which.size, np.int64)
+            cut = np.full(len(errors), which.size, np.int64)
             cut[hit] = bad[at]
             valid &= np.arange(which.size) < cut[which]
             broken[hit] = True
