@@ -150,21 +150,32 @@ def _spans(view: memoryview, start: int, end: int, number: int):
         raise _Damage(str(err)) from None
 
 
-def _map_entry(buf) -> tuple[int | None, memoryview | None]:
+def _map_entry(buf: memoryview) -> tuple[int | None, memoryview | None]:
+    """(key, value) of a metadata map entry; walked by ``field_at`` itself (hundreds an XPlane: no generators)."""
     key = value = None
-    for number, wire, v in _walk(buf):
-        if number == 1 and wire == VARINT:
-            key = signed64(v)
-        elif number == 2 and wire == LEN:
-            value = v
+    pos, end = 0, len(buf)
+    try:
+        while pos < end:
+            number, wire, v, pos = field_at(buf, pos, end)
+            if number == 1 and wire == VARINT and isinstance(v, int):
+                key = signed64(v)
+            elif number == 2 and wire == LEN and isinstance(v, memoryview):
+                value = v
+    except WireError as err:
+        raise _Damage(str(err)) from None
     return key, value
 
 
-def _name_of(buf) -> str:
-    """``name`` (field 2) of an XEventMetadata / XStatMetadata."""
-    for number, wire, v in _walk(buf):
-        if number == 2 and wire == LEN:
-            return text(v)
+def _name_of(buf: memoryview) -> str:
+    """``name`` (field 2, the first) of an XEventMetadata / XStatMetadata."""
+    pos, end = 0, len(buf)
+    try:
+        while pos < end:
+            number, wire, v, pos = field_at(buf, pos, end)
+            if number == 2 and wire == LEN:
+                return text(v)
+    except WireError as err:
+        raise _Damage(str(err)) from None
     return ""
 
 
