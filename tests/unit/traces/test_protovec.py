@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from reportgen.traces.protovec import Buffer, repeated, scan, varints
+from reportgen.traces.protovec import Buffer, events, repeated, scan, varints
 from reportgen.traces.protowire import LEN, VARINT, WireError, fields, varint
 from tests.support.xspace_writer import int_field, len_field, varint as encode
 
@@ -112,6 +112,50 @@ def test_a_scan_gives_each_message_what_the_walker_gives(count):
         mine = [data[b:f] for m, b, f in zip(msg, begin, finish) if m == i]
         assert mine == records
     assert not out.damaged.all() and out.damaged.any()
+
+
+def _usual_event(rng: random.Random) -> bytes:
+    """An XEvent in the layout the fast path expects: fields 1, 2, 3 (each left out when 0), then stats of every
+    size (one-, two- and three-byte sizes; a few events with 40, read one at a time after the rounds), or now
+    and then any event of :func:`_event`."""
+    if rng.random() < 0.05:
+        return _event(rng)
+    head = b"".join(int_field(n, v) for n, v in ((1, rng.choice([0, 7, 300])), (2, rng.choice(VALUES)),
+                                                  (3, rng.choice([0, 1, 2**40, -1]))) if v)
+    stats = []
+    for _ in range(40 if rng.random() < 0.01 else rng.choice([0, 1, 3, 9])):
+        value = rng.choice([int_field(4, rng.choice(VALUES)), len_field(5, "x" * rng.choice([1, 200, 17000]))])
+        stats.append(len_field(4, int_field(1, rng.choice([1, 10, 34, 138])) + value))
+    return head + b"".join(stats)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_events_read_as_the_walker_reads_them_and_hand_out_the_stats_that_may_hold_an_id(seed):
+    rng = random.Random(seed)
+    bodies = [_usual_event(rng) for _ in range(1500)]
+    bodies = [_damage(rng, b) if rng.random() < 0.03 else b for b in bodies]
+    data = b"".join(bodies)
+    ends = np.cumsum([len(b) for b in bodies])
+    starts = ends - [len(b) for b in bodies]
+    ids = (10, 34) if seed % 2 else (138,)
+    out = events(Buffer.of(data), starts, ends, ids)
+    nothing = events(Buffer.of(data), starts, ends, None)
+    assert not nothing.records[0].size
+    msg, begin, finish = out.records
+    low7 = {i & 0x7F for i in ids}
+    handed: dict[int, list[bytes]] = {}
+    for m, b, f in zip(msg.tolist(), begin.tolist(), finish.tolist()):
+        handed.setdefault(m, []).append(data[b:f])
+    for i, body in enumerate(bodies):
+        values, records, damaged = _walk(body)
+        assert bool(out.damaged[i]) is damaged is bool(nothing.damaged[i]), (i, body)
+        if damaged:
+            continue
+        for number, got in ((1, out.meta), (2, out.offset), (3, out.duration)):
+            assert int(got[i]) == values.get(number, 0)
+        assert handed.get(i, []) == [
+            r for r in records if any(bytes([v]) in r or bytes([v | 0x80]) in r for v in low7)]
+    assert out.damaged.any() and msg.size > 1000 and len(set(msg.tolist())) > 500
 
 
 def _line(rng: random.Random, events: list[bytes]) -> bytes:
