@@ -5,7 +5,7 @@ The step-time account (``trace_analysis.account``) reads ``TraceColumns``; this 
 them, per node id (smdebug's node id names one training process: ``algo-1-27``), so the same account runs on a
 SageMaker job as on PyTorch or JAX/TF traces. The mapping, by smdebug's phase (its Chrome-trace "process"):
 
-* ``Step:ModeKeys.TRAIN`` — the steps (``ProfilerStep#<step_num>``, the model's name for a step); each step also
+* ``Step:ModeKeys.TRAIN`` — the steps (``ProfilerStep#``, the model's name for a step; their numbers in ``NodeTrace.steps``); each step also
   takes the data loading just before it (``DataLoaderIter::GetNext`` between the previous step's end and its
   start: smdebug records the fetch of a step's batch outside the step, torch's ``ProfilerStep`` holds it);
 * ``Step:ModeKeys.EVAL`` / ``PREDICT`` / ``GLOBAL`` — annotations: evaluation between the training steps is
@@ -97,7 +97,7 @@ def node_traces(events, key_rows) -> list[NodeTrace]:
         group = group[keep]
         order = np.lexsort((-(end - start), start))  # by start, the enclosing event first
         start, end, group = start[order], end[order], group[order]
-        names, name_of = _names(events.triples, group, start, steps)
+        names, name_of = _names(events.triples, group)
         columns = k.TraceColumns(path=Path(str(node)), label=str(node), rank=None, names=names,
                                  cat=cat[group].astype(np.int8), name=name_of,
                                  start_us=start.astype(np.float64), dur_us=(end - start).astype(np.float64),
@@ -109,36 +109,33 @@ def node_traces(events, key_rows) -> list[NodeTrace]:
     return out
 
 
-def _names(triples: list, group: np.ndarray, start: np.ndarray, steps: list[dict]) -> tuple[list[str], np.ndarray]:
-    """Interned names; a training step is ``ProfilerStep#<its step number>`` (matched by its start)."""
+def _names(triples: list, group: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Interned names of the events' groups; a training step is ``ProfilerStep#`` (the model's name for a step;
+    the steps' numbers travel with ``NodeTrace.steps``: one name for all keeps the names few)."""
     names: list[str] = []
     ids: dict[str, int] = {}
     lookup = np.zeros(len(triples) + 1, np.int32)
-    train_group = np.zeros(len(triples) + 1, bool)
     for g in np.unique(group):
         phase, _, text = triples[int(g)]
-        lookup[g] = ids.setdefault(str(text), len(ids))
+        text = STEP_PREFIX if str(phase) == TRAIN_STEP else str(text)
+        lookup[g] = ids.setdefault(text, len(ids))
         if lookup[g] == len(names):
-            names.append(str(text))
-        train_group[g] = str(phase) == TRAIN_STEP
-    name = lookup[group]
-    number = {s["start_us"]: s["step"] for s in steps}
-    for i in np.flatnonzero(train_group[group]):
-        label = f"{STEP_PREFIX}{number.get(int(start[i]), '')}"
-        name[i] = ids.setdefault(label, len(ids))
-        if name[i] == len(names):
-            names.append(label)
-    return names, name
+            names.append(text)
+    return names, lookup[group]
 
 
 def _train_steps(rows) -> dict[str, list[dict]]:
     """node -> its training steps ({"step", "start_us", "dur_us"}, by start) from the key rows."""
     train = rows[rows["name"].astype(str) == TRAIN_STEP]
+    nodes = train["node_id"].astype(str).to_numpy()
+    start, dur = train["start_us"].to_numpy(np.int64), train["dur_us"].to_numpy(np.int64)
+    number = train["step_num"].astype(str).to_numpy()
     out: dict[str, list[dict]] = {}
-    for node, part in train.groupby(train["node_id"].astype(str), sort=False):
-        part = part.sort_values("start_us", kind="stable")
-        out[str(node)] = [{"step": str(s), "start_us": int(a), "dur_us": int(d)}
-                          for s, a, d in zip(part["step_num"].astype(str), part["start_us"], part["dur_us"])]
+    for node in dict.fromkeys(nodes.tolist()):
+        mine = np.flatnonzero(nodes == node)
+        mine = mine[np.argsort(start[mine], kind="stable")]
+        out[node] = [{"step": n, "start_us": a, "dur_us": d}
+                     for n, a, d in zip(number[mine].tolist(), start[mine].tolist(), dur[mine].tolist())]
     return out
 
 
@@ -152,13 +149,13 @@ def _with_loading(columns: k.TraceColumns, steps: list[dict]) -> list[dict]:
     s_ends = np.sort(columns.end_us[annotation])
     l_order = np.argsort(columns.start_us[loader], kind="stable")
     l_starts, l_ends = columns.start_us[loader][l_order], columns.end_us[loader][l_order]
-    out = []
-    for step in steps:
-        start = float(step["start_us"])
-        i = int(np.searchsorted(s_ends, start, side="right"))
-        prev_end = float(s_ends[i - 1]) if i else -np.inf
-        j = int(np.searchsorted(l_starts, prev_end, side="left"))  # the first call after the previous step
-        first = float(l_starts[j]) if j < l_starts.size and l_ends[j] <= start else start
-        out.append({"step": step["step"], "start_us": int(first),
-                    "dur_us": int(step["start_us"] + step["dur_us"] - int(first))})
-    return out
+    start = np.array([s["start_us"] for s in steps], np.float64)
+    i = np.searchsorted(s_ends, start, side="right")
+    prev_end = np.where(i > 0, s_ends[np.maximum(i - 1, 0)] if s_ends.size else -np.inf, -np.inf)
+    j = np.searchsorted(l_starts, prev_end, side="left")  # the first call after the previous step
+    ok = j < l_starts.size
+    ok[ok] &= l_ends[j[ok]] <= start[ok]
+    first = start.copy()
+    first[ok] = l_starts[j[ok]]
+    return [{"step": s["step"], "start_us": int(f), "dur_us": int(s["start_us"] + s["dur_us"] - int(f))}
+            for s, f in zip(steps, first.tolist())]

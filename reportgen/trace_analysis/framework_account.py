@@ -40,10 +40,22 @@ def framework_account_doc(traces) -> dict:
         if slices["compute"] <= 0 and slices["communication"] <= 0:
             not_accounted[trace.node] = NO_OPERATORS
             continue
-        nodes[trace.node] = {"account": account, "steps": [s["step"] for s in trace.steps],
+        nodes[trace.node] = {"account": _compact(account), "steps": [s["step"] for s in trace.steps],
                              "workers_left_out": trace.workers_left_out}
     return {"source": "SageMaker framework events", "unit": "ms", "no_operator_means": COARSE_NO_OPERATOR,
             "nodes": nodes, "not_accounted": not_accounted}
+
+
+PER_STEP = ("work_per_step", "backward_passes_per_step", "eager_ops_per_step", "loader_starts_per_step",
+            "optimizer_steps_per_step", "optimizer_per_step_ms")
+
+
+def _compact(account: dict) -> dict:
+    """The account without its per-step lists that hold only zeros (most slices of framework events: no kernels,
+    copies or compilation), which a reader takes as absent: a 4-hour job has ~46,000 steps per process."""
+    per_step = {name: values for name, values in account["per_step_ms"].items() if account["slices_ms"][name] > 0}
+    lists = {key: account[key] for key in PER_STEP if any(account[key])}
+    return {**{key: value for key, value in account.items() if key not in PER_STEP}, **lists, "per_step_ms": per_step}
 
 
 def write_framework_account(traces, analysis_dir: Path) -> Path | None:
