@@ -571,13 +571,14 @@ class FrameworkAccounts:
 
     nodes: dict[str, TraceAccount] = field(default_factory=dict)
     steps: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> its steps' numbers, in order
+    workers_left_out: int = 0  # DataLoader worker processes' events, not in the account (they overlap the steps)
     not_accounted: dict[str, str] = field(default_factory=dict)
     no_operator_means: str = ""
 
     @classmethod
     def of(cls, doc: object) -> FrameworkAccounts:
         doc = as_object(doc)
-        nodes, steps = {}, {}
+        nodes, steps, workers = {}, {}, 0
         for label, entry in as_object(doc.get("nodes")).items():
             entry = as_object(entry)
             account = TraceAccount.of(entry.get("account"))
@@ -585,7 +586,8 @@ class FrameworkAccounts:
                 nodes[label] = account
                 listed = entry.get("steps")
                 steps[label] = tuple(str(s) for s in listed) if isinstance(listed, list) else ()
+                workers += int(given(entry.get("workers_left_out")) or 0)
         skipped = {key: value for key, value in as_object(doc.get("not_accounted")).items()
                    if isinstance(key, str) and isinstance(value, str)}
         means = doc.get("no_operator_means")
-        return cls(nodes, steps, skipped, means if isinstance(means, str) else "")
+        return cls(nodes, steps, workers, skipped, means if isinstance(means, str) else "")

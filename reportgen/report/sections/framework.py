@@ -163,7 +163,9 @@ def _account(accounts: FrameworkAccounts) -> list:
         labels={"no_operator": "Outside forward and backward (loss, optimizer, other Python)"},
         after=(" smdebug records no operators outside the forward and backward passes, so the time outside them "
                "holds the loss and optimizer.step() as well as the script's own Python: it is shown, not judged as "
-               "waste. Each step includes the DataLoader's call that fetched its batch just before it."))
+               "waste. Each step includes the DataLoader's call that fetched its batch just before it."
+               + (f" The DataLoader's worker processes ({accounts.workers_left_out:,} events) are not in the "
+                  "account: their loading overlaps the steps." if accounts.workers_left_out else "")))
     if accounts.not_accounted:
         blocks.append(Text("Not in the account: " + "; ".join(f"{node}: {why}" for node, why
                                                                 in accounts.not_accounted.items()) + "."))

@@ -108,6 +108,9 @@ def test_the_planted_wait_is_a_finding_and_the_clean_run_healthy(planted, tmp_pa
                                              "optimizer, other Python)"]
         summary = section.data["step_account"]["nodes"][node]
         assert sum(summary["slices_ms"].values()) == pytest.approx(summary["step_ms"])
+    workers = sum(t.workers_left_out for t in result.node_traces)
+    assert workers > 0 and any(f"worker processes ({workers:,} events) are not in the account" in getattr(b, "text", "")
+                               for b in section.blocks)
 
 
 def test_sample_data_accounts_each_training_process():
