@@ -151,6 +151,10 @@ def _analyse_raw(raw_dir: Path, work_dir: Path, options: SourceOptions, progress
                  f"the rest from the cache in {engine.cache_root}")
     if stats is not None:
         stats.update(system_files=result.system_files, system_files_read=result.system_files_read)
+    if result.node_traces:
+        from reportgen.trace_analysis.framework_account import write_framework_account
+
+        write_framework_account(result.node_traces, result.report_dir.parent)
     return result.report_dir
 
 

@@ -70,6 +70,7 @@ class RuleOutputs:
     data_quality: dict[str, Any] | None = None
     traces: dict[str, Any] | None = None  # profiler traces analysed by reportgen.trace_analysis (kineto.json)
     recording: dict[str, Any] | None = None  # a `reportgen record` recording's summary (recording.json): the job's own CPU
+    framework_account: dict[str, Any] | None = None  # the step-time account from SageMaker's framework events
 
     def get(self, name: str) -> RuleOutput | None:
         return self.rules.get(name)
@@ -613,6 +614,7 @@ def load_rule_outputs(folder: Path) -> RuleOutputs:
     outputs.data_quality = _load_extra(folder, "data-quality.json", outputs.notes)
     outputs.traces = _load_extra(folder, "kineto.json", outputs.notes)
     outputs.recording = _load_extra(folder, "recording.json", outputs.notes)
+    outputs.framework_account = _load_extra(folder, "framework-account.json", outputs.notes)
     return outputs
 
 

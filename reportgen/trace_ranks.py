@@ -669,3 +669,33 @@ class TraceJob:
         job = as_object(as_object(doc).get("job"))
         return cls(bool(job), given(job.get("ranks")), JobTable.of(job.get("kernels"), "launches"),
                    JobTable.of(job.get("cpu_ops"), "calls"))
+
+
+@dataclass(frozen=True)
+class FrameworkAccounts:
+    """``framework-account.json``: the step-time account of each training process of a SageMaker job, from its
+    framework events (``trace_analysis.framework_account``); ``not_accounted``: processes with steps but no
+    operator in them, and why."""
+
+    nodes: dict[str, TraceAccount] = field(default_factory=dict)
+    steps: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> its steps' numbers, in order
+    workers_left_out: int = 0  # DataLoader worker processes' events, not in the account (they overlap the steps)
+    not_accounted: dict[str, str] = field(default_factory=dict)
+    no_operator_means: str = ""
+
+    @classmethod
+    def of(cls, doc: object) -> FrameworkAccounts:
+        doc = as_object(doc)
+        nodes, steps, workers = {}, {}, 0
+        for label, entry in as_object(doc.get("nodes")).items():
+            entry = as_object(entry)
+            account = TraceAccount.of(entry.get("account"))
+            if isinstance(label, str) and account is not None:
+                nodes[label] = account
+                listed = entry.get("steps")
+                steps[label] = tuple(str(s) for s in listed) if isinstance(listed, list) else ()
+                workers += int(given(entry.get("workers_left_out")) or 0)
+        skipped = {key: value for key, value in as_object(doc.get("not_accounted")).items()
+                   if isinstance(key, str) and isinstance(value, str)}
+        means = doc.get("no_operator_means")
+        return cls(nodes, steps, workers, skipped, means if isinstance(means, str) else "")

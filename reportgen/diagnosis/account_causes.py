@@ -64,7 +64,15 @@ PROFILE_CLOSER = ("to see which lines: profile with with_stack=True (Python fram
 
 
 def accounts(ev: Evidence) -> dict[str, TraceAccount]:
-    return {label: rank.account for label, rank in ev.trace_ranks.items() if rank.account is not None}
+    """The profiled ranks' accounts; without profiler traces, a SageMaker job's training processes' (from its
+    framework events)."""
+    traced = {label: rank.account for label, rank in ev.trace_ranks.items() if rank.account is not None}
+    return traced or dict(ev.framework.nodes)
+
+
+def from_framework(ev: Evidence) -> bool:
+    """Whether the accounts are a SageMaker job's framework events' (forward and backward passes, no operators)."""
+    return not any(rank.account is not None for rank in ev.trace_ranks.values()) and bool(ev.framework.nodes)
 
 
 def over_ranks(ev: Evidence, name: str, whole: bool = False) -> tuple[float, str | None, float]:
@@ -87,7 +95,18 @@ def _median_step_ms(account: TraceAccount) -> float:
     return statistics.median(totals) if totals else account.step_ms / max(account.steps, 1)
 
 
+def _account_section(ev: Evidence) -> SectionId:
+    """Where the page shows the account: the profiler traces' section, or a SageMaker job's framework metrics."""
+    return SectionId.FRAMEWORK_METRICS_SUMMARY if from_framework(ev) else SectionId.GPU_KERNELS_OPERATORS
+
+
+def _account_place(ev: Evidence) -> str:
+    return "the framework metrics summary" if from_framework(ev) else "the profiler section"
+
+
 def _rank_text(ev: Evidence, label: str | None) -> str:
+    if from_framework(ev):
+        return f" (node {label})" if label is not None and len(ev.framework.nodes) > 1 else ""
     return f" (rank {label})" if label is not None and len(ev.trace_ranks) > 1 else ""
 
 
@@ -119,6 +138,8 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
         return None
     if "operator-overhead" in found and ({"micro_batches", "eager_ops_per_step"} & set(found["operator-overhead"].metrics)):
         return None  # the Python between operators is paid per micro-batch or per eager call: that finding's, once
+    if from_framework(ev):  # smdebug records no operators: the step outside forward and backward holds the optimizer
+        return None
     share, worst, worst_share = every_step(ev, "no_operator")
     if share < WASTE:
         return None
@@ -134,7 +155,7 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
            "steps, or in a background thread); the usual culprits are per-step metrics and logging (.item() "
            "conversions, numpy on outputs, files written with fsync), a manual gc.collect() or empty_cache(), "
            f"checkpoints; {PROFILE_CLOSER}.")
-    return make(ev, "host-overhead", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+    return make(ev, "host-overhead", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
                 basis="the time every profiled step spends under no operator (the median step's, times the steps); "
                       "moving that work off the step gives it back",
                 metrics=_metrics(ev, "no_operator", share, worst, worst_share))
@@ -185,7 +206,7 @@ def operator_overhead(ev: Evidence, found: dict) -> Finding | None:
     fix = ("Give each operator call more work: a larger micro-batch with fewer gradient-accumulation steps for the same "
            f"samples per update (a micro-batch 4x larger cuts this {pct(share)} to about {pct(share / 4)}), or fewer, "
            "fused operators (torch.compile).")
-    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
                 basis="operator calls per step times their fixed cost; larger micro-batches make fewer calls for the "
                       "same samples",
                 metrics={**_metrics(ev, "dispatch", share, worst, worst_share), "operator_calls_per_step": calls,
@@ -221,7 +242,7 @@ def _eager_finding(ev: Evidence, label: str, account: TraceAccount, overhead: fl
     fix = (f"{remedy} The Python then runs once, when the step is traced, and the operations run back to back in the "
            "runtime.")
     return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=overhead,
-                sections=[SectionId.GPU_KERNELS_OPERATORS],
+                sections=[_account_section(ev)],
                 heading=f"Each step runs {ops:,.0f} operations one by one from Python"
                         + (" (eager execution)" if account.eager_runtime == "tensorflow" else " (no jax.jit)"),
                 basis="the time outside the operations' kernels in every step; as a graph the kernels still run (a "
@@ -244,7 +265,7 @@ def _micro_batch_finding(ev: Evidence, label: str, account: TraceAccount, n: int
     fix = (f"Use larger micro-batches and fewer accumulation steps for the same samples per update (up to one batch "
            f"instead of {n}), as far as memory allows; a larger batch amortises the weights read, the operator calls "
            "and the Python of each forward and backward pass.")
-    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=saved, sections=[SectionId.GPU_KERNELS_OPERATORS],
+    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=saved, sections=[_account_section(ev)],
                 heading=f"Each step runs {n} small micro-batches",
                 basis=f"an upper bound: if a micro-batch's cost does not grow with its size (small micro-batches), one "
                       f"batch instead of {n} saves {n - 1}/{n} of the step's work",
@@ -300,7 +321,7 @@ def compilation(ev: Evidence, found: dict) -> Finding | None:
                 "or dtypes, or Python values the compiled function depends on)"
                 + (f"; what the trace names: {named}" if named else "")]
     fix = COMPILE_FIX[_compiler(account)]
-    return make(ev, "compilation", 0.0, evidence, fix, loop_share=saved, sections=[SectionId.GPU_KERNELS_OPERATORS],
+    return make(ev, "compilation", 0.0, evidence, fix, loop_share=saved, sections=[_account_section(ev)],
                 basis=f"the compilation time inside the profiled steps less one compilation (of {steps}): with what "
                       "the compiled step sees kept static it is paid once",
                 metrics={**_metrics(ev, "compilation", share, worst, worst_share), "steps_compiling": steps})
@@ -318,7 +339,7 @@ def allocator_churn(ev: Evidence, found: dict) -> Finding | None:
     fix = ("Keep memory in PyTorch's caching allocator: no torch.cuda.empty_cache() in the loop, stable tensor shapes "
            "(cached blocks are reused by size), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and buffers "
            "allocated once outside the loop.")
-    return make(ev, "allocator-churn", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+    return make(ev, "allocator-churn", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
                 basis="the allocator calls and the GPU idle they caused inside the profiled steps",
                 metrics=_metrics(ev, "memory_management", share, worst, worst_share))
 
@@ -338,7 +359,7 @@ def debug_mode(ev: Evidence, found: dict) -> Finding | None:
     fix = ("Turn anomaly detection off for training: remove torch.autograd.set_detect_anomaly(True) (or the "
            "torch.autograd.detect_anomaly() context) from the training script; it is a debugging aid that finds "
            "where a NaN comes from, worth its cost in a short run reproducing one.")
-    return make(ev, "debug-mode", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+    return make(ev, "debug-mode", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
                 basis="the NaN checks inside the profiled steps' backward functions, plus each backward node's stack "
                       "capture in the forward pass (the forward aten::t's time beyond the backward's, per node)",
                 metrics=_metrics(ev, "debug_checks", share, worst, worst_share))
@@ -361,8 +382,8 @@ def loader_restart(ev: Evidence, found: dict) -> Finding | None:
         return None
     account = restarting[worst]
     starts = int(sum(account.loader_starts_per_step))
-    rank = ev.trace_ranks[worst]
-    iterator = rank.dataloader.iterator if rank.dataloader is not None else None
+    rank = ev.trace_ranks.get(worst)
+    iterator = rank.dataloader.iterator if rank is not None and rank.dataloader is not None else None
     evidence = [f"in {starts} of {account.steps} profiled steps{_rank_text(ev, worst)} a new DataLoader iterator was "
                 "created before the step took its batch (the trace shows its seed being drawn, aten::random_ outside "
                 "any operator, as iter(loader) does)"
@@ -375,7 +396,7 @@ def loader_restart(ev: Evidence, found: dict) -> Finding | None:
            "step — instead of next(iter(loader)) (or a new DataLoader) in every step; persistent_workers=True keeps "
            "the workers from one epoch to the next too.")
     return make(ev, "loader-restart", 0.0, evidence, fix, loop_share=share,
-                sections=[SectionId.DATALOADING_ANALYSIS, SectionId.GPU_KERNELS_OPERATORS],
+                sections=[SectionId.DATALOADING_ANALYSIS, _account_section(ev)],
                 basis="every step's wait for data and time under no operator (the median step's, times the steps): "
                       "with one iterator an epoch the workers keep batches ready while the step computes",
                 metrics={"slice": "data_wait", "share_of_steps": share, "worst_rank": worst,
@@ -466,7 +487,7 @@ def between_steps(ev: Evidence, found: dict) -> Finding | None:
                "step); do it every N steps or in a background thread.")
     evidence = [text, "the trace names little there: it is Python between the steps (the script's own or a "
                       "framework's callbacks)"]
-    return make(ev, "between-steps", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+    return make(ev, "between-steps", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
                 basis="the time between the profiled steps, as a share of the loop's time in the window (the steps "
                       "and the gaps between them)",
                 metrics={"slice": "between_steps", "share_of_steps": share, "worst_rank": worst,
@@ -541,7 +562,7 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
     evidence = [f"{pct(big[name][0])} of every profiled step is {SLICE_TITLES[name]}"
                 f"{_rank_text(ev, big[name][1])}" + _waited_in(ev, name, big[name][1]) for name in ordered]
     evidence.append("below what the named causes look for (e.g. a quarter of the step for the input pipeline), but "
-                    "every step pays it: the step-time account in the profiler section shows where it falls")
+                    f"every step pays it: the step-time account in {_account_place(ev)} shows where it falls")
     fixes = [_fix(ev, name) for name in ordered[:2]]
     metrics: dict = {"slices": {name: big[name][0] for name in ordered}}
     if some is not None:  # and what some steps pay beyond it: the same finding, counted once each
@@ -549,9 +570,9 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
         share += some.share
         metrics.update(some_steps=list(some.positions), some_steps_share=some.share, period=some.period)
         if some.slice not in ordered[:2]:
-            fixes.append(_intermittent_fix(some, ev.trace_ranks[some.rank], ev.job_cpu is not None))
+            fixes.append(_intermittent_fix(some, ev.trace_ranks.get(some.rank), ev.job_cpu is not None))
     return make(ev, "step-waste", 0.0, evidence, " ".join(fixes), loop_share=share,
-                sections=[SectionId.GPU_KERNELS_OPERATORS],
+                sections=[_account_section(ev)],
                 heading=f"{pct(share)} of each step is {SLICE_TITLES[top]}" + (" and more" if len(ordered) > 1
                                                                                or some is not None else ""),
                 basis="the time every profiled step spends in these slices (the median step's, times the steps)"
@@ -561,10 +582,16 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
 
 def _intermittent_text(ev: Evidence, some: Intermittent) -> str:
     account = accounts(ev)[some.rank]
-    rank_steps = ev.trace_ranks[some.rank].step_list
-    numbers = [rank_steps[i].step if i < len(rank_steps) and rank_steps[i].step is not None else i
-               for i in some.positions]
-    shown = ", ".join(f"{n:.0f}" for n in numbers[:5]) + (" …" if len(numbers) > 5 else "")
+    rank = ev.trace_ranks.get(some.rank)
+    if rank is not None:
+        rank_steps = rank.step_list
+        numbers = [rank_steps[i].step if i < len(rank_steps) and rank_steps[i].step is not None else i
+                   for i in some.positions]
+        shown = ", ".join(f"{n:.0f}" for n in numbers[:5])
+    else:  # a SageMaker job's process: smdebug's step numbers
+        listed = ev.framework.steps.get(some.rank, ())
+        shown = ", ".join(listed[i] if i < len(listed) else str(i) for i in some.positions[:5])
+    shown += " …" if len(some.positions) > 5 else ""
     when = f"every {some.period} steps" if some.period else f"in {len(some.positions)} of {account.steps} steps"
     return (f"{pct(some.share)} of the profiled steps' time is {SLICE_TITLES[some.slice]} paid {when}"
             f"{_rank_text(ev, some.rank)} (steps {shown}), beyond what every step pays"
@@ -573,16 +600,16 @@ def _intermittent_text(ev: Evidence, some: Intermittent) -> str:
 
 def _intermittent_fix(some: Intermittent, rank, shared_host: bool) -> str:
     story = SlowStepStory(some.slice, {some.slice: some.excess_ms}, 0.0, len(some.positions), some.positions)
-    loader = rank.dataloader
+    loader = rank.dataloader if rank is not None else None
     return fix_for(story, loader.workers if loader is not None else None, some.period, shared_host)
 
 
 def _intermittent_finding(ev: Evidence, some: Intermittent) -> Finding:
     evidence = [_intermittent_text(ev, some),
                 "those steps are not slow enough to be outliers each, but together they cost that much: the step-time "
-                "account in the profiler section shows them step by step"]
-    return make(ev, "step-waste", 0.0, evidence, _intermittent_fix(some, ev.trace_ranks[some.rank], ev.job_cpu is not None),
-                loop_share=some.share, sections=[SectionId.GPU_KERNELS_OPERATORS],
+                f"account in {_account_place(ev)} shows them step by step"]
+    return make(ev, "step-waste", 0.0, evidence, _intermittent_fix(some, ev.trace_ranks.get(some.rank), ev.job_cpu is not None),
+                loop_share=some.share, sections=[_account_section(ev)],
                 heading=f"{pct(some.share)} of the steps' time is {SLICE_TITLES[some.slice]} "
                         + (f"every {some.period} steps" if some.period else "in some steps"),
                 basis="the slice's time in the steps that pay it, over what the median step pays (the slow steps "

@@ -7,8 +7,9 @@ problem; a green status over questions nobody could look at is a false all-clear
 - ``input-pipeline``: does training wait for its data?
 - ``step-times``: are some steps much slower than the rest, or some workers slower than the others?
 - ``memory``: does memory (host, and GPU where there is one) stay within bounds?
-- ``step-account``: where does each step's time go? (only for jobs with profiler traces: the step-time account
-  puts every millisecond of every profiled step in one slice, so waste shows whether or not a cause fits)
+- ``step-account``: where does each step's time go? (only for jobs with profiler traces, or a SageMaker job whose
+  framework events hold its training steps: the step-time account puts every millisecond of every profiled step in
+  one slice, so waste shows whether or not a cause fits)
 
 Each is judged from whichever source can show it (utilization over a long enough timeline, a rule that
 saw enough datapoints, enough profiled steps of a long enough loop); ``judge`` says which, or why none.
@@ -128,6 +129,12 @@ def _memory(ev: Evidence) -> Answer:
 
 
 def _step_account(ev: Evidence) -> Answer:
+    if not ev.trace_ranks:  # a SageMaker job: its training processes' framework events (their steps show the loop)
+        steps_s = max(a.step_ms for a in ev.framework.nodes.values()) / 1000.0
+        if not _loop_long_enough(ev) and steps_s < MIN_LOOP_S:
+            return Answer("step-account", False, f"the training loop is shorter than {MIN_LOOP_S:.0f} s")
+        return Answer("step-account", True, "every training step's time split into compute (the forward and backward "
+                                            "passes), data wait, communication and the rest (framework events)")
     ranks = [r for r in ev.trace_ranks.values() if r.steps]
     accounted = [r for r in ranks if r.account is not None]
     if ranks and len(accounted) == len(ranks) and _loop_long_enough(ev):
@@ -142,4 +149,4 @@ def judge(ev: Evidence) -> list[Answer]:
     """One answer per question that applies, in QUESTIONS' order (``step-account`` only with profiler traces)."""
     gpu = _gpu_use(ev)
     answers = [gpu, _input_pipeline(ev, gpu), _step_times(ev), _memory(ev)]
-    return answers + [_step_account(ev)] if ev.trace_ranks else answers
+    return answers + [_step_account(ev)] if ev.trace_ranks or ev.framework.nodes else answers

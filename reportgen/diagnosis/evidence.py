@@ -21,7 +21,7 @@ from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTim
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_command,
                                     system_usage_of, traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
-from reportgen.trace_ranks import TraceComparison, TraceLoader, TraceRank, trace_ranks_of
+from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank, trace_ranks_of
 from reportgen.rulebook import RuleName
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
@@ -77,6 +77,8 @@ class Evidence:
     outliers: list[dict] = field(default_factory=list)  # {step, worker, duration_s, median_s, start_s}
     trace_ranks: dict[str, TraceRank] = field(default_factory=dict)  # rank -> its trace analysis (kineto.json)
     trace_comparison: TraceComparison = field(default_factory=TraceComparison)
+    # SageMaker's framework events: each training process's step-time account (framework-account.json)
+    framework: FrameworkAccounts = field(default_factory=FrameworkAccounts)
     slow_steps: dict[str, SlowSteps] = field(default_factory=dict)  # worker/rank -> engine.slow_steps summary
     trace_only: bool = False  # only profiler traces: no job times, no system metrics
     # traces alone: the profiled steps' time (the longest rank's sum of its steps), what "of the profiled
@@ -394,6 +396,7 @@ def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
     doc = as_object(outputs.traces)
     ev.trace_ranks = {label: r for label, r in trace_ranks_of(doc).items() if r.is_object}
     ev.trace_comparison = TraceComparison.of(doc)
+    ev.framework = FrameworkAccounts.of(outputs.framework_account)
     if ev.trace_ranks and ev.has_gpu is None:
         ev.has_gpu = any(r.has_gpu_activity for r in ev.trace_ranks.values())
     starts = [finite(r.start_us) for r in ev.trace_ranks.values()]

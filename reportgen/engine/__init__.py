@@ -46,6 +46,9 @@ class AnalysisResult:
     n_events: int = 0
     system_files: int = 0  # system files in the profile
     system_files_read: int = 0  # of which parsed by this run (the rest came from the --incremental cache)
+    # each training process's framework events as the one trace model, with its steps (engine.framework_trace):
+    # the step-time account's input (trace_analysis.framework_account)
+    node_traces: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -280,6 +283,7 @@ def analyze(raw_root: Path, out_dir: Path, options: AnalysisOptions | None = Non
                                    options.s3_framework, options.client)
     try:
         rules, texts = _evaluate(data, options.params, progress, RULE_THREADS, timeline=True, encode=True)
+        traces = _node_traces(data)
     finally:
         data.framework.close()  # the spilled correlation columns (engine.framework_events)
     report_dir = out_dir / "profiler-reports"
@@ -295,4 +299,14 @@ def analyze(raw_root: Path, out_dir: Path, options: AnalysisOptions | None = Non
     write_text_atomic(tl, texts["timeline"])  # json.dumps of the timeline document
     return AnalysisResult(rules=rules, problems=problems, report_dir=report_dir, rule_paths=paths,
                           data_quality_path=dq, timeline_path=tl, nodes=list(data.nodes), n_events=data.framework.n_events,
-                          system_files=system.files, system_files_read=system.files_read)
+                          system_files=system.files, system_files_read=system.files_read, node_traces=traces)
+
+
+def _node_traces(data) -> list:
+    """Each training process's framework events as trace columns with its steps (none without training steps)."""
+    from reportgen.engine.framework_trace import node_traces
+
+    fw = data.framework
+    if not fw.n_events or not len(fw.rows):
+        return []
+    return node_traces(fw.node_events(), fw.rows)

@@ -13,9 +13,10 @@ The rules need three things of the framework traces, none of which is the whole 
   appearance is the smallest (start, file, row) of the group, also exact in any order;
 * the **events active at given instants / overlapping given intervals** (the correlations of
   CPUBottleneck, IOBottleneck and StepOutlier), which are only known after the system metrics and
-  the steps were analysed: the per-file ``times`` columns (start, end, group code; 20 bytes per
-  event) are kept aside (``EventStore``: in memory, or spilled to a temporary folder) and answer
-  those questions with the same group sums.
+  the steps were analysed: the per-file ``times`` columns (start, end, group code, node code; 24 bytes
+  per event) are kept aside (``EventStore``: in memory, or spilled to a temporary folder) and answer
+  those questions with the same group sums; with the node, they are also the step-time account's
+  input (``node_events``, ``engine.framework_trace``).
 
 ``summarize_file`` is the per-file reduction (it runs where the files are read: in this process on
 runs of consecutive files read together, ``readers.framework.reduce_framework``, which reduce to what
@@ -105,12 +106,13 @@ class FileSummary:
 
     rows: FileEvents  # the key rows, all columns (with the file's problems)
     groups: FileGroups
-    times: tuple  # (start int64, end int64, group code int32) of every event kept, in file order
+    times: tuple  # (start int64, end int64, group code int32, node code int32) of every event kept, in file order
     n_events: int
     extent: tuple | None  # (min start, max end) of the events kept
     plausible_extent: tuple | None  # the same over events that start after PLAUSIBLE_EPOCH_US
     dropped: dict  # node -> events dropped as clock jumps
     stats: object = None  # cluster.task_stats.TaskStats when reduced on a Dask worker
+    nodes: list = field(default_factory=list)  # the node ids ``times``' node codes index (the file's own)
 
 
 def summarize_file(fe: FileEvents, span: tuple[int, int] | None = None) -> FileSummary:
@@ -141,7 +143,7 @@ def summarize_file(fe: FileEvents, span: tuple[int, int] | None = None) -> FileS
     rows = FileEvents({c: cols[c][key] for c in COLUMNS}, dict(s), fe.problem_counts, fe.problem_items)
     del key
     # the other columns are not needed any more: let a big file's go before the group sums
-    cols = {c: cols[c] for c in ("start_us", "end_us", "dur_us", "phase", "file_type", "name")}
+    cols = {c: cols[c] for c in ("start_us", "end_us", "dur_us", "phase", "file_type", "name", "node_id")}
     fe.columns = {}
     if n:
         # one int64 key per (phase, file_type, name) code triple (each code < its dictionary's size),
@@ -169,7 +171,9 @@ def summarize_file(fe: FileEvents, span: tuple[int, int] | None = None) -> FileS
         ok = start >= PLAUSIBLE_EPOCH_US
         if ok.any():
             plausible = (int(start[ok].min()), int(end[ok].max()))
-    return FileSummary(rows, groups, (start, end, gcode), n, extent, plausible, dropped)
+    node = np.asarray(cols["node_id"], np.int32)
+    return FileSummary(rows, groups, (start, end, gcode, node), n, extent, plausible, dropped,
+                       nodes=list(s["node_id"]))
 
 
 # ------------------------------------------------------------------------------------ groups
@@ -255,6 +259,19 @@ def groups_of_table(events: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------ the store
 
 
+@dataclass
+class NodeEvents:
+    """Every framework event as columns: start and end (µs), its group (an index into ``triples``: phase, file
+    type, name) and its node (an index into ``nodes``: smdebug's node id, one per training process)."""
+
+    start_us: np.ndarray
+    end_us: np.ndarray
+    group: np.ndarray
+    node: np.ndarray
+    triples: list
+    nodes: list
+
+
 def _instant_hits(start: np.ndarray, end: np.ndarray, instants_sorted: np.ndarray) -> np.ndarray:
     """Per event: whether an instant t falls strictly inside it (start < t < end)."""
     hit = np.zeros(len(start), bool)
@@ -284,13 +301,14 @@ SPILL_BATCH_BYTES = 4 << 20
 
 
 class EventStore:
-    """The correlation columns of every file (start, end, global group id), in memory or, with
+    """The correlation columns of every file (start, end, global group id, global node code), in memory or, with
     ``folder``, spilled there as the files arrive, in batches of about ``SPILL_BATCH_BYTES`` (one
     ``.npy`` triple per batch, so the client's memory does not grow with the events);
     ``groups_where`` reads them back one batch at a time and sums them file by file."""
 
     def __init__(self, labels: GroupLabels, folder: str | None = None):
         self.labels = labels
+        self.nodes: list[str] = []  # the node ids the node codes index
         self.folder = folder
         # per batch: its arrays, or the path stem of their .npy files, and the lengths of its files
         self.batches: list = []
@@ -300,7 +318,7 @@ class EventStore:
         self._remove = weakref.finalize(self, shutil.rmtree, folder, True) if folder is not None else None
 
     def add(self, times: tuple) -> None:
-        """(start, end, global group id) of one file's events."""
+        """(start, end, global group id, global node code) of one file's events."""
         if self.folder is None:
             self.batches.append((times, [len(times[0])]))
             return
@@ -312,11 +330,11 @@ class EventStore:
     def _spill(self) -> None:
         """The pending files as one batch, written to the folder (kept in memory when it is full)."""
         lengths = [len(t[0]) for t in self._pending]
-        held = tuple(np.concatenate([t[k] for t in self._pending]) for k in range(3))
+        held = tuple(np.concatenate([t[k] for t in self._pending]) for k in range(4))
         self._pending, self._pending_bytes = [], 0
         stem = os.path.join(self.folder, f"{len(self.batches):08d}")
         try:
-            for tag, arr in zip("seg", held):
+            for tag, arr in zip("segn", held):
                 np.save(f"{stem}.{tag}.npy", arr, allow_pickle=False)
             held = stem
         except OSError:  # a full disk costs memory, not the run
@@ -327,7 +345,7 @@ class EventStore:
         """Every batch's arrays and its files' lengths, in file order (the files not spilled yet last)."""
         for held, lengths in self.batches:
             if isinstance(held, str):
-                held = tuple(np.load(f"{held}.{tag}.npy", allow_pickle=False) for tag in "seg")
+                held = tuple(np.load(f"{held}.{tag}.npy", allow_pickle=False) for tag in "segn")
             yield held, lengths
         for times in list(self._pending):
             yield times, [len(times[0])]
@@ -337,7 +355,7 @@ class EventStore:
         is asked of a whole batch at once); the sums are made file by file, as the files came."""
         totals = GroupTotals(self.labels)
         i = 0  # the file's place in the store: the first event of a group is kept by (start, file, row)
-        for (start_b, end_b, gid_b), lengths in self._each_batch():
+        for (start_b, end_b, gid_b, _), lengths in self._each_batch():
             hit_b = hits(start_b, end_b)
             off = 0
             for n in lengths:
@@ -353,6 +371,13 @@ class EventStore:
                 i += 1
         return totals.frame()
 
+    def node_events(self) -> NodeEvents:
+        """Every event's start, end, group and node, the batches joined (the step-time account's input)."""
+        parts = list(self._each_batch())
+        cols = [np.concatenate([held[k] for held, _ in parts]) if parts else np.zeros(0, np.int64) for k in range(4)]
+        return NodeEvents(cols[0].astype(np.int64), cols[1].astype(np.int64), cols[2].astype(np.int64),
+                          cols[3].astype(np.int64), list(self.labels.triples), list(self.nodes))
+
     def close(self) -> None:
         self.batches = []
         self._pending = []
@@ -365,6 +390,17 @@ class TableStore:
 
     def __init__(self, events: pd.DataFrame):
         self.events = events
+
+    def node_events(self) -> NodeEvents:
+        ev = self.events
+        if len(ev) == 0:
+            z = np.zeros(0, np.int64)
+            return NodeEvents(z, z, z, z, [], [])
+        labels = GroupLabels()
+        gid = labels.of(*(ev[k].astype(str).to_numpy() for k in GROUP_KEYS))
+        node, nodes = pd.factorize(ev["node_id"].astype(str).to_numpy())
+        return NodeEvents(ev["start_us"].to_numpy(np.int64), ev["end_us"].to_numpy(np.int64), gid,
+                          node.astype(np.int64), list(labels.triples), [str(n) for n in nodes])
 
     def groups_where(self, hits) -> pd.DataFrame:
         ev = self.events
@@ -414,6 +450,10 @@ class FrameworkEvents:
         """Groups of the events overlapping merged segments (closed, each event once)."""
         return self.store.groups_where(lambda s, e: _interval_hits(s, e, seg_s, seg_e))
 
+    def node_events(self) -> NodeEvents:
+        """Every event with its group and node (``NodeEvents``), for the step-time account."""
+        return self.store.node_events()
+
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
@@ -435,6 +475,7 @@ def merge_summaries(summaries, problems, spill: bool = True) -> FrameworkEvents:
     n = 0
     extents: list = [None, None]  # all events, plausible ones: (min start, max end) so far
     dropped: dict = {}
+    node_code: dict = {}  # node id -> global code (the store's ``nodes``)
 
     def widen(k, ex):
         if ex is not None:
@@ -453,8 +494,9 @@ def merge_summaries(summaries, problems, spill: bool = True) -> FrameworkEvents:
                 g = fs.groups
                 gids = labels.of(g.phase, g.file_type, g.name)
                 totals.add(gids, g.dur, g.count, g.first_start, g.first_row, i)
-                start, end, gcode = fs.times
-                store.add((start, end, gids[gcode].astype(np.int32)))
+                start, end, gcode, ncode = fs.times
+                node_ids = np.array([node_code.setdefault(n, len(node_code)) for n in fs.nodes], np.int32)
+                store.add((start, end, gids[gcode].astype(np.int32), node_ids[ncode]))
             yield fs.rows
 
     try:
@@ -462,6 +504,7 @@ def merge_summaries(summaries, problems, spill: bool = True) -> FrameworkEvents:
     except BaseException:
         store.close()
         raise
+    store.nodes = list(node_code)
 
     return FrameworkEvents(rows, totals.frame(), n, extents[0], extents[1], store, dropped)
 

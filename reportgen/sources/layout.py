@@ -37,7 +37,7 @@ RULE_DIR_NAMES = ("profiler-reports", "profiler-report")  # folders of <Rule>.js
 RAW_DIR_NAMES = ("system", "framework")  # the trees of raw profiler data
 RULE_JSON_NAMES = frozenset(f"{name}.json" for name in RULE_ORDER)
 # reportgen's own files beside the rule JSONs: the engine's, the traces', and a recording's summary
-RULE_EXTRA_NAMES = ("timeline.json", "data-quality.json", "kineto.json", "recording.json")
+RULE_EXTRA_NAMES = ("timeline.json", "data-quality.json", "kineto.json", "recording.json", "framework-account.json")
 # Where rule outputs sit relative to what a user points at (layouts seen in the wild), in preference order.
 RULE_OUTPUT_SUBDIRS = (
     "profiler-reports",

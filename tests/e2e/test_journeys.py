@@ -88,9 +88,10 @@ def check_kept_rule_outputs_render_the_same_report(cwd: Path) -> None:
     """``generate sample_data -o r.html --rule-outputs ro/`` then ``generate ro/ -o again.html``: ro/ holds
     every rule's output in SageMaker's schema, and the report made from it is the first one."""
     kept = sorted(p.name for p in (cwd / "ro").iterdir())
-    rules = [name for name in kept if name not in ("timeline.json", "data-quality.json")]
+    extras = ["data-quality.json", "framework-account.json", "timeline.json"]  # the last: the step-time account
+    rules = [name for name in kept if name not in extras]
     assert rules == sorted(f"{name}.json" for name in RULE_ORDER)
-    assert kept == sorted(rules + ["data-quality.json", "timeline.json"])
+    assert kept == sorted(rules + extras)
     for name in rules:  # SageMaker's schema
         assert set(json.loads((cwd / "ro" / name).read_text())) >= {"RuleTriggered", "Violations", "Details",
                                                                      "Datapoints", "RuleParameters"}
@@ -114,7 +115,7 @@ def check_analyze_wrote_only_the_rule_outputs(cwd: Path, stderr: str) -> None:
     """``analyze sample_data -o rules/`` runs only the engine: the rule outputs and nothing else."""
     assert "notebook" not in stderr
     names = sorted(p.name for p in (cwd / "rules").iterdir())
-    assert len(names) == 13 and "LowGPUUtilization.json" in names and "timeline.json" in names
+    assert len(names) == 14 and {"LowGPUUtilization.json", "timeline.json", "framework-account.json"} <= set(names)
 
 
 def test_analyze_on_a_folder_of_pytorch_traces_only_writes_kineto_json(tmp_path):

@@ -49,7 +49,8 @@ def test_analyze_ends_without_teardown_outputs_whole(tmp_path):
     assert code == 0
     assert log == ["exit handler"]  # the handlers ran; the teardown (TornDown.__del__) did not
     written = sorted(p.name for p in out.iterdir())
-    assert len(written) == 13 and {"data-quality.json", "timeline.json", "StepOutlier.json"} <= set(written)
+    assert len(written) == 14 and {"data-quality.json", "timeline.json", "framework-account.json",
+                                   "StepOutlier.json"} <= set(written)
     assert all(isinstance(json.loads((out / name).read_text()), dict) for name in written)  # each one whole
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 from reportgen.formatting import pct1
 from reportgen.report import charts
 from reportgen.report.model import Chart, Fallback, Section, Text, chart_rows
+from reportgen.report.step_account import account_blocks
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import slug
 from reportgen.rule_outputs import BREAKDOWN_KEYS, FrameworkBreakdowns, RuleOutputs
 from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
+from reportgen.trace_ranks import FrameworkAccounts
 
 SECTION_ID = SectionId.FRAMEWORK_METRICS_SUMMARY
 SECTION_TITLE = "Framework metrics summary"
@@ -134,7 +136,40 @@ def build(outputs: RuleOutputs) -> Section:
                            f"{title}: bar chart (needs JavaScript); its shares:", numbers=_numbers(rows)))
     section.add(*chart_rows(drawn))
     section.data = dict(FrameworkBreakdowns.of(outputs.get(RuleName.OVERALL_FRAMEWORK_METRICS).details).listed)
+    if outputs.framework_account is not None:
+        accounts = FrameworkAccounts.of(outputs.framework_account)
+        section.add(*_account(accounts))
+        section.data["step_account"] = _account_data(accounts)
     return section
+
+
+def _account_data(accounts: FrameworkAccounts) -> dict:
+    """report.json's summary of the accounts (ms); the per-step figures stay in framework-account.json."""
+    return {"unit": "ms", "no_operator_means": accounts.no_operator_means,
+            "nodes": {node: {"perspective": a.perspective, "steps": a.steps, "step_ms": a.step_ms,
+                             "slices_ms": dict(a.slices_ms),
+                             "every_step_share": {name: a.every_step_share(name) for name in a.slices_ms},
+                             "data_wait_named": dict(a.data_wait_named), "window": dict(a.window)}
+                      for node, a in accounts.nodes.items()},
+            "not_accounted": dict(accounts.not_accounted)}
+
+
+def _account(accounts: FrameworkAccounts) -> list:
+    """The step-time account of each training process, from its framework events (framework-account.json)."""
+    blocks = account_blocks(
+        accounts.nodes, block_id="framework-step-account", word="node",
+        how="SageMaker's framework events of each training process (smdebug's node id: the node and the process): "
+            "its forward and backward passes, the DataLoader's calls and the steps around them",
+        labels={"no_operator": "Outside forward and backward (loss, optimizer, other Python)"},
+        after=(" smdebug records no operators outside the forward and backward passes, so the time outside them "
+               "holds the loss and optimizer.step() as well as the script's own Python: it is shown, not judged as "
+               "waste. Each step includes the DataLoader's call that fetched its batch just before it."
+               + (f" The DataLoader's worker processes ({accounts.workers_left_out:,} events) are not in the "
+                  "account: their loading overlaps the steps." if accounts.workers_left_out else "")))
+    if accounts.not_accounted:
+        blocks.append(Text("Not in the account: " + "; ".join(f"{node}: {why}" for node, why
+                                                                in accounts.not_accounted.items()) + "."))
+    return blocks
 
 
 def _numbers(rows: dict[str, dict]) -> Fallback:

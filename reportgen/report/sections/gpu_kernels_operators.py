@@ -18,7 +18,8 @@ from reportgen.rule_outputs import RuleOutputs
 from reportgen.section_ids import SectionId
 from reportgen.report.trace_facts import kernels_title
 from reportgen.trace_gpu_analysis import KernelPattern
-from reportgen.trace_ranks import (ACCOUNT_SLICES, JobRow, TraceComparison, TraceGpu, TraceJob, TraceLoader,
+from reportgen.report.step_account import account_blocks
+from reportgen.trace_ranks import (JobRow, TraceComparison, TraceGpu, TraceJob, TraceLoader,
                                    TraceRank, doc_traces_name, trace_ranks_of)
 
 
@@ -72,44 +73,9 @@ def _ranks_table(ranks: dict[str, TraceRank]) -> Table:
                           "trace."))
 
 
-ACCOUNT_LABELS = {"compute": "Compute", "data_wait": "Waiting for data", "communication": "Exposed communication",
-                  "host_blocked": "Host blocked on the device", "memory_management": "Memory allocation",
-                  "memory_copies": "Memory copies", "compilation": "Compilation",
-                  "dispatch": "Dispatch and launch overhead", "debug_checks": "Debugging checks (anomaly detection)",
-                  "no_operator": "Under no operator (script's own Python)"}
-
-
 def _account_blocks(views: dict[str, TraceRank], shown: list[str]) -> list:
     """Where each step's time goes, per rank: every millisecond of the profiled steps in exactly one slice."""
-    accounts = {label: views[label].account for label in shown if label in views and views[label].account}
-    if not accounts:
-        return []
-    used = [name for name in ACCOUNT_SLICES if any(a.slices_ms.get(name, 0.0) > 0 for a in accounts.values())]
-    rows, bars = [], {}
-    for label, a in accounts.items():
-        per_step = a.step_ms / max(a.steps, 1)
-        for name in used:
-            ms = a.slices_ms.get(name, 0.0)
-            rows.append([label, ACCOUNT_LABELS[name], ms / max(a.steps, 1), 100.0 * a.share(name),
-                         100.0 * a.every_step_share(name)])
-        rows.append([label, "Step (all slices)", per_step, 100.0, None])
-        bars[f"rank {label}"] = {ACCOUNT_LABELS[name]: 100.0 * a.share(name) for name in used}
-    view = next(iter(accounts.values()))
-    how = ("what the GPU did, and why it sat idle (what the host was doing then)" if view.perspective == "device"
-           else "what the training process's threads did")
-    return [
-        Heading("Where each step's time goes", 3),
-        Text(f"Every millisecond of every profiled step in exactly one slice, from {how}: the slices add up to the "
-             "step. Compute is the useful part; everything else is time a fix can give back. “Every step” is what "
-             "the median step spends there (a per-step cost); the rest of a slice falls in a few slow steps."),
-        Chart("kineto-step-account-chart", charts.share_bars(bars, "Step time by slice (% of the profiled steps)"),
-              NO_JS),
-        Table("kineto-step-account", ["Rank", "Slice", "Per step (ms)", "Of the steps' time", "Every step pays"],
-              rows, ["text", "text", "num2", "pct", "pct"],
-              caption="Per step: the slice's time over the profiled steps divided by their number. Of the steps' "
-                      "time: its share of the steps' wall time. Every step pays: the median step's time in the "
-                      "slice times the steps, as a share of the steps' time."),
-    ]
+    return account_blocks({label: views[label].account for label in shown if label in views and views[label].account})
 
 
 IDLE_KINDS = ("host_wait", "kernel_wait", "other")  # gpu_idle's window_idle_split_ms, in the table's order

@@ -195,3 +195,24 @@ def test_a_tf_data_map_in_python_is_the_input_pipelines_with_the_tf_fix(tmp_path
     assert "waiting for the tf.data pipeline (IteratorGetNext)" in finding.evidence[-2]
     plain = diagnose(_steps(tmp_path, lambda i: [("tfload", 5000), ("op", 5000)])).findings[0]
     assert plain.cause == "input-pipeline" and "tf.data.AUTOTUNE" in plain.fix and "tf.py_function" not in plain.fix
+
+
+def _framework(tmp_path: Path, parts) -> RuleOutputs:
+    """The same steps as a SageMaker job's training process (framework-account.json, no profiler trace)."""
+    doc = _steps(tmp_path, parts).traces
+    (rank,) = doc["ranks"].values()
+    account = {"nodes": {"algo-1-27": {"account": rank["account"], "steps": [str(i) for i in range(40)]}},
+               "not_accounted": {}}
+    return RuleOutputs(folder=tmp_path, framework_account=account)
+
+
+def test_a_sagemaker_process_waiting_for_data_is_a_finding_outside_forward_and_backward_is_not(tmp_path):
+    """From framework events the time under no operator holds optimizer.step() (smdebug records only the forward
+    and backward passes): not host overhead; a wait for data every step pays is a finding, in the node's words."""
+    quiet = diagnose(_framework(tmp_path, lambda i: [("op", 700_000), ("python", 300_000)]))  # 40 steps of 1 s
+    assert _causes(quiet) == [] and any(a.question == "step-account" and a.judged for a in quiet.answers)
+    waiting = diagnose(_framework(tmp_path, lambda i: [("load", 200_000), ("op", 700_000), ("python", 100_000)]))
+    assert _causes(waiting) == ["step-waste"]
+    finding = waiting.findings[0]
+    assert finding.metrics["slices"]["data_wait"] == pytest.approx(0.2, rel=1e-3)
+    assert finding.sections == ["framework-metrics-summary"] and "framework metrics summary" in finding.evidence[-1]

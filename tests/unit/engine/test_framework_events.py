@@ -120,8 +120,8 @@ def test_merged_summaries_equal_the_whole_table(tmp_path, monkeypatch, reduce_ba
 
 
 @pytest.mark.parametrize("batch_bytes, batches", [
-    (1, [[9], [3], [6]]),  # every file its own batch: start, end, group code of each file on disk
-    (200, [[9, 3]]),  # the first two files (240 bytes) written together, the third still in memory
+    (1, [[9], [3], [6]]),  # every file its own batch: start, end, group code, node code of each file on disk
+    (250, [[9, 3]]),  # the first two files (288 bytes) written together, the third still in memory
     (4 << 20, []),  # nothing written: all three files in the buffer
 ])
 def test_correlations_from_the_spilled_store_equal_the_tables(tmp_path, monkeypatch, batch_bytes, batches):
@@ -139,7 +139,7 @@ def test_correlations_from_the_spilled_store_equal_the_tables(tmp_path, monkeypa
     folder = Path(fw.store.folder)
     assert [lengths for _, lengths in fw.store.batches] == batches
     assert fw.n_events == 18  # 9 + 3 + 6 events (the 1990 one dropped), written or in the buffer
-    assert len(list(folder.glob("*.npy"))) == 3 * len(batches)
+    assert len(list(folder.glob("*.npy"))) == 4 * len(batches)
     try:
         for instants in ([BASE + 15], [BASE + 15, BASE + 1015], [BASE + 5000], [BASE + 11, BASE + 350]):
             a, b = fw.groups_at_instants(instants), ref.groups_at_instants(instants)
@@ -152,9 +152,30 @@ def test_correlations_from_the_spilled_store_equal_the_tables(tmp_path, monkeypa
         a, b = fw.groups_in_intervals(*seg), ref.groups_in_intervals(*seg)
         assert a.to_dict("list") == b[list(a.columns)].to_dict("list")
         assert list(a["name"]) == ["Step:ModeKeys.TRAIN"]
+        assert _node_event_set(fw) == _node_event_set(ref)  # every event's node, spilled or not
     finally:
         fw.close()
     assert not folder.exists()
+
+
+def _node_event_set(fw: FrameworkEvents) -> list:
+    ev = fw.node_events()
+    return sorted((int(s), int(e), *map(str, ev.triples[g]), ev.nodes[n])
+                  for s, e, g, n in zip(ev.start_us, ev.end_us, ev.group, ev.node))
+
+
+def test_every_event_keeps_its_node(tmp_path):
+    """The store knows each event's node (smdebug's per-process node id): the 18 events kept, 9 + 6 of algo-1-27's
+    two files and 3 of algo-1-28's (the 1990 one dropped as a clock jump)."""
+    root = _profile(tmp_path / "p")
+    fw = _reduced(root, ProblemLog(), _span(root))
+    try:
+        rows = _node_event_set(fw)
+        nodes = [r[-1] for r in rows]
+        assert len(rows) == 18 and nodes.count("algo-1-27") == 15 and nodes.count("algo-1-28") == 3
+        assert ("algo-1-28" in [r[-1] for r in rows if r[4] == "conv"]) and not any(r[4] == "jump" for r in rows)
+    finally:
+        fw.close()
 
 
 def test_memory_store_without_spill_gives_the_same(tmp_path):
@@ -191,7 +212,7 @@ def test_analyze_holds_only_the_key_rows_and_removes_its_spill(tmp_path, monkeyp
         assert len(data.events) == 8180
         assert not set(data.events["phase"].astype(str)) & {"Forward", "cpu_functions", "gpu_functions-dev:0"}
         spilled = Path(data.framework.store.folder)
-        # 14,348 events x 20 bytes = 287 KB: spilled in 64 KiB batches of several files each
+        # 14,348 events x 24 bytes = 344 KB: spilled in 64 KiB batches of several files each
         batches = data.framework.store.batches
         if reduce_batch == 1:
             assert len(batches) == 4 and all(len(lengths) > 1 for _, lengths in batches)
@@ -199,7 +220,7 @@ def test_analyze_holds_only_the_key_rows_and_removes_its_spill(tmp_path, monkeyp
         else:  # 26 files (1.75 MB) in two runs, each past 64 KiB of columns: written as soon as it comes
             assert [len(lengths) for _, lengths in batches] == [1, 1]
             assert sum(sum(lengths) for _, lengths in batches) == 14348
-        assert len(list(spilled.glob("*.npy"))) == 3 * len(batches)
+        assert len(list(spilled.glob("*.npy"))) == 4 * len(batches)
         full = read_framework(sample, ProblemLog())
         assert len(full) == 14348
         whole = AnalysisData(nodes=data.nodes, events=full, t0_us=data.t0_us, n_windows=data.n_windows)

@@ -1,0 +1,130 @@
+"""SageMaker's framework events as the one trace model: the step-time account of each training process.
+
+A synthetic profile (testdata/synthetic.py) plants the data wait (the DataLoader's GetNext before each step: ``gap_ms``)
+and the forward / backward passes (37 % and 57 % of each step); the account must find exactly those, read
+independently from the trace files the generator wrote, with every step's slices adding up to the step."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from reportgen.diagnosis import diagnose
+from reportgen.engine import analyze, load_data
+from reportgen.engine.framework_trace import node_traces
+from reportgen.report.sections import framework
+from reportgen.rule_outputs import load_rule_outputs
+from reportgen.trace_analysis.account import SLICES, step_account
+from reportgen.trace_analysis.framework_account import FRAMEWORK_ACCOUNT_JSON, write_framework_account
+from testdata.synthetic import Scenario, generate
+from tests.support.paths import SAMPLE_DATA
+
+GAP_MS = 100.0  # planted: the DataLoader's wait before each 300 ms step (a quarter of the step with the wait)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("planted")
+    sc = Scenario(init_s=5, final_s=2, step_ms=300, gap_ms=GAP_MS, dataloader_workers=2, eval_every=20, eval_steps=3)
+    generate(root / "raw", nodes=2, cores=4, gpus=1, duration_s=120, scenario=sc)
+    return root
+
+
+def _file_events(raw: Path) -> dict[str, list[tuple]]:
+    """node -> (phase, name, start, dur) of every complete event, read from the files without reportgen."""
+    out = defaultdict(list)
+    for path in sorted((raw / "framework").rglob("*_pythontimeline.json")):
+        node = path.name.split("_")[1]  # 27-algo-1
+        node = f"{node.split('-', 1)[1]}-{node.split('-', 1)[0]}"  # smdebug's per-process id: algo-1-27
+        events = json.loads(path.read_text())
+        base = events[0]["args"]["start_time_since_epoch_in_micros"]
+        phases = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name" and "name" in e["args"]}
+        for e in events:
+            if e.get("ph") == "X":
+                out[node].append((phases[e["pid"]], e["name"], base + e["ts"], e["dur"]))
+    return out
+
+
+def test_slices_add_up_and_equal_the_planted_wait_and_passes(planted):
+    data, _ = load_data(planted / "raw")
+    try:
+        traces = node_traces(data.framework.node_events(), data.framework.rows)
+    finally:
+        data.framework.close()
+    files = _file_events(planted / "raw")
+    assert [t.node for t in traces] == ["algo-1-27", "algo-2-27"]
+    for trace in traces:
+        events = files[trace.node]
+        train = sorted((s, d) for p, _, s, d in events if p == "Step:ModeKeys.TRAIN")
+        fetch = sorted((s, d) for p, _, s, d in events if p in ("DataLoaderIter", "DataLoaderIterInitialize"))
+        passes = sorted((s, d) for p, _, s, d in events if p in ("Forward", "Backward(post-forward)"))
+        assert len(trace.steps) == len(train) > 100
+        account = step_account(trace.columns, trace.steps)
+        per = account["per_step_ms"]
+        for i, (start, dur) in enumerate(train):
+            step = trace.steps[i]
+            # each step begins at the fetch of its batch: the GetNext call right before it (and at an epoch's start
+            # the iterator's creation before that)
+            wait = [(s, d) for s, d in fetch if step["start_us"] <= s and s + d <= start]
+            assert wait and wait[0][0] == step["start_us"] and step["start_us"] + step["dur_us"] == start + dur
+            assert sum(per[name][i] for name in SLICES) == pytest.approx(step["dur_us"] / 1000.0, abs=1e-6)
+            # waiting for data: the DataLoader's calls inside the step (the generator starts an evaluation's
+            # iterator in the last 1.5 ms of the training step before it)
+            inside = [d for s, d in fetch if step["start_us"] <= s and s + d <= start + dur]
+            assert per["data_wait"][i] == pytest.approx(sum(inside) / 1000.0, abs=1e-6)
+            compute = sum(d for s, d in passes if start <= s < start + dur)
+            assert per["compute"][i] == pytest.approx(compute / 1000.0, abs=1e-6)
+        # the planted wait: GAP_MS before each step, less the 0.3 ms between the call's end and the step
+        assert statistics.median(per["data_wait"]) == pytest.approx(GAP_MS - 0.3, rel=0.05)
+        # DataLoader workers are other processes (left out); evaluation steps lie between the training steps
+        assert trace.workers_left_out == sum(1 for p, *_ in events if p == "DataLoaderWorker")
+        evals = sum(d for p, _, _, d in events if p == "Step:ModeKeys.EVAL") / 1000.0
+        assert 0 < evals < account["window"]["between_steps_ms"]
+
+
+def test_the_planted_wait_is_a_finding_and_the_clean_run_healthy(planted, tmp_path):
+    """25 % of each step waiting for data, below the input pipeline's utilization signs: the account finds it."""
+    result = analyze(planted / "raw", tmp_path / "a")
+    path = write_framework_account(result.node_traces, tmp_path / "a")
+    assert path == tmp_path / "a" / FRAMEWORK_ACCOUNT_JSON
+    diagnosis = diagnose(load_rule_outputs(result.report_dir))
+    assert diagnosis.status == "problems"
+    (finding,) = [f for f in diagnosis.findings if f.cause == "step-waste"]
+    assert finding.metrics["slices"]["data_wait"] == pytest.approx((GAP_MS - 0.3) / (GAP_MS + 300), rel=0.05)
+    assert "waiting for data" in finding.title and "DataLoaderIter::GetNext" in finding.evidence[0]
+    assert finding.sections == ["framework-metrics-summary"]
+    assert any(a.question == "step-account" and a.judged for a in diagnosis.answers)
+    # the page: one row per slice and node, the slices' shares adding up to the step; report.json's summary
+    section = framework.build(load_rule_outputs(result.report_dir))
+    (table,) = [t for t in section.tables() if t.id == "framework-step-account"]
+    for node in ("algo-1-27", "algo-2-27"):
+        rows = [r for r in table.rows if r[0] == node]
+        assert rows[-1][1] == "Step (all slices)" and sum(r[3] for r in rows[:-1]) == pytest.approx(100.0)
+        assert [r[1] for r in rows[:-1]] == ["Compute", "Waiting for data", "Outside forward and backward (loss, "
+                                             "optimizer, other Python)"]
+        summary = section.data["step_account"]["nodes"][node]
+        assert sum(summary["slices_ms"].values()) == pytest.approx(summary["step_ms"])
+    workers = sum(t.workers_left_out for t in result.node_traces)
+    assert workers > 0 and any(f"worker processes ({workers:,} events) are not in the account" in getattr(b, "text", "")
+                               for b in section.blocks)
+
+
+def test_sample_data_accounts_each_training_process():
+    """The bundled sample: two processes (algo-1-27, algo-2-27), every TRAIN step accounted, the slices adding up."""
+    data, _ = load_data(SAMPLE_DATA)
+    try:
+        traces = node_traces(data.framework.node_events(), data.framework.rows)
+        train = data.framework.rows[data.framework.rows["name"].astype(str) == "Step:ModeKeys.TRAIN"]
+        counts = train.groupby(train["node_id"].astype(str)).size().to_dict()
+    finally:
+        data.framework.close()
+    assert {t.node: len(t.steps) for t in traces} == counts == {"algo-1-27": 1318, "algo-2-27": 1326}
+    for trace in traces:
+        account = step_account(trace.columns, trace.steps)
+        totals = [sum(v) for v in zip(*account["per_step_ms"].values())]
+        assert totals == pytest.approx([s["dur_us"] / 1000.0 for s in trace.steps], abs=1e-6)
+        assert account["perspective"] == "host" and account["slices_ms"]["compute"] > 0.8 * account["step_ms"]
