@@ -20,7 +20,9 @@ collection runs first. Only processes reportgen owns freeze: the command line's 
 without ``argv``, after numpy's import); the local Dask workers' fork server (``readers.fork_server_heap``),
 whose workers are forked with the frozen objects and so also leave those pages unwritten by their
 collections (copy-on-write); and the page's worker process after its warm-up (``render.worker``: ~78
-thousand objects; a medium page's one full collection took 40 ms of its 0.56 CPU s). A library caller's
+thousand objects; a medium page's one full collection took 40 ms of its 0.56 CPU s). That warm-up runs
+``paused()`` too: its imports' ~240 collections cost 0.04-0.06 CPU s and would free ~4,900 of ~160 thousand
+objects (1.1 MB, kept instead until the process ends after its one page). A library caller's
 process, a test that calls ``main(argv)``, or a Jupyter kernel keep their collector as it was. Before an
 interpreter teardown the command line thaws them (``thaw_imported_objects``): the teardown's collections
 finalize objects that only a reference cycle keeps alive, which a frozen one would never be.

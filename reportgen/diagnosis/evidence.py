@@ -21,7 +21,7 @@ from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTim
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_command,
                                     system_usage_of, traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
-from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank, trace_ranks_of
+from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank
 from reportgen.rulebook import RuleName
 
 SUMMARY_RULES = ("OverallSystemUsage", "OverallFrameworkMetrics")
@@ -394,7 +394,7 @@ def _steps(ev: Evidence, outputs: RuleOutputs) -> None:
 
 def _traces(ev: Evidence, outputs: RuleOutputs) -> None:
     doc = as_object(outputs.traces)
-    ev.trace_ranks = {label: r for label, r in trace_ranks_of(doc).items() if r.is_object}
+    ev.trace_ranks = {label: r for label, r in outputs.trace_ranks().items() if r.is_object}
     ev.trace_comparison = TraceComparison.of(doc)
     ev.framework = FrameworkAccounts.of(outputs.framework_account)
     if ev.trace_ranks and ev.has_gpu is None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from reportgen.report.util import number
 from reportgen.rule_outputs import RuleOutputs
-from reportgen.trace_ranks import PYTORCH_TRACES, TraceLoader, doc_traces_name, trace_ranks_of
+from reportgen.trace_ranks import PYTORCH_TRACES, TraceLoader, doc_traces_name
 
 PYTORCH_TITLE = "GPU kernels and operators (PyTorch profiler)"
 XSPACE_TITLE = "Kernels and operators (JAX / TensorFlow profiler)"
@@ -49,7 +49,7 @@ class TraceFacts:
 
 
 def trace_facts(outputs: RuleOutputs) -> TraceFacts:
-    ranks = list(trace_ranks_of(getattr(outputs, "traces", None)).values())
+    ranks = list(outputs.trace_ranks().values())
     facts = TraceFacts(ranks=len(ranks), name=doc_traces_name(getattr(outputs, "traces", None)))
     if not ranks:
         return facts

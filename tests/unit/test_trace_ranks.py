@@ -4,8 +4,11 @@ from entries with missing and garbage values, which must give None / an empty vi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from reportgen.rule_outputs import RuleOutputs
 from reportgen.trace_analysis import analyze_job, find_traces
 from reportgen.trace_gpu_analysis import BreakdownStep, GpuAnalysis
 from reportgen.trace_ranks import (JobRow, JobTable, RankRow, RankTable, TraceCollectives, TraceComparison, TraceJob,
@@ -74,6 +77,22 @@ def test_garbage_entries_are_none_not_an_error():
     assert ranks["2"].is_object and ranks["2"].steps is None and ranks["2"].dataloader is None
     assert trace_ranks_of(None) == {} and trace_ranks_of({"ranks": [1]}) == {}
 
+
+
+def test_rule_outputs_read_their_ranks_once_per_document():
+    """A report asks for kineto.json's ranks in six places: RuleOutputs reads them once, and again only for a
+    document assigned anew."""
+    doc = {"ranks": {"0": {"steps": [{"step": 1, "start_ms": 0.0, "dur_ms": 5.0}], "span_ms": 5.0}, "1": "not a rank"}}
+    outputs = RuleOutputs(folder=Path("job"), traces=doc)
+    first, second = outputs.trace_ranks(), outputs.trace_ranks()
+    assert first == second == trace_ranks_of(doc) and first is not second  # each caller its own dict
+    assert first["0"] is second["0"] and first["0"].span_ms == 5.0 and first["0"].steps == (TraceStep(1, 0.0, 5.0),)
+    first.pop("0")
+    assert list(outputs.trace_ranks()) == ["0", "1"]  # a caller's dict is its own
+    outputs.traces = {"ranks": {"7": {"span_ms": 2.5}}}
+    assert list(outputs.trace_ranks()) == ["7"] and outputs.trace_ranks()["7"].span_ms == 2.5
+    outputs.traces = None
+    assert outputs.trace_ranks() == {} and RuleOutputs(folder=Path("job")).trace_ranks() == {}
 
 @pytest.mark.fixtures
 def test_a_gpu_rank():

@@ -20,7 +20,7 @@ from reportgen.report.trace_facts import kernels_title
 from reportgen.trace_gpu_analysis import KernelPattern
 from reportgen.report.step_account import account_blocks
 from reportgen.trace_ranks import (JobRow, TraceComparison, TraceGpu, TraceJob, TraceLoader,
-                                   TraceRank, doc_traces_name, trace_ranks_of)
+                                   TraceRank, doc_traces_name)
 
 
 def _value(value):
@@ -318,7 +318,7 @@ def build(outputs: RuleOutputs) -> Section:
     doc = as_dict(getattr(outputs, "traces", None))
     section = Section(SECTION_ID, kernels_title(doc_traces_name(doc)))
     ranks = {label: as_dict(r) for label, r in as_dict(doc.get("ranks")).items()}  # as written, for report.json
-    views = trace_ranks_of(doc)
+    views = outputs.trace_ranks()
     if not ranks:
         return section.missing("No PyTorch profiler (Kineto) traces were given: point reportgen at a folder with "
                                "*.pt.trace.json(.gz) files to see GPU kernels and operators per rank.")
