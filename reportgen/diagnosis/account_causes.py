@@ -90,6 +90,12 @@ def every_step(ev: Evidence, name: str) -> tuple[float, str | None, float]:
     return over_ranks(ev, name)
 
 
+def mean_and_worst(ev: Evidence, shares: dict[str, float]) -> tuple[float, str]:
+    """(the mean over every account of a cost some of them show, 0 where one shows none; the account where it is
+    largest): a cause's share of the job and the rank its evidence is told from. ``shares`` must not be empty."""
+    return statistics.mean(shares.get(label, 0.0) for label in accounts(ev)), max(shares, key=lambda label: shares[label])
+
+
 def _median_step_ms(account: TraceAccount) -> float:
     totals = [sum(values) for values in zip(*(v for v in account.per_step_ms.values() if v))]
     return statistics.median(totals) if totals else account.step_ms / max(account.steps, 1)
@@ -376,8 +382,7 @@ def loader_restart(ev: Evidence, found: dict) -> Finding | None:
     if not restarting:
         return None
     cost = {label: a.every_step_share("data_wait") + a.every_step_share("no_operator") for label, a in restarting.items()}
-    worst = max(cost, key=lambda label: cost[label])
-    share = statistics.mean(cost.get(label, 0.0) for label in accounts(ev))
+    share, worst = mean_and_worst(ev, cost)
     if share < WASTE:
         return None
     account = restarting[worst]
@@ -423,8 +428,7 @@ def float64(ev: Evidence, found: dict) -> Finding | None:
             saved[label] = ((wide - slow) * (1 - FLOAT32_KEEPS) + slow * (1 - FLOAT32_KEEPS_FALLBACK)) / account.step_ms
     if not saved:
         return None
-    share = statistics.mean(saved.get(label, 0.0) for label in accounts(ev))
-    worst = max(saved, key=lambda label: saved[label])
+    share, worst = mean_and_worst(ev, saved)
     if share < WASTE:
         return None
     account = accounts(ev)[worst]
@@ -463,8 +467,7 @@ def between_steps(ev: Evidence, found: dict) -> Finding | None:
             shares[label] = gaps / (a.step_ms + gaps)  # of the loop's time in the window: the steps and between them
     if not shares:
         return None
-    share = statistics.mean(shares.get(label, 0.0) for label in accounts(ev))
-    worst = max(shares, key=lambda label: shares[label])
+    share, worst = mean_and_worst(ev, shares)
     if share < WASTE:
         return None
     gaps = accounts(ev)[worst].between_steps_ms
