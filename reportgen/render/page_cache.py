@@ -84,6 +84,9 @@ def fixed_generation_time(text: str | None) -> Iterator[None]:
         _fixed_time.pop()
 
 
+PLACEHOLDER = re.compile(r"reportgen-time-[0-9a-f]{32}")
+
+
 def new_placeholder() -> str:
     """A word no data holds by chance, that no escaping (HTML, JSON, Markdown) changes."""
     return f"reportgen-time-{secrets.token_hex(16)}"
@@ -201,7 +204,7 @@ def page_key(parameters: dict, work_dir: Path, environ=None) -> str | None:
     if inputs is None:
         return None
     keyed = {name: value for name, value in parameters.items() if name != "output_dir"}
-    with contextlib.suppress(ValueError):  # the run's own rule outputs: where the work folder is does not count
+    if _in_folder(source, work_dir):  # the run's own rule outputs: where the work folder is does not count
         keyed["source"] = ["work", str(source.resolve().relative_to(Path(work_dir).resolve()))]
     prices = (parameters.get("cost") or {}).get("prices_file") if isinstance(parameters.get("cost"), dict) else None
     prices_digest = file_digest(Path(prices)) if prices else None
@@ -215,6 +218,10 @@ def page_key(parameters: dict, work_dir: Path, environ=None) -> str | None:
     except (TypeError, ValueError):
         return None
     return hashlib.sha256(ident.encode("ascii")).hexdigest()
+
+
+def _in_folder(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(Path(folder).resolve())
 
 
 # ------------------------------------------------------------------------------------------------ entries
@@ -289,7 +296,8 @@ def _decode(raw: bytes, key: str) -> tuple[str, str, str] | None:
                 and header.get("key") == key and header.get("sha256") == hashlib.sha256(body).hexdigest()):
             return None
         size, placeholder = header.get("html_bytes"), header.get("placeholder")
-        if not (isinstance(size, int) and 0 <= size <= len(body) and isinstance(placeholder, str) and placeholder):
+        if not (type(size) is int and 0 <= size <= len(body) and isinstance(placeholder, str)
+                and PLACEHOLDER.fullmatch(placeholder)):  # only ever a placeholder is replaced by the time
             return None
         return (body[:size].decode("utf-8", "surrogatepass"), body[size:].decode("utf-8", "surrogatepass"),
                 placeholder)
@@ -394,9 +402,11 @@ def cached_page(make: Callable, parameters: dict, work_dir: Path, cache: TraceCa
         json_text = produced.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):  # the notebook wrote no report.json: the pipeline says so
         return page
-    # Kept only when the time is the placeholder's and the inputs are still what was keyed (a folder rewritten
-    # while the notebook read it is not); an executed notebook kept beside the page (--keep-notebook) is not.
-    if placeholder in json_text and page.notebook is None and page_key(parameters, work_dir) == key:
+    # Kept only when the time is the placeholder's and the inputs are still what was keyed (a user's folder
+    # rewritten while the notebook read it is not; the run's own rule outputs in its work folder cannot be); an
+    # executed notebook kept beside the page (--keep-notebook) is not.
+    if placeholder in json_text and page.notebook is None and (
+            _in_folder(Path(str(parameters.get("source"))), work_dir) or page_key(parameters, work_dir) == key):
         if store_page(cache, key, placeholder, page.html, json_text):
             _remember(cache, stamp, key)
     now = generation_time()

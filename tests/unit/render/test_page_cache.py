@@ -126,15 +126,23 @@ def test_the_code_digest_covers_templates_notebooks_and_plotly(tmp_path):
     assert tree_digest((copy,)) != before
 
 
+PH = "reportgen-time-" + "0" * 32
+
+
 def test_an_entry_gives_back_page_and_json_byte_for_byte(cache):
-    html = "<p>Generated PH</p>\udcff é"  # a lone surrogate (a name that was not UTF-8) comes back as it was
-    assert store_page(cache, "k" * 64, "PH", html, '{"generated_at": "PH"}')
-    assert load_page(cache, "k" * 64) == (html, '{"generated_at": "PH"}', "PH")
+    html = f"<p>Generated {PH}</p>\udcff é"  # a lone surrogate (a name that was not UTF-8) comes back as it was
+    assert store_page(cache, "k" * 64, PH, html, f'{{"generated_at": "{PH}"}}')
+    assert load_page(cache, "k" * 64) == (html, f'{{"generated_at": "{PH}"}}', PH)
+
+
+def test_an_entry_whose_placeholder_is_no_placeholder_is_not_trusted(cache):
+    store_page(cache, "f" * 64, "e", "<p>Generated e</p>", "{}")  # whole, but its "e" would become the time
+    assert load_page(cache, "f" * 64) is None and not page_entry_path(cache, "f" * 64).exists()
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped byte", "foreign key", "empty", "no header"])
 def test_a_damaged_entry_is_removed_and_missed(cache, damage):
-    store_page(cache, "a" * 64, "PH", "<p>page PH</p>", "{}")
+    store_page(cache, "a" * 64, PH, "<p>page PH</p>", "{}")
     where = page_entry_path(cache, "a" * 64)
     raw = where.read_bytes()
     if damage == "truncated":
@@ -142,7 +150,7 @@ def test_a_damaged_entry_is_removed_and_missed(cache, damage):
     elif damage == "flipped byte":
         where.write_bytes(raw[:-3] + bytes([raw[-3] ^ 1]) + raw[-2:])
     elif damage == "foreign key":
-        store_page(cache, "b" * 64, "PH", "<p>other PH</p>", "{}")
+        store_page(cache, "b" * 64, PH, "<p>other PH</p>", "{}")
         os.replace(page_entry_path(cache, "b" * 64), where)
     elif damage == "empty":
         where.write_bytes(b"")
@@ -154,32 +162,32 @@ def test_a_damaged_entry_is_removed_and_missed(cache, damage):
 
 def test_a_link_or_fifo_under_an_entry_name_is_neither_followed_nor_replaced(cache, tmp_path):
     outside = tmp_path / "outside"
-    store_page(cache, "c" * 64, "PH", "<p>PH</p>", "{}")
+    store_page(cache, "c" * 64, PH, "<p>PH</p>", "{}")
     os.replace(page_entry_path(cache, "c" * 64), outside)  # a whole, valid entry, but outside the folder
     link = page_entry_path(cache, "c" * 64)
     link.symlink_to(outside)
     assert load_page(cache, "c" * 64) is None
-    assert not store_page(cache, "c" * 64, "PH", "<p>new</p>", "{}")
+    assert not store_page(cache, "c" * 64, PH, "<p>new</p>", "{}")
     assert link.is_symlink() and outside.read_bytes().endswith(b"<p>PH</p>{}")
     fifo = page_entry_path(cache, "d" * 64)
     os.mkfifo(fifo)
     assert load_page(cache, "d" * 64) is None  # no hang
-    assert not store_page(cache, "d" * 64, "PH", "<p>new</p>", "{}")
+    assert not store_page(cache, "d" * 64, PH, "<p>new</p>", "{}")
     assert fifo.exists() and not fifo.is_file()
 
 
 def test_a_read_only_cache_keeps_nothing(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
-    assert not store_page(TraceCache(folder, 1 << 30, writable=False), "e" * 64, "PH", "<p/>", "{}")
+    assert not store_page(TraceCache(folder, 1 << 30, writable=False), "e" * 64, PH, "<p/>", "{}")
     assert list(folder.iterdir()) == []
 
 
 def test_pages_are_under_the_folder_bound(cache):
-    store_page(cache, "1" * 64, "PH", "x" * 5000, "{}")
+    store_page(cache, "1" * 64, PH, "x" * 5000, "{}")
     old = page_entry_path(cache, "1" * 64)
     os.utime(old, (1, 1))
-    store_page(cache, "2" * 64, "PH", "y" * 5000, "{}")
+    store_page(cache, "2" * 64, PH, "y" * 5000, "{}")
     assert evict(TraceCache(cache.folder, 6000)) == 1
     assert not old.exists() and page_entry_path(cache, "2" * 64).exists()
 
@@ -277,3 +285,19 @@ def test_the_time_placeholder_nests_and_is_restored():
             assert generation_time() == "B"
         assert generation_time() == "A"
     assert generation_time() != "A" and page_cache.TIME_FORMAT.endswith("UTC")
+
+
+def test_a_users_folder_rewritten_while_the_page_is_made_keeps_no_page(cache, work, tmp_path):
+    user = tmp_path / "user"
+    shutil.copytree(work / "analysis", user)
+    parameters = _parameters(work, source=str(user / "profiler-reports"))
+
+    def make(placeholder):
+        (user / "profiler-reports" / "CPUBottleneck.json").write_text('{"RuleTriggered": 0}')  # a writer meanwhile
+        (work / "report.json").write_text(json.dumps({"t": placeholder}))
+        return Page(f"<p>{placeholder}</p>")
+    cached_page(make, parameters, work, cache, print)
+    assert list(cache.folder.iterdir()) == []
+    calls: list = []
+    cached_page(_maker(work, calls), parameters, work, cache, print)
+    assert len(list(cache.folder.glob("*.page"))) == 1  # left alone, the same folder's page is kept
