@@ -313,10 +313,11 @@ def source_stamp(source: str, settings: str) -> str | None:
     inode) run with ``settings`` (the run's options, as text): what tells, before any work, that the page will
     likely come from the cache. None for a source that is no local path or holds more than ``MAX_STAMPED``
     files. Only a forecast: the page itself is served by ``page_key``, never by this."""
-    path = Path(source).expanduser()
     try:
+        path = Path(source).expanduser()
         top = os.stat(path)
-    except (OSError, ValueError):  # s3://, a job's name or ARN, an unusable path: no forecast
+        where = str(path.resolve())
+    except (OSError, ValueError, RuntimeError):  # s3://, a job's name or ARN, ~unknown-user, a link loop: none
         return None
     rows: list = []
     if stat.S_ISDIR(top.st_mode):
@@ -333,7 +334,7 @@ def source_stamp(source: str, settings: str) -> str | None:
                              st.st_ctime_ns, st.st_ino])
     else:
         rows.append(["", top.st_size, top.st_mtime_ns, top.st_ctime_ns, top.st_ino])
-    ident = json.dumps([PAGE_FORMAT, str(path.resolve()), settings, code_digest(), rows])
+    ident = json.dumps([PAGE_FORMAT, where, settings, code_digest(), rows])
     return hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
 
 

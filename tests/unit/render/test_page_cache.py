@@ -257,6 +257,10 @@ def test_the_forecast_follows_the_source_and_the_kept_page(cache, work, tmp_path
         entry.unlink()
     assert not expects_hit(cache, stamp)
     assert source_stamp("s3://bucket/job", "settings") is None
+    assert source_stamp("~no-such-user-x/job", "settings") is None  # no error: the run says what is wrong
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert source_stamp(str(loop), "settings") is None
 
 
 def test_the_page_cache_follows_the_trace_caches_switches(tmp_path):
