@@ -51,6 +51,7 @@ PAGE_FORMAT = 1
 PAGE_SUFFIX = ".page"
 HINT_SUFFIX = ".page-hint"
 MAX_STAMPED = 20_000  # a source of more files gets no forecast (the page's process is started as ever)
+MAX_HINTS = 1024  # forecasts kept (the most recent)
 PAGE_CACHE_ENV = "REPORTGEN_PAGE_CACHE"
 # The environment that changes no page: where the caches are and how large, whether the page has a process.
 NOT_KEYED = frozenset(("REPORTGEN_CACHE_DIR", "REPORTGEN_NO_CACHE", "REPORTGEN_CACHE_MAX_MB", PAGE_CACHE_ENV,
@@ -360,7 +361,19 @@ def _remember(cache: TraceCache, stamp: str | None, key: str) -> None:
     if stamp is None or not cache.writable or _read_regular(hint_path(cache, stamp)) == key.encode("ascii"):
         return
     if _is_regular_or_absent(hint_path(cache, stamp)):
-        put_entry(cache, hint_path(cache, stamp), lambda handle: handle.write(key.encode("ascii")))
+        if put_entry(cache, hint_path(cache, stamp), lambda handle: handle.write(key.encode("ascii"))):
+            prune_hints(cache)
+
+
+def prune_hints(cache: TraceCache, keep: int = MAX_HINTS) -> int:
+    """Remove all but the ``keep`` most recent forecasts: 64 bytes each, the folder's size bound would let a CI
+    cache gather one per run for ever; returns how many went."""
+    try:
+        hints = [(item.stat(follow_symlinks=False).st_mtime_ns, item.name) for item in os.scandir(cache.folder)
+                 if item.name.endswith(HINT_SUFFIX) and item.is_file(follow_symlinks=False)]
+    except OSError:
+        return 0
+    return sum(remove_entry(cache.folder / name) for _, name in sorted(hints)[:max(len(hints) - keep, 0)])
 
 
 # ------------------------------------------------------------------------------------------------ a run's page
@@ -418,4 +431,4 @@ def cached_page(make: Callable, parameters: dict, work_dir: Path, cache: TraceCa
 
 __all__ = ["PAGE_CACHE_ENV", "PAGE_FORMAT", "PAGE_SUFFIX", "cached_page", "code_digest", "code_roots", "expects_hit", "file_digest",
            "fixed_generation_time", "generation_time", "library_versions", "load_page", "new_placeholder",
-           "page_cache_for", "page_entry_path", "page_key", "source_stamp", "store_page", "tree_digest"]
+           "page_cache_for", "page_entry_path", "page_key", "prune_hints", "source_stamp", "store_page", "tree_digest"]

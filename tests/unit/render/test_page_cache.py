@@ -17,7 +17,7 @@ from reportgen.render import page_cache
 from reportgen.render.html import Page
 from reportgen.render.page_cache import (cached_page, code_roots, expects_hit, fixed_generation_time,
                                          generation_time, load_page, page_cache_for, page_entry_path, page_key,
-                                         source_stamp, store_page, tree_digest)
+                                         prune_hints, source_stamp, store_page, tree_digest)
 from reportgen.resources import notebook_path, plotly_js_gzip, template_dir
 
 NOW = "2031-02-03 04:05 UTC"
@@ -261,6 +261,16 @@ def test_the_forecast_follows_the_source_and_the_kept_page(cache, work, tmp_path
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
     assert source_stamp(str(loop), "settings") is None
+
+
+def test_only_the_most_recent_forecasts_are_kept(cache):
+    for n in range(5):
+        hint = cache.folder / f"{n:064x}.page-hint"
+        hint.write_text("0" * 64)
+        os.utime(hint, (1000 + n, 1000 + n))
+    (cache.folder / "x.page").write_text("not a hint")
+    assert prune_hints(cache, keep=2) == 3
+    assert sorted(p.name for p in cache.folder.iterdir()) == [f"{3:064x}.page-hint", f"{4:064x}.page-hint", "x.page"]
 
 
 def test_the_page_cache_follows_the_trace_caches_switches(tmp_path):
