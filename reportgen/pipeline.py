@@ -349,8 +349,9 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
     if cost.prices_file or cost.instance or cost.count is not None:
         _check_cost_options(cost)
     with work_folder() as work_dir:
-        # gets ready to make the page while the engine runs (render/process.py); --debug: made in this process,
-        # and so is a page that the last run over the same files left in the page cache, when it is not there
+        # gets ready to make the page while the engine runs (render/process.py); --debug: made in this process.
+        # No worker either where the last run over the same files left its page in the page cache (its forecast):
+        # the page is served, or, should it be missing after all, made in this process.
         page_cache, stamp = page_cache_of(source, options)
         from reportgen.render.page_cache import cached_page, expects_hit
 

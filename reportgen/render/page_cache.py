@@ -22,6 +22,11 @@ header line (format, key, placeholder, the page's length, SHA-256 of the body), 
 Written under a temporary name and renamed into place; a cut, altered or foreign entry is removed and the page
 made again; an entry that is no regular file (a link, a FIFO) is never opened, followed nor replaced.
 ``REPORTGEN_PAGE_CACHE=0`` turns only this cache off (the trace cache's ``--no-cache`` turns off both).
+
+The key is known only once the rule outputs are, after the engine; the page's worker starts before it. A worker
+started and killed on a hit cost 0.88-1.10 s of wall against 0.51-0.54 s without it (2 x 100 MB, load 4), so a
+forecast (``source_stamp``: the local source's files as they lie on disk, and the run's options) remembers the
+page its last run had (``<stamp>.page-hint``): where that page is kept, the run starts no worker.
 """
 
 from __future__ import annotations
