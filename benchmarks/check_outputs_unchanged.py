@@ -21,8 +21,8 @@ the tree; the notebook kernel inherits it), and compares byte for byte:
 
 Both trees run with the trace cache off (``REPORTGEN_NO_CACHE=1``): a reduction kept by an earlier run would
 stand in for the reader under test. ``--warm`` then runs the tree twice more with a fresh trace cache of its
-own, filling it and then reading every trace from it, and compares both with the base too (issue 51: a warm
-run writes the cold run's outputs).
+own, filling it and then reading every trace and every page from it (the page cache lives in the same folder),
+and compares both with the base too (issue 51: a warm run writes the cold run's outputs).
 
 Inputs: ``sample_data``, the synthetic benchmark profiles named by ``--profiles`` (written once with
 ``benchmarks/generate_data.py``, deterministic), every raw fixture in ``../shared/fixtures/raw`` and

@@ -80,8 +80,8 @@ def _sources(*, recompute: bool = True, analysis: bool = True) -> argparse.Argum
                           "--incremental records are cached (default: $REPORTGEN_CACHE_DIR, else ~/.cache/reportgen "
                           "or $XDG_CACHE_HOME/reportgen)")
     src.add_argument("--no-cache", action="store_true",
-                     help="read every profiler trace in full, neither using nor filling the trace cache "
-                          "(also $REPORTGEN_NO_CACHE=1; see docs/beyond-sagemaker.md)")
+                     help="read every profiler trace in full and make the page anew, neither using nor filling "
+                          "the trace cache or the page cache (also $REPORTGEN_NO_CACHE=1; see docs/beyond-sagemaker.md)")
     src.add_argument("--profile", default=None, help="AWS profile to use (default: the usual boto3 lookup)")
     if analysis:
         src.add_argument("--rule-param", action="append", default=[], metavar="RULE.PARAM=VALUE",

@@ -11,13 +11,13 @@ import json
 import os
 import shutil
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
 from reportgen import __version__
 from reportgen.atomic import write_text_atomic
 from reportgen.errors import InputError
 from reportgen.render.blocks import render_header, render_section
+from reportgen.render.page_cache import generation_time
 from reportgen.report.build import build_report
 from reportgen.report.charts import for_plotly
 from reportgen.report.json_output import report_data
@@ -33,7 +33,7 @@ class ReportSession:
     def __init__(self, report: Report, standalone: bool):
         self.report = report
         self.standalone = standalone
-        self.generated_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        self.generated_at = generation_time()  # a placeholder while a page is made for the page cache
 
     def _display(self, html: str, meta: dict) -> None:
         from IPython.display import HTML, display

@@ -309,6 +309,18 @@ def _add_trace_analysis(resolved, analysis_dir: Path, options: SourceOptions, pr
     return report_dir
 
 
+def page_cache_of(source: str, options: GenerateOptions):
+    """The page cache of this run and its source's stamp (``render/page_cache.py``): none with ``--no-cache``,
+    ``--keep-notebook`` (the executed notebook is asked for) nor ``--debug``."""
+    if not options.source.trace_cache or options.keep_notebook or options.debug:
+        return None, None
+    from reportgen.render.page_cache import page_cache_for, source_stamp
+
+    cache = page_cache_for(options.source.cache_dir)
+    settings = repr((options.source, options.cost, options.job_name))
+    return cache, source_stamp(str(source), settings) if cache is not None else None
+
+
 def generate(source: str, output: Path, options: GenerateOptions = GenerateOptions(),
              progress: Progress = silent) -> GenerateResult:
     """Make the report and commit every output together (``output_set``): the HTML, report.json and,
@@ -341,8 +353,13 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
     if cost.prices_file or cost.instance or cost.count is not None:
         _check_cost_options(cost)
     with work_folder() as work_dir:
-        # gets ready to make the page while the engine runs (render/process.py); --debug: made in this process
-        maker = NotebookProcess(work_dir, progress, in_process=options.debug)
+        # gets ready to make the page while the engine runs (render/process.py); --debug: made in this process.
+        # No worker either where the last run over the same files left its page in the page cache (its forecast):
+        # the page is served, or, should it be missing after all, made in this process.
+        page_cache, stamp = page_cache_of(source, options)
+        from reportgen.render.page_cache import cached_page, expects_hit
+
+        maker = NotebookProcess(work_dir, progress, in_process=options.debug or expects_hit(page_cache, stamp))
         try:
             prepared = prepare_rule_outputs(source, work_dir, options.source, progress, stats)
             resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used
@@ -353,15 +370,16 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
                 description += " (raw profiler data is also available: --recompute analyses it with reportgen's engine)"
             if resolved.incomplete:
                 notes.insert(0, "The job was still running: this report covers the data written so far.")
-            progress("executing the analysis notebook and converting it to HTML")
             # The notebook reads the rule outputs (once; an unreadable one is an InputError) and writes
-            # report.json into the work folder.
+            # report.json into the work folder; a re-run over the same ones takes both from the page cache.
             parameters = NotebookParameters(
                 source=str(rule_dir.resolve()), output_dir=str(work_dir.resolve()),
                 job_name=options.job_name or resolved.job_name or local_job_name(source), standalone=True,
                 notes=notes, description=description, incomplete=resolved.incomplete, source_label=str(source),
                 cost=_cost_parameter(resolved, cost), debug=options.debug)
-            page = maker.render(parameters.to_papermill(), keep_notebook=bool(options.keep_notebook))
+            papermill, keep = parameters.to_papermill(), bool(options.keep_notebook)
+            page = cached_page(lambda when: maker.render(papermill, keep_notebook=keep, generated_at=when),
+                               papermill, work_dir, page_cache, progress, stamp)
         finally:
             maker.close()
         html = page.html

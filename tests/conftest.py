@@ -32,6 +32,9 @@ CACHE_HOME = tempfile.mkdtemp(prefix="reportgen-tests-cache-")
 atexit.register(shutil.rmtree, CACHE_HOME, True)
 os.environ["XDG_CACHE_HOME"] = CACHE_HOME
 os.environ.pop("REPORTGEN_CACHE_DIR", None)
+# The page cache is off: a test that patches what makes a page (a builder, the worker) must run the notebook, and
+# must not leave its page for the next test of the same inputs. Its own tests turn it on (``monkeypatch.delenv``).
+os.environ["REPORTGEN_PAGE_CACHE"] = "0"
 
 
 def pytest_report_header(config):

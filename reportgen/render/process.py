@@ -60,15 +60,21 @@ class NotebookProcess:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def render(self, parameters: dict, notebook: Path | None = None, keep_notebook: bool = False) -> Page:
+    def render(self, parameters: dict, notebook: Path | None = None, keep_notebook: bool = False,
+               generated_at: str | None = None) -> Page:
         """Execute the notebook with ``parameters`` and convert it; errors as ``render.html.execute_notebook``
-        raises them (an ``InputError`` from the notebook stays one, anything else is a ``RenderError``)."""
+        raises them (an ``InputError`` from the notebook stays one, anything else is a ``RenderError``).
+        ``generated_at``: what the report says instead of its time (``render.page_cache``'s placeholder)."""
+        from reportgen.render.page_cache import fixed_generation_time
+
         if self.process is None:
-            return render_page(parameters, notebook=notebook, keep_notebook=keep_notebook)
+            with fixed_generation_time(generated_at):
+                return render_page(parameters, notebook=notebook, keep_notebook=keep_notebook)
         html_path, notebook_path = self.work_dir / "page.html", self.work_dir / "executed.ipynb"
         request = {"version": REQUEST_VERSION, "parameters": parameters,
                    "notebook": str(notebook) if notebook else None,
-                   "html": str(html_path), "ipynb": str(notebook_path) if keep_notebook else None}
+                   "html": str(html_path), "ipynb": str(notebook_path) if keep_notebook else None,
+                   "generated_at": generated_at}
         try:
             self.process.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
             self.process.stdin.close()
@@ -85,7 +91,8 @@ class NotebookProcess:
             code = self.process.wait()
             self.notice(f"the page's worker process ended without a page (exit code {code}"
                         f"{self._stderr_tail()}); making the page in this process")
-            return render_page(parameters, notebook=notebook, keep_notebook=keep_notebook)
+            with fixed_generation_time(generated_at):
+                return render_page(parameters, notebook=notebook, keep_notebook=keep_notebook)
         if reply.get("error") == "input":
             raise InputError(str(reply.get("message")))
         if reply.get("error"):

@@ -46,9 +46,11 @@ def serve(stdin, stdout) -> int:
     try:
         request = json.loads(line)
         from reportgen.render.html import render_page
+        from reportgen.render.page_cache import fixed_generation_time
 
         notebook = Path(request["notebook"]) if request.get("notebook") else None
-        page = render_page(request["parameters"], notebook=notebook, keep_notebook=bool(request.get("ipynb")))
+        with fixed_generation_time(request.get("generated_at")):  # the page cache's placeholder for the time
+            page = render_page(request["parameters"], notebook=notebook, keep_notebook=bool(request.get("ipynb")))
         write_text_atomic(Path(request["html"]), page.html)  # a full $TMPDIR: an OSError naming the page
         if request.get("ipynb"):
             write_text_atomic(Path(request["ipynb"]), page.notebook)

@@ -130,3 +130,30 @@ def test_one_usable_cpu_makes_the_page_here(tmp_path, monkeypatch):
     monkeypatch.setattr(page_process, "usable_cpus", lambda: 1)
     with NotebookProcess(tmp_path) as maker:
         assert maker.process is None
+
+
+def test_the_worker_says_the_page_caches_placeholder_for_the_time(rule_dir, tmp_path):
+    with NotebookProcess(tmp_path) as maker:
+        assert maker.process is not None
+        page = maker.render(_params(rule_dir, tmp_path / "w"), generated_at="reportgen-time-0123abcd")
+    assert "Generated reportgen-time-0123abcd by reportgen" in page.html and not _MINUTE.search(page.html)
+    assert '"generated_at": "reportgen-time-0123abcd"' in (tmp_path / "w" / "report.json").read_text()
+
+
+def test_a_second_generate_serves_the_first_page(tmp_path):
+    """Through the command line: the first run's worker makes the page with the placeholder; the second serves it,
+    the same bytes with its own time."""
+    from tests.support.cli import run_cli
+
+    env = {"REPORTGEN_PAGE_CACHE": None}
+    sample = ROOT / "sample_data"
+    runs = []
+    for name in ("first", "second"):
+        done = run_cli("generate", sample, "-o", tmp_path / f"{name}.html", "--cache-dir", tmp_path / "cache",
+                       env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        runs.append(done.stderr)
+    assert "executing the analysis notebook" in runs[0] and "from the page cache" in runs[1]
+    for suffix in (".html", ".json"):
+        first, second = ((tmp_path / f"{name}{suffix}").read_text() for name in ("first", "second"))
+        assert _MINUTE.search(second) and _MINUTE.sub("T", first) == _MINUTE.sub("T", second)

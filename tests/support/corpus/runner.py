@@ -197,14 +197,16 @@ def _fake_page_maker():
     from reportgen.notebook_parameters import NotebookParameters
     from reportgen.render.blocks import render_header, render_section
     from reportgen.render.html import Page
+    from reportgen.render.page_cache import fixed_generation_time
 
     class InThisProcess:
         def __init__(self, work_dir, notice=None, in_process=False):
             pass
 
-        def render(self, parameters: dict, notebook=None, keep_notebook=False) -> Page:
+        def render(self, parameters: dict, notebook=None, keep_notebook=False, generated_at=None) -> Page:
             keys = NotebookParameters.opened()[1:]  # open_report's keywords (source is positional)
-            session = open_report(parameters["source"], **{k: parameters[k] for k in keys if k in parameters})
+            with fixed_generation_time(generated_at):  # the page cache's placeholder, as the worker says it
+                session = open_report(parameters["source"], **{k: parameters[k] for k in keys if k in parameters})
             page = [render_header(session.report, session.generated_at, "test")]
             page += [render_section(s) for s in session.report.sections]
             session.save_json(parameters["output_dir"])

@@ -1,0 +1,59 @@
+"""The page cache through ``generate`` (render/page_cache.py): the run that fills it and the run it serves write
+the page and report.json of a run without it, byte for byte but for each run's own time, and the served run
+executes no notebook and, told by the forecast, starts no worker; a changed input of the page makes it again."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reportgen import pipeline
+from reportgen.pipeline import GenerateOptions, SourceOptions, generate
+from reportgen.render.process import NotebookProcess
+from tests.support.paths import ROOT
+
+TRACES = sorted((ROOT / "tests" / "recordings" / "gpu-input").glob("w*/*.pt.trace.json.gz"))
+STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")
+
+
+def _run(source: Path, out: Path, cache: Path, job_name: str = "") -> tuple[str, str]:
+    out.mkdir()
+    generate(str(source), out / "report.html", GenerateOptions(source=SourceOptions(cache_dir=cache),
+                                                               job_name=job_name))
+    html, report = (out / "report.html").read_text(), (out / "report.json").read_text()
+    times = set(STAMP.findall(report))
+    assert len(times) == 1 and f"Generated {times.pop()}" in html  # the run's own time, the same in both
+    return STAMP.sub("TIME", html), STAMP.sub("TIME", report)
+
+
+def test_a_served_page_is_the_made_one_and_executes_no_notebook(tmp_path, monkeypatch):
+    source = tmp_path / "job"
+    source.mkdir()
+    for trace in TRACES:
+        shutil.copyfile(trace, source / trace.name)
+    monkeypatch.setenv("REPORTGEN_PAGE_CACHE", "0")
+    reference = _run(source, tmp_path / "off", tmp_path / "cache")
+    monkeypatch.delenv("REPORTGEN_PAGE_CACHE")
+    assert _run(source, tmp_path / "filled", tmp_path / "cache") == reference
+    entries = list((tmp_path / "cache" / "traces").glob("*.page"))
+    assert len(entries) == 1
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a served page executed the notebook")
+    started: list = []
+
+    def recording(work_dir, notice=None, in_process=False):
+        started.append(in_process)
+        return NotebookProcess(work_dir, notice, in_process)
+    with monkeypatch.context() as patched:
+        patched.setattr(NotebookProcess, "render", refuse)
+        patched.setattr(pipeline, "NotebookProcess", recording)
+        assert _run(source, tmp_path / "served", tmp_path / "cache") == reference
+        with pytest.raises(AssertionError, match="executed the notebook"):  # another job name: made again
+            _run(source, tmp_path / "renamed", tmp_path / "cache", job_name="other")
+    assert started == [True, False]  # the forecast: no worker where the page is kept, one for another job name
+    renamed = _run(source, tmp_path / "renamed2", tmp_path / "cache", job_name="other")
+    assert renamed != reference and len(list((tmp_path / "cache" / "traces").glob("*.page"))) == 2
