@@ -209,7 +209,8 @@ def test_sample_report_without_javascript_shows_tables_rules_and_findings(sample
                                                      for kind in ("dataloader", "eval", "train")]  # plotly's order
     assert pictures["timeline-phases"]["paths"] == 7  # 6 lanes and the outlier steps' crosses
     assert {c["id"] for c in dom["charts"] if c["closed"]} == {"timeline-gpu_heatmap-algo-1", "timeline-cpu_heatmap-algo-1",
-                                                               "timeline-gpu_heatmap-algo-2", "timeline-cpu_heatmap-algo-2"}
+                                                               "timeline-gpu_heatmap-algo-2", "timeline-cpu_heatmap-algo-2",
+                                                               "framework-step-account-chart"}
     assert {c["id"] for c in dom["charts"] if c["numbers"]} >= {"fw-phase", "fw-general", "cpu-bottleneck-share",
                                                                "gpu-util-algo-1", "gpu-memory-algo-1"}
     assert shot.stat().st_size > 100_000
@@ -317,8 +318,10 @@ def test_page_is_half_as_tall_and_loses_nothing(sample_report):
     # (issues 46, 49: 8,617 px on 2026-12-07); + 50: the framework charts' legends one entry a line, in room
     # of their own (side by side, half the width each, long names ran into each other at 800 px: 8,663 px);
     # + 70: each count of outlier steps says what it counts (StepOutlier's "fired 11 times" counts checks, the 30
-    # outlier steps are 15 on each node) and the Dataloading box says why more workers would not help (8,733 px)
-    assert page.dom["height"] <= HEIGHT_BEFORE / 2 + 240, page.dom["height"]
+    # outlier steps are 15 on each node) and the Dataloading box says why more workers would not help (8,733 px);
+    # + 110: the step-time account of each training process from the framework events (issue 46), its heading and a
+    # one-line summary of the slices, the chart and the table behind it (8,848 px; 9,542 with them open)
+    assert page.dom["height"] <= HEIGHT_BEFORE / 2 + 350, page.dom["height"]
     assert page.dom["closed"] == 3  # BatchSize, IOBottleneck, MaxInitializationTime did not fire
     html = sample_report.read_text(encoding="utf-8")
     # what the deep dives of the rules that did not fire say is in the page, behind <details>

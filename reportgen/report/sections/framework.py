@@ -157,7 +157,7 @@ def _account_data(accounts: FrameworkAccounts) -> dict:
 def _account(accounts: FrameworkAccounts) -> list:
     """The step-time account of each training process, from its framework events (framework-account.json)."""
     blocks = account_blocks(
-        accounts.nodes, block_id="framework-step-account", word="node",
+        accounts.nodes, block_id="framework-step-account", word="node", collapsed=True,
         how="SageMaker's framework events of each training process (smdebug's node id: the node and the process): "
             "its forward and backward passes, the DataLoader's calls and the steps around them",
         labels={"no_operator": "Outside forward and backward (loss, optimizer, other Python)"},

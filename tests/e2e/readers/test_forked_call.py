@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from reportgen.engine import analyze
+from reportgen.trace_analysis.framework_account import write_framework_account
 from tests.support.corpus.make_corpus import good_framework, good_system
 from tests.support.paths import ROOT
 from tests.support.signals import default_stop_signals
@@ -164,9 +165,12 @@ def _outputs(folder: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def in_process(profile, tmp_path_factory) -> dict[str, str]:
     out = tmp_path_factory.mktemp("in-process")
-    analyze(profile, out)  # a library call: nothing forks
+    result = analyze(profile, out)  # a library call: nothing forks
+    # and the framework events' step-time account, as the command line's pipeline writes it beside the rules'
+    assert write_framework_account(result.node_traces, out) is not None
     found = _outputs(out)
-    assert len(found) == 13 and json.loads(found["LoadBalancing.json"])["Datapoints"] > 0
+    assert len(found) == 14 and json.loads(found["LoadBalancing.json"])["Datapoints"] > 0
+    assert json.loads(found["framework-account.json"])["source"] == "SageMaker framework events"
     return found
 
 
