@@ -67,6 +67,9 @@ EXPECTED = {
     "float64": ("float64", "model.float()", "fix"),
     # a tf.data map that is a tf.py_function: the input pipeline's wait, with a DataLoader's fix before
     "tf-pyfunc": ("input-pipeline", "tf.py_function", "fix"),
+    # per-sample numpy work in the Dataset (CPU, not I/O), num_workers=0, on a 2-core host: 1 worker, bounded by the
+    # loading it moves (held to the rerun right after it; see the gap below for a minute-long recording)
+    "cpu-loading": ("input-pipeline", "num_workers from 0 to 1", "fix"),
 }
 
 
@@ -136,3 +139,21 @@ def test_the_summary_gives_the_loop_at_a_glance_uses(tmp_path):
     assert f"the job's end: {human_duration(ev.loop_s)}, the profiler's own export" in text
     # the estimate against the script's own loop: 38.0 s, the export (0.58 s) inside it
     assert ev.loop_s == pytest.approx(TRUTH["epoch-restart"]["loop_less_export_s"], rel=0.1)
+
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="issue 46 gap: on a saturated shared host, CPU-bound loading looks like waiting")
+def test_cpu_loading_is_not_taken_for_waiting_when_the_timeline_is_judged(tmp_path, monkeypatch):
+    """cpu-loading's recording is 41 s, under the minute from which utilization is judged, so its verdict (1 worker,
+    8.6 s against 7.6 s saved) never reads the job's CPU. Judged with the floor lowered, the same run is taken for
+    I/O waiting: the training process got 0.34 of a core on a host at 100 % (its neighbours' doing), under half
+    of its 74 % loading share, so the fix asks for 3 workers "that need no core" and claims 24 s. A starved process
+    and a waiting one both use little CPU; this test passes once the diagnosis tells them apart."""
+    from reportgen.diagnosis import evidence
+
+    monkeypatch.setattr(evidence, "MIN_TIMELINE_S", 10.0)
+    top = _diagnosis("cpu-loading", tmp_path).findings[0]
+    truth = TRUTH["cpu-loading"]
+    assert top.cause == "input-pipeline"
+    assert "waiting workers need no core" not in top.fix
+    assert any(abs(top.seconds - t) <= TOLERANCE * t for t in truth["fix_saved_s"]), (top.seconds, truth["fix_saved_s"])

@@ -23,6 +23,10 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
   accum-optimizer  accumulation of 4 with Adam over a large layer: every 4th step holds a long optimizer step
                    (slow by design, not a problem; no fix)
   io-latency       the Dataset sleeps 20-40 ms a sample (I/O latency), num_workers=0 (fix: num_workers=4)
+  cpu-loading      the Dataset computes each sample (--reps rounds of numpy smoothing; 250: 7 ms a sample on a
+                   quiet core), num_workers=0: the training process makes its own batches, CPU work unlike
+                   io-latency's sleeps (fix: --fix-workers workers, default 1: the core a 2-core host leaves;
+                   --reps 0: the same samples without the per-sample work)
   gc-pause         gc.collect() after every step while the process holds many Python objects (a metadata
                    index): no detector was written for it (fix: no manual collection)
   torch-recompile  an MLP under torch.compile(dynamic=False) fed a batch size that changes every 5 steps: a
@@ -195,6 +199,13 @@ def run_torch(a, truth):
         model = Net()
         loader = DataLoader(Images(steps * bs, 0, sleep=(0.020, 0.040)), batch_size=bs, num_workers=workers,
                             persistent_workers=persistent)
+    elif mode == "cpu-loading":  # per-sample CPU work in the Dataset, made by the training process itself
+        bs, workers = 8, (a.fix_workers if fix else 0)
+        persistent = workers > 0
+        model = Net()
+        truth["sample_reps"] = a.reps
+        loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=workers,
+                            persistent_workers=persistent)
     elif mode == "torch-recompile":  # torch.compile'd, static shapes, fed a batch size that changes every 5 steps
         g = torch.Generator().manual_seed(0)
         data = torch.utils.data.TensorDataset(torch.randn(steps * 64, 3 * 32 * 32, generator=g),
@@ -312,7 +323,7 @@ def run_torch(a, truth):
                 planted = time.perf_counter() - t
         else:
             batch, w = next(source); waited += w
-            if mode in ("io-latency", "iter-per-step") or (mode == "epoch-restart" and step % epoch_steps == 0):
+            if mode in ("io-latency", "iter-per-step", "cpu-loading") or (mode == "epoch-restart" and step % epoch_steps == 0):
                 planted = w  # the wait for data (at an epoch's first step: the workers' start included)
             if mode == "padded":
                 x, y, lens = batch
@@ -601,6 +612,7 @@ def run_tf(a, truth):
 
 MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epoch-restart": run_torch,
          "padded": run_torch, "periodic-eval": run_torch, "accum-optimizer": run_torch, "io-latency": run_torch,
+         "cpu-loading": run_torch,
          "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
          "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf, "tf-retrace": run_tf,
          "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch, "float64": run_torch,
@@ -615,6 +627,7 @@ def main():
     ap.add_argument("--reps", type=int, default=1, help="numpy smoothing rounds a sample (the loader's CPU work)")
     ap.add_argument("--wait", type=int, default=5, help="profiler schedule: steps before the warm-up step")
     ap.add_argument("--active", type=int, default=30, help="profiler schedule: steps profiled")
+    ap.add_argument("--fix-workers", type=int, default=1, help="cpu-loading: the fix's num_workers")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--no-key-averages", action="store_true",
