@@ -101,6 +101,9 @@ class Scenario:
       step_outliers / step_outlier_factor: per node, that many TRAIN steps are made
         ``factor`` times longer (never across a minute boundary, so the rules' window overlap
         cannot count one twice).
+      step_outlier_wait: the outliers' extra time is a DataLoader iterator created again inside the
+        step (its worker processes starting: a loader restarted at an epoch's start) before normal
+        forward and backward passes, instead of longer passes.
       slow_every / slow_every_factor: every ``slow_every``-th TRAIN step (checkpointing, evaluation,
         logging on a schedule) is made ``slow_every_factor`` times longer (0 = none).
 
@@ -151,6 +154,7 @@ class Scenario:
     eval_steps: int = 0
     step_outliers: int = 0
     step_outlier_factor: float = 10.0
+    step_outlier_wait: bool = False
     slow_every: int = 0
     slow_every_factor: float = 3.0
 
@@ -597,6 +601,7 @@ def _trace_events(sched: dict, pid: int, sc: Scenario):
     pin = "true" if sc.pin_memory else "false"
     n = st.size
     train_count = 0
+    waits = {int(i) for i in sched["outliers"]} if sc.step_outlier_wait else set()
     for i in range(n):
         s, d, g, m, k = int(st[i]), int(du[i]), int(gp[i]), int(mo[i]), int(sn[i])
         fetch_s = s - g
@@ -614,6 +619,11 @@ def _trace_events(sched: dict, pid: int, sc: Scenario):
                 '{"pid": %d, "worker_id": %d}' % (pid + 40 + w, w))
         mode_name = "Step:ModeKeys.TRAIN" if m == 0 else "Step:ModeKeys.EVAL"
         add(mode_name, mode_name, s, d, '{"pid": %d, "step_num": "%d"}' % (pid, k))
+        if i in waits:  # the loader started again in the step: the passes keep their usual length after it
+            wait = d - int(round(d / sc.step_outlier_factor))
+            add("DataLoaderIterInitialize", init_name, s + 100, wait - 200,
+                '{"num_workers": %d, "pin_memory": %s}' % (W, pin))
+            s, d = s + wait, d - wait
         fwd_s, fwd_d = s + d // 100, (d * 37) // 100
         add("Forward", "ResNet", fwd_s, fwd_d, '{"pid": %d, "step_num": "%d"}' % (pid, k))
         if m == 0:

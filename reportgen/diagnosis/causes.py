@@ -18,7 +18,7 @@ from typing import Any, Callable
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
-from reportgen.diagnosis.slow_step_story import SLICE_TITLES, fix_for, steps_paying, story
+from reportgen.diagnosis.slow_step_story import FRAMEWORK_TITLES, SLICE_TITLES, fix_for, steps_paying, story
 from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
 from reportgen.timeline_view import SlowSteps
@@ -914,7 +914,8 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
                      else f"{secs(_lost_over_workers(slowed))} lost over {len(slowed)} workers ({secs(kept_s)} "
                      "there)" if len(slowed) > 1 else f"{secs(kept_s)} lost there")]
         if why is not None:
-            evidence.append(f"the slow steps are slow in {SLICE_TITLES[why.slice]}: {why.excess_ms[why.slice] / why.steps:.0f} "
+            titles = SLICE_TITLES if worker.startswith("rank ") else FRAMEWORK_TITLES
+            evidence.append(f"the slow steps are slow in {titles[why.slice]}: {why.excess_ms[why.slice] / why.steps:.0f} "
                             f"ms more than the median step each ({why.share * 100:.0f} % of their extra time, "
                             "from the step-time account)")
         lost = _lost_over_workers(slowed)
@@ -971,10 +972,13 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     if period:
         fix = (f"The slow steps come every {period} steps: look for work done every {period} steps (checkpointing, "
                "logging, evaluation) and make it asynchronous or less frequent.")
-    if why is not None:
+    if why is not None and metrics["worker"].startswith("rank "):
         rank = ev.trace_ranks.get(metrics["worker"][len("rank "):])
         loader = rank.dataloader if rank is not None else None
         fix = fix_for(why, loader.workers if loader is not None else None, period, ev.job_cpu is not None)
+    elif why is not None:  # a SageMaker process: its DataLoader has workers when their events were left out
+        fix = fix_for(why, ev.framework.workers_left_out > 0, period, framework=True)
+    if why is not None:
         metrics = {**metrics, "slow_in": why.slice, "excess_ms_by_slice": why.excess_ms,
                    "optimizer_excess_ms": why.optimizer_excess_ms}
     return make(ev, "step-outliers", 0.0, evidence, fix, loop_share=loop_share, seconds=seconds,

@@ -27,6 +27,10 @@ SLICE_TITLES = {
     "debug_checks": "a debugging aid's checks (autograd anomaly detection)",
     "no_operator": "time under no profiler operator",
 }
+# A SageMaker job's framework events record the forward and backward passes, not operators: its compute is those
+# passes and the rest of the step (the loss, optimizer.step(), the script's Python) is "no operator"
+FRAMEWORK_TITLES = {**SLICE_TITLES, "compute": "the forward and backward passes",
+                    "no_operator": "the step outside the forward and backward passes"}
 BY_DESIGN = 0.5  # the optimizer's extra time is at least this share of the slow steps' excess: accumulation
 SOME_STEPS = 0.2  # a step pays a slice "in some steps" when it has a fifth of the median step more of it than usual
 NOISE_MADS = 5  # ... and more than the slice's usual step-to-step spread (as the slow steps' 5 MAD)
@@ -89,10 +93,26 @@ class SlowStepStory:
         return self.total_ms > 0 and self.optimizer_excess_ms >= BY_DESIGN * self.total_ms
 
 
-def fix_for(found: SlowStepStory, loader_workers: bool | None, period: int | None, shared_host: bool = False) -> str:
+def fix_for(found: SlowStepStory, loader_workers: bool | None, period: int | None, shared_host: bool = False,
+            framework: bool = False) -> str:
     """The fix for slow steps, from what makes them slow (``shared_host``: the recording's host was busier than
-    the job, so a step that did the same work for longer may have waited for a core)."""
+    the job, so a step that did the same work for longer may have waited for a core; ``framework``: the account
+    is a SageMaker job's framework events', whose slices are coarser and whose closer look is smdebug's)."""
     when = f"every {period} steps" if period else "in the slow steps"
+    if framework and found.slice == "no_operator":
+        return (f"The slow steps spend their extra time outside the forward and backward passes {when}: in the loss, "
+                "optimizer.step() or the script's own Python in the step (evaluation, checkpointing, logging: move it "
+                "off the training step, or do it less often). smdebug's Python profiling (cProfile) of those steps "
+                "names the functions.")
+    if framework and found.slice == "compute" and not period:
+        if found.work_ratio is not None and found.work_ratio > 1.1:
+            return (f"The slow steps run {found.work_ratio:.1f}x the forward and backward passes of the median step: "
+                    "extra work inside the step (evaluation, extra forward passes). Move it off the training step, or "
+                    "do it less often.")
+        return ("The slow steps run as many forward and backward passes as the others, each longer: their inputs are "
+                "larger (the longest padded batches, the largest images). Bucket samples by size (batches of similar "
+                "length) or pad to a few fixed sizes; smdebug's detailed profiling of those steps "
+                "(DetailedProfilingConfig) records their operators to confirm it.")
     if found.slice == "data_wait":
         if loader_workers:
             every = f"every {period} steps" if period else "now and then"
@@ -139,22 +159,41 @@ def _median(values) -> float:
 
 
 def story(ev: Evidence, worker: str, slowest: list[SlowStep]) -> SlowStepStory | None:
-    """The story of a trace rank's listed slow steps (``worker`` "rank <label>"); None for other workers or
-    without an account."""
-    if not worker.startswith("rank "):
+    """The story of a worker's listed slow steps: a trace rank's ("rank <label>") from its profiler trace, or a
+    SageMaker training process's (``algo-2-27``) from its framework events' account, its steps matched by
+    number; None for other workers or without an account."""
+    if worker.startswith("rank "):
+        rank = ev.trace_ranks.get(worker[len("rank "):])
+        account: TraceAccount | None = rank.account if rank is not None else None
+        if account is None:
+            return None
+        numbers = [str(s.step if s.step is None else int(s.step)) for s in rank.step_list]
+        durations = [(s.dur_ms or 0.0) for s in rank.step_list]
+    else:
+        account = ev.framework.nodes.get(worker)
+        numbers = list(ev.framework.steps.get(worker, ()))
+        if account is None or len(numbers) != account.steps:
+            return None
+        durations = [sum(step) for step in zip(*(v for v in account.per_step_ms.values() if len(v) == account.steps))]
+    if not slowest:
         return None
-    rank = ev.trace_ranks.get(worker[len("rank "):])
-    account: TraceAccount | None = rank.account if rank is not None else None
-    if account is None or not slowest:
-        return None
-    position = {str(s.step if s.step is None else int(s.step)): i for i, s in enumerate(rank.step_list)}
+    position = {number: i for i, number in enumerate(numbers)}
     picked = sorted(position[item.step] for item in slowest if item.step in position)
-    warmup = []
-    for i in picked:  # slow steps that open the trace in an unbroken run: warm-up, not the loop's slow steps
+    if not picked and not worker.startswith("rank "):
+        return None  # the process's listed steps are not in its account: nothing to tell them by
+    return account_story(account, durations, picked, warmup_apart=worker.startswith("rank "))
+
+
+def account_story(account: TraceAccount, durations: list[float], picked: list[int],
+                  warmup_apart: bool = True) -> SlowStepStory | None:
+    """The story of the slow steps at ``picked`` (positions in the account's steps, sorted; ``durations`` each
+    step's wall time, ms), whichever kind of trace the account comes from. ``warmup_apart``: slow steps opening
+    the trace are start-up work, told apart (a SageMaker process's keep the timeline's count and cost instead)."""
+    warmup: list[int] = []
+    for i in picked if warmup_apart else ():  # slow steps that open the trace in an unbroken run: warm-up
         if i != len(warmup):
             break
         warmup.append(i)
-    durations = [(s.dur_ms or 0.0) for s in rank.step_list]
     typical = _median(durations)
     warmup_ms = sum(max(durations[i] - typical, 0.0) for i in warmup)
     picked = [i for i in picked if i not in warmup]

@@ -129,3 +129,72 @@ def test_sample_data_accounts_each_training_process():
         totals = [sum(v) for v in zip(*account["per_step_ms"].values())]
         assert totals == pytest.approx([s["dur_us"] / 1000.0 for s in trace.steps], abs=1e-6)
         assert account["perspective"] == "host" and account["slices_ms"]["compute"] > 0.8 * account["step_ms"]
+
+
+# -------------------------------------------------------------- slow steps, explained by the process's account
+
+def _slow_steps_finding(raw: Path, out: Path):
+    result = analyze(raw, out)
+    write_framework_account(result.node_traces, out)
+    (finding,) = [f for f in diagnose(load_rule_outputs(result.report_dir)).findings if f.cause == "step-outliers"]
+    return finding
+
+
+def _planted_outliers(tmp_path, wait: bool):
+    """8 TRAIN steps 6x longer on one process: the extra time a DataLoader started again inside the step
+    (``wait``) or longer forward and backward passes."""
+    sc = Scenario(init_s=5, final_s=2, step_ms=300, step_outliers=8, step_outlier_factor=6.0,
+                  step_outlier_wait=wait, dataloader_workers=2)
+    stats = generate(tmp_path / "raw", nodes=1, cores=4, gpus=1, duration_s=120, scenario=sc)
+    events = _file_events(tmp_path / "raw")["algo-1-27"]
+    planted = set(stats.planted["nodes"]["algo-1"]["step_outliers"])
+    train = sorted((s, d) for p, _, s, d in events if p == "Step:ModeKeys.TRAIN")
+    outliers = [(s, d) for k, (s, d) in enumerate(train) if str(k) in planted]
+    assert len(outliers) == 8
+    return events, train, outliers, _slow_steps_finding(tmp_path / "raw", tmp_path / "a")
+
+
+def test_slow_steps_planted_as_a_loader_restart_get_persistent_workers(tmp_path):
+    """The slow steps' extra time is the DataLoader's iterator created again in them: the finding says they wait
+    for data, by exactly the planted iterator starts, and the fix is persistent_workers, not the generic list."""
+    events, _, outliers, finding = _planted_outliers(tmp_path, wait=True)
+    starts = [d for p, _, s, d in events if p == "DataLoaderIterInitialize"
+              and any(a <= s < a + b for a, b in outliers)]
+    assert len(starts) == 8
+    assert finding.metrics["worker"] == "algo-1-27" and finding.metrics["outlier_steps"] == 8
+    assert finding.metrics["slow_in"] == "data_wait"
+    # the wait over the median step's: the planted starts (the GetNext before each step varies by ~2 ms)
+    assert finding.metrics["excess_ms_by_slice"]["data_wait"] == pytest.approx(sum(starts) / 1000.0, rel=0.01)
+    assert finding.metrics["excess_ms_by_slice"]["compute"] < 0.01 * sum(starts) / 1000.0
+    assert "the slow steps are slow in waiting for data" in finding.evidence[-1]
+    assert "persistent_workers=True" in finding.fix and "garbage collection" not in finding.fix
+
+
+def test_slow_steps_planted_as_longer_passes_get_bucketing(tmp_path):
+    """The slow steps' forward and backward passes are 6x longer, one pass each as usual: larger inputs, bucket."""
+    events, train, outliers, finding = _planted_outliers(tmp_path, wait=False)
+    passes = sorted((s, d) for p, _, s, d in events if p in ("Forward", "Backward(post-forward)"))
+
+    def compute_ms(start, dur):
+        return sum(d for s, d in passes if start <= s < start + dur) / 1000.0
+
+    median = statistics.median(compute_ms(s, d) for s, d in train)
+    assert finding.metrics["slow_in"] == "compute"
+    assert finding.metrics["excess_ms_by_slice"]["compute"] == pytest.approx(
+        sum(compute_ms(s, d) - median for s, d in outliers), abs=1e-3)
+    assert "the slow steps are slow in the forward and backward passes" in finding.evidence[-1]
+    assert finding.fix.startswith("The slow steps run as many forward and backward passes as the others")
+    assert "Bucket samples by size" in finding.fix and "garbage collection" not in finding.fix
+
+
+def test_sample_data_slow_steps_are_slow_in_their_passes(tmp_path):
+    """sample_data: 15 of algo-2-27's 1326 steps over 0.54 s (the timeline's count, unchanged). Before, the generic
+    fix; now their extra time is told from the account: 94 % of it in the forward and backward passes (3815 ms per
+    step), the rest outside them (the passes are 94 % of every step: the steps are just longer)."""
+    finding = _slow_steps_finding(SAMPLE_DATA, tmp_path / "a")
+    assert finding.metrics["worker"] == "algo-2-27" and finding.metrics["outlier_steps"] == 15
+    excess = finding.metrics["excess_ms_by_slice"]
+    assert finding.metrics["slow_in"] == "compute" and excess["data_wait"] == 0.0
+    assert excess["compute"] / sum(excess.values()) == pytest.approx(0.94, abs=0.01)
+    assert excess["compute"] / 15 == pytest.approx(3815, abs=1)
+    assert finding.fix.startswith("The slow steps run as many forward and backward passes as the others")
