@@ -31,7 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -40,6 +40,8 @@ from reportgen.problems import DataProblem, ProblemLog
 from reportgen.readers.trace_files import READER_VERSION, read_trace_file
 from reportgen.readers.trace_model import Float64Ops, FlopEvents, MemoryEvents, TraceColumns
 from reportgen.sources.s3 import default_cache_dir
+
+T = TypeVar("T")  # what an entry decodes to (take_entry)
 
 # Bump when the layout of an entry changes (the arrays' names, the meta document).
 CACHE_FORMAT = 2  # 2: the float64 operators (d_*)
@@ -207,6 +209,19 @@ def store_entry(cache: TraceCache, key: str, trace: TraceColumns, problems: Prob
     except (TypeError, ValueError, OverflowError):  # a value JSON does not hold (a numpy integer): not kept
         return False
     return put_entry(cache, entry_path(cache, key), lambda handle: np.savez(handle, **arrays))
+
+
+def take_entry(cache: TraceCache, where: Path, raw: bytes | None, decode: Callable[[bytes], T | None]) -> T | None:
+    """What an entry's bytes decode to (``raw`` None: nothing was read), the entry then marked used; None when they
+    do not decode, and the damaged entry removed so that the run makes it again."""
+    if raw is None:
+        return None
+    found = decode(raw)
+    if found is None:
+        remove_entry(where)
+        return None
+    touch_entry(cache, where)
+    return found
 
 
 def put_entry(cache: TraceCache, where: Path, write: Callable) -> bool:

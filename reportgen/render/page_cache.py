@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from reportgen.atomic import write_text_atomic
-from reportgen.readers.trace_cache import HASH_BLOCK, TraceCache, put_entry, remove_entry, touch_entry, trace_cache_for
+from reportgen.readers.trace_cache import HASH_BLOCK, TraceCache, put_entry, remove_entry, take_entry, trace_cache_for
 from reportgen.render.html import Page
 from reportgen.resources import bundled
 from reportgen.rule_outputs import find_rule_output_dir
@@ -270,15 +270,7 @@ def load_page(cache: TraceCache, key: str) -> tuple[str, str, str] | None:
     where = page_entry_path(cache, key)
     if not _is_regular_or_absent(where):
         return None
-    raw = _read_regular(where)
-    if raw is None:
-        return None
-    found = _decode(raw, key)
-    if found is None:
-        remove_entry(where)
-        return None
-    touch_entry(cache, where)
-    return found
+    return take_entry(cache, where, _read_regular(where), lambda raw: _decode(raw, key))
 
 
 def store_page(cache: TraceCache, key: str, placeholder: str, html: str, json_text: str) -> bool:

@@ -25,7 +25,7 @@ import json
 import math
 from pathlib import Path
 
-from reportgen.readers.trace_cache import TraceCache, put_entry, remove_entry, touch_entry
+from reportgen.readers.trace_cache import TraceCache, put_entry, take_entry
 from reportgen.trace_analysis.flops import peak_table
 
 # Bump with any change to what ``analyze_trace`` or ``totals_by_name`` give for a merged rank (a key, a number, a
@@ -54,12 +54,7 @@ def load_rank(cache: TraceCache, key: str) -> tuple[dict, dict] | None:
         raw = where.read_bytes()
     except OSError:  # absent (the usual miss), or not readable: analysed again
         return None
-    found = _decode(raw, key)
-    if found is None:
-        remove_entry(where)
-        return None
-    touch_entry(cache, where)
-    return found
+    return take_entry(cache, where, raw, lambda found: _decode(found, key))
 
 
 def store_rank(cache: TraceCache, key: str, doc: dict, totals: dict) -> tuple[dict, dict] | None:
