@@ -320,8 +320,9 @@ def test_page_is_half_as_tall_and_loses_nothing(sample_report):
     # + 70: each count of outlier steps says what it counts (StepOutlier's "fired 11 times" counts checks, the 30
     # outlier steps are 15 on each node) and the Dataloading box says why more workers would not help (8,733 px);
     # + 110: the step-time account of each training process from the framework events (issue 46), its heading and a
-    # one-line summary of the slices, the chart and the table behind it (8,848 px; 9,542 with them open)
-    assert page.dom["height"] <= HEIGHT_BEFORE / 2 + 350, page.dom["height"]
+    # one-line summary of the slices, the chart and the table behind it (8,848 px; 9,542 with them open); + 22: the
+    # slow steps' evidence says which slice of the account holds their extra time (8,870 px)
+    assert page.dom["height"] <= HEIGHT_BEFORE / 2 + 380, page.dom["height"]
     assert page.dom["closed"] == 3  # BatchSize, IOBottleneck, MaxInitializationTime did not fire
     html = sample_report.read_text(encoding="utf-8")
     # what the deep dives of the rules that did not fire say is in the page, behind <details>
