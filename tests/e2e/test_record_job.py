@@ -90,6 +90,9 @@ def test_record_measures_the_command_not_its_neighbours(tmp_path):
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert (f"own processes used {summary['job_cpu_pct_of_host']:.0f} % of the host&#39;s CPU on average" in page
             and "The host was shared: the CPU figures above are the host&#39;s, not the job&#39;s" in page)
+    queued = summary["job_run_queue_pct_of_host"] / 100 * cores
+    assert (f"Its threads also waited for a core while runnable (the scheduler&#39;s run queue): {queued:.2f} of a "
+            "core on average" in page)
     # the node's sentence is judged by the command's own CPU, not the host's busy cores
     assert ("The host was shared with other work, so this is judged by the recorded command&#39;s own CPU use"
             in page)
