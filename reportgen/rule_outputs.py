@@ -107,6 +107,8 @@ STEP_SLACK_S = 86_400  # a first/last step a day outside the job's time is no st
 
 
 RECORDED = ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores", "job_rss_peak_bytes", "host_shared")
+# the command's threads runnable but waiting for a core (s, and % of the host's cores): starved, not waiting
+RUN_QUEUE = ("job_run_queue_s", "job_run_queue_pct_of_host")
 
 
 def recorded_command(recording: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -122,7 +124,18 @@ def recorded_command(recording: dict[str, Any] | None) -> dict[str, Any] | None:
     command["cpu_cores"], command["job_rss_peak_bytes"] = int(command["cpu_cores"]), int(command["job_rss_peak_bytes"])
     for key in ("job_cpu_pct_of_host_p50", "job_cpu_pct_of_host_p95"):  # absent in recordings before them
         command[key] = as_float(recording.get(key))
-    return {**command, "host_shared": values["host_shared"]}
+    command = {**command, "host_shared": values["host_shared"]}
+    for key in RUN_QUEUE:  # recordings since the scheduler's run queue was read (None where the kernel did not say)
+        if key in recording:
+            command[key] = as_float(recording[key])
+    return command
+
+
+def recorded_run_queue(recording: dict[str, Any] | None) -> float | None:
+    """The recorded command's threads runnable but waiting for a core, mean % of the host's cores (recording.json's
+    ``job_run_queue_pct_of_host``), or None: recordings before it, kernels that keep no such account."""
+    command = recorded_command(recording)
+    return command.get(RUN_QUEUE[1]) if command is not None else None
 
 
 TRACE_STAMP = re.compile(r"\.(\d{16,20})\.pt\.trace\.json(\.gz)?$")  # torch's handler: <worker>.<time_ns>.pt.trace.json

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from reportgen.diagnosis.evaluation import FIRED
 from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
+from reportgen.diagnosis.loading_cpu import OPEN, WAITS, loading_cpu
 from reportgen.diagnosis.slow_step_story import FRAMEWORK_TITLES, SLICE_TITLES, fix_for, steps_paying, story
 from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
@@ -201,21 +202,6 @@ def loop_cpu(ev: Evidence) -> float | None:
     command's own on a shared host)."""
     pct = ev.loop_cpu_pct()
     return pct / 100 if pct is not None else None
-
-
-WAITING = 0.5  # the process used less than this part of one core per unit of loading share: loading waits
-
-
-def loading_waits(ev: Evidence, loader_share: float | None) -> float | None:
-    """The cores the training process used over the loop (its own on a shared host), when its data loading is
-    mostly waiting (I/O latency, a remote store): it loaded ``loader_share`` of each step's wall time yet used
-    less than half as much of one core. Waiting workers need no core of their own, so the cores do not bound how
-    many help. None when the loading may be CPU work or the CPU use is unknown."""
-    cpu = loop_cpu(ev)
-    if cpu is None or not ev.cores or not loader_share:
-        return None
-    used = cpu * ev.cores
-    return used if used < WAITING * loader_share else None
 
 
 def workers_to_hide(loader_share: float) -> int:
@@ -493,11 +479,13 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     if loading:
         evidence.append(f"{sum(loading.values()):.0f} % of the framework time during those samples was data loading")
     n = suggested_workers(ev)
-    waits = loading_waits(ev, loader_share) if ev.has_gpu is False else None
-    if waits is not None:  # waiting workers need no core each: as many as hide the loading
+    # CPU work or waiting: how many workers help (a starved process uses little CPU too: the run queue tells)
+    reading = loading_cpu(ev, loader_share) if ev.has_gpu is False else None
+    waits = reading is not None and reading.reading == WAITS
+    if waits and loader_share:  # waiting workers need no core each: as many as hide the loading
         n = max(n, workers_to_hide(loader_share))
-        evidence.append(f"the loading mostly waits: the training process used {waits:.2f} of a core over the loop"
-                        f"{ev.cpu_whose()} while loading took {pct(loader_share)} of each step")
+    if reading is not None:
+        evidence.append(reading.evidence(ev.cpu_whose()))
     now = ev.workers if ev.workers is not None else (0 if single else None)
     procs = training_processes(ev)
     machine = (f"{ev.cores} cores per node for {plural(procs, 'training process', 'training processes')}"
@@ -510,8 +498,12 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                "how many) and training still waits for them; give it up to " + (
                    f"{n}" if ev.cores else "the cores ÷ training processes − 1") if multi else
                f"Load and preprocess data in parallel: a DataLoader with num_workers={n}")
+        hide = workers_to_hide(loader_share) if reading is not None and reading.reading == OPEN and loader_share else n
         fix += (" (the loading waits on I/O rather than computing: waiting workers need no core of their own)"
-                if waits is not None else f" ({machine}, one core left to each process)" if machine else "")
+                if waits else f" ({machine}, one core left to each process" + (
+                    f"; up to {hide} if the loading waits on I/O rather than computing, which this recording "
+                    "cannot tell: workers that only wait take no core" if hide > n else "") + ")"
+                if machine else "")
         if ev.pin_memory is False:
             fix += ", set pin_memory=True"
         fix += ", and keep batches coming with persistent_workers=True and prefetch_factor≥2."
@@ -531,6 +523,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                  + ("" if more else " (here by cheaper loading or more vCPUs)"))
     elif loader_share is not None:
         loop_share, basis = loader_saving(ev, loader_share, n if more else 0)
+        if more and reading is not None and reading.reading == OPEN:  # the smaller of the two savings, and why
+            basis += ("; whether the loading computes or waits is open here, so it is priced as CPU work (the "
+                      "smaller saving: workers that only wait would need no core each)")
     if account is not None and any("IteratorGetNext" in name for name in account.data_wait_named):
         # a tf.data pipeline, not a DataLoader: its own remedies, and what its threads run tells which
         evidence = [e.replace("step time in the DataLoader", "step time waiting for the tf.data pipeline "
@@ -557,7 +552,10 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                          "busy_cores": hot if cores else None, "cores": ev.cores, "num_workers": ev.workers,
                          "parallel_loaders": ev.loaders, "dataloader_step_share": loader_share,
                          "suggested_workers": n if more else now, "worker_budget": worker_budget(ev),
-                         "training_processes": procs, "signals": signals},
+                         "training_processes": procs, "signals": signals,
+                         # the CPU the training process asked for: what it used and waited for on the run queue
+                         **({"loading_cpu": reading.metrics()} if reading is not None and (
+                             reading.reading == OPEN or reading.queued is not None) else {})},
                 note=_smaller_instance_note(ev))
 
 

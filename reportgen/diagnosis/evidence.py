@@ -19,7 +19,7 @@ from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_command,
-                                    system_usage_of, traces_written)
+                                    recorded_run_queue, system_usage_of, traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank
 from reportgen.rulebook import RuleName
@@ -95,6 +95,9 @@ class Evidence:
     # the host's mean, and its peak RSS. The host's figures count the neighbours' work, so the CPU evidence uses
     # these instead.
     job_cpu: dict[str, float] | None = None
+    # ... and its threads' time runnable but waiting for a core (the scheduler's run queue), mean % of the host's
+    # cores; None where the recording has no such account
+    job_run_queue: float | None = None
     not_judged: list[str] = field(default_factory=list)
 
     def state(self, rule: str) -> str:
@@ -150,6 +153,15 @@ class Evidence:
             return self.job_cpu["mean"] if self.timeline_ok else None
         totals = [s.cpu_total for s in self.series.values() if s.cpu_total is not None] if self.timeline_ok else []
         return max(totals) if totals else None
+
+    def loop_run_queue_pct(self) -> float | None:
+        """On a shared host, the recorded command's threads runnable but waiting for a core (the scheduler's run
+        queue), mean % of the host's cores over the recording; None without that account (recordings before it,
+        kernels that keep none) or where utilization is not judged. With :meth:`loop_cpu_pct` it is the CPU the
+        command asked for: a starved process asks for much and gets little, a waiting one asks for little."""
+        if self.job_cpu is None or not self.timeline_ok:
+            return None
+        return self.job_run_queue
 
     def cpu_whose(self) -> str:
         """Whose CPU the figures are, for an evidence line: empty unless the host was shared."""
@@ -377,6 +389,7 @@ def _recorded_command(ev: Evidence, outputs: RuleOutputs) -> None:
     mean = command["job_cpu_pct_of_host"]
     ev.job_cpu = {"mean": mean, "p50": command["job_cpu_pct_of_host_p50"], "p95": command["job_cpu_pct_of_host_p95"],
                   "host": command["host_cpu_pct"], "rss_peak_bytes": command["job_rss_peak_bytes"]}
+    ev.job_run_queue = recorded_run_queue(outputs.recording)
     ev.cpu_bn_share = ev.cpu_bn_cores = None
     ev.framework_during_bn = {}
     ev.not_judged.append(

@@ -84,6 +84,11 @@ class RecordResult:
     host_cpu_pct: float | None = None
     job_rss_peak_bytes: int = 0
     host_shared: bool | None = None
+    # The tree's threads runnable but waiting for a core (the scheduler's run queue, /proc/<pid>/task/*/schedstat):
+    # seconds over the recording and their mean as a share of the host's cores (%); None where the kernel does not
+    # say. High on a starved process (its neighbours hold the cores), low on one that sleeps (I/O waits).
+    job_run_queue_s: float | None = None
+    job_run_queue_pct_of_host: float | None = None
     job_metrics_file: str = JOB_METRICS
 
 
@@ -272,7 +277,10 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
         cpu_cores=tree.cores,
         job_cpu_s=job_cpu_s, job_cpu_pct_of_host=job_pct, job_cpu_pct_of_host_p50=_percentile(job_shares, 50),
         job_cpu_pct_of_host_p95=_percentile(job_shares, 95), host_cpu_pct=host_pct, job_rss_peak_bytes=tree.rss_peak,
-        host_shared=None if job_pct is None or host_pct is None else host_pct - job_pct > SHARED_POINTS)
+        host_shared=None if job_pct is None or host_pct is None else host_pct - job_pct > SHARED_POINTS,
+        job_run_queue_s=tree.run_queue_s,
+        job_run_queue_pct_of_host=(100.0 * tree.run_queue_s / wall / tree.cores
+                                   if tree.run_queue_s is not None and wall > 0 else None))
     with naming(out_dir / "recording.json"):
         (out_dir / "recording.json").write_text(json.dumps(asdict(result), indent=1))
     return result
@@ -317,6 +325,9 @@ def main(args, say) -> int:
             f"({result.job_cpu_s:.1f} CPU s, {result.job_cpu_s / result.wall_s if result.wall_s else 0:.2f} of "
             f"{result.cpu_cores} cores on average){host}{shared}; peak memory (RSS) "
             f"{result.job_rss_peak_bytes / 1e6:.0f} MB")
+        if result.job_run_queue_s is not None:
+            say(f"its threads waited {result.job_run_queue_s:.1f} s for a core while runnable (the scheduler's run "
+                f"queue: {result.job_run_queue_s / result.wall_s if result.wall_s else 0:.2f} of a core on average)")
     say(f"sampler cost: {result.sampler_cpu_pct_of_one_core:.2f} % of one core "
         f"({result.sampler_cpu_s:.3f} s CPU over {result.wall_s:.1f} s); "
         f"command exit code {result.exit_code}; next: reportgen generate {result.out_dir}")

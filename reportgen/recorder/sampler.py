@@ -12,9 +12,31 @@ meaning, not how full it is). How full it is comes apart, from NVML's memory inf
 
 from __future__ import annotations
 
+import os
 import time
 
 NODE_ID = "algo-1"
+
+
+def run_delays(pid: int) -> dict[int, float] | None:
+    """Each thread's time runnable but waiting for a core, in seconds (tid -> s): the scheduler's own account
+    (``/proc/<pid>/task/<tid>/schedstat``: time on a core, time waiting on a run queue, in ns). A starved process
+    (the cores held by others) and a sleeping one (waiting on I/O) both use little CPU; only this tells them
+    apart. None where the kernel keeps no such account (not Linux) or the process is gone."""
+    base = f"/proc/{pid}/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return None
+    delays = {}
+    for tid in tids:
+        try:
+            with open(f"{base}/{tid}/schedstat", encoding="ascii") as f:
+                fields = f.read().split()
+            delays[int(tid)] = int(fields[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended between the listing and the read
+    return delays
 
 
 def load_nvml():
@@ -125,7 +147,9 @@ class ProcessTree:
     beside the host's: on a shared machine the host's CPU is not the job's.
 
     CPU is the tree's CPU seconds (user + system) over the tick, in cores and as a share of the host's
-    cores. A descendant that exits between two ticks is counted once: the part seen while it ran, then
+    cores; ``RunQueueCores`` the time its threads were runnable but waited for a core (the scheduler's run queue:
+    :func:`run_delays`), in cores, None where the kernel does not say. A thread that ends between two ticks loses
+    its last part of that wait (a few ms at most). A descendant that exits between two ticks is counted once: the part seen while it ran, then
     what its parent collects when it is reaped (``children_user``/``children_system``) less that part.
     """
 
@@ -140,6 +164,8 @@ class ProcessTree:
         self.cpu_s = 0.0  # the tree's CPU seconds over the whole recording
         self.rss_peak = 0
         self.pids: set[int] = {pid}
+        self._delays: dict[int, float] = {}  # tid -> its run-queue wait so far (s)
+        self.run_queue_s: float | None = None  # the tree's run-queue wait over the recording; None: never known
 
     def _tree(self) -> list:
         ps = self.psutil
@@ -161,6 +187,8 @@ class ProcessTree:
         self._t = now
         seen: dict[int, tuple[float, float]] = {}
         rss = 0
+        delays: dict[int, float] = {}
+        known = False
         for proc in self._tree():
             try:
                 with proc.oneshot():
@@ -168,6 +196,10 @@ class ProcessTree:
                     mem = proc.memory_info().rss
             except (ps.NoSuchProcess, ps.AccessDenied, ps.ZombieProcess):
                 continue
+            threads = run_delays(proc.pid)
+            if threads is not None:
+                known = True
+                delays.update(threads)
             seen[proc.pid] = (times.user + times.system,
                               getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0))
             rss += mem
@@ -188,7 +220,13 @@ class ProcessTree:
         self.cpu_s += delta
         self.rss_peak = max(self.rss_peak, rss)
         cores_used = delta / dt
+        queued = None
+        if known:  # a thread first seen started after the recording did: all its wait is inside it
+            waited = sum(max(d - self._delays.get(tid, 0.0), 0.0) for tid, d in delays.items())
+            self._delays = delays
+            self.run_queue_s = (self.run_queue_s or 0.0) + waited
+            queued = round(waited / dt, 4)
         return {"Timestamp": round(ts, 6), "CPUCores": round(cores_used, 4),
                 "CPUPercentOfHost": round(min(100.0 * cores_used / self.cores, 100.0), 4),
                 "HostCPUPercent": None if host_pct is None else round(host_pct, 4),
-                "RSSBytes": rss, "Processes": len(seen)}
+                "RSSBytes": rss, "Processes": len(seen), "RunQueueCores": queued}

@@ -10,6 +10,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from tests.support.paths import ROOT
 
@@ -62,9 +63,18 @@ def test_record_measures_the_command_not_its_neighbours(tmp_path):
     assert max(t["CPUCores"] for t in ticks) > 0.1
     assert summary["job_rss_peak_bytes"] == max(t["RSSBytes"] for t in ticks)
     assert all(t["HostCPUPercent"] is None or t["HostCPUPercent"] >= t["CPUPercentOfHost"] - 5 for t in ticks)
+    # the scheduler's run queue: the busy loops were runnable for 3 s of wall time (the child 2 s, the parent 1 s)
+    # on cores every neighbour also wanted, so what they did not run they waited for (each process's last
+    # part, after its last tick, is not seen: up to one 200 ms tick each)
+    assert summary["job_run_queue_s"] > 0.1
+    assert all(t["RunQueueCores"] >= 0 if t["Processes"] else t["RunQueueCores"] is None for t in ticks)
+    assert summary["job_cpu_s"] + summary["job_run_queue_s"] >= 3.0 - 2 * 0.2 - 0.2
+    assert summary["job_run_queue_pct_of_host"] == pytest.approx(
+        100.0 * summary["job_run_queue_s"] / summary["wall_s"] / cores)
     (line,) = [l for l in result.stderr.splitlines() if "the command's processes used" in l]
     assert f"used {summary['job_cpu_pct_of_host']:.0f} % of the host's CPU" in line
     assert ": the host is shared (its CPU " in line
+    assert f"its threads waited {summary['job_run_queue_s']:.1f} s for a core while runnable" in result.stderr
     # the report says whose CPU the system metrics show
     report = subprocess.run([sys.executable, "-m", "reportgen", "generate", str(tmp_path / "rec"), "-o",
                              str(tmp_path / "r.html"), "-q"], capture_output=True, text=True, env=env, timeout=300)
@@ -73,12 +83,16 @@ def test_record_measures_the_command_not_its_neighbours(tmp_path):
     command = data["sections"]["system-usage-statistics"]["recorded_command"]
     assert command == {k: summary[k] for k in ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores",
                                                "job_rss_peak_bytes", "host_shared", "job_cpu_pct_of_host_p50",
-                                               "job_cpu_pct_of_host_p95")}
+                                               "job_cpu_pct_of_host_p95", "job_run_queue_s",
+                                               "job_run_queue_pct_of_host")}
     shares = sorted(t["CPUPercentOfHost"] for t in ticks)
     assert shares[0] <= summary["job_cpu_pct_of_host_p50"] <= summary["job_cpu_pct_of_host_p95"] <= shares[-1]
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert (f"own processes used {summary['job_cpu_pct_of_host']:.0f} % of the host&#39;s CPU on average" in page
             and "The host was shared: the CPU figures above are the host&#39;s, not the job&#39;s" in page)
+    queued = summary["job_run_queue_pct_of_host"] / 100 * cores
+    assert (f"Its threads also waited for a core while runnable (the scheduler&#39;s run queue): {queued:.2f} of a "
+            "core on average" in page)
     # the node's sentence is judged by the command's own CPU, not the host's busy cores
     assert ("The host was shared with other work, so this is judged by the recorded command&#39;s own CPU use"
             in page)

@@ -6,7 +6,8 @@ from reportgen.formatting import exact_number, human_rate, num2
 from reportgen.report.model import Section, Shown, Table, Text
 from reportgen.report.trace_facts import trace_facts
 from reportgen.report.util import as_dict, int_pct, number
-from reportgen.rule_outputs import USAGE_STATS, NodeUsage, RuleOutputs, recorded_command, system_usage_of
+from reportgen.rule_outputs import (USAGE_STATS, NodeUsage, RuleOutputs, recorded_command, recorded_run_queue,
+                                    system_usage_of)
 from reportgen.rulebook import RuleName
 from reportgen.section_ids import SectionId
 
@@ -113,17 +114,23 @@ def build(outputs: RuleOutputs) -> Section:
     table_rows = [_display_row(r, present) for r in rows]
     section.add(Table("system-usage", columns, table_rows, ["text"] * 3 + ["num2"] * len(present)))
     if command is not None:
-        section.add(Text(command_sentence(command), tone="finding" if command["host_shared"] else "plain"))
+        section.add(Text(command_sentence(command, recorded_run_queue(outputs.recording)),
+                         tone="finding" if command["host_shared"] else "plain"))
     section.data = {"rows": rows, "datapoints": rule.datapoints if rule else 0,
                     **({"recorded_command": command} if command is not None else {})}
     return section
 
 
-def command_sentence(c: dict) -> str:
+def command_sentence(c: dict, run_queue_pct: float | None = None) -> str:
+    """The recorded command's own CPU and memory beside the host's, and the CPU it waited for on the scheduler's
+    run queue (``run_queue_pct``, % of the host's cores; None: the recording has no such account)."""
     cores = c["job_cpu_pct_of_host"] / 100 * c["cpu_cores"]
     own = (f"The recorded command's own processes used {c['job_cpu_pct_of_host']:.0f} % of the host's CPU on "
            f"average ({cores:.2f} of {c['cpu_cores']} cores; peak memory {c['job_rss_peak_bytes'] / 1e6:.0f} MB) "
            f"while the host's CPU was at {c['host_cpu_pct']:.0f} %.")
+    if run_queue_pct is not None:
+        own += (f" Its threads also waited for a core while runnable (the scheduler's run queue): "
+                f"{run_queue_pct / 100 * c['cpu_cores']:.2f} of a core on average, CPU it asked for and did not get.")
     if c["host_shared"]:
         return (own + " The host was shared: the CPU figures above are the host's, not the job's; judge the job "
                 "by its own share (job-metrics.jsonl in the recording has it tick by tick).")

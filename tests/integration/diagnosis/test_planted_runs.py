@@ -67,8 +67,9 @@ EXPECTED = {
     "float64": ("float64", "model.float()", "fix"),
     # a tf.data map that is a tf.py_function: the input pipeline's wait, with a DataLoader's fix before
     "tf-pyfunc": ("input-pipeline", "tf.py_function", "fix"),
-    # per-sample numpy work in the Dataset (CPU, not I/O), num_workers=0, on a 2-core host: 1 worker, bounded by the
-    # loading it moves (held to the rerun right after it; see the gap below for a minute-long recording)
+    # per-sample numpy work in the Dataset (CPU, not I/O), num_workers=0, on a 2-core host at 100 %: 1 worker, bounded
+    # by the loading it moves (held to the rerun right after it: the second ran as the host's load rose); starved of
+    # cores, not waiting, by the scheduler's run queue (below)
     "cpu-loading": ("input-pipeline", "num_workers from 0 to 1", "fix"),
 }
 
@@ -142,18 +143,45 @@ def test_the_summary_gives_the_loop_at_a_glance_uses(tmp_path):
 
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="issue 46 gap: on a saturated shared host, CPU-bound loading looks like waiting")
-def test_cpu_loading_is_not_taken_for_waiting_when_the_timeline_is_judged(tmp_path, monkeypatch):
-    """cpu-loading's recording is 41 s, under the minute from which utilization is judged, so its verdict (1 worker,
-    8.6 s against 7.6 s saved) never reads the job's CPU. Judged with the floor lowered, the same run is taken for
-    I/O waiting: the training process got 0.34 of a core on a host at 100 % (its neighbours' doing), under half
-    of its 74 % loading share, so the fix asks for 3 workers "that need no core" and claims 24 s. A starved process
-    and a waiting one both use little CPU; this test passes once the diagnosis tells them apart."""
-    from reportgen.diagnosis import evidence
-
-    monkeypatch.setattr(evidence, "MIN_TIMELINE_S", 10.0)
+def test_cpu_loading_is_not_taken_for_waiting_when_the_timeline_is_judged(tmp_path):
+    """A starved loader is not a waiting one (issue 46). cpu-loading's recording (143 s, its CPU judged) used 0.24
+    of a core on a host at 100 % while loading took 77 % of each step: as little as a loader waiting on I/O. The
+    scheduler's run queue says it asked for a whole core (0.76 more, runnable, waiting for one), so the loading is
+    CPU work and the workers fit the cores (1 on 2), not 3 "that need no core". io-latency's, recorded the same way
+    on the same host at 100 %, asked for 0.52 of a core, no more than the rest of its step and a little: waiting."""
     top = _diagnosis("cpu-loading", tmp_path).findings[0]
     truth = TRUTH["cpu-loading"]
-    assert top.cause == "input-pipeline"
+    assert top.cause == "input-pipeline" and "num_workers from 0 to 1" in top.fix
     assert "waiting workers need no core" not in top.fix
-    assert any(abs(top.seconds - t) <= TOLERANCE * t for t in truth["fix_saved_s"]), (top.seconds, truth["fix_saved_s"])
+    assert any(abs(top.seconds - t) <= TOLERANCE * t for t in truth["fix_saved_s"] if t > 0), (
+        top.seconds, truth["fix_saved_s"])
+    (said,) = [e for e in top.evidence if "run queue" in e]
+    assert said.startswith("the loading is CPU work starved of cores, not waiting: the training process used 0.24")
+    assert top.metrics["loading_cpu"]["reading"] == "computes"
+    assert top.metrics["loading_cpu"]["run_queue_cores"] == pytest.approx(0.76, abs=0.005)
+    waiting = _diagnosis("io-latency", tmp_path).findings[0]
+    assert waiting.metrics["loading_cpu"]["reading"] == "waits" and "need no core" in waiting.fix
+
+
+def test_without_the_run_queue_a_starved_loader_is_an_open_question_priced_as_cpu_work(tmp_path):
+    """The same recordings without the run-queue account (as `reportgen record` wrote them before it): on a host
+    at 100 % little CPU may be starvation or waiting. Neither is claimed: the finding says the question is open,
+    gives the cores' workers and prices them (the smaller saving), naming how many would help if it waits."""
+    import shutil
+
+    for run, hide in (("cpu-loading", 4), ("io-latency", 2)):
+        folder = tmp_path / run
+        shutil.copytree(PLANTED / run, folder)
+        recording = json.loads((folder / "recording.json").read_text())
+        for key in ("job_run_queue_s", "job_run_queue_pct_of_host"):
+            del recording[key]
+        (folder / "recording.json").write_text(json.dumps(recording))
+        top = diagnose(load_rule_outputs(analyze_source(str(folder), tmp_path / f"{run}-out"))).findings[0]
+        assert top.cause == "input-pipeline" and top.metrics["loading_cpu"]["reading"] == "open"
+        assert "num_workers from 0 to 1" in top.fix and "need no core" not in top.fix
+        assert f"up to {hide} if the loading waits on I/O rather than computing" in top.fix
+        assert any("whether the loading computes or waits is open" in e for e in top.evidence)
+        assert "priced as CPU work" in top.basis
+        # what 1 worker saves when it loads as the training process did: the loading bounds the step
+        share = top.metrics["dataloader_step_share"]
+        assert top.loop_share == pytest.approx(1 - max(share, 1 - share), abs=1e-6)

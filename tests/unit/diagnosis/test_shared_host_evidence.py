@@ -39,7 +39,8 @@ def test_a_host_that_is_not_shared_keeps_the_hosts_figures():
 
 @pytest.mark.parametrize("damage", [
     {"job_cpu_pct_of_host": "12"}, {"host_cpu_pct": float("nan")}, {"cpu_cores": 10**400}, {"host_shared": "yes"},
-    {"job_cpu_pct_of_host_p95": None}, {"job_cpu_pct_of_host_p50": [1]}, {"job_cpu_s": True}])
+    {"job_cpu_pct_of_host_p95": None}, {"job_cpu_pct_of_host_p50": [1]}, {"job_cpu_s": True},
+    {"job_run_queue_pct_of_host": "20"}, {"job_run_queue_s": float("inf"), "job_run_queue_pct_of_host": [1]}])
 def test_a_damaged_summary_never_raises(damage):
     recording = {**SHARED, **damage}
     ev = gather(outputs(recording))
@@ -48,6 +49,7 @@ def test_a_damaged_summary_never_raises(damage):
         assert ev.job_cpu is None  # the command's figures are unusable: the host's stay
     else:
         assert ev.job_cpu is not None and ev.job_cpu["mean"] == 12.5
+    assert ev.job_run_queue is None  # absent, or no number: no run-queue account
     diagnose(outputs(recording))  # and the whole diagnosis runs
 
 
@@ -69,3 +71,62 @@ def test_host_memory_growth_on_a_shared_host_says_whose_memory_it_is():
         shared = [e for e in finding.evidence if "the host was shared" in e]
         assert shared == (["the host was shared with other work, whose memory this counts too; the recorded "
                            "command's own processes peaked at 1000 MB"] if said else [])
+
+
+LOW = {**SHARED, "job_cpu_pct_of_host": 5.0}  # 0.2 of a core of 4
+
+
+def _loading(recording, host_cores=4):
+    from reportgen.diagnosis.loading_cpu import loading_cpu
+
+    ev = gather(outputs(recording))
+    ev.series = {"algo-1": NodeSeries(cores=[99.0] * host_cores, cpu_total=99.0)}
+    ev.cores, ev.timeline_s = host_cores, 120.0
+    return loading_cpu(ev, 0.8)
+
+
+def test_a_starved_loader_and_a_waiting_one_are_told_apart_by_the_run_queue():
+    """Both used 0.2 of a core of 4 (5 %) on a saturated host while loading took 80 % of each step, under the
+    0.6 of a core that CPU loading asks (the rest of the step, 0.2, and half a core through the loading's 0.8);
+    the scheduler's run queue says which asked for more."""
+    from reportgen.diagnosis.loading_cpu import COMPUTES, WAITS
+
+    starved = _loading({**LOW, "job_run_queue_s": 90.0, "job_run_queue_pct_of_host": 20.0})
+    assert (starved.reading, starved.used, starved.queued) == (COMPUTES, 0.2, 0.8) and starved.by_run_queue
+    said = starved.evidence("")
+    assert "CPU work starved of cores" in said and "used 0.20 of a core" in said and "waited 0.80 of a core" in said
+    waiting = _loading({**LOW, "job_run_queue_s": 4.5, "job_run_queue_pct_of_host": 1.0})
+    assert (waiting.reading, waiting.used, waiting.queued) == (WAITS, 0.2, 0.04)
+    assert waiting.asked == pytest.approx(0.24) and waiting.by_run_queue  # its CPU alone said so too
+    assert waiting.evidence("") == (
+        "the loading mostly waits, on I/O, not on the cores: the training process used 0.20 of a core over the loop "
+        "and waited 0.04 of a core runnable for one (the scheduler's run queue) while loading took 80 % of each step: "
+        "it asked for 0.24 of a core, the rest of the step up to 0.20 of it")
+    assert waiting.metrics() == {"reading": "waits", "loading_step_share": 0.8, "used_cores": 0.2,
+                                 "run_queue_cores": 0.04, "host_free_cores": None}
+
+
+def test_without_a_run_queue_a_saturated_host_leaves_the_question_open():
+    """No run-queue account (recordings before it): with the host's cores all busy (96 % of 4: 0.16 free) the
+    little CPU may be starvation; with cores to spare it was waiting; a process that used enough CPU computes."""
+    from reportgen.diagnosis.loading_cpu import COMPUTES, OPEN, WAITS
+
+    unknown = _loading(LOW)
+    assert (unknown.reading, unknown.queued) == (OPEN, None) and unknown.free == pytest.approx(0.16)
+    assert "is open" in unknown.evidence("") and "0.16 of a core free" in unknown.evidence("")
+    spare = _loading({**LOW, "host_cpu_pct": 60.0})
+    assert (spare.reading, spare.free) == (WAITS, pytest.approx(1.6))
+    busy = _loading({**SHARED, "job_cpu_pct_of_host": 15.0})  # 0.6 of a core: as much as CPU loading asks
+    assert (busy.reading, busy.used) == (COMPUTES, pytest.approx(0.6)) and busy.evidence("") == ""
+    assert _loading(SHARED).reading == WAITS  # 0.5 used, 0.16 free: it could have had more, so it waited
+    own = _loading({**LOW, "host_shared": False})  # a host of its own: the host's CPU is the job's
+    assert own.reading == COMPUTES and own.used == pytest.approx(3.96)
+
+
+def test_a_recording_shorter_than_the_timeline_floor_gives_no_reading():
+    from reportgen.diagnosis.loading_cpu import loading_cpu
+
+    ev = gather(outputs({**SHARED, "job_run_queue_s": 90.0, "job_run_queue_pct_of_host": 20.0}))
+    ev.series = {"algo-1": NodeSeries(cores=[99.0] * 4, cpu_total=99.0)}
+    ev.cores, ev.timeline_s = 4, 40.0
+    assert ev.loop_run_queue_pct() is None and loading_cpu(ev, 0.8) is None
