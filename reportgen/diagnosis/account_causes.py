@@ -424,8 +424,8 @@ def float64(ev: Evidence, found: dict) -> Finding | None:
     saved: dict[str, float] = {}
     for label, account in accounts(ev).items():
         wide, slow = sum(account.float64_per_step_ms), sum(account.float64_fallback_per_step_ms)
-        if wide > 0 and account.step_ms > 0:
-            saved[label] = ((wide - slow) * (1 - FLOAT32_KEEPS) + slow * (1 - FLOAT32_KEEPS_FALLBACK)) / account.step_ms
+        if wide > 0 and account.base_ms > 0:
+            saved[label] = ((wide - slow) * (1 - FLOAT32_KEEPS) + slow * (1 - FLOAT32_KEEPS_FALLBACK)) / account.base_ms
     if not saved:
         return None
     share, worst = mean_and_worst(ev, saved)
@@ -463,8 +463,8 @@ def between_steps(ev: Evidence, found: dict) -> Finding | None:
     shares = {}
     for label, a in accounts(ev).items():
         gaps = sum(a.between_steps_ms)
-        if gaps > 0 and a.step_ms > 0:
-            shares[label] = gaps / (a.step_ms + gaps)  # of the loop's time in the window: the steps and between them
+        if gaps > 0 and a.base_ms > 0:
+            shares[label] = gaps / (a.base_ms + gaps)  # of the loop's time in the window: the steps and between them
     if not shares:
         return None
     share, worst = mean_and_worst(ev, shares)
@@ -526,7 +526,7 @@ def intermittent(ev: Evidence, found: dict) -> Intermittent | None:
                 continue
             paying, excess = steps_paying(account, name)
             total = sum(excess[i] for i in paying)
-            share = total / account.step_ms if account.step_ms > 0 else 0.0
+            share = total / account.base_ms if account.base_ms > 0 else 0.0
             if paying and (best is None or share > best.share):
                 found_period = find_period(paying, 0, account.steps - 1, [excess[i] for i in paying])
                 best = Intermittent(name, share, label, tuple(paying), total,
