@@ -138,7 +138,7 @@ NO_END_MARK = {
     "anomaly": "no child process: the loop ends at the exit, 4.8 s after the script's loop (teardown)",
     "cpu-loading": "no child process (num_workers=0): 3.0 s of teardown counted",
     "io-latency": "no child process (num_workers=0): 3.8 s of teardown counted",
-    "microbatch": "no child process; and the start is 3.6 s late (the steps before the window were slower)",
+    "microbatch": "no child process; and the start is 4.2 s late (the steps before the window were slower)",
     "jax-clean": "no child process: stop_trace() and 1.7 s of teardown counted", "jax-nojit": "no child process",
     "jax-recompile": "no child process", "tf-clean": "no child process: 7.4 s of teardown counted",
     "tf-eager": "no child process", "tf-hostwork": "no child process", "tf-pyfunc": "no child process",
