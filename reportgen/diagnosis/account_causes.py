@@ -433,10 +433,10 @@ def float64(ev: Evidence, found: dict) -> Finding | None:
         return None
     account = accounts(ev)[worst]
     wide, slow = sum(account.float64_per_step_ms), sum(account.float64_fallback_per_step_ms)
-    evidence = [f"{pct(wide / account.step_ms)} of the profiled steps' time{_rank_text(ev, worst)} is operators "
+    evidence = [f"{pct(wide / account.base_ms)} of the profiled steps' time{_rank_text(ev, worst)} is operators "
                 f"computing in float64 (their recorded input type is double): {wide / max(account.steps, 1):.1f} ms of "
                 f"a median {_median_step_ms(account):.1f} ms step",
-                f"{pct(slow / account.step_ms)} of the steps' time in torch's reference kernels (aten::_slow_conv2d…, "
+                f"{pct(slow / account.base_ms)} of the steps' time in torch's reference kernels (aten::_slow_conv2d…, "
                 "aten::thnn_conv…), which float64 falls back to where oneDNN has no float64 kernel; float32 runs the "
                 "optimised ones" if slow > 0 else ""]
     fix = ("Train in float32: model.float() and float32 inputs (data from numpy is float64 unless converted: "
@@ -444,13 +444,13 @@ def float64(ev: Evidence, found: dict) -> Finding | None:
            "dtype=torch.bfloat16) halves it again. Keep float64 only where the numerics need it (a reduction, a "
            "metric).")
     return make(ev, "float64", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
-                heading=f"{pct(wide / account.step_ms)} of each step computes in float64",
+                heading=f"{pct(wide / account.base_ms)} of each step computes in float64",
                 basis="float32 halves a float64 operator's time (twice the SIMD lanes, half the memory traffic) and "
                       "leaves a third of a reference kernel's (oneDNN's float32 kernel instead: 3-9x measured on "
                       "CPU); the float64 operators' time in the profiled steps",
                 metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
                          "worst_rank_share": saved[worst], "ranks": len(accounts(ev)),
-                         "float64_share": wide / account.step_ms, "fallback_share": slow / account.step_ms})
+                         "float64_share": wide / account.base_ms, "fallback_share": slow / account.base_ms})
 
 
 LONG_GAP = 5.0  # a gap between steps this many times the median gap is a pause (evaluation, a checkpoint)

@@ -73,6 +73,7 @@ def test_at_a_glance_shows_it(tmp_path):
     overhead = report.diagnosis.evidence.profiler_overhead
     assert items["Profiler overhead"].startswith(f"{overhead.per_step_ms:.1f} ms a recorded step")
     assert "42 steps between its cycles" in items["Profiler overhead"]
+    assert items["Profiler overhead"].endswith("; left out of every share")
 
 
 def test_report_json_and_the_page_carry_it(tmp_path):
