@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.errors import InputError, RenderError
-from reportgen.json_file import read_json_file
+from reportgen.job_processes import process_changes
+from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.notebook_parameters import NotebookParameters
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
@@ -211,6 +212,26 @@ def _keep_recording(raw_dir: Path, rule_dir: Path) -> None:
     summary = raw_dir / "recording.json"
     if summary.is_file() and summary.stat().st_size < 10_000_000:
         shutil.copyfile(summary, rule_dir.parent / "recording.json")
+        _add_process_changes(raw_dir, rule_dir.parent / "recording.json")
+
+
+JOB_METRICS = "job-metrics.jsonl"  # recording.json's job_metrics_file, where recordings before it kept it
+
+
+def _add_process_changes(raw_dir: Path, copy: Path) -> None:
+    """The copy also keeps where the command's process count changed (job-metrics.jsonl, reduced by
+    job_processes.process_changes): its children's start and end mark the training loop's ends."""
+    try:
+        summary = read_json_file(copy)
+    except (OSError, JsonFileError):
+        return
+    name = summary.get("job_metrics_file", JOB_METRICS) if isinstance(summary, dict) else None
+    if not isinstance(name, str) or Path(name).name != name:  # a bare file name beside recording.json, or none
+        return
+    changes = process_changes(raw_dir / name)
+    if changes:
+        summary["process_changes"] = changes
+        copy.write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
 
 @contextlib.contextmanager

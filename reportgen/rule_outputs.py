@@ -18,6 +18,7 @@ from typing import Any
 from pathlib import Path
 
 from reportgen.errors import InputError
+from reportgen.job_processes import ChildProcesses, child_processes
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER, RuleName
 from reportgen.sources.layout import RULE_EXTRA_NAMES, RULE_OUTPUT_SUBDIRS
@@ -136,6 +137,12 @@ def recorded_run_queue(recording: dict[str, Any] | None) -> float | None:
     ``job_run_queue_pct_of_host``), or None: recordings before it, kernels that keep no such account."""
     command = recorded_command(recording)
     return command.get(RUN_QUEUE[1]) if command is not None else None
+
+
+def recorded_children(recording: dict[str, Any] | None) -> ChildProcesses | None:
+    """When the recorded command's child processes first started and last ended (recording.json's
+    ``process_changes``, which generate adds from job-metrics.jsonl), or None: marks of the training loop's ends."""
+    return child_processes(recording.get("process_changes")) if isinstance(recording, dict) else None
 
 
 TRACE_STAMP = re.compile(r"\.(\d{16,20})\.pt\.trace\.json(\.gz)?$")  # torch's handler: <worker>.<time_ns>.pt.trace.json

@@ -304,19 +304,27 @@ class TraceAccount:
     input_python_ms: float = 0.0
     input_python_calls_per_step: float = 0.0
     between_cycles: tuple[CycleGap, ...] = ()  # the pauses between profiling cycles, with their unrecorded steps
+    # the profiler's own cost inside the steps (ms in all), where the diagnosis measured it and took it out of the
+    # slices (diagnosis/profiler_cost.py): the shares are then of the steps less it; 0 as kineto.json gives it
+    profiler_ms: float = 0.0
+
+    @property
+    def base_ms(self) -> float:
+        """What the shares are of: the steps' wall time less the profiler's own cost in them (where measured)."""
+        return self.step_ms - self.profiler_ms if self.step_ms > self.profiler_ms else self.step_ms
 
     def share(self, name: str) -> float:
-        return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
+        return self.slices_ms.get(name, 0.0) / self.base_ms if self.base_ms > 0 else 0.0
 
     def every_step_share(self, name: str) -> float:
         """The slice's share of the step that every step pays: its median per step times the steps, of the
         steps' time. What only some steps pay (a stall, a slow step) is the rest of ``share``."""
         values = sorted(self.per_step_ms.get(name, ()))
-        if not values or self.step_ms <= 0:
+        if not values or self.base_ms <= 0:
             return 0.0
         mid = len(values) // 2
         median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
-        return min(median * len(values) / self.step_ms, self.share(name))
+        return min(median * len(values) / self.base_ms, self.share(name))
 
     def step_durations_ms(self) -> list[float]:
         """Each profiled step's wall time (ms): the sum of its slices."""

@@ -63,6 +63,15 @@ class Diagnosis:
         open_ = [f"{LABELS[a.question]} ({a.how})" for a in self.questions_open]
         return text + (f" Not judged: {'; '.join(open_)}." if open_ else "")
 
+    def _loop_data(self) -> dict:
+        """A recording's job account around its training loop: where the loop began and ended (epoch s) and how
+        each end was found, the loop less the profiler's export, the start-up before it and the shutdown after."""
+        ev = self.evidence
+        start, end = ev.loop if ev.loop is not None else (None, None)
+        began, ended = ev.loop_marks or ("", "")
+        return {"start_s": start, "end_s": end, "seconds": ev.loop_s, "startup_s": ev.init_s,
+                "shutdown_s": ev.shutdown_s, "start_from": began, "end_from": ended}
+
     def to_data(self) -> dict:
         """The ``diagnosis`` object of report.json (docs/report-json.md)."""
         return {
@@ -82,6 +91,7 @@ class Diagnosis:
             "duration_s": self.evidence.duration_s,
             **({"profiler_export_s": self.evidence.profiler_export_s}
                if self.evidence.profiler_export_s is not None else {}),
+            **({"loop": self._loop_data()} if self.evidence.loop_marks is not None else {}),
             **({"profiler_overhead": self.evidence.profiler_overhead.to_data()}
                if self.evidence.profiler_overhead is not None else {}),
         }

@@ -424,8 +424,8 @@ def float64(ev: Evidence, found: dict) -> Finding | None:
     saved: dict[str, float] = {}
     for label, account in accounts(ev).items():
         wide, slow = sum(account.float64_per_step_ms), sum(account.float64_fallback_per_step_ms)
-        if wide > 0 and account.step_ms > 0:
-            saved[label] = ((wide - slow) * (1 - FLOAT32_KEEPS) + slow * (1 - FLOAT32_KEEPS_FALLBACK)) / account.step_ms
+        if wide > 0 and account.base_ms > 0:
+            saved[label] = ((wide - slow) * (1 - FLOAT32_KEEPS) + slow * (1 - FLOAT32_KEEPS_FALLBACK)) / account.base_ms
     if not saved:
         return None
     share, worst = mean_and_worst(ev, saved)
@@ -433,10 +433,10 @@ def float64(ev: Evidence, found: dict) -> Finding | None:
         return None
     account = accounts(ev)[worst]
     wide, slow = sum(account.float64_per_step_ms), sum(account.float64_fallback_per_step_ms)
-    evidence = [f"{pct(wide / account.step_ms)} of the profiled steps' time{_rank_text(ev, worst)} is operators "
+    evidence = [f"{pct(wide / account.base_ms)} of the profiled steps' time{_rank_text(ev, worst)} is operators "
                 f"computing in float64 (their recorded input type is double): {wide / max(account.steps, 1):.1f} ms of "
                 f"a median {_median_step_ms(account):.1f} ms step",
-                f"{pct(slow / account.step_ms)} of the steps' time in torch's reference kernels (aten::_slow_conv2d…, "
+                f"{pct(slow / account.base_ms)} of the steps' time in torch's reference kernels (aten::_slow_conv2d…, "
                 "aten::thnn_conv…), which float64 falls back to where oneDNN has no float64 kernel; float32 runs the "
                 "optimised ones" if slow > 0 else ""]
     fix = ("Train in float32: model.float() and float32 inputs (data from numpy is float64 unless converted: "
@@ -444,13 +444,13 @@ def float64(ev: Evidence, found: dict) -> Finding | None:
            "dtype=torch.bfloat16) halves it again. Keep float64 only where the numerics need it (a reduction, a "
            "metric).")
     return make(ev, "float64", 0.0, evidence, fix, loop_share=share, sections=[SectionId.GPU_KERNELS_OPERATORS],
-                heading=f"{pct(wide / account.step_ms)} of each step computes in float64",
+                heading=f"{pct(wide / account.base_ms)} of each step computes in float64",
                 basis="float32 halves a float64 operator's time (twice the SIMD lanes, half the memory traffic) and "
                       "leaves a third of a reference kernel's (oneDNN's float32 kernel instead: 3-9x measured on "
                       "CPU); the float64 operators' time in the profiled steps",
                 metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
                          "worst_rank_share": saved[worst], "ranks": len(accounts(ev)),
-                         "float64_share": wide / account.step_ms, "fallback_share": slow / account.step_ms})
+                         "float64_share": wide / account.base_ms, "fallback_share": slow / account.base_ms})
 
 
 LONG_GAP = 5.0  # a gap between steps this many times the median gap is a pause (evaluation, a checkpoint)
@@ -463,8 +463,8 @@ def between_steps(ev: Evidence, found: dict) -> Finding | None:
     shares = {}
     for label, a in accounts(ev).items():
         gaps = sum(a.between_steps_ms)
-        if gaps > 0 and a.step_ms > 0:
-            shares[label] = gaps / (a.step_ms + gaps)  # of the loop's time in the window: the steps and between them
+        if gaps > 0 and a.base_ms > 0:
+            shares[label] = gaps / (a.base_ms + gaps)  # of the loop's time in the window: the steps and between them
     if not shares:
         return None
     share, worst = mean_and_worst(ev, shares)
@@ -526,7 +526,7 @@ def intermittent(ev: Evidence, found: dict) -> Intermittent | None:
                 continue
             paying, excess = steps_paying(account, name)
             total = sum(excess[i] for i in paying)
-            share = total / account.step_ms if account.step_ms > 0 else 0.0
+            share = total / account.base_ms if account.base_ms > 0 else 0.0
             if paying and (best is None or share > best.share):
                 found_period = find_period(paying, 0, account.steps - 1, [excess[i] for i in paying])
                 best = Intermittent(name, share, label, tuple(paying), total,

@@ -13,13 +13,14 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from reportgen.diagnosis.profiler_cost import ProfilerOverhead, profiler_overhead, with_collection
+from reportgen.diagnosis.profiler_cost import (ProfilerOverhead, profiler_overhead, with_collection,
+                                               without_profiler_cost)
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
-                                    WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_command,
-                                    recorded_run_queue, system_usage_of, traces_written)
+                                    WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_children,
+                                    recorded_command, recorded_run_queue, system_usage_of, traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank
 from reportgen.rulebook import RuleName
@@ -85,6 +86,8 @@ class Evidence:
     # steps" impacts are shares of; None when no rank has steps (the trace's span stands in)
     profiled_steps_s: float | None = None
     profiler_export_s: float | None = None  # the profiler's own export inside the training loop (left out of it)
+    shutdown_s: float | None = None  # a recording's: from the loop's end to the job's end
+    loop_marks: tuple[str, str] | None = None  # a recording's: how the loop's start and end were found
     profiler_overhead: ProfilerOverhead | None = None  # the profiler's cost per recorded step (None: no traces)
     trace_span_s: float | None = None  # first to last traced event over every rank and cycle
     profiled_s: float | None = None  # the traced cycles' own time (a rank's cycles added up)
@@ -212,8 +215,9 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
                    if s is not None and start <= s]
         firsts = [min(firsts + earlier)] if firsts and earlier else firsts
         if firsts:
-            ev.loop = (min(firsts), start + ev.duration_s)
-            ev.init_s = min(firsts) - start
+            ev.loop = _loop_marks(ev, outputs.recording, (min(firsts), start + ev.duration_s), start)
+            ev.init_s = ev.loop[0] - start
+            ev.shutdown_s = start + ev.duration_s - ev.loop[1]
             ev.loop_s = ev.loop[1] - ev.loop[0]
     if ev.duration_s is None and ev.trace_ranks:
         spans = [finite(r.span_ms) for r in ev.trace_ranks.values()]
@@ -228,6 +232,38 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
                 ev.profiled_steps_s = min(max(totals) / 1000.0, ev.duration_s)
     if ev.duration_s is None and ev.timeline_s:
         ev.duration_s = ev.timeline_s
+
+
+FROM_STEPS = "the first profiled step, less the steps the profiler's schedule waited before recording"
+AT_EXIT = "the command's exit (the steps after the last profiled one and its shutdown are not told apart)"
+CHILDREN_START = "the job's first child process (a DataLoader's workers start with the loop's first batch)"
+CHILDREN_END = ("its last child process's end (a DataLoader's workers end with the loop or with the script's last "
+                "line, before the interpreter's teardown)")
+
+
+def _loop_marks(ev: Evidence, recording: dict | None, estimate: tuple[float, float],
+                job_start: float) -> tuple[float, float]:
+    """The loop's ends: the estimate from the traces (``estimate``: the first profiled step less the waited steps,
+    the command's exit), or where the recording saw them: its child processes' first start, if before the first
+    traced event, and their last end, if after the profiler's last activity (its traces' last event and write)
+    and before the exit. ``ev.loop_marks`` says which, for the job account."""
+    lo, hi = estimate
+    ev.loop_marks = (FROM_STEPS, AT_EXIT)
+    children = recorded_children(recording)
+    if children is None:
+        return lo, hi
+    firsts = [t / 1e6 for t in (finite(r.start_us) for r in ev.trace_ranks.values()) if t is not None]
+    lasts = [t / 1e6 for t in (finite(r.end_us) for r in ev.trace_ranks.values()) if t is not None]
+    lasts += list(traces_written(recording).values())
+    start_mark = children.start_s
+    if firsts and job_start <= start_mark <= min(firsts):
+        lo = start_mark
+        ev.loop_marks = (CHILDREN_START, ev.loop_marks[1])
+    end_mark = children.end_s
+    if end_mark is not None and lasts and max(lasts) <= end_mark <= hi:
+        hi = end_mark
+        ev.loop_marks = (ev.loop_marks[0], CHILDREN_END)
+    return lo, hi
 
 
 def _loop_start_before_trace(rank: TraceRank, unrecorded_ms: float | None = None) -> float | None:
@@ -467,6 +503,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     ev = Evidence(rules=dict(outputs.rules), price_per_s=price_per_s)
     _traces(ev, outputs)
     ev.profiler_overhead = profiler_overhead(ev.trace_ranks, profiler_exports(outputs.recording))
+    ev.trace_ranks = without_profiler_cost(ev.trace_ranks, ev.profiler_overhead)
     _job_times(ev, outputs)
     _system(ev, outputs)
     _timeline(ev, outputs)

@@ -16,9 +16,9 @@ from them): with ``warmup=1`` and ``wait=20`` that is 1 of 21, so the figure is 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from reportgen.trace_ranks import TraceRank
+from reportgen.trace_ranks import TraceAccount, TraceRank
 
 MIN_UNRECORDED = 3  # steps between cycles in all: fewer say little about a step's time without the profiler
 
@@ -106,3 +106,53 @@ def profiler_overhead(ranks: dict[str, TraceRank], exports: list[tuple[float, fl
         return None
     measured = [_of_rank(label, rank, exports) for label, rank in sorted(ranks.items())]
     return max(measured, key=lambda m: (m.per_step_ms is not None, m.unrecorded_steps, m.pauses))
+
+
+
+# Where a host account's steps do the profiler's per-operator work: inside the operators it records (their start and
+# end, shapes, stacks, allocations); then, past all of them, in the Python between them (with_stack traces it)
+OPERATOR_SLICES = ("compute", "dispatch", "memory_management", "memory_copies", "compilation", "debug_checks")
+AFTER = ("no_operator",)
+
+
+def _less_cost(account: TraceAccount, cost_ms: float) -> TraceAccount:
+    """The account with ``cost_ms`` of profiler work taken out of the slices that hold it, pro rata (each step's too),
+    and recorded as ``profiler_ms``: its shares are then of the steps less the profiler, and still add up to 1."""
+    slices, per_step = dict(account.slices_ms), dict(account.per_step_ms)
+    left = cost_ms
+    for group in (OPERATOR_SLICES, AFTER):
+        held = sum(slices.get(name, 0.0) for name in group)
+        if held <= 0 or left <= 0:
+            continue
+        taken = min(left, held)
+        keep = 1.0 - taken / held
+        for name in group:
+            slices[name] = slices.get(name, 0.0) * keep
+            per_step[name] = tuple(v * keep for v in per_step.get(name, ()))
+        left -= taken
+    return replace(account, slices_ms=slices, per_step_ms=per_step, profiler_ms=cost_ms - left)
+
+
+MAX_COST_SHARE = 0.9  # of the recorded steps: a larger measured cost says more of the pauses than of the steps
+
+
+def without_profiler_cost(ranks: dict[str, TraceRank], overhead: ProfilerOverhead | None) -> dict[str, TraceRank]:
+    """The ranks with the profiler's measured cost per recorded step taken out of their host step-time accounts
+    (``TraceAccount.profiler_ms``): every share is then of the step less the profiler's cost, the step as the loop's
+    unrecorded steps run it, which is what a finding's share is scaled to. The cost comes out of the operators'
+    slices, where torch's profiler does its per-operator recording, pro rata (the trace cannot say which operator it
+    slowed most), then out of the Python between them; waits (data, communication, the device) keep their time and
+    so weigh more. The ranks as they are where nothing was measured, and a device account (what the GPU did: the
+    host's profiling slows it only where the GPU waits for the host); the same figure for every rank (one
+    profiler, one schedule)."""
+    if overhead is None or overhead.per_step_ms is None or overhead.per_step_ms <= 0:
+        return ranks
+    out = {}
+    for label, rank in ranks.items():
+        account = rank.account
+        if account is None or account.step_ms <= 0 or account.perspective != "host":
+            out[label] = rank
+            continue
+        cost = min(overhead.per_step_ms * account.steps, MAX_COST_SHARE * account.step_ms)
+        out[label] = replace(rank, account=_less_cost(account, cost))
+    return out

@@ -90,7 +90,7 @@ def identity(report: Report) -> list[tuple[str, str]]:
             items.append(("Profiler overhead", f"{overhead.per_step_ms:.1f} ms a recorded step "
                           f"({100 * overhead.share:.0f} % of its {overhead.recorded_median_ms:.1f} ms): the "
                           f"{overhead.unrecorded_steps} steps between its cycles took {overhead.unrecorded_mean_ms:.1f} "
-                          "ms each"))
+                          "ms each; left out of every share"))
         elif overhead is not None and overhead.pauses:  # several cycles, yet not measurable: say why
             items.append(("Profiler overhead", f"not measured: {overhead.note}"))
         compute = glance_item(list(ev.trace_ranks.values()))  # FLOPs and MFU from the traces

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from reportgen.diagnosis.evidence import AT_EXIT, FROM_STEPS
 from reportgen.formatting import human_duration, iso_utc
 from reportgen.report.model import Report, Section, Table, Text
 from reportgen.section_ids import SectionId
@@ -110,12 +111,15 @@ def _loop_from_traces(report: Report) -> None:
     if ev.loop is None or ev.loop_s is None or ev.trace_only:
         return
     start, end = ev.loop
+    began, ended = ev.loop_marks or (FROM_STEPS, AT_EXIT)
     export = (f", the profiler's own export ({human_duration(ev.profiler_export_s)}) left out"
               if ev.profiler_export_s else "")
-    estimate = (f"so the training loop is estimated from the profiler traces: from {iso_utc(start)} (the first "
-                f"profiled step, less the steps the profiler's schedule waited before recording) to "
-                f"{iso_utc(end)}, the job's end: {human_duration(ev.loop_s)}{export}; initialization took about "
-                f"{human_duration(ev.init_s or 0.0)}. At a glance and the findings' shares use this estimate. ")
+    shutdown = (f", shutdown after it {human_duration(ev.shutdown_s)}" if ended != AT_EXIT and ev.shutdown_s
+                else "")
+    estimate = (f"so the training loop is estimated from the profiler traces and the recording: from "
+                f"{iso_utc(start)} ({began}) to {iso_utc(end)} ({ended}): {human_duration(ev.loop_s)}{export}; "
+                f"initialization took about {human_duration(ev.init_s or 0.0)}{shutdown}. At a glance and the "
+                f"findings' shares use this estimate. ")
     for section in report.sections:
         if section.id == SectionId.TRAINING_JOB_SUMMARY:
             section.blocks = [replace(b, text=b.text.replace(NO_LOOP, estimate))

@@ -13,6 +13,7 @@ import json
 import pytest
 
 from reportgen.diagnosis import diagnose
+from reportgen.diagnosis.evidence import CHILDREN_END, CHILDREN_START
 from reportgen.pipeline import analyze as analyze_source
 from reportgen.rule_outputs import load_rule_outputs
 from tests.support.paths import RAW, RECORDINGS, need
@@ -99,19 +100,63 @@ def test_recordings_impacts_reconcile_with_the_account(name, tmp_path):
     ev = diagnosis.evidence
     if name.startswith("planted/") and ev.profiler_export_s:
         # the loop every share is applied to leaves the profiler's export out, as long as the script timed it; it
-        # never ends before the script's loop, and ends with the process (the traces do not hold the unprofiled
-        # steps after them): after the script's last line by the interpreter's exit, 1.6-7.4 s on these runs
+        # ends after the profiler's last activity and no later than the command's exit: at its last child
+        # process's end where it had children (within a tick of the script's loop end or its last line), else at
+        # the exit (the interpreter's teardown after the script's last line, 1.6-7.4 s on these runs, included)
         script = json_truth(run)
         start, end = ev.loop
-        assert script["t_loop_end"] <= end <= script["t_end"] + 8.0
+        if ev.loop_marks[1] == CHILDREN_END:
+            assert script["t_loop_end"] - TICK_S <= end <= script["t_end"] + TICK_S
+        else:
+            assert script["t_loop_end"] <= end and ev.shutdown_s == 0.0  # the command's exit
         assert ev.loop_s == pytest.approx(end - start - ev.profiler_export_s, rel=1e-9)
         if "profiler_schedule" in script:  # torch: the prof.step() closing the window (collection and handler)
-            schedule = script["profiler_schedule"]
-            last = min(schedule["wait"] + schedule["warmup"] + schedule["active"], script["steps"]) - 1
-            assert ev.profiler_export_s == pytest.approx(script["prof_step_s"][last], rel=0.05)
-        # the estimate's start (the first profiled step less the waited steps at the median step) and its end
-        # (the process's exit) put it within 25 % of the script's own loop less the export
-        assert ev.loop_s == pytest.approx(TRUTH[run]["loop_less_export_s"], rel=0.25)
+            assert ev.profiler_export_s == pytest.approx(script["prof_step_s"][_closing_step(script)], rel=0.05)
+
+
+TICK_S = 0.5  # the planted runs' recording interval: a child's start or end is seen within one tick
+
+
+def _closing_step(script: dict) -> int:
+    """The step whose prof.step() closes torch's one recorded window (stop, collect, export)."""
+    schedule = script["profiler_schedule"]
+    return min(schedule["wait"] + schedule["warmup"] + schedule["active"], script["steps"]) - 1
+
+
+def _script_loop_less_profiler(run: str) -> float:
+    """The script's own loop less the profiler's export inside it: torch's whole closing prof.step() (what reportgen
+    leaves out: collection and handler), TensorFlow's stop(); JAX stops after the loop (truth_table's)."""
+    script = json_truth(run)
+    if "profiler_schedule" in script:
+        return script["loop_s"] - script["prof_step_s"][_closing_step(script)]
+    return TRUTH[run]["loop_less_export_s"]
+
+
+# Where the recording holds no mark of the loop's end (the job had no child process, or it ran on after the
+# script's loop), the loop runs to the command's exit and the interpreter's teardown counts as training.
+NO_END_MARK = {
+    "anomaly": "no child process: the loop ends at the exit, 4.8 s after the script's loop (teardown)",
+    "cpu-loading": "no child process (num_workers=0): 3.0 s of teardown counted",
+    "io-latency": "no child process (num_workers=0): 3.8 s of teardown counted",
+    "microbatch": "no child process; and the start is 4.2 s late (the steps before the window were slower)",
+    "jax-clean": "no child process: stop_trace() and 1.7 s of teardown counted", "jax-nojit": "no child process",
+    "jax-recompile": "no child process", "tf-clean": "no child process: 7.4 s of teardown counted",
+    "tf-eager": "no child process", "tf-hostwork": "no child process", "tf-pyfunc": "no child process",
+    "tf-retrace": "no child process",
+    "float64": "its workers end with the script's last line, 1.5 s after its loop (prof.key_averages() and the "
+               "truth written after the loop)",
+}
+
+
+@pytest.mark.parametrize("run", [pytest.param(run, marks=pytest.mark.xfail(strict=True, reason=NO_END_MARK[run]))
+                                 if run in NO_END_MARK else run for run in sorted(TRUTH)])
+def test_the_loop_less_the_export_is_the_scripts_own(run, tmp_path):
+    """The training loop every share is scaled by, less the profiler's export, within 5 % of the script's own loop
+    less its profiler: its ends from the recording's child processes (a DataLoader's workers start with the loop's
+    first batch and end with it or with the script's last line), the export from the traces' write times."""
+    ev = diagnose(load_rule_outputs(analyze_source(str(RECORDINGS / "planted" / run), tmp_path / "o"))).evidence
+    assert ev.loop_marks == (CHILDREN_START, CHILDREN_END)
+    assert ev.loop_s == pytest.approx(_script_loop_less_profiler(run), rel=0.05)
 
 
 @pytest.mark.fixtures

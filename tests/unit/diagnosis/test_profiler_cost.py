@@ -59,3 +59,42 @@ def test_an_export_starts_where_its_cycle_ended():
     rank = _rank([10.0], [_gap(0, 12, T0 + 1.0, T0 + 2.5)], end_s=T0 + 50.0)
     spans = with_collection([(T0 + 1.2, T0 + 2.4), (T0 + 50.3, T0 + 51.0), (T0 - 5.0, T0 - 4.0)], {"0": rank})
     assert spans == [(T0 + 1.0, T0 + 2.4), (T0 + 50.0, T0 + 51.0), (T0 - 5.0, T0 - 4.0)]
+
+
+def _account_rank(slices: dict, steps: int = 2, perspective: str = "host"):
+    per_step = {name: [ms / steps] * steps for name, ms in slices.items()}
+    return TraceRank.of("0", {"account": {"steps": steps, "step_ms": sum(slices.values()), "slices_ms": slices,
+                                          "per_step_ms": per_step, "perspective": perspective}})
+
+
+def test_the_cost_comes_out_of_the_operators_then_the_python_between_them():
+    from reportgen.diagnosis.profiler_cost import ProfilerOverhead, without_profiler_cost
+
+    # 2 steps of 10 ms: 4 compute, 2 dispatch, 1 no operator, 3 waiting for data; the profiler costs 2 ms a step
+    rank = _account_rank({"compute": 8.0, "dispatch": 4.0, "no_operator": 2.0, "data_wait": 6.0})
+    account = without_profiler_cost({"0": rank}, ProfilerOverhead(per_step_ms=2.0))["0"].account
+    assert account.profiler_ms == 4.0 and account.base_ms == 16.0
+    assert account.slices_ms == pytest.approx({"compute": 16 / 3, "dispatch": 8 / 3, "no_operator": 2.0, "data_wait": 6.0,
+                                               **{n: 0.0 for n in account.slices_ms if n not in
+                                                  ("compute", "dispatch", "no_operator", "data_wait")}})
+    assert account.share("data_wait") == pytest.approx(6 / 16) and account.every_step_share("data_wait") == \
+        pytest.approx(6 / 16)
+    assert account.per_step_ms["compute"] == pytest.approx((8 / 3, 8 / 3))
+    # 7 ms a step is more than the operators hold (6): the last 2 ms from the Python between them; capped at 90 %
+    account = without_profiler_cost({"0": rank}, ProfilerOverhead(per_step_ms=7.0))["0"].account
+    assert account.slices_ms["compute"] == account.slices_ms["dispatch"] == 0.0
+    assert account.slices_ms["no_operator"] == pytest.approx(0.0) and account.profiler_ms == pytest.approx(14.0)
+    assert sum(account.share(n) for n in account.slices_ms) == pytest.approx(1.0)
+    account = without_profiler_cost({"0": rank}, ProfilerOverhead(per_step_ms=9.9))["0"].account
+    assert account.profiler_ms == pytest.approx(14.0) and account.base_ms == pytest.approx(6.0)  # all it can give
+
+
+def test_nothing_measured_or_a_device_account_is_left_as_it_is():
+    from reportgen.diagnosis.profiler_cost import ProfilerOverhead, without_profiler_cost
+
+    ranks = {"0": _account_rank({"compute": 8.0, "no_operator": 2.0}),
+             "1": _account_rank({"compute": 8.0, "data_wait": 2.0}, perspective="device")}
+    assert without_profiler_cost(ranks, None) is ranks
+    assert without_profiler_cost(ranks, ProfilerOverhead(note="one profiling cycle")) is ranks
+    rebased = without_profiler_cost(ranks, ProfilerOverhead(per_step_ms=1.0))
+    assert rebased["1"] is ranks["1"] and rebased["0"].account.profiler_ms == 2.0

@@ -1,0 +1,87 @@
+"""The recorded command's process count, tick by tick (a ``reportgen record`` recording's ``job-metrics.jsonl``),
+reduced to where it changed, and what that says of the training loop's ends.
+
+Profiler traces cover the steps they recorded, not the loop around them: steps before a schedule's first recorded
+one and after its last run unseen, and the command's process lives on after its last line (the interpreter's
+teardown: 1.6-7.4 s on the planted runs). A job's child processes are seen by every tick: a DataLoader's workers
+start with the loop's first batch and end with the loop (or, persistent, with the script: multiprocessing ends
+them when the script's last line has run, before the interpreter's teardown). The first child's start and the
+last one's end are therefore observed marks of the loop's ends, each known to within one tick.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from reportgen.json_values import as_object, given
+
+MAX_BYTES = 64_000_000  # a day at 2 ticks a second is ~25 MB; a larger file is not read (no marks)
+
+
+def process_changes(path: Path) -> list[list[float]]:
+    """[previous tick, tick, processes] where the command's process count changed, the first tick included (its
+    count is the command's own processes); empty when the file is missing, too large or holds no readable tick.
+    Unreadable lines are skipped: a recording cut short ends in half a line."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return []
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    ticks = []
+    for line in lines:
+        try:
+            record = as_object(json.loads(line))
+        except ValueError:
+            continue
+        at, count = given(record.get("Timestamp")), given(record.get("Processes"))
+        if at is not None and count is not None and count >= 0:
+            ticks.append((float(at), int(count)))
+    ticks.sort()
+    changes: list[list[float]] = []
+    for i, (at, count) in enumerate(ticks):
+        if i == 0 or count != ticks[i - 1][1]:
+            changes.append([ticks[i - 1][0] if i else at, at, count])
+    return changes
+
+
+@dataclass(frozen=True)
+class ChildProcesses:
+    """When the command's child processes were first seen and last seen ended, as (last tick without, first tick
+    with) and (last tick with, first tick without) the change, epoch seconds; the mark is the middle of each."""
+
+    started: tuple[float, float]
+    ended: tuple[float, float] | None  # None: children until the command's exit (no mark of the loop's end)
+
+    @property
+    def start_s(self) -> float:
+        return (self.started[0] + self.started[1]) / 2
+
+    @property
+    def end_s(self) -> float | None:
+        return (self.ended[0] + self.ended[1]) / 2 if self.ended is not None else None
+
+
+def child_processes(changes: object) -> ChildProcesses | None:
+    """The children's first start and last end from ``process_changes``' rows (as recording.json keeps them), or
+    None without any child. An end counts only while the command itself still runs (the count falls back to its
+    own processes, not to none: its exit ends every child)."""
+    rows = []
+    for row in changes if isinstance(changes, list) else []:
+        values = [given(v) for v in row] if isinstance(row, list) and len(row) == 3 else []
+        if len(values) == 3 and all(v is not None for v in values):
+            rows.append((float(values[0]), float(values[1]), int(values[2])))  # type: ignore[arg-type]
+    if not rows:
+        return None
+    own = rows[0][2]
+    above = [i for i, row in enumerate(rows) if row[2] > own]
+    if not above or own < 1:
+        return None
+    first = rows[above[0]]
+    last = above[-1] + 1
+    ended = None
+    if last < len(rows) and rows[last][2] == own:
+        ended = (rows[last][0], rows[last][1])
+    return ChildProcesses((first[0], first[1]), ended)

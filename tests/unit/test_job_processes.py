@@ -1,0 +1,52 @@
+"""The recorded command's process count reduced to its changes, and its children's first start and last end (the
+marks of the training loop's ends, reportgen/job_processes.py)."""
+
+from __future__ import annotations
+
+import json
+
+from reportgen.job_processes import child_processes, process_changes
+
+
+def _ticks(path, counts, t0=1000.0, step=0.5, extra=""):
+    lines = [json.dumps({"Timestamp": t0 + i * step, "CPUCores": 0.3, "Processes": n}) for i, n in enumerate(counts)]
+    path.write_text("\n".join(lines) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+def test_changes_keep_the_tick_before_and_the_tick_that_shows_each(tmp_path):
+    # the command alone, its 2 workers from the 4th tick, one left at the 7th, none at the 9th, the exit at the last
+    path = _ticks(tmp_path / "job-metrics.jsonl", [1, 1, 1, 3, 3, 3, 2, 2, 1, 1, 0])
+    assert process_changes(path) == [[1000.0, 1000.0, 1], [1001.0, 1001.5, 3], [1002.5, 1003.0, 2],
+                                     [1003.5, 1004.0, 1], [1004.5, 1005.0, 0]]
+    children = child_processes(process_changes(path))
+    assert children.started == (1001.0, 1001.5) and children.start_s == 1001.25
+    assert children.ended == (1003.5, 1004.0) and children.end_s == 1003.75
+
+
+def test_children_that_end_with_the_command_mark_no_end(tmp_path):
+    """Workers still there at the last tick with the command (its exit ends them): no mark of the loop's end."""
+    children = child_processes(process_changes(_ticks(tmp_path / "m.jsonl", [1, 2, 2, 2, 0])))
+    assert children.started == (1000.0, 1000.5) and children.ended is None and children.end_s is None
+
+
+def test_a_command_without_children_has_no_marks(tmp_path):
+    assert child_processes(process_changes(_ticks(tmp_path / "m.jsonl", [1, 1, 1, 0]))) is None
+    assert child_processes([]) is None and child_processes(None) is None and child_processes("x") is None
+
+
+def test_a_wrapper_process_counts_as_the_commands_own(tmp_path):
+    """`sh -c "python train.py"`: two processes from the first tick; the workers are the ones above that."""
+    children = child_processes(process_changes(_ticks(tmp_path / "m.jsonl", [2, 2, 4, 4, 2, 2, 0])))
+    assert children.started == (1000.5, 1001.0) and children.ended == (1001.5, 1002.0)
+
+
+def test_bad_lines_cost_only_themselves(tmp_path):
+    """A recording cut short ends in half a line; other lines may hold no number where one belongs."""
+    path = _ticks(tmp_path / "m.jsonl", [1, 2, 1], extra='{"Timestamp": 1002.0, "Processes": "two"}\n[]\nnot json\n'
+                                                        '{"Timestamp": NaN, "Processes": 3}\n{"Timest')
+    assert process_changes(path) == [[1000.0, 1000.0, 1], [1000.0, 1000.5, 2], [1000.5, 1001.0, 1]]
+    assert process_changes(tmp_path / "missing.jsonl") == []
+    # rows as a hand-edited recording.json may hold them
+    assert child_processes([[1, 2], "x", [1000.0, 1000.0, 1], [1000.0, 1000.5, True], [1000.5, 1001.0, 3],
+                            [1001.0, 1001.5, 1]]).ended == (1001.0, 1001.5)
