@@ -304,6 +304,9 @@ class TraceAccount:
     input_python_ms: float = 0.0
     input_python_calls_per_step: float = 0.0
     between_cycles: tuple[CycleGap, ...] = ()  # the pauses between profiling cycles, with their unrecorded steps
+    # tf.function graphs each step called, where the account split their operations' kernels (compute) from the
+    # rest of each call (dispatch); empty for other traces
+    graph_calls_per_step: tuple[float, ...] = ()
 
     def share(self, name: str) -> float:
         return self.slices_ms.get(name, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
@@ -365,6 +368,7 @@ class TraceAccount:
                    float64_fallback_per_step_ms=counts("float64_fallback_per_step_ms"),
                    input_python_ms=max(given(entry.get("input_python_ms")) or 0.0, 0.0),
                    input_python_calls_per_step=max(given(entry.get("input_python_calls_per_step")) or 0.0, 0.0),
+                   graph_calls_per_step=counts("graph_calls_per_step"),
                    between_cycles=tuple(gap for gap in map(CycleGap.of, entry.get("between_cycles") or [])
                                         if gap is not None) if isinstance(entry.get("between_cycles"), list) else ())
 

@@ -10,7 +10,9 @@ is split into exclusive slices that add up to the step, whatever the job did:
   ``memory_management`` (allocator calls), operators (with torch's own ranges around the optimizer, whose
   time outside operators is the optimizer's Python) — split into ``dispatch`` (each operator call's fixed
   cost, estimated as the calls times the median time of the metadata-only operators such as ``aten::view``,
-  which do no work) and ``compute`` —, and ``no_operator``: nothing the profiler names, i.e. the
+  which do no work; an eager operation's time outside its kernel; a ``tf.function`` call's time outside its
+  operations' kernels when they are less than it: a step too small for its fixed cost) and ``compute`` —, and
+  ``no_operator``: nothing the profiler names, i.e. the
   training script's own Python (metrics, logging, ``.item()`` conversions, file writes). On a CPU rank that is
   exactly the steps' own time in torch's ``key_averages()`` (``ProfilerStep*``'s self CPU time).
 * **device perspective** (a rank whose steps launch GPU work): what the GPU was doing — ``compute``
@@ -90,6 +92,13 @@ LOSS_BACKWARD = re.compile(r"^autograd::engine::evaluate_function: \w*(Loss|Cros
 EAGER_OPS = {"tensorflow": re.compile(r"^EagerLocalExecute: (?!__inference_|__forward_|__backward_)"),
              "jax": re.compile(r"^PjitFunction\(")}
 EAGER_KERNELS = frozenset(("KernelAndDeviceFunc::Run", "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice"))
+# A tf.function's graph run from the step (``EagerLocalExecute: __inference_…``, TF_FUNCTION_CALL): the executor's
+# event for each of its operations is named ``<node>:<OpType>`` (``dense/MatMul:_MklMatMul``) — the kernels, the
+# arithmetic that grows with the batch. The rest of the call (the tf.function's Python, the eager runtime, the
+# executor scheduling each operation) is paid once per call whatever the batch: a step of tiny operations (a small
+# batch) is mostly that (the keras-tiny-batch planted run: 0.3 ms of kernels in a 1.5 ms step).
+GRAPH_OP = re.compile(r"^[^\s:]+:[A-Za-z_]\w*$")
+SMALL_STEP = 1.0  # the rest of the call at least this many times its kernels' time: a step too small for its cost
 EAGER_STEP_OPS = 20  # a step that runs this many operations eagerly runs its model op by op (not a few constants)
 MIN_METADATA_CALLS = 20  # fewer metadata calls than this: no estimate of the fixed cost (no dispatch slice)
 # Autograd's anomaly detection (torch.autograd.set_detect_anomaly(True) / detect_anomaly()): every backward
@@ -256,6 +265,9 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
                 for runtime, op in EAGER_OPS.items()}
     eager_runtime = max(eager_by, key=lambda runtime: int(eager_by[runtime].sum()))
     eager = eager_by[eager_runtime]
+    graph_calls = np.array(_starts_per_step(trace, primary_cpu & _named(trace, lambda n: bool(TF_FUNCTION_CALL.match(n))),
+                                            lo, hi))
+    graph_split = False
     if not device:
         calls_per_step = float(calls.mean())
         floor = dispatch_floor_us(trace, counted)
@@ -270,6 +282,19 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
             fixed = np.where(eager >= EAGER_STEP_OPS, np.clip(per_step["compute"] - running, 0.0, None), 0.0)
             per_step["dispatch"] += fixed
             per_step["compute"] -= fixed
+        elif graph_calls.size and graph_calls.max() >= 1:
+            # a graph run from the step: of the operators' time only its operations' kernels are compute, the rest
+            # of the call is its fixed cost (when the trace holds the operations) — in the steps that called one
+            # and whose kernels are less than the rest of the call (steps too small for their fixed cost; in larger
+            # steps the rest is mostly the executor's gaps between operations, which grow with them: compute)
+            running = covered(_union(trace, ops & _named(trace, lambda n: bool(GRAPH_OP.match(n)))), lo, hi)
+            rest = np.clip(per_step["compute"] - running, 0.0, None)
+            small = (graph_calls >= 1) & (running > 0) & (rest >= SMALL_STEP * running)
+            if small.any():
+                graph_split = True
+                fixed = np.where(small, rest, 0.0)
+                per_step["dispatch"] += fixed
+                per_step["compute"] -= fixed
         debug = _anomaly_checks(trace, cpu, lo, hi, per_step["compute"])
         per_step["debug_checks"] += debug
         per_step["compute"] -= debug
@@ -309,6 +334,8 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "between_cycles": between_cycles(steps, _cycles(trace)),
         **wide_ms,  # only where a step computed in float64 (record_shapes=True)
         **pipeline_python,  # only where the input pipeline ran Python functions (tf.py_function) in the steps
+        # only where the steps ran a tf.function's graph whose operations the trace holds: calls per step
+        **({"graph_calls_per_step": [int(c) for c in graph_calls]} if graph_split else {}),
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
                  "kernel_mix": kernel_mix(trace, kernels & ~comm_kernel, lo, hi)} if device else None),
     }

@@ -157,3 +157,22 @@ def test_cpu_loading_is_not_taken_for_waiting_when_the_timeline_is_judged(tmp_pa
     assert top.cause == "input-pipeline"
     assert "waiting workers need no core" not in top.fix
     assert any(abs(top.seconds - t) <= TOLERANCE * t for t in truth["fix_saved_s"]), (top.seconds, truth["fix_saved_s"])
+
+
+def test_keras_tiny_batch_is_steps_too_small_for_their_fixed_cost(tmp_path):
+    """keras-tiny-batch (probe of 2026-12-07 13:44, no detector written for it): model.fit at batch 8, one step an
+    execution. As recorded the verdict was host-overhead, 2.9 s, with a metrics-and-logging fix: the tf.function
+    call's own cost (its Python, the eager runtime, the executor scheduling 0.24 ms of kernels) was "compute". The
+    account now splits a graph call whose kernels are less than the rest of it: the fixed cost is the finding, the
+    Python between calls with it, the fix a larger batch or steps_per_execution, held to the larger batch's saving
+    (batch 256, the same samples); steps_per_execution=32 saved less (the executor's per-operation cost stays)."""
+    diagnosis = _diagnosis("keras-tiny-batch", tmp_path)
+    truth = TRUTH["keras-tiny-batch"]
+    top = diagnosis.findings[0]
+    assert diagnosis.status == "problems" and top.cause == "operator-overhead", (top.cause, top.title)
+    assert "larger batch" in top.fix and "steps_per_execution" in top.fix
+    causes = [f.cause for f in diagnosis.findings if f.counts]
+    assert "host-overhead" not in causes  # the Python between the small steps is the same per-step cost, once
+    spe, larger_batch = truth["fix_saved_s"]  # fix1: steps_per_execution=32, fix2: batch 256
+    assert abs(top.seconds - larger_batch) <= TOLERANCE * larger_batch, (top.seconds, larger_batch)
+    assert top.seconds > spe  # an upper bound: steps_per_execution gives back only part of it
