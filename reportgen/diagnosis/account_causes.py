@@ -162,7 +162,19 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
            "steps, or in a background thread); the usual culprits are per-step metrics and logging (.item() "
            "conversions, numpy on outputs, files written with fsync), a manual gc.collect() or empty_cache(), "
            f"checkpoints; {PROFILE_CLOSER}.")
+    heading = ""
+    reads = _median(account.scalar_reads_per_step)
+    if reads:  # the step reads tensors element by element into Python: the Python around each read is that time
+        evidence.insert(1, f"every step reads {reads:,.0f} tensor elements into Python one by one (aten::item outside "
+                           "the optimizer and the backward pass): what a tensor's repr does for each element when it "
+                           "is printed or logged, or a loop over a tensor's elements")
+        fix = (f"Stop printing or logging whole tensors in every step: their repr reads each element from Python "
+               f"({reads:,.0f} a step here) and formats it. Log a float (loss.item()) or a few statistics, every N "
+               "steps; where the values are needed, convert the tensor in one call (.tolist(), .numpy()), not "
+               f"element by element. If no tensor is printed, {PROFILE_CLOSER}.")
+        heading = "Every step reads tensors into Python element by element (a tensor printed or logged)"
     return make(ev, "host-overhead", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
+                heading=heading,
                 basis="the time every profiled step spends under no operator (the median step's, times the steps); "
                       "moving that work off the step gives it back",
                 metrics=_metrics(ev, "no_operator", share, worst, worst_share))

@@ -126,6 +126,15 @@ FALLBACK_KERNELS = re.compile(r"^aten::(_slow_conv|slow_conv|thnn_conv)")
 # sample at a time whatever its num_parallel_calls, and competes with the training step's own Python.
 PIPELINE_PYTHON = re.compile(r"^(EagerPyFunc|PyFunc|PyFuncStateless)(:|$)")
 
+# A tensor element read into Python (``aten::item``: ``.item()``, ``float(t)``, ``bool(t)`` through
+# ``aten::is_nonzero``), outside the optimizer's ranges (Adam reads each parameter's step count) and autograd's
+# backward functions: a tensor's repr in a print or log line reads every element this way, as does iterating a
+# tensor element by element; ``.tolist()`` / ``.numpy()`` read a whole tensor in one call.
+SCALAR_READ = "aten::item"
+SCALAR_READS = 50  # a median step reading this many elements into Python one by one (a metrics line reads a few,
+# a heavy one 22: gpu-host-sync; a printed 16x10 tensor 330): kept in the account
+
+
 def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
     return np.fromiter((i for i, n in enumerate(trace.names) if predicate(n)), dtype=np.int32)
 
@@ -301,6 +310,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     # host compute only: a GPU's float64 kernels are not the CPU operators' time
     wide, fallback = (np.zeros(lo.size), np.zeros(lo.size)) if device else \
         _float64_compute(trace, cpu, lo, hi, per_step["compute"])
+    reads = _scalar_reads(trace, primary_cpu, lo, hi)
     total = float(dur.sum())
     python = cpu & ~on_primary & _named(trace, lambda n: bool(PIPELINE_PYTHON.match(n)))
     pipeline_python = {"input_python_ms": sum(_names_of(trace, python, merged(lo, hi)).values()),
@@ -334,6 +344,8 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "between_cycles": between_cycles(steps, _cycles(trace)),
         **wide_ms,  # only where a step computed in float64 (record_shapes=True)
         **pipeline_python,  # only where the input pipeline ran Python functions (tf.py_function) in the steps
+        # only where the median step reads SCALAR_READS or more tensor elements into Python one by one
+        **({"scalar_reads_per_step": reads} if reads and float(np.median(reads)) >= SCALAR_READS else {}),
         # only where the steps ran a tf.function's graph whose operations the trace holds: calls per step
         **({"graph_calls_per_step": [int(c) for c in graph_calls]} if graph_split else {}),
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
@@ -423,6 +435,18 @@ def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], k
         return {}
     totals = _names_of(trace, trace.rows(k.USER_ANNOTATION, k.PYTHON) & keep, gaps)
     return dict(sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+
+
+def _scalar_reads(trace: k.TraceColumns, thread: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[int]:
+    """Per step, the tensor elements the step's thread read into Python one by one (``SCALAR_READ`` outside the
+    optimizer's ranges and autograd's backward functions)."""
+    reads = thread & _named(trace, SCALAR_READ.__eq__)
+    if not reads.any():
+        return [0] * int(lo.size)
+    framework = thread & _named(trace, lambda n: bool(FRAMEWORK_RANGE.match(n) or BACKWARD_NODE.match(n)))
+    if framework.any():
+        reads &= ~_inside(trace, reads, _union(trace, framework))
+    return _starts_per_step(trace, reads, lo, hi)
 
 
 def _loader_starts(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray,

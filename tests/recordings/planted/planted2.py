@@ -40,6 +40,9 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
   anomaly          torch.autograd.set_detect_anomaly(True) left on while training the deep, narrow network
                    (fix: off)
   float64          the small CNN and its inputs in float64 (model.double()), record_shapes=True (fix: float32)
+  print-log        the microbatch MLP at batch 16 (in-memory data) logging its loss and logits tensors every step
+                   (logging.info("... %s", out): the tensor's repr reads each element from Python) to a file
+                   (--metrics-file) (fix: the loss as a float, loss.item())
 JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
   jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
@@ -231,6 +234,18 @@ def run_torch(a, truth):
         truth["checkpoint_state_bytes"] = 16 * 2**20 * 4
         train_state = torch.zeros(16 * 2**20)
         loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
+    elif mode == "print-log":  # the microbatch MLP at batch 16, in-memory data: a small step, its logits logged
+        g = torch.Generator().manual_seed(0)
+        bs = 16
+        data = torch.utils.data.TensorDataset(torch.randn(steps * bs, 3 * 32 * 32, generator=g),
+                                              torch.randint(0, 10, (steps * bs,), generator=g))
+        model, workers, persistent = MLP(), 0, False
+        loader = DataLoader(data, batch_size=bs, num_workers=0)
+        import logging
+        log = logging.getLogger("train")
+        log.setLevel(logging.INFO)
+        log.addHandler(logging.FileHandler(a.metrics_file, mode="w"))
+        log.propagate = False
     elif mode in ("ema-loop", "anomaly"):  # in-memory data, a deep narrow net: the step is small, the parameters many
         g = torch.Generator().manual_seed(0)
         data = torch.utils.data.TensorDataset(torch.randn(steps * bs, 3 * 32 * 32, generator=g),
@@ -387,6 +402,13 @@ def run_torch(a, truth):
                                 "step": step}, f)
                     f.flush(); os.fsync(f.fileno())
                 extra.setdefault("checkpoint_s", {})[step] = time.perf_counter() - t
+                planted = time.perf_counter() - t
+            if mode == "print-log":  # the step's logits logged as a tensor (its repr: every element read from Python)
+                t = time.perf_counter()
+                if fix:
+                    log.info("step %d loss %.4f", step, loss.item())
+                else:
+                    log.info("step %d loss %s logits %s", step, loss, out)
                 planted = time.perf_counter() - t
             if mode == "metrics" and (not fix or step % 50 == 49):
                 t = time.perf_counter()
@@ -689,7 +711,7 @@ MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epo
          "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
          "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf, "tf-retrace": run_tf,
          "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch, "float64": run_torch,
-         "tf-pyfunc": run_tf, "keras-tiny-batch": run_keras}
+         "tf-pyfunc": run_tf, "keras-tiny-batch": run_keras, "print-log": run_torch}
 
 
 def main():
