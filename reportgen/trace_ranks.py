@@ -307,6 +307,12 @@ class TraceAccount:
     # the profiler's own cost inside the steps (ms in all), where the diagnosis measured it and took it out of the
     # slices (diagnosis/profiler_cost.py): the shares are then of the steps less it; 0 as kineto.json gives it
     profiler_ms: float = 0.0
+    # tf.function graphs each step called, where the account split their operations' kernels (compute) from the
+    # rest of each call (dispatch); empty for other traces
+    graph_calls_per_step: tuple[float, ...] = ()
+    # tensor elements each step read into Python one by one (aten::item outside the optimizer and backward), where
+    # the median step reads 50 or more (a tensor printed or logged, or iterated element by element); else empty
+    scalar_reads_per_step: tuple[float, ...] = ()
 
     @property
     def base_ms(self) -> float:
@@ -373,6 +379,8 @@ class TraceAccount:
                    float64_fallback_per_step_ms=counts("float64_fallback_per_step_ms"),
                    input_python_ms=max(given(entry.get("input_python_ms")) or 0.0, 0.0),
                    input_python_calls_per_step=max(given(entry.get("input_python_calls_per_step")) or 0.0, 0.0),
+                   graph_calls_per_step=counts("graph_calls_per_step"),
+                   scalar_reads_per_step=counts("scalar_reads_per_step"),
                    between_cycles=tuple(gap for gap in map(CycleGap.of, entry.get("between_cycles") or [])
                                         if gap is not None) if isinstance(entry.get("between_cycles"), list) else ())
 

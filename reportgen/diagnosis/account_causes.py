@@ -142,8 +142,9 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
         return None
     if "loader-restart" in found:  # starting and stopping the loader's workers: that finding's, once
         return None
-    if "operator-overhead" in found and ({"micro_batches", "eager_ops_per_step"} & set(found["operator-overhead"].metrics)):
-        return None  # the Python between operators is paid per micro-batch or per eager call: that finding's, once
+    if "operator-overhead" in found and ({"micro_batches", "eager_ops_per_step", "small_steps"}
+                                         & set(found["operator-overhead"].metrics)):
+        return None  # the Python between operators is paid per micro-batch, eager call or small step: that finding's
     if from_framework(ev):  # smdebug records no operators: the step outside forward and backward holds the optimizer
         return None
     share, worst, worst_share = every_step(ev, "no_operator")
@@ -161,7 +162,19 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
            "steps, or in a background thread); the usual culprits are per-step metrics and logging (.item() "
            "conversions, numpy on outputs, files written with fsync), a manual gc.collect() or empty_cache(), "
            f"checkpoints; {PROFILE_CLOSER}.")
+    heading = ""
+    reads = _median(account.scalar_reads_per_step)
+    if reads:  # the step reads tensors element by element into Python: the Python around each read is that time
+        evidence.insert(1, f"every step reads {reads:,.0f} tensor elements into Python one by one (aten::item outside "
+                           "the optimizer and the backward pass): what a tensor's repr does for each element when it "
+                           "is printed or logged, or a loop over a tensor's elements")
+        fix = (f"Stop printing or logging whole tensors in every step: their repr reads each element from Python "
+               f"({reads:,.0f} a step here) and formats it. Log a float (loss.item()) or a few statistics, every N "
+               "steps; where the values are needed, convert the tensor in one call (.tolist(), .numpy()), not "
+               f"element by element. If no tensor is printed, {PROFILE_CLOSER}.")
+        heading = "Every step reads tensors into Python element by element (a tensor printed or logged)"
     return make(ev, "host-overhead", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
+                heading=heading,
                 basis="the time every profiled step spends under no operator (the median step's, times the steps); "
                       "moving that work off the step gives it back",
                 metrics=_metrics(ev, "no_operator", share, worst, worst_share))
@@ -203,6 +216,10 @@ def operator_overhead(ev: Evidence, found: dict) -> Finding | None:
             return _eager_finding(ev, label, account, overhead)
     if share < WASTE:
         return None
+    graph = {label: a for label, a in host.items() if _median(a.graph_calls_per_step) >= 1}
+    if graph:
+        label = worst if worst in graph else max(graph, key=lambda name: graph[name].every_step_share("dispatch"))
+        return _graph_call_finding(ev, label, graph[label], share)
     account = host[worst] if worst in host else next(iter(host.values()))
     calls, floor = account.operator_calls_per_step, account.dispatch_floor_us
     evidence = [f"{pct(share)} of every profiled step is the fixed cost of operator calls{_rank_text(ev, worst)}: "
@@ -255,6 +272,48 @@ def _eager_finding(ev: Evidence, label: str, account: TraceAccount, overhead: fl
                       "graph may also fuse them: more may be saved)",
                 metrics={"slice": "dispatch", "eager_ops_per_step": ops, "overhead_share": overhead,
                          "worst_rank": label, "share_of_steps": overhead, "ranks": len(accounts(ev))})
+
+
+SMALL_STEPS = 1.0  # a graph call's fixed cost at least this many times its kernels' time: the steps are too small
+
+GRAPH_CALL_FIX = ("Give each step more work, so that its fixed cost is paid for more samples: a larger batch (the learning "
+                  "rate scaled with it; a batch k times larger pays the fixed cost once instead of k times); with "
+                  "Keras, model.compile(..., steps_per_execution=N) runs N steps in one graph call (the same updates) "
+                  "and its per-batch Python and callbacks once per N steps; in a custom loop, iterate over several "
+                  "batches inside one tf.function.")
+
+
+def _graph_call_finding(ev: Evidence, label: str, account: TraceAccount, share: float) -> Finding:
+    """A tf.function step whose operations' kernels are a small part of each call: the call's own cost (the
+    tf.function's Python, the eager runtime, the executor scheduling each operation) is paid once per step whatever
+    the batch, and so is the Python between calls (a framework's loop and callbacks). Where that fixed cost
+    outweighs the kernels the steps are too small for it, and both are this finding's; otherwise the call's cost."""
+    kernels = account.every_step_share("compute")
+    python = account.every_step_share("no_operator")
+    small = share >= SMALL_STEPS * kernels
+    claimed = share + python if small else share
+    median = _median_step_ms(account)
+    calls = _median(account.graph_calls_per_step)
+    evidence = [f"{calls:,.0f} tf.function graph call{'s' if calls != 1 else ''} a step{_rank_text(ev, label)}, whose "
+                f"operations' kernels (the executor's <node>:<OpType> events) take {kernels * median:.2f} ms of a "
+                f"median {median:.2f} ms step ({pct(kernels)})",
+                f"the rest of each call — the tf.function's Python, the eager runtime, the executor scheduling each "
+                f"operation — is {pct(share)} of the step, paid once per call whatever the batch"
+                + (f"; the Python between calls (the training loop, a framework's per-batch callbacks) another "
+                   f"{pct(python)}" if small and python >= 0.005 else "")]
+    if small:
+        evidence.append("the step's fixed cost outweighs its arithmetic: the batch is small for the model")
+    return make(ev, "operator-overhead", 0.0, evidence, GRAPH_CALL_FIX, loop_share=claimed,
+                sections=[_account_section(ev)],
+                heading=("Each step is too small for its fixed cost: " if small else "Each step pays ")
+                        + f"{pct(claimed)} outside its kernels",
+                basis="an upper bound: the time outside the graph's kernels in every step"
+                      + (" (and the Python between steps)" if small else "")
+                      + ", which a batch k times larger pays once per k times the samples ((k-1)/k of it saved); "
+                        "steps_per_execution saves the Python part and part of the call's",
+                metrics={"slice": "dispatch", "graph_calls_per_step": calls, "kernel_share": kernels,
+                         "overhead_share": claimed, "worst_rank": label, "share_of_steps": claimed,
+                         "ranks": len(accounts(ev)), **({"small_steps": True} if small else {})})
 
 
 def _micro_batch_finding(ev: Evidence, label: str, account: TraceAccount, n: int, overhead: float) -> Finding:

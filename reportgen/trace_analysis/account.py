@@ -10,7 +10,9 @@ is split into exclusive slices that add up to the step, whatever the job did:
   ``memory_management`` (allocator calls), operators (with torch's own ranges around the optimizer, whose
   time outside operators is the optimizer's Python) — split into ``dispatch`` (each operator call's fixed
   cost, estimated as the calls times the median time of the metadata-only operators such as ``aten::view``,
-  which do no work) and ``compute`` —, and ``no_operator``: nothing the profiler names, i.e. the
+  which do no work; an eager operation's time outside its kernel; a ``tf.function`` call's time outside its
+  operations' kernels when they are less than it: a step too small for its fixed cost) and ``compute`` —, and
+  ``no_operator``: nothing the profiler names, i.e. the
   training script's own Python (metrics, logging, ``.item()`` conversions, file writes). On a CPU rank that is
   exactly the steps' own time in torch's ``key_averages()`` (``ProfilerStep*``'s self CPU time).
 * **device perspective** (a rank whose steps launch GPU work): what the GPU was doing — ``compute``
@@ -90,6 +92,13 @@ LOSS_BACKWARD = re.compile(r"^autograd::engine::evaluate_function: \w*(Loss|Cros
 EAGER_OPS = {"tensorflow": re.compile(r"^EagerLocalExecute: (?!__inference_|__forward_|__backward_)"),
              "jax": re.compile(r"^PjitFunction\(")}
 EAGER_KERNELS = frozenset(("KernelAndDeviceFunc::Run", "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice"))
+# A tf.function's graph run from the step (``EagerLocalExecute: __inference_…``, TF_FUNCTION_CALL): the executor's
+# event for each of its operations is named ``<node>:<OpType>`` (``dense/MatMul:_MklMatMul``) — the kernels, the
+# arithmetic that grows with the batch. The rest of the call (the tf.function's Python, the eager runtime, the
+# executor scheduling each operation) is paid once per call whatever the batch: a step of tiny operations (a small
+# batch) is mostly that (the keras-tiny-batch planted run: 0.3 ms of kernels in a 1.5 ms step).
+GRAPH_OP = re.compile(r"^[^\s:]+:[A-Za-z_]\w*$")
+SMALL_STEP = 1.0  # the rest of the call at least this many times its kernels' time: a step too small for its cost
 EAGER_STEP_OPS = 20  # a step that runs this many operations eagerly runs its model op by op (not a few constants)
 MIN_METADATA_CALLS = 20  # fewer metadata calls than this: no estimate of the fixed cost (no dispatch slice)
 # Autograd's anomaly detection (torch.autograd.set_detect_anomaly(True) / detect_anomaly()): every backward
@@ -116,6 +125,15 @@ FALLBACK_KERNELS = re.compile(r"^aten::(_slow_conv|slow_conv|thnn_conv)")
 # tf.numpy_function (PyFunc, PyFuncStateless) inside a tf.data map. Python holds the GIL, so such a map runs one
 # sample at a time whatever its num_parallel_calls, and competes with the training step's own Python.
 PIPELINE_PYTHON = re.compile(r"^(EagerPyFunc|PyFunc|PyFuncStateless)(:|$)")
+
+# A tensor element read into Python (``aten::item``: ``.item()``, ``float(t)``, ``bool(t)`` through
+# ``aten::is_nonzero``), outside the optimizer's ranges (Adam reads each parameter's step count) and autograd's
+# backward functions: a tensor's repr in a print or log line reads every element this way, as does iterating a
+# tensor element by element; ``.tolist()`` / ``.numpy()`` read a whole tensor in one call.
+SCALAR_READ = "aten::item"
+SCALAR_READS = 50  # a median step reading this many elements into Python one by one (a metrics line reads a few,
+# a heavy one 22: gpu-host-sync; a printed 16x10 tensor 330): kept in the account
+
 
 def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
     return np.fromiter((i for i, n in enumerate(trace.names) if predicate(n)), dtype=np.int32)
@@ -256,6 +274,9 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
                 for runtime, op in EAGER_OPS.items()}
     eager_runtime = max(eager_by, key=lambda runtime: int(eager_by[runtime].sum()))
     eager = eager_by[eager_runtime]
+    graph_calls = np.array(_starts_per_step(trace, primary_cpu & _named(trace, lambda n: bool(TF_FUNCTION_CALL.match(n))),
+                                            lo, hi))
+    graph_split = False
     if not device:
         calls_per_step = float(calls.mean())
         floor = dispatch_floor_us(trace, counted)
@@ -270,12 +291,26 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
             fixed = np.where(eager >= EAGER_STEP_OPS, np.clip(per_step["compute"] - running, 0.0, None), 0.0)
             per_step["dispatch"] += fixed
             per_step["compute"] -= fixed
+        elif graph_calls.size and graph_calls.max() >= 1:
+            # a graph run from the step: of the operators' time only its operations' kernels are compute, the rest
+            # of the call is its fixed cost (when the trace holds the operations) — in the steps that called one
+            # and whose kernels are less than the rest of the call (steps too small for their fixed cost; in larger
+            # steps the rest is mostly the executor's gaps between operations, which grow with them: compute)
+            running = covered(_union(trace, ops & _named(trace, lambda n: bool(GRAPH_OP.match(n)))), lo, hi)
+            rest = np.clip(per_step["compute"] - running, 0.0, None)
+            small = (graph_calls >= 1) & (running > 0) & (rest >= SMALL_STEP * running)
+            if small.any():
+                graph_split = True
+                fixed = np.where(small, rest, 0.0)
+                per_step["dispatch"] += fixed
+                per_step["compute"] -= fixed
         debug = _anomaly_checks(trace, cpu, lo, hi, per_step["compute"])
         per_step["debug_checks"] += debug
         per_step["compute"] -= debug
     # host compute only: a GPU's float64 kernels are not the CPU operators' time
     wide, fallback = (np.zeros(lo.size), np.zeros(lo.size)) if device else \
         _float64_compute(trace, cpu, lo, hi, per_step["compute"])
+    reads = _scalar_reads(trace, primary_cpu, lo, hi)
     total = float(dur.sum())
     python = cpu & ~on_primary & _named(trace, lambda n: bool(PIPELINE_PYTHON.match(n)))
     pipeline_python = {"input_python_ms": sum(_names_of(trace, python, merged(lo, hi)).values()),
@@ -309,6 +344,10 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "between_cycles": between_cycles(steps, _cycles(trace)),
         **wide_ms,  # only where a step computed in float64 (record_shapes=True)
         **pipeline_python,  # only where the input pipeline ran Python functions (tf.py_function) in the steps
+        # only where the median step reads SCALAR_READS or more tensor elements into Python one by one
+        **({"scalar_reads_per_step": reads} if reads and float(np.median(reads)) >= SCALAR_READS else {}),
+        # only where the steps ran a tf.function's graph whose operations the trace holds: calls per step
+        **({"graph_calls_per_step": [int(c) for c in graph_calls]} if graph_split else {}),
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
                  "kernel_mix": kernel_mix(trace, kernels & ~comm_kernel, lo, hi)} if device else None),
     }
@@ -396,6 +435,18 @@ def _named_in_gaps(trace: k.TraceColumns, gaps: tuple[np.ndarray, np.ndarray], k
         return {}
     totals = _names_of(trace, trace.rows(k.USER_ANNOTATION, k.PYTHON) & keep, gaps)
     return dict(sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+
+
+def _scalar_reads(trace: k.TraceColumns, thread: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[int]:
+    """Per step, the tensor elements the step's thread read into Python one by one (``SCALAR_READ`` outside the
+    optimizer's ranges and autograd's backward functions)."""
+    reads = thread & _named(trace, SCALAR_READ.__eq__)
+    if not reads.any():
+        return [0] * int(lo.size)
+    framework = thread & _named(trace, lambda n: bool(FRAMEWORK_RANGE.match(n) or BACKWARD_NODE.match(n)))
+    if framework.any():
+        reads &= ~_inside(trace, reads, _union(trace, framework))
+    return _starts_per_step(trace, reads, lo, hi)
 
 
 def _loader_starts(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray,

@@ -59,7 +59,9 @@ def test_fix_runs_are_the_same_job_with_the_fix(run):
     t = json.loads((PLANTED / run / "truth.json").read_text())
     for path in sorted((PLANTED / run).glob("fix*-truth.json")):
         f = json.loads(path.read_text())
-        assert f["mode"] == t["mode"] and f["steps"] == t["steps"]
+        assert f["mode"] == t["mode"]
+        # keras-tiny-batch's fixes run the same samples in fewer steps (a larger batch, steps_per_execution)
+        assert f["steps"] == t["steps"] or ("samples" in t and f["samples"] == t["samples"] and f["steps"] < t["steps"])
         assert not t["fix"] and f["fix"]
 
 

@@ -40,6 +40,9 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
   anomaly          torch.autograd.set_detect_anomaly(True) left on while training the deep, narrow network
                    (fix: off)
   float64          the small CNN and its inputs in float64 (model.double()), record_shapes=True (fix: float32)
+  print-log        the microbatch MLP at batch 16 (in-memory data) logging its loss and logits tensors every step
+                   (logging.info("... %s", out): the tensor's repr reads each element from Python) to a file
+                   (--metrics-file) (fix: the loss as a float, loss.item())
 JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
   jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
@@ -53,6 +56,10 @@ TensorFlow (tf.profiler.experimental, one Trace(step_num=...) a step):
   tf-pyfunc        the tf-clean step fed by a tf.data pipeline whose per-sample map is a tf.py_function (numpy
                    decoding in Python, parallel map and prefetch; the GIL serialises it) (fix: the same map in
                    TensorFlow ops)
+Keras (model.fit; a callback profiles batches --wait .. --wait + --active - 1 as Keras's TensorBoard does):
+  keras-tiny-batch a small MLP fit at batch 8, one step an execution: Keras's per-step work outweighs the
+                   step's arithmetic (fix: --fix --fix-batch 256, larger batches over the same samples; or
+                   --fix --fix-spe 32, steps_per_execution=32: the same updates, 32 steps a graph call)
 """
 import argparse, gc, json, os, platform, sys, time
 
@@ -227,6 +234,18 @@ def run_torch(a, truth):
         truth["checkpoint_state_bytes"] = 16 * 2**20 * 4
         train_state = torch.zeros(16 * 2**20)
         loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
+    elif mode == "print-log":  # the microbatch MLP at batch 16, in-memory data: a small step, its logits logged
+        g = torch.Generator().manual_seed(0)
+        bs = 16
+        data = torch.utils.data.TensorDataset(torch.randn(steps * bs, 3 * 32 * 32, generator=g),
+                                              torch.randint(0, 10, (steps * bs,), generator=g))
+        model, workers, persistent = MLP(), 0, False
+        loader = DataLoader(data, batch_size=bs, num_workers=0)
+        import logging
+        log = logging.getLogger("train")
+        log.setLevel(logging.INFO)
+        log.addHandler(logging.FileHandler(a.metrics_file, mode="w"))
+        log.propagate = False
     elif mode in ("ema-loop", "anomaly"):  # in-memory data, a deep narrow net: the step is small, the parameters many
         g = torch.Generator().manual_seed(0)
         data = torch.utils.data.TensorDataset(torch.randn(steps * bs, 3 * 32 * 32, generator=g),
@@ -383,6 +402,13 @@ def run_torch(a, truth):
                                 "step": step}, f)
                     f.flush(); os.fsync(f.fileno())
                 extra.setdefault("checkpoint_s", {})[step] = time.perf_counter() - t
+                planted = time.perf_counter() - t
+            if mode == "print-log":  # the step's logits logged as a tensor (its repr: every element read from Python)
+                t = time.perf_counter()
+                if fix:
+                    log.info("step %d loss %.4f", step, loss.item())
+                else:
+                    log.info("step %d loss %s logits %s", step, loss, out)
                 planted = time.perf_counter() - t
             if mode == "metrics" and (not fix or step % 50 == 49):
                 t = time.perf_counter()
@@ -610,13 +636,82 @@ def run_tf(a, truth):
                  batch_size=bs, accumulation=1, num_workers=0, eager=eager and not a.fix)
 
 
+# ---------------------------------------------------------------- Keras model.fit
+def run_keras(a, truth):
+    """keras-tiny-batch: ``model.fit`` at batch 8 on a small MLP, one step an execution: Keras's per-step work
+    (its Python loop, callbacks, the iterator, the graph's launch) costs more than the step's arithmetic."""
+    import tensorflow as tf
+    import keras
+    tf.random.set_seed(0)
+    rng = np.random.default_rng(0)
+    n = a.steps * 8  # the samples: a.steps batches of 8 in the plant, the same samples in every fix
+    x = rng.standard_normal((n, 256)).astype(np.float32)
+    y = rng.integers(0, 10, n)
+    bs, spe = 8, 1
+    if a.fix:  # --fix-batch 256: larger batches; --fix-spe 32: 32 steps of 8 in one execution (the same updates)
+        bs, spe = a.fix_batch, a.fix_spe
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(bs).prefetch(tf.data.AUTOTUNE)
+    model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(256, activation="relu"),
+                              keras.layers.Dense(256, activation="relu"), keras.layers.Dense(10)])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  steps_per_execution=spe)
+    first, last = a.wait, a.wait + a.active  # the profiled batches first..last-1 (TensorBoard counts from 1)
+    marks, export = [], []
+
+    class Timed(keras.callbacks.Callback):
+        """Each executed batch's start: a step is one start to the next, Keras's hooks included."""
+        def on_train_batch_begin(self, batch, logs=None):
+            marks.append(time.perf_counter())
+        def on_train_end(self, logs=None):
+            marks.append(time.perf_counter())
+
+    class Profile(keras.callbacks.Callback):
+        """What Keras's TensorBoard(profile_batch=...) does (tensorboard is not installed here): the profiler
+        started at the window's first batch, one ``Trace("train", step_num=batch)`` a batch, and stopped (the
+        export, timed) at the end of its last batch."""
+        ctx = None
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == first:
+                tf.profiler.experimental.start(a.trace_dir)
+            if first <= batch < last:
+                self.ctx = tf.profiler.experimental.Trace("train", step_num=batch, _r=1)
+                self.ctx.__enter__()
+        def on_train_batch_end(self, batch, logs=None):
+            if self.ctx is not None:
+                self.ctx.__exit__(None, None, None)
+                self.ctx = None
+            if batch == last - 1:
+                t = time.perf_counter()
+                tf.profiler.experimental.stop()
+                export.append(time.perf_counter() - t)
+
+    cbs = [Timed()]
+    if not a.no_profile:
+        cbs.insert(0, Profile())
+    t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
+    model.fit(ds, epochs=1, callbacks=cbs, verbose=0)
+    loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
+    t_loop_end_epoch = time.time()
+    # µs are enough, and no per-step CPU (loop_cpu_s is the CPU): 10,000 steps stay a small file
+    step_s = [round(b - e, 6) for e, b in zip(marks, marks[1:])]
+    truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=len(step_s), step_s=step_s, planted_s=list(step_s), samples=n,
+                 profiler_export_s=sum(export), t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch,
+                 tensorflow=tf.__version__, keras=keras.__version__, batch_size=bs, steps_per_execution=spe,
+                 accumulation=1, num_workers=0,
+                 planted_note="the whole step (planted_s = step_s): truth_table.py takes off what the fix at a "
+                              "larger batch pays for the same samples")
+    if not a.no_profile:
+        truth["profiler_window"] = [first, last - 1]
+        truth["profiler_export_note"] = f"tf.profiler.experimental.stop() in batch {last - 1}'s on_train_batch_end"
+
+
 MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epoch-restart": run_torch,
          "padded": run_torch, "periodic-eval": run_torch, "accum-optimizer": run_torch, "io-latency": run_torch,
          "cpu-loading": run_torch,
          "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
          "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf, "tf-retrace": run_tf,
          "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch, "float64": run_torch,
-         "tf-pyfunc": run_tf}
+         "tf-pyfunc": run_tf, "keras-tiny-batch": run_keras, "print-log": run_torch}
 
 
 def main():
@@ -628,6 +723,8 @@ def main():
     ap.add_argument("--wait", type=int, default=5, help="profiler schedule: steps before the warm-up step")
     ap.add_argument("--active", type=int, default=30, help="profiler schedule: steps profiled")
     ap.add_argument("--fix-workers", type=int, default=1, help="cpu-loading: the fix's num_workers")
+    ap.add_argument("--fix-batch", type=int, default=8, help="keras-tiny-batch: the fix's batch size")
+    ap.add_argument("--fix-spe", type=int, default=1, help="keras-tiny-batch: the fix's steps_per_execution")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--no-key-averages", action="store_true",
@@ -654,7 +751,7 @@ def main():
     truth["t_end"] = time.time()
     truth["shutdown_s"] = truth["t_end"] - truth["t_loop_end"]  # the profiler's export (above) included
     with open(a.out, "w") as f:
-        json.dump(truth, f, indent=1)
+        json.dump(truth, f, indent=None if len(step) > 1000 else 1)
     print(a.mode, "fix" if truth["fix"] else "", "loop %.2f s" % truth["loop_s"],
           "median %.4f s" % truth["median_step_s"],
           "planted %.2f s (%.1f %% of loop)" % (truth["planted_total_s"], 100 * truth["planted_share_of_loop"]),

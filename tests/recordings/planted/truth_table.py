@@ -5,7 +5,8 @@
 Reads each ``<run>/truth.json`` (the recorded run) and ``<run>/fix*-truth.json`` (the same job with the fix, not
 recorded). The planted cost is the time the script measured inside the planted code (``planted_s``), except where
 the plant changes the shape of the work itself and the fix still does some of it (``microbatch``, ``padded``: the
-forward/backward/update time, ``float64`` too; ``jax-recompile``: the steps that met a new shape, less the median step): there it is
+forward/backward/update time, ``float64`` too; ``keras-tiny-batch``: the whole step less what the fix at a larger
+batch pays for the same samples; ``jax-recompile``: the steps that met a new shape, less the median step): there it is
 that time minus the fix run's (the fix still compiles once); ``periodic-eval``: the evaluations alone (its slow
 start, ``slow_start_s``, is planted too but stays in the fix run). ``fix_saved_s`` is the loop's wall time minus
 the fix run's, the profiler's export left out of both where it falls inside the loop (``loop_less_export``), one
@@ -19,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LESS_THE_FIX = ("microbatch", "padded", "jax-recompile", "tf-eager", "jax-nojit", "torch-recompile", "anomaly",
-               "tf-retrace", "float64")
+               "tf-retrace", "float64", "keras-tiny-batch")
 
 
 def load(path):
@@ -29,6 +30,10 @@ def load(path):
 
 def planted_per_step(t, fixes):
     """Each step's planted cost, as ``truth_row`` counts it (see the module's docstring)."""
+    if t["mode"] == "keras-tiny-batch":  # the whole step less what the larger batch's fix pays for its samples
+        wide = [f for f in fixes if f["batch_size"] > t["batch_size"]]
+        still = statistics.mean(sum(f["step_s"]) * t["batch_size"] / f["samples"] for f in wide) if wide else 0.0
+        return [p - still for p in t["step_s"]]
     if "eval_s" in t:  # periodic-eval plants two costs: the fix (no evaluation in the loop) removes the evaluations
         return [t["eval_s"].get(str(i), 0.0) for i in range(t["steps"])]
     if t["mode"] in LESS_THE_FIX and fixes:

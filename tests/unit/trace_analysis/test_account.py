@@ -235,6 +235,47 @@ def test_tf_function_tracing_and_a_new_functions_first_run_are_compilation(tmp_p
                                                       account.FIRST_RUN_SETUP: 0.2})
 
 
+def _graph_step(i, kernels):
+    """A step that calls a tf.function's graph (800 µs of its 1,000): the executor runs ``kernels`` operations of
+    60 µs on its own thread, 100 µs apart; 200 µs of Python after the call."""
+    t0 = i * 10_000
+    events = [_cpu(f"ProfilerStep#{i}", t0, 1000, cat="user_annotation"),
+              _cpu("EagerLocalExecute: __inference_train_function_9", t0, 800)]
+    return events + [_cpu(f"sequential/dense_{j}/MatMul:_MklMatMul", t0 + 10 + 100 * j, 60, tid=2)
+                     for j in range(kernels)]
+
+
+def test_a_graph_call_too_small_for_its_cost_splits_into_kernels_and_dispatch(tmp_path):
+    """Three operations (180 µs of kernels) in an 800 µs call: the other 620 µs is the call's fixed cost (dispatch).
+    With eight (480 µs) the kernels outweigh the rest of the call, which stays compute: the executor's gaps grow
+    with the operations."""
+    got = _account(tmp_path, [e for i in range(3) for e in _graph_step(i, 3)])
+    assert got["graph_calls_per_step"] == [1, 1, 1]
+    assert got["per_step_ms"]["compute"] == pytest.approx([0.18] * 3)
+    assert got["per_step_ms"]["dispatch"] == pytest.approx([0.62] * 3)
+    assert got["per_step_ms"]["no_operator"] == pytest.approx([0.2] * 3)
+    got = _account(tmp_path, [e for i in range(3) for e in _graph_step(i, 8)])
+    assert "graph_calls_per_step" not in got and got["slices_ms"]["dispatch"] == 0.0
+    assert got["per_step_ms"]["compute"] == pytest.approx([0.8] * 3)
+
+
+def test_tensor_elements_read_one_by_one_are_counted_outside_the_optimizer(tmp_path):
+    """A printed tensor reads each element with aten::item (60 a step here); Adam's reads of each parameter's step
+    count inside Optimizer.step# are the framework's. Under 50 reads a step the account keeps no count."""
+    def step(i, reads):
+        t0 = i * 10_000
+        events = [_cpu(f"ProfilerStep#{i}", t0, 5000, cat="user_annotation"), _cpu("aten::linear", t0, 500),
+                  _cpu("Optimizer.step#Adam.step", t0 + 600, 900, cat="user_annotation")]
+        events += [_cpu("aten::item", t0 + 610 + 10 * j, 5) for j in range(40)]  # inside the optimizer
+        return events + [_cpu("aten::item", t0 + 1600 + 20 * j, 5) for j in range(reads)]
+
+    got = _account(tmp_path, [e for i in range(3) for e in step(i, 60)])
+    assert got["scalar_reads_per_step"] == [60, 60, 60]
+    assert TraceAccount.of(got).scalar_reads_per_step == (60, 60, 60)
+    got = _account(tmp_path, [e for i in range(3) for e in step(i, 30)])
+    assert "scalar_reads_per_step" not in got
+
+
 def test_a_dataloader_iterator_created_in_a_step_is_counted_from_its_seed(tmp_path):
     """iter(loader) draws its seed (aten::random_ outside any operator) before the step's batch: step 1 creates one,
     step 2 reuses it; a random_ inside another operator (torch.randint's) is no iterator."""
