@@ -60,7 +60,7 @@ MAX_HINTS = 1024  # forecasts kept (the most recent)
 PAGE_CACHE_ENV = "REPORTGEN_PAGE_CACHE"
 # The environment that changes no page: where the caches are and how large, whether the page has a process.
 NOT_KEYED = frozenset(("REPORTGEN_CACHE_DIR", "REPORTGEN_NO_CACHE", "REPORTGEN_CACHE_MAX_MB", PAGE_CACHE_ENV,
-                       "REPORTGEN_NOTEBOOK_PROCESS"))
+                       "REPORTGEN_NOTEBOOK_PROCESS", "REPORTGEN_DIGEST_MEMO"))
 # What executes and converts the notebook besides reportgen (their versions are keyed).
 LIBRARIES = ("papermill", "nbclient", "nbconvert", "nbformat", "jinja2", "markupsafe", "mistune", "pygments",
              "beautifulsoup4", "bleach", "traitlets", "ipython", "pandas", "numpy", "plotly")

@@ -89,7 +89,8 @@ def test_every_input_of_the_page_changes_the_key(work, tmp_path, change):
 
 def test_the_cache_settings_and_the_work_folder_are_not_keyed(work):
     key = page_key(_parameters(work), work, ENV)
-    env = {**ENV, "REPORTGEN_CACHE_DIR": "/elsewhere", "REPORTGEN_CACHE_MAX_MB": "5", "REPORTGEN_NOTEBOOK_PROCESS": "0"}
+    env = {**ENV, "REPORTGEN_CACHE_DIR": "/elsewhere", "REPORTGEN_CACHE_MAX_MB": "5", "REPORTGEN_NOTEBOOK_PROCESS": "0",
+           "REPORTGEN_DIGEST_MEMO": "0"}
     assert page_key(_parameters(work, output_dir="/tmp/somewhere"), work, env) == key
 
 
