@@ -128,7 +128,7 @@ class DigestMemo:
         if not self.writable:
             return
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
         except OSError:
             return
         try:
@@ -164,7 +164,8 @@ class DigestMemo:
             return
         tmp = self.path.with_name(f".{MEMO_NAME}.{os.getpid()}.tmp")
         try:
-            with open(tmp, "wb") as handle:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as handle:
                 handle.write(b"".join(records))
             os.replace(tmp, self.path)
             self._records = len(records)
