@@ -142,7 +142,8 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
                               "standalone": True, "force": options.force}
                 text = cached_page(lambda when: maker.render(parameters, notebook=compare_notebook_path(),
                                                              generated_at=when),
-                                   parameters, work_dir, page_cache, progress, stamp, "compare.json").html
+                                   parameters, work_dir, page_cache, progress, stamp, "compare.json",
+                                   "comparison").html
         produced = _produced_json(work_dir)
         regression = None
         if options.fail_on_regression is not None:

@@ -404,9 +404,10 @@ def page_cache_for(cache_dir: Path | None = None, environ=None) -> TraceCache | 
 
 
 def cached_page(make: Callable, parameters: dict, work_dir: Path, cache: TraceCache | None,
-                progress: Callable[[str], None], stamp: str | None = None, json_name: str = "report.json"):
-    """The page (``render.html.Page``) of ``parameters`` with report.json (``json_name``: compare.json) written
-    into ``work_dir``, as ``make(placeholder)`` gives them (``make`` executes the notebook, saying ``placeholder``
+                progress: Callable[[str], None], stamp: str | None = None, json_name: str = "report.json",
+                notebook: str = "analysis"):
+    """The page (``render.html.Page``) of ``parameters`` with report.json (``json_name``: compare.json, of the
+    ``notebook`` "comparison") written into ``work_dir``, as ``make(placeholder)`` gives them (``make`` executes the notebook, saying ``placeholder``
     for the time; None: the time itself) but from ``cache`` when it holds them; either way with this run's own
     time in both. ``stamp`` (``source_stamp``): remembered as this page's, for the next run's forecast."""
     key = page_key(parameters, work_dir) if cache is not None else None
@@ -421,7 +422,7 @@ def cached_page(make: Callable, parameters: dict, work_dir: Path, cache: TraceCa
             write_text_atomic(produced, json_text.replace(placeholder, now))
             _remember(cache, stamp, key)
             return Page(html.replace(placeholder, now))
-    progress("executing the analysis notebook and converting it to HTML")
+    progress(f"executing the {notebook} notebook and converting it to HTML")
     if key is None:
         return make(None)
     placeholder = new_placeholder()
