@@ -7,8 +7,11 @@ For every trace file of the folder (``sources.layout.find_traces``), CPU seconds
 the machine is shared, so not wall) for:
 
 * ``no cache``: ``read_trace_file`` alone (what a run read before the cache, and reads with ``--no-cache``);
-* ``first run``: ``read_trace_cached`` into an empty cache (hash, read, store);
-* ``warm``: ``read_trace_cached`` again (hash, load the entry);
+* ``first run``: ``read_trace_cached`` into an empty cache (hash, read, store; each digest remembered);
+* ``warm, hashed``: ``read_trace_cached`` again with every file hashed in full (``REPORTGEN_DIGEST_MEMO=0``;
+  hash, load the entry);
+* ``warm``: the same as a next run does it, the digests from the memo (``readers/digest_memo.py``; load the
+  entry, no trace byte read: files changed less than 2 s before the first run are hashed again);
 
 each the median of ``--repeat`` rounds, a fresh cache folder per round; then the entries' size on disk.
 A whole ``generate`` is timed from outside (benchmarks/README.md, "Warm re-runs").
@@ -22,9 +25,11 @@ import shutil
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from reportgen.problems import ProblemLog
+from reportgen.readers.digest_memo import DigestMemo
 from reportgen.readers.trace_cache import TraceCache, read_trace_cached
 from reportgen.readers.trace_files import read_trace_file
 from reportgen.sources.layout import find_traces
@@ -41,6 +46,10 @@ def timed(step) -> float:
     return cpu() - start
 
 
+def read_all(files: list[Path], cache: TraceCache) -> list:
+    return [read_trace_cached(f, ProblemLog(), cache) for f in files]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path)
@@ -48,15 +57,18 @@ def main() -> int:
     args = ap.parse_args()
     files = find_traces(args.folder)
     size = sum(f.stat().st_size for f in files)
-    rows: dict[str, list[float]] = {"no cache": [], "first run": [], "warm": []}
+    rows: dict[str, list[float]] = {"no cache": [], "first run": [], "warm, hashed": [], "warm": []}
     stored = 0
     for _ in range(args.repeat):
         folder = Path(tempfile.mkdtemp(prefix="rg-trace-cache-"))
-        cache = TraceCache(folder, 1 << 40)
+        cache = TraceCache(folder, 1 << 40, memo=DigestMemo(folder))
+        hashed = TraceCache(folder, 1 << 40)
         try:
             rows["no cache"].append(timed(lambda: [read_trace_file(f, ProblemLog()) for f in files]))
-            rows["first run"].append(timed(lambda: [read_trace_cached(f, ProblemLog(), cache) for f in files]))
-            rows["warm"].append(timed(lambda: [read_trace_cached(f, ProblemLog(), cache) for f in files]))
+            rows["first run"].append(timed(partial(read_all, files, cache)))
+            rows["warm, hashed"].append(timed(partial(read_all, files, hashed)))
+            nxt = TraceCache(folder, 1 << 40, memo=DigestMemo(folder))  # the next run: the memo read from its log
+            rows["warm"].append(timed(partial(read_all, files, nxt)))
             stored = sum(p.stat().st_size for p in folder.glob("*.npz"))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -65,7 +77,7 @@ def main() -> int:
     base = statistics.median(rows["no cache"])
     for name, values in rows.items():
         median = statistics.median(values)
-        print(f"  {name:<10} {median:7.3f} s  ({min(values):.3f}-{max(values):.3f})  {median / base:6.1%} of no cache"
+        print(f"  {name:<12} {median:7.3f} s  ({min(values):.3f}-{max(values):.3f})  {median / base:6.1%} of no cache"
               f"  {size / 1e6 / median:8.1f} MB/s")
     return 0
 

@@ -95,6 +95,7 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
             progress: Progress = silent) -> CompareResult:
     from reportgen.compare.output import to_markdown
     from reportgen.compare.session import open_comparison
+    from reportgen.render.page_cache import cached_page, expects_hit
     from reportgen.render.process import NotebookProcess
     from reportgen.resources import compare_notebook_path
 
@@ -119,12 +120,15 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
     if json_path is not None:
         outputs.add("--json", json_path)
     load_prices(prices_file)  # a bad prices file is an input error before any work
+    page_cache, stamp = _page_cache_of(source_a, source_b, options) if fmt == "html" else (None, None)
     with work_folder() as work:
         # absolute: the notebook runs with its own folder as the working directory, where a relative
         # output_dir would name a folder inside itself (compare.json was lost with a relative -o)
         work_dir = Path(work).resolve()
-        # the HTML page's worker gets ready while both sides are prepared (render/process.py)
-        with NotebookProcess(work_dir, progress) if fmt == "html" else contextlib.nullcontext() as maker:
+        # the HTML page's worker gets ready while both sides are prepared (render/process.py); none where the
+        # last run over the same files left its page in the page cache (its forecast), as for generate
+        with NotebookProcess(work_dir, progress, in_process=expects_hit(page_cache, stamp)) if fmt == "html" \
+                else contextlib.nullcontext() as maker:
             a = _side_spec("A", source_a, work_dir, options.a, progress, options.source, options.batch_a)
             b = _side_spec("B", source_b, work_dir, options.b, progress, options.source, options.batch_b)
             prices = str(Path(prices_file).resolve()) if prices_file else ""
@@ -134,10 +138,12 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
                 text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
                 session.save_json(work_dir)
             else:
-                progress("executing the comparison notebook and converting it to HTML")
-                text = maker.render({"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
-                                     "standalone": True, "force": options.force},
-                                    notebook=compare_notebook_path()).html
+                parameters = {"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
+                              "standalone": True, "force": options.force}
+                text = cached_page(lambda when: maker.render(parameters, notebook=compare_notebook_path(),
+                                                             generated_at=when),
+                                   parameters, work_dir, page_cache, progress, stamp, "compare.json",
+                                   "comparison").html
         produced = _produced_json(work_dir)
         regression = None
         if options.fail_on_regression is not None:
@@ -151,6 +157,17 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
             contents["--json"] = produced.read_text(encoding="utf-8")
         outputs.commit(contents)
     return CompareResult(output, json_path, len(text.encode("utf-8", "backslashreplace")), time.perf_counter() - started, regression)
+
+
+def _page_cache_of(source_a: str, source_b: str, options: CompareOptions):
+    """The page cache of this run and its two sources' stamp (``render/page_cache.py``, as ``generate``'s page):
+    none with ``--no-cache``."""
+    if not options.source.trace_cache:
+        return None, None
+    from reportgen.render.page_cache import page_cache_for, sources_stamp
+
+    cache = page_cache_for(options.source.cache_dir)
+    return cache, sources_stamp([str(source_a), str(source_b)], repr(options)) if cache is not None else None
 
 
 def _gate(produced: Path, threshold: float) -> Regression:

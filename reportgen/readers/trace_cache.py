@@ -9,7 +9,9 @@ here, ~2 % of a cold read), with its size, the path as given (the label, the ran
 the problems' file names come from it), ``READER_VERSION``, this module's ``CACHE_FORMAT``, the problem
 log's cap and the environment sizes that change what is read. Size + mtime + inode would be cheaper, but
 a CI job restores its trace artifacts and the cache folder with new inodes and mtimes (a miss every
-run), and a file rewritten in place with its mtime put back (``cp -p``) would be served stale.
+run), and a file rewritten in place with its mtime put back (``cp -p``) would be served stale. The digest
+itself is remembered by the file's identity, ctime included (``readers/digest_memo.py``), so a warm run over
+files unchanged on disk reads none of their bytes; the key stays the content's.
 
 One entry is one ``<key>.npz`` (numpy's zip, CRC-checked, read with ``allow_pickle=False``; its ``meta``
 member is UTF-8 JSON), written to a temporary name and renamed into place, so a reader never sees half an
@@ -29,13 +31,15 @@ import re
 import stat
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
 import numpy as np
 
 from reportgen.environment import megabytes
+from reportgen.readers.digest_memo import HASH_BLOCK as HASH_BLOCK  # the block of every hash (render/page_cache.py)
+from reportgen.readers.digest_memo import DigestMemo, hash_file, memo_for
 from reportgen.problems import DataProblem, ProblemLog
 from reportgen.readers.trace_files import READER_VERSION, read_trace_file
 from reportgen.readers.trace_model import Float64Ops, FlopEvents, MemoryEvents, TraceColumns
@@ -46,11 +50,10 @@ T = TypeVar("T")  # what an entry decodes to (take_entry)
 # Bump when the layout of an entry changes (the arrays' names, the meta document).
 CACHE_FORMAT = 2  # 2: the float64 operators (d_*)
 CACHE_SUBDIR = "traces"
-HASH_BLOCK = 1 << 20
 # What the folder holds and bounds together: each file's reduction, and each rank's analysis
-# (``trace_analysis/rank_cache.py``) and each page with its forecast (``render/page_cache.py``), kept beside them
-# so one bound and one eviction cover them all.
-ENTRY_SUFFIXES = (".npz", ".rank.json", ".page", ".page-hint")
+# (``trace_analysis/rank_cache.py``), each page with its forecast (``render/page_cache.py``) and the files' digests
+# (``readers/digest_memo.py``), kept beside them so one bound and one eviction cover them all.
+ENTRY_SUFFIXES = (".npz", ".rank.json", ".page", ".page-hint", ".memo")
 STALE_TEMP_SECONDS = 3600  # a temporary entry this old is a crashed writer's: removed by the next eviction
 NO_CACHE_ENV = "REPORTGEN_NO_CACHE"
 
@@ -66,11 +69,13 @@ STORED_FIELDS = frozenset(("path", "memory", "flops", "float64", *EVENT_COLUMNS,
 
 @dataclass(frozen=True)
 class TraceCache:
-    """Where reductions are kept and how much may be: ``writable`` False for a folder only read."""
+    """Where reductions are kept and how much may be: ``writable`` False for a folder only read; ``memo``: the
+    files' digests by their identity (``readers/digest_memo.py``; None: every file hashed in full)."""
 
     folder: Path
     max_bytes: int
     writable: bool = True
+    memo: DigestMemo | None = field(default=None, compare=False)
 
 
 def trace_cache_for(cache_dir: Path | None = None, progress: Callable[[str], None] | None = None,
@@ -92,7 +97,7 @@ def trace_cache_for(cache_dir: Path | None = None, progress: Callable[[str], Non
     writable = os.access(folder, os.W_OK | os.X_OK)
     if not writable and progress is not None:
         progress(f"trace cache {folder} is read-only: its entries are used, no new one is kept")
-    return TraceCache(folder, max_bytes, writable)
+    return TraceCache(folder, max_bytes, writable, memo_for(folder, writable, environ))
 
 
 def read_trace_cached(path: Path, problems: ProblemLog, cache: TraceCache | None) -> TraceColumns:
@@ -107,7 +112,7 @@ def read_trace_keyed(path: Path, problems: ProblemLog, cache: TraceCache | None)
     keys a rank's analysis with."""
     if cache is None:
         return read_trace_file(path, problems), None
-    before = file_key(Path(path), problems.cap)
+    before = file_key(Path(path), problems.cap, cache.memo)
     if before is None:
         return read_trace_file(path, problems), None
     key, identity = before
@@ -139,29 +144,16 @@ def _identity(path: Path) -> tuple[int, int, int, int] | None:
     return st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
 
 
-def file_key(path: Path, cap: int) -> tuple[str, tuple[int, int, int, int]] | None:
+def file_key(path: Path, cap: int, memo: DigestMemo | None = None) -> tuple[str, tuple[int, int, int, int]] | None:
     """The entry name of ``path``'s content and how the file looked when hashed; None for a file that is not a
-    regular one or cannot be read (the reader then says what is wrong with it)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: no hang at the open
-    except OSError:
+    regular one or cannot be read (the reader then says what is wrong with it). ``memo``: the content's digest
+    taken from there when it knows the file as it is (none of its bytes read), else remembered there."""
+    found = memo.digest(path) if memo is not None else hash_file(path)
+    if found is None:
         return None
-    digest = hashlib.sha256()
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        buffer = bytearray(HASH_BLOCK)
-        view = memoryview(buffer)
-        with open(fd, "rb", buffering=0, closefd=False) as handle:
-            while n := handle.readinto(buffer):
-                digest.update(view[:n])
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    digest, st = found[0], found[1]
     sizes = [megabytes(name) for name in ("REPORTGEN_STREAM_TRACE_MB", "REPORTGEN_XSPACE_MAX_MB")]
-    ident = json.dumps([CACHE_FORMAT, READER_VERSION, cap, sizes, str(path), st.st_size, digest.hexdigest()])
+    ident = json.dumps([CACHE_FORMAT, READER_VERSION, cap, sizes, str(path), st.st_size, digest])
     key = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
     return key, (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 

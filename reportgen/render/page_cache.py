@@ -5,7 +5,8 @@ mostly the page's process: papermill, the notebook's cells and nbconvert, ~1.6-2
 The page is a pure function of what this module keys it by, so a second run serves the first one's bytes:
 
 * the rule-output files the notebook reads (each ``*.json`` of the rule-output folder and the extras beside it,
-  ``sources.layout.RULE_EXTRA_NAMES``, found as ``rule_outputs`` finds them) and the prices file, by content;
+  ``sources.layout.RULE_EXTRA_NAMES``, found as ``rule_outputs`` finds them; ``compare``'s notebook: both sides')
+  and the prices file, by content;
 * the notebook's parameters, the work folder's path left out (the page never shows it);
 * the code that makes the page: every file of reportgen (its templates, notebooks and plotly.js included),
   hashed once per process, the Python and the versions of the libraries that convert the notebook;
@@ -60,7 +61,7 @@ MAX_HINTS = 1024  # forecasts kept (the most recent)
 PAGE_CACHE_ENV = "REPORTGEN_PAGE_CACHE"
 # The environment that changes no page: where the caches are and how large, whether the page has a process.
 NOT_KEYED = frozenset(("REPORTGEN_CACHE_DIR", "REPORTGEN_NO_CACHE", "REPORTGEN_CACHE_MAX_MB", PAGE_CACHE_ENV,
-                       "REPORTGEN_NOTEBOOK_PROCESS"))
+                       "REPORTGEN_NOTEBOOK_PROCESS", "REPORTGEN_DIGEST_MEMO"))
 # What executes and converts the notebook besides reportgen (their versions are keyed).
 LIBRARIES = ("papermill", "nbclient", "nbconvert", "nbformat", "jinja2", "markupsafe", "mistune", "pygments",
              "beautifulsoup4", "bleach", "traitlets", "ipython", "pandas", "numpy", "plotly")
@@ -200,27 +201,35 @@ def _normalized(name: str) -> str:
 
 def page_key(parameters: dict, work_dir: Path, environ=None) -> str | None:
     """The entry name of the page the notebook makes with ``parameters`` (papermill's) in ``work_dir``; None when
-    it cannot be told (no rule-output folder, an input that is no regular file, a value JSON cannot hold)."""
+    it cannot be told (no rule-output folder, an input that is no regular file, a value JSON cannot hold).
+    ``generate``'s notebook reads the rule outputs at ``source``, ``compare``'s at each side's ``rule_dir``."""
     environ = os.environ if environ is None else environ
-    source = Path(str(parameters.get("source") or ""))
-    rule_dir = find_rule_output_dir(source) if str(source) and source.is_dir() else None
-    if rule_dir is None:
-        return None
-    inputs = _input_files(rule_dir)
-    if inputs is None:
-        return None
     keyed = {name: value for name, value in parameters.items() if name != "output_dir"}
-    if _in_folder(source, work_dir):  # the run's own rule outputs: where the work folder is does not count
-        keyed["source"] = ["work", str(source.resolve().relative_to(Path(work_dir).resolve()))]
-    prices = (parameters.get("cost") or {}).get("prices_file") if isinstance(parameters.get("cost"), dict) else None
+    inputs: list = []
+    for side in ((None,) if "source" in parameters else ("a", "b")):
+        holder = parameters if side is None else parameters.get(side)
+        name = "source" if side is None else "rule_dir"
+        if not (isinstance(holder, dict) and holder.get(name)):
+            return None
+        source = Path(str(holder[name]))
+        rule_dir = find_rule_output_dir(source) if source.is_dir() else None
+        found = _input_files(rule_dir) if rule_dir is not None else None
+        if found is None:
+            return None
+        inputs.append(found)
+        if _in_folder(source, work_dir):  # the run's own rule outputs: where the work folder is does not count
+            where = ["work", str(source.resolve().relative_to(Path(work_dir).resolve()))]
+            keyed.update({name: where} if side is None else {side: {**holder, name: where}})
+    cost = parameters.get("cost")
+    prices = parameters.get("prices_file") or (cost.get("prices_file") if isinstance(cost, dict) else None)
     prices_digest = file_digest(Path(prices)) if prices else None
     if prices and prices_digest is None:
         return None
     env = sorted((name, value) for name, value in environ.items()
                  if (name.startswith("REPORTGEN_") and name not in NOT_KEYED) or name == "TZ")
     try:
-        ident = json.dumps([PAGE_FORMAT, keyed, inputs, prices_digest, code_digest(), library_versions(), env],
-                           sort_keys=True, allow_nan=False)
+        ident = json.dumps([PAGE_FORMAT, keyed, inputs[0] if len(inputs) == 1 else inputs, prices_digest,
+                            code_digest(), library_versions(), env], sort_keys=True, allow_nan=False)
     except (TypeError, ValueError):
         return None
     return hashlib.sha256(ident.encode("ascii")).hexdigest()
@@ -336,6 +345,14 @@ def source_stamp(source: str, settings: str) -> str | None:
     return hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def sources_stamp(sources: list[str], settings: str) -> str | None:
+    """``source_stamp`` of several sources run together (``compare``'s two sides); None when one has none."""
+    stamps = [source_stamp(source, settings) for source in sources]
+    if None in stamps:
+        return None
+    return hashlib.sha256(json.dumps([PAGE_FORMAT, settings, stamps]).encode("ascii")).hexdigest()
+
+
 def hint_path(cache: TraceCache, stamp: str) -> Path:
     return cache.folder / f"{stamp}{HINT_SUFFIX}"
 
@@ -387,24 +404,25 @@ def page_cache_for(cache_dir: Path | None = None, environ=None) -> TraceCache | 
 
 
 def cached_page(make: Callable, parameters: dict, work_dir: Path, cache: TraceCache | None,
-                progress: Callable[[str], None], stamp: str | None = None):
-    """The page (``render.html.Page``) of ``parameters`` with report.json written into ``work_dir``, as
-    ``make(placeholder)`` gives them (``make`` executes the notebook, saying ``placeholder`` for the time; None:
-    the time itself) but from ``cache`` when it holds them; either way with this run's own time in both.
-    ``stamp`` (``source_stamp``): remembered as this page's, for the next run's forecast."""
+                progress: Callable[[str], None], stamp: str | None = None, json_name: str = "report.json",
+                notebook: str = "analysis"):
+    """The page (``render.html.Page``) of ``parameters`` with report.json (``json_name``: compare.json, of the
+    ``notebook`` "comparison") written into ``work_dir``, as ``make(placeholder)`` gives them (``make`` executes the notebook, saying ``placeholder``
+    for the time; None: the time itself) but from ``cache`` when it holds them; either way with this run's own
+    time in both. ``stamp`` (``source_stamp``): remembered as this page's, for the next run's forecast."""
     key = page_key(parameters, work_dir) if cache is not None else None
-    produced = Path(work_dir) / "report.json"
+    produced = Path(work_dir) / json_name
     if cache is not None and key is not None:
         hit = load_page(cache, key)
         if hit is not None:
             html, json_text, placeholder = hit
-            progress(f"the page and report.json from the page cache in {cache.folder} (same rule outputs, "
+            progress(f"the page and {json_name} from the page cache in {cache.folder} (same rule outputs, "
                      "parameters and code): no notebook executed")
             now = generation_time()
             write_text_atomic(produced, json_text.replace(placeholder, now))
             _remember(cache, stamp, key)
             return Page(html.replace(placeholder, now))
-    progress("executing the analysis notebook and converting it to HTML")
+    progress(f"executing the {notebook} notebook and converting it to HTML")
     if key is None:
         return make(None)
     placeholder = new_placeholder()
@@ -428,4 +446,5 @@ def cached_page(make: Callable, parameters: dict, work_dir: Path, cache: TraceCa
 
 __all__ = ["PAGE_CACHE_ENV", "PAGE_FORMAT", "PAGE_SUFFIX", "cached_page", "code_digest", "code_roots", "expects_hit", "file_digest",
            "fixed_generation_time", "generation_time", "library_versions", "load_page", "new_placeholder",
-           "page_cache_for", "page_entry_path", "page_key", "prune_hints", "source_stamp", "store_page", "tree_digest"]
+           "page_cache_for", "page_entry_path", "page_key", "prune_hints", "source_stamp", "sources_stamp", "store_page",
+           "tree_digest"]

@@ -1,6 +1,7 @@
-"""The page cache through ``generate`` (render/page_cache.py): the run that fills it and the run it serves write
-the page and report.json of a run without it, byte for byte but for each run's own time, and the served run
-executes no notebook and, told by the forecast, starts no worker; a changed input of the page makes it again."""
+"""The page cache through ``generate`` and ``compare`` (render/page_cache.py): the run that fills it and the run it
+serves write the page and report.json (compare.json) of a run without it, byte for byte but for each run's own
+time, and the served run executes no notebook and, told by the forecast, starts no worker; a changed input of the
+page makes it again."""
 
 from __future__ import annotations
 
@@ -57,3 +58,45 @@ def test_a_served_page_is_the_made_one_and_executes_no_notebook(tmp_path, monkey
     assert started == [True, False]  # the forecast: no worker where the page is kept, one for another job name
     renamed = _run(source, tmp_path / "renamed2", tmp_path / "cache", job_name="other")
     assert renamed != reference and len(list((tmp_path / "cache" / "traces").glob("*.page"))) == 2
+
+
+def _compare(a: Path, b: Path, out: Path, cache: Path, force: bool = False) -> tuple[str, str]:
+    from reportgen.compare.run import CompareOptions, compare
+
+    out.mkdir()
+    compare(str(a), str(b), out / "compare.html", CompareOptions(source=SourceOptions(cache_dir=cache), force=force))
+    html, data = (out / "compare.html").read_text(), (out / "compare.json").read_text()
+    times = set(STAMP.findall(data))
+    assert len(times) == 1 and times <= set(STAMP.findall(html))  # the run's own time, the same in both
+    return STAMP.sub("TIME", html), STAMP.sub("TIME", data)
+
+
+def test_a_served_comparison_is_the_made_one_and_executes_no_notebook(tmp_path, monkeypatch):
+    """compare's page and compare.json, kept as generate's are: the sides' traces read through the trace cache, the
+    page from the page cache, no notebook executed and, told by the forecast, no worker started."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for side, trace in ((a, TRACES[0]), (b, TRACES[1])):
+        side.mkdir()
+        shutil.copyfile(trace, side / trace.name)
+    monkeypatch.setenv("REPORTGEN_PAGE_CACHE", "0")
+    reference = _compare(a, b, tmp_path / "off", tmp_path / "cache")
+    monkeypatch.delenv("REPORTGEN_PAGE_CACHE")
+    assert _compare(a, b, tmp_path / "filled", tmp_path / "cache") == reference
+    assert len(list((tmp_path / "cache" / "traces").glob("*.page"))) == 1
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a served comparison executed the notebook")
+    started: list = []
+
+    def recording(work_dir, notice=None, in_process=False):
+        started.append(in_process)
+        return NotebookProcess(work_dir, notice, in_process)
+    with monkeypatch.context() as patched:
+        patched.setattr(NotebookProcess, "render", refuse)
+        patched.setattr("reportgen.render.process.NotebookProcess", recording)
+        assert _compare(a, b, tmp_path / "served", tmp_path / "cache") == reference
+        with pytest.raises(AssertionError, match="executed the notebook"):  # --force: another page, made again
+            _compare(a, b, tmp_path / "forced", tmp_path / "cache", force=True)
+        with pytest.raises(AssertionError, match="executed the notebook"):  # the sides swapped: made again
+            _compare(b, a, tmp_path / "swapped", tmp_path / "cache")
+    assert started == [True, False, False]  # no worker where the page is kept, one for each other page

@@ -17,7 +17,7 @@ from reportgen.render import page_cache
 from reportgen.render.html import Page
 from reportgen.render.page_cache import (cached_page, code_roots, expects_hit, fixed_generation_time,
                                          generation_time, load_page, page_cache_for, page_entry_path, page_key,
-                                         prune_hints, source_stamp, store_page, tree_digest)
+                                         prune_hints, source_stamp, sources_stamp, store_page, tree_digest)
 from reportgen.resources import notebook_path, plotly_js_gzip, template_dir
 
 NOW = "2031-02-03 04:05 UTC"
@@ -89,7 +89,8 @@ def test_every_input_of_the_page_changes_the_key(work, tmp_path, change):
 
 def test_the_cache_settings_and_the_work_folder_are_not_keyed(work):
     key = page_key(_parameters(work), work, ENV)
-    env = {**ENV, "REPORTGEN_CACHE_DIR": "/elsewhere", "REPORTGEN_CACHE_MAX_MB": "5", "REPORTGEN_NOTEBOOK_PROCESS": "0"}
+    env = {**ENV, "REPORTGEN_CACHE_DIR": "/elsewhere", "REPORTGEN_CACHE_MAX_MB": "5", "REPORTGEN_NOTEBOOK_PROCESS": "0",
+           "REPORTGEN_DIGEST_MEMO": "0"}
     assert page_key(_parameters(work, output_dir="/tmp/somewhere"), work, env) == key
 
 
@@ -315,3 +316,74 @@ def test_a_users_folder_rewritten_while_the_page_is_made_keeps_no_page(cache, wo
     calls: list = []
     cached_page(_maker(work, calls), parameters, work, cache, print)
     assert len(list(cache.folder.glob("*.page"))) == 1  # left alone, the same folder's page is kept
+
+
+def _compare_parameters(work: Path, **changes) -> dict:
+    """compare's notebook parameters: each side's rule outputs in the run's work folder (A/, B/)."""
+    side = {"name": "job", "source": "src", "description": "d", "instance_type": None, "instance_count": None,
+            "instance_from": "", "region": None, "notes": []}
+    base = {"a": {**side, "rule_dir": str(work / "A" / "analysis" / "profiler-reports")},
+            "b": {**side, "rule_dir": str(work / "B" / "analysis" / "profiler-reports")},
+            "prices_file": "", "output_dir": str(work), "standalone": True, "force": False}
+    return {**base, **changes}
+
+
+@pytest.fixture
+def compare_work(work, tmp_path) -> Path:
+    folder = tmp_path / "compare-work"
+    for side in ("A", "B"):
+        shutil.copytree(work, folder / side)
+    return folder
+
+
+@pytest.mark.parametrize("change", ["a's rule byte", "b's rule byte", "b's extra", "a's parameter", "force",
+                                    "sides swapped", "prices"])
+def test_a_comparisons_key_covers_both_sides_and_nothing_of_the_work_folder(compare_work, tmp_path, change):
+    key = page_key(_compare_parameters(compare_work), compare_work, ENV)
+    assert key is not None and key != page_key(_parameters(compare_work / "A"), compare_work / "A", ENV)
+    other = tmp_path / "other-compare-work"
+    shutil.copytree(compare_work, other)
+    assert page_key(_compare_parameters(other), other, ENV) == key
+    parameters = _compare_parameters(compare_work)
+    if change == "a's rule byte":
+        (compare_work / "A" / "analysis" / "profiler-reports" / "CPUBottleneck.json").write_text('{"RuleTriggered": 2}')
+    elif change == "b's rule byte":
+        (compare_work / "B" / "analysis" / "profiler-reports" / "CPUBottleneck.json").write_text('{"RuleTriggered": 2}')
+    elif change == "b's extra":
+        (compare_work / "B" / "analysis" / "kineto.json").write_text('{"ranks": {"0": {}}}')
+    elif change == "a's parameter":
+        parameters["a"]["instance_type"] = "ml.p3.2xlarge"
+    elif change == "force":
+        parameters["force"] = True
+    elif change == "sides swapped":
+        parameters["a"], parameters["b"] = parameters["b"], parameters["a"]
+    else:
+        prices = tmp_path / "prices.toml"
+        prices.write_text("[a]\n")
+        parameters["prices_file"] = str(prices)
+        with_prices = page_key(parameters, compare_work, ENV)
+        prices.write_text("[b]\n")
+        assert with_prices not in (None, key, page_key(parameters, compare_work, ENV))
+    assert page_key(parameters, compare_work, ENV) not in (None, key)
+
+
+def test_no_comparison_key_without_both_sides_rule_outputs(compare_work):
+    parameters = _compare_parameters(compare_work)
+    del parameters["b"]
+    assert page_key(parameters, compare_work, ENV) is None
+    parameters = _compare_parameters(compare_work)
+    parameters["b"]["rule_dir"] = str(compare_work / "missing")
+    assert page_key(parameters, compare_work, ENV) is None
+
+
+def test_the_forecast_of_several_sources_follows_each(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "x.json").write_text("1")
+    (b / "y.json").write_text("2")
+    stamp = sources_stamp([str(a), str(b)], "s")
+    assert stamp is not None and stamp == sources_stamp([str(a), str(b)], "s")
+    assert stamp not in (sources_stamp([str(b), str(a)], "s"), sources_stamp([str(a), str(b)], "t"))
+    (b / "y.json").write_text("22")
+    assert sources_stamp([str(a), str(b)], "s") != stamp
+    assert sources_stamp([str(a), "s3://bucket/job"], "s") is None
