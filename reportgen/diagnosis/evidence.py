@@ -372,11 +372,11 @@ def _process_slow_steps(ev: Evidence) -> None:
     with the wait for its batch before it (the timeline times ``Step:ModeKeys.TRAIN`` only, so a wait before the
     step never made one slow), by the same search as a trace rank's steps."""
     for node, account in ev.framework.nodes.items():
-        numbers = ev.framework.steps.get(node, ())
-        if len(numbers) != account.steps:
-            continue
+        numbers, durations = ev.framework.steps.get(node, ()), account.step_durations_ms()
+        if not account.per_step_whole or not len(numbers) == len(durations) == account.steps:
+            continue  # a damaged account (lists of other lengths): the timeline's slow steps stay
         found = SlowSteps.of(slow_steps(list(range(account.steps)), list(numbers), None,
-                                        [ms / 1000.0 for ms in account.step_durations_ms()]))
+                                        [ms / 1000.0 for ms in durations]))
         if found is not None:
             ev.slow_steps[node] = found
 

@@ -110,6 +110,7 @@ def process_straggler(accounts: dict[str, TraceAccount], titles: dict[str, str])
     otherwise the process whose median step, the wait for its batch included, is ``STEP_GAP`` above the others'
     median. Medians per step: a few slow steps are the slow steps' finding, never a straggler. ``titles``: the
     slices' words."""
+    accounts = {label: a for label, a in accounts.items() if a.per_step_whole}  # steps that add up, only
     if len(accounts) < 2:
         return None
     n = len(accounts)

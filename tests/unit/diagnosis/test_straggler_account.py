@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from reportgen.diagnosis import diagnose
+from reportgen.diagnosis.evidence import gather
 from reportgen.diagnosis.slow_step_story import FRAMEWORK_TITLES
 from reportgen.diagnosis.straggler_account import process_straggler, rank_saving
-from reportgen.trace_ranks import TraceAccount
+from reportgen.rule_outputs import RuleOutputs
+from reportgen.trace_ranks import FrameworkAccounts, TraceAccount
 
 STEPS = 40
 
@@ -67,3 +70,24 @@ def test_a_trace_rank_is_priced_by_the_others_exposed_communication():
     assert saved.why.startswith(f"the other ranks wait for it {exposed * 100:.0f} % of their step in exposed "
                                 "communication; it is slower in compute")
     assert rank_saving(accounts, "0") is None  # the others wait less than it does: nothing to even out
+
+
+def test_damaged_process_accounts_give_no_traceback_and_no_invented_straggler(tmp_path):
+    """framework-account.json whose per-step lists have other lengths than its steps, or text where lists belong:
+    the diagnosis still runs, and neither a straggler nor slow steps are made of lists that cannot be added up."""
+    good = {"steps": 30, "step_ms": 9000.0, "slices_ms": {"compute": 9000.0}, "per_step_ms": {"compute": [300.0] * 30}}
+    # steps of 300 ms plus a data wait listed for only some of them: added up, 20 (or 3) steps of 1200 ms
+    bait = {**good, "per_step_ms": {"compute": [300.0] * 30, "data_wait": [900.0] * 20}}
+    slow = {**good, "per_step_ms": {"compute": [300.0] * 30, "data_wait": [900.0] * 3}}
+    odd = {**good, "per_step_ms": {"compute": "300"}, "steps": "30"}
+    numbers = [str(i) for i in range(30)]
+    doc = {"nodes": {"algo-1-27": {"account": good, "steps": numbers}, "algo-2-27": {"account": bait, "steps": numbers},
+                     "algo-3-27": {"account": slow, "steps": numbers}, "algo-4-27": {"account": odd, "steps": numbers}}}
+    accounts = FrameworkAccounts.of(doc).nodes
+    assert sorted(accounts) == ["algo-1-27", "algo-2-27", "algo-3-27"]  # algo-4's is unreadable: dropped by the view
+    assert [a.per_step_whole for a in accounts.values()] == [True, False, False]
+    assert process_straggler(accounts, FRAMEWORK_TITLES) is None
+    outputs = RuleOutputs(folder=tmp_path, framework_account=doc)
+    assert sorted(gather(outputs).slow_steps) == ["algo-1-27"]  # 30 steps of 300 ms: judged, none slow
+    assert gather(outputs).slow_steps["algo-1-27"].count == 0
+    diagnose(outputs)  # and the whole diagnosis runs
