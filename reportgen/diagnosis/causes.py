@@ -696,6 +696,7 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
     return make(ev, "straggler", 0.0, evidence, fix, loop_share=share, basis=basis,
                 rules=[*fired(ev, "LoadBalancing", "StepOutlier")],
                 sections=[SectionId.GPU_KERNELS_OPERATORS, SectionId.STEP_DURATION_ANALYSIS] if kind == "ranks" else
+                [SectionId.FRAMEWORK_METRICS_SUMMARY, SectionId.STEP_DURATION_ANALYSIS] if kind == "processes" else
                 [SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
                 metrics={"who": who, "compared": kind, **extra})
 
@@ -907,11 +908,13 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     if not ev.duration_s:
         return None
     period, loop_share, seconds, why = None, None, None, None
+    from_process = False  # slow steps found on a SageMaker process's account, which the framework summary shows
     if ev.slow_steps:  # every step's duration known (engine, or enough profiled steps): the robust count
         slowed = {w: s for w, s in ev.slow_steps.items() if s.count}
         if not slowed:
             return None
         worker, top = max(slowed.items(), key=lambda kv: kv[1].seconds_lost)
+        from_process = worker in ev.framework.nodes
         listed = top.slowest
         worst = listed[0] if listed else None
         period = top.period
@@ -1003,7 +1006,8 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
                    "optimizer_excess_ms": why.optimizer_excess_ms}
     return make(ev, "step-outliers", 0.0, evidence, fix, loop_share=loop_share, seconds=seconds,
                 rules=[*fired(ev, "StepOutlier")],
-                sections=[SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
+                sections=([SectionId.FRAMEWORK_METRICS_SUMMARY] if from_process else [])
+                + [SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
                 metrics=metrics, basis="if the slow steps took as long as the median step")
 
 
