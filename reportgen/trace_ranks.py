@@ -332,6 +332,12 @@ class TraceAccount:
         median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
         return min(median * len(values) / self.base_ms, self.share(name))
 
+    @property
+    def per_step_whole(self) -> bool:
+        """Every slice's per-step list holds one value per step (or none: a slice that is zero throughout): each
+        step's slices can be added up (a damaged file's lists of other lengths cannot)."""
+        return all(len(values) in (0, self.steps) for values in self.per_step_ms.values())
+
     def step_durations_ms(self) -> list[float]:
         """Each profiled step's wall time (ms): the sum of its slices."""
         columns = [self.per_step_ms.get(name, ()) for name in ACCOUNT_SLICES]

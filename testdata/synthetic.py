@@ -95,7 +95,10 @@ class Scenario:
       final_s: seconds from the last step's end to the end of the job.
       step_ms: mean TRAIN step duration, per node (a slower node is a straggler); step_jitter:
         relative lognormal sigma of step durations.
-      gap_ms: mean time between two steps (the DataLoaderIter::GetNext call).
+      gap_ms: mean time between two steps (the DataLoaderIter::GetNext call), per node (a node that waits
+        longer for its batches is a straggler whose TRAIN steps are as long as the others').
+      wait_outliers / wait_outlier_ms: per node, that many TRAIN steps wait ``wait_outlier_ms`` for their
+        batch in the GetNext call before the step (a stalled loader): the TRAIN step itself is as usual.
       eval_every / eval_steps: after every ``eval_every`` TRAIN steps run ``eval_steps`` EVAL
         steps (0 = no EVAL); EVAL steps take 40 % of a TRAIN step.
       step_outliers / step_outlier_factor: per node, that many TRAIN steps are made
@@ -149,7 +152,9 @@ class Scenario:
     final_s: float = 4.0
     step_ms: float | tuple[float, ...] = 300.0
     step_jitter: float = 0.04
-    gap_ms: float = 12.0
+    gap_ms: float | tuple[float, ...] = 12.0
+    wait_outliers: int = 0
+    wait_outlier_ms: float = 2000.0
     eval_every: int = 0
     eval_steps: int = 0
     step_outliers: int = 0
@@ -524,9 +529,10 @@ def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_
     step_us = _per_node(sc.step_ms, node) * 1000.0
     first = start_us + int(sc.init_s * 1e6) + 250_000 * node
     end_limit = start_us + int((duration_s - sc.final_s) * 1e6)
-    period = step_us + sc.gap_ms * 1000.0
+    gap_ms = _per_node(sc.gap_ms, node)
+    period = step_us + gap_ms * 1000.0
     if sc.eval_every and sc.eval_steps:
-        per_block = sc.eval_every * period + sc.eval_steps * (0.4 * step_us + sc.gap_ms * 1000.0)
+        per_block = sc.eval_every * period + sc.eval_steps * (0.4 * step_us + gap_ms * 1000.0)
         n_est = int((end_limit - first) / per_block * (sc.eval_every + sc.eval_steps)) + 8
     else:
         n_est = int((end_limit - first) / period) + 8
@@ -539,7 +545,7 @@ def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_
         mode = np.zeros(n_est, dtype=np.int8)
     dur = step_us * np.exp(rng.normal(0.0, sc.step_jitter, n_est))
     dur = np.where(mode == 1, dur * 0.4, dur)
-    gap = np.clip(rng.normal(sc.gap_ms * 1000.0, sc.gap_ms * 150.0, n_est), 1000.0, None)
+    gap = np.clip(rng.normal(gap_ms * 1000.0, gap_ms * 150.0, n_est), 1000.0, None)
     train_idx = np.flatnonzero(mode == 0)
     if sc.slow_every:
         beat = train_idx[sc.slow_every - 1::sc.slow_every]
@@ -553,6 +559,14 @@ def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_
         pool = train_idx[(train_idx >= lo) & (train_idx < int(n_est * 0.8))]
         outl = np.sort(rng.choice(pool, size=min(sc.step_outliers, pool.size), replace=False))
         dur[outl] = np.rint(dur[outl] * sc.step_outlier_factor).astype(np.int64)
+
+    waits = np.zeros(0, dtype=np.int64)
+    if sc.wait_outliers:  # evenly spread over the loop's first 80 %, away from the outliers and the detailed steps
+        lo = sc.detailed_start + sc.detailed_steps + 20
+        pool = train_idx[(train_idx >= lo) & (train_idx < int(n_est * 0.8))]
+        pool = pool[~np.isin(pool, outl)]
+        waits = pool[np.linspace(0, pool.size - 1, min(sc.wait_outliers, pool.size)).astype(np.int64)]
+        gap[waits] = int(sc.wait_outlier_ms * 1000.0)
 
     def starts_of():
         s = np.empty(n_est, dtype=np.int64)
@@ -572,12 +586,14 @@ def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_
     n = int(np.argmin(keep)) if not keep.all() else n_est
     starts, dur, gap, mode = starts[:n], dur[:n], gap[:n], mode[:n]
     outl = outl[outl < n]
+    waits = waits[waits < n]
     # per-mode step numbers (strings in the trace)
     stepnum = np.empty(n, dtype=np.int64)
     for m in (0, 1):
         idx = np.flatnonzero(mode == m)
         stepnum[idx] = np.arange(idx.size)
-    return {"start": starts, "dur": dur, "gap": gap, "mode": mode, "stepnum": stepnum, "outliers": outl}
+    return {"start": starts, "dur": dur, "gap": gap, "mode": mode, "stepnum": stepnum, "outliers": outl,
+            "waits": waits}
 
 
 def _trace_events(sched: dict, pid: int, sc: Scenario):
@@ -763,6 +779,7 @@ def generate(
         p.update(first_step_us=first_us, last_step_end_us=last_end_us,
                  train_steps=int((sched["mode"] == 0).sum()), eval_steps=int((sched["mode"] == 1).sum()),
                  step_outliers=[str(int(sched["stepnum"][k])) for k in sched["outliers"]],
+                 wait_outliers=[str(int(sched["stepnum"][k])) for k in sched["waits"]],
                  framework_node_id=f"algo-{node + 1}-{pid}", pid=pid)
         if framework and sched["start"].size:
             events = _trace_events(sched, pid, sc)

@@ -592,8 +592,14 @@ def intermittent(ev: Evidence, found: dict) -> Intermittent | None:
                                     found_period[0] if found_period else None)
     if best is None:
         return None
-    # the slow steps' finding counts its steps' excess (a share of the steps, as this one)
-    counted = (found["step-outliers"].loop_share or 0.0) if "step-outliers" in found else 0.0
+    # the slow steps' finding counts its steps' excess (a share of the steps, as this one; a SageMaker process's slow
+    # steps are counted in seconds over all its steps, which its account holds)
+    outliers = found["step-outliers"] if "step-outliers" in found else None
+    counted = 0.0
+    if outliers is not None and outliers.loop_share is not None:
+        counted = outliers.loop_share
+    elif outliers is not None and accounts(ev)[best.rank].step_ms > 0:
+        counted = outliers.seconds * 1000.0 / accounts(ev)[best.rank].step_ms
     left = best.share - counted
     return Intermittent(best.slice, left, best.rank, best.positions, best.excess_ms, best.period) if left >= WASTE else None
 

@@ -20,6 +20,7 @@ from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
 from reportgen.diagnosis.loading_cpu import OPEN, WAITS, loading_cpu
 from reportgen.diagnosis.slow_step_story import FRAMEWORK_TITLES, SLICE_TITLES, fix_for, steps_paying, story
+from reportgen.diagnosis.straggler_account import process_straggler, rank_saving
 from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
 from reportgen.timeline_view import SlowSteps
@@ -604,44 +605,58 @@ def gpu_underused(ev: Evidence, found: dict) -> Finding | None:
                          "batch_factor": factor})
 
 
-def straggler_saving(ev: Evidence, rank: str) -> tuple[float, str] | None:
-    """(share of the step, why) that evening the straggler out gives back, from the ranks' step-time accounts:
-    the others' *exposed* communication beyond the straggler's own (a collective overlapped with backward
-    compute costs nothing), and only (n-1)/n of it when the straggler is slower in compute: that is work, and
-    evened out over the n ranks each takes its share of it (half the gap for two ranks)."""
-    accounts = {label: r.account for label, r in ev.trace_ranks.items() if r.account is not None}
-    if rank not in accounts or len(accounts) < 2:
+PROCESS_FIXES = {
+    "data_wait": ("Give {who} the same input pipeline as the others: it waits longer for each batch before the step "
+                  "(more DataLoader workers within its cores, a faster local copy of its shard), or give it a smaller "
+                  "shard."),
+    "no_operator": ("Find what {who} runs in its steps outside the forward and backward passes that the others do not: "
+                    "work done on one process only (logging, metrics, checkpointing on the first rank) holds every "
+                    "other process back; move it off the step or to a background thread. smdebug's Python profiling "
+                    "(cProfile) of that process names the functions."),
+}
+PROCESS_BASIS = ("what evening it out saves: the whole gap when a fix removes its extra time, (n-1)/n of it when the "
+                 "extra is work (the forward and backward passes) spread over the n processes")
+
+
+def _rank_accounts(ev: Evidence) -> dict:
+    return {label: r.account for label, r in ev.trace_ranks.items() if r.account is not None}
+
+
+def _process_straggler(ev: Evidence) -> tuple | None:
+    """The straggler among a SageMaker job's training processes, from their step-time accounts: (share, who,
+    evidence, kind, fix, metrics) or None."""
+    found = process_straggler(ev.framework.nodes, FRAMEWORK_TITLES)
+    if found is None:
         return None
-    mine, others = accounts[rank], [a for label, a in accounts.items() if label != rank]
-    exposed = statistics.median(a.share("communication") for a in others) - mine.share("communication")
-    if exposed <= 0:
-        return None
-    slices = [name for name in mine.slices_ms if name != "communication"]
-    excess = {name: mine.share(name) - statistics.median(a.share(name) for a in others) for name in slices}
-    slower_in = max(excess, key=excess.get)
-    n = len(accounts)
-    if slower_in == "compute":
-        return exposed * (n - 1) / n, (f"the other ranks wait for it {exposed * 100:.0f} % of their step in exposed "
-                                       f"communication; it is slower in compute, which is work: evened out over the "
-                                       f"{n} ranks, each takes 1/{n} of it, so {(n - 1) / n * 100:.0f} % of that wait "
-                                       "is saved")
-    return exposed, (f"the other ranks wait for it {exposed * 100:.0f} % of their step in exposed communication "
-                     f"(collectives not overlapped with compute); it is slower in "
-                     f"{slower_in.replace('_', ' ')}, which a fix removes rather than moves")
+    who, title = worker_name(found.who), FRAMEWORK_TITLES[found.slower_in]
+    excess = found.its_ms / found.others_ms - 1 if found.others_ms else 0.0
+    evidence = ([f"median step on {who}, the wait for its batch included (the step-time account): "
+                 f"{found.its_ms / 1000:.3f} s vs {found.others_ms / 1000:.3f} s on the others (+{excess * 100:.0f} %)"]
+                if found.method == "step time" else
+                [f"the other processes wait {found.others_ms:.0f} ms per step in exposed communication (median), {who} "
+                 f"{found.its_ms:.0f} ms"])
+    evidence += [f"{who} is slower in {title}: {found.its_slice_ms:.0f} ms per step against {found.others_slice_ms:.0f} "
+                 "ms on the others (medians)", found.evened.why]
+    fix = PROCESS_FIXES.get(found.slower_in)
+    metrics = {"method": found.method, "slower_in": found.slower_in, "gap_share": found.gap_share,
+               "processes": len(ev.framework.nodes)}
+    return found.evened.share, found.who, evidence, "processes", fix and fix.format(who=who), metrics
 
 
 @detector("straggler")
 def straggler(ev: Evidence, found: dict) -> Finding | None:
     best = None
     medians = {w: s.stats.p50 for w, s in ev.steps.items() if s.stats.p50}
-    if len(medians) >= 2:
+    if len(ev.framework.nodes) >= 2:  # the processes' own steps, the wait for each batch included: not StepOutlier's
+        best = _process_straggler(ev)
+    elif len(medians) >= 2:
         slow = max(medians, key=medians.get)
         mid = statistics.median(v for w, v in medians.items() if w != slow)  # the others
         excess = medians[slow] / mid - 1 if mid else 0
         if excess >= STRAGGLER:
             share = 1 - mid / medians[slow]  # of the training loop
             best = (share, slow, [f"median step on {worker_name(slow)}: {medians[slow]:.3f} s vs {mid:.3f} s on the others "
-                                  f"(+{excess * 100:.0f} %)"], "step times")
+                                  f"(+{excess * 100:.0f} %)"], "step times", None, {})
     comparison = ev.trace_comparison
     if comparison.straggler is not None:
         rank = str(comparison.straggler)
@@ -649,10 +664,10 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
         if comparison.reason:
             evidence.append(f"rank {rank} is slower because {comparison.reason}")
         waits = (comparison.others_median_wait_share, comparison.its_wait_share)
-        priced = straggler_saving(ev, rank) if comparison.method == "collective wait" else None
+        priced = rank_saving(_rank_accounts(ev), rank) if comparison.method == "collective wait" else None
         if priced is not None:
-            share, text = priced
-            evidence.append(text)
+            share = priced.share
+            evidence.append(priced.why)
         elif comparison.method == "collective wait" and all(w is not None for w in waits):
             share = max(waits[0] - waits[1], 0.0)  # the others wait for it this much longer, in step time
         else:
@@ -660,24 +675,28 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
             share = excess / (1 + excess) if excess > 0 else 0.0
             evidence = evidence or [f"rank {rank}'s mean step is {excess * 100:.0f} % above the median of the ranks"]
         if best is None or share > best[0]:
-            best = (share, f"rank {rank}", evidence, "ranks")
+            best = (share, f"rank {rank}", evidence, "ranks", None, {})
     if best is None:
         return None
-    share, who, evidence, kind = best
+    share, who, evidence, kind, fix, extra = best
     if ev.state("LoadBalancing") == FIRED:
         evidence.append("LoadBalancing fired: the GPUs' utilization histograms differ")
-    fix = (f"Find why {worker_name(who)} is slower: compare its data shard size, input pipeline and hardware with the others "
-           "(a slower disk or network, thermal throttling, a noisy neighbour); give it less data or replace it.")
+    if fix is None:
+        fix = (f"Find why {worker_name(who)} is slower: compare its data shard size, input pipeline and hardware with "
+               "the others (a slower disk or network, thermal throttling, a noisy neighbour); give it less data or "
+               "replace it.")
     if kind == "ranks" and "data loading" in (comparison.reason or ""):
         fix = (f"Give {worker_name(who)} the same input pipeline as the others: its data loading is the slower part (more "
                "DataLoader workers or a faster local copy of its shard), or give it a smaller shard.")
-    basis = ("the other workers wait for it in every step: if it kept their pace, the training loop would be this "
-             "much shorter")
+    basis = PROCESS_BASIS if kind == "processes" else (
+        "the other workers wait for it in every step: if it kept their pace, the training loop would be this much "
+        "shorter")
     return make(ev, "straggler", 0.0, evidence, fix, loop_share=share, basis=basis,
                 rules=[*fired(ev, "LoadBalancing", "StepOutlier")],
                 sections=[SectionId.GPU_KERNELS_OPERATORS, SectionId.STEP_DURATION_ANALYSIS] if kind == "ranks" else
+                [SectionId.FRAMEWORK_METRICS_SUMMARY, SectionId.STEP_DURATION_ANALYSIS] if kind == "processes" else
                 [SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
-                metrics={"who": who, "compared": kind})
+                metrics={"who": who, "compared": kind, **extra})
 
 
 @detector("load-imbalance")
@@ -866,17 +885,18 @@ def slow_initialization(ev: Evidence, found: dict) -> Finding | None:
 def _paying_alike(ev: Evidence, worker: str, why) -> tuple[tuple[int, ...], float, int | None] | None:
     """The steps of the slow steps' rank that pay the slice they are slow in (not compute: larger inputs are
     judged as such) without being outliers: (their positions, the slice's excess there in ms, the period of all
-    the steps paying it)."""
-    if why is None or why.slice in ("compute", "warm-up") or not worker.startswith("rank "):
+    the steps paying it); a trace rank's or a SageMaker process's."""
+    if why is None or why.slice in ("compute", "warm-up"):
         return None
-    rank = ev.trace_ranks.get(worker[len("rank "):])
-    if rank is None or rank.account is None:
+    rank = ev.trace_ranks.get(worker[len("rank "):]) if worker.startswith("rank ") else None
+    account = rank.account if rank is not None else ev.framework.nodes.get(worker)
+    if account is None:
         return None
-    paying, excess = steps_paying(rank.account, why.slice)
+    paying, excess = steps_paying(account, why.slice)
     extra = tuple(i for i in paying if i not in why.first_step_positions)
     if not extra:
         return None
-    beat = find_period(list(paying), 0, rank.account.steps - 1, [excess[i] for i in paying])
+    beat = find_period(list(paying), 0, account.steps - 1, [excess[i] for i in paying])
     return extra, sum(excess[i] for i in extra), beat[0] if beat else None
 
 
@@ -886,11 +906,13 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     if not ev.duration_s:
         return None
     period, loop_share, seconds, why = None, None, None, None
+    from_process = False  # slow steps found on a SageMaker process's account, which the framework summary shows
     if ev.slow_steps:  # every step's duration known (engine, or enough profiled steps): the robust count
         slowed = {w: s for w, s in ev.slow_steps.items() if s.count}
         if not slowed:
             return None
         worker, top = max(slowed.items(), key=lambda kv: kv[1].seconds_lost)
+        from_process = worker in ev.framework.nodes
         listed = top.slowest
         worst = listed[0] if listed else None
         period = top.period
@@ -928,7 +950,8 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
             positions, extra_ms, beat = more
             lost += extra_ms / 1000.0
             period = period or beat
-            evidence.append(f"{plural(len(positions), 'more step')} pay the same {SLICE_TITLES[why.slice]} without being "
+            titles = SLICE_TITLES if worker.startswith("rank ") else FRAMEWORK_TITLES
+            evidence.append(f"{plural(len(positions), 'more step')} pay the same {titles[why.slice]} without being "
                             f"outliers ({secs(extra_ms / 1000.0)} in all)" + (f": with them, every {beat} steps"
                                                                             if beat else "") + ", counted here too")
         if worker.startswith("rank ") and top.total_s:
@@ -981,7 +1004,8 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
                    "optimizer_excess_ms": why.optimizer_excess_ms}
     return make(ev, "step-outliers", 0.0, evidence, fix, loop_share=loop_share, seconds=seconds,
                 rules=[*fired(ev, "StepOutlier")],
-                sections=[SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
+                sections=([SectionId.FRAMEWORK_METRICS_SUMMARY] if from_process else [])
+                + [SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
                 metrics=metrics, basis="if the slow steps took as long as the median step")
 
 

@@ -415,6 +415,20 @@ def _timeline(ev: Evidence, outputs: RuleOutputs) -> None:
             ev.has_gpu = any(s.gpu_util for s in ev.series.values())
 
 
+def _process_slow_steps(ev: Evidence) -> None:
+    """A SageMaker training process's slow steps from its step-time account, in place of the timeline's: each step
+    with the wait for its batch before it (the timeline times ``Step:ModeKeys.TRAIN`` only, so a wait before the
+    step never made one slow), by the same search as a trace rank's steps."""
+    for node, account in ev.framework.nodes.items():
+        numbers, durations = ev.framework.steps.get(node, ()), account.step_durations_ms()
+        if not account.per_step_whole or not len(numbers) == len(durations) == account.steps:
+            continue  # a damaged account (lists of other lengths): the timeline's slow steps stay
+        found = SlowSteps.of(slow_steps(list(range(account.steps)), list(numbers), None,
+                                        [ms / 1000.0 for ms in durations]))
+        if found is not None:
+            ev.slow_steps[node] = found
+
+
 def _recorded_command(ev: Evidence, outputs: RuleOutputs) -> None:
     """On a shared host (the recording says the host was busier than the command by more than a few points),
     the CPU evidence is the command's own: the host's per-core load and CPUBottleneck's saturated cores may be a
@@ -507,6 +521,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     _job_times(ev, outputs)
     _system(ev, outputs)
     _timeline(ev, outputs)
+    _process_slow_steps(ev)
     if ev.duration_s is None:
         _job_times(ev, outputs)  # from the traces or the timeline
     leave_out_profiler_export(ev, outputs)

@@ -181,16 +181,15 @@ def story(ev: Evidence, worker: str, slowest: list[SlowStep]) -> SlowStepStory |
     picked = sorted(position[item.step] for item in slowest if item.step in position)
     if not picked and not worker.startswith("rank "):
         return None  # the process's listed steps are not in its account: nothing to tell them by
-    return account_story(account, durations, picked, warmup_apart=worker.startswith("rank "))
+    return account_story(account, durations, picked)
 
 
-def account_story(account: TraceAccount, durations: list[float], picked: list[int],
-                  warmup_apart: bool = True) -> SlowStepStory | None:
+def account_story(account: TraceAccount, durations: list[float], picked: list[int]) -> SlowStepStory | None:
     """The story of the slow steps at ``picked`` (positions in the account's steps, sorted; ``durations`` each
-    step's wall time, ms), whichever kind of trace the account comes from. ``warmup_apart``: slow steps opening
-    the trace are start-up work, told apart (a SageMaker process's keep the timeline's count and cost instead)."""
+    step's wall time, ms), whichever kind of trace the account comes from (a rank's, or a SageMaker process's whose
+    slow steps are found on the account's own steps). Slow steps opening the trace are start-up work, told apart."""
     warmup: list[int] = []
-    for i in picked if warmup_apart else ():  # slow steps that open the trace in an unbroken run: warm-up
+    for i in picked:  # slow steps that open the trace in an unbroken run: warm-up
         if i != len(warmup):
             break
         warmup.append(i)

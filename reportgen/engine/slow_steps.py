@@ -53,7 +53,8 @@ def find_period(positions: list[int], first: int, last: int, lost: list[float] |
 
 def slow_steps(positions, numbers, starts_s, durations_s) -> dict | None:
     """The slow steps of one worker's sequence of steps (``positions``: their index in the sequence, used for
-    the period; ``numbers``: the step numbers as the framework wrote them). None below MIN_STEPS steps."""
+    the period; ``numbers``: the step numbers as the framework wrote them; ``starts_s`` None where the steps'
+    starts are not kept, as in a SageMaker process's step-time account). None below MIN_STEPS steps."""
     d = np.asarray(durations_s, dtype=np.float64)
     ok = np.isfinite(d) & (d >= 0)
     if int(ok.sum()) < MIN_STEPS:
@@ -71,7 +72,7 @@ def slow_steps(positions, numbers, starts_s, durations_s) -> dict | None:
         "steps": int(d.size), "median_s": median, "mad_s": mad, "threshold_s": threshold,
         "count": int(slow.size), "seconds_lost": float((d[slow] - median).sum()), "total_s": float(d.sum()),
         "period": period[0] if period else None, "periodic_count": period[2] if period else 0,
-        "slowest": [{"step": str(numbers[idx[i]]), "start_s": float(starts_s[idx[i]]), "duration_s": float(d[i])}
+        "slowest": [{"step": str(numbers[idx[i]]), "start_s": None if starts_s is None else float(starts_s[idx[i]]), "duration_s": float(d[i])}
                     for i in order],
     }
 

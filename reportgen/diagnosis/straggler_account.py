@@ -1,0 +1,137 @@
+"""A straggler told and priced from the workers' step-time accounts, whether they are trace ranks or a SageMaker
+job's training processes (their framework events' account).
+
+A straggler's cost is what evening it out saves. The gap is what the others wait for it each step: in lock step
+(collectives in the account) their exposed communication beyond its own; without them (SageMaker processes whose
+framework events hold no collective) its step beyond theirs, the wait for its batch before the step included (a
+slow loader never makes the ``Step:ModeKeys.TRAIN`` event itself longer). When it is slower in compute, that is
+work, which evening out moves rather than removes: spread over the *n* workers each takes 1/*n* of it, so
+(*n*−1)/*n* of the gap is saved (half for two); slower in anything else (waiting for data, Python outside the
+passes), a fix removes it: the whole gap.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from reportgen.trace_ranks import TraceAccount
+
+STEP_GAP = 0.10  # a process's median step this much above the others' median: the straggler (causes.STRAGGLER)
+WAIT_GAP = 0.10  # the others' exposed communication this much of the step above its own (trace_analysis.straggler)
+
+
+@dataclass(frozen=True)
+class Evened:
+    """What evening the straggler out saves: ``share`` of its step (and so of the loop), the slice it is slower in,
+    and the sentence that says why."""
+
+    share: float
+    slower_in: str
+    why: str
+
+
+@dataclass(frozen=True)
+class ProcessStraggler:
+    """The straggler among accounted processes: who, how it was told, the gap (ms per step) and its price."""
+
+    who: str
+    method: str  # "collective wait" or "step time"
+    its_ms: float  # its median step (step time) or its median exposed communication per step (collective wait)
+    others_ms: float  # the others' median of the same
+    gap_share: float  # the gap as a share of its step
+    slower_in: str
+    its_slice_ms: float  # its median per step of the slice it is slower in, and the others' median of it
+    others_slice_ms: float
+    evened: Evened
+
+
+def _median(values) -> float:
+    values = list(values)
+    return statistics.median(values) if values else 0.0
+
+
+def _slice_median(account: TraceAccount, name: str) -> float:
+    values = account.per_step_ms.get(name, ())
+    return _median(values) if len(values) == account.steps else 0.0
+
+
+def _step_median(account: TraceAccount) -> float:
+    return _median(account.step_durations_ms())
+
+
+def slower_in(accounts: dict[str, TraceAccount], who: str, robust: bool) -> tuple[str, float, float]:
+    """(slice, its value, the others' median) of the slice, communication apart, in which ``who`` exceeds the others
+    most: shares of the step (``robust`` False, as for trace ranks) or medians per step in ms (``robust``: a few
+    slow steps of thousands do not move it)."""
+    mine, others = accounts[who], [a for label, a in accounts.items() if label != who]
+    value = (lambda a, name: _slice_median(a, name)) if robust else (lambda a, name: a.share(name))
+    excess = {}
+    for name in mine.slices_ms:
+        if name != "communication":
+            theirs = _median(value(a, name) for a in others)
+            excess[name] = (value(mine, name) - theirs, value(mine, name), theirs)
+    name = max(excess, key=lambda n: excess[n][0])
+    return name, excess[name][1], excess[name][2]
+
+
+def evened_out(gap: float, slowest_in: str, n: int, workers: str, waited: str, title: str | None = None) -> Evened:
+    """The price of a straggler whose gap (share of the step) the others wait, slower in ``slowest_in`` (``title``:
+    its words), among ``n`` workers (``workers``: "ranks" or "processes"; ``waited``: the others' wait in words, the
+    gap's percentage filled in for ``{pct}``)."""
+    wait = f"the other {workers} wait for it " + waited.format(pct=f"{gap * 100:.0f}")
+    if slowest_in == "compute":
+        return Evened(gap * (n - 1) / n, slowest_in,
+                      f"{wait}; it is slower in compute, which is work: evened out over the {n} {workers}, each takes "
+                      f"1/{n} of it, so {(n - 1) / n * 100:.0f} % of that wait is saved")
+    return Evened(gap, slowest_in, f"{wait}; it is slower in {title or slowest_in.replace('_', ' ')}, which a fix "
+                                   "removes rather than moves")
+
+
+def rank_saving(accounts: dict[str, TraceAccount], rank: str) -> Evened | None:
+    """What evening a trace rank out gives back: the others' *exposed* communication beyond its own (a collective
+    overlapped with backward compute costs nothing), (n-1)/n of it when it is slower in compute."""
+    if rank not in accounts or len(accounts) < 2:
+        return None
+    mine, others = accounts[rank], [a for label, a in accounts.items() if label != rank]
+    exposed = statistics.median(a.share("communication") for a in others) - mine.share("communication")
+    if exposed <= 0:
+        return None
+    name, _, _ = slower_in(accounts, rank, robust=False)
+    waited = ("{pct} % of their step in exposed communication" if name == "compute" else
+              "{pct} % of their step in exposed communication (collectives not overlapped with compute)")
+    return evened_out(exposed, name, len(accounts), "ranks", waited)
+
+
+def process_straggler(accounts: dict[str, TraceAccount], titles: dict[str, str]) -> ProcessStraggler | None:
+    """The straggler among a SageMaker job's accounted training processes, or None. With collectives in the
+    accounts (SMDataParallel, Horovod), the process that waits least in them when the others' median exposed
+    communication per step exceeds its own by ``WAIT_GAP`` of its step (lock step: the others wait for it);
+    otherwise the process whose median step, the wait for its batch included, is ``STEP_GAP`` above the others'
+    median. Medians per step: a few slow steps are the slow steps' finding, never a straggler. ``titles``: the
+    slices' words."""
+    accounts = {label: a for label, a in accounts.items() if a.per_step_whole}  # steps that add up, only
+    if len(accounts) < 2:
+        return None
+    n = len(accounts)
+    comm = {label: _slice_median(a, "communication") for label, a in accounts.items()}
+    steps = {label: _step_median(a) for label, a in accounts.items()}
+    if sum(1 for v in comm.values() if v > 0) >= 2:
+        who = min(comm, key=lambda label: (comm[label], label))
+        theirs = _median(v for label, v in comm.items() if label != who)
+        gap = (theirs - comm[who]) / steps[who] if steps[who] > 0 else 0.0
+        if gap <= WAIT_GAP:
+            return None
+        method, its, others = "collective wait", comm[who], theirs
+        waited = "{pct} % of its step in exposed communication (median steps)"
+    else:
+        who = max(steps, key=lambda label: (steps[label], label))
+        theirs = _median(v for label, v in steps.items() if label != who)
+        if theirs <= 0 or steps[who] / theirs - 1 < STEP_GAP:
+            return None
+        gap = 1 - theirs / steps[who]
+        method, its, others = "step time", steps[who], theirs
+        waited = "{pct} % of its step (its median step against theirs, the wait for each batch included)"
+    name, its_slice, others_slice = slower_in(accounts, who, robust=True)
+    return ProcessStraggler(who, method, its, others, gap, name, its_slice, others_slice,
+                            evened_out(gap, name, n, "processes", waited, titles.get(name)))

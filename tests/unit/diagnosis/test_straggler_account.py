@@ -1,0 +1,93 @@
+"""A straggler among SageMaker processes told and priced from their step-time accounts (diagnosis/straggler_account.py):
+by the collectives they wait in when the accounts hold them, else by their steps; the price is what evening it out
+saves: the whole gap when a fix removes the extra time, (n-1)/n of it when the extra is compute (work)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reportgen.diagnosis import diagnose
+from reportgen.diagnosis.evidence import gather
+from reportgen.diagnosis.slow_step_story import FRAMEWORK_TITLES
+from reportgen.diagnosis.straggler_account import process_straggler, rank_saving
+from reportgen.rule_outputs import RuleOutputs
+from reportgen.trace_ranks import FrameworkAccounts, TraceAccount
+
+STEPS = 40
+
+
+def _account(**per_step: float) -> TraceAccount:
+    """An account of STEPS equal steps with the given ms per step per slice (one slow step added to compute, so
+    means and medians differ: the process straggler reads medians)."""
+    per = {name: [ms] * STEPS for name, ms in per_step.items()}
+    per["compute"][0] += 5000.0  # a slow step: the slow steps' finding, never a straggler
+    slices = {name: sum(values) for name, values in per.items()}
+    return TraceAccount("host", STEPS, sum(slices.values()), slices, {n: tuple(v) for n, v in per.items()})
+
+
+def test_the_process_others_wait_for_in_collectives_is_the_straggler():
+    """Lock step: equal steps, three processes wait 100 ms a step in exposed communication, one 10 ms, which waits
+    instead 95 ms longer for data before its step. The gap is the others' wait beyond its own, of its step, all of
+    it saved (a wait for data a fix removes)."""
+    accounts = {f"algo-{i}-27": _account(compute=300.0, data_wait=10.0, communication=100.0) for i in (1, 2, 3)}
+    accounts["algo-4-27"] = _account(compute=300.0, data_wait=105.0, communication=10.0, no_operator=5.0)
+    found = process_straggler(accounts, FRAMEWORK_TITLES)
+    assert found is not None and found.who == "algo-4-27" and found.method == "collective wait"
+    assert found.slower_in == "data_wait" and (found.its_slice_ms, found.others_slice_ms) == (105.0, 10.0)
+    assert found.gap_share == pytest.approx(90.0 / 420.0)
+    assert found.evened.share == pytest.approx(90.0 / 420.0)
+    assert "slower in waiting for data, which a fix removes" in found.evened.why
+
+
+def test_a_process_slower_in_compute_saves_n_minus_one_over_n_of_the_gap():
+    """No collectives: three processes at 310 ms a step, one at 430 ms in its passes: evened out over the four
+    processes each takes a quarter of the 120 ms, so three quarters of the gap is saved."""
+    accounts = {f"algo-{i}-27": _account(compute=300.0, data_wait=10.0) for i in (1, 2, 3)}
+    accounts["algo-4-27"] = _account(compute=420.0, data_wait=10.0)
+    found = process_straggler(accounts, FRAMEWORK_TITLES)
+    assert found is not None and found.who == "algo-4-27" and found.method == "step time"
+    assert (found.its_ms, found.others_ms) == (430.0, 310.0) and found.slower_in == "compute"
+    assert found.gap_share == pytest.approx(120.0 / 430.0)
+    assert found.evened.share == pytest.approx(120.0 / 430.0 * 3 / 4)
+    assert "evened out over the 4 processes, each takes 1/4 of it, so 75 % of that wait is saved" in found.evened.why
+
+
+def test_no_straggler_within_the_margin_or_alone():
+    """9 % apart is no straggler (10 %); one process has no one to be compared with; one slow step never makes one."""
+    accounts = {"algo-1-27": _account(compute=300.0), "algo-2-27": _account(compute=327.0)}
+    assert process_straggler(accounts, FRAMEWORK_TITLES) is None
+    assert process_straggler({"algo-1-27": _account(compute=300.0)}, FRAMEWORK_TITLES) is None
+
+
+def test_a_trace_rank_is_priced_by_the_others_exposed_communication():
+    """Trace ranks (rank_saving, the same pricing): the others' exposed communication beyond the straggler's own;
+    slower in compute, half of it for two ranks."""
+    accounts = {"0": _account(compute=300.0, communication=120.0), "1": _account(compute=420.0)}
+    saved = rank_saving(accounts, "1")
+    exposed = accounts["0"].share("communication")
+    assert saved is not None and saved.slower_in == "compute"
+    assert saved.share == pytest.approx(exposed / 2)
+    assert saved.why.startswith(f"the other ranks wait for it {exposed * 100:.0f} % of their step in exposed "
+                                "communication; it is slower in compute")
+    assert rank_saving(accounts, "0") is None  # the others wait less than it does: nothing to even out
+
+
+def test_damaged_process_accounts_give_no_traceback_and_no_invented_straggler(tmp_path):
+    """framework-account.json whose per-step lists have other lengths than its steps, or text where lists belong:
+    the diagnosis still runs, and neither a straggler nor slow steps are made of lists that cannot be added up."""
+    good = {"steps": 30, "step_ms": 9000.0, "slices_ms": {"compute": 9000.0}, "per_step_ms": {"compute": [300.0] * 30}}
+    # steps of 300 ms plus a data wait listed for only some of them: added up, 20 (or 3) steps of 1200 ms
+    bait = {**good, "per_step_ms": {"compute": [300.0] * 30, "data_wait": [900.0] * 20}}
+    slow = {**good, "per_step_ms": {"compute": [300.0] * 30, "data_wait": [900.0] * 3}}
+    odd = {**good, "per_step_ms": {"compute": "300"}, "steps": "30"}
+    numbers = [str(i) for i in range(30)]
+    doc = {"nodes": {"algo-1-27": {"account": good, "steps": numbers}, "algo-2-27": {"account": bait, "steps": numbers},
+                     "algo-3-27": {"account": slow, "steps": numbers}, "algo-4-27": {"account": odd, "steps": numbers}}}
+    accounts = FrameworkAccounts.of(doc).nodes
+    assert sorted(accounts) == ["algo-1-27", "algo-2-27", "algo-3-27"]  # algo-4's is unreadable: dropped by the view
+    assert [a.per_step_whole for a in accounts.values()] == [True, False, False]
+    assert process_straggler(accounts, FRAMEWORK_TITLES) is None
+    outputs = RuleOutputs(folder=tmp_path, framework_account=doc)
+    assert sorted(gather(outputs).slow_steps) == ["algo-1-27"]  # 30 steps of 300 ms: judged, none slow
+    assert gather(outputs).slow_steps["algo-1-27"].count == 0
+    diagnose(outputs)  # and the whole diagnosis runs
