@@ -14,13 +14,16 @@ import sys
 
 
 def warm_up() -> None:
-    """The imports and template compilation that make this process worth starting early."""
+    """The imports and template compilation that make this process worth starting early; the packages those
+    imports name that a page never uses stay unexecuted (``render.lazy_imports``)."""
     from reportgen.blas_threads import import_numpy_with_one_blas_thread
+    from reportgen.render.lazy_imports import lazy
 
     import_numpy_with_one_blas_thread()  # before anything imports numpy
     from reportgen.render.html import warm_up as html_warm_up
 
-    html_warm_up()
+    with lazy():
+        html_warm_up()
 
 
 def serve(stdin, stdout) -> int:

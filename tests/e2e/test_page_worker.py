@@ -4,6 +4,7 @@ never leaves the run hanging or half done."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -112,6 +113,31 @@ def test_a_bad_source_fails_as_fast_as_before(tmp_path):
     assert run.returncode == 2 and run.stderr.startswith("reportgen: error: ")
     assert not (tmp_path / "r.html").exists()
     assert time.monotonic() - started < 30
+
+
+_LAZY_LEFT = r"""
+import json, sys
+from reportgen.render import worker
+from reportgen.render.html import render_page
+from reportgen.render.lazy_imports import LAZY
+worker.warm_up()
+page = render_page(json.loads(sys.argv[1]))
+state = {name: type(sys.modules[name]).__name__ for name in LAZY if name in sys.modules}
+print(json.dumps({"state": state, "page": len(page.html)}))
+"""
+
+
+def test_the_worker_makes_its_page_without_running_its_lazy_packages(rule_dir, tmp_path):
+    """The packages ``render.lazy_imports`` leaves lazy are imported by the warm-up and never used by a page (a
+    library that starts to use one would load it, correctly, and this says to drop it from the list)."""
+    run = subprocess.run([sys.executable, "-c", _LAZY_LEFT, json.dumps(_params(rule_dir, tmp_path / "o"))],
+                         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert found["page"] > 600_000
+    assert "requests" in found["state"] and "click" in found["state"]  # papermill's, imported by the warm-up
+    assert found["state"] == dict.fromkeys(found["state"], "_LazyModule")
 
 
 def test_without_a_worker_the_page_is_made_here(rule_dir, tmp_path, monkeypatch):
