@@ -48,9 +48,9 @@ CACHE_FORMAT = 2  # 2: the float64 operators (d_*)
 CACHE_SUBDIR = "traces"
 HASH_BLOCK = 1 << 20
 # What the folder holds and bounds together: each file's reduction, and each rank's analysis
-# (``trace_analysis/rank_cache.py``) and each page with its forecast (``render/page_cache.py``), kept beside them
-# so one bound and one eviction cover them all.
-ENTRY_SUFFIXES = (".npz", ".rank.json", ".page", ".page-hint")
+# (``trace_analysis/rank_cache.py``), each page with its forecast (``render/page_cache.py``) and the page's compiled
+# templates (``render/template_cache.py``), kept beside them so one bound and one eviction cover them all.
+ENTRY_SUFFIXES = (".npz", ".rank.json", ".page", ".page-hint", ".jinja")
 STALE_TEMP_SECONDS = 3600  # a temporary entry this old is a crashed writer's: removed by the next eviction
 NO_CACHE_ENV = "REPORTGEN_NO_CACHE"
 

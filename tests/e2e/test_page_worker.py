@@ -115,6 +115,21 @@ def test_a_bad_source_fails_as_fast_as_before(tmp_path):
     assert time.monotonic() - started < 30
 
 
+def test_the_worker_keeps_its_templates_compiled_and_makes_the_same_page(rule_dir, tmp_path):
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    pages, kept = [], []
+    for run in ("filled", "served"):
+        (tmp_path / run).mkdir()
+        with NotebookProcess(tmp_path / run, template_folder=folder) as maker:
+            assert maker.process is not None and maker.process.args[-2:] == ["--template-cache", str(folder)]
+            pages.append(maker.render(_params(rule_dir, tmp_path / run / "o")).html)
+        kept.append(sorted(p.name for p in folder.glob("*.jinja")))
+    assert len(kept[0]) >= 14 and kept[1] == kept[0]  # the 13 block templates and the exporter's, kept once
+    here = render_page(_params(rule_dir, tmp_path / "h")).html
+    assert _MINUTE.sub("T", pages[0]) == _MINUTE.sub("T", pages[1]) == _MINUTE.sub("T", here)
+
+
 _LAZY_LEFT = r"""
 import json, sys
 from reportgen.render import worker
