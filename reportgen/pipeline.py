@@ -380,7 +380,8 @@ def generate(source: str, output: Path, options: GenerateOptions = GenerateOptio
         page_cache, stamp = page_cache_of(source, options)
         from reportgen.render.page_cache import cached_page, expects_hit
 
-        maker = NotebookProcess(work_dir, progress, in_process=options.debug or expects_hit(page_cache, stamp))
+        maker = NotebookProcess(work_dir, progress, in_process=options.debug or expects_hit(page_cache, stamp),
+                                template_folder=page_cache.folder if page_cache is not None else None)
         try:
             prepared = prepare_rule_outputs(source, work_dir, options.source, progress, stats)
             resolved, rule_dir, used = prepared.resolved, prepared.rule_dir, prepared.used

@@ -51,9 +51,10 @@ T = TypeVar("T")  # what an entry decodes to (take_entry)
 CACHE_FORMAT = 2  # 2: the float64 operators (d_*)
 CACHE_SUBDIR = "traces"
 # What the folder holds and bounds together: each file's reduction, and each rank's analysis
-# (``trace_analysis/rank_cache.py``), each page with its forecast (``render/page_cache.py``) and the files' digests
-# (``readers/digest_memo.py``), kept beside them so one bound and one eviction cover them all.
-ENTRY_SUFFIXES = (".npz", ".rank.json", ".page", ".page-hint", ".memo")
+# (``trace_analysis/rank_cache.py``), each page with its forecast (``render/page_cache.py``), the page's compiled
+# templates (``render/template_cache.py``) and the files' digests (``readers/digest_memo.py``), kept beside them so
+# one bound and one eviction cover them all.
+ENTRY_SUFFIXES = (".npz", ".rank.json", ".page", ".page-hint", ".memo", ".jinja")
 STALE_TEMP_SECONDS = 3600  # a temporary entry this old is a crashed writer's: removed by the next eviction
 NO_CACHE_ENV = "REPORTGEN_NO_CACHE"
 

@@ -62,9 +62,12 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def compile_templates() -> None:
-    """Load and compile every block template now (the page's worker does it while the engine runs)."""
+def compile_templates(bytecode_cache: jinja2.BytecodeCache | None = None) -> None:
+    """Load and compile every block template now (the page's worker does it while the engine runs), each from
+    ``bytecode_cache`` where it holds its compiled code (``render.template_cache``)."""
     env = environment()
+    if bytecode_cache is not None:
+        env.bytecode_cache = bytecode_cache
     for name in env.list_templates(extensions=["j2"]):
         env.get_template(name)
 

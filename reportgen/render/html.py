@@ -11,10 +11,14 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reportgen.errors import InputError, RenderError
 from reportgen.render import chart_parts, disclaimer, inprocess
 from reportgen.resources import notebook_path, plotly_js_gzip, template_dir
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 # Errors of the environment a cell can raise (by name: papermill reports a cell's exception as text).
@@ -113,9 +117,10 @@ def render_page(parameters: dict, notebook: Path | None = None, keep_notebook: b
     return Page(html, nbformat.writes(executed))
 
 
-def warm_up() -> None:
+def warm_up(bytecode_cache: jinja2.BytecodeCache | None = None) -> None:
     """Import what executing and converting the notebook needs (papermill, IPython's shell, nbconvert, the
-    report builders) and compile the templates, so that ``render_page`` then only runs and converts."""
+    report builders) and compile the templates, so that ``render_page`` then only runs and converts.
+    ``bytecode_cache``: where compiled templates are kept between runs (``render.template_cache``)."""
     _papermill()
     inprocess.register()
     inprocess.warm_up()
@@ -129,8 +134,11 @@ def warm_up() -> None:
     import reportgen.rule_outputs  # noqa: F401
     from reportgen.render.blocks import compile_templates
 
-    compile_templates()
-    _ = _exporter(_report_exporter_class()).template
+    compile_templates(bytecode_cache)
+    exporter = _exporter(_report_exporter_class())
+    if bytecode_cache is not None:
+        exporter.environment.bytecode_cache = bytecode_cache
+    _ = exporter.template
 
 
 def notebook_to_html(nb) -> str:

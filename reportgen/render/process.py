@@ -23,6 +23,7 @@ from pathlib import Path
 
 from reportgen.errors import InputError, RenderError
 from reportgen.render.html import Page, render_page
+from reportgen.render.worker import TEMPLATE_CACHE_OPTION
 from reportgen.resources import reportgen_pythonpath
 
 REQUEST_VERSION = 1
@@ -38,18 +39,21 @@ def usable_cpus() -> int:
 class NotebookProcess:
     """The worker process of one run (see the module docstring); ``close()`` ends it in every case."""
 
-    def __init__(self, work_dir: Path, notice=None, in_process: bool = False):
+    def __init__(self, work_dir: Path, notice=None, in_process: bool = False, template_folder: Path | None = None):
         self.notice = notice or (lambda message: None)  # progress lines of the run (a worker that died)
         self.work_dir = Path(work_dir).resolve()
         self.process: subprocess.Popen | None = None
         self.stderr_path = self.work_dir / "notebook-worker.stderr"
-        # in_process (``generate --debug``): the page is made here, where breakpoint() has the terminal
+        # in_process (``generate --debug``): the page is made here, where breakpoint() has the terminal.
+        # template_folder: the trace cache's folder, where the worker keeps its templates compiled (None: none)
         if in_process or usable_cpus() < 2 or os.environ.get("REPORTGEN_NOTEBOOK_PROCESS") == "0":
             return
         try:
             with open(self.stderr_path, "wb") as stderr:
                 self.process = subprocess.Popen(
-                    [sys.executable, "-m", "reportgen.render.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    [sys.executable, "-m", "reportgen.render.worker",
+                     *([TEMPLATE_CACHE_OPTION, str(template_folder)] if template_folder is not None else [])],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                     stderr=stderr, cwd=self.work_dir, env={**os.environ, "PYTHONPATH": reportgen_pythonpath()})
         except OSError:  # cannot fork or exec here (a locked-down container): the page is made in this process
             self.process = None

@@ -1,4 +1,5 @@
-"""``python -m reportgen.render.worker``: the process that makes the page (see ``render.process``).
+"""``python -m reportgen.render.worker [--template-cache FOLDER]``: the process that makes the page (see
+``render.process``).
 
 It imports what executing and converting the notebook needs, then reads one request (a JSON line:
 the notebook's parameters, where to write the page), runs the notebook in this process, converts it,
@@ -12,18 +13,25 @@ import json
 import os
 import sys
 
+TEMPLATE_CACHE_OPTION = "--template-cache"  # FOLDER: the trace cache's, where compiled templates are kept
 
-def warm_up() -> None:
-    """The imports and template compilation that make this process worth starting early."""
+
+def warm_up(template_folder: str | None = None) -> None:
+    """The imports and template compilation that make this process worth starting early; the packages those
+    imports name that a page never uses stay unexecuted (``render.lazy_imports``). ``template_folder``: the trace
+    cache's folder, where the templates are kept compiled (``render.template_cache``)."""
     from reportgen.blas_threads import import_numpy_with_one_blas_thread
+    from reportgen.render.lazy_imports import lazy
 
     import_numpy_with_one_blas_thread()  # before anything imports numpy
     from reportgen.render.html import warm_up as html_warm_up
+    from reportgen.render.template_cache import template_cache_in
 
-    html_warm_up()
+    with lazy():
+        html_warm_up(template_cache_in(template_folder))
 
 
-def serve(stdin, stdout) -> int:
+def serve(stdin, stdout, template_folder: str | None = None) -> int:
     from pathlib import Path
 
     from reportgen.atomic import write_text_atomic
@@ -34,7 +42,7 @@ def serve(stdin, stdout) -> int:
         # The imports make ~78 thousand objects that live as long as the process, and no garbage: the collector's
         # ~240 collections during them found nothing to free and cost 0.03-0.07 of the warm-up's ~0.65 CPU s.
         with paused():
-            warm_up()
+            warm_up(template_folder)
     except Exception:  # noqa: BLE001 - the request below fails with the real error, worded
         pass
     # This process is ours alone: what the warm-up imported (IPython, nbconvert, papermill, the report builders)
@@ -73,8 +81,10 @@ def serve(stdin, stdout) -> int:
 def main() -> int:
     reply_to = sys.stdout
     sys.stdout = sys.stderr  # nothing printed on the way may garble the one reply line
+    arguments = sys.argv[1:]
+    template_folder = arguments[1] if arguments[:1] == [TEMPLATE_CACHE_OPTION] and len(arguments) > 1 else None
     try:
-        return serve(sys.stdin, reply_to)
+        return serve(sys.stdin, reply_to, template_folder)
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the run reports it
         return 130
 

@@ -4,6 +4,7 @@ never leaves the run hanging or half done."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -112,6 +113,46 @@ def test_a_bad_source_fails_as_fast_as_before(tmp_path):
     assert run.returncode == 2 and run.stderr.startswith("reportgen: error: ")
     assert not (tmp_path / "r.html").exists()
     assert time.monotonic() - started < 30
+
+
+def test_the_worker_keeps_its_templates_compiled_and_makes_the_same_page(rule_dir, tmp_path):
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    pages, kept = [], []
+    for run in ("filled", "served"):
+        (tmp_path / run).mkdir()
+        with NotebookProcess(tmp_path / run, template_folder=folder) as maker:
+            assert maker.process is not None and maker.process.args[-2:] == ["--template-cache", str(folder)]
+            pages.append(maker.render(_params(rule_dir, tmp_path / run / "o")).html)
+        kept.append(sorted(p.name for p in folder.glob("*.jinja")))
+    assert len(kept[0]) >= 14 and kept[1] == kept[0]  # the 13 block templates and the exporter's, kept once
+    here = render_page(_params(rule_dir, tmp_path / "h")).html
+    assert _MINUTE.sub("T", pages[0]) == _MINUTE.sub("T", pages[1]) == _MINUTE.sub("T", here)
+
+
+_LAZY_LEFT = r"""
+import json, sys
+from reportgen.render import worker
+from reportgen.render.html import render_page
+from reportgen.render.lazy_imports import LAZY
+worker.warm_up()
+page = render_page(json.loads(sys.argv[1]))
+state = {name: type(sys.modules[name]).__name__ for name in LAZY if name in sys.modules}
+print(json.dumps({"state": state, "page": len(page.html)}))
+"""
+
+
+def test_the_worker_makes_its_page_without_running_its_lazy_packages(rule_dir, tmp_path):
+    """The packages ``render.lazy_imports`` leaves lazy are imported by the warm-up and never used by a page (a
+    library that starts to use one would load it, correctly, and this says to drop it from the list)."""
+    run = subprocess.run([sys.executable, "-c", _LAZY_LEFT, json.dumps(_params(rule_dir, tmp_path / "o"))],
+                         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert found["page"] > 600_000
+    assert "requests" in found["state"] and "click" in found["state"]  # papermill's, imported by the warm-up
+    assert found["state"] == dict.fromkeys(found["state"], "_LazyModule")
 
 
 def test_without_a_worker_the_page_is_made_here(rule_dir, tmp_path, monkeypatch):

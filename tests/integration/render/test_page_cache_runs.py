@@ -46,9 +46,9 @@ def test_a_served_page_is_the_made_one_and_executes_no_notebook(tmp_path, monkey
         raise AssertionError("a served page executed the notebook")
     started: list = []
 
-    def recording(work_dir, notice=None, in_process=False):
+    def recording(work_dir, notice=None, in_process=False, template_folder=None):
         started.append(in_process)
-        return NotebookProcess(work_dir, notice, in_process)
+        return NotebookProcess(work_dir, notice, in_process, template_folder)
     with monkeypatch.context() as patched:
         patched.setattr(NotebookProcess, "render", refuse)
         patched.setattr(pipeline, "NotebookProcess", recording)

@@ -200,7 +200,7 @@ def _fake_page_maker():
     from reportgen.render.page_cache import fixed_generation_time
 
     class InThisProcess:
-        def __init__(self, work_dir, notice=None, in_process=False):
+        def __init__(self, work_dir, notice=None, in_process=False, template_folder=None):
             pass
 
         def render(self, parameters: dict, notebook=None, keep_notebook=False, generated_at=None) -> Page:

@@ -1,0 +1,84 @@
+"""The worker's lazy packages (render.lazy_imports): a named package imported inside ``lazy()`` runs its code only
+when first used, once and whole, submodules included; other imports and imports after it are as ever. That a
+page leaves the listed packages unused is tested on a real page in tests/e2e/test_page_worker.py."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+from reportgen.render.lazy_imports import LAZY, lazy
+
+PACKAGE = '''
+import os
+os.environ["{name}_RUNS"] = str(int(os.environ.get("{name}_RUNS", "0")) + 1)
+VALUE = 41 + 1
+'''
+
+
+@pytest.fixture
+def probes(tmp_path, monkeypatch):
+    """Two packages on sys.path, each counting the runs of its code in the environment."""
+    for name in ("rg_lazy_probe", "rg_eager_probe"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(PACKAGE.format(name=name.upper()), encoding="utf-8")
+        (tmp_path / name / "sub.py").write_text("from . import VALUE\nTWICE = VALUE * 2\n", encoding="utf-8")
+        monkeypatch.delenv(f"{name.upper()}_RUNS", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    yield
+    for name in [m for m in sys.modules if m.startswith(("rg_lazy_probe", "rg_eager_probe"))]:
+        del sys.modules[name]
+
+
+def _runs(name: str) -> int:
+    import os
+
+    return int(os.environ.get(f"{name.upper()}_RUNS", "0"))
+
+
+def test_a_named_package_runs_at_its_first_use_once(probes):
+    finders = list(sys.meta_path)
+    with lazy(("rg_lazy_probe",)):
+        import rg_eager_probe
+        import rg_lazy_probe
+    assert sys.meta_path == finders  # the finder is gone with the block
+    assert _runs("rg_eager_probe") == 1 and rg_eager_probe.VALUE == 42  # not named: imported as ever
+    assert _runs("rg_lazy_probe") == 0  # bound, not run
+    assert rg_lazy_probe.VALUE == 42
+    assert _runs("rg_lazy_probe") == 1
+    assert rg_lazy_probe.VALUE == 42 and _runs("rg_lazy_probe") == 1  # once
+
+
+def test_a_submodule_of_a_lazy_package_loads_the_package_once_first(probes):
+    with lazy(("rg_lazy_probe",)):
+        import rg_lazy_probe  # noqa: F401
+    from rg_lazy_probe.sub import TWICE
+
+    assert TWICE == 84 and _runs("rg_lazy_probe") == 1
+
+
+def test_an_import_after_the_block_is_eager(probes):
+    with lazy(("rg_lazy_probe",)):
+        pass
+    import rg_lazy_probe  # noqa: F401
+
+    assert _runs("rg_lazy_probe") == 1
+
+
+def test_an_extension_module_is_imported_as_usual():
+    if "_testcapi" in sys.modules:
+        pytest.skip("imported already")
+    with lazy(("_testcapi",)):
+        try:
+            import _testcapi
+        except ImportError:
+            pytest.skip("no _testcapi in this Python")
+    assert type(_testcapi).__name__ == "module"  # not a lazy module: a compiled module is never wrapped
+    assert isinstance(_testcapi.INT_MAX, int)
+
+
+def test_the_worker_names_top_level_packages():
+    assert "requests" in LAZY and all(name.isidentifier() for name in LAZY)
