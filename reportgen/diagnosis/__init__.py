@@ -44,6 +44,11 @@ class Diagnosis:
     unexplained: dict[str, str] = field(default_factory=dict)  # fired rule tied to no finding -> why no action
 
     @property
+    def quality_notes(self) -> list[str]:
+        """Evidence the findings set aside, and why (the page's Data quality lists them)."""
+        return [f.quality for f in self.findings if f.quality]
+
+    @property
     def questions_judged(self) -> list[str]:
         return [a.question for a in self.answers if a.judged]
 

@@ -134,6 +134,7 @@ class Finding:
     basis: str = ""  # what the impact estimate assumes, in words
     base: str = "job"  # what ``share`` is of: "job", or "profiled steps" (traces alone: the job is unknown)
     loop_share: float | None = None  # of the training loop, when the estimate is made there
+    quality: str = ""  # for Data quality: evidence that disagrees with the finding's price, and which it chose
 
     @property
     def title(self) -> str:
@@ -341,6 +342,45 @@ def trace_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
     return best
 
 
+@dataclass(frozen=True)
+class AccountWait:
+    """The most a training process's step-time account shows it waiting for data."""
+
+    share: float  # of the job (of the profiled steps, traces alone): the cap on a finding pricing the same wait
+    step_share: float  # of that process's steps
+    label: str  # the rank or the SageMaker process (smdebug's node id)
+    source: str  # where the account comes from, in words
+
+
+TRACES, FRAMEWORK_EVENTS = "the profiler traces", "the framework events"
+
+
+def account_wait(ev: Evidence) -> AccountWait | None:
+    """The training processes' measured wait for data (the step-time account's ``data_wait``: on a GPU rank the GPU
+    idle waiting for data, else the training thread waiting in the loader), the largest among the processes, as a
+    share of the job: what any finding that prices the same wait from other evidence (utilization samples) may
+    claim at most — one stall, one finding, one price. Only accounts that saw the input pipeline's calls count (a
+    loader the profiler does not name may wait inside the passes). The straggler the traces name is left out when
+    there are other ranks, as in ``trace_loader``. None without such an account."""
+    straggler = ev.trace_comparison.straggler
+    traced = {label: rank.account for label, rank in ev.trace_ranks.items() if rank.account is not None
+              and not (straggler is not None and len(ev.trace_ranks) >= 2 and label == str(straggler))}
+    found = {label: account for label, account in (traced or ev.framework.nodes).items() if account.data_wait_named}
+    if not found:
+        return None
+    label = max(found, key=lambda name: found[name].share("data_wait"))
+    step_share = found[label].share("data_wait")
+    if ev.trace_only:
+        share = step_share
+    else:
+        loop = ev.loop_s or ev.duration_s
+        if not loop or not ev.duration_s:
+            return None
+        share = step_share * loop / ev.duration_s
+    source = TRACES if traced else FRAMEWORK_EVENTS
+    return AccountWait(min(share, 1.0), step_share, label, source)
+
+
 def training_processes(ev: Evidence) -> int:
     """Training processes per node: one per GPU, else the traced ranks of one host, else one."""
     return max(ev.procs_per_node or ev.gpus_per_node or 1, 1)
@@ -419,6 +459,34 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
                 note=_smaller_instance_note(ev))
 
 
+def _against_account(waited: AccountWait, sampled: float | None, ev: Evidence) -> str:
+    """The finding's price beside the training processes' own account of their wait for data: within it, or held
+    to it (``sampled``: what the other evidence gave, when more), and why."""
+    who = f"rank {waited.label}" if waited.source == TRACES else f"process {waited.label}"
+    told = (f"the step-time account from {waited.source} shows the training processes waiting for data "
+            f"{pct(waited.step_share)} of each step ({who}, the most of any)")
+    of = "of the profiled steps" if ev.trace_only else "of the job"
+    if sampled is None:
+        return f"{told}: the impact stays within it"
+    if sampled - waited.share < MINOR:
+        return f"{told}: the impact is held to that, {pct(waited.share)} {of} (the other evidence: {pct(sampled)})"
+    return (f"{told}: the impact is held to that, {pct(waited.share)} {of}, not the {pct(sampled)} priced from the "
+            "utilization samples and the loader's share; those show the GPUs idle beside busy cores or loading, the "
+            "account measures the wait itself, so the rest of that idle time has another cause")
+
+
+def _set_aside(waited: AccountWait, sampled: float, ev: Evidence) -> str:
+    """The Data-quality note when the utilization samples claim more idle GPU time for the input pipeline than the
+    training processes' account shows them waiting (by at least MINOR of the job): which was chosen and why. The
+    finding then counts against the job whatever its price: the GPUs idle that much for some other reason."""
+    of = "of the profiled steps" if ev.trace_only else "of the job"
+    return (f"input-pipeline: the utilization samples put a GPU idle beside a saturated core for {pct(sampled)} {of}, "
+            f"but the step-time account from {waited.source} has the training processes waiting for data only "
+            f"{pct(waited.step_share)} of each step ({pct(waited.share)} {of}); the finding is priced from the account, "
+            "which measures the wait itself. The rest of that idle time is not the input pipeline's: the training "
+            "processes' own work in their steps, or cores busy with something else")
+
+
 def _smaller_instance_note(ev: Evidence) -> str:
     said = fired(ev, "LowGPUUtilization", "BatchSize")
     if not said:
@@ -469,6 +537,14 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     share = max(ev.cpu_bn_share or 0, min(loader_share or 0, gpu_waits if gpu_waits is not None else 1.0))
     if share < MINOR and idle is not None:
         share = idle
+    # what the training processes' own account shows them waiting for data bounds what the samples suggest
+    waited = account_wait(ev) if ev.has_gpu is not False else None  # CPU jobs: priced from the account's loading
+    sampled = share if waited is not None and share > waited.share + 1e-9 else None
+    quality = ""
+    if sampled is not None and waited is not None:
+        share = waited.share
+        if sampled - share >= MINOR:
+            quality = _set_aside(waited, sampled, ev)
     io = found.get("io-bound")
     if io is not None:  # GPU idle time already blamed on storage is not counted twice
         share = max(share - io.share, 0.0)
@@ -492,6 +568,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     loading = {k: v for k, v in ev.framework_during_bn.items() if "dataloader" in k.lower()}
     if loading:
         evidence.append(f"{sum(loading.values()):.0f} % of the framework time during those samples was data loading")
+    if waited is not None and (sampled is not None or waited.source == FRAMEWORK_EVENTS):
+        evidence.append(_against_account(waited, sampled, ev))  # (a trace's loader evidence already gives its wait)
     n = suggested_workers(ev)
     waits = loading_waits(ev, loader_share) if ev.has_gpu is False else None
     if waits is not None:  # waiting workers need no core each: as many as hide the loading
@@ -528,7 +606,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     loop_share, basis = None, ""
     if ev.has_gpu is not False:
         basis = ("the GPUs' idle time waiting for data in the loop, given back once data keeps up"
-                 + ("" if more else " (here by cheaper loading or more vCPUs)"))
+                 + ("" if more else " (here by cheaper loading or more vCPUs)")
+                 + (f"; at most the training processes' own wait for data ({waited.source}' step-time account)"
+                    if sampled is not None and waited is not None else ""))
     elif loader_share is not None:
         loop_share, basis = loader_saving(ev, loader_share, n if more else 0)
     if account is not None and any("IteratorGetNext" in name for name in account.data_wait_named):
@@ -557,7 +637,10 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                          "busy_cores": hot if cores else None, "cores": ev.cores, "num_workers": ev.workers,
                          "parallel_loaders": ev.loaders, "dataloader_step_share": loader_share,
                          "suggested_workers": n if more else now, "worker_budget": worker_budget(ev),
-                         "training_processes": procs, "signals": signals},
+                         "training_processes": procs, "signals": signals,
+                         "account_data_wait_share": waited.step_share if waited is not None else None,
+                         "sampled_share": sampled},
+                quality=quality, serious=True if quality else None,
                 note=_smaller_instance_note(ev))
 
 
