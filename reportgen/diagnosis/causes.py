@@ -413,11 +413,15 @@ def io_bound(ev: Evidence, found: dict) -> Finding | None:
             or (by_series is not None and by_series >= 20 and (idle or 0) >= GPU_IDLE)):
         return None
     share = max(share or 0, (by_series or 0) / 100 if (idle or 0) >= GPU_IDLE else 0)
+    # training that waits for storage waits in the loader's calls: the processes' own account of that wait bounds it
+    share, waited, sampled, quality = held_to_account(ev, "io-bound", share, "a GPU idle while a core waited on I/O")
     evidence = [f"a GPU nearly idle while a core waited on I/O for {pct(ev.io_bn_share)} of the job (training loop)"
                 if ev.io_bn_share is not None else "",
                 f"I/O wait {by_series:.0f} % on average during the training loop" if by_series is not None else "",
                 f"I/O wait p95 {io_p95:.0f} %" if io_p95 is not None else "",
                 gpu_busy_text(ev)]
+    if waited is not None and (sampled is not None or waited.source == FRAMEWORK_EVENTS):
+        evidence.append(_against_account(waited, sampled, ev))
     workers = f" and raise DataLoader num_workers to {suggested_workers(ev)} so reads overlap" \
         if ev.workers is not None and ev.workers < suggested_workers(ev) else ""
     fix = ("Read the training data from local NVMe or memory instead of network storage (SageMaker FastFile or "
@@ -427,7 +431,8 @@ def io_bound(ev: Evidence, found: dict) -> Finding | None:
                 sections=[SectionId.IO_BOTTLENECKS, SectionId.UTILIZATION_OVER_TIME,
                           SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"io_bottleneck_share": ev.io_bn_share, "io_wait_loop_pct": by_series,
-                         "io_wait_p95": io_p95, "gpu_idle_share": idle})
+                         "io_wait_p95": io_p95, "gpu_idle_share": idle, **held_metrics(waited, sampled)},
+                quality=quality, serious=True if quality else None)
 
 
 @detector("cpu-bound")
@@ -475,16 +480,29 @@ def _against_account(waited: AccountWait, sampled: float | None, ev: Evidence) -
             "account measures the wait itself, so the rest of that idle time has another cause")
 
 
-def _set_aside(waited: AccountWait, sampled: float, ev: Evidence) -> str:
-    """The Data-quality note when the utilization samples claim more idle GPU time for the input pipeline than the
-    training processes' account shows them waiting (by at least MINOR of the job): which was chosen and why. The
-    finding then counts against the job whatever its price: the GPUs idle that much for some other reason."""
+def held_metrics(waited: AccountWait | None, sampled: float | None) -> dict:
+    """The account's wait and the other evidence's share, in a finding's metrics (only where there is an account)."""
+    return {} if waited is None else {"account_data_wait_share": waited.step_share, "sampled_share": sampled}
+
+
+def held_to_account(ev: Evidence, cause: str, share: float, shows: str
+                    ) -> tuple[float, AccountWait | None, float | None, str]:
+    """A waiting-for-data cause's ``share`` (of the job) held to the training processes' own wait for data (GPU jobs
+    with an account that saw the loader's calls): (the share, that wait, the share the other evidence gave when it
+    was more, the Data-quality note when it was more by at least MINOR of the job: which evidence was set aside and
+    why; the finding then counts against the job whatever its price, the GPUs idle that much for another reason)."""
+    waited = account_wait(ev) if ev.has_gpu is not False else None  # CPU jobs: priced from the account's loading
+    if waited is None or share <= waited.share + 1e-9:
+        return share, waited, None, ""
+    if share - waited.share < MINOR:
+        return waited.share, waited, share, ""
     of = "of the profiled steps" if ev.trace_only else "of the job"
-    return (f"input-pipeline: the utilization samples put a GPU idle beside a saturated core for {pct(sampled)} {of}, "
-            f"but the step-time account from {waited.source} has the training processes waiting for data only "
-            f"{pct(waited.step_share)} of each step ({pct(waited.share)} {of}); the finding is priced from the account, "
-            "which measures the wait itself. The rest of that idle time is not the input pipeline's: the training "
-            "processes' own work in their steps, or cores busy with something else")
+    note = (f"{cause}: the utilization samples put {shows} for {pct(share)} {of}, but the step-time account from "
+            f"{waited.source} has the training processes waiting for data only {pct(waited.step_share)} of each step "
+            f"({pct(waited.share)} {of}); the finding is priced from the account, which measures the wait itself. The "
+            "rest of that idle time has another cause: the training processes' own work in their steps, or cores "
+            "busy with something else")
+    return waited.share, waited, share, note
 
 
 def _smaller_instance_note(ev: Evidence) -> str:
@@ -538,13 +556,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     if share < MINOR and idle is not None:
         share = idle
     # what the training processes' own account shows them waiting for data bounds what the samples suggest
-    waited = account_wait(ev) if ev.has_gpu is not False else None  # CPU jobs: priced from the account's loading
-    sampled = share if waited is not None and share > waited.share + 1e-9 else None
-    quality = ""
-    if sampled is not None and waited is not None:
-        share = waited.share
-        if sampled - share >= MINOR:
-            quality = _set_aside(waited, sampled, ev)
+    share, waited, sampled, quality = held_to_account(ev, "input-pipeline", share,
+                                                      "a GPU idle beside a saturated core")
     io = found.get("io-bound")
     if io is not None:  # GPU idle time already blamed on storage is not counted twice
         share = max(share - io.share, 0.0)
@@ -637,9 +650,7 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                          "busy_cores": hot if cores else None, "cores": ev.cores, "num_workers": ev.workers,
                          "parallel_loaders": ev.loaders, "dataloader_step_share": loader_share,
                          "suggested_workers": n if more else now, "worker_budget": worker_budget(ev),
-                         "training_processes": procs, "signals": signals,
-                         "account_data_wait_share": waited.step_share if waited is not None else None,
-                         "sampled_share": sampled},
+                         "training_processes": procs, "signals": signals, **held_metrics(waited, sampled)},
                 quality=quality, serious=True if quality else None,
                 note=_smaller_instance_note(ev))
 
