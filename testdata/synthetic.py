@@ -97,6 +97,9 @@ class Scenario:
         relative lognormal sigma of step durations.
       gap_ms: mean time between two steps (the DataLoaderIter::GetNext call), per node (a node that waits
         longer for its batches is a straggler whose TRAIN steps are as long as the others').
+      data_wait_ms: mean time each step's GetNext call also waits for its batch (lognormal, sigma 0.25): an input
+        pipeline that cannot keep up (0 = none). The GPUs idle through those waits, and the samples taken in them
+        are the training loop's CPU bottleneck samples (the loader's core saturated): see cpu_bottleneck_fraction.
       wait_outliers / wait_outlier_ms: per node, that many TRAIN steps wait ``wait_outlier_ms`` for their
         batch in the GetNext call before the step (a stalled loader): the TRAIN step itself is as usual.
       eval_every / eval_steps: after every ``eval_every`` TRAIN steps run ``eval_steps`` EVAL
@@ -130,7 +133,10 @@ class Scenario:
         the training process, runs 20 points higher).
       cpu_bottleneck_fraction: fraction of ALL samples of every node (exactly
         ``round(fraction * samples)``) where one core is > 90 % while every GPU is < 10 %.
-        No other sample has both a core > 90 % and a GPU < 10 % (CPUBottleneck).
+        No other sample has both a core > 90 % and a GPU < 10 % (CPUBottleneck). With ``data_wait_ms``
+        the samples inside the training loop are instead exactly those taken while the training process
+        waits for data (the framework events and the system metrics tell one story), and the fraction
+        applies to the samples outside the loop only.
       iowait_spike_fraction: fraction of samples (exact count, per node) where one core has
         I/OWaitPercentage in 55..95 %; every other iowait value is <= 8 % (IOBottleneck).
       iowait_stalls_gpu: the GPUs idle (< 10 %) in the iowait-spike samples too, as when
@@ -155,6 +161,7 @@ class Scenario:
     gap_ms: float | tuple[float, ...] = 12.0
     wait_outliers: int = 0
     wait_outlier_ms: float = 2000.0
+    data_wait_ms: float = 0.0
     eval_every: int = 0
     eval_steps: int = 0
     step_outliers: int = 0
@@ -385,17 +392,27 @@ def _system_values(
     train_span: tuple[float, float],
     sc: Scenario,
     planted: dict,
+    waiting: np.ndarray | None = None,
 ) -> np.ndarray:
-    """(n_ticks, n_cols) values of one node, in _system_columns order."""
+    """(n_ticks, n_cols) values of one node, in _system_columns order. ``waiting``: the samples taken while the
+    training process waited for data (``Scenario.data_wait_ms``), None when it never does."""
     t0, t1 = train_span
     training = (t_rel >= t0) & (t_rel < t1)
     init = t_rel < t0
 
     # --- planted CPU bottleneck and iowait spike ticks (exact counts) ---
-    n_bneck = int(round(sc.cpu_bottleneck_fraction * n_ticks))
     bneck = np.zeros(n_ticks, dtype=bool)
-    if n_bneck:
-        bneck[rng.choice(n_ticks, size=n_bneck, replace=False)] = True
+    if waiting is not None:  # in the loop: the GPUs idle while the loader's core works on the late batch
+        outside = np.flatnonzero(~training)
+        n_out = int(round(sc.cpu_bottleneck_fraction * outside.size))
+        if n_out:
+            bneck[rng.choice(outside, size=n_out, replace=False)] = True
+        bneck |= training & waiting
+    else:
+        n_bneck = int(round(sc.cpu_bottleneck_fraction * n_ticks))
+        if n_bneck:
+            bneck[rng.choice(n_ticks, size=n_bneck, replace=False)] = True
+    n_bneck = int(bneck.sum())
     n_io = int(round(sc.iowait_spike_fraction * n_ticks))
     io_spike = np.zeros(n_ticks, dtype=bool)
     if n_io:
@@ -530,9 +547,10 @@ def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_
     first = start_us + int(sc.init_s * 1e6) + 250_000 * node
     end_limit = start_us + int((duration_s - sc.final_s) * 1e6)
     gap_ms = _per_node(sc.gap_ms, node)
-    period = step_us + gap_ms * 1000.0
+    between_us = (gap_ms + sc.data_wait_ms) * 1000.0
+    period = step_us + between_us
     if sc.eval_every and sc.eval_steps:
-        per_block = sc.eval_every * period + sc.eval_steps * (0.4 * step_us + gap_ms * 1000.0)
+        per_block = sc.eval_every * period + sc.eval_steps * (0.4 * step_us + between_us)
         n_est = int((end_limit - first) / per_block * (sc.eval_every + sc.eval_steps)) + 8
     else:
         n_est = int((end_limit - first) / period) + 8
@@ -546,6 +564,8 @@ def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_
     dur = step_us * np.exp(rng.normal(0.0, sc.step_jitter, n_est))
     dur = np.where(mode == 1, dur * 0.4, dur)
     gap = np.clip(rng.normal(gap_ms * 1000.0, gap_ms * 150.0, n_est), 1000.0, None)
+    if sc.data_wait_ms:  # the batch is not ready: GetNext waits for the loader
+        gap = gap + sc.data_wait_ms * 1000.0 * np.exp(rng.normal(0.0, 0.25, n_est))
     train_idx = np.flatnonzero(mode == 0)
     if sc.slow_every:
         beat = train_idx[sc.slow_every - 1::sc.slow_every]
@@ -594,6 +614,18 @@ def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_
         stepnum[idx] = np.arange(idx.size)
     return {"start": starts, "dur": dur, "gap": gap, "mode": mode, "stepnum": stepnum, "outliers": outl,
             "waits": waits}
+
+
+def _waiting(sched: dict, at_us: np.ndarray) -> np.ndarray:
+    """Which of the instants ``at_us`` fall in a DataLoaderIter::GetNext call of the schedule (the training
+    process waiting for its next batch; the call ends 300 µs before its step, see _trace_events)."""
+    begins = sched["start"] - sched["gap"]
+    ends = sched["start"] - 300
+    i = np.searchsorted(begins, at_us, side="right") - 1
+    inside = np.zeros(at_us.size, dtype=bool)
+    ok = i >= 0
+    inside[ok] = at_us[ok] < ends[i[ok]]
+    return inside
 
 
 def _trace_events(sched: dict, pid: int, sc: Scenario):
@@ -768,8 +800,9 @@ def generate(
         jitter = rng_sys.integers(0, 3000, n_ticks)
         tick_base = start_us + phase_us + np.arange(n_ticks, dtype=np.int64) * interval_us + jitter
         t_rel = (tick_base - start_us) / 1e6
+        waiting = _waiting(sched, tick_base + _GROUP_OFFSETS_US["gpu"]) if sc.data_wait_ms else None
         values = _system_values(rng_sys, node, n_ticks, t_rel, cores, gpus, nodes, duration_s,
-                                ((first_us - start_us) / 1e6, (last_end_us - start_us) / 1e6), sc, p)
+                                ((first_us - start_us) / 1e6, (last_end_us - start_us) / 1e6), sc, p, waiting)
         fmt = _SystemFormatter(node_name, cols, dec)
         _write_system(out_dir, node, tick_base, values, fmt, stats)
         job_end_us = max(job_end_us, int(tick_base[-1]) + _GROUP_OFFSETS_US["network"])

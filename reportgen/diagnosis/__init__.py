@@ -44,6 +44,11 @@ class Diagnosis:
     unexplained: dict[str, str] = field(default_factory=dict)  # fired rule tied to no finding -> why no action
 
     @property
+    def quality_notes(self) -> list[str]:
+        """Evidence the findings set aside, and why (the page's Data quality lists them)."""
+        return [f.quality for f in self.findings if f.quality]
+
+    @property
     def questions_judged(self) -> list[str]:
         return [a.question for a in self.answers if a.judged]
 
@@ -103,11 +108,12 @@ def rule_states(outputs: RuleOutputs) -> dict[str, tuple[str, str]]:
 
 
 def _order(findings: list[Finding]) -> list[Finding]:
-    """By impact: findings that cost at least MINOR of the job first (largest share first); then risks that
+    """By impact: findings that cost at least MINOR of the job first (largest share first), with those that count
+    against the job whatever their price (evidence set aside: the GPUs idle for some other reason); then risks that
     cost no time yet (GPU memory), so one comes first when nothing else costs time; then minor ones."""
-    costly = sorted((f for f in findings if f.risk is None and f.share >= MINOR), key=lambda f: -f.share)
+    costly = sorted((f for f in findings if f.risk is None and (f.share >= MINOR or f.counts)), key=lambda f: -f.share)
     risks = sorted((f for f in findings if f.risk is not None), key=lambda f: not f.counts)
-    minor = sorted((f for f in findings if f.risk is None and f.share < MINOR), key=lambda f: -f.share)
+    minor = sorted((f for f in findings if f.risk is None and f.share < MINOR and not f.counts), key=lambda f: -f.share)
     return costly + risks + minor
 
 

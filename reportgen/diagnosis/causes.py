@@ -136,6 +136,7 @@ class Finding:
     basis: str = ""  # what the impact estimate assumes, in words
     base: str = "job"  # what ``share`` is of: "job", or "profiled steps" (traces alone: the job is unknown)
     loop_share: float | None = None  # of the training loop, when the estimate is made there
+    quality: str = ""  # for Data quality: evidence that disagrees with the finding's price, and which it chose
 
     @property
     def title(self) -> str:
@@ -328,6 +329,45 @@ def trace_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
     return best
 
 
+@dataclass(frozen=True)
+class AccountWait:
+    """The most a training process's step-time account shows it waiting for data."""
+
+    share: float  # of the job (of the profiled steps, traces alone): the cap on a finding pricing the same wait
+    step_share: float  # of that process's steps
+    label: str  # the rank or the SageMaker process (smdebug's node id)
+    source: str  # where the account comes from, in words
+
+
+TRACES, FRAMEWORK_EVENTS = "the profiler traces", "the framework events"
+
+
+def account_wait(ev: Evidence) -> AccountWait | None:
+    """The training processes' measured wait for data (the step-time account's ``data_wait``: on a GPU rank the GPU
+    idle waiting for data, else the training thread waiting in the loader), the largest among the processes, as a
+    share of the job: what any finding that prices the same wait from other evidence (utilization samples) may
+    claim at most — one stall, one finding, one price. Only accounts that saw the input pipeline's calls count (a
+    loader the profiler does not name may wait inside the passes). The straggler the traces name is left out when
+    there are other ranks, as in ``trace_loader``. None without such an account."""
+    straggler = ev.trace_comparison.straggler
+    traced = {label: rank.account for label, rank in ev.trace_ranks.items() if rank.account is not None
+              and not (straggler is not None and len(ev.trace_ranks) >= 2 and label == str(straggler))}
+    found = {label: account for label, account in (traced or ev.framework.nodes).items() if account.data_wait_named}
+    if not found:
+        return None
+    label = max(found, key=lambda name: found[name].share("data_wait"))
+    step_share = found[label].share("data_wait")
+    if ev.trace_only:
+        share = step_share
+    else:
+        loop = ev.loop_s or ev.duration_s
+        if not loop or not ev.duration_s:
+            return None
+        share = step_share * loop / ev.duration_s
+    source = TRACES if traced else FRAMEWORK_EVENTS
+    return AccountWait(min(share, 1.0), step_share, label, source)
+
+
 def training_processes(ev: Evidence) -> int:
     """Training processes per node: one per GPU, else the traced ranks of one host, else one."""
     return max(ev.procs_per_node or ev.gpus_per_node or 1, 1)
@@ -360,11 +400,15 @@ def io_bound(ev: Evidence, found: dict) -> Finding | None:
             or (by_series is not None and by_series >= 20 and (idle or 0) >= GPU_IDLE)):
         return None
     share = max(share or 0, (by_series or 0) / 100 if (idle or 0) >= GPU_IDLE else 0)
+    # training that waits for storage waits in the loader's calls: the processes' own account of that wait bounds it
+    share, waited, sampled, quality = held_to_account(ev, "io-bound", share, "a GPU idle while a core waited on I/O")
     evidence = [f"a GPU nearly idle while a core waited on I/O for {pct(ev.io_bn_share)} of the job (training loop)"
                 if ev.io_bn_share is not None else "",
                 f"I/O wait {by_series:.0f} % on average during the training loop" if by_series is not None else "",
                 f"I/O wait p95 {io_p95:.0f} %" if io_p95 is not None else "",
                 gpu_busy_text(ev)]
+    if waited is not None and (sampled is not None or waited.source == FRAMEWORK_EVENTS):
+        evidence.append(_against_account(waited, sampled, ev))
     workers = f" and raise DataLoader num_workers to {suggested_workers(ev)} so reads overlap" \
         if ev.workers is not None and ev.workers < suggested_workers(ev) else ""
     fix = ("Read the training data from local NVMe or memory instead of network storage (SageMaker FastFile or "
@@ -374,7 +418,8 @@ def io_bound(ev: Evidence, found: dict) -> Finding | None:
                 sections=[SectionId.IO_BOTTLENECKS, SectionId.UTILIZATION_OVER_TIME,
                           SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"io_bottleneck_share": ev.io_bn_share, "io_wait_loop_pct": by_series,
-                         "io_wait_p95": io_p95, "gpu_idle_share": idle})
+                         "io_wait_p95": io_p95, "gpu_idle_share": idle, **held_metrics(waited, sampled)},
+                quality=quality, serious=True if quality else None)
 
 
 @detector("cpu-bound")
@@ -404,6 +449,47 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
                           SectionId.SYSTEM_USAGE_STATISTICS],
                 metrics={"cpu_pct": cpu, "gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share},
                 note=_smaller_instance_note(ev))
+
+
+def _against_account(waited: AccountWait, sampled: float | None, ev: Evidence) -> str:
+    """The finding's price beside the training processes' own account of their wait for data: within it, or held
+    to it (``sampled``: what the other evidence gave, when more), and why."""
+    who = f"rank {waited.label}" if waited.source == TRACES else f"process {waited.label}"
+    told = (f"the step-time account from {waited.source} shows the training processes waiting for data "
+            f"{pct(waited.step_share)} of each step ({who}, the most of any)")
+    of = "of the profiled steps" if ev.trace_only else "of the job"
+    if sampled is None:
+        return f"{told}: the impact stays within it"
+    if sampled - waited.share < MINOR:
+        return f"{told}: the impact is held to that, {pct(waited.share)} {of} (the other evidence: {pct(sampled)})"
+    return (f"{told}: the impact is held to that, {pct(waited.share)} {of}, not the {pct(sampled)} priced from the "
+            "utilization samples and the loader's share; those show the GPUs idle beside busy cores or loading, the "
+            "account measures the wait itself, so the rest of that idle time has another cause")
+
+
+def held_metrics(waited: AccountWait | None, sampled: float | None) -> dict:
+    """The account's wait and the other evidence's share, in a finding's metrics (only where there is an account)."""
+    return {} if waited is None else {"account_data_wait_share": waited.step_share, "sampled_share": sampled}
+
+
+def held_to_account(ev: Evidence, cause: str, share: float, shows: str
+                    ) -> tuple[float, AccountWait | None, float | None, str]:
+    """A waiting-for-data cause's ``share`` (of the job) held to the training processes' own wait for data (GPU jobs
+    with an account that saw the loader's calls): (the share, that wait, the share the other evidence gave when it
+    was more, the Data-quality note when it was more by at least MINOR of the job: which evidence was set aside and
+    why; the finding then counts against the job whatever its price, the GPUs idle that much for another reason)."""
+    waited = account_wait(ev) if ev.has_gpu is not False else None  # CPU jobs: priced from the account's loading
+    if waited is None or share <= waited.share + 1e-9:
+        return share, waited, None, ""
+    if share - waited.share < MINOR:
+        return waited.share, waited, share, ""
+    of = "of the profiled steps" if ev.trace_only else "of the job"
+    note = (f"{cause}: the utilization samples put {shows} for {pct(share)} {of}, but the step-time account from "
+            f"{waited.source} has the training processes waiting for data only {pct(waited.step_share)} of each step "
+            f"({pct(waited.share)} {of}); the finding is priced from the account, which measures the wait itself. The "
+            "rest of that idle time has another cause: the training processes' own work in their steps, or cores "
+            "busy with something else")
+    return waited.share, waited, share, note
 
 
 def _smaller_instance_note(ev: Evidence) -> str:
@@ -456,6 +542,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     share = max(ev.cpu_bn_share or 0, min(loader_share or 0, gpu_waits if gpu_waits is not None else 1.0))
     if share < MINOR and idle is not None:
         share = idle
+    # what the training processes' own account shows them waiting for data bounds what the samples suggest
+    share, waited, sampled, quality = held_to_account(ev, "input-pipeline", share,
+                                                      "a GPU idle beside a saturated core")
     io = found.get("io-bound")
     if io is not None:  # GPU idle time already blamed on storage is not counted twice
         share = max(share - io.share, 0.0)
@@ -479,6 +568,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     loading = {k: v for k, v in ev.framework_during_bn.items() if "dataloader" in k.lower()}
     if loading:
         evidence.append(f"{sum(loading.values()):.0f} % of the framework time during those samples was data loading")
+    if waited is not None and (sampled is not None or waited.source == FRAMEWORK_EVENTS):
+        evidence.append(_against_account(waited, sampled, ev))  # (a trace's loader evidence already gives its wait)
     n = suggested_workers(ev)
     # CPU work or waiting: how many workers help (a starved process uses little CPU too: the run queue tells)
     reading = loading_cpu(ev, loader_share) if ev.has_gpu is False else None
@@ -521,7 +612,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     loop_share, basis = None, ""
     if ev.has_gpu is not False:
         basis = ("the GPUs' idle time waiting for data in the loop, given back once data keeps up"
-                 + ("" if more else " (here by cheaper loading or more vCPUs)"))
+                 + ("" if more else " (here by cheaper loading or more vCPUs)")
+                 + (f"; at most the training processes' own wait for data ({waited.source}' step-time account)"
+                    if sampled is not None and waited is not None else ""))
     elif loader_share is not None:
         loop_share, basis = loader_saving(ev, loader_share, n if more else 0)
         if more and reading is not None and reading.reading == OPEN:  # the smaller of the two savings, and why
@@ -553,10 +646,11 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                          "busy_cores": hot if cores else None, "cores": ev.cores, "num_workers": ev.workers,
                          "parallel_loaders": ev.loaders, "dataloader_step_share": loader_share,
                          "suggested_workers": n if more else now, "worker_budget": worker_budget(ev),
-                         "training_processes": procs, "signals": signals,
+                         "training_processes": procs, "signals": signals, **held_metrics(waited, sampled),
                          # the CPU the training process asked for: what it used and waited for on the run queue
                          **({"loading_cpu": reading.metrics()} if reading is not None and (
                              reading.reading == OPEN or reading.queued is not None) else {})},
+                quality=quality, serious=True if quality else None,
                 note=_smaller_instance_note(ev))
 
 

@@ -64,15 +64,11 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
         if debug:
             raise
         last = traceback.extract_tb(err.__traceback__)[-1]
-        note = f"the diagnosis could not be made: {type(err).__name__}: {err} (at {last.name}:{last.lineno})"
-        report.notes.append(note)
-        quality = next((s for s in report.sections if s.id == SectionId.DATA_QUALITY), None)
-        if quality is not None:  # built already: the note is added to it
-            quality.add(Text(note, tone="note"))
-            quality.data["notes"] = [*quality.data.get("notes", []), note]
-            quality.data["problems"] = quality.data.get("problems", 0) + 1
+        _quality_note(report, f"the diagnosis could not be made: {type(err).__name__}: {err} (at {last.name}:{last.lineno})")
         report.diagnosis = None
         return
+    for note in report.diagnosis.quality_notes:  # evidence a finding set aside: said, never silently dropped
+        _quality_note(report, note)
     for section in report.sections:
         rule = DEEP_DIVES.get(section.id)
         state, reason = report.diagnosis.evidence.states.get(rule, (None, ""))
@@ -82,6 +78,16 @@ def attach_diagnosis(report: Report, outputs: RuleOutputs, cost: dict | None = N
                                       "absence of a finding here says nothing about the job.", tone="missing"))
         section.data["evaluation"] = NOT_EVALUATED
         section.data["not_evaluated_reason"] = reason
+
+
+def _quality_note(report: Report, note: str) -> None:
+    """A note made after the sections were built: into the report's notes and its Data quality section."""
+    report.notes.append(note)
+    quality = next((s for s in report.sections if s.id == SectionId.DATA_QUALITY), None)
+    if quality is not None:  # built already: the note is added to it
+        quality.add(Text(note, tone="note"))
+        quality.data["notes"] = [*quality.data.get("notes", []), note]
+        quality.data["problems"] = quality.data.get("problems", 0) + 1
 
 
 def _cost(built: list[Section | None], cost: dict) -> Section:

@@ -127,7 +127,7 @@ def test_junit_has_one_case_per_cause_of_the_registry(sample):
     assert loader.get("type") == "CauseFound"
     finding = next(f for f in data["diagnosis"]["findings"] if f["cause"] == "input-pipeline")
     assert loader.get("message").startswith(f"input-pipeline: {finding['title']}, ")
-    assert loader.get("message").endswith(f"Fix: {finding['fix']}") and "(51 % of the job)" in loader.get("message")
+    assert loader.get("message").endswith(f"Fix: {finding['fix']}") and "(47 % of the job)" in loader.get("message")
     assert "Rules: " in loader.text and "Dataloader" in loader.text
     assert causes.get("tests") == str(len(registry.CAUSES)) and causes.get("failures") == "2"
     assert root.get("tests") == str(9 + len(registry.CAUSES)) and root.get("failures") == str(6 + 2)

@@ -193,8 +193,8 @@ def test_memory_store_without_spill_gives_the_same(tmp_path):
 
 @pytest.mark.parametrize("reduce_batch", [1, framework.REDUCE_BATCH_BYTES])
 def test_analyze_holds_only_the_key_rows_and_removes_its_spill(tmp_path, monkeypatch, reduce_batch):
-    """On sample_data the rules see 14,348 events through the summaries while the client holds only
-    the steps and the dataloader's events (8,180 rows: 2,724 steps, 2 x 2,724 dataloader events, 8
+    """On sample_data the rules see 6,501 events through the summaries while the client holds only
+    the steps and the dataloader's events (3,447 rows: 1,147 steps, 2 x 1,147 dataloader events, 6
     initialisations; no operator, forward or backward event); the rule outputs equal those computed
     from the whole table in memory, and the spilled columns are removed. The files reduced one by one
     (the spill batches then hold several files each) or in runs (the default)."""
@@ -203,29 +203,29 @@ def test_analyze_holds_only_the_key_rows_and_removes_its_spill(tmp_path, monkeyp
     from reportgen.engine import framework_events, load_data, run_rules
     from reportgen.engine.model import AnalysisData
 
-    monkeypatch.setattr(framework_events, "SPILL_BATCH_BYTES", 64 << 10)
+    monkeypatch.setattr(framework_events, "SPILL_BATCH_BYTES", 32 << 10)
     monkeypatch.setattr(framework, "REDUCE_BATCH_BYTES", reduce_batch)
     sample = SAMPLE_DATA
     data, _ = load_data(sample)
     try:
-        assert data.framework.n_events == 14348
-        assert len(data.events) == 8180
+        assert data.framework.n_events == 6501
+        assert len(data.events) == 3447
         assert not set(data.events["phase"].astype(str)) & {"Forward", "cpu_functions", "gpu_functions-dev:0"}
         spilled = Path(data.framework.store.folder)
-        # 14,348 events x 24 bytes = 344 KB: spilled in 64 KiB batches of several files each
+        # 6,501 events x 24 bytes = 156 KB: spilled in 32 KiB batches of several files each
         batches = data.framework.store.batches
         if reduce_batch == 1:
             assert len(batches) == 4 and all(len(lengths) > 1 for _, lengths in batches)
-            assert sum(sum(lengths) for _, lengths in batches) < 14348  # the last files still in the buffer
-        else:  # 26 files (1.75 MB) in two runs, each past 64 KiB of columns: written as soon as it comes
-            assert [len(lengths) for _, lengths in batches] == [1, 1]
-            assert sum(sum(lengths) for _, lengths in batches) == 14348
+            assert sum(sum(lengths) for _, lengths in batches) < 6501  # the last files still in the buffer
+        else:  # 26 files (0.83 MB) in one run, past 32 KiB of columns: written as soon as it comes
+            assert [len(lengths) for _, lengths in batches] == [1]
+            assert sum(sum(lengths) for _, lengths in batches) == 6501
         assert len(list(spilled.glob("*.npy"))) == 4 * len(batches)
         full = read_framework(sample, ProblemLog())
-        assert len(full) == 14348
+        assert len(full) == 6501
         whole = AnalysisData(nodes=data.nodes, events=full, t0_us=data.t0_us, n_windows=data.n_windows)
         assert json.dumps(run_rules(data)) == json.dumps(run_rules(whole))
-        assert run_rules(data)["StepOutlier"]["Datapoints"] == 2724
+        assert run_rules(data)["StepOutlier"]["Datapoints"] == 1147
     finally:
         data.framework.close()
     assert not spilled.exists()

@@ -115,7 +115,9 @@ def test_the_planted_wait_is_a_finding_and_the_clean_run_healthy(planted, tmp_pa
 
 
 def test_sample_data_accounts_each_training_process():
-    """The bundled sample: two processes (algo-1-27, algo-2-27), every TRAIN step accounted, the slices adding up."""
+    """The bundled sample: two processes (algo-1-27, algo-2-27), every TRAIN step accounted, the slices adding up;
+    each step first waits for its batch (the starved input pipeline sample_data plants: over half of the step) and
+    computes in its forward and backward passes most of the rest."""
     data, _ = load_data(SAMPLE_DATA)
     try:
         traces = node_traces(data.framework.node_events(), data.framework.rows)
@@ -123,21 +125,32 @@ def test_sample_data_accounts_each_training_process():
         counts = train.groupby(train["node_id"].astype(str)).size().to_dict()
     finally:
         data.framework.close()
-    assert {t.node: len(t.steps) for t in traces} == counts == {"algo-1-27": 1318, "algo-2-27": 1326}
+    assert {t.node: len(t.steps) for t in traces} == counts == {"algo-1-27": 554, "algo-2-27": 553}
     for trace in traces:
         account = step_account(trace.columns, trace.steps)
         totals = [sum(v) for v in zip(*account["per_step_ms"].values())]
         assert totals == pytest.approx([s["dur_us"] / 1000.0 for s in trace.steps], abs=1e-6)
-        assert account["perspective"] == "host" and account["slices_ms"]["compute"] > 0.8 * account["step_ms"]
+        slices = account["slices_ms"]
+        assert account["perspective"] == "host" and slices["data_wait"] > 0.5 * account["step_ms"]
+        assert slices["data_wait"] + slices["compute"] > 0.95 * account["step_ms"]
 
 
 # -------------------------------------------------------------- slow steps, explained by the process's account
 
-def _slow_steps_finding(raw: Path, out: Path):
+def _diagnosis(raw: Path, out: Path):
     result = analyze(raw, out)
     write_framework_account(result.node_traces, out)
-    (finding,) = [f for f in diagnose(load_rule_outputs(result.report_dir)).findings if f.cause == "step-outliers"]
+    return diagnose(load_rule_outputs(result.report_dir))
+
+
+def _slow_steps_finding(raw: Path, out: Path):
+    (finding,) = [f for f in _diagnosis(raw, out).findings if f.cause == "step-outliers"]
     return finding
+
+
+@pytest.fixture(scope="module")
+def sample_diagnosis(tmp_path_factory):
+    return _diagnosis(SAMPLE_DATA, tmp_path_factory.mktemp("sample") / "a")
 
 
 def _planted_outliers(tmp_path, wait: bool):
@@ -187,20 +200,31 @@ def test_slow_steps_planted_as_longer_passes_get_bucketing(tmp_path):
     assert "Bucket samples by size" in finding.fix and "garbage collection" not in finding.fix
 
 
+def test_sample_data_input_pipeline_is_its_processes_wait(sample_diagnosis):
+    """sample_data's one story (issue 46): the input-pipeline finding (before, 51 % of the job from the utilization
+    samples while the processes' account waited 3 % of each step) is within what the account shows the processes
+    waiting for data (54 % of each step), and the samples agree with it within 2 points of the job: no evidence set
+    aside."""
+    finding = sample_diagnosis.findings[0]
+    ev = sample_diagnosis.evidence
+    waited = max(a.share("data_wait") for a in ev.framework.nodes.values())
+    assert finding.cause == "input-pipeline" and finding.metrics["account_data_wait_share"] == pytest.approx(waited)
+    assert waited > 0.5 and finding.share <= waited * ev.loop_s / ev.duration_s + 1e-9
+    assert abs(ev.cpu_bn_share - waited * ev.loop_s / ev.duration_s) < 0.02 and not sample_diagnosis.quality_notes
+    assert finding.share > 0.45 and finding.counts
+
+
 def test_sample_data_slow_steps_are_slow_in_their_passes(tmp_path):
     """sample_data: the slow steps are found on the account's own steps (the wait for each batch before the step
-    included), 15 on each process. algo-1-27's cost most: one of its 15 (step 168) also waited 3.96 s for its batch
-    before the step (the generator moved that slow step past a minute's boundary by lengthening the GetNext before
-    it), which the timeline's TRAIN steps never saw (algo-2-27's were the costliest there). Their extra time is told
-    from the account: 88 % in the forward and backward passes (3812 ms per step), 6 % waiting for data."""
+    included), 15 on each process; algo-2-27's cost most. Their extra time is told from the account: 93 % in the
+    forward and backward passes (3814 ms per step), under 1 % waiting for their batch (the wait varies from step to
+    step in a starved pipeline: the median step waits too), the rest outside the passes."""
     finding = _slow_steps_finding(SAMPLE_DATA, tmp_path / "a")
-    assert finding.metrics["worker"] == "algo-1-27" and finding.metrics["outlier_steps"] == 15
+    assert finding.metrics["worker"] == "algo-2-27" and finding.metrics["outlier_steps"] == 15
     excess = finding.metrics["excess_ms_by_slice"]
-    assert finding.metrics["slow_in"] == "compute"
-    assert excess["compute"] / sum(excess.values()) == pytest.approx(0.88, abs=0.01)
-    assert excess["compute"] / 15 == pytest.approx(3812, abs=1)
-    assert excess["data_wait"] == pytest.approx(3941, abs=1)  # step 168's wait over the median step's 14-15 ms
-    assert finding.fix.startswith("The slow steps run as many forward and backward passes as the others")
+    assert finding.metrics["slow_in"] == "compute" and excess["data_wait"] < 0.01 * sum(excess.values())
+    assert excess["compute"] / sum(excess.values()) == pytest.approx(0.93, abs=0.01)
+    assert excess["compute"] / 15 == pytest.approx(3814, abs=1)
 
 
 # ------------------------------------------- stragglers and waits before the step, from the processes' accounts

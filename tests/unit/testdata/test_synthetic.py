@@ -462,6 +462,39 @@ def test_planted_gpu_memory_jump(small):
     assert max(other) < 40
 
 
+def test_data_wait_knob_tells_one_story(tmp_path):
+    """``data_wait_ms``: every step's GetNext call waits for its batch, and the samples taken inside the training
+    loop with a GPU idle while a core is saturated are exactly those taken during a GetNext call (re-read from the
+    files); outside the loop the bottleneck samples keep their planted fraction."""
+    sc = Scenario(init_s=10, final_s=2, step_ms=300, gap_ms=10, data_wait_ms=400, cpu_bottleneck_fraction=0.5,
+                  dataloader_workers=1, gpu_idle_fraction=(0.0,))
+    st = generate(tmp_path, nodes=1, cores=4, gpus=2, duration_s=90, scenario=sc)
+    evs = load_trace_events(str(tmp_path))
+    calls = sorted((e["start"], e["end"]) for e in evs if e["name"] == "DataLoaderIter::GetNext")
+    steps = sorted((e["start"], e["end"]) for e in evs if e["phase"] == "Step:ModeKeys.TRAIN")
+    assert len(calls) == len(steps) == st.planted["nodes"]["algo-1"]["train_steps"]
+    assert np.mean([b - a for a, b in calls]) == pytest.approx(410_000, rel=0.05)  # gap 10 ms + wait 400 ms
+    first, last = steps[0][0], max(b for _, b in steps)
+    starts = np.array([a for a, _ in calls])
+    inside_loop = outside = loop_ticks = 0
+    groups = ticks(load_system(str(tmp_path)))
+    for rs in groups.values():
+        at = next(r["Timestamp"] for r in rs if r["Dimension"] == "GPUUtilization") * 1e6
+        bottleneck = any(r["Dimension"] == "GPUUtilization" and r["Value"] < 10 for r in rs) and \
+            any(r["Dimension"] == "CPUUtilization" and r["Value"] > 90 for r in rs)
+        if first <= at < last:
+            i = int(np.searchsorted(starts, at, side="right")) - 1
+            waiting = i >= 0 and calls[i][0] <= at < calls[i][1]
+            assert bottleneck == waiting, at
+            inside_loop += bottleneck
+            loop_ticks += 1
+        else:
+            outside += bottleneck
+    assert inside_loop / loop_ticks == pytest.approx(410 / 720, abs=0.06)  # the share of the loop spent waiting
+    assert inside_loop + outside == st.planted["nodes"]["algo-1"]["cpu_bottleneck_ticks"]
+    assert abs(outside - 0.5 * (len(groups) - loop_ticks)) <= 1
+
+
 def test_gpu_imbalance_knob(tmp_path):
     sc = Scenario(init_s=5, gpu_offsets=((0, 1, -40.0),), gpu_idle_fraction=(0.0,))
     generate(tmp_path, nodes=1, cores=2, gpus=2, duration_s=120, scenario=sc, framework=False)
