@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from reportgen.kept_file import read_kept, regular_or_absent
+
 MEMO_NAME = "file-digests.memo"
 MEMO_ENV = "REPORTGEN_DIGEST_MEMO"
 RACY_NS = 2_000_000_000  # file systems that keep times in whole seconds (2 s for FAT) and a little clock skew
@@ -147,7 +149,7 @@ class DigestMemo:
     def _load(self) -> dict:
         if self._known is None:
             self._known = {}
-            raw = _read_regular(self.path, 2 * MAX_RECORDS * RECORD)
+            raw = read_kept(self.path, 2 * MAX_RECORDS * RECORD)
             if raw is not None:
                 good = [raw[i:i + RECORD] for i in range(0, len(raw) - RECORD + 1, RECORD)]
                 good = [r for r in good if unpack(r) is not None]
@@ -160,7 +162,7 @@ class DigestMemo:
 
     def _rewrite(self, records: list[bytes]) -> None:
         """The log replaced by ``records`` (the damaged and the oldest left out); best effort."""
-        if not self.writable or not _is_regular_or_absent(self.path):
+        if not self.writable or not regular_or_absent(self.path):
             return
         tmp = self.path.with_name(f".{MEMO_NAME}.{os.getpid()}.tmp")
         try:
@@ -196,33 +198,6 @@ def hash_file(path: Path) -> tuple[str, os.stat_result, os.stat_result] | None:
     finally:
         os.close(fd)
     return digest.hexdigest(), before, after
-
-
-def _read_regular(path: Path, limit: int) -> bytes | None:
-    """The first ``limit`` + 1 bytes of ``path`` when it is a regular file (a link is not followed, a FIFO not waited
-    on); None when it is absent or no regular file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with open(fd, "rb", closefd=False) as handle:
-            return handle.read(limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _is_regular_or_absent(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
 
 
 def memo_for(folder: Path, writable: bool, environ=None) -> DigestMemo | None:

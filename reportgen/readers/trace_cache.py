@@ -38,6 +38,7 @@ from typing import Callable, TypeVar
 import numpy as np
 
 from reportgen.environment import megabytes
+from reportgen.kept_file import open_kept
 from reportgen.readers.digest_memo import HASH_BLOCK as HASH_BLOCK  # the block of every hash (render/page_cache.py)
 from reportgen.readers.digest_memo import DigestMemo, hash_file, memo_for
 from reportgen.problems import DataProblem, ProblemLog
@@ -169,11 +170,12 @@ def entry_path(cache: TraceCache, key: str) -> Path:
 def load_entry(cache: TraceCache, key: str, path: Path) -> tuple[TraceColumns, ProblemLog] | None:
     """The entry ``key`` as the read's columns and problems, or None: absent, or unusable (then removed)."""
     where = entry_path(cache, key)
-    try:
-        with np.load(where, allow_pickle=False) as entry:
-            arrays = {name: entry[name] for name in entry.files}
-    except FileNotFoundError:
+    handle = open_kept(where, cache.max_bytes)  # absent, no regular file (a link, a FIFO: left alone), too large
+    if handle is None:
         return None
+    try:
+        with handle, np.load(handle, allow_pickle=False) as entry:
+            arrays = {name: entry[name] for name in entry.files}
     except Exception:  # noqa: BLE001 - OSError, ValueError, zipfile.BadZipFile (CRC), EOFError...: not trusted
         remove_entry(where)
         return None

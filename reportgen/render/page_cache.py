@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from reportgen.atomic import write_text_atomic
+from reportgen.kept_file import read_kept, regular_or_absent
 from reportgen.readers.trace_cache import HASH_BLOCK, TraceCache, put_entry, remove_entry, take_entry, trace_cache_for
 from reportgen.render.html import Page
 from reportgen.resources import bundled
@@ -58,6 +59,7 @@ PAGE_SUFFIX = ".page"
 HINT_SUFFIX = ".page-hint"
 MAX_STAMPED = 20_000  # a source of more files gets no forecast (the page's process is started as ever)
 MAX_HINTS = 1024  # forecasts kept (the most recent)
+HINT_LIMIT = 256  # a forecast holds one page key (64 hex digits): a larger file under its name is not one
 PAGE_CACHE_ENV = "REPORTGEN_PAGE_CACHE"
 # The environment that changes no page: where the caches are and how large, whether the page has a process.
 NOT_KEYED = frozenset(("REPORTGEN_CACHE_DIR", "REPORTGEN_NO_CACHE", "REPORTGEN_CACHE_MAX_MB", PAGE_CACHE_ENV,
@@ -246,47 +248,20 @@ def page_entry_path(cache: TraceCache, key: str) -> Path:
     return cache.folder / f"{key}{PAGE_SUFFIX}"
 
 
-def _read_regular(where: Path) -> bytes | None:
-    """The bytes of ``where`` when it is a regular file of the folder (a link is not followed, a FIFO not
-    waited on); None otherwise."""
-    try:
-        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with open(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _is_regular_or_absent(where: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(where).st_mode)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-
-
 def load_page(cache: TraceCache, key: str) -> tuple[str, str, str] | None:
     """The page, report.json's text and their placeholder kept under ``key``, or None: absent, no regular file
     (left alone), or unusable (then removed)."""
     where = page_entry_path(cache, key)
-    if not _is_regular_or_absent(where):
+    if not regular_or_absent(where):
         return None
-    return take_entry(cache, where, _read_regular(where), lambda raw: _decode(raw, key))
+    return take_entry(cache, where, read_kept(where, cache.max_bytes), lambda raw: _decode(raw, key))
 
 
 def store_page(cache: TraceCache, key: str, placeholder: str, html: str, json_text: str) -> bool:
     """Keep the page and report.json (each holding ``placeholder`` for its time) under ``key``; best effort: a
     read-only or full folder, or a non-regular file under the name, keeps nothing."""
     where = page_entry_path(cache, key)
-    if not cache.writable or not _is_regular_or_absent(where):
+    if not cache.writable or not regular_or_absent(where):
         return False
     page = html.encode("utf-8", "surrogatepass")
     body = page + json_text.encode("utf-8", "surrogatepass")
@@ -361,7 +336,7 @@ def expects_hit(cache: TraceCache | None, stamp: str | None) -> bool:
     """The last run of this stamp's source and settings left a page that is still in the cache."""
     if cache is None or stamp is None:
         return False
-    kept = _read_regular(hint_path(cache, stamp))
+    kept = read_kept(hint_path(cache, stamp), HINT_LIMIT)
     if kept is None or not re.fullmatch(rb"[0-9a-f]{64}", kept):
         return False
     try:
@@ -372,9 +347,9 @@ def expects_hit(cache: TraceCache | None, stamp: str | None) -> bool:
 
 def _remember(cache: TraceCache, stamp: str | None, key: str) -> None:
     """The stamp's page is ``key`` (``expects_hit`` of the next run); best effort."""
-    if stamp is None or not cache.writable or _read_regular(hint_path(cache, stamp)) == key.encode("ascii"):
+    if stamp is None or not cache.writable or read_kept(hint_path(cache, stamp), HINT_LIMIT) == key.encode("ascii"):
         return
-    if _is_regular_or_absent(hint_path(cache, stamp)):
+    if regular_or_absent(hint_path(cache, stamp)):
         if put_entry(cache, hint_path(cache, stamp), lambda handle: handle.write(key.encode("ascii"))):
             prune_hints(cache)
 

@@ -29,7 +29,6 @@ import hashlib
 import json
 import marshal
 import os
-import stat
 import sys
 import types
 from pathlib import Path
@@ -39,6 +38,7 @@ from jinja2.bccache import Bucket
 
 from reportgen.environment import megabytes
 from reportgen.errors import InputError
+from reportgen.kept_file import read_kept, regular_or_absent
 from reportgen.readers.trace_cache import TraceCache, put_entry, take_entry
 
 TEMPLATE_FORMAT = 1
@@ -64,13 +64,13 @@ class TemplateCache(jinja2.BytecodeCache):
 
     def load_bytecode(self, bucket: Bucket) -> None:
         where = entry_path(self.cache, bucket.key)
-        code = take_entry(self.cache, where, _read_regular(where), lambda raw: _decode(raw, bucket.key))
+        code = take_entry(self.cache, where, read_kept(where, MAX_ENTRY_BYTES), lambda raw: _decode(raw, bucket.key))
         if code is not None:
             bucket.code = code
 
     def dump_bytecode(self, bucket: Bucket) -> None:
         where = entry_path(self.cache, bucket.key)
-        if bucket.code is None or not self.cache.writable or not _regular_or_absent(where):
+        if bucket.code is None or not self.cache.writable or not regular_or_absent(where):
             return
         body = marshal.dumps(bucket.code)
         header = json.dumps({"format": TEMPLATE_FORMAT, "key": bucket.key, "sha256": hashlib.sha256(body).hexdigest()})
@@ -121,35 +121,6 @@ def _decode(raw: bytes, key: str) -> types.CodeType | None:
     except (ValueError, EOFError, TypeError):
         return None
     return code if isinstance(code, types.CodeType) else None
-
-
-def _read_regular(where: Path) -> bytes | None:
-    """The bytes of ``where`` when it is a regular file of at most ``MAX_ENTRY_BYTES`` (a link is not followed, a
-    FIFO not waited on); None otherwise."""
-    try:
-        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
-            return None
-        with open(fd, "rb", closefd=False) as handle:
-            raw = handle.read(MAX_ENTRY_BYTES + 1)
-        return raw if len(raw) <= MAX_ENTRY_BYTES else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _regular_or_absent(where: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(where).st_mode)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
 
 
 __all__ = ["MAX_ENTRY_BYTES", "TEMPLATE_FORMAT", "TEMPLATE_SUFFIX", "TemplateCache", "entry_path", "template_cache_in",

@@ -25,6 +25,7 @@ import json
 import math
 from pathlib import Path
 
+from reportgen.kept_file import read_kept
 from reportgen.readers.trace_cache import TraceCache, put_entry, take_entry
 from reportgen.trace_analysis.flops import peak_table
 
@@ -51,11 +52,8 @@ def rank_entry_path(cache: TraceCache, key: str) -> Path:
 def load_rank(cache: TraceCache, key: str) -> tuple[dict, dict] | None:
     """The rank's ``(doc, totals)`` kept under ``key``, or None: absent, or unusable (then removed)."""
     where = rank_entry_path(cache, key)
-    try:
-        raw = where.read_bytes()
-    except OSError:  # absent (the usual miss), or not readable: analysed again
-        return None
-    return take_entry(cache, where, raw, lambda found: _decode(found, key))
+    # absent (the usual miss), unreadable, no regular file or past the bound: analysed again
+    return take_entry(cache, where, read_kept(where, cache.max_bytes), lambda found: _decode(found, key))
 
 
 def store_rank(cache: TraceCache, key: str, doc: dict, totals: dict) -> tuple[dict, dict] | None:
