@@ -168,6 +168,23 @@ def test_without_a_child_process_the_loop_ends_where_the_script_did(tmp_path):
     assert truth["t_end"] <= ev.loop[1] <= truth["t_end"] + 0.25  # truth.json written, a line printed
 
 
+def test_a_script_end_outside_the_loops_bounds_is_no_end(tmp_path):
+    """The script's end counts only after the profiler's last activity (its trace's last write) and before the exit:
+    a mark before the export or after the exit (a clock that stepped) leaves the end at the exit."""
+    import shutil
+
+    from reportgen.diagnosis.evidence import AT_EXIT, SCRIPT_END
+
+    recording = json.loads((PLANTED / "tf-clean" / "recording.json").read_text())
+    written = max(recording["traces_written_s"].values())
+    for at, end in ((written - 0.5, AT_EXIT), (recording["ended"] + 60, AT_EXIT), (written + 0.5, SCRIPT_END)):
+        run = tmp_path / f"run-{at}"
+        shutil.copytree(PLANTED / "tf-clean", run)
+        (run / "recording.json").write_text(json.dumps({**recording, "script_end_s": at}))
+        ev = diagnose(load_rule_outputs(analyze_source(str(run), tmp_path / f"o-{at}"))).evidence
+        assert ev.loop_marks[1] == end and (ev.loop[1] == at) == (end == SCRIPT_END)
+
+
 
 def test_cpu_loading_is_not_taken_for_waiting_when_the_timeline_is_judged(tmp_path):
     """A starved loader is not a waiting one (issue 46). cpu-loading's recording (143 s, its CPU judged) used 0.24
