@@ -145,6 +145,13 @@ def recorded_children(recording: dict[str, Any] | None) -> ChildProcesses | None
     return child_processes(recording.get("process_changes")) if isinstance(recording, dict) else None
 
 
+def recorded_script_end(recording: dict[str, Any] | None) -> float | None:
+    """When the recorded command's own Python process finished its script, before the interpreter's teardown
+    (recording.json's ``script_end_s``, epoch seconds), or None: recordings before it, commands that are no Python."""
+    value = recording.get("script_end_s") if isinstance(recording, dict) else None
+    return float(value) if is_finite(value) else None
+
+
 TRACE_STAMP = re.compile(r"\.(\d{16,20})\.pt\.trace\.json(\.gz)?$")  # torch's handler: <worker>.<time_ns>.pt.trace.json
 
 

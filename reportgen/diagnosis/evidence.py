@@ -20,7 +20,8 @@ from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_children,
-                                    recorded_command, recorded_run_queue, system_usage_of, traces_written)
+                                    recorded_command, recorded_run_queue, recorded_script_end, system_usage_of,
+                                    traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank
 from reportgen.rulebook import RuleName
@@ -239,6 +240,7 @@ AT_EXIT = "the command's exit (the steps after the last profiled one and its shu
 CHILDREN_START = "the job's first child process (a DataLoader's workers start with the loop's first batch)"
 CHILDREN_END = ("its last child process's end (a DataLoader's workers end with the loop or with the script's last "
                 "line, before the interpreter's teardown)")
+SCRIPT_END = "the end of the command's script (its last line, before the interpreter's teardown)"
 
 
 def _loop_marks(ev: Evidence, recording: dict | None, estimate: tuple[float, float],
@@ -246,23 +248,23 @@ def _loop_marks(ev: Evidence, recording: dict | None, estimate: tuple[float, flo
     """The loop's ends: the estimate from the traces (``estimate``: the first profiled step less the waited steps,
     the command's exit), or where the recording saw them: its child processes' first start, if before the first
     traced event, and their last end, if after the profiler's last activity (its traces' last event and write)
-    and before the exit. ``ev.loop_marks`` says which, for the job account."""
+    and before the exit; else the end of the command's script (its atexit hooks, before the interpreter's teardown)
+    in the same bounds. ``ev.loop_marks`` says which, for the job account."""
     lo, hi = estimate
     ev.loop_marks = (FROM_STEPS, AT_EXIT)
     children = recorded_children(recording)
-    if children is None:
-        return lo, hi
     firsts = [t / 1e6 for t in (finite(r.start_us) for r in ev.trace_ranks.values()) if t is not None]
     lasts = [t / 1e6 for t in (finite(r.end_us) for r in ev.trace_ranks.values()) if t is not None]
     lasts += list(traces_written(recording).values())
-    start_mark = children.start_s
-    if firsts and job_start <= start_mark <= min(firsts):
+    start_mark = children.start_s if children is not None else None
+    if start_mark is not None and firsts and job_start <= start_mark <= min(firsts):
         lo = start_mark
         ev.loop_marks = (CHILDREN_START, ev.loop_marks[1])
-    end_mark = children.end_s
-    if end_mark is not None and lasts and max(lasts) <= end_mark <= hi:
-        hi = end_mark
-        ev.loop_marks = (ev.loop_marks[0], CHILDREN_END)
+    for end_mark, how in ((children.end_s if children is not None else None, CHILDREN_END),
+                          (recorded_script_end(recording), SCRIPT_END)):
+        if end_mark is not None and lasts and max(lasts) <= end_mark <= hi:
+            ev.loop_marks = (ev.loop_marks[0], how)
+            return lo, end_mark
     return lo, hi
 
 

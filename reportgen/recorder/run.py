@@ -25,6 +25,7 @@ from reportgen import interrupts
 from reportgen.errors import InputError, naming
 from reportgen.output_set import OutputSet
 from reportgen.recorder.sampler import ProcessTree, Sampler, load_nvml
+from reportgen.recorder.script_end import marked_env, read_mark
 from reportgen.recorder.writer import MetricsWriter
 from reportgen.sources.layout import XSPACE_SUFFIXES
 
@@ -90,6 +91,10 @@ class RecordResult:
     job_run_queue_s: float | None = None
     job_run_queue_pct_of_host: float | None = None
     job_metrics_file: str = JOB_METRICS
+    # When the command's own Python process finished its script (its atexit hooks began), epoch seconds: before
+    # the interpreter's teardown, the training loop's end where no child process marks it (script_end.py); None
+    # when the command is no Python, or it ended without running its atexit hooks (os._exit, a signal)
+    script_end_s: float | None = None
 
 
 def _exit_code(returncode: int | None) -> int:
@@ -185,19 +190,21 @@ def record(command: list[str], out_dir: Path, *, interval_s: float = 0.5, trace_
     # is written, so a second signal cannot cut the ending short.
     previous = {s: signal.signal(s, on_signal) for s in interrupts.handled_signals()}
     try:
-        return _record_child(command, out_dir, interval_s, trace_dir, sampler, writer, stop, gpu_note, progress)
+        with marked_env() as (env, mark):
+            return _record_child(command, out_dir, interval_s, trace_dir, sampler, writer, stop, gpu_note, progress,
+                                 env, mark)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
 
 
 def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler, writer, stop: dict, gpu_note: str,
-                  progress) -> RecordResult:
+                  progress, env: dict[str, str] | None, mark: Path | None) -> RecordResult:
     started = time.time()
     wall0, cpu0 = time.monotonic(), time.process_time()
     reaped0 = _reaped_cpu_s()
     try:
-        child = subprocess.Popen(command)
+        child = subprocess.Popen(command, env=env)
     except OSError as err:
         sampler.close()
         raise InputError(f"record: cannot run {command[0]!r} ({err.strerror or err})") from None
@@ -278,7 +285,7 @@ def _record_child(command, out_dir: Path, interval_s: float, trace_dir, sampler,
         job_cpu_s=job_cpu_s, job_cpu_pct_of_host=job_pct, job_cpu_pct_of_host_p50=_percentile(job_shares, 50),
         job_cpu_pct_of_host_p95=_percentile(job_shares, 95), host_cpu_pct=host_pct, job_rss_peak_bytes=tree.rss_peak,
         host_shared=None if job_pct is None or host_pct is None else host_pct - job_pct > SHARED_POINTS,
-        job_run_queue_s=tree.run_queue_s,
+        job_run_queue_s=tree.run_queue_s, script_end_s=read_mark(mark, child.pid, started, ended),
         job_run_queue_pct_of_host=(100.0 * tree.run_queue_s / wall / tree.cores
                                    if tree.run_queue_s is not None and wall > 0 else None))
     with naming(out_dir / "recording.json"):

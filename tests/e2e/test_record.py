@@ -78,6 +78,9 @@ def test_exit_code_layout_and_cost(recording):
     assert meta["samples"] >= (PRE_S + BURN_S + SLEEP_S) / 0.2 * 0.7
     assert 0 <= meta["sampler_cpu_pct_of_one_core"] < 5  # measured; the < 1 % target is checked at 500 ms
     assert "sampler cost:" in recording.proc.stderr
+    # its script's end (the atexit hooks, after its last line's sys.exit), before the interpreter's teardown
+    _, _, t1 = recording.proc.stdout.split()
+    assert float(t1) + SLEEP_S <= meta["script_end_s"] <= meta["ended"]
     records = read_records(out)
     assert {r["Type"] for r in records} >= {"cpu", "memory", "i/o", "network"}
     assert all(set(r) == {"Type", "Name", "Dimension", "Value", "NodeId", "Timestamp"} for r in records)

@@ -79,6 +79,15 @@ def test_profiler_exports_span_from_the_handlers_stamp_to_the_files_last_write()
     assert profiler_exports({"traces_written_s": ["x"]}) == [] and profiler_exports(None) == []
 
 
+def test_the_scripts_end_is_a_finite_number_or_none():
+    from reportgen.rule_outputs import recorded_script_end
+
+    assert recorded_script_end({"script_end_s": 1796655491.3225787}) == 1796655491.3225787
+    for bad in ({"script_end_s": None}, {"script_end_s": "1796655491"}, {"script_end_s": float("nan")},
+                {"script_end_s": 10 ** 400}, {}, None, ["script_end_s"]):
+        assert recorded_script_end(bad) is None, bad
+
+
 def test_the_profilers_export_is_left_out_of_the_training_loop():
     """A recording's loop runs from the first traced event to the job's end; the export inside it is not training."""
     from pathlib import Path

@@ -146,6 +146,45 @@ def test_the_summary_gives_the_loop_at_a_glance_uses(tmp_path):
     assert ev.loop_s == pytest.approx(TRUTH["epoch-restart"]["loop_less_export_s"], rel=0.05)
 
 
+def test_without_a_child_process_the_loop_ends_where_the_script_did(tmp_path):
+    """tf-clean has no child process: its loop ends at the end of its script as `reportgen record` kept it (the
+    command's atexit hook), not at the exit 2.0 s later, and the job summary says so with the shutdown after it."""
+    from reportgen.diagnosis.evidence import SCRIPT_END
+    from reportgen.formatting import human_duration
+    from reportgen.report.build import build_report
+    from reportgen.section_ids import SectionId
+
+    report = build_report(load_rule_outputs(analyze_source(str(PLANTED / "tf-clean"), tmp_path / "o")))
+    ev = report.diagnosis.evidence
+    summary = next(s for s in report.sections if s.id == SectionId.TRAINING_JOB_SUMMARY)
+    text = " ".join(b.text for b in summary.blocks if hasattr(b, "text"))
+    recording = json.loads((PLANTED / "tf-clean" / "recording.json").read_text())
+    assert ev.loop_marks[1] == SCRIPT_END and ev.loop[1] == recording["script_end_s"]
+    assert f"({SCRIPT_END}): {human_duration(ev.loop_s)}" in text
+    assert f"shutdown after it {human_duration(ev.shutdown_s)}" in text
+    # the teardown (2.2 s to the recorder's end; the job's end is its last sample's tick) is no longer loop
+    assert 1.5 < ev.shutdown_s <= recording["ended"] - recording["script_end_s"]
+    truth = json.loads((PLANTED / "tf-clean" / "truth.json").read_text())
+    assert truth["t_end"] <= ev.loop[1] <= truth["t_end"] + 0.25  # truth.json written, a line printed
+
+
+def test_a_script_end_outside_the_loops_bounds_is_no_end(tmp_path):
+    """The script's end counts only after the profiler's last activity (its trace's last write) and before the exit:
+    a mark before the export or after the exit (a clock that stepped) leaves the end at the exit."""
+    import shutil
+
+    from reportgen.diagnosis.evidence import AT_EXIT, SCRIPT_END
+
+    recording = json.loads((PLANTED / "tf-clean" / "recording.json").read_text())
+    written = max(recording["traces_written_s"].values())
+    for at, end in ((written - 0.5, AT_EXIT), (recording["ended"] + 60, AT_EXIT), (written + 0.5, SCRIPT_END)):
+        run = tmp_path / f"run-{at}"
+        shutil.copytree(PLANTED / "tf-clean", run)
+        (run / "recording.json").write_text(json.dumps({**recording, "script_end_s": at}))
+        ev = diagnose(load_rule_outputs(analyze_source(str(run), tmp_path / f"o-{at}"))).evidence
+        assert ev.loop_marks[1] == end and (ev.loop[1] == at) == (end == SCRIPT_END)
+
+
 
 def test_cpu_loading_is_not_taken_for_waiting_when_the_timeline_is_judged(tmp_path):
     """A starved loader is not a waiting one (issue 46). cpu-loading's recording (143 s, its CPU judged) used 0.24
