@@ -139,16 +139,14 @@ def _script_loop_less_profiler(run: str) -> float:
 
 # Where the recording holds no mark of the loop's end (the job had no child process and was recorded before
 # `record` kept the script's end, or it ran on after the script's loop), the loop runs to the command's exit and the
-# interpreter's teardown counts as training (`tf-clean` and `anomaly`, re-recorded with the script's end, pass).
+# interpreter's teardown counts as training (`tf-clean`, `anomaly`, `print-log`,
+# `keras-tiny-batch`, `tf-hostwork`, `tf-eager`, `tf-retrace` and `tf-pyfunc`, re-recorded with the script's end, pass).
 NO_END_MARK = {
     "cpu-loading": "no child process (num_workers=0): 3.0 s of teardown counted",
     "io-latency": "no child process (num_workers=0): 3.8 s of teardown counted",
     "microbatch": "no child process; and the start is 4.2 s late (the steps before the window were slower)",
     "jax-clean": "no child process: stop_trace() and 1.7 s of teardown counted", "jax-nojit": "no child process",
     "jax-recompile": "no child process",
-    "tf-eager": "no child process", "tf-hostwork": "no child process", "tf-pyfunc": "no child process",
-    "tf-retrace": "no child process", "keras-tiny-batch": "no child process",
-    "print-log": "no child process: 7.2 s of teardown at load 12-18 after a 17.4 s loop",
     "float64": "its workers end with the script's last line, 1.5 s after its loop (prof.key_averages() and the "
                "truth written after the loop)",
 }
