@@ -149,6 +149,10 @@ NO_END_MARK = {
     "jax-recompile": "no child process",
     "float64": "its workers end with the script's last line, 1.5 s after its loop (prof.key_averages() and the "
                "truth written after the loop)",
+    "history-cat": "its worker ends with the script's last line, 1.1 s after its loop (prof.key_averages() and "
+                   "the truth written)",
+    "subprocess-monitor": "its worker ends with the script's last line, 2.0 s after its loop (prof.key_averages() "
+                          "and the truth written)",
 }
 
 

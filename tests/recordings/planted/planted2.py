@@ -43,6 +43,13 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
   print-log        the microbatch MLP at batch 16 (in-memory data) logging its loss and logits tensors every step
                    (logging.info("... %s", out): the tensor's repr reads each element from Python) to a file
                    (--metrics-file) (fix: the loss as a float, loss.item())
+  history-cat      the small CNN keeping every step's inputs with hist = torch.cat([hist, x]): each step copies
+                   all the steps before it, slower than the last (fix: a list of the batches, one cat at the end)
+  subprocess-monitor  every step runs monitoring commands (df, free, ps: as a loop might call nvidia-smi) with
+                   subprocess.run and parses them: the training process waits on its children (fix: every 50 steps)
+  needless-copy    the Wide network under SGD with momentum, snapshotting its weights and the optimizer's state
+                   every step ({k: v.clone()}, "to roll back on a NaN"): large copies that compute nothing
+                   (fix: a snapshot every 50 steps)
 JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
   jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
@@ -198,6 +205,9 @@ def run_torch(a, truth):
                                               torch.randint(0, 10, (steps * bs,), generator=g))
         model, workers, persistent = MLP(), 0, False
         loader = DataLoader(data, batch_size=bs, num_workers=0)
+    elif mode == "needless-copy":  # a large model (67 MB of weights, as much momentum) snapshotted every step
+        model = Wide()
+        loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
     elif mode == "accum-optimizer":
         model, accum, bs = Wide(), 4, 32
         loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
@@ -277,7 +287,8 @@ def run_torch(a, truth):
     micro = bs
     if mode == "microbatch" and not fix:
         micro, accum = 2, 16
-    opt = (torch.optim.Adam if mode == "accum-optimizer" else torch.optim.SGD)(model.parameters(), lr=0.01)
+    opt = (torch.optim.Adam if mode == "accum-optimizer" else torch.optim.SGD)(
+        model.parameters(), lr=0.01, **({"momentum": 0.9} if mode == "needless-copy" else {}))
     if mode == "float64":
         truth["dtype"] = "float32" if fix else "float64"
     truth.update(batch_size=bs, micro_batch=micro if mode == "microbatch" else None,
@@ -305,6 +316,7 @@ def run_torch(a, truth):
     step_s, cpu_s, planted_s, data_s, prof_step_s, extra = [], [], [], [], [], {}
     metrics_file = open(a.metrics_file, "w") if mode == "metrics" else None
     cache = []
+    hist, hist_list, snapshot = None, [], None
     if mode == "gc-pause":  # a metadata index of many small Python objects, as data sets keep (the GC walks it)
         cache = [{"id": i, "path": f"shard-{i % 97}/sample-{i}.jpg", "tags": [i % 7, i % 11]}
                  for i in range(a.gc_objects)]
@@ -362,6 +374,27 @@ def run_torch(a, truth):
                 loss = loss_fn(out, y[c:c + micro]) * (micro / bs)
                 loss.backward()
             opt.step()
+            if mode == "history-cat":  # every step's inputs kept for a later look at them
+                t = time.perf_counter()
+                if fix:
+                    hist_list.append(x.detach())
+                else:
+                    hist = x.detach().clone() if hist is None else torch.cat([hist, x.detach()])
+                planted = time.perf_counter() - t
+            if mode == "subprocess-monitor" and (not fix or step % 50 == 49):
+                t = time.perf_counter()  # the host's disk, memory and this process's RSS, from the usual tools
+                import subprocess
+                mon = {"df": subprocess.run(["df", "-k", "/"], capture_output=True, text=True).stdout.split(),
+                       "free": subprocess.run(["free", "-m"], capture_output=True, text=True).stdout.split(),
+                       "ps": subprocess.run(["ps", "-o", "rss=,pcpu=", "-p", str(os.getpid())], capture_output=True,
+                                            text=True).stdout.split()}
+                extra.setdefault("monitor_fields", []).append(sum(len(v) for v in mon.values()))
+                planted = time.perf_counter() - t
+            if mode == "needless-copy" and (not fix or step % 50 == 49):
+                t = time.perf_counter()  # a snapshot of the weights and the optimizer's state, to roll back to
+                snapshot = ({k: v.clone() for k, v in model.state_dict().items()},
+                            [s["momentum_buffer"].clone() for s in opt.state.values()])
+                planted = time.perf_counter() - t
             if mode == "ema-loop":
                 t = time.perf_counter()
                 params = [p.detach() for p in model.parameters()]
@@ -436,6 +469,13 @@ def run_torch(a, truth):
         data_s.append(waited)
     loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
     t_loop_end_epoch = time.time()
+    if mode == "history-cat":  # the fix's one cat, after the loop (timed beside it, not in it)
+        t = time.perf_counter()
+        hist = torch.cat(hist_list) if hist_list else hist
+        truth["history_rows"], truth["history_final_cat_s"] = int(hist.shape[0]), time.perf_counter() - t
+    if snapshot is not None:
+        truth["snapshot_bytes"] = sum(v.numel() * v.element_size() for v in snapshot[0].values()) + \
+            sum(v.numel() * v.element_size() for v in snapshot[1])
     stop_s = 0.0
     if prof is not None:
         t = time.perf_counter()
@@ -711,7 +751,8 @@ MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epo
          "jax-recompile": run_jax, "jax-clean": run_jax, "jax-nojit": run_jax, "tf-hostwork": run_tf, "tf-clean": run_tf,
          "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf, "tf-retrace": run_tf,
          "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch, "float64": run_torch,
-         "tf-pyfunc": run_tf, "keras-tiny-batch": run_keras, "print-log": run_torch}
+         "tf-pyfunc": run_tf, "keras-tiny-batch": run_keras, "print-log": run_torch,
+         "history-cat": run_torch, "subprocess-monitor": run_torch, "needless-copy": run_torch}
 
 
 def main():
