@@ -313,6 +313,10 @@ class TraceAccount:
     # tensor elements each step read into Python one by one (aten::item outside the optimizer and backward), where
     # the median step reads 50 or more (a tensor printed or logged, or iterated element by element); else empty
     scalar_reads_per_step: tuple[float, ...] = ()
+    # the part of each step's compute in data-moving operators the script itself ran (cat, clone, copy_, .to(): outside
+    # every other operator, the optimizer and the DataLoader), where they reach 5 % of the steps; ms by name
+    copies_per_step_ms: tuple[float, ...] = ()
+    copies_named: dict[str, float] = field(default_factory=dict)
 
     @property
     def base_ms(self) -> float:
@@ -366,6 +370,8 @@ class TraceAccount:
                  if isinstance(key, str) and given(value) is not None}
         compiled = {key: value for key, value in as_object(entry.get("compilation_named")).items()
                     if isinstance(key, str) and given(value) is not None}
+        copied = {key: value for key, value in as_object(entry.get("copies_named")).items()
+                  if isinstance(key, str) and given(value) is not None}
         optimizer = entry.get("optimizer_per_step_ms")
         optimizer = tuple(max(given(v) or 0.0, 0.0) for v in optimizer) if isinstance(optimizer, list) else ()
         def counts(key: str) -> tuple[float, ...]:
@@ -387,6 +393,7 @@ class TraceAccount:
                    input_python_calls_per_step=max(given(entry.get("input_python_calls_per_step")) or 0.0, 0.0),
                    graph_calls_per_step=counts("graph_calls_per_step"),
                    scalar_reads_per_step=counts("scalar_reads_per_step"),
+                   copies_per_step_ms=counts("copies_per_step_ms"), copies_named=copied,
                    between_cycles=tuple(gap for gap in map(CycleGap.of, entry.get("between_cycles") or [])
                                         if gap is not None) if isinstance(entry.get("between_cycles"), list) else ())
 

@@ -6,8 +6,9 @@ explains a slice (the input pipeline for waiting on data, host-sync for a blocke
 finding stands for that time, once. A slice no named cause claimed still gets its share, what the trace shows
 of it and how to look closer (``step-waste``). Four slices have causes of their own here, with evidence and a
 fix in the job's numbers: time under no operator (``host-overhead``), per-call operator overhead
-(``operator-overhead``), compilation in the loop (``compilation``), allocator calls (``allocator-churn``) and a
-debugging aid's checks inside the operators (``debug-mode``).
+(``operator-overhead``), compilation in the loop (``compilation``), allocator calls (``allocator-churn``), a
+debugging aid's checks inside the operators (``debug-mode``); and two refine ``compute`` itself: operators on float64
+(``float64``) and tensors the script copies outside every operator (``tensor-copies``).
 
 "Every step pays" is the slice's median per step times the steps: a stall that only some steps pay is the
 slow steps' cause (``step-outliers``), not a per-step overhead, so it is never counted twice.
@@ -510,6 +511,82 @@ def float64(ev: Evidence, found: dict) -> Finding | None:
                 metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
                          "worst_rank_share": saved[worst], "ranks": len(accounts(ev)),
                          "float64_share": wide / account.base_ms, "fallback_share": slow / account.base_ms})
+
+
+GROWS = 2.0  # the last third of the steps copies at least this many times what the first third does ...
+GROWS_FIT = 0.8  # ... and the copies follow the step's position this closely (Pearson r): they grow every step
+
+
+def copies_grow(per_step: tuple[float, ...]) -> bool:
+    """Whether the copies grow steadily from step to step (a tensor concatenated onto each step: every step copies
+    all the steps before it), not in a few steps: the last third's median at least ``GROWS`` times the first
+    third's, and the copies correlated with the step's position at ``GROWS_FIT`` or more."""
+    third = len(per_step) // 3
+    if third < 3 or len(set(per_step)) < 2:
+        return False
+    first, last = _median(per_step[:third]), _median(per_step[-third:])
+    fit = statistics.correlation(list(range(len(per_step))), list(per_step))
+    return last >= GROWS * max(first, 1e-9) and fit >= GROWS_FIT
+
+
+@detector("tensor-copies")
+def tensor_copies(ev: Evidence, found: dict) -> Finding | None:
+    """Data-moving operators the script runs in every step outside the model's passes (``copies_per_step_ms``: a
+    refinement of ``compute``): copies no computation needs — a snapshot of the weights, a history grown with
+    torch.cat. Time the operators spend, so the account calls it compute; the fix follows from its shape: copies
+    that grow with every step are a tensor concatenated onto (all of it copied each time), steady ones a copy that
+    every N steps, or none, would do."""
+    shares: dict[str, float] = {}
+    growing: dict[str, bool] = {}
+    for label, account in accounts(ev).items():
+        copies = account.copies_per_step_ms
+        if len(copies) != account.steps or account.base_ms <= 0:
+            continue
+        growing[label] = copies_grow(copies)
+        # all of them, in every step: a copy slower in a few steps is still the copy the fix removes (the slow
+        # steps' finding leaves the copies' excess in its steps to this one: one stall, one finding)
+        shares[label] = sum(copies) / account.base_ms
+    if not shares:
+        return None
+    share, worst = mean_and_worst(ev, shares)
+    if share < WASTE:
+        return None
+    account = accounts(ev)[worst]
+    copies = account.copies_per_step_ms
+    top = max(account.copies_named, key=account.copies_named.get) if account.copies_named else "copy operators"
+    named = ", ".join(f"{name} {ms:.0f} ms" for name, ms in list(account.copies_named.items())[:3])
+    evidence = [f"{pct(sum(copies) / account.base_ms)} of the profiled steps' time{_rank_text(ev, worst)} is operators "
+                f"that only copy data, run by the script itself outside the model's forward and backward operators, "
+                f"the optimizer and the DataLoader ({named}, over {account.steps} steps)",
+                "a clean training loop copies no tensor of its own each step: the model's and the optimizer's "
+                "copies are inside their operators"]
+    third = len(copies) // 3
+    if growing[worst]:
+        evidence.insert(1, f"the copies grow with every step: {_median(copies[:third]):.1f} ms a step in the first "
+                           f"third of the profiled steps, {_median(copies[-third:]):.1f} ms in the last — each step "
+                           "copies everything kept before it, so the steps get slower as the run goes on (a longer "
+                           "run pays more than this share: the cost grows with the square of the steps)")
+        heading = f"Each step copies more than the last: a tensor grows every step ({top})"
+        fix = (f"Stop growing a tensor by concatenation in every step ({top}: kept = torch.cat([kept, new]) copies all "
+               "of kept each time): append each step's tensor to a Python list and concatenate once when it is needed "
+               "(torch.cat(list) at the end), or preallocate the whole tensor and write each step's rows into it. "
+               "Keep only what is needed (detached, or reduced to the statistic you will use).")
+        basis = ("the copies' time in the profiled steps, all of it (it grows with the steps); one concatenation "
+                 "at the end copies the rows once")
+    else:
+        evidence.insert(1, f"every step pays it: {_median(copies):.1f} ms of a median {_median_step_ms(account):.1f} ms "
+                           f"step, {max(copies):.0f} ms in the slowest")
+        heading = f"Every step copies tensors no computation needs ({top})"
+        fix = (f"Copy less often: the {top} in every step copies tensors outside the model (a snapshot of the weights "
+               "or the optimizer's state to roll back to, a .clone() / .contiguous() / .to() of data that is already "
+               "usable). Snapshot every N steps or when a metric improves, keep a reference instead of a copy where "
+               "nothing writes to it, and convert data once in the Dataset; with_stack=True names the lines.")
+        basis = "the copies' time in the profiled steps, all of it: every copy the fix leaves out is saved"
+    return make(ev, "tensor-copies", 0.0, evidence, fix, loop_share=share,
+                sections=[SectionId.GPU_KERNELS_OPERATORS], heading=heading, basis=basis,
+                metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
+                         "worst_rank_share": shares[worst], "ranks": len(accounts(ev)), "grows": growing[worst],
+                         "copies_named_ms": dict(account.copies_named)})
 
 
 LONG_GAP = 5.0  # a gap between steps this many times the median gap is a pause (evaluation, a checkpoint)

@@ -45,7 +45,7 @@ class Cause:
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy",
               "memory-bound-kernels")
 ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "debug-mode", "loader-restart",
-                  "between-steps", "step-waste", "float64")
+                  "between-steps", "step-waste", "float64", "tensor-copies")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
 
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
@@ -71,6 +71,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("debug-mode", "A debugging aid slows every step", "step-account"),
     Cause("between-steps", "The loop spends time between its steps", "step-account"),
     Cause("float64", "The model computes in float64", "step-account"),
+    Cause("tensor-copies", "The steps copy tensors that no computation needs", "step-account"),
     Cause("gpu-underused", "The GPUs are underused",
           after=("input-pipeline", "cpu-bound", "io-bound", *IDLE_GPU_CAUSES)),
     Cause("straggler", "One worker is slower than the rest", "step-times"),
@@ -80,7 +81,8 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("memory-leak", "Memory grows every step", "memory"),  # detectors in memory_causes.py
     Cause("out-of-memory-risk", "GPU memory is close to full", "memory"),
     Cause("slow-initialization", "Slow start before the first step", "step-times"),
-    Cause("step-outliers", "Some steps are much slower than the rest", "step-times", after=("compilation",)),
+    Cause("step-outliers", "Some steps are much slower than the rest", "step-times",
+          after=("compilation", "tensor-copies")),
     # Last: the account's waste that no cause above claimed (it reads every cause that claims a slice).
     Cause("step-waste", "Part of every step is spent outside compute", "step-account",
           after=("input-pipeline", "io-bound", "cpu-bound", "straggler", "host-sync", "communication-bound",
@@ -994,6 +996,17 @@ def _paying_alike(ev: Evidence, worker: str, why) -> tuple[tuple[int, ...], floa
     return extra, sum(excess[i] for i in extra), beat[0] if beat else None
 
 
+def _copies_excess_ms(ev: Evidence, worker: str, why) -> float:
+    """The script's own copies (``copies_per_step_ms``) in the slow steps beyond the copies' median step (ms): time
+    the tensor-copies finding claims, whichever steps pay it."""
+    rank = ev.trace_ranks.get(worker[len("rank "):]) if worker.startswith("rank ") else None
+    account = rank.account if rank is not None else None
+    if why is None or account is None or len(account.copies_per_step_ms) != account.steps:
+        return 0.0
+    usual = statistics.median(account.copies_per_step_ms)
+    return sum(max(account.copies_per_step_ms[i] - usual, 0.0) for i in why.first_step_positions)
+
+
 @detector("step-outliers")
 def step_outliers(ev: Evidence, found: dict) -> Finding | None:
     rule_fired = ev.state("StepOutlier") == FIRED
@@ -1048,6 +1061,11 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
             evidence.append(f"{plural(len(positions), 'more step')} pay the same {titles[why.slice]} without being "
                             f"outliers ({secs(extra_ms / 1000.0)} in all)" + (f": with them, every {beat} steps"
                                                                             if beat else "") + ", counted here too")
+        copied = _copies_excess_ms(ev, worker, why) if "tensor-copies" in found else 0.0
+        if copied > 0:  # the script's own copies, slower in those steps: the tensor-copies finding counts them
+            lost = max(lost - copied / 1000.0, 0.0)
+            evidence.append(f"{secs(copied / 1000.0)} of their extra time is the script's own tensor copies, slower "
+                            "there: counted by the copies' finding, not here")
         if worker.startswith("rank ") and top.total_s:
             loop_share = lost / top.total_s  # of the profiled steps, and so of the loop
         else:

@@ -131,6 +131,13 @@ PIPELINE_PYTHON = re.compile(r"^(EagerPyFunc|PyFunc|PyFuncStateless)(:|$)")
 # backward functions: a tensor's repr in a print or log line reads every element this way, as does iterating a
 # tensor element by element; ``.tolist()`` / ``.numpy()`` read a whole tensor in one call.
 SCALAR_READ = "aten::item"
+# Operators that only move data — concatenate, stack, clone, copy, convert — run by the step's own thread outside
+# every other operator, the optimizer's ranges and the DataLoader: not the model's arithmetic (a layer's own copies
+# are inside its operator, the optimizer's inside its range) but tensors the script copies each step: a snapshot of
+# the weights, a history grown with torch.cat, a needless .contiguous() / .clone() / .to().
+COPY_OPS = frozenset(("aten::cat", "aten::concat", "aten::concatenate", "aten::stack", "aten::hstack",
+                      "aten::vstack", "aten::clone", "aten::copy_", "aten::contiguous", "aten::to", "aten::_to_copy"))
+COPIES_KEPT = 0.05  # the copies' share of the steps' time from which the account keeps them (per step, by name)
 SCALAR_READS = 50  # a median step reading this many elements into Python one by one (a metrics line reads a few,
 # a heavy one 22: gpu-host-sync; a printed 16x10 tensor 330): kept in the account
 
@@ -312,6 +319,8 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         _float64_compute(trace, cpu, lo, hi, per_step["compute"])
     reads = _scalar_reads(trace, primary_cpu, lo, hi)
     total = float(dur.sum())
+    copies, copies_named = (np.zeros(lo.size), {}) if device else \
+        _script_copies(trace, primary_cpu & ~is_step, data, lo, hi, per_step["compute"])
     python = cpu & ~on_primary & _named(trace, lambda n: bool(PIPELINE_PYTHON.match(n)))
     pipeline_python = {"input_python_ms": sum(_names_of(trace, python, merged(lo, hi)).values()),
                        "input_python_calls_per_step": float(np.median(_starts_per_step(trace, python, lo, hi)))
@@ -346,6 +355,9 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         **pipeline_python,  # only where the input pipeline ran Python functions (tf.py_function) in the steps
         # only where the median step reads SCALAR_READS or more tensor elements into Python one by one
         **({"scalar_reads_per_step": reads} if reads and float(np.median(reads)) >= SCALAR_READS else {}),
+        # only where the script's own copies (COPY_OPS outside any operator) reach COPIES_KEPT of the steps' time
+        **({"copies_per_step_ms": [float(v) / 1000.0 for v in copies], "copies_named": copies_named}
+           if total > 0 and float(copies.sum()) >= COPIES_KEPT * total else {}),
         # only where the steps ran a tf.function's graph whose operations the trace holds: calls per step
         **({"graph_calls_per_step": [int(c) for c in graph_calls]} if graph_split else {}),
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
@@ -447,6 +459,23 @@ def _scalar_reads(trace: k.TraceColumns, thread: np.ndarray, lo: np.ndarray, hi:
     if framework.any():
         reads &= ~_inside(trace, reads, _union(trace, framework))
     return _starts_per_step(trace, reads, lo, hi)
+
+
+def _script_copies(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                   compute: np.ndarray) -> tuple[np.ndarray, dict[str, float]]:
+    """Per step (µs, of ``compute``), the time of the data-moving operators (``COPY_OPS``) that the step's thread
+    ran outside every other operator, the optimizer's ranges and the DataLoader's; and their ms by name."""
+    ranges = thread & (data | _named(trace, lambda n: bool(FRAMEWORK_RANGE.match(n))))
+    copies = _outermost(trace, thread & (trace.rows(k.CPU_OP) | ranges)) & trace.rows(k.CPU_OP) \
+        & _named(trace, COPY_OPS.__contains__)
+    if copies.any() and ranges.any():  # one that spans the range exactly is still inside it
+        copies &= ~_inside(trace, copies, _union(trace, ranges))
+    if not copies.any():
+        return np.zeros(lo.size), {}
+    union = _union(trace, copies)
+    per_step = np.minimum(covered(union, lo, hi), np.maximum(compute, 0.0))
+    named = dict(sorted(_names_of(trace, copies, merged(lo, hi)).items(), key=lambda kv: -kv[1])[:TOP_NAMED])
+    return per_step, named
 
 
 def _loader_starts(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray,

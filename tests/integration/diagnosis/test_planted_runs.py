@@ -71,6 +71,11 @@ EXPECTED = {
     # by the loading it moves (held to the rerun right after it: the second ran as the host's load rose); starved of
     # cores, not waiting, by the scheduler's run queue (below)
     "cpu-loading": ("input-pipeline", "num_workers from 0 to 1", "fix"),
+    # probes of 16:21 UTC, healthy / a wrong first finding as recorded: the script's own copies outside every operator
+    # (a tensor grown with torch.cat every step, held to the cat's own time: the reruns drifted with the host's load;
+    # a snapshot of a 67 MB layer's weights and momentum cloned every step)
+    "history-cat": ("tensor-copies", "concatenate once", "planted"),
+    "needless-copy": ("tensor-copies", "Copy less often", "fix"),
 }
 
 
@@ -263,4 +268,41 @@ def test_print_log_names_the_tensor_printed_every_step(tmp_path):
     assert "Stop printing or logging whole tensors" in top.fix and "333 a step" in top.fix
     assert any("tensor elements into Python one by one" in line for line in top.evidence)
     planted = truth["planted_share_profiled"] * truth["loop_less_export_s"]
+    assert abs(top.seconds - planted) <= TOLERANCE * planted, (top.seconds, planted)
+
+
+def test_copies_that_grow_every_step_are_named_and_slow_steps_leave_them_to_the_copies(tmp_path):
+    """history-cat (probe of 16:21 UTC, healthy as recorded): aten::cat outside any operator grows from 25 to 350 ms
+    a step, 53 % of the profiled steps; the finding says it grows and gives the list-then-one-cat fix. needless-copy
+    (step-outliers with the fix for larger inputs as recorded): three steps the busy host slowed, 2.9 s of their
+    extra in the snapshot's clones, which the copies' finding counts (all its time), not the slow steps'."""
+    grown = _diagnosis("history-cat", tmp_path).findings[0]
+    assert grown.metrics["grows"] is True and grown.metrics["copies_named_ms"].keys() == {"aten::cat"}
+    assert "the copies grow with every step" in grown.evidence[1]
+    copied = _diagnosis("needless-copy", tmp_path)
+    top, slow = copied.findings[0], next(f for f in copied.findings if f.cause == "step-outliers")
+    assert top.metrics["grows"] is False and "aten::clone" in top.metrics["copies_named_ms"]
+    (said,) = [e for e in slow.evidence if "tensor copies" in e]
+    assert said.startswith("2.9 s of their extra time is the script's own tensor copies")
+    # the slow steps lost 7.3 s of the profiled 25.6 s (28 %): what the clones did not take, 4.4 s (17 %), is theirs
+    assert slow.metrics["seconds_lost"] == pytest.approx(7.3, abs=0.05) and 0.16 < slow.loop_share < 0.18
+
+
+def test_subprocess_monitor_is_time_under_no_operator_with_the_every_n_steps_fix(tmp_path):
+    """subprocess-monitor (probe of 16:21 UTC): three monitoring commands run with subprocess.run every step. The
+    trace holds nothing of them; the account puts the wait under no operator, host-overhead, with the remedy (every N
+    steps or a background thread). Its impact is over the planted cost: see the next test."""
+    diagnosis = _diagnosis("subprocess-monitor", tmp_path)
+    top = diagnosis.findings[0]
+    assert diagnosis.status == "problems" and top.cause == "host-overhead"
+    assert "every N steps, or in a background thread" in top.fix
+    assert "tensor-copies" not in [f.cause for f in diagnosis.findings]
+
+
+@pytest.mark.xfail(strict=True, reason="the loop runs to the DataLoader worker's end, 2.0 s after the script's loop "
+                                       "(key_averages() and the truth written: +13 %), and the clean steps' own ~4 % "
+                                       "under no operator is claimed with the plant's 18.7 %: 3.9 s against 2.9 s")
+def test_subprocess_monitors_impact_is_its_planted_cost(tmp_path):
+    top = _diagnosis("subprocess-monitor", tmp_path).findings[0]
+    planted = TRUTH["subprocess-monitor"]["planted_s"]
     assert abs(top.seconds - planted) <= TOLERANCE * planted, (top.seconds, planted)

@@ -31,7 +31,7 @@ REFINES = {"host-overhead": ("no_operator",), "compilation": ("compilation",),
            "allocator-churn": ("memory_management",), "debug-mode": ("debug_checks",),
            "loader-restart": ("data_wait", "no_operator"), "host-sync": ("host_blocked",),
            "input-pipeline": ("data_wait",), "kernel-launch-bound": ("dispatch", "no_operator"),
-           "communication-bound": ("communication",),
+           "communication-bound": ("communication",), "tensor-copies": ("compute",),
            "step-waste": ("data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
                           "compilation", "dispatch", "debug_checks", "no_operator")}
 SLACK = 1e-6

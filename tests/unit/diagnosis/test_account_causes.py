@@ -43,6 +43,12 @@ def _steps(tmp_path: Path, parts, gap=lambda i: 10) -> RuleOutputs:
                 events.append(_ev("aten::mm", t, dur, args=DOUBLE))
             elif kind == "slowconv64":  # float64's reference convolution (oneDNN has no float64 kernel)
                 events.append(_ev("aten::_slow_conv2d_forward", t, dur, args=DOUBLE))
+            elif kind in ("clone", "cat"):  # a copy the script makes itself, outside every other operator
+                events.append(_ev(f"aten::{kind}", t, dur))
+            elif kind == "opcopy":  # an operator whose own copy is inside it (a layer's, not the script's)
+                events += [_ev("aten::mm", t, dur), _ev("aten::copy_", t + dur / 4, dur / 2)]
+            elif kind == "optcopy":  # a copy inside the optimizer's range
+                events += [_ev("Optimizer.step#SGD.step", t, dur, "user_annotation"), _ev("aten::clone", t, dur)]
             elif kind in ("tfload", "tfload-py"):  # waiting for a tf.data pipeline; "-py": its map is Python
                 events.append(_ev("EagerLocalExecute: IteratorGetNext", t, dur))
                 if kind == "tfload-py":  # three tf.py_function calls on the pipeline's thread meanwhile
@@ -182,6 +188,36 @@ def test_compute_in_float64_is_a_finding_with_what_float32_saves(tmp_path):
     assert "model.float()" in finding.fix and "90 % of the profiled steps' time" in finding.evidence[0]
     float32 = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("op", 9800)]))
     assert float32.findings == []
+
+
+def test_copies_the_script_makes_every_step_are_a_finding_with_all_their_time(tmp_path):
+    """A clone outside every operator in each step (a snapshot to roll back to): operator time, so compute, but no
+    computation needs it; the finding claims all of it, the fix is to copy less often."""
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("op", 6800), ("clone", 3000)]))
+    assert _causes(diagnosis) == ["tensor-copies"] and diagnosis.status == "problems"
+    finding = diagnosis.findings[0]
+    assert finding.share == pytest.approx(0.3, rel=1e-3) and finding.metrics["grows"] is False
+    assert finding.title.startswith("Every step copies tensors no computation needs (aten::clone)")
+    assert "Copy less often" in finding.fix and "every step pays it: 3.0 ms" in finding.evidence[1]
+
+
+def test_copies_that_grow_every_step_are_a_tensor_concatenated_onto(tmp_path):
+    """torch.cat onto a kept tensor: each step copies all the steps before it, the steps get slower one by one; the
+    fix is a list concatenated once (or a preallocated tensor), the impact all the copies' time."""
+    cat = lambda i: 100.0 * (i + 1)  # noqa: E731
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("op", 5000), ("cat", cat(i))]))
+    finding = diagnosis.findings[0]
+    assert finding.cause == "tensor-copies" and finding.metrics["grows"] is True
+    copied = sum(cat(i) for i in range(40))
+    assert finding.share == pytest.approx(copied / (copied + 40 * 5200), rel=1e-3)
+    assert "grows every step (aten::cat)" in finding.title and "concatenate once" in finding.fix
+    assert "the copies grow with every step" in finding.evidence[1]
+
+
+def test_copies_inside_operators_or_the_optimizer_are_the_models_own(tmp_path):
+    """A layer's copy inside its operator, the optimizer's inside its range: compute, no finding."""
+    diagnosis = diagnose(_steps(tmp_path, lambda i: [("load", 200), ("opcopy", 6800), ("optcopy", 3000)]))
+    assert _causes(diagnosis) == []
 
 
 def test_a_tf_data_map_in_python_is_the_input_pipelines_with_the_tf_fix(tmp_path):
