@@ -85,3 +85,16 @@ def child_processes(changes: object) -> ChildProcesses | None:
     if last < len(rows) and rows[last][2] == own:
         ended = (rows[last][0], rows[last][1])
     return ChildProcesses((first[0], first[1]), ended)
+
+
+def churn_within(changes: object, lo: float, hi: float) -> tuple[int, int]:
+    """(how many times the command's process count changed strictly inside [lo, hi] — children that came and went
+    while the loop ran, beyond its workers' start and end —, the most processes seen there) from
+    ``process_changes``' rows; (0, 0) without rows. A change is inside when both of its ticks are."""
+    rows = []
+    for row in changes if isinstance(changes, list) else []:
+        values = [given(v) for v in row] if isinstance(row, list) and len(row) == 3 else []
+        if len(values) == 3 and all(v is not None for v in values):
+            rows.append((float(values[0]), float(values[1]), int(values[2])))  # type: ignore[arg-type]
+    inside = [row for row in rows if lo < row[0] and row[1] < hi]
+    return len(inside), max((row[2] for row in inside), default=0)

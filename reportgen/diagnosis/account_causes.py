@@ -137,6 +137,9 @@ def _named_text(account: TraceAccount) -> str:
     return f"what the trace names in that time: {parts} (annotations and Python frames, over all steps)"
 
 
+CHURN = 4  # process-count changes inside the loop from which children came and went while it ran (two at least)
+
+
 @detector("host-overhead")
 def host_overhead(ev: Evidence, found: dict) -> Finding | None:
     if "kernel-launch-bound" in found:  # the GPU waits for the host, whatever the host does between launches
@@ -164,6 +167,17 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
            "conversions, numpy on outputs, files written with fsync), a manual gc.collect() or empty_cache(), "
            f"checkpoints; {PROFILE_CLOSER}.")
     heading = ""
+    churn = ev.process_churn or (0, 0)
+    if churn[0] >= CHURN:  # the recording saw children come and go while the loop ran: the step may wait on them
+        evidence[0] = evidence[0].replace("the training script's own Python between",
+                                          "the training script's own Python, or what it waits for, between")
+        evidence.insert(1, f"the recording saw the job's processes come and go {churn[0]} times while the loop ran (up "
+                           f"to {churn[1]} at once), beyond its workers' first start and last end: a command the step "
+                           "runs (subprocess.run, os.system) or workers started again is waited for under no "
+                           "operator, and its CPU is not the training process's")
+        fix = ("If the step runs a command (subprocess.run or os.system of nvidia-smi, df, ps, a script) — child "
+               f"processes came and went {churn[0]} times in the loop — run it every N steps or in a background "
+               "thread, or read the value in the process (psutil, NVML) instead of starting a program. " + fix)
     reads = _median(account.scalar_reads_per_step)
     if reads:  # the step reads tensors element by element into Python: the Python around each read is that time
         evidence.insert(1, f"every step reads {reads:,.0f} tensor elements into Python one by one (aten::item outside "

@@ -18,6 +18,7 @@ from reportgen.diagnosis.profiler_cost import (ProfilerOverhead, profiler_overhe
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
+from reportgen.job_processes import churn_within
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_children,
                                     recorded_command, recorded_run_queue, recorded_script_end, system_usage_of,
@@ -89,6 +90,8 @@ class Evidence:
     profiler_export_s: float | None = None  # the profiler's own export inside the training loop (left out of it)
     shutdown_s: float | None = None  # a recording's: from the loop's end to the job's end
     loop_marks: tuple[str, str] | None = None  # a recording's: how the loop's start and end were found
+    # a recording's: times its process count changed inside the loop (children that came and went), and the most
+    process_churn: tuple[int, int] | None = None
     profiler_overhead: ProfilerOverhead | None = None  # the profiler's cost per recorded step (None: no traces)
     trace_span_s: float | None = None  # first to last traced event over every rank and cycle
     profiled_s: float | None = None  # the traced cycles' own time (a rank's cycles added up)
@@ -217,6 +220,8 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
         firsts = [min(firsts + earlier)] if firsts and earlier else firsts
         if firsts:
             ev.loop = _loop_marks(ev, outputs.recording, (min(firsts), start + ev.duration_s), start)
+            if isinstance(outputs.recording, dict) and "process_changes" in outputs.recording:
+                ev.process_churn = churn_within(outputs.recording["process_changes"], *ev.loop)
             ev.init_s = ev.loop[0] - start
             ev.shutdown_s = start + ev.duration_s - ev.loop[1]
             ev.loop_s = ev.loop[1] - ev.loop[0]

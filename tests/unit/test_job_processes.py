@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from reportgen.job_processes import child_processes, process_changes
+from reportgen.job_processes import child_processes, churn_within, process_changes
 
 
 def _ticks(path, counts, t0=1000.0, step=0.5, extra=""):
@@ -50,3 +50,15 @@ def test_bad_lines_cost_only_themselves(tmp_path):
     # rows as a hand-edited recording.json may hold them
     assert child_processes([[1, 2], "x", [1000.0, 1000.0, 1], [1000.0, 1000.5, True], [1000.5, 1001.0, 3],
                             [1001.0, 1001.5, 1]]).ended == (1001.0, 1001.5)
+
+
+def test_children_that_come_and_go_inside_the_loop_are_counted(tmp_path):
+    """A worker for the loop, and a command started from the step now and then (a third process for a tick): the
+    changes strictly inside the loop count, the worker's own start and end (the loop's marks) do not."""
+    changes = process_changes(_ticks(tmp_path / "m.jsonl", [1, 2, 2, 3, 2, 2, 3, 2, 1, 1]))
+    children = child_processes(changes)
+    assert churn_within(changes, children.start_s, children.end_s) == (4, 3)
+    assert churn_within(changes, 1000.9, 1002.1) == (2, 3)  # the first command only: its start and its end
+    steady = process_changes(_ticks(tmp_path / "s.jsonl", [1, 2, 2, 2, 2, 1]))
+    marks = child_processes(steady)
+    assert churn_within(steady, marks.start_s, marks.end_s) == (0, 0) and churn_within([], 0.0, 1.0) == (0, 0)

@@ -290,13 +290,21 @@ def test_copies_that_grow_every_step_are_named_and_slow_steps_leave_them_to_the_
 
 def test_subprocess_monitor_is_time_under_no_operator_with_the_every_n_steps_fix(tmp_path):
     """subprocess-monitor (probe of 16:21 UTC): three monitoring commands run with subprocess.run every step. The
-    trace holds nothing of them; the account puts the wait under no operator, host-overhead, with the remedy (every N
-    steps or a background thread). Its impact is over the planted cost: see the next test."""
+    trace holds nothing of them; the account puts the wait under no operator, host-overhead. As recorded the evidence
+    called it the script's Python; the recording's process count saw children come and go 8 times inside the loop
+    (up to 3 processes: the worker and a command), so the finding says the step may wait on what it starts and the
+    fix names commands run from the step first. Its impact is over the planted cost: see the next test."""
     diagnosis = _diagnosis("subprocess-monitor", tmp_path)
     top = diagnosis.findings[0]
     assert diagnosis.status == "problems" and top.cause == "host-overhead"
+    assert diagnosis.evidence.process_churn == (8, 3)
+    assert top.fix.startswith("If the step runs a command (subprocess.run or os.system")
     assert "every N steps, or in a background thread" in top.fix
+    assert any(e.startswith("the recording saw the job's processes come and go 8 times") for e in top.evidence)
     assert "tensor-copies" not in [f.cause for f in diagnosis.findings]
+    # a loop whose worker stays from its first batch to its end has no such churn, and no such fix
+    metrics = _diagnosis("metrics", tmp_path)
+    assert metrics.evidence.process_churn == (0, 0) and "subprocess" not in metrics.findings[0].fix
 
 
 @pytest.mark.xfail(strict=True, reason="the loop runs to the DataLoader worker's end, 2.0 s after the script's loop "
