@@ -118,11 +118,13 @@ def test_the_profilers_export_matches_the_scripts_own_timing(tmp_path):
 
 
 def test_jax_and_tensorflows_export_runs_from_the_traces_end_to_their_last_file(tmp_path):
-    """stop_trace() / stop() as the scripts timed them: 7.06 s (JAX writes the XSpace and a Chrome-trace copy) and
-    0.045 s; from the traces' last event to the last write under plugins/profile/: 6.50 s and 0.042 s."""
-    for run in ("jax-nojit", "tf-eager"):
+    """stop_trace() / stop() as the scripts timed them: 0.35 s (JAX writes the XSpace and a Chrome-trace copy; 7.06 s
+    when every step of the first recording was profiled) and 0.045 s; from the traces' last event to the last write
+    under plugins/profile/: 0.28 s (6.50 s) and 0.042 s. Within 10 % or 70 ms: the part of stop_trace() before the
+    trace's last event and after its last write (10-65 ms on the JAX runs profiled in a window)."""
+    for run in ("jax-nojit", "jax-recompile", "tf-eager"):
         ev = _diagnosis(run, tmp_path).evidence
-        assert ev.profiler_export_s == pytest.approx(TRUTH[run]["profiler_export_s"], rel=0.1)
+        assert ev.profiler_export_s == pytest.approx(TRUTH[run]["profiler_export_s"], rel=0.1, abs=0.07)
 
 
 def test_the_summary_gives_the_loop_at_a_glance_uses(tmp_path):

@@ -141,13 +141,12 @@ def _script_loop_less_profiler(run: str) -> float:
 # Where the recording holds no mark of the loop's end (the job had no child process and was recorded before
 # `record` kept the script's end, or it ran on after the script's loop), the loop runs to the command's exit and the
 # interpreter's teardown counts as training (`tf-clean`, `anomaly`, `print-log`,
-# `keras-tiny-batch`, `tf-hostwork`, `tf-eager`, `tf-retrace`, `tf-pyfunc`, `jax-clean` and `jax-recompile`, re-recorded
+# `keras-tiny-batch`, `tf-hostwork`, `tf-eager`, `tf-retrace`, `tf-pyfunc`, `jax-clean`, `jax-recompile` and `jax-nojit`, re-recorded
 # with the script's end, pass).
 NO_END_MARK = {
     "cpu-loading": "no child process (num_workers=0): 3.0 s of teardown counted",
     "io-latency": "no child process (num_workers=0): 3.8 s of teardown counted",
     "microbatch": "no child process; and the start is 4.2 s late (the steps before the window were slower)",
-    "jax-nojit": "no child process",
     "float64": "its workers end with the script's last line, 1.5 s after its loop (prof.key_averages() and the "
                "truth written after the loop)",
 }
