@@ -256,7 +256,7 @@ def _first_step_startup_ms(ev: Evidence, label: str, account: TraceAccount) -> f
     loop's start holds it at far more than its part of a long loop, so a share of every step is taken over the
     other steps and applied to the loop less it."""
     rank = ev.trace_ranks.get(label)
-    compiling = account.per_step_ms.get("compilation", ())
+    compiling = account.per_step_ms["compilation"]  # every slice is in the typed view
     durations = account.step_durations_ms()
     if rank is None or account.steps < 3 or len(compiling) != account.steps or len(durations) != account.steps:
         return 0.0
