@@ -265,21 +265,61 @@ EAGER_WORDS = {  # runtime: (its operations, how the trace shows them, the fix)
 }
 
 
+def _first_step_startup_ms(ev: Evidence, label: str, account: TraceAccount) -> float:
+    """The loop's first step (step 0) when it is the first profiled step and the only one that compiles: the
+    framework compiling what every later step reuses, paid once (ms); 0 otherwise. A window of a few steps from the
+    loop's start holds it at far more than its part of a long loop, so a share of every step is taken over the
+    other steps and applied to the loop less it."""
+    rank = ev.trace_ranks.get(label)
+    compiling = account.per_step_ms["compilation"]  # every slice is in the typed view
+    durations = account.step_durations_ms()
+    if rank is None or account.steps < 3 or len(compiling) != account.steps or len(durations) != account.steps:
+        return 0.0
+    numbered = [(x.start_ms, x.step) for x in rank.step_list if x.step is not None and x.start_ms is not None]
+    if not numbered or min(numbered)[1] != 0:
+        return 0.0
+    if compiling[0] <= 0 or any(v > 0 for v in compiling[1:]):
+        return 0.0
+    return durations[0] if durations[0] < account.base_ms else 0.0
+
+
+def _every_step_share_after(account: TraceAccount, name: str, first_ms: float) -> float:
+    """``every_step_share`` over the steps after the first (its ``first_ms`` out of the steps' time)."""
+    values = account.per_step_ms.get(name, ())[1:]
+    base = account.base_ms - first_ms
+    if not values or base <= 0:
+        return 0.0
+    return min(statistics.median(values) * len(values), sum(values)) / base
+
+
 def _eager_finding(ev: Evidence, label: str, account: TraceAccount, overhead: float) -> Finding:
     """TensorFlow or JAX running the step op by op from Python: every operation pays the runtime's fixed cost and
-    the Python between operations runs every step; compiled as one graph both are paid once, when it is traced."""
+    the Python between operations runs every step; compiled as one graph both are paid once, when it is traced.
+    A first step that compiles every primitive on its own (JAX) is start-up: out of the shares and of the loop."""
     ops = _median(account.eager_ops_per_step)
     what, shown, remedy = EAGER_WORDS[account.eager_runtime or "tensorflow"]
+    first_ms = _first_step_startup_ms(ev, label, account)
+    loop_share, of_what, startup = overhead, "the profiled steps' time", []
+    per_step = {name: account.every_step_share(name) for name in ("dispatch", "no_operator", "compute")}
+    if first_ms and ev.loop_s:
+        per_step = {name: _every_step_share_after(account, name, first_ms) for name in per_step}
+        overhead = per_step["dispatch"] + per_step["no_operator"]
+        loop_share = overhead * max(ev.loop_s - first_ms / 1000, 0.0) / ev.loop_s
+        of_what = "the profiled steps' time after the first"
+        compiled = ", ".join(f"{name} {ms / 1000:.1f} s" for name, ms in list(account.compilation_named.items())[:3])
+        startup = [f"the loop's first step ({first_ms / 1000:.2f} s) compiled{f' ({compiled})' if compiled else ''} "
+                   "what every later step reuses: start-up, left out of these shares and of the loop the impact "
+                   "applies to (a compiled step compiles once too; what it would save there is not counted)"]
+    median = _median_step_ms(account)
     evidence = [f"{ops:,.0f} {what} a step run one by one from Python{_rank_text(ev, label)} ({shown})",
-                f"{pct(overhead)} of the profiled steps' time, paid in every step, is outside the operations' kernels "
-                f"({overhead * account.step_ms / max(account.steps, 1):.1f} ms of a median {_median_step_ms(account):.1f} ms "
-                "step): the runtime's cost of each call "
-                f"({pct(account.every_step_share('dispatch'))})"
-                + (f" and the Python between calls ({pct(python)})" if (python := account.every_step_share("no_operator"))
-                   >= 0.005 else "") + f"; the kernels themselves are {pct(account.every_step_share('compute'))}"]
+                f"{pct(overhead)} of {of_what}, paid in every step, is outside the operations' kernels "
+                f"({overhead * (account.step_ms - first_ms) / max(account.steps - (1 if first_ms else 0), 1):.1f} ms "
+                f"of a median {median:.1f} ms step): the runtime's cost of each call ({pct(per_step['dispatch'])})"
+                + (f" and the Python between calls ({pct(python)})" if (python := per_step["no_operator"])
+                   >= 0.005 else "") + f"; the kernels themselves are {pct(per_step['compute'])}", *startup]
     fix = (f"{remedy} The Python then runs once, when the step is traced, and the operations run back to back in the "
            "runtime.")
-    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=overhead,
+    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=loop_share,
                 sections=[_account_section(ev)],
                 heading=f"Each step runs {ops:,.0f} operations one by one from Python"
                         + (" (eager execution)" if account.eager_runtime == "tensorflow" else " (no jax.jit)"),

@@ -95,7 +95,8 @@ def test_the_planted_cost_is_the_first_finding_with_its_fix_and_its_measured_cos
     targets = {"fix": truth["fix_saved_s"], "planted": [truth["planted_s"]],
                "profiled": [truth["planted_share_profiled"] * truth["loop_less_export_s"]],
                # "steady": what the fix saved beyond the first step (jax-nojit's first step compiles every primitive
-               # on its own: one step, which the compilation cause leaves alone)
+               # on its own: one step, which the compilation cause leaves alone and the eager finding takes for
+               # start-up)
                "steady": truth["steady_saved_s"]}[held_to]
     assert any(abs(top.seconds - t) <= TOLERANCE * t for t in targets), (top.seconds, targets)
 
@@ -112,7 +113,7 @@ def test_the_profilers_export_matches_the_scripts_own_timing(tmp_path):
     """recording.json keeps when each trace was written; the export runs from the end of the cycle (torch stops and
     collects its events there, then its handler writes the file whose name stamps the handler's start) to that
     write: the whole prof.step() that closes the profiled window, as the script timed it."""
-    for run in ("epoch-restart", "metrics", "microbatch"):  # 0.63 s, 3.18 s and 21.9 s inside the loop
+    for run in ("epoch-restart", "metrics", "microbatch"):  # 0.63 s, 3.18 s and 13.8 s inside the loop
         ev = _diagnosis(run, tmp_path).evidence
         script = json.loads((PLANTED / run / "truth.json").read_text())
         schedule = script["profiler_schedule"]
@@ -123,11 +124,13 @@ def test_the_profilers_export_matches_the_scripts_own_timing(tmp_path):
 
 
 def test_jax_and_tensorflows_export_runs_from_the_traces_end_to_their_last_file(tmp_path):
-    """stop_trace() / stop() as the scripts timed them: 7.06 s (JAX writes the XSpace and a Chrome-trace copy) and
-    0.045 s; from the traces' last event to the last write under plugins/profile/: 6.50 s and 0.042 s."""
-    for run in ("jax-nojit", "tf-eager"):
+    """stop_trace() / stop() as the scripts timed them: 0.35 s (JAX writes the XSpace and a Chrome-trace copy; 7.06 s
+    when every step of the first recording was profiled) and 0.045 s; from the traces' last event to the last write
+    under plugins/profile/: 0.28 s (6.50 s) and 0.042 s. Within 10 % or 70 ms: the part of stop_trace() before the
+    trace's last event and after its last write (10-65 ms on the JAX runs profiled in a window)."""
+    for run in ("jax-nojit", "jax-recompile", "tf-eager"):
         ev = _diagnosis(run, tmp_path).evidence
-        assert ev.profiler_export_s == pytest.approx(TRUTH[run]["profiler_export_s"], rel=0.1)
+        assert ev.profiler_export_s == pytest.approx(TRUTH[run]["profiler_export_s"], rel=0.1, abs=0.07)
 
 
 def test_the_summary_gives_the_loop_at_a_glance_uses(tmp_path):

@@ -103,14 +103,15 @@ def test_recordings_impacts_reconcile_with_the_account(name, tmp_path):
         # ends after the profiler's last activity and no later than the command's exit: at its last child
         # process's end where it had children (within a tick of the script's loop end or its last line), else at
         # the script's end where the recording has it (its atexit hooks: after the truth's last time stamp and the
-        # file written, 19-33 ms on the runs re-recorded with it), else at the exit (the interpreter's teardown
+        # file written, 19-125 ms on the runs re-recorded with it), else at the exit (the interpreter's teardown
         # after the script's last line, 1.6-7.4 s on these runs, included)
         script = json_truth(run)
         start, end = ev.loop
         if ev.loop_marks[1] == CHILDREN_END:
             assert script["t_loop_end"] - TICK_S <= end <= script["t_end"] + TICK_S
         elif ev.loop_marks[1] == SCRIPT_END:
-            assert script["t_end"] <= end <= script["t_end"] + SCRIPT_END_S and ev.shutdown_s > 1.0
+            # the teardown after it: 1.1-2.0 s with torch or TensorFlow imported, 0.2-0.8 s with JAX alone
+            assert script["t_end"] <= end <= script["t_end"] + SCRIPT_END_S and ev.shutdown_s > 0.1
         else:
             assert script["t_loop_end"] <= end and ev.shutdown_s == 0.0  # the command's exit
         assert ev.loop_s == pytest.approx(end - start - ev.profiler_export_s, rel=1e-9)
@@ -140,13 +141,14 @@ def _script_loop_less_profiler(run: str) -> float:
 # Where the recording holds no mark of the loop's end (the job had no child process and was recorded before
 # `record` kept the script's end, or it ran on after the script's loop), the loop runs to the command's exit and the
 # interpreter's teardown counts as training (`tf-clean`, `anomaly`, `print-log`,
-# `keras-tiny-batch`, `tf-hostwork`, `tf-eager`, `tf-retrace` and `tf-pyfunc`, re-recorded with the script's end, pass).
+# `keras-tiny-batch`, `tf-hostwork`, `tf-eager`, `tf-retrace`, `tf-pyfunc`, `jax-clean`, `jax-recompile` and `jax-nojit`, re-recorded
+# with the script's end, pass).
 NO_END_MARK = {
     "cpu-loading": "no child process (num_workers=0): 3.0 s of teardown counted",
     "io-latency": "no child process (num_workers=0): 3.8 s of teardown counted",
-    "microbatch": "no child process; and the start is 4.2 s late (the steps before the window were slower)",
-    "jax-clean": "no child process: stop_trace() and 1.7 s of teardown counted", "jax-nojit": "no child process",
-    "jax-recompile": "no child process",
+    "microbatch": "no child process: its start from the 21 steps before the window at the profiled median step is "
+                  "3.2 s early (4.2 s late as first recorded): the waited steps' time is the shared host's load's, and "
+                  "a profiled step of 2,817 events is slower (CPU 0.19 s against 0.10 s), which one cycle cannot measure",
     "float64": "its workers end with the script's last line, 1.5 s after its loop (prof.key_averages() and the "
                "truth written after the loop)",
     "history-cat": "its worker ends with the script's last line, 1.1 s after its loop (prof.key_averages() and "

@@ -50,7 +50,8 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
   needless-copy    the Wide network under SGD with momentum, snapshotting its weights and the optimizer's state
                    every step ({k: v.clone()}, "to roll back on a NaN"): large copies that compute nothing
                    (fix: a snapshot every 50 steps)
-JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
+JAX (jax.profiler into a logdir, one StepTraceAnnotation a step; every step, or with --window steps --wait ..
+--wait + --active - 1, start_trace/stop_trace inside the loop):
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
   jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
   jax-nojit        the same step without jax.jit: every primitive dispatched from Python (fix: jax.jit)
@@ -499,6 +500,9 @@ def run_jax(a, truth):
     import jax, jax.numpy as jnp
     rng = np.random.default_rng(0)
     sizes = [64, 40, 48, 56, 24, 32, 60, 44, 52, 36, 28, 62]
+    # then every other size from 8 to 63 once (a fixed order): new sizes keep coming for 168 steps, not a cycle of
+    # 12 that JAX's cache holds after step 35 (a longer loop would compile only in its first steps)
+    sizes += [int(n) for n in np.random.default_rng(1).permutation(np.arange(8, 64)) if n not in sizes]
 
     def init(k, d_in=512, h=1024):
         k1, k2, k3 = jax.random.split(k, 3)
@@ -523,9 +527,23 @@ def run_jax(a, truth):
     step_s, planted_s, shapes = [], [], []
     opts = jax.profiler.ProfileOptions()
     opts.python_tracer_level, opts.enable_hlo_proto = 0, False  # no Python call tracing, no HLO protos: a small trace
-    jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
+    # the profiled steps: every one, or (--window) steps --wait .. --wait + --active - 1, the trace started and
+    # stopped inside the loop as TensorFlow's modes do (stop_trace() at the start of the step after the window)
+    first, last = (a.wait, a.wait + a.active) if a.window else (0, a.steps)
+    profile, stop_s = not a.no_profile, 0.0
+    if profile and not a.window:
+        jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
     t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
     for step in range(a.steps):
+        t_step = time.perf_counter()
+        if profile and a.window and step == first:
+            t = time.perf_counter()
+            jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
+            truth["profiler_start_s"] = time.perf_counter() - t
+        if profile and a.window and step == last:
+            t = time.perf_counter()
+            jax.profiler.stop_trace()
+            stop_s = time.perf_counter() - t
         n = sizes[(step // 3) % len(sizes)]
         x = rng.standard_normal((n, 512), dtype=np.float32)
         y = rng.integers(0, 10, n)
@@ -536,20 +554,26 @@ def run_jax(a, truth):
             m = np.concatenate([m, np.zeros(64 - n, np.float32)])
         shapes.append(int(x.shape[0]))
         with jax.profiler.StepTraceAnnotation("train", step_num=step):
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() if not a.window else t_step  # --window: the whole iteration, as tf's modes
             params, loss = step_fn(params, x, y, m)
             loss.block_until_ready()
             step_s.append(time.perf_counter() - t0)
     loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
     t_loop_end_epoch = time.time()
-    t = time.perf_counter()
-    jax.profiler.stop_trace()
-    stop_s = time.perf_counter() - t
+    if profile and not a.window:
+        t = time.perf_counter()
+        jax.profiler.stop_trace()
+        stop_s = time.perf_counter() - t
+    if profile and a.window:
+        truth["profiler_window"] = [first, last - 1]
+        truth["profiler_export_note"] = f"jax.profiler.stop_trace() at the start of step {last}, inside its step_s"
     new_shape = [i for i in range(len(shapes)) if shapes[i] not in shapes[:i]]
     med = median(step_s)
     planted_s = [step_s[i] - med if i in new_shape else 0.0 for i in range(len(step_s))]
     if nojit:  # the whole step, op by op or (--fix) jitted: truth_table.py takes the fix's from it
         planted_s = list(step_s)
+    if profile and a.window and planted_s[last]:  # the step after the window holds stop_trace(): the profiler's
+        planted_s[last] -= stop_s
     truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=a.steps, step_s=step_s, planted_s=planted_s,
                  batch_shapes=shapes,
                  compile_steps=new_shape, compiles=len(new_shape), jit_cache_size=train_step._cache_size(),
@@ -768,6 +792,9 @@ def main():
     ap.add_argument("--fix-spe", type=int, default=1, help="keras-tiny-batch: the fix's steps_per_execution")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--window", action="store_true",
+                    help="JAX: profile steps --wait .. --wait + --active - 1 only (start_trace / stop_trace inside "
+                         "the loop), not every step")
     ap.add_argument("--no-key-averages", action="store_true",
                     help="skip torch's key_averages() after the loop (a minute over 250,000 events: the job's "
                          "shutdown would hold it)")
@@ -781,6 +808,8 @@ def main():
     ap.add_argument("--trace-dir", default="traces")
     ap.add_argument("--out", default="truth.json")
     a = ap.parse_args()
+    if a.window and a.wait + a.active >= a.steps:
+        ap.error("--window: the profiled steps must end before the loop (--wait + --active < --steps)")
     truth = {"mode": a.mode, "fix": a.fix or a.mode in ("jax-clean", "tf-clean"), "argv": sys.argv[1:],
              "t_script_start": T_SCRIPT_EPOCH, "python": platform.python_version(), "cpu_count": os.cpu_count()}
     MODES[a.mode](a, truth)

@@ -252,3 +252,42 @@ def test_a_sagemaker_process_waiting_for_data_is_a_finding_outside_forward_and_b
     finding = waiting.findings[0]
     assert finding.metrics["slices"]["data_wait"] == pytest.approx(0.2, rel=1e-3)
     assert finding.sections == ["framework-metrics-summary"] and "framework metrics summary" in finding.evidence[-1]
+
+
+def _jax_eager(tmp_path: Path, compile_us: float) -> RuleOutputs:
+    """JAX without jax.jit, 40 steps of 25 primitives from Python (each call 100 µs, 40 of them its kernel, 20 µs of
+    Python after it: 2 of every 3 ms outside the kernels); step 0 first compiles for ``compile_us``, as JAX does
+    each primitive's first call."""
+    events, t = [], 0.0
+    for i in range(40):
+        start = t
+        if i == 0 and compile_us:
+            events.append(_ev("backend_compile_and_load", t, compile_us))
+            t += compile_us
+        for _ in range(25):
+            events += [_ev("PjitFunction(matmul)", t, 100),
+                       _ev("CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice", t + 50, 40)]
+            t += 120
+        events.append(_ev(f"ProfilerStep#{i}", start, t - start, "user_annotation"))
+        t += 10
+    tmp_path.mkdir()
+    path = tmp_path / "rank-0.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    doc, _ = analyze_traces([path])
+    return RuleOutputs(folder=tmp_path, traces=doc)
+
+
+def test_a_first_step_that_compiles_once_is_start_up_not_a_share_of_every_step(tmp_path):
+    """A window from the loop's start holds its first step's compilation at far more than its part of a long loop:
+    the every-step overhead is taken over the other steps and applied to the loop less that step (jax-nojit)."""
+    without = diagnose(_jax_eager(tmp_path / "a", 0)).findings[0]
+    assert without.cause == "operator-overhead" and "no jax.jit" in without.title
+    assert without.seconds == pytest.approx(40 * 2.0 / 1000, rel=0.02)  # 2 of 3 ms, in each of the 40 steps
+    compiled = diagnose(_jax_eager(tmp_path / "b", 300_000)).findings[0]
+    # every step pays 2 of its 3 ms: the share of the steps after the first, not of a window the one compilation
+    # fills (2 ms x 40 of 420 ms: 19 %, which a loop longer than the window would be charged); traces alone are the
+    # loop, so the seconds are the 39 other steps' 2 ms each
+    assert compiled.cause == "operator-overhead"
+    assert compiled.metrics["share_of_steps"] == pytest.approx(2 / 3, rel=0.01)
+    assert compiled.seconds == pytest.approx(39 * 2.0 / 1000, rel=0.02)
+    assert any("first step (0.30 s) compiled (backend_compile_and_load 0.3 s)" in e for e in compiled.evidence)
