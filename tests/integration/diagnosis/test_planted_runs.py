@@ -71,10 +71,23 @@ EXPECTED = {
     # by the loading it moves (held to the rerun right after it: the second ran as the host's load rose); starved of
     # cores, not waiting, by the scheduler's run queue (below)
     "cpu-loading": ("input-pipeline", "num_workers from 0 to 1", "fix"),
+    # JAX and TensorFlow probes of 16:21 UTC, no detector written for them: host metrics after a jitted step (under
+    # no operator: the JAX CPU device's transfers are no events), a tf.data map in TensorFlow ops run sequentially
+    # without prefetch, a tf.data source that is a Python generator (Dataset.from_generator)
+    "jax-hostmetrics": ("host-overhead", "every N steps", "fix"),
+    "tf-noprefetch-map": ("input-pipeline", "prefetch", "fix"),
+    "tf-generator": ("input-pipeline", "from_generator", "fix"),
+}
+# The verdicts that are not right yet, as the README's table says, each with why (strict: fixing one must say so)
+NOT_YET = {
+    "tf-noprefetch-map": "the saving is priced as loading overlapping the rest of the step, on a host with no core "
+                         "for it: 9.0 s against 1.3 / 3.6 s saved",
+    "tf-generator": "the fix is a tf.py_function map's; the trace names Dataset.from_generator as the source",
 }
 
 
-@pytest.mark.parametrize("run", sorted(EXPECTED))
+@pytest.mark.parametrize("run", [pytest.param(run, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[run]))
+                                 if run in NOT_YET else run for run in sorted(EXPECTED)])
 def test_the_planted_cost_is_the_first_finding_with_its_fix_and_its_measured_cost(run, tmp_path):
     cause, words, held_to = EXPECTED[run]
     diagnosis = _diagnosis(run, tmp_path)
@@ -264,3 +277,16 @@ def test_print_log_names_the_tensor_printed_every_step(tmp_path):
     assert any("tensor elements into Python one by one" in line for line in top.evidence)
     planted = truth["planted_share_profiled"] * truth["loop_less_export_s"]
     assert abs(top.seconds - planted) <= TOLERANCE * planted, (top.seconds, planted)
+
+
+def test_a_tf_data_map_in_tensorflow_ops_without_prefetch_gets_tf_datas_own_fix(tmp_path):
+    """tf-noprefetch-map: the step waits on a sequential map in TensorFlow ops (no tf.py_function): the wait is
+    the account's data slice, as large as the script's own wait, and the fix is tf.data's (a parallel map and a
+    prefetch buffer), not a DataLoader's workers nor a py_function's rewrite."""
+    diagnosis = _diagnosis("tf-noprefetch-map", tmp_path)
+    top = diagnosis.findings[0]
+    assert diagnosis.status == "problems" and top.cause == "input-pipeline"
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in top.fix and ".prefetch(" in top.fix
+    assert "py_function" not in top.fix and "num_workers" not in top.fix
+    share = top.metrics["dataloader_step_share"]
+    assert abs(share - TRUTH["tf-noprefetch-map"]["planted_share_profiled"]) < 0.08, share
