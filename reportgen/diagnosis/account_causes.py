@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from reportgen.diagnosis.causes import PY_FUNCTION_FIX, Finding, detector, make, pct
+from reportgen.diagnosis.causes import Finding, detector, make, pct, pipeline_python_fix
 from reportgen.diagnosis.evidence import Evidence
 from reportgen.diagnosis.slow_step_story import SLICE_TITLES, SlowStepStory, fix_for, steps_paying
 from reportgen.engine.slow_steps import find_period
@@ -709,8 +709,8 @@ def _fix(ev: Evidence, name: str) -> str:
     if name == "data_wait":
         names = " ".join(n for a in accounts(ev).values() for n in a.data_wait_named)
         if "IteratorGetNext" in names or "Iterator::" in names:
-            python = any(a.input_python_calls_per_step >= 1 for a in accounts(ev).values())
-            return PY_FUNCTION_FIX if python else TF_DATA
+            python = [a.input_pipeline for a in accounts(ev).values() if a.input_python_calls_per_step >= 1]
+            return pipeline_python_fix(python) if python else TF_DATA
         if "DataLoader" not in names and "dataloader" not in names.lower():
             return PYTHON_ITERATOR
     if name == "dispatch" and any((r.gpu_analysis.launch.graph_launched_share or 0) >= REPLAYED

@@ -310,6 +310,18 @@ PY_FUNCTION_FIX = ("Write the map's Python function (tf.py_function, tf.numpy_fu
                    "runs it in parallel without the GIL, or prepare those samples offline and cache() them; then "
                    "num_parallel_calls=tf.data.AUTOTUNE and .prefetch(tf.data.AUTOTUNE) keep batches ahead of the "
                    "step.")
+GENERATOR_FIX = ("Make the samples without the Python generator: tf.data runs Dataset.from_generator's generator one "
+                 "sample at a time under the GIL, whatever num_parallel_calls says. Start from the data itself "
+                 "(Dataset.from_tensor_slices of arrays, or TFRecord files read with interleave()) and do the per-"
+                 "sample work in a map in TensorFlow ops with num_parallel_calls=tf.data.AUTOTUNE, or prepare the "
+                 "samples offline and cache() them; then .prefetch(tf.data.AUTOTUNE).")
+GENERATOR_SOURCE = "::Generator"  # the iterator tf.data's from_generator reads its Python generator with
+
+
+def pipeline_python_fix(pipelines: list[str]) -> str:
+    """The remedy for Python in a tf.data pipeline, by where the trace's iterators say it runs: the pipeline's
+    source (a generator: no map to rewrite) or its map (a tf.py_function / tf.numpy_function)."""
+    return GENERATOR_FIX if any(p.endswith(GENERATOR_SOURCE) for p in pipelines) else PY_FUNCTION_FIX
 
 
 def trace_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
@@ -626,15 +638,19 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                               "(IteratorGetNext)") for e in evidence]
         fix = TF_PIPELINE_FIX
         if account.input_python_calls_per_step >= 1:
+            generator = account.input_pipeline.endswith(GENERATOR_SOURCE)
             evidence.append(f"the tf.data pipeline runs Python: {account.input_python_calls_per_step:.0f} "
-                            f"tf.py_function / tf.numpy_function calls a step (EagerPyFunc, PyFunc), "
-                            f"{account.input_python_ms / 1000:.2f} s of them on the pipeline's threads during the "
+                            + (f"calls a step into its source, a Python generator (Dataset.from_generator: "
+                               f"{account.input_pipeline}, EagerPyFunc), " if generator else
+                               "tf.py_function / tf.numpy_function calls a step (EagerPyFunc, PyFunc), ")
+                            + f"{account.input_python_ms / 1000:.2f} s of them on the pipeline's threads during the "
                             f"profiled steps' {account.step_ms / 1000:.2f} s; Python holds the GIL, so they run one at a time "
                             "whatever num_parallel_calls says, beside the training step's own Python")
-            fix = PY_FUNCTION_FIX
+            fix = pipeline_python_fix([account.input_pipeline])
             if ev.has_gpu is False:
                 loop_share = loader_share
-                basis = ("the wait for the pipeline in the profiled steps: with the map in TensorFlow ops the "
+                basis = ("the wait for the pipeline in the profiled steps: with the " +
+                         ("samples made" if generator else "map") + " in TensorFlow ops the "
                          "pipeline prepares batches in parallel, ahead of the step")
     return make(ev, "input-pipeline", share, evidence, fix, loop_share=loop_share, basis=basis,
                 heading="" if ev.has_gpu is not False else "Training waits for its input pipeline",

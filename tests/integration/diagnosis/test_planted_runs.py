@@ -82,7 +82,6 @@ EXPECTED = {
 NOT_YET = {
     "tf-noprefetch-map": "the saving is priced as loading overlapping the rest of the step, on a host with no core "
                          "for it: 9.0 s against 1.3 / 3.6 s saved",
-    "tf-generator": "the fix is a tf.py_function map's; the trace names Dataset.from_generator as the source",
 }
 
 
