@@ -289,3 +289,13 @@ def test_a_tf_data_map_in_tensorflow_ops_without_prefetch_gets_tf_datas_own_fix(
     assert "py_function" not in top.fix and "num_workers" not in top.fix
     share = top.metrics["dataloader_step_share"]
     assert abs(share - TRUTH["tf-noprefetch-map"]["planted_share_profiled"]) < 0.08, share
+
+
+@pytest.mark.parametrize("run", ["jax-hostmetrics", "tf-hostwork"])
+def test_host_work_in_a_jax_or_tensorflow_trace_gets_their_profilers_way_to_look_closer(run, tmp_path):
+    """Host metrics after a jitted JAX step (and TensorFlow's host numpy): the time under no operator, and the way to
+    see which lines is the XSpace profilers' Python tracer, not torch's with_stack=True, which they have not."""
+    top = _diagnosis(run, tmp_path).findings[0]
+    assert top.cause == "host-overhead"
+    assert "python_tracer_level=1" in top.fix and "with_stack" not in top.fix and "np.asarray" in top.fix
+    assert top.metrics["share_of_steps"] == pytest.approx(TRUTH[run]["planted_share_profiled"], abs=0.05)
