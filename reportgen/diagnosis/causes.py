@@ -211,23 +211,24 @@ def workers_to_hide(loader_share: float) -> int:
     return min(16, max(1, math.ceil(loader_share / max(1 - loader_share, 0.05) - 1e-9)))
 
 
-def loader_saving(ev: Evidence, loader_share: float, workers: int) -> tuple[float, str]:
+def loader_saving(ev: Evidence, loader_share: float, workers: int, unit: str = "worker") -> tuple[float, str]:
     """(share of the training loop saved, basis) when the data loading that the training process does itself
-    (``loader_share`` of its step) moves to ``workers`` worker processes and overlaps with the rest of the
-    step. A step then takes at least the larger of: the loading spread over the workers, the rest of the step,
-    and today's CPU work spread over every core (workers cannot make the cores do more than all they have)."""
+    (``loader_share`` of its step) moves to ``workers`` worker processes (``unit``: a tf.data pipeline's parallel
+    map threads, ahead of the step by its prefetch) and overlaps with the rest of the step. A step then takes at
+    least the larger of: the loading spread over the workers, the rest of the step, and today's CPU work spread
+    over every core (workers cannot make the cores do more than all they have)."""
     if workers <= 0:
         return loader_share, ("the time the training loop spends loading data; no more workers fit these cores, "
                               "so only cheaper loading or more cores can give it back (an upper bound)")
     cpu = loop_cpu(ev)
-    bounds = {"loading ÷ workers": loader_share / workers, "the rest of the step": 1 - loader_share}
+    bounds = {f"loading ÷ {unit}s": loader_share / workers, "the rest of the step": 1 - loader_share}
     if cpu is not None:
         bounds[f"the CPU work on all {ev.cores} cores" + (" (the command's own, not the shared host's)"
                                                            if ev.job_cpu is not None else "")] = cpu
     limit = max(bounds, key=bounds.get)
     ratio = bounds[limit]
     text = ", ".join(f"{k} {v * 100:.0f} %" for k, v in bounds.items())
-    return max(1 - ratio, 0.0), (f"with {plural(workers, 'worker')} loading overlaps the rest of the step; a step "
+    return max(1 - ratio, 0.0), (f"with {plural(workers, unit)} loading overlaps the rest of the step; a step "
                                  f"then takes at least the largest of ({text} of today's step): {limit} bounds it")
 
 
@@ -628,7 +629,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                  + (f"; at most the training processes' own wait for data ({waited.source}' step-time account)"
                     if sampled is not None and waited is not None else ""))
     elif loader_share is not None:
-        loop_share, basis = loader_saving(ev, loader_share, n if more else 0)
+        tf_data = account is not None and any("IteratorGetNext" in name for name in account.data_wait_named)
+        loop_share, basis = loader_saving(ev, loader_share, n if more else 0,
+                                          "parallel map thread" if tf_data else "worker")
         if more and reading is not None and reading.reading == OPEN:  # the smaller of the two savings, and why
             basis += ("; whether the loading computes or waits is open here, so it is priced as CPU work (the "
                       "smaller saving: workers that only wait would need no core each)")

@@ -287,6 +287,7 @@ def test_a_tf_data_map_in_tensorflow_ops_without_prefetch_gets_tf_datas_own_fix(
     assert diagnosis.status == "problems" and top.cause == "input-pipeline"
     assert "num_parallel_calls=tf.data.AUTOTUNE" in top.fix and ".prefetch(" in top.fix
     assert "py_function" not in top.fix and "num_workers" not in top.fix
+    assert "parallel map thread" in top.basis and "worker" not in top.basis  # tf.data's words, not a DataLoader's
     share = top.metrics["dataloader_step_share"]
     assert abs(share - TRUTH["tf-noprefetch-map"]["planted_share_profiled"]) < 0.08, share
 
