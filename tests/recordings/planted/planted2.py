@@ -51,6 +51,8 @@ JAX (jax.profiler.trace into a logdir, one StepTraceAnnotation a step):
                    float(acc), jax.device_get of the parameters for numpy histograms, norms and maxima, a JSON line
                    (--metrics-file); only a window of steps traced (start_trace at --wait, stop_trace after
                    --active steps) (fix: the metrics every 50 steps)
+  jax-tiny-batch   a jitted MLP 256-256-256-10 at batch 8 over in-memory data, one step a call: the call's fixed
+                   cost outweighs its arithmetic (fix: --fix --fix-batch 256, the same samples in larger batches)
 TensorFlow (tf.profiler.experimental, one Trace(step_num=...) a step):
   tf-hostwork      a tf.function step followed by heavy per-step numpy post-processing on the host
   tf-clean         the same step without it (= tf-hostwork --fix)
@@ -612,6 +614,66 @@ def run_jax_hostmetrics(a, truth):
         truth["profiler_export_note"] = f"jax.profiler.stop_trace() at the start of step {last}, inside its step_s"
 
 
+def run_jax_tiny(a, truth):
+    """jax-tiny-batch: a jitted MLP step (256-256-256-10, SGD) at batch 8 over in-memory data, one step a call: each
+    step's fixed cost (the jitted call's dispatch, its arguments' transfer, the Python loop) outweighs its
+    arithmetic. ``--fix`` takes batches of ``--fix-batch`` (256: the same samples in 1/32 of the steps). Steps
+    ``--wait`` .. ``--wait + --active - 1`` are traced, ``stop_trace`` (timed: the export) at the start of the next."""
+    import jax, jax.numpy as jnp
+    rng = np.random.default_rng(0)
+    n = a.steps * 8  # the samples: a.steps batches of 8 in the plant, the same samples in the fix
+    xs = rng.standard_normal((n, 256)).astype(np.float32)
+    ys = rng.integers(0, 10, n).astype(np.int32)
+    bs = a.fix_batch if a.fix else 8
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+    params = {"w1": jax.random.normal(k1, (256, 256)) * 0.05, "w2": jax.random.normal(k2, (256, 256)) * 0.05,
+              "w3": jax.random.normal(k3, (256, 10)) * 0.05}
+
+    def loss_fn(p, x, y):
+        logits = jax.nn.relu(jax.nn.relu(x @ p["w1"]) @ p["w2"]) @ p["w3"]
+        return -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1).mean()
+
+    @jax.jit
+    def train_step(p, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+        return jax.tree_util.tree_map(lambda w, d: w - 0.01 * d, p, g), loss
+
+    steps = n // bs
+    opts = jax.profiler.ProfileOptions()
+    opts.python_tracer_level, opts.enable_hlo_proto = 0, False
+    first, last = a.wait, a.wait + a.active
+    step_s, stop_s = [], 0.0
+    params, loss = train_step(params, xs[:bs], ys[:bs])  # compiled before the loop
+    loss.block_until_ready()
+    t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
+    for step in range(steps):
+        t0 = time.perf_counter()
+        if step == first and not a.no_profile:
+            jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
+        if step == last and not a.no_profile:
+            t = time.perf_counter()
+            jax.profiler.stop_trace()
+            stop_s = time.perf_counter() - t
+        with jax.profiler.StepTraceAnnotation("train", step_num=step):
+            params, loss = train_step(params, xs[step * bs:(step + 1) * bs], ys[step * bs:(step + 1) * bs])
+            loss.block_until_ready()
+        step_s.append(round(time.perf_counter() - t0, 6))
+    loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
+    t_loop_end_epoch = time.time()
+    if not a.no_profile and steps <= last:
+        t = time.perf_counter()
+        jax.profiler.stop_trace()
+        stop_s = time.perf_counter() - t
+    truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=steps, step_s=step_s, planted_s=list(step_s), samples=n,
+                 profiler_export_s=stop_s, t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch,
+                 jax=jax.__version__, batch_size=bs, accumulation=1, num_workers=0,
+                 planted_note="the whole step (planted_s = step_s): truth_table.py takes off what the fix at a "
+                              "larger batch pays for the same samples")
+    if not a.no_profile and steps > first:
+        truth["profiler_window"] = [first, min(last, steps) - 1]
+        truth["profiler_export_note"] = f"jax.profiler.stop_trace() at the start of step {last}, inside its step_s"
+
+
 # ---------------------------------------------------------------- TensorFlow
 def run_tf(a, truth):
     import tensorflow as tf
@@ -833,7 +895,7 @@ MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epo
          "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf, "tf-retrace": run_tf,
          "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch, "float64": run_torch,
          "tf-pyfunc": run_tf, "keras-tiny-batch": run_keras, "print-log": run_torch,
-         "jax-hostmetrics": run_jax_hostmetrics, "tf-noprefetch-map": run_tf, "tf-generator": run_tf}
+         "jax-hostmetrics": run_jax_hostmetrics, "jax-tiny-batch": run_jax_tiny, "tf-noprefetch-map": run_tf, "tf-generator": run_tf}
 
 
 def main():
@@ -845,7 +907,7 @@ def main():
     ap.add_argument("--wait", type=int, default=5, help="profiler schedule: steps before the warm-up step")
     ap.add_argument("--active", type=int, default=30, help="profiler schedule: steps profiled")
     ap.add_argument("--fix-workers", type=int, default=1, help="cpu-loading: the fix's num_workers")
-    ap.add_argument("--fix-batch", type=int, default=8, help="keras-tiny-batch: the fix's batch size")
+    ap.add_argument("--fix-batch", type=int, default=8, help="keras-tiny-batch, jax-tiny-batch: the fix's batch size")
     ap.add_argument("--fix-spe", type=int, default=1, help="keras-tiny-batch: the fix's steps_per_execution")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--no-profile", action="store_true")
