@@ -303,6 +303,9 @@ class TraceAccount:
     # their time summed over calls (ms; threads in parallel each count) and calls per step (the median step's)
     input_python_ms: float = 0.0
     input_python_calls_per_step: float = 0.0
+    # the tf.data pipeline's deepest iterator as the trace names it (its shape, e.g. Iterator::Root::Prefetch::
+    # BatchV2::FlatMap[0]::Generator: a Python generator's source), "" without one
+    input_pipeline: str = ""
     between_cycles: tuple[CycleGap, ...] = ()  # the pauses between profiling cycles, with their unrecorded steps
     # the profiler's own cost inside the steps (ms in all), where the diagnosis measured it and took it out of the
     # slices (diagnosis/profiler_cost.py): the shares are then of the steps less it; 0 as kineto.json gives it
@@ -391,6 +394,7 @@ class TraceAccount:
                    float64_fallback_per_step_ms=counts("float64_fallback_per_step_ms"),
                    input_python_ms=max(given(entry.get("input_python_ms")) or 0.0, 0.0),
                    input_python_calls_per_step=max(given(entry.get("input_python_calls_per_step")) or 0.0, 0.0),
+                   input_pipeline=pipeline if isinstance(pipeline := entry.get("input_pipeline"), str) else "",
                    graph_calls_per_step=counts("graph_calls_per_step"),
                    scalar_reads_per_step=counts("scalar_reads_per_step"),
                    copies_per_step_ms=counts("copies_per_step_ms"), copies_named=copied,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from reportgen.diagnosis.causes import PY_FUNCTION_FIX, Finding, detector, make, pct
+from reportgen.diagnosis.causes import Finding, detector, make, pct, pipeline_python_fix
 from reportgen.diagnosis.evidence import Evidence
 from reportgen.diagnosis.slow_step_story import SLICE_TITLES, SlowStepStory, fix_for, steps_paying
 from reportgen.engine.slow_steps import find_period
@@ -62,6 +62,22 @@ GRAPHS_REPLAYED = ("Give the GPU longer work per call: the step already runs fro
                    "off the step.")
 PROFILE_CLOSER = ("to see which lines: profile with with_stack=True (Python frames in the trace) or sample the "
                   "process with py-spy")
+# JAX's and TensorFlow's profilers (XSpace traces) have no with_stack: their Python tracer puts the Python calls in
+# the trace, and a step's host reads of device arrays are other calls than torch's .item()
+PROFILE_CLOSER_XSPACE = ("to see which lines: trace the Python too (python_tracer_level=1 in jax.profiler.ProfileOptions"
+                         " or tf.profiler.experimental.ProfilerOptions) or sample the process with py-spy")
+XSPACE_TRACE = ".xplane.pb"  # a rank read from JAX / TensorFlow's XSpace (gzip'd or not)
+HOST_CULPRITS = ("per-step metrics and logging (.item() conversions, numpy on outputs, files written with fsync), a "
+                 "manual gc.collect() or empty_cache(), checkpoints")
+HOST_CULPRITS_XSPACE = ("per-step metrics and logging (device arrays read into Python or numpy: float(loss), "
+                        "np.asarray, jax.device_get, .numpy(); numpy on outputs, files written with fsync), a manual "
+                        "gc.collect(), checkpoints")
+
+
+def from_xspace(ev: Evidence) -> bool:
+    """Whether every profiled rank was read from JAX's or TensorFlow's XSpace (their profilers' words apply)."""
+    return bool(ev.trace_ranks) and all(any(XSPACE_TRACE in name for name in rank.files)
+                                        for rank in ev.trace_ranks.values())
 
 
 def accounts(ev: Evidence) -> dict[str, TraceAccount]:
@@ -162,10 +178,11 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
                 f"framework's operators{shared}",
                 _named_text(account),
                 f"a clean training loop leaves under {pct(WASTE)} of the step there"]
+    xspace = from_xspace(ev)
+    closer = PROFILE_CLOSER_XSPACE if xspace else PROFILE_CLOSER
     fix = ("Find the Python that runs in every step between the framework's calls and take it off the step (every N "
-           "steps, or in a background thread); the usual culprits are per-step metrics and logging (.item() "
-           "conversions, numpy on outputs, files written with fsync), a manual gc.collect() or empty_cache(), "
-           f"checkpoints; {PROFILE_CLOSER}.")
+           f"steps, or in a background thread); the usual culprits are {HOST_CULPRITS_XSPACE if xspace else HOST_CULPRITS}"
+           f"; {closer}.")
     heading = ""
     churn = ev.process_churn or (0, 0)
     if churn[0] >= CHURN:  # the recording saw children come and go while the loop ran: the step may wait on them
@@ -186,7 +203,7 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
         fix = (f"Stop printing or logging whole tensors in every step: their repr reads each element from Python "
                f"({reads:,.0f} a step here) and formats it. Log a float (loss.item()) or a few statistics, every N "
                "steps; where the values are needed, convert the tensor in one call (.tolist(), .numpy()), not "
-               f"element by element. If no tensor is printed, {PROFILE_CLOSER}.")
+               f"element by element. If no tensor is printed, {closer}.")
         heading = "Every step reads tensors into Python element by element (a tensor printed or logged)"
     return make(ev, "host-overhead", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
                 heading=heading,
@@ -840,8 +857,8 @@ def _fix(ev: Evidence, name: str) -> str:
     if name == "data_wait":
         names = " ".join(n for a in accounts(ev).values() for n in a.data_wait_named)
         if "IteratorGetNext" in names or "Iterator::" in names:
-            python = any(a.input_python_calls_per_step >= 1 for a in accounts(ev).values())
-            return PY_FUNCTION_FIX if python else TF_DATA
+            python = [a.input_pipeline for a in accounts(ev).values() if a.input_python_calls_per_step >= 1]
+            return pipeline_python_fix(python) if python else TF_DATA
         if "DataLoader" not in names and "dataloader" not in names.lower():
             return PYTHON_ITERATOR
     if name == "dispatch" and any((r.gpu_analysis.launch.graph_launched_share or 0) >= REPLAYED

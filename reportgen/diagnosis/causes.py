@@ -213,23 +213,24 @@ def workers_to_hide(loader_share: float) -> int:
     return min(16, max(1, math.ceil(loader_share / max(1 - loader_share, 0.05) - 1e-9)))
 
 
-def loader_saving(ev: Evidence, loader_share: float, workers: int) -> tuple[float, str]:
+def loader_saving(ev: Evidence, loader_share: float, workers: int, unit: str = "worker") -> tuple[float, str]:
     """(share of the training loop saved, basis) when the data loading that the training process does itself
-    (``loader_share`` of its step) moves to ``workers`` worker processes and overlaps with the rest of the
-    step. A step then takes at least the larger of: the loading spread over the workers, the rest of the step,
-    and today's CPU work spread over every core (workers cannot make the cores do more than all they have)."""
+    (``loader_share`` of its step) moves to ``workers`` worker processes (``unit``: a tf.data pipeline's parallel
+    map threads, ahead of the step by its prefetch) and overlaps with the rest of the step. A step then takes at
+    least the larger of: the loading spread over the workers, the rest of the step, and today's CPU work spread
+    over every core (workers cannot make the cores do more than all they have)."""
     if workers <= 0:
         return loader_share, ("the time the training loop spends loading data; no more workers fit these cores, "
                               "so only cheaper loading or more cores can give it back (an upper bound)")
     cpu = loop_cpu(ev)
-    bounds = {"loading ÷ workers": loader_share / workers, "the rest of the step": 1 - loader_share}
+    bounds = {f"loading ÷ {unit}s": loader_share / workers, "the rest of the step": 1 - loader_share}
     if cpu is not None:
         bounds[f"the CPU work on all {ev.cores} cores" + (" (the command's own, not the shared host's)"
                                                            if ev.job_cpu is not None else "")] = cpu
     limit = max(bounds, key=bounds.get)
     ratio = bounds[limit]
     text = ", ".join(f"{k} {v * 100:.0f} %" for k, v in bounds.items())
-    return max(1 - ratio, 0.0), (f"with {plural(workers, 'worker')} loading overlaps the rest of the step; a step "
+    return max(1 - ratio, 0.0), (f"with {plural(workers, unit)} loading overlaps the rest of the step; a step "
                                  f"then takes at least the largest of ({text} of today's step): {limit} bounds it")
 
 
@@ -312,6 +313,18 @@ PY_FUNCTION_FIX = ("Write the map's Python function (tf.py_function, tf.numpy_fu
                    "runs it in parallel without the GIL, or prepare those samples offline and cache() them; then "
                    "num_parallel_calls=tf.data.AUTOTUNE and .prefetch(tf.data.AUTOTUNE) keep batches ahead of the "
                    "step.")
+GENERATOR_FIX = ("Make the samples without the Python generator: tf.data runs Dataset.from_generator's generator one "
+                 "sample at a time under the GIL, whatever num_parallel_calls says. Start from the data itself "
+                 "(Dataset.from_tensor_slices of arrays, or TFRecord files read with interleave()) and do the per-"
+                 "sample work in a map in TensorFlow ops with num_parallel_calls=tf.data.AUTOTUNE, or prepare the "
+                 "samples offline and cache() them; then .prefetch(tf.data.AUTOTUNE).")
+GENERATOR_SOURCE = "::Generator"  # the iterator tf.data's from_generator reads its Python generator with
+
+
+def pipeline_python_fix(pipelines: list[str]) -> str:
+    """The remedy for Python in a tf.data pipeline, by where the trace's iterators say it runs: the pipeline's
+    source (a generator: no map to rewrite) or its map (a tf.py_function / tf.numpy_function)."""
+    return GENERATOR_FIX if any(p.endswith(GENERATOR_SOURCE) for p in pipelines) else PY_FUNCTION_FIX
 
 
 def trace_loader(ev: Evidence) -> tuple[float | None, str | None, str | None]:
@@ -618,7 +631,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                  + (f"; at most the training processes' own wait for data ({waited.source}' step-time account)"
                     if sampled is not None and waited is not None else ""))
     elif loader_share is not None:
-        loop_share, basis = loader_saving(ev, loader_share, n if more else 0)
+        tf_data = account is not None and any("IteratorGetNext" in name for name in account.data_wait_named)
+        loop_share, basis = loader_saving(ev, loader_share, n if more else 0,
+                                          "parallel map thread" if tf_data else "worker")
         if more and reading is not None and reading.reading == OPEN:  # the smaller of the two savings, and why
             basis += ("; whether the loading computes or waits is open here, so it is priced as CPU work (the "
                       "smaller saving: workers that only wait would need no core each)")
@@ -628,15 +643,19 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
                               "(IteratorGetNext)") for e in evidence]
         fix = TF_PIPELINE_FIX
         if account.input_python_calls_per_step >= 1:
+            generator = account.input_pipeline.endswith(GENERATOR_SOURCE)
             evidence.append(f"the tf.data pipeline runs Python: {account.input_python_calls_per_step:.0f} "
-                            f"tf.py_function / tf.numpy_function calls a step (EagerPyFunc, PyFunc), "
-                            f"{account.input_python_ms / 1000:.2f} s of them on the pipeline's threads during the "
+                            + (f"calls a step into its source, a Python generator (Dataset.from_generator: "
+                               f"{account.input_pipeline}, EagerPyFunc), " if generator else
+                               "tf.py_function / tf.numpy_function calls a step (EagerPyFunc, PyFunc), ")
+                            + f"{account.input_python_ms / 1000:.2f} s of them on the pipeline's threads during the "
                             f"profiled steps' {account.step_ms / 1000:.2f} s; Python holds the GIL, so they run one at a time "
                             "whatever num_parallel_calls says, beside the training step's own Python")
-            fix = PY_FUNCTION_FIX
+            fix = pipeline_python_fix([account.input_pipeline])
             if ev.has_gpu is False:
                 loop_share = loader_share
-                basis = ("the wait for the pipeline in the profiled steps: with the map in TensorFlow ops the "
+                basis = ("the wait for the pipeline in the profiled steps: with the " +
+                         ("samples made" if generator else "map") + " in TensorFlow ops the "
                          "pipeline prepares batches in parallel, ahead of the step")
     return make(ev, "input-pipeline", share, evidence, fix, loop_share=loop_share, basis=basis,
                 heading="" if ev.has_gpu is not False else "Training waits for its input pipeline",

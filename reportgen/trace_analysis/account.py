@@ -125,6 +125,10 @@ FALLBACK_KERNELS = re.compile(r"^aten::(_slow_conv|slow_conv|thnn_conv)")
 # tf.numpy_function (PyFunc, PyFuncStateless) inside a tf.data map. Python holds the GIL, so such a map runs one
 # sample at a time whatever its num_parallel_calls, and competes with the training step's own Python.
 PIPELINE_PYTHON = re.compile(r"^(EagerPyFunc|PyFunc|PyFuncStateless)(:|$)")
+# tf.data names each iterator of a pipeline by its path from the root (``Iterator::Root::Prefetch::BatchV2::
+# FlatMap[0]::Generator`` for ``from_generator(...).batch(...).prefetch(...)``): the longest path is the pipeline's
+# shape, which tells its source (a Python generator) and whether it prefetches
+PIPELINE_ITERATOR = "Iterator::Root"
 
 # A tensor element read into Python (``aten::item``: ``.item()``, ``float(t)``, ``bool(t)`` through
 # ``aten::is_nonzero``), outside the optimizer's ranges (Adam reads each parameter's step count) and autograd's
@@ -325,6 +329,9 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     pipeline_python = {"input_python_ms": sum(_names_of(trace, python, merged(lo, hi)).values()),
                        "input_python_calls_per_step": float(np.median(_starts_per_step(trace, python, lo, hi)))
                        } if python.any() else {}
+    iterators = [n for n in trace.names if n.startswith(PIPELINE_ITERATOR)]
+    if iterators:  # the tf.data pipeline's deepest iterator: its shape, source to root
+        pipeline_python["input_pipeline"] = max(iterators, key=len)
     wide_ms = {"float64_per_step_ms": [float(v) / 1000.0 for v in wide],  # of compute: operators with a float64 input
                "float64_fallback_per_step_ms": [float(v) / 1000.0 for v in fallback]} if wide.any() else {}
     return {
@@ -352,7 +359,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         "between_steps_ms": [gap / 1000.0 for gap in between_steps(lo, hi, _cycles(trace))],
         "between_cycles": between_cycles(steps, _cycles(trace)),
         **wide_ms,  # only where a step computed in float64 (record_shapes=True)
-        **pipeline_python,  # only where the input pipeline ran Python functions (tf.py_function) in the steps
+        **pipeline_python,  # where the input pipeline ran Python functions (tf.py_function) in the steps; its shape (tf.data)
         # only where the median step reads SCALAR_READS or more tensor elements into Python one by one
         **({"scalar_reads_per_step": reads} if reads and float(np.median(reads)) >= SCALAR_READS else {}),
         # only where the script's own copies (COPY_OPS outside any operator) reach COPIES_KEPT of the steps' time

@@ -76,10 +76,27 @@ EXPECTED = {
     # a snapshot of a 67 MB layer's weights and momentum cloned every step)
     "history-cat": ("tensor-copies", "concatenate once", "planted"),
     "needless-copy": ("tensor-copies", "Copy less often", "fix"),
+    # JAX and TensorFlow probes of 16:21 UTC, no detector written for them: host metrics after a jitted step (under
+    # no operator: the JAX CPU device's transfers are no events), a tf.data map in TensorFlow ops run sequentially
+    # without prefetch, a tf.data source that is a Python generator (Dataset.from_generator)
+    "jax-hostmetrics": ("host-overhead", "every N steps", "fix"),
+    "tf-noprefetch-map": ("input-pipeline", "prefetch", "fix"),
+    "tf-generator": ("input-pipeline", "from_generator", "fix"),
+    # a jitted JAX step at batch 8, too small for its fixed cost (keras-tiny-batch's cause, in JAX)
+    "jax-tiny-batch": ("operator-overhead", "larger batch", "fix"),
+}
+# The verdicts that are not right yet, as the README's table says, each with why (strict: fixing one must say so)
+NOT_YET = {
+    "jax-tiny-batch": "host-overhead with the metrics culprits: the profiler slowed the traced steps 31x (11.5 ms "
+                      "against 0.37 ms untraced), its cost under no operator; steps too small for their fixed cost "
+                      "are not found for JAX",
+    "tf-noprefetch-map": "the saving is priced as loading overlapping the rest of the step, on a host with no core "
+                         "for it: 9.0 s against 1.3 / 3.6 s saved",
 }
 
 
-@pytest.mark.parametrize("run", sorted(EXPECTED))
+@pytest.mark.parametrize("run", [pytest.param(run, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[run]))
+                                 if run in NOT_YET else run for run in sorted(EXPECTED)])
 def test_the_planted_cost_is_the_first_finding_with_its_fix_and_its_measured_cost(run, tmp_path):
     cause, words, held_to = EXPECTED[run]
     diagnosis = _diagnosis(run, tmp_path)
@@ -317,3 +334,27 @@ def test_subprocess_monitors_impact_is_its_planted_cost(tmp_path):
     top = _diagnosis("subprocess-monitor", tmp_path).findings[0]
     planted = TRUTH["subprocess-monitor"]["planted_s"]
     assert abs(top.seconds - planted) <= TOLERANCE * planted, (top.seconds, planted)
+
+
+def test_a_tf_data_map_in_tensorflow_ops_without_prefetch_gets_tf_datas_own_fix(tmp_path):
+    """tf-noprefetch-map: the step waits on a sequential map in TensorFlow ops (no tf.py_function): the wait is
+    the account's data slice, as large as the script's own wait, and the fix is tf.data's (a parallel map and a
+    prefetch buffer), not a DataLoader's workers nor a py_function's rewrite."""
+    diagnosis = _diagnosis("tf-noprefetch-map", tmp_path)
+    top = diagnosis.findings[0]
+    assert diagnosis.status == "problems" and top.cause == "input-pipeline"
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in top.fix and ".prefetch(" in top.fix
+    assert "py_function" not in top.fix and "num_workers" not in top.fix
+    assert "parallel map thread" in top.basis and "worker" not in top.basis  # tf.data's words, not a DataLoader's
+    share = top.metrics["dataloader_step_share"]
+    assert abs(share - TRUTH["tf-noprefetch-map"]["planted_share_profiled"]) < 0.08, share
+
+
+@pytest.mark.parametrize("run", ["jax-hostmetrics", "tf-hostwork"])
+def test_host_work_in_a_jax_or_tensorflow_trace_gets_their_profilers_way_to_look_closer(run, tmp_path):
+    """Host metrics after a jitted JAX step (and TensorFlow's host numpy): the time under no operator, and the way to
+    see which lines is the XSpace profilers' Python tracer, not torch's with_stack=True, which they have not."""
+    top = _diagnosis(run, tmp_path).findings[0]
+    assert top.cause == "host-overhead"
+    assert "python_tracer_level=1" in top.fix and "with_stack" not in top.fix and "np.asarray" in top.fix
+    assert top.metrics["share_of_steps"] == pytest.approx(TRUTH[run]["planted_share_profiled"], abs=0.05)

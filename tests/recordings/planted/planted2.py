@@ -55,6 +55,12 @@ JAX (jax.profiler into a logdir, one StepTraceAnnotation a step; every step, or 
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
   jax-clean        the fix (= jax-recompile --fix): every batch padded to one shape, a mask keeps the loss the same
   jax-nojit        the same step without jax.jit: every primitive dispatched from Python (fix: jax.jit)
+  jax-hostmetrics  the jax-clean step followed every step by host metrics on its outputs: np.asarray(loss),
+                   float(acc), jax.device_get of the parameters for numpy histograms, norms and maxima, a JSON line
+                   (--metrics-file); only a window of steps traced (start_trace at --wait, stop_trace after
+                   --active steps) (fix: the metrics every 50 steps)
+  jax-tiny-batch   a jitted MLP 256-256-256-10 at batch 8 over in-memory data, one step a call: the call's fixed
+                   cost outweighs its arithmetic (fix: --fix --fix-batch 256, the same samples in larger batches)
 TensorFlow (tf.profiler.experimental, one Trace(step_num=...) a step):
   tf-hostwork      a tf.function step followed by heavy per-step numpy post-processing on the host
   tf-clean         the same step without it (= tf-hostwork --fix)
@@ -64,6 +70,12 @@ TensorFlow (tf.profiler.experimental, one Trace(step_num=...) a step):
   tf-pyfunc        the tf-clean step fed by a tf.data pipeline whose per-sample map is a tf.py_function (numpy
                    decoding in Python, parallel map and prefetch; the GIL serialises it) (fix: the same map in
                    TensorFlow ops)
+  tf-noprefetch-map the tf-clean step at batch 64 fed by a tf.data map in TensorFlow ops (a 96x96 image augmented,
+                   --reps rounds of a 5x5 blur, downscaled) run sequentially, no prefetch: the step waits while the pipeline builds its batch
+                   (fix: num_parallel_calls=AUTOTUNE and prefetch)
+  tf-generator     the tf-clean step at batch 64 fed by tf.data.Dataset.from_generator, whose Python generator
+                   makes and augments each sample in numpy (--reps rounds), batched and prefetched: the generator
+                   runs under the GIL (fix: the same samples made by a TensorFlow-ops map, parallel and prefetched)
 Keras (model.fit; a callback profiles batches --wait .. --wait + --active - 1 as Keras's TensorBoard does):
   keras-tiny-batch a small MLP fit at batch 8, one step an execution: Keras's per-step work outweighs the
                    step's arithmetic (fix: --fix --fix-batch 256, larger batches over the same samples; or
@@ -583,12 +595,156 @@ def run_jax(a, truth):
                  planted_note="steps that met a new batch shape: step time minus the median step (compile + first run)")
 
 
+def run_jax_hostmetrics(a, truth):
+    """jax-hostmetrics: the jax-clean step (one padded shape, jitted) followed every step by metrics computed on
+    the host from its outputs: the loss and accuracy read as Python numbers, the parameters fetched
+    (``jax.device_get``) for numpy histograms, norms and maxima, a JSON line written; ``--fix`` does the same every
+    50 steps. Only steps ``--wait`` .. ``--wait + --active - 1`` are traced: ``start_trace`` before the first,
+    ``stop_trace`` (timed: the export) at the start of the step after the last, inside its ``step_s``."""
+    import jax, jax.numpy as jnp
+    rng = np.random.default_rng(0)
+
+    def init(k, d_in=512, h=1024):
+        k1, k2, k3 = jax.random.split(k, 3)
+        return {"w1": jax.random.normal(k1, (d_in, h)) * 0.03, "w2": jax.random.normal(k2, (h, h)) * 0.03,
+                "w3": jax.random.normal(k3, (h, 10)) * 0.03}
+
+    def loss_fn(p, x, y):
+        hid = jax.nn.relu(jax.nn.relu(x @ p["w1"]) @ p["w2"])
+        logits = hid @ p["w3"]
+        nll = -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1)[:, 0]
+        return nll.mean(), (logits.argmax(-1) == y).mean()
+
+    @jax.jit
+    def train_step(p, x, y):
+        (loss, acc), g = jax.value_and_grad(loss_fn, has_aux=True)(p, x, y)
+        return jax.tree_util.tree_map(lambda w, d: w - 0.01 * d, p, g), loss, acc
+
+    params = init(jax.random.PRNGKey(0))
+    every = 50 if a.fix else 1
+    metrics_file = open(a.metrics_file, "w")
+    opts = jax.profiler.ProfileOptions()
+    opts.python_tracer_level, opts.enable_hlo_proto = 0, False  # no Python call tracing, no HLO protos: a small trace
+    first, last = a.wait, a.wait + a.active  # the traced window: steps first..last-1
+    step_s, cpu_s, planted_s, stop_s, compiled = [], [], [], 0.0, None
+    t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
+    for step in range(a.steps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        if step == first and not a.no_profile:
+            jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
+        if step == last and not a.no_profile:
+            t = time.perf_counter()
+            jax.profiler.stop_trace()
+            stop_s = time.perf_counter() - t
+        with jax.profiler.StepTraceAnnotation("train", step_num=step):
+            x = rng.standard_normal((64, 512), dtype=np.float32)
+            y = rng.integers(0, 10, 64)
+            params, loss, acc = train_step(params, x, y)
+            loss.block_until_ready()  # the step's own computation, outside the metrics' time
+            planted = 0.0
+            if step % every == 0:  # the metrics, on the host
+                t = time.perf_counter()
+                rec = {"step": step, "loss": float(np.asarray(loss)), "acc": float(acc)}
+                host = jax.device_get(params)
+                for name, w in host.items():
+                    for _ in range(a.hist_reps):
+                        counts, _edges = np.histogram(w, bins=64)
+                    rec[name] = {"hist": counts.tolist(), "max": float(np.abs(w).max()),
+                                 "norm": float(np.linalg.norm(w))}
+                metrics_file.write(json.dumps(rec) + "\n")
+                metrics_file.flush()
+                planted = time.perf_counter() - t
+        step_s.append(time.perf_counter() - t0)
+        cpu_s.append(time.process_time() - c0)
+        planted_s.append(planted)
+        if compiled is None:
+            compiled = step_s[-1]
+    loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
+    t_loop_end_epoch = time.time()
+    if not a.no_profile and a.steps <= last:  # a window that runs to the loop's end stops after it
+        t = time.perf_counter()
+        jax.profiler.stop_trace()
+        stop_s = time.perf_counter() - t
+    metrics_file.close()
+    truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=a.steps, step_s=step_s, step_cpu_s=cpu_s,
+                 planted_s=planted_s, metrics_every=every, first_step_s=compiled,
+                 profiler_export_s=stop_s, jit_cache_size=train_step._cache_size(),
+                 t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch, jax=jax.__version__, batch_size=64,
+                 accumulation=1, num_workers=0,
+                 planted_note="the host metrics block, timed around it (loss and accuracy to Python, device_get, "
+                              "numpy histograms, norms and maxima, the JSON line)")
+    if not a.no_profile:
+        truth["profiler_window"] = [first, last - 1]
+        truth["profiler_export_note"] = f"jax.profiler.stop_trace() at the start of step {last}, inside its step_s"
+
+
+def run_jax_tiny(a, truth):
+    """jax-tiny-batch: a jitted MLP step (256-256-256-10, SGD) at batch 8 over in-memory data, one step a call: each
+    step's fixed cost (the jitted call's dispatch, its arguments' transfer, the Python loop) outweighs its
+    arithmetic. ``--fix`` takes batches of ``--fix-batch`` (256: the same samples in 1/32 of the steps). Steps
+    ``--wait`` .. ``--wait + --active - 1`` are traced, ``stop_trace`` (timed: the export) at the start of the next."""
+    import jax, jax.numpy as jnp
+    rng = np.random.default_rng(0)
+    n = a.steps * 8  # the samples: a.steps batches of 8 in the plant, the same samples in the fix
+    xs = rng.standard_normal((n, 256)).astype(np.float32)
+    ys = rng.integers(0, 10, n).astype(np.int32)
+    bs = a.fix_batch if a.fix else 8
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+    params = {"w1": jax.random.normal(k1, (256, 256)) * 0.05, "w2": jax.random.normal(k2, (256, 256)) * 0.05,
+              "w3": jax.random.normal(k3, (256, 10)) * 0.05}
+
+    def loss_fn(p, x, y):
+        logits = jax.nn.relu(jax.nn.relu(x @ p["w1"]) @ p["w2"]) @ p["w3"]
+        return -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1).mean()
+
+    @jax.jit
+    def train_step(p, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+        return jax.tree_util.tree_map(lambda w, d: w - 0.01 * d, p, g), loss
+
+    steps = n // bs
+    opts = jax.profiler.ProfileOptions()
+    opts.python_tracer_level, opts.enable_hlo_proto = 0, False
+    first, last = a.wait, a.wait + a.active
+    step_s, stop_s = [], 0.0
+    params, loss = train_step(params, xs[:bs], ys[:bs])  # compiled before the loop
+    loss.block_until_ready()
+    t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
+    for step in range(steps):
+        t0 = time.perf_counter()
+        if step == first and not a.no_profile:
+            jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
+        if step == last and not a.no_profile:
+            t = time.perf_counter()
+            jax.profiler.stop_trace()
+            stop_s = time.perf_counter() - t
+        with jax.profiler.StepTraceAnnotation("train", step_num=step):
+            params, loss = train_step(params, xs[step * bs:(step + 1) * bs], ys[step * bs:(step + 1) * bs])
+            loss.block_until_ready()
+        step_s.append(round(time.perf_counter() - t0, 6))
+    loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
+    t_loop_end_epoch = time.time()
+    if not a.no_profile and steps <= last:
+        t = time.perf_counter()
+        jax.profiler.stop_trace()
+        stop_s = time.perf_counter() - t
+    truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=steps, step_s=step_s, planted_s=list(step_s), samples=n,
+                 profiler_export_s=stop_s, t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch,
+                 jax=jax.__version__, batch_size=bs, accumulation=1, num_workers=0,
+                 planted_note="the whole step (planted_s = step_s): truth_table.py takes off what the fix at a "
+                              "larger batch pays for the same samples")
+    if not a.no_profile and steps > first:
+        truth["profiler_window"] = [first, min(last, steps) - 1]
+        truth["profiler_export_note"] = f"jax.profiler.stop_trace() at the start of step {last}, inside its step_s"
+
+
 # ---------------------------------------------------------------- TensorFlow
 def run_tf(a, truth):
     import tensorflow as tf
     tf.random.set_seed(0)
     rng = np.random.default_rng(0)
-    bs, hidden = (64 if a.mode == "tf-pyfunc" else 256), 1024  # tf-pyfunc: 64 py_function calls a step (a small trace)
+    pipelined = a.mode in ("tf-pyfunc", "tf-noprefetch-map", "tf-generator")
+    bs, hidden = (64 if pipelined else 256), 1024  # tf-pyfunc: 64 py_function calls a step (a small trace)
     eager = a.mode == "tf-eager"
     if eager:  # a small, deep MLP: little compute an op, so running op by op from Python is most of the step
         bs, hidden = 32, 256
@@ -619,7 +775,7 @@ def run_tf(a, truth):
                       else (lambda x, y, step: inner(x, y, rate(step))))
 
     host = a.mode == "tf-hostwork" and not a.fix
-    pyfunc = a.mode == "tf-pyfunc"
+    pyfunc = pipelined  # the batch comes from a tf.data pipeline; planted_s is the wait for it
     if pyfunc:  # a tf.data pipeline: each sample "decoded" by Python (the plant) or by TensorFlow ops (the fix)
         def decode(i):
             r = np.random.default_rng(int(i))
@@ -640,12 +796,39 @@ def run_tf(a, truth):
             return v, tf.random.stateless_uniform([], seed=tf.stack([i, tf.constant(1, tf.int64)]), minval=0,
                                                   maxval=10, dtype=tf.int64)
 
-        ds = (tf.data.Dataset.range((a.steps + 1) * bs).map(tf_map if a.fix else py_map,
-                                                             num_parallel_calls=tf.data.AUTOTUNE)
-              .batch(bs).prefetch(2))
+        def augment(i):  # tf-noprefetch-map: an image "decoded" and augmented by TensorFlow ops, then downscaled
+            seed = tf.stack([i, tf.constant(2, tf.int64)])
+            img = tf.random.stateless_uniform([96, 96, 3], seed=seed)
+            img = tf.image.stateless_random_flip_left_right(img, seed)
+            img = tf.image.stateless_random_brightness(img, 0.2, seed)
+            img = tf.image.stateless_random_contrast(img, 0.8, 1.2, seed)
+            kernel = tf.ones([5, 5, 3, 1]) / 25.0
+            for _ in range(a.reps):  # a blur, a round at a time
+                img = tf.nn.depthwise_conv2d(img[None], kernel, [1, 1, 1, 1], "SAME")[0]
+            small = tf.image.rgb_to_grayscale(tf.image.resize(img, [16, 16]))
+            lab = tf.random.stateless_uniform([], seed=seed, minval=0, maxval=10, dtype=tf.int64)
+            return tf.reshape(small, [256]), lab
+
+        def generate():  # tf-generator: each sample made and augmented in numpy by a Python generator
+            for i in range((a.steps + 1) * bs):
+                yield decode(i)
+
+        n = (a.steps + 1) * bs
+        if a.mode == "tf-noprefetch-map":  # sequential map, no prefetch: the step waits on it (--fix: parallel)
+            ds = (tf.data.Dataset.range(n).map(augment, num_parallel_calls=tf.data.AUTOTUNE).batch(bs).prefetch(2)
+                  if a.fix else tf.data.Dataset.range(n).map(augment).batch(bs))
+            truth["pipeline"] = ("map(augment in TensorFlow ops, num_parallel_calls=AUTOTUNE).batch(%d).prefetch(2)"
+                                 if a.fix else "map(augment in TensorFlow ops).batch(%d), sequential, no prefetch") % bs
+        elif a.mode == "tf-generator" and not a.fix:
+            ds = (tf.data.Dataset.from_generator(generate, output_signature=(
+                tf.TensorSpec([256], tf.float32), tf.TensorSpec([], tf.int64))).batch(bs).prefetch(2))
+            truth["pipeline"] = "from_generator(numpy per sample).batch(%d).prefetch(2)" % bs
+        else:
+            ds = (tf.data.Dataset.range(n).map(tf_map if a.fix else py_map, num_parallel_calls=tf.data.AUTOTUNE)
+                  .batch(bs).prefetch(2))
+            truth["pipeline"] = ("map(TensorFlow ops" if a.fix else "map(tf.py_function") + \
+                ", num_parallel_calls=AUTOTUNE).batch(%d).prefetch(2)" % bs
         batches = iter(ds)
-        truth["pipeline"] = ("map(TensorFlow ops" if a.fix else "map(tf.py_function") + \
-            ", num_parallel_calls=AUTOTUNE).batch(%d).prefetch(2)" % bs
     step_s, cpu_s, planted_s, data_s = [], [], [], []
     warm = next(batches) if pyfunc else (rng.standard_normal((bs, 256)).astype(np.float32), rng.integers(0, 10, bs))
     train_step(*warm, -1) if retrace else train_step(*warm)  # traced before the loop
@@ -776,7 +959,8 @@ MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epo
          "gc-pause": run_torch, "checkpoint": run_torch, "torch-recompile": run_torch, "tf-eager": run_tf, "tf-retrace": run_tf,
          "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch, "float64": run_torch,
          "tf-pyfunc": run_tf, "keras-tiny-batch": run_keras, "print-log": run_torch,
-         "history-cat": run_torch, "subprocess-monitor": run_torch, "needless-copy": run_torch}
+         "history-cat": run_torch, "subprocess-monitor": run_torch, "needless-copy": run_torch,
+         "jax-hostmetrics": run_jax_hostmetrics, "jax-tiny-batch": run_jax_tiny, "tf-noprefetch-map": run_tf, "tf-generator": run_tf}
 
 
 def main():
@@ -788,7 +972,7 @@ def main():
     ap.add_argument("--wait", type=int, default=5, help="profiler schedule: steps before the warm-up step")
     ap.add_argument("--active", type=int, default=30, help="profiler schedule: steps profiled")
     ap.add_argument("--fix-workers", type=int, default=1, help="cpu-loading: the fix's num_workers")
-    ap.add_argument("--fix-batch", type=int, default=8, help="keras-tiny-batch: the fix's batch size")
+    ap.add_argument("--fix-batch", type=int, default=8, help="keras-tiny-batch, jax-tiny-batch: the fix's batch size")
     ap.add_argument("--fix-spe", type=int, default=1, help="keras-tiny-batch: the fix's steps_per_execution")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--no-profile", action="store_true")

@@ -6,7 +6,7 @@ Reads each ``<run>/truth.json`` (the recorded run) and ``<run>/fix*-truth.json``
 recorded). The planted cost is the time the script measured inside the planted code (``planted_s``), except where
 the plant changes the shape of the work itself and the fix still does some of it (``microbatch``, ``padded``: the
 forward/backward/update time, ``float64`` too; ``keras-tiny-batch``: the whole step less what the fix at a larger
-batch pays for the same samples; ``jax-recompile``: the steps that met a new shape, less the median step): there it is
+batch pays for the same samples, ``jax-tiny-batch`` too; ``jax-recompile``: the steps that met a new shape, less the median step): there it is
 that time minus the fix run's (the fix still compiles once); ``periodic-eval``: the evaluations alone (its slow
 start, ``slow_start_s``, is planted too but stays in the fix run). ``fix_saved_s`` is the loop's wall time minus
 the fix run's, the profiler's export left out of both where it falls inside the loop (``loop_less_export``), one
@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LESS_THE_FIX = ("microbatch", "padded", "jax-recompile", "tf-eager", "jax-nojit", "torch-recompile", "anomaly",
-               "tf-retrace", "float64", "keras-tiny-batch")
+               "tf-retrace", "float64", "keras-tiny-batch", "jax-tiny-batch")
 
 
 def load(path):
@@ -30,7 +30,7 @@ def load(path):
 
 def planted_per_step(t, fixes):
     """Each step's planted cost, as ``truth_row`` counts it (see the module's docstring)."""
-    if t["mode"] == "keras-tiny-batch":  # the whole step less what the larger batch's fix pays for its samples
+    if t["mode"] in ("keras-tiny-batch", "jax-tiny-batch"):  # the whole step less what the larger batch's fix pays
         wide = [f for f in fixes if f["batch_size"] > t["batch_size"]]
         still = statistics.mean(sum(f["step_s"]) * t["batch_size"] / f["samples"] for f in wide) if wide else 0.0
         return [p - still for p in t["step_s"]]

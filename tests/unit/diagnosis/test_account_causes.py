@@ -49,10 +49,13 @@ def _steps(tmp_path: Path, parts, gap=lambda i: 10) -> RuleOutputs:
                 events += [_ev("aten::mm", t, dur), _ev("aten::copy_", t + dur / 4, dur / 2)]
             elif kind == "optcopy":  # a copy inside the optimizer's range
                 events += [_ev("Optimizer.step#SGD.step", t, dur, "user_annotation"), _ev("aten::clone", t, dur)]
-            elif kind in ("tfload", "tfload-py"):  # waiting for a tf.data pipeline; "-py": its map is Python
-                events.append(_ev("EagerLocalExecute: IteratorGetNext", t, dur))
-                if kind == "tfload-py":  # three tf.py_function calls on the pipeline's thread meanwhile
+            elif kind in ("tfload", "tfload-py", "tfload-gen"):  # waiting for a tf.data pipeline; "-py": its map is
+                events.append(_ev("EagerLocalExecute: IteratorGetNext", t, dur))  # Python; "-gen": its source is
+                if kind in ("tfload-py", "tfload-gen"):  # three Python calls on the pipeline's thread meanwhile
                     events += [_ev("EagerPyFunc:EagerPyFunc", t + k * dur / 3, dur / 4, tid=2) for k in range(3)]
+                if kind == "tfload-gen":  # the iterator tf.data's from_generator reads the generator with
+                    events.append(_ev("Iterator::Root::Prefetch::BatchV2::FlatMap[0]::Generator", t, dur / 2,
+                                      "TraceMe", tid=3))
             t += dur
         events.append(_ev(f"ProfilerStep#{i}", start, t - start, "user_annotation"))
         t += gap(i)  # time between this step and the next, outside every step
@@ -231,6 +234,16 @@ def test_a_tf_data_map_in_python_is_the_input_pipelines_with_the_tf_fix(tmp_path
     assert "waiting for the tf.data pipeline (IteratorGetNext)" in finding.evidence[-2]
     plain = diagnose(_steps(tmp_path, lambda i: [("tfload", 5000), ("op", 5000)])).findings[0]
     assert plain.cause == "input-pipeline" and "tf.data.AUTOTUNE" in plain.fix and "tf.py_function" not in plain.fix
+
+
+def test_a_tf_data_source_that_is_a_python_generator_gets_the_generators_fix(tmp_path):
+    """The same Python calls, from the pipeline's source: the iterator the trace names ends in ``::Generator``
+    (Dataset.from_generator), so the fix replaces the generator, not a map the job does not have."""
+    finding = diagnose(_steps(tmp_path, lambda i: [("tfload-gen", 5000), ("op", 5000)])).findings[0]
+    assert finding.cause == "input-pipeline" and finding.share == pytest.approx(0.5, rel=1e-3)
+    assert "from_generator" in finding.fix and "map's Python function" not in finding.fix
+    assert "a Python generator (Dataset.from_generator: Iterator::Root::Prefetch::BatchV2::FlatMap[0]::Generator" \
+        in " ".join(finding.evidence)
 
 
 def _framework(tmp_path: Path, parts) -> RuleOutputs:
