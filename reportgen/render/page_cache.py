@@ -380,11 +380,13 @@ def page_cache_for(cache_dir: Path | None = None, environ=None) -> TraceCache | 
 
 def cached_page(make: Callable, parameters: dict, work_dir: Path, cache: TraceCache | None,
                 progress: Callable[[str], None], stamp: str | None = None, json_name: str = "report.json",
-                notebook: str = "analysis"):
+                notebook: str = "analysis", making: str | None = None):
     """The page (``render.html.Page``) of ``parameters`` with report.json (``json_name``: compare.json, of the
     ``notebook`` "comparison") written into ``work_dir``, as ``make(placeholder)`` gives them (``make`` executes the notebook, saying ``placeholder``
     for the time; None: the time itself) but from ``cache`` when it holds them; either way with this run's own
-    time in both. ``stamp`` (``source_stamp``): remembered as this page's, for the next run's forecast."""
+    time in both. ``stamp`` (``source_stamp``): remembered as this page's, for the next run's forecast.
+    ``making``: what the progress says while ``make`` runs (default: the notebook executed and converted; compare's
+    Markdown is built in this process)."""
     key = page_key(parameters, work_dir) if cache is not None else None
     produced = Path(work_dir) / json_name
     if cache is not None and key is not None:
@@ -397,7 +399,7 @@ def cached_page(make: Callable, parameters: dict, work_dir: Path, cache: TraceCa
             write_text_atomic(produced, json_text.replace(placeholder, now))
             _remember(cache, stamp, key)
             return Page(html.replace(placeholder, now))
-    progress(f"executing the {notebook} notebook and converting it to HTML")
+    progress(making or f"executing the {notebook} notebook and converting it to HTML")
     if key is None:
         return make(None)
     placeholder = new_placeholder()
