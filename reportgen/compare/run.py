@@ -167,7 +167,8 @@ def _page_cache_of(source_a: str, source_b: str, options: CompareOptions, foreca
     from reportgen.render.page_cache import page_cache_for, sources_stamp
 
     cache = page_cache_for(options.source.cache_dir)
-    stamp = sources_stamp([str(source_a), str(source_b)], repr(options)) if cache is not None and forecast else None
+    stamp = sources_stamp([str(source_a), str(source_b)], repr(options), cache.memo) \
+        if cache is not None and forecast else None
     return cache, stamp
 
 
