@@ -288,7 +288,6 @@ def _typed_columns(path: Path, events: list, meta: dict, problems: ProblemLog) -
 
 
 MAX_SHAPES = 4096  # matmul shapes whose FLOPs ``_TypedRows.shape_flops`` remembers (~200 B each)
-_UNKNOWN = object()
 
 
 class _TypedRows:
@@ -310,11 +309,13 @@ class _TypedRows:
         repeats the same few shapes, whose decoding and checks were ~0.1 CPU s of 2 x 100 MB. At most
         ``MAX_SHAPES`` kept (a trace of ever new shapes: the memo starts again)."""
         key = (label, bytes(args.input_dims))
-        found = self.flops_of.get(key, _UNKNOWN)
-        if found is _UNKNOWN:
-            if len(self.flops_of) >= MAX_SHAPES:
-                self.flops_of.clear()
-            found = self.flops_of[key] = matmul_flops(label, {"Input Dims": input_dims(args)})
+        try:
+            return self.flops_of[key]
+        except KeyError:  # a shape not seen yet (or since the memo started again)
+            pass
+        if len(self.flops_of) >= MAX_SHAPES:
+            self.flops_of.clear()
+        found = self.flops_of[key] = matmul_flops(label, {"Input Dims": input_dims(args)})
         return found
 
     def chunk(self, events: list) -> dict | None:
