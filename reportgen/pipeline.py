@@ -339,7 +339,7 @@ def page_cache_of(source: str, options: GenerateOptions):
 
     cache = page_cache_for(options.source.cache_dir)
     settings = repr((options.source, options.cost, options.job_name))
-    return cache, source_stamp(str(source), settings) if cache is not None else None
+    return cache, source_stamp(str(source), settings, cache.memo) if cache is not None else None
 
 
 def generate(source: str, output: Path, options: GenerateOptions = GenerateOptions(),

@@ -93,8 +93,6 @@ def _batch(label: str, given: int | None, hyperparameters) -> dict:
 
 def compare(source_a: str, source_b: str, output: Path | None, options: CompareOptions = CompareOptions(),
             progress: Progress = silent) -> CompareResult:
-    from reportgen.compare.output import to_markdown
-    from reportgen.compare.session import open_comparison
     from reportgen.render.page_cache import cached_page, expects_hit
     from reportgen.render.process import NotebookProcess
     from reportgen.resources import compare_notebook_path
@@ -120,7 +118,7 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
     if json_path is not None:
         outputs.add("--json", json_path)
     load_prices(prices_file)  # a bad prices file is an input error before any work
-    page_cache, stamp = _page_cache_of(source_a, source_b, options) if fmt == "html" else (None, None)
+    page_cache, stamp = _page_cache_of(source_a, source_b, options, forecast=fmt == "html")
     with work_folder() as work:
         # absolute: the notebook runs with its own folder as the working directory, where a relative
         # output_dir would name a folder inside itself (compare.json was lost with a relative -o)
@@ -132,11 +130,12 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
             a = _side_spec("A", source_a, work_dir, options.a, progress, options.source, options.batch_a)
             b = _side_spec("B", source_b, work_dir, options.b, progress, options.source, options.batch_b)
             prices = str(Path(prices_file).resolve()) if prices_file else ""
-            if fmt == "md":
-                progress("building the comparison")
-                session = open_comparison(a, b, prices_file=prices, standalone=True, force=options.force)
-                text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
-                session.save_json(work_dir)
+            if fmt == "md":  # kept in the page cache as the HTML page is, under another key (its format)
+                parameters = {"format": "md", "a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
+                              "standalone": True, "force": options.force}
+                text = cached_page(lambda when: _markdown(a, b, prices, options.force, work_dir, when), parameters,
+                                   work_dir, page_cache, progress, None, "compare.json", "comparison",
+                                   "building the comparison").html
             else:
                 parameters = {"a": a, "b": b, "prices_file": prices, "output_dir": str(work_dir),
                               "standalone": True, "force": options.force}
@@ -159,15 +158,33 @@ def compare(source_a: str, source_b: str, output: Path | None, options: CompareO
     return CompareResult(output, json_path, len(text.encode("utf-8", "backslashreplace")), time.perf_counter() - started, regression)
 
 
-def _page_cache_of(source_a: str, source_b: str, options: CompareOptions):
+def _page_cache_of(source_a: str, source_b: str, options: CompareOptions, forecast: bool = True):
     """The page cache of this run and its two sources' stamp (``render/page_cache.py``, as ``generate``'s page):
-    none with ``--no-cache``."""
+    none with ``--no-cache``. ``forecast`` False (the Markdown, made in this process: no worker to spare): no
+    stamp."""
     if not options.source.trace_cache:
         return None, None
     from reportgen.render.page_cache import page_cache_for, sources_stamp
 
     cache = page_cache_for(options.source.cache_dir)
-    return cache, sources_stamp([str(source_a), str(source_b)], repr(options)) if cache is not None else None
+    stamp = sources_stamp([str(source_a), str(source_b)], repr(options), cache.memo) \
+        if cache is not None and forecast else None
+    return cache, stamp
+
+
+def _markdown(a: dict, b: dict, prices: str, force: bool, work_dir: Path, when: str | None):
+    """The comparison as Markdown (a ``render.html.Page`` holding it) with compare.json written into ``work_dir``,
+    both saying ``when`` for their time (``page_cache.cached_page``'s placeholder; None: the time itself)."""
+    from reportgen.compare.output import to_markdown
+    from reportgen.compare.session import open_comparison
+    from reportgen.render.html import Page
+    from reportgen.render.page_cache import fixed_generation_time
+
+    with fixed_generation_time(when):
+        session = open_comparison(a, b, prices_file=prices, standalone=True, force=force)
+        text = to_markdown(session.report, session.a.meta(), session.b.meta(), session.generated_at)
+        session.save_json(work_dir)
+    return Page(text)
 
 
 def _gate(produced: Path, threshold: float) -> Regression:

@@ -4,7 +4,8 @@ The trace cache (``readers/trace_cache.py``) names an entry by the file's conten
 what a warm ``generate`` still read: ~0.2 of 0.4 CPU s over 2 x 100 MB, ~12 s over 64 x 200 MB (issue 51). The
 memo keeps, for each file hashed, its identity on disk (device, inode, size, mtime and ctime in ns) and the digest
 then found: the same identity again is the same digest, so the content is not read. The caches stay keyed by
-content: the memo only spares recomputing a digest, and a miss costs exactly the hash it spares.
+content: the memo only spares recomputing a digest, and a miss costs exactly the hash it spares. The page cache's
+code digest (``render/page_cache.py``) takes reportgen's own files' digests from it too.
 
 Why the identity is trusted: no write leaves a file's ctime as it was (``utime`` sets it too, so a file rewritten
 with its size and mtime put back, ``cp -p``, is a miss), unless the write falls in the same tick of the file

@@ -287,6 +287,9 @@ def _typed_columns(path: Path, events: list, meta: dict, problems: ProblemLog) -
     return rows.assemble(path, meta, columns, problems)
 
 
+MAX_SHAPES = 4096  # matmul shapes whose FLOPs ``_TypedRows.shape_flops`` remembers (~200 B each)
+
+
 class _TypedRows:
     """The rows of ``KinetoEvent`` structs, a list of them at a time: a whole file's in one list, a streamed
     file's chunk after chunk (``_stream_typed``). What is shared across chunks (names and odd tids in the order
@@ -299,6 +302,21 @@ class _TypedRows:
         self.flop_time, self.flop_count = array("d"), array("d")
         self.f64_start, self.f64_dur = array("d"), array("d")
         self.negative = self.out_of_range = 0
+        self.flops_of: dict[tuple[str, bytes], float | None] = {}  # a matmul's FLOPs by its name and Input Dims' text
+
+    def shape_flops(self, label: str, args) -> float | None:
+        """``matmul_flops`` of a matrix multiplication's ``Input Dims``, remembered by their text: a training step
+        repeats the same few shapes, whose decoding and checks were ~0.1 CPU s of 2 x 100 MB. At most
+        ``MAX_SHAPES`` kept (a trace of ever new shapes: the memo starts again)."""
+        key = (label, bytes(args.input_dims))
+        try:
+            return self.flops_of[key]
+        except KeyError:  # a shape not seen yet (or since the memo started again)
+            pass
+        if len(self.flops_of) >= MAX_SHAPES:
+            self.flops_of.clear()
+        found = self.flops_of[key] = matmul_flops(label, {"Input Dims": input_dims(args)})
+        return found
 
     def chunk(self, events: list) -> dict | None:
         """The columns (numpy) of ``events``' complete events, or None when they need the event-by-event path:
@@ -361,7 +379,7 @@ class _TypedRows:
                     counted = a.flops if a.flops is not UNSET else None
                     counted = (float(counted) if isinstance(counted, (int, float)) and not isinstance(counted, bool)
                                and 0 < counted < 1e18 else
-                               matmul_flops(label, {"Input Dims": input_dims(a)}) if label in MATMULS else None)
+                               self.shape_flops(label, a) if label in MATMULS else None)
                     if counted:
                         flop_time.append(start[i])
                         flop_count.append(counted)

@@ -100,3 +100,46 @@ def test_a_served_comparison_is_the_made_one_and_executes_no_notebook(tmp_path, 
         with pytest.raises(AssertionError, match="executed the notebook"):  # the sides swapped: made again
             _compare(b, a, tmp_path / "swapped", tmp_path / "cache")
     assert started == [True, False, False]  # no worker where the page is kept, one for each other page
+
+
+def _compare_md(a: Path, b: Path, out: Path, cache: Path, force: bool = False) -> tuple[str, str]:
+    from reportgen.compare.run import CompareOptions, compare
+
+    out.mkdir()
+    compare(str(a), str(b), out / "compare.md", CompareOptions(source=SourceOptions(cache_dir=cache), fmt="md",
+                                                               force=force))
+    text, data = (out / "compare.md").read_text(), (out / "compare.json").read_text()
+    times = set(STAMP.findall(data))
+    assert len(times) == 1 and f"Generated {times.pop()}" in text  # the run's own time, the same in both
+    return STAMP.sub("TIME", text), STAMP.sub("TIME", data)
+
+
+def test_a_served_markdown_comparison_is_the_made_one_and_builds_nothing(tmp_path, monkeypatch):
+    """``compare --format md`` kept as the HTML page is: the run filling the cache and the run it serves write what a
+    run without it writes; the served one builds no comparison; --force or the sides swapped make it again; the
+    HTML page of the same sides is another entry."""
+    from reportgen.compare import session
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for side, trace in ((a, TRACES[0]), (b, TRACES[1])):
+        side.mkdir()
+        shutil.copyfile(trace, side / trace.name)
+    monkeypatch.setenv("REPORTGEN_PAGE_CACHE", "0")
+    reference = _compare_md(a, b, tmp_path / "off", tmp_path / "cache")
+    monkeypatch.delenv("REPORTGEN_PAGE_CACHE")
+    assert "## Comparison:" in reference[0] and '"generated_at": "TIME"' in reference[1]
+    assert _compare_md(a, b, tmp_path / "filled", tmp_path / "cache") == reference
+    assert len(list((tmp_path / "cache" / "traces").glob("*.page"))) == 1
+    assert not list((tmp_path / "cache" / "traces").glob("*.page-hint"))  # no worker to forecast for Markdown
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a served comparison was built")
+    with monkeypatch.context() as patched:
+        patched.setattr(session, "open_comparison", refuse)
+        assert _compare_md(a, b, tmp_path / "served", tmp_path / "cache") == reference
+        with pytest.raises(AssertionError, match="was built"):  # --force: another comparison, built again
+            _compare_md(a, b, tmp_path / "forced", tmp_path / "cache", force=True)
+        with pytest.raises(AssertionError, match="was built"):  # the sides swapped: built again
+            _compare_md(b, a, tmp_path / "swapped", tmp_path / "cache")
+    html, data = _compare(a, b, tmp_path / "html", tmp_path / "cache")  # the HTML page: its own entry
+    assert data == reference[1] and len(list((tmp_path / "cache" / "traces").glob("*.page"))) == 2

@@ -123,8 +123,38 @@ def test_the_code_digest_covers_templates_notebooks_and_plotly(tmp_path):
     before = tree_digest((copy,))
     header = copy / "blocks" / "header.html.j2"
     header.write_text(header.read_text() + " ")
-    tree_digest.cache_clear()
     assert tree_digest((copy,)) != before
+
+
+def test_the_code_digest_remembered_reads_no_byte_of_unchanged_code(tmp_path, monkeypatch):
+    """The code's files' digests from the cache folder's memo (readers/digest_memo.py): the same tree digest as
+    every file hashed, a next run (a fresh memo read from disk) hashes none, and a file changed since is hashed
+    again and changes the digest."""
+    import time
+
+    from reportgen.readers import digest_memo
+    from reportgen.readers.digest_memo import RACY_NS, DigestMemo
+
+    copy = tmp_path / "templates"
+    shutil.copytree(template_dir(), copy)
+    memo_folder = tmp_path / "cache"
+    memo_folder.mkdir()
+    later = lambda: time.time_ns() + 10 * RACY_NS  # noqa: E731 - every file safely older than its hashing
+    hashed = tree_digest((copy,))
+    assert tree_digest((copy,), DigestMemo(memo_folder, clock=later)) == hashed  # hashed and remembered
+    files = sum(1 for path in copy.rglob("*") if path.is_file())
+    assert (memo_folder / digest_memo.MEMO_NAME).stat().st_size == files * digest_memo.RECORD
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a remembered code file was read")
+    with monkeypatch.context() as patched:
+        patched.setattr(digest_memo, "hash_file", refuse)
+        patched.setattr(page_cache, "file_digest", refuse)
+        assert tree_digest((copy,), DigestMemo(memo_folder, clock=later)) == hashed
+    header = copy / "blocks" / "header.html.j2"
+    header.write_text(header.read_text() + " ")
+    changed = tree_digest((copy,), DigestMemo(memo_folder, clock=later))
+    assert changed != hashed and changed == tree_digest((copy,))
 
 
 PH = "reportgen-time-" + "0" * 32

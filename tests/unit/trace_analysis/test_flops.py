@@ -103,3 +103,28 @@ def test_at_a_glance_gives_the_ranks_achieved_tflops_and_mfu(tmp_path):
     cpu, _ = analyze_job(find_traces(RECORDINGS / "cpu-memory" / "leak"))
     assert glance_item(list(trace_ranks_of(cpu).values())) == ("Compute", "0.000486 TFLOP/s per rank achieved")
     assert glance_item([TraceRank.of("0", {"steps": []})]) is None
+
+
+def test_remembered_matmul_shapes_count_what_each_events_shapes_give(tmp_path, monkeypatch):
+    """The reader remembers a matmul's FLOPs by its Input Dims' text (readers/kineto_trace.py, ``MAX_SHAPES`` at
+    most, then it starts again): every event counts what its own shapes give, repeated, new or not countable."""
+    from pathlib import Path
+
+    from reportgen.readers import kineto_trace
+    from reportgen.readers.kineto_trace import matmul_flops, read_trace
+
+    monkeypatch.setattr(kineto_trace, "MAX_SHAPES", 2)  # the memo cleared several times over the trace
+    shapes = [("aten::mm", [[4, 8], [8, 16]]), ("aten::addmm", [[16], [4, 8], [8, 3]]),
+              ("aten::bmm", [[2, 4, 8], [2, 8, 5]]), ("aten::mm", [[4, 8], [7, 16]]),  # K differs: none
+              ("aten::mm", [[4, 8], [8, 16]]), ("aten::baddbmm", [[1], [3, 2, 2], [3, 2, 9]]),
+              ("aten::mm", [[4, 8], [8, 16]]), ("aten::bmm", [[2, 4, 8], [2, 8, 5]])]
+    events = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5,
+               "args": {"Input Dims": dims}} for i, (name, dims) in enumerate(shapes * 3)]
+    path = Path(tmp_path) / "t.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = read_trace(path)
+    expected = [(10.0 * i, matmul_flops(name, {"Input Dims": dims}))
+                for i, (name, dims) in enumerate(shapes * 3)]
+    expected = [(t, f) for t, f in expected if f]
+    assert len(expected) == 21 and 2.0 * 4 * 8 * 16 in {f for _, f in expected}
+    assert list(zip(trace.flops.time_us.tolist(), trace.flops.flops.tolist())) == expected
