@@ -585,12 +585,21 @@ PYTORCH_TRACES = "PyTorch profiler traces"
 XSPACE_TRACES = "JAX / TensorFlow profiler traces"
 
 
+XSPACE_FILE_ENDINGS = (".xplane.pb", ".xplane.pb.gz")  # JAX's and TensorFlow's XSpace files, gzip'd or not
+
+
+def is_xspace_file(name: str) -> bool:
+    """Whether a trace file's name is JAX's or TensorFlow's XSpace (``<host>.xplane.pb``, gzip'd or not): one test
+    for every place that tells XSpace ranks from PyTorch's (a name test in one place missed ``.gz``)."""
+    return str(name).lower().endswith(XSPACE_FILE_ENDINGS)
+
+
 def traces_name(files: Iterable[object] | None) -> str:
     """What the report calls its traces, from their file names: "JAX / TensorFlow profiler traces" when every
     one is an XSpace file (``*.xplane.pb``, gzip'd or not), else "PyTorch profiler traces" (a JAX report called
     itself a PyTorch one)."""
-    names = [str(getattr(f, "key", f)).lower() for f in files or ()]
-    xspace = [n for n in names if n.endswith((".xplane.pb", ".xplane.pb.gz"))]
+    names = [str(getattr(f, "key", f)) for f in files or ()]
+    xspace = [n for n in names if is_xspace_file(n)]
     return XSPACE_TRACES if names and len(xspace) == len(names) else PYTORCH_TRACES
 
 

@@ -25,7 +25,7 @@ from reportgen.diagnosis.slow_step_story import SLICE_TITLES, SlowStepStory, fix
 from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
 from reportgen.trace_analysis.account import EAGER_STEP_OPS
-from reportgen.trace_ranks import TraceAccount
+from reportgen.trace_ranks import TraceAccount, is_xspace_file
 
 WASTE = 0.05  # a slice every step pays for at least this share of the step is a finding
 TOTAL_WASTE = 0.15  # or all the unclaimed waste together, when no one slice reaches WASTE
@@ -66,7 +66,6 @@ PROFILE_CLOSER = ("to see which lines: profile with with_stack=True (Python fram
 # the trace, and a step's host reads of device arrays are other calls than torch's .item()
 PROFILE_CLOSER_XSPACE = ("to see which lines: trace the Python too (python_tracer_level=1 in jax.profiler.ProfileOptions"
                          " or tf.profiler.experimental.ProfilerOptions) or sample the process with py-spy")
-XSPACE_TRACE = ".xplane.pb"  # a rank read from JAX / TensorFlow's XSpace (gzip'd or not)
 HOST_CULPRITS = ("per-step metrics and logging (.item() conversions, numpy on outputs, files written with fsync), a "
                  "manual gc.collect() or empty_cache(), checkpoints")
 HOST_CULPRITS_XSPACE = ("per-step metrics and logging (device arrays read into Python or numpy: float(loss), "
@@ -76,7 +75,7 @@ HOST_CULPRITS_XSPACE = ("per-step metrics and logging (device arrays read into P
 
 def from_xspace(ev: Evidence) -> bool:
     """Whether every profiled rank was read from JAX's or TensorFlow's XSpace (their profilers' words apply)."""
-    return bool(ev.trace_ranks) and all(any(XSPACE_TRACE in name for name in rank.files)
+    return bool(ev.trace_ranks) and all(any(is_xspace_file(name) for name in rank.files)
                                         for rank in ev.trace_ranks.values())
 
 

@@ -14,7 +14,7 @@ from reportgen.diagnosis.causes import MINOR, Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
 from reportgen.section_ids import SectionId
 from reportgen.trace_gpu_analysis import GpuAnalysis
-from reportgen.trace_ranks import KernelMix
+from reportgen.trace_ranks import KernelMix, is_xspace_file
 
 SYNC_MIN = 0.02  # idle after syncs beyond one per step, share of step time, for a finding at all
 LAUNCH_SHORT = 0.30  # share of kernels shorter than their launch call
@@ -285,7 +285,6 @@ PER_TENSOR_OPTIMIZER = 0.05  # the optimizer's per-tensor kernels, share of the 
 PER_TENSOR_LAUNCHES = 50  # this many of them per step (a parameter's update is several): fused=True for it
 LAYOUT_SHARE = 0.10  # layout transposes (nchwToNhwc), share of the unfused time: channels_last
 CAST_SHARE = 0.20  # dtype casts and copies as kernels, share of the unfused time: autocast placement
-XLA_TRACE = ".xplane.pb"  # a rank read from JAX / TensorFlow's XSpace
 
 
 def _mix_ranks(ev: Evidence) -> list[tuple[str, KernelMix, float, float, int]]:
@@ -297,7 +296,7 @@ def _mix_ranks(ev: Evidence) -> list[tuple[str, KernelMix, float, float, int]]:
         mix = gpu.kernel_mix if gpu is not None else None
         if account is None or account.perspective != "device" or mix is None or mix.compute_ms <= 0:
             continue
-        if any(name.endswith(XLA_TRACE) for name in rank.files):
+        if any(is_xspace_file(name) for name in rank.files):
             continue  # JAX / TensorFlow: XLA fuses elementwise work already; what is left is not the user's to fuse
         out.append((label, mix, account.slices_ms["compute"], account.step_ms, account.steps))
     return out
