@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.compare import traces
+from reportgen.compare import traces, work
 from reportgen.compare.efficiency import efficiency_blocks
 from reportgen.compare.common import delta, signed_cell
 from reportgen.compare.side import Side
@@ -78,7 +78,8 @@ def build(a: Side, b: Side) -> Section:
         section.data["available"] = False
     trace_blocks, trace_data = traces.steps_blocks(a.traces(), b.traces(),
                                                    a.summary().job_duration_s,
-                                                   b.summary().job_duration_s)
+                                                   b.summary().job_duration_s,
+                                                   same_work=not work.differs(a.work(), b.work()))
     if trace_blocks:
         section.add(*trace_blocks)
         section.data.pop("available", None)
