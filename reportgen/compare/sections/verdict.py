@@ -194,8 +194,8 @@ def _work_sentences(wa: work.Work, wb: work.Work, regression, da, db) -> tuple[s
         # "because" only where the work explains the duration: not where the speed per step does
         explained = db != da and (db > da) == more and speed in (None, "about as fast", "faster" if more else "slower")
         head += (f" Its whole run took {took} because it ran {steps_word} steps" if explained else
-                 f" Its whole run took {took}{' although' if db != da and (db > da) != more else ','} it ran "
-                 f"{steps_word} steps")
+                 f" Its whole run took {took} although it ran {steps_word} steps" if db != da and (db > da) != more
+                 else f" Its whole run, of {steps_word} steps, took {took}")
         head += f": {db} s against {da} s ({signed(rel, 1)} %)."
     return head, speed
 

@@ -119,3 +119,20 @@ def test_the_gate_never_judges_durations_of_different_work(tmp_path):
     fallback = judge(json.loads((tmp_path / "tf-hostwork-nosteps.json").read_text())["sections"],
                      json.loads((tmp_path / "tf-clean-nosteps.json").read_text())["sections"], 0.05)
     assert fallback.basis == "job duration" and fallback.tripped and fallback.ratio == pytest.approx(31 / 17)
+
+
+def test_fewer_steps_each_slower_in_the_profiled_steps(tmp_path):
+    """tf-clean (800 steps, 31 s) against tf-eager (480 steps, 17 s): B's job time per step is lower (its start-up
+    was shorter), its profiled median step higher; both are said, and neither fewer steps nor speed alone explains
+    the shorter run."""
+    out = tmp_path / "e.md"
+    compare(str(PLANTED / "tf-clean"), str(PLANTED / "tf-eager"), out, CompareOptions(fmt="md"))
+    verdict = json.loads(out.with_suffix(".json").read_text())["sections"]["verdict"]
+    assert (verdict["work"]["a"]["steps"], verdict["work"]["b"]["steps"]) == (800, 480)
+    assert verdict["text"].startswith("B ran 1.7x fewer steps than A: 480 against 800 (B: the recorded command's "
+                                      "--steps 480; A: the recorded command's --steps 800)")
+    assert (f"Per step B ran faster than A: {17 / 480 * 1000:.1f} ms against {31 / 800 * 1000:.1f} ms of job time "
+            "per step (\u22128.6 %, start-up included); its median step time 21.2 ms → 26.4 ms (+24.2 %") in verdict["text"]
+    assert "Its whole run, of fewer steps, took less time: 17 s against 31 s (\u221245.2 %)." in verdict["text"]
+    (cause,) = verdict["causes"]["causes"]
+    assert cause["status"] == "new" and cause["measured_delta_seconds"] == pytest.approx(17 * 800 / 480 - 31)
