@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from reportgen.compare.work import Work
 from reportgen.report.model import Table, Text
 from reportgen.report.util import as_dict, number
 from reportgen.trace_ranks import TraceJob, TraceLoader, TraceRank, trace_ranks_of
@@ -202,9 +203,10 @@ def _coverage_text(label: str, t: TraceSummary) -> str:
 
 
 def steps_blocks(ta: TraceSummary | None, tb: TraceSummary | None, job_a, job_b,
-                 same_work: bool = True) -> tuple[list, dict]:
-    """Blocks for the step-durations section and their data (``traces`` in compare.json); ``same_work=False``
+                 work: tuple[Work, Work] | None = None) -> tuple[list, dict]:
+    """Blocks for the step-durations section and their data (``traces`` in compare.json); ``work``: A's and B's
     when the runs did different work (``compare.work``): their durations are then not set against each other."""
+    same_work = work is None
     if ta is None and tb is None:
         return [], {}
     rate = throughput(ta, tb, job_a, job_b)
@@ -212,12 +214,12 @@ def steps_blocks(ta: TraceSummary | None, tb: TraceSummary | None, job_a, job_b,
     covered = "; ".join(_coverage_text(label, t) for label, t in (("A", ta), ("B", tb)) if t)
     change = _pct_change(ta.mean_step_ms if ta else None, tb.mean_step_ms if tb else None)
     job_change = _pct_change(job_a, job_b)
-    if ta and tb and not same_work:
+    if ta and tb and work is not None:
         blocks.append(Text(
             f"From the PyTorch profiler traces. {covered}. The profiled steps are a small sample of each job, "
-            f"often its first steps: their mean changed by {_signed(change)} %. The runs did different work (see "
-            f"the verdict), so their job durations ({_signed(job_change)} %) do not compare: judge them per step.",
-            tone="note"))
+            f"often its first steps: their mean changed by {_signed(change)} %. The runs did different work "
+            f"({work[0].steps:.0f} steps in A, {work[1].steps:.0f} in B), so their job durations "
+            f"({_signed(job_change)} %) do not compare: judge them per step.", tone="note"))
     elif ta and tb:
         blocks.append(Text(
             f"From the PyTorch profiler traces. {covered}. The profiled steps are a small sample of each job, "

@@ -76,10 +76,11 @@ def build(a: Side, b: Side) -> Section:
                               "Histogram (needs JavaScript); the statistics are in the table above."))
     else:
         section.data["available"] = False
+    wa, wb = a.work(), b.work()
     trace_blocks, trace_data = traces.steps_blocks(a.traces(), b.traces(),
                                                    a.summary().job_duration_s,
                                                    b.summary().job_duration_s,
-                                                   same_work=not work.differs(a.work(), b.work()))
+                                                   (wa, wb) if wa and wb and work.differs(wa, wb) else None)
     if trace_blocks:
         section.add(*trace_blocks)
         section.data.pop("available", None)

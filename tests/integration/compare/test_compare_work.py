@@ -52,7 +52,8 @@ def test_different_work_leads_per_step_with_the_durations_second(pair):
     assert verdict["regression"]["basis"] == "median step time" and verdict["regression"]["ratio"] < 0.6
     # the step durations section no longer says to judge the runs by their durations
     assert "judge the runs by the duration" not in text and "for the same work (same number of steps" not in text
-    assert "The runs did different work (see the verdict), so their job durations (+82.4 %) do not compare" in text
+    assert ("The runs did different work (320 steps in A, 800 in B), so their job durations (+82.4 %) do not "
+            "compare: judge them per step.") in text
     assert data["sections"]["step-durations"]["traces"]["throughput"]["job_same_work_change_pct"] is None
 
 
