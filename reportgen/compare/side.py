@@ -59,10 +59,13 @@ class Side:
         return bool(data) and data.get("available") is not False
 
     def work(self) -> Work | None:
-        """This run's work in training steps, counted, given by its command or estimated (``compare.work``)."""
+        """This run's work in training steps, counted, given by its command or estimated, with its batch size
+        where known (``compare.work``)."""
         diagnosis = self.report.diagnosis
-        return work_of(self.sections(), TrainingLoop.of_diagnosis(diagnosis.to_data()) if diagnosis else None,
-                       command_line(self.outputs.recording))
+        found = work_of(self.sections(), TrainingLoop.of_diagnosis(diagnosis.to_data()) if diagnosis else None,
+                        command_line(self.outputs.recording))
+        batch = self.batch()
+        return found.with_batch(batch.value) if found is not None and batch is not None else found
 
     def traces(self) -> TraceSummary | None:
         """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""

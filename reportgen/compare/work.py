@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reportgen.report.json_views import ReportJson, TrainingLoop
 from reportgen.report.views import step_nodes_of
@@ -53,6 +53,15 @@ class Work:
     source: str  # where the number comes from, in words
     loop_s: float | None = None  # the estimate's training loop less the profiler's export (s)
     mean_step_s: float | None = None  # the estimate's profiled mean step (s)
+    batch: int | None = None  # samples per step, where the run's batch size is known (``compare.batch``)
+
+    @property
+    def samples(self) -> float | None:
+        """Steps × batch size, None without a batch size."""
+        return self.steps * self.batch if self.batch else None
+
+    def with_batch(self, batch: int | None) -> Work:
+        return replace(self, batch=batch)
 
     def how(self) -> str:
         """Where the number comes from: ``the recorded command's --steps 320`` / ``estimated: …``."""
@@ -64,7 +73,7 @@ class Work:
 
     def to_data(self) -> dict:
         return {"steps": self.steps, "estimated": self.estimated, "from": self.source, "loop_s": self.loop_s,
-                "mean_step_s": self.mean_step_s}
+                "mean_step_s": self.mean_step_s, "batch": self.batch, "samples": self.samples}
 
 
 def work_of_report(data: object) -> Work | None:
@@ -129,18 +138,27 @@ def _counted(counts, outliers) -> float | None:
     return total if total > 0 else None
 
 
-def ratio(a: Work | None, b: Work | None) -> float | None:
-    """B's steps ÷ A's, None unless both are known."""
-    return b.steps / a.steps if a is not None and b is not None else None
+def in_samples(a: Work, b: Work) -> bool:
+    """Whether the work is measured in samples: both runs' batch sizes are known (else in steps)."""
+    return a.samples is not None and b.samples is not None
+
+
+def amounts(a: Work, b: Work) -> tuple[float, float]:
+    """A's and B's work in one unit: samples where both batch sizes are known, else steps."""
+    if in_samples(a, b):
+        return float(a.samples or 0), float(b.samples or 0)
+    return a.steps, b.steps
 
 
 def differs(a: Work | None, b: Work | None) -> bool:
     """Whether the two runs did different work: both known and apart by more than the tolerance of how they
-    were found (``COUNTED_TOLERANCE``, or ``ESTIMATED_TOLERANCE`` when either is an estimate)."""
+    were found (``COUNTED_TOLERANCE``, or ``ESTIMATED_TOLERANCE`` when either is an estimate), in samples where
+    both batch sizes are known (800 steps of 32 and 400 of 64 are the same work), else in steps."""
     if a is None or b is None:
         return False
     tolerance = ESTIMATED_TOLERANCE if a.estimated or b.estimated else COUNTED_TOLERANCE
-    return max(a.steps, b.steps) / min(a.steps, b.steps) - 1 > tolerance
+    na, nb = amounts(a, b)
+    return max(na, nb) / min(na, nb) - 1 > tolerance
 
 
 def different_work(a: Work | None, b: Work | None, labels: tuple[str, str] = ("A", "B")) -> str:

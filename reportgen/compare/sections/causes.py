@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reportgen.compare.side import Side
-from reportgen.compare.work import Work
+from reportgen.compare.work import Work, amounts, in_samples
 from reportgen.formatting import human_duration
 from reportgen.report.model import Table, Text
 
@@ -49,7 +49,10 @@ def _measured(a: Side, b: Side, work: tuple[Work, Work] | None = None) -> float 
     ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (da, db))
     if not ok:
         return None
-    return db * work[0].steps / work[1].steps - da if work is not None else db - da
+    if work is None:
+        return db - da
+    na, nb = amounts(*work)
+    return db * na / nb - da
 
 
 def _differ(measured: float, estimate: float) -> bool:
@@ -67,7 +70,8 @@ def compare_causes(a: Side, b: Side, work: tuple[Work, Work] | None = None) -> t
     measures as a saving even when B ran more steps."""
     ca, cb = _counted(a), _counted(b)
     measured = _measured(a, b, work)
-    for_steps = f" for A's {work[0].steps:.0f} steps" if work is not None else ""
+    unit = "samples" if work is not None and in_samples(*work) else "steps"
+    for_steps = f" for A's {amounts(*work)[0]:.0f} {unit}" if work is not None else ""
     rows, data = [], []
     for cause in dict.fromkeys(list(ca) + list(cb)):
         fa, fb = ca.get(cause), cb.get(cause)
@@ -98,6 +102,8 @@ def compare_causes(a: Side, b: Side, work: tuple[Work, Work] | None = None) -> t
                "measured_delta_seconds": measured, **statuses}
     if work is not None:  # different work: the measured change is B's duration scaled to A's steps, less A's
         summary["measured_for_a_steps"] = work[0].steps
+        if unit == "samples":
+            summary["measured_for_a_samples"] = amounts(*work)[0]
     if not rows:
         return [Text(f"Diagnosis: A {summary['a_status'] or 'unknown'}, B {summary['b_status'] or 'unknown'}; "
                      "no cause costs 5 % of either job.", tone="ok")], summary
@@ -108,7 +114,7 @@ def compare_causes(a: Side, b: Side, work: tuple[Work, Work] | None = None) -> t
               Table("causes-compare", ["Cause", "A: impact", "B: impact", "Change", "Status"], rows,
                     ["text", "text", "text", "text", "text"], row_header=True)]
     if len(rows) > 1 and measured is not None:
-        scaled = f", B's scaled to A's {work[0].steps:.0f} steps," if work is not None else ""
+        scaled = f", B's scaled to A's {amounts(*work)[0]:.0f} {unit}," if work is not None else ""
         blocks.append(Text(f"Measured: the job's duration{scaled} changed by {_seconds(measured)}. Each cause's impact is an "
                            "estimate (\"up to\"), and causes overlap, so their changes need not add up to it.",
                            tone="note"))

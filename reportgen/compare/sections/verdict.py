@@ -48,7 +48,9 @@ def build(a: Side, b: Side, rules: Section, ca: RunCost, cb: RunCost, saving: di
         assert wa is not None and wb is not None
         sentence, speed_word = _work_sentences(wa, wb, regression, da, db)
         sentences.append(sentence)
-        data.update(work={"a": wa.to_data(), "b": wb.to_data(), "steps_ratio": wb.steps / wa.steps},
+        na, nb = work.amounts(wa, wb)
+        data.update(work={"a": wa.to_data(), "b": wb.to_data(), "steps_ratio": wb.steps / wa.steps,
+                          "unit": "samples" if work.in_samples(wa, wb) else "steps", "ratio": nb / na},
                     speed=speed_word, speed_from="per step")
         if da is not None and db is not None:
             rel = (db - da) / da * 100 if da else 0.0
@@ -159,12 +161,16 @@ def _work_sentences(wa: work.Work, wb: work.Work, regression, da, db) -> tuple[s
     (its duration ÷ its steps: what the duration verdict judges for the same work; speed from it as from the
     durations) and the regression check's step times with their interval (the speed from these when a job
     duration is missing); then the job durations as a secondary fact."""
-    times = wb.steps / wa.steps
+    na, nb = work.amounts(wa, wb)
+    unit = "sample" if work.in_samples(wa, wb) else "step"  # samples where both batch sizes are known
+    times = nb / na
     more = times > 1
-    head = (f"B ran {times:.1f}x the steps of A" if times >= 1.5 else f"B ran {1 / times:.1f}x fewer steps than A"
-            if times <= 1 / 1.5 else f"B ran {abs(times - 1) * 100:.0f} % {'more' if more else 'fewer'} steps than A")
+    head = (f"B ran {times:.1f}x the {unit}s of A" if times >= 1.5 else f"B ran {1 / times:.1f}x fewer {unit}s than A"
+            if times <= 1 / 1.5 else f"B ran {abs(times - 1) * 100:.0f} % {'more' if more else 'fewer'} {unit}s than A")
     sources = f"both {wa.how()}" if wa.how() == wb.how() else f"B: {wb.how()}; A: {wa.how()}"
-    head += f": {wb.steps:.0f} against {wa.steps:.0f} ({sources}), so their durations are different work."
+    if unit == "sample":
+        sources = f"{wb.steps:.0f} steps of {wb.batch} against {wa.steps:.0f} of {wa.batch}; {sources}"
+    head += f": {nb:.0f} against {na:.0f} ({sources}), so their durations are different work."
     speed = None
     steps = None  # the step times' sentence and speed
     if not regression.unjudged and regression.basis in STEP_BASES and regression.ratio is not None:
@@ -175,11 +181,13 @@ def _work_sentences(wa: work.Work, wb: work.Work, regression, da, db) -> tuple[s
         steps = (f"{regression.basis} {regression.base_value_s * 1000:.1f} ms → "
                  f"{regression.new_value_s * 1000:.1f} ms ({signed(change, 1)} %{interval})",
                  "about as fast" if abs(change) <= SAME_TIME_PCT or not beyond else "slower" if change > 0 else "faster")
+    if wa.batch and wb.batch and wa.batch != wb.batch:
+        steps = None  # steps of different batches: the time per sample follows (``per_sample``)
     if da and db:
-        pa, pb = da / wa.steps, db / wb.steps
+        pa, pb = da / na, db / nb
         rel = (pb - pa) / pa * 100
         speed = "about as fast" if abs(rel) <= SAME_TIME_PCT else "faster" if rel < 0 else "slower"
-        head += (f" Per step B ran {_how(speed)} A: {_per_step(pb)} against {_per_step(pa)} of job time per step "
+        head += (f" Per {unit} B ran {_how(speed)} A: {_per_step(pb)} against {_per_step(pa)} of job time per {unit} "
                  f"({signed(rel, 1)} %, start-up included)" + (f"; its {steps[0]}." if steps else "."))
     elif steps:
         speed = steps[1]
@@ -193,9 +201,9 @@ def _work_sentences(wa: work.Work, wb: work.Work, regression, da, db) -> tuple[s
         steps_word = "more" if more else "fewer"
         # "because" only where the work explains the duration: not where the speed per step does
         explained = db != da and (db > da) == more and speed in (None, "about as fast", "faster" if more else "slower")
-        head += (f" Its whole run took {took} because it ran {steps_word} steps" if explained else
-                 f" Its whole run took {took} although it ran {steps_word} steps" if db != da and (db > da) != more
-                 else f" Its whole run, of {steps_word} steps, took {took}")
+        head += (f" Its whole run took {took} because it ran {steps_word} {unit}s" if explained else
+                 f" Its whole run took {took} although it ran {steps_word} {unit}s" if db != da and (db > da) != more
+                 else f" Its whole run, of {steps_word} {unit}s, took {took}")
         head += f": {db} s against {da} s ({signed(rel, 1)} %)."
     return head, speed
 

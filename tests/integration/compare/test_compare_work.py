@@ -137,3 +137,27 @@ def test_fewer_steps_each_slower_in_the_profiled_steps(tmp_path):
     assert "Its whole run, of fewer steps, took less time: 17 s against 31 s (\u221245.2 %)." in verdict["text"]
     (cause,) = verdict["causes"]["causes"]
     assert cause["status"] == "new" and cause["measured_delta_seconds"] == pytest.approx(17 * 800 / 480 - 31)
+
+
+def test_with_both_batch_sizes_the_work_is_in_samples(tmp_path):
+    """The same pair given batch sizes: 32 each, B ran 2.5x the samples; 80 against 32 (with --force: another
+    batch size), 320 x 80 = 800 x 32 samples, the same work, so the durations compare again, beside the time
+    per sample."""
+    out = tmp_path / "s.md"
+    compare(str(PLANTED / "tf-hostwork"), str(PLANTED / "tf-clean"), out,
+            CompareOptions(fmt="md", batch_a=32, batch_b=32))
+    verdict = json.loads(out.with_suffix(".json").read_text())["sections"]["verdict"]
+    assert verdict["work"]["unit"] == "samples" and verdict["work"]["ratio"] == 2.5
+    assert (verdict["work"]["a"]["samples"], verdict["work"]["b"]["samples"]) == (10240, 25600)
+    assert verdict["text"].startswith("B ran 2.5x the samples of A: 25600 against 10240 (800 steps of 32 against "
+                                      "320 of 32; B: the recorded command's --steps 800; A: the recorded command's "
+                                      "--steps 320), so their durations are different work. Per sample B ran faster "
+                                      f"than A: {31 / 25600 * 1000:.1f} ms against {17 / 10240 * 1000:.1f} ms of job "
+                                      "time per sample")
+    assert verdict["causes"]["measured_for_a_samples"] == 10240
+    assert verdict["causes"]["measured_delta_seconds"] == pytest.approx(31 * 10240 / 25600 - 17)
+    compare(str(PLANTED / "tf-hostwork"), str(PLANTED / "tf-clean"), out,
+            CompareOptions(fmt="md", batch_a=80, batch_b=32, force=True))
+    verdict = json.loads(out.with_suffix(".json").read_text())["sections"]["verdict"]
+    assert "work" not in verdict and verdict["speed"] == "slower" and "per_sample" in verdict
+    assert "B ran slower than A: 31 s against 17 s (+82.4 %)." in verdict["text"]

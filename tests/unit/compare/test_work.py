@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reportgen.compare.work import (COUNTED_TOLERANCE, ESTIMATED_TOLERANCE, Work, different_work, differs,
+from reportgen.compare.work import (COUNTED_TOLERANCE, ESTIMATED_TOLERANCE, Work, amounts, different_work, differs,
                                     steps_of_command, work_of, work_of_report)
 from reportgen.report.json_views import TrainingLoop
 from reportgen.section_ids import SectionId
@@ -34,7 +34,8 @@ def test_a_recording_estimates_its_steps_from_its_loop_and_profiled_mean_step():
     assert work.text() == ("300 steps (estimated: the training loop less the profiler's export, 13.5 s, ÷ the "
                            "profiled steps' mean step, 45.0 ms, over 2 ranks)")
     assert work.to_data() == {"steps": pytest.approx(300.0), "estimated": True, "from": work.source,
-                              "loop_s": 13.5, "mean_step_s": pytest.approx(0.045)}
+                              "loop_s": 13.5, "mean_step_s": pytest.approx(0.045), "batch": None, "samples": None}
+    assert work.with_batch(32).to_data()["samples"] == pytest.approx(9600.0)
     # no loop (traces alone) or no profiled mean: unknown
     assert work_of(sections, None) is None
     assert work_of(_sections(_node("ProfilerStep", [3], mean=None)), TrainingLoop(13.5)) is None
@@ -84,6 +85,10 @@ def test_different_work_beyond_the_tolerance_of_how_the_steps_were_found():
         "the runs did different work (A 320 steps (StepOutlier's steps); B 800 steps (StepOutlier's steps)), so "
         "their job durations do not compare")
     assert different_work(counted(320), counted(330)) == ""
+    # with both batch sizes known the work is in samples: 800 steps of 32 and 400 of 64 are the same work
+    assert not differs(counted(800).with_batch(32), counted(400).with_batch(64))
+    assert differs(counted(800).with_batch(32), counted(800).with_batch(64))
+    assert amounts(counted(800).with_batch(32), counted(400)) == (800, 400)  # one batch unknown: steps
 
 
 def test_work_of_a_report_json_reads_its_diagnosis_loop():
