@@ -194,7 +194,7 @@ def _work_sentences(wa: work.Work, wb: work.Work, regression, da, db) -> tuple[s
         head += f" Per step B ran {_how(speed)} A: {steps[0]}."
     else:
         why = regression.unjudged or regression.note or "no step times on both sides"
-        head += f" Per step they cannot be compared: {why.rstrip('.')}."
+        head += f" Per {unit} they cannot be compared: {why.rstrip('.')}."
     if da is not None and db is not None:
         rel = (db - da) / da * 100 if da else 0.0
         took = "as long" if db == da else "longer" if db > da else "less time"

@@ -161,3 +161,22 @@ def test_with_both_batch_sizes_the_work_is_in_samples(tmp_path):
     verdict = json.loads(out.with_suffix(".json").read_text())["sections"]["verdict"]
     assert "work" not in verdict and verdict["speed"] == "slower" and "per_sample" in verdict
     assert "B ran slower than A: 31 s against 17 s (+82.4 %)." in verdict["text"]
+
+
+def test_compare_without_step_times_of_different_work_cannot_judge(tmp_path):
+    """compare's own gate: the pair's step histograms removed, the durations (17 s, 31 s) are all it could judge,
+    and they are different work: cannot judge (a gate given a threshold fails), while the verdict still leads with
+    the job time per step."""
+    a, b = load_side("A", _rules(tmp_path, "tf-hostwork")), load_side("B", _rules(tmp_path, "tf-clean"))
+    for side in (a, b):
+        for node in side.report.section(SectionId.STEP_DURATION_ANALYSIS).data["nodes"].values():
+            node.pop("histogram")
+    verdict = build_comparison(a, b).section("verdict").data
+    regression = verdict["regression"]
+    assert regression["verdict"] == "cannot judge" and regression["basis"] == "nothing"
+    assert regression["unjudged"] == (
+        "no step durations in A and B (no StepOutlier histogram in its report.json), and the runs did different "
+        "work (A 320 steps (the recorded command's --steps 320); B 800 steps (the recorded command's --steps 800)), "
+        "so their job durations do not compare")
+    assert verdict["work"]["ratio"] == 2.5 and verdict["speed"] == "faster"
+    assert "of job time per step (\u221227.1 %, start-up included)." in verdict["text"]  # no step times to add
