@@ -418,11 +418,13 @@ def _check_regression(args, data: dict):
             raise InputError(f"{flag} needs --base BASE_JSON (the base run's report.json)")
         return None, None
     from reportgen.compare.regression import judge, load_gated_report, parse_threshold
+    from reportgen.compare.work import different_work, work_of_report
 
     threshold = parse_threshold(args.fail_on_regression) if args.fail_on_regression is not None else None
     load_gated_report(args.report_json, data)
     base = load_gated_report(args.base)
-    return judge(base["sections"], data["sections"], threshold), base
+    other_work = different_work(work_of_report(base), work_of_report(data), ("BASE", "NEW"))
+    return judge(base["sections"], data["sections"], threshold, different_work=other_work), base
 
 
 def _parsed_fail_on(text: str | None):

@@ -112,6 +112,13 @@ RECORDED = ("job_cpu_pct_of_host", "host_cpu_pct", "job_cpu_s", "cpu_cores", "jo
 RUN_QUEUE = ("job_run_queue_s", "job_run_queue_pct_of_host")
 
 
+def command_line(recording: dict[str, Any] | None) -> list[Any] | None:
+    """The command line a ``reportgen record`` recording ran (recording.json's ``command``), None without one:
+    where ``compare`` reads a batch size or a step count the command gives."""
+    command = recording.get("command") if isinstance(recording, dict) else None
+    return command if isinstance(command, list) else None
+
+
 def recorded_command(recording: dict[str, Any] | None) -> dict[str, Any] | None:
     """The recorded command's own figures (recording.json of `reportgen record`), or None: read here once for
     the system usage text and the diagnosis (both judge a shared host by the command's own CPU)."""

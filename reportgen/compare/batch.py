@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reportgen.rule_outputs import command_line
+
 # --batch-size, --batch_size, --batchsize, --bs, --train-batch-size, --per_device_train_batch_size (Hugging Face)
 BATCH_FLAG = re.compile(r"--(?:batch[-_]?size|bs|train[-_]batch[-_]size|per[-_]device[-_]train[-_]batch[-_]size)",
                         re.IGNORECASE)
@@ -82,4 +84,4 @@ def batch_size_of(given: BatchSize | None, recording) -> BatchSize | None:
     command's."""
     if given is not None:
         return given
-    return from_command(recording.get("command") if isinstance(recording, dict) else None)
+    return from_command(command_line(recording))

@@ -8,7 +8,8 @@ Poisson bootstrap, with a fixed seed so the verdict is reproducible). The interv
 histogram's bin width around its median, as a coarse histogram cannot place the median closer than that.
 It trips when NEW's median step is slower by more than the threshold **and** the interval lies above 1
 (the slowdown is beyond noise). Without step durations on a side it falls back to the job durations,
-which carry no noise estimate, and says so.
+which carry no noise estimate, and says so; when the runs did different work (``compare.work``: B ran 2.5x A's
+steps) their durations do not compare, and it cannot judge instead.
 
 The gate fails closed: what it cannot judge (no steps and no durations, a median step of 0 s, a damaged
 histogram) is a verdict of its own, ``cannot judge`` with the reason (``Regression.unjudged``), and a gate
@@ -330,15 +331,18 @@ def _duration(sections: dict):
     return float(value) if value is not None and value > 0 else None
 
 
-def judge(base: dict, new: dict, threshold: float | None = None, labels: tuple[str, str] = ("BASE", "NEW")) -> Regression:
-    """``base``/``new``: the ``sections`` of the two runs' report.json (or their reports' section data)."""
+def judge(base: dict, new: dict, threshold: float | None = None, labels: tuple[str, str] = ("BASE", "NEW"),
+          different_work: str = "") -> Regression:
+    """``base``/``new``: the ``sections`` of the two runs' report.json (or their reports' section data);
+    ``different_work``: why the runs' job durations are different work (``compare.work.different_work``), so
+    that without step times the gate cannot judge instead of comparing those durations."""
     damaged = [f"{label}'s {problem}" for label, problem in zip(labels, (histogram_problem(base), histogram_problem(new)))
                if problem]
     if damaged:  # fail closed: no fallback to the durations of a run whose step data is damaged
         result = _cannot("; ".join(damaged), threshold)
         result.labels = labels
         return result  # the reason names nodes as the data spells them: not relabelled
-    result = _judge(base, new, threshold)
+    result = _judge(base, new, threshold, different_work)
     result.labels = labels
     result.note = result.note.replace("BASE", labels[0]).replace("NEW", labels[1])
     result.unjudged = result.unjudged.replace("BASE", labels[0]).replace("NEW", labels[1])
@@ -351,7 +355,7 @@ def _cannot(why: str, threshold: float | None, db=None, dn=None) -> Regression:
                       unjudged=why)
 
 
-def _judge(base: dict, new: dict, threshold: float | None) -> Regression:
+def _judge(base: dict, new: dict, threshold: float | None, different_work: str = "") -> Regression:
     db, dn = Distribution.of(base), Distribution.of(new)
     short = [f"{label} has {d.steps} step{'' if d.steps == 1 else 's'}" for label, d in (("BASE", db), ("NEW", dn))
              if d and d.steps < MIN_JUDGED_STEPS]
@@ -364,6 +368,8 @@ def _judge(base: dict, new: dict, threshold: float | None) -> Regression:
     missing = [label for label, d in (("BASE", db), ("NEW", dn)) if d is None]
     why = (f"no step durations in {' and '.join(missing)} (no StepOutlier histogram in its report.json)"
            if missing else " and ".join(short) + f" (fewer than {MIN_JUDGED_STEPS}: no spread to measure noise by)")
+    if different_work:  # fail closed: durations of different work say nothing of a step's speed
+        return _cannot(f"{why}, and {different_work}", threshold, db, dn)
     ba, na = _duration(base), _duration(new)
     if ba is None or na is None:
         lacking = " and ".join(label for label, d in (("BASE", ba), ("NEW", na)) if d is None)

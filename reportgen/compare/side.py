@@ -13,11 +13,13 @@ from reportgen.compare import traces
 from reportgen.compare.traces import TraceSummary
 from reportgen.compare.batch import BatchSize, batch_size_of
 from reportgen.compare.output import RunMeta
+from reportgen.compare.work import Work, work_of
 from reportgen.report.build import build_report
 from reportgen.report.efficiency import RunEfficiency
+from reportgen.report.json_views import TrainingLoop
 from reportgen.report.model import Report
 from reportgen.report.views import JobSummary
-from reportgen.rule_outputs import RuleOutputs, load_rule_outputs
+from reportgen.rule_outputs import RuleOutputs, command_line, load_rule_outputs
 from reportgen.section_ids import SectionId
 
 
@@ -55,6 +57,15 @@ class Side:
     def available(self, section_id: str) -> bool:
         data = self.data(section_id)
         return bool(data) and data.get("available") is not False
+
+    def work(self) -> Work | None:
+        """This run's work in training steps, counted, given by its command or estimated, with its batch size
+        where known (``compare.work``)."""
+        diagnosis = self.report.diagnosis
+        found = work_of(self.sections(), TrainingLoop.of_diagnosis(diagnosis.to_data()) if diagnosis else None,
+                        command_line(self.outputs.recording))
+        batch = self.batch()
+        return found.with_batch(batch.value) if found is not None and batch is not None else found
 
     def traces(self) -> TraceSummary | None:
         """This run's PyTorch profiler traces summarised (``compare.traces``), None without steps."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from reportgen.compare.work import Work
 from reportgen.report.model import Table, Text
 from reportgen.report.util import as_dict, number
 from reportgen.trace_ranks import TraceJob, TraceLoader, TraceRank, trace_ranks_of
@@ -201,8 +202,11 @@ def _coverage_text(label: str, t: TraceSummary) -> str:
     return f"{label}: {t.profiled_steps:.0f} profiled steps{which}, {t.profiled_s:.2f} s{cover}"
 
 
-def steps_blocks(ta: TraceSummary | None, tb: TraceSummary | None, job_a, job_b) -> tuple[list, dict]:
-    """Blocks for the step-durations section and their data (``traces`` in compare.json)."""
+def steps_blocks(ta: TraceSummary | None, tb: TraceSummary | None, job_a, job_b,
+                 work: tuple[Work, Work] | None = None) -> tuple[list, dict]:
+    """Blocks for the step-durations section and their data (``traces`` in compare.json); ``work``: A's and B's
+    when the runs did different work (``compare.work``): their durations are then not set against each other."""
+    same_work = work is None
     if ta is None and tb is None:
         return [], {}
     rate = throughput(ta, tb, job_a, job_b)
@@ -210,7 +214,13 @@ def steps_blocks(ta: TraceSummary | None, tb: TraceSummary | None, job_a, job_b)
     covered = "; ".join(_coverage_text(label, t) for label, t in (("A", ta), ("B", tb)) if t)
     change = _pct_change(ta.mean_step_ms if ta else None, tb.mean_step_ms if tb else None)
     job_change = _pct_change(job_a, job_b)
-    if ta and tb:
+    if ta and tb and work is not None:
+        blocks.append(Text(
+            f"From the PyTorch profiler traces. {covered}. The profiled steps are a small sample of each job, "
+            f"often its first steps: their mean changed by {_signed(change)} %. The runs did different work "
+            f"({work[0].steps:.0f} steps in A, {work[1].steps:.0f} in B), so their job durations "
+            f"({_signed(job_change)} %) do not compare: judge them per step.", tone="note"))
+    elif ta and tb:
         blocks.append(Text(
             f"From the PyTorch profiler traces. {covered}. The profiled steps are a small sample of each job, "
             f"often its first steps: their mean changed by {_signed(change)} % while the job's duration changed by "
@@ -238,7 +248,7 @@ def steps_blocks(ta: TraceSummary | None, tb: TraceSummary | None, job_a, job_b)
     blocks.append(Table("trace-steps-compare", ["From the traces", "A", "B", "Δ (B − A)", "Δ (%)"], rows,
                         ["text", "num2", "num2", "text", "text"], row_header=True,
                         caption="Per rank, averaged over ranks; percentages in points for the Δ of shares."))
-    if rate["job_same_work_change_pct"] is not None:
+    if rate["job_same_work_change_pct"] is not None and same_work:
         blocks.append(Text(
             f"Throughput: for the same work (same number of steps and batch size), B processes "
             f"{_signed(rate['job_same_work_change_pct'])} % more steps and samples per second than A over the whole "
@@ -251,6 +261,8 @@ def steps_blocks(ta: TraceSummary | None, tb: TraceSummary | None, job_a, job_b)
                    else "by worker processes" if "_MultiProcessingDataLoaderIter" in t.iterators else "")
             if how:
                 blocks.append(Text(f"{label} loads its data {how}: {', '.join(t.iterators)}."))
+    if not same_work:  # compare.json: no throughput "for the same work" of runs that did different work
+        rate["job_same_work_change_pct"] = None
     data = {"a": ta.as_data() if ta else None, "b": tb.as_data() if tb else None, "throughput": rate, "mean_step_change_pct": change, "job_change_pct": job_change}
     return blocks, data
 

@@ -20,6 +20,7 @@ from reportgen.compare.history import Change, History, build_history
 from reportgen.compare.output import md_escape
 from reportgen.compare.output_name import page_path
 from reportgen.compare.regression import Distribution, Regression, judge, load_gated_report
+from reportgen.compare.work import different_work, work_of_report
 from reportgen.errors import InputError
 from reportgen.formatting import binary_bytes
 from reportgen.report.efficiency import RunEfficiency, flops_rate, mfu_text
@@ -100,8 +101,10 @@ def build_trend(reports: list[tuple[str, dict, str]], threshold: float = DEFAULT
     for label, data, path in reports:
         run = run_of(data, label, path)
         if previous is not None:
+            labels = ("previous", label)
             run.against_previous = judge(ReportJson.of(previous).sections, ReportJson.of(data).sections, threshold,
-                                         labels=("previous", label))
+                                         labels=labels, different_work=different_work(
+                                             work_of_report(previous), work_of_report(data), labels))
         runs.append(run)
         previous = data
     return runs

@@ -112,6 +112,25 @@ class Diagnosis:
 
 
 @dataclass(frozen=True)
+class TrainingLoop:
+    """A recording's training loop as the diagnosis measured it (``diagnosis.loop``): ``seconds`` is the loop less
+    the profiler's export, what ``compare`` divides by the profiled steps' mean step to estimate the steps run."""
+
+    seconds: float
+
+    @classmethod
+    def of_diagnosis(cls, diagnosis: object) -> TrainingLoop | None:
+        """From report.json's ``diagnosis`` (or ``Diagnosis.to_data()``); None without a loop of some seconds."""
+        seconds = finite(as_object(as_object(diagnosis).get("loop")).get("seconds"))
+        return cls(seconds) if seconds is not None and seconds > 0 else None
+
+    @classmethod
+    def of_report(cls, data: object) -> TrainingLoop | None:
+        """From a whole report.json's data."""
+        return cls.of_diagnosis(as_object(data).get("diagnosis"))
+
+
+@dataclass(frozen=True)
 class ReportJson:
     """A report.json's parts that the CI outputs, the regression gate and ``trend`` read, typed; ``sections``
     is each section's data by id as written (read through the section views: ``report/views.py``,

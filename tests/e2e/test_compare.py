@@ -167,7 +167,14 @@ def test_compare_numbers_equal_each_sides_own_report(real_pair):
     assert cost["b"]["cost"] == pytest.approx(715 * 2 * 3.825 / 3600)
     assert cost["saving_pct"] == pytest.approx((cost["a"]["cost"] - cost["b"]["cost"]) / cost["a"]["cost"] * 100)
     assert cost["prices"]["taken"] and cost["prices"]["approximate"] is True
-    assert sec["verdict"]["speed"] == "slower"
+    assert sec["verdict"]["speed"] == "slower" and sec["verdict"]["speed_from"] == "per step"
+    # different work (compare.work): each side's steps as its own report's StepOutlier counted them
+    work = sec["verdict"]["work"]
+    for side, own in (("a", ra), ("b", rb)):
+        (node,) = own["step-duration-analysis"]["nodes"].values()
+        assert work[side]["steps"] == sum(node["histogram"]["counts"]) + node["number_of_outliers"]
+    assert (work["a"]["steps"], work["b"]["steps"]) == (1203, 505) and not work["a"]["estimated"]
+    assert sec["verdict"]["duration_a_s"] == 625 and sec["verdict"]["duration_b_s"] == 715  # kept, raw
 
 
 @pytest.mark.fixtures
@@ -197,7 +204,11 @@ def test_case_study_in_the_comparison_model():
     assert (cost["a"]["cost_rounded"], cost["b"]["cost_rounded"]) == (6.16, 1.07)
     assert round(cost["saving_pct_from_rounded"], 1) == 82.6 and round(cost["saving_pct"], 1) == 82.7
     verdict = report.section("verdict").data["text"]
-    assert "B ran about as fast as A: 502 s against 503 s" in verdict
+    # the two real jobs under the case study's durations ran 1203 and 505 steps (StepOutlier): different work,
+    # judged per step first (compare.work); the durations stay as the secondary fact
+    assert ("B ran 2.4x fewer steps than A: 505 against 1203 (both StepOutlier's steps), so their durations are "
+            "different work. Per step B ran slower than A: 994.1 ms against 418.1 ms of job time per step") in verdict
+    assert "Its whole run took less time because it ran fewer steps: 502 s against 503 s (\u22120.2 %)." in verdict
     assert "A run of B costs $1.07 instead of $6.16: 82.6 % less ($5.09 saved per run)." in verdict
     md = to_markdown(report, a.meta(), b.meta(), "2026-01-01 00:00 UTC")
     assert "| A | ml.p3.8xlarge | 3 | us-east-1 | $14.688 | 503 | $6.16 |  |" in md

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reportgen.compare.side import Side
+from reportgen.compare.work import Work, amounts, in_samples
 from reportgen.formatting import human_duration
 from reportgen.report.model import Table, Text
 
@@ -40,27 +41,37 @@ def _seconds(value) -> str:
     return delta_text(value).replace("-", "\u2212")  # a true minus sign in the table
 
 
-def _measured(a: Side, b: Side) -> float | None:
-    """B's job duration − A's, as measured (each run's training-job summary)."""
+def _measured(a: Side, b: Side, work: tuple[Work, Work] | None = None) -> float | None:
+    """B's job duration − A's, as measured (each run's training-job summary); with ``work`` (different work), B's
+    duration scaled to A's steps first."""
     da = a.summary().job_duration_s
     db = b.summary().job_duration_s
     ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (da, db))
-    return db - da if ok else None
+    if not ok:
+        return None
+    if work is None:
+        return db - da
+    na, nb = amounts(*work)
+    return db * na / nb - da
 
 
 def _differ(measured: float, estimate: float) -> bool:
     return abs(measured - estimate) > max(1.0, 0.1 * abs(estimate))
 
 
-def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
+def compare_causes(a: Side, b: Side, work: tuple[Work, Work] | None = None) -> tuple[list, dict]:
     """(blocks for the verdict section, data). Only causes that count (≥ 5 % of the job, or a serious risk).
 
     A cause's impact is an estimate ("up to"); what the two runs measured is their duration. A cause alone
     in the table gets the measured change of the job, with the estimate beside it when they differ; with
     several, each shows its estimate and a note below gives the job's measured change (causes overlap, so
-    their estimates need not add up to it)."""
+    their estimates need not add up to it). ``work``: A's and B's work when they differ (``compare.work``):
+    then B's duration is scaled to A's steps before it is set against A's, so a fix that saved time per step
+    measures as a saving even when B ran more steps."""
     ca, cb = _counted(a), _counted(b)
-    measured = _measured(a, b)
+    measured = _measured(a, b, work)
+    unit = "samples" if work is not None and in_samples(*work) else "steps"
+    for_steps = f" for A's {amounts(*work)[0]:.0f} {unit}" if work is not None else ""
     rows, data = [], []
     for cause in dict.fromkeys(list(ca) + list(cb)):
         fa, fb = ca.get(cause), cb.get(cause)
@@ -80,7 +91,7 @@ def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
         estimate = row[3]
         if single:
             entry["measured_delta_seconds"] = measured
-            row[3] = (f"{_seconds(measured)} measured" + (f" (estimate {_seconds(estimate)})"
+            row[3] = (f"{_seconds(measured)} measured{for_steps}" + (f" (estimate {_seconds(estimate)})"
                                                            if _differ(measured, estimate) else ""))
         else:
             row[3] = f"{_seconds(estimate)} estimated"
@@ -89,6 +100,10 @@ def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
     da, db = a.report.diagnosis, b.report.diagnosis
     summary = {"a_status": da.status if da else None, "b_status": db.status if db else None, "causes": data,
                "measured_delta_seconds": measured, **statuses}
+    if work is not None:  # different work: the measured change is B's duration scaled to A's steps, less A's
+        summary["measured_for_a_steps"] = work[0].steps
+        if unit == "samples":
+            summary["measured_for_a_samples"] = amounts(*work)[0]
     if not rows:
         return [Text(f"Diagnosis: A {summary['a_status'] or 'unknown'}, B {summary['b_status'] or 'unknown'}; "
                      "no cause costs 5 % of either job.", tone="ok")], summary
@@ -99,7 +114,8 @@ def compare_causes(a: Side, b: Side) -> tuple[list, dict]:
               Table("causes-compare", ["Cause", "A: impact", "B: impact", "Change", "Status"], rows,
                     ["text", "text", "text", "text", "text"], row_header=True)]
     if len(rows) > 1 and measured is not None:
-        blocks.append(Text(f"Measured: the job's duration changed by {_seconds(measured)}. Each cause's impact is an "
+        scaled = f", B's scaled to A's {amounts(*work)[0]:.0f} {unit}," if work is not None else ""
+        blocks.append(Text(f"Measured: the job's duration{scaled} changed by {_seconds(measured)}. Each cause's impact is an "
                            "estimate (\"up to\"), and causes overlap, so their changes need not add up to it.",
                            tone="note"))
     return blocks, summary

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.compare import traces
+from reportgen.compare import traces, work
 from reportgen.compare.efficiency import efficiency_blocks
 from reportgen.compare.common import delta, signed_cell
 from reportgen.compare.side import Side
@@ -76,9 +76,11 @@ def build(a: Side, b: Side) -> Section:
                               "Histogram (needs JavaScript); the statistics are in the table above."))
     else:
         section.data["available"] = False
+    wa, wb = a.work(), b.work()
     trace_blocks, trace_data = traces.steps_blocks(a.traces(), b.traces(),
                                                    a.summary().job_duration_s,
-                                                   b.summary().job_duration_s)
+                                                   b.summary().job_duration_s,
+                                                   (wa, wb) if wa and wb and work.differs(wa, wb) else None)
     if trace_blocks:
         section.add(*trace_blocks)
         section.data.pop("available", None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.compare import comparability, traces
+from reportgen.compare import comparability, traces, work
 from reportgen.compare.sections.utilization import overall_of
 from reportgen.compare.common import signed
 from reportgen.compare.regression import MIN_STEPS, STEP_BASES, judge
@@ -40,14 +40,28 @@ def build(a: Side, b: Side, rules: Section, ca: RunCost, cb: RunCost, saving: di
         sentences.append(f"Between the runs: {', '.join(fit.changes)}; the changes below include its effect.")
     da = a.summary().job_duration_s
     db = b.summary().job_duration_s
-    if da is not None and db is not None:
+    wa, wb = a.work(), b.work()
+    other = work.differs(wa, wb)  # different work: per step first, the durations a secondary fact
+    regression = judge(a.sections(), b.sections(), labels=("A", "B"),  # A is the base; run.py applies a threshold
+                       different_work=work.different_work(wa, wb))
+    if other:
+        assert wa is not None and wb is not None
+        sentence, speed_word = _work_sentences(wa, wb, regression, da, db)
+        sentences.append(sentence)
+        na, nb = work.amounts(wa, wb)
+        data.update(work={"a": wa.to_data(), "b": wb.to_data(), "steps_ratio": wb.steps / wa.steps,
+                          "unit": "samples" if work.in_samples(wa, wb) else "steps", "ratio": nb / na},
+                    speed=speed_word, speed_from="per step")
+        if da is not None and db is not None:
+            rel = (db - da) / da * 100 if da else 0.0
+            data.update(duration_a_s=da, duration_b_s=db, duration_delta_s=db - da, duration_delta_pct=rel)
+    elif da is not None and db is not None:
         rel = (db - da) / da * 100 if da else 0.0
         speed = "about as fast as" if abs(rel) <= SAME_TIME_PCT else "faster than" if rel < 0 else "slower than"
         speed_word = speed.replace(" than", "").replace(" as", "")
         data.update(duration_a_s=da, duration_b_s=db, duration_delta_s=db - da, duration_delta_pct=rel, speed=speed_word)
         sentences.append(f"B ran {speed} A: {db} s against {da} s ({signed(rel, 1)} %).")
-    regression = judge(a.sections(), b.sections(), labels=("A", "B"))  # A is the base; run.py applies a threshold
-    if da is None or db is None:
+    if (da is None or db is None) and not other:
         lacking = " and ".join(f"{s.label} has no job start and end times" for s, d in ((a, da), (b, db)) if d is None)
         steps = _steps_sentence(regression)
         if steps:  # trace-only runs: the profiled steps give the verdict
@@ -62,6 +76,14 @@ def build(a: Side, b: Side, rules: Section, ca: RunCost, cb: RunCost, saving: di
         data["per_sample"] = sample[1]
     ta, tb = a.traces(), b.traces()
     rate = traces.throughput(ta, tb, da, db)
+    if other:  # the durations are of different work: the job's rate is steps per second, not 1 / duration
+        assert wa is not None and wb is not None
+        rate = {**rate, "job_same_work_change_pct": None, **_job_rates(wa, wb, da, db)}
+        cover = " and ".join(f"{100 * t.coverage:.1f} % of {s.label}" for s, t in ((a, ta), (b, tb))
+                             if t and t.coverage is not None)
+        if cover and regression.basis in STEP_BASES and not regression.unjudged:
+            sentences.append(f"The step times are the profiled steps', which cover {cover}.")
+            data["profiled_coverage"] = {"a": ta.coverage if ta else None, "b": tb.coverage if tb else None}
     data["throughput"] = rate
     if rate["job_same_work_change_pct"] is not None and (ta or tb):
         cover = " and ".join(f"{100 * t.coverage:.1f} % of {s.label}" for s, t in ((a, ta), (b, tb))
@@ -128,10 +150,78 @@ def build(a: Side, b: Side, rules: Section, ca: RunCost, cb: RunCost, saving: di
     data["text"] = " ".join(sentences)
     data["regression"] = regression.to_data()
     section.add(Text(regression.summary(), tone="finding" if regression.verdict in ("slower beyond noise", "cannot judge") else "plain"))
-    cause_blocks, data["causes"] = compare_causes(a, b)
+    cause_blocks, data["causes"] = compare_causes(a, b, (wa, wb) if other else None)
     section.add(*cause_blocks)
     section.data = data
     return section
+
+
+def _work_sentences(wa: work.Work, wb: work.Work, regression, da, db) -> tuple[str, str | None]:
+    """(sentences, speed) when the runs did different work: that first; then per step, the job's time per step
+    (its duration ÷ its steps: what the duration verdict judges for the same work; speed from it as from the
+    durations) and the regression check's step times with their interval (the speed from these when a job
+    duration is missing); then the job durations as a secondary fact."""
+    na, nb = work.amounts(wa, wb)
+    unit = "sample" if work.in_samples(wa, wb) else "step"  # samples where both batch sizes are known
+    times = nb / na
+    more = times > 1
+    head = (f"B ran {times:.1f}x the {unit}s of A" if times >= 1.5 else f"B ran {1 / times:.1f}x fewer {unit}s than A"
+            if times <= 1 / 1.5 else f"B ran {abs(times - 1) * 100:.0f} % {'more' if more else 'fewer'} {unit}s than A")
+    sources = f"both {wa.how()}" if wa.how() == wb.how() else f"B: {wb.how()}; A: {wa.how()}"
+    if unit == "sample":
+        sources = f"{wb.steps:.0f} steps of {wb.batch} against {wa.steps:.0f} of {wa.batch}; {sources}"
+    head += f": {nb:.0f} against {na:.0f} ({sources}), so their durations are different work."
+    speed = None
+    steps = None  # the step times' sentence and speed
+    if not regression.unjudged and regression.basis in STEP_BASES and regression.ratio is not None:
+        change = (regression.ratio - 1) * 100
+        beyond = regression.low is not None and (regression.low > 1 or regression.high < 1)
+        interval = ("" if regression.low is None else f", 95 % interval {signed((regression.low - 1) * 100, 1)} to "
+                    f"{signed((regression.high - 1) * 100, 1)} %" + ("" if beyond else ", within the runs' noise"))
+        steps = (f"{regression.basis} {regression.base_value_s * 1000:.1f} ms → "
+                 f"{regression.new_value_s * 1000:.1f} ms ({signed(change, 1)} %{interval})",
+                 "about as fast" if abs(change) <= SAME_TIME_PCT or not beyond else "slower" if change > 0 else "faster")
+    if wa.batch and wb.batch and wa.batch != wb.batch:
+        steps = None  # steps of different batches: the time per sample follows (``per_sample``)
+    if da and db:
+        pa, pb = da / na, db / nb
+        rel = (pb - pa) / pa * 100
+        speed = "about as fast" if abs(rel) <= SAME_TIME_PCT else "faster" if rel < 0 else "slower"
+        head += (f" Per {unit} B ran {_how(speed)} A: {_per_step(pb)} against {_per_step(pa)} of job time per {unit} "
+                 f"({signed(rel, 1)} %, start-up included)" + (f"; its {steps[0]}." if steps else "."))
+    elif steps:
+        speed = steps[1]
+        head += f" Per step B ran {_how(speed)} A: {steps[0]}."
+    else:
+        why = regression.unjudged or regression.note or "no step times on both sides"
+        head += f" Per {unit} they cannot be compared: {why.rstrip('.')}."
+    if da is not None and db is not None:
+        rel = (db - da) / da * 100 if da else 0.0
+        took = "as long" if db == da else "longer" if db > da else "less time"
+        steps_word = "more" if more else "fewer"
+        # "because" only where the work explains the duration: not where the speed per step does
+        explained = db != da and (db > da) == more and speed in (None, "about as fast", "faster" if more else "slower")
+        head += (f" Its whole run took {took} because it ran {steps_word} {unit}s" if explained else
+                 f" Its whole run took {took} although it ran {steps_word} {unit}s" if db != da and (db > da) != more
+                 else f" Its whole run, of {steps_word} {unit}s, took {took}")
+        head += f": {db} s against {da} s ({signed(rel, 1)} %)."
+    return head, speed
+
+
+def _how(speed: str) -> str:
+    return {"about as fast": "about as fast as", "slower": "slower than", "faster": "faster than"}[speed]
+
+
+def _per_step(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _job_rates(wa: work.Work, wb: work.Work, da, db) -> dict:
+    """Steps per second over each whole job (its steps ÷ its job duration) and their change (%)."""
+    ra = wa.steps / da if da else None
+    rb = wb.steps / db if db else None
+    return {"job_steps_per_s_a": ra, "job_steps_per_s_b": rb,
+            "job_steps_per_s_change_pct": (rb / ra - 1) * 100 if ra and rb else None}
 
 
 def _steps_sentence(regression) -> tuple[str, str] | None:
