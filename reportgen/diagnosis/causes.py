@@ -443,7 +443,7 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
     if waited is not None:
         share = max(min(share, waited.share - counted(found, "io-bound")), 0.0)
     hot, cores, _, _ = ev.busy_cores(HOT_CORE)
-    over = "over the recording" if ev.job_cpu is not None else "during the training loop"
+    over = "over the recording" if ev.job_cpu is not None and ev.job_cpu_loop is None else "during the training loop"
     evidence = [(f"CPU {cpu:.0f} % (mean of all cores) {over}" if loop is not None else
                  f"CPU utilization median {cpu:.0f} % (mean of all cores)") + ev.cpu_whose(),
                 f"{hot} of {cores} cores busy above {HOT_CORE:.0f} %" if cores else "",
