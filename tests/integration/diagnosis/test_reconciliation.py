@@ -35,6 +35,10 @@ REFINES = {"host-overhead": ("no_operator",), "compilation": ("compilation",),
            "loader-restart": ("data_wait", "no_operator"), "host-sync": ("host_blocked",),
            "input-pipeline": ("data_wait",), "io-bound": ("data_wait",), "cpu-bound": ("data_wait",),
            "kernel-launch-bound": ("dispatch", "no_operator"),
+           # what a fix gives back of the compute slice (faster kernels, float32): within it
+           "no-mixed-precision": ("compute",), "memory-bound-kernels": ("compute",), "float64": ("compute",),
+           # the copies with no kernel beside them, and the GPU's idle right after them (the host blocked in them)
+           "pageable-memcpy": ("memory_copies", "host_blocked"),
            "communication-bound": ("communication",),
            "step-waste": ("data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
                           "compilation", "dispatch", "debug_checks", "no_operator")}
