@@ -20,9 +20,8 @@ from reportgen.json_values import as_object, given
 MAX_BYTES = 64_000_000  # a day at 2 ticks a second is ~25 MB; a larger file is not read (no marks)
 
 
-def process_changes(path: Path) -> list[list[float]]:
-    """[previous tick, tick, processes] where the command's process count changed, the first tick included (its
-    count is the command's own processes); empty when the file is missing, too large or holds no readable tick.
+def read_ticks(path: Path) -> list[dict]:
+    """job-metrics.jsonl's ticks as objects, in the file's order; empty when the file is missing or too large.
     Unreadable lines are skipped: a recording cut short ends in half a line."""
     try:
         if path.stat().st_size > MAX_BYTES:
@@ -30,12 +29,21 @@ def process_changes(path: Path) -> list[list[float]]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    ticks = []
+    records = []
     for line in lines:
         try:
-            record = as_object(json.loads(line))
+            records.append(as_object(json.loads(line)))
         except ValueError:
             continue
+    return records
+
+
+def process_changes(path: Path, records: list[dict] | None = None) -> list[list[float]]:
+    """[previous tick, tick, processes] where the command's process count changed, the first tick included (its
+    count is the command's own processes); empty when the file is missing, too large or holds no readable tick.
+    ``records``: the file's ticks already read (:func:`read_ticks`)."""
+    ticks = []
+    for record in read_ticks(path) if records is None else records:
         at, count = given(record.get("Timestamp")), given(record.get("Processes"))
         if at is not None and count is not None and count >= 0:
             ticks.append((float(at), int(count)))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from reportgen.errors import InputError
 from reportgen.job_processes import ChildProcesses, child_processes
+from reportgen.job_usage import WindowUsage, window_usage
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER, RuleName
 from reportgen.sources.layout import RULE_EXTRA_NAMES, RULE_OUTPUT_SUBDIRS
@@ -144,6 +145,13 @@ def recorded_run_queue(recording: dict[str, Any] | None) -> float | None:
     ``job_run_queue_pct_of_host``), or None: recordings before it, kernels that keep no such account."""
     command = recorded_command(recording)
     return command.get(RUN_QUEUE[1]) if command is not None else None
+
+
+def recorded_usage(recording: dict[str, Any] | None, spans: list[tuple[float, float]]) -> WindowUsage | None:
+    """The recorded command's mean CPU and run-queue wait over ``spans`` (epoch s), in cores, from the bounded series
+    generate keeps in its copy of recording.json (``job_usage``, from job-metrics.jsonl), or None: recordings or
+    copies without it, or a series that does not cover the spans."""
+    return window_usage(recording.get("job_usage"), spans) if isinstance(recording, dict) else None
 
 
 def recorded_children(recording: dict[str, Any] | None) -> ChildProcesses | None:

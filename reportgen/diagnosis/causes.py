@@ -20,7 +20,7 @@ from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
 from reportgen.diagnosis.loading_cpu import OPEN, WAITS, loading_cpu
 from reportgen.diagnosis.slow_step_story import FRAMEWORK_TITLES, SLICE_TITLES, fix_for, steps_paying, story
-from reportgen.diagnosis.straggler_account import process_straggler, rank_saving
+from reportgen.diagnosis.straggler_account import exposed_gap, process_straggler, rank_saving
 from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
 from reportgen.timeline_view import SlowSteps
@@ -51,7 +51,7 @@ IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "p
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
 REGISTRY: tuple[Cause, ...] = (
     Cause("io-bound", "Training waits for storage", "input-pipeline"),
-    Cause("cpu-bound", "The CPUs are saturated", "input-pipeline"),
+    Cause("cpu-bound", "The CPUs are saturated", "input-pipeline", after=("io-bound",)),
     # read from the step-time account (account_causes.py): a loader restarted in every step is its own cause
     Cause("loader-restart", "The DataLoader starts its workers again in every step", "input-pipeline"),
     Cause("input-pipeline", "The input pipeline starves the GPUs", "input-pipeline",
@@ -362,12 +362,17 @@ def account_wait(ev: Evidence) -> AccountWait | None:
     idle waiting for data, else the training thread waiting in the loader), the largest among the processes, as a
     share of the job: what any finding that prices the same wait from other evidence (utilization samples) may
     claim at most — one stall, one finding, one price. Only accounts that saw the input pipeline's calls count (a
-    loader the profiler does not name may wait inside the passes). The straggler the traces name is left out when
-    there are other ranks, as in ``trace_loader``. None without such an account."""
+    loader the profiler does not name may wait inside the passes). The straggler the traces name (or the one the
+    processes' accounts tell) is left out when there are others, as in ``trace_loader``. None without such an
+    account."""
     straggler = ev.trace_comparison.straggler
     traced = {label: rank.account for label, rank in ev.trace_ranks.items() if rank.account is not None
               and not (straggler is not None and len(ev.trace_ranks) >= 2 and label == str(straggler))}
-    found = {label: account for label, account in (traced or ev.framework.nodes).items() if account.data_wait_named}
+    processes = dict(ev.framework.nodes) if not traced else {}
+    slow = process_straggler(processes, {}) if len(processes) >= 2 else None
+    if slow is not None:  # a process that waits longer for its batch is the straggler's finding, as a rank's is
+        processes.pop(slow.who, None)
+    found = {label: account for label, account in (traced or processes).items() if account.data_wait_named}
     if not found:
         return None
     label = max(found, key=lambda name: found[name].share("data_wait"))
@@ -447,14 +452,21 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
     if cpu is None or cpu < SATURATED or idle is None or idle < GPU_IDLE:
         return None
     share = max(ev.cpu_bn_share or 0, idle)  # the GPUs wait for the CPUs
+    # cores too busy to prepare the batches: the training processes wait for data, and their own account of that
+    # wait bounds what the samples suggest (one stall, one price), less what io-bound already counts of it
+    share, waited, sampled, quality = held_to_account(ev, "cpu-bound", share, "the GPUs idle with the cores saturated")
+    if waited is not None:
+        share = max(min(share, waited.share - counted(found, "io-bound")), 0.0)
     hot, cores, _, _ = ev.busy_cores(HOT_CORE)
-    over = "over the recording" if ev.job_cpu is not None else "during the training loop"
+    over = "over the recording" if ev.job_cpu is not None and ev.job_cpu_loop is None else "during the training loop"
     evidence = [(f"CPU {cpu:.0f} % (mean of all cores) {over}" if loop is not None else
                  f"CPU utilization median {cpu:.0f} % (mean of all cores)") + ev.cpu_whose(),
                 f"{hot} of {cores} cores busy above {HOT_CORE:.0f} %" if cores else "",
                 f"a GPU nearly idle while a core was saturated for {pct(ev.cpu_bn_share)} of the job (training loop)"
                 if ev.cpu_bn_share is not None else "",
                 gpu_busy_text(ev)]
+    if waited is not None and (sampled is not None or waited.source == FRAMEWORK_EVENTS):
+        evidence.append(_against_account(waited, sampled, ev))
     fix = ("The training processes use every core: move preprocessing and augmentation to the GPU (e.g. NVIDIA "
            "DALI or GPU tensor transforms), cache decoded/preprocessed samples between epochs, or use an instance "
            f"with more vCPUs per GPU (today {ev.cores or '?'} cores for {ev.gpus_per_node or '?'} GPU(s) per node).")
@@ -462,8 +474,9 @@ def cpu_bound(ev: Evidence, found: dict) -> Finding | None:
                 rules=["CPUBottleneck", *fired(ev, "LowGPUUtilization", "BatchSize")],
                 sections=[SectionId.CPU_BOTTLENECKS, SectionId.UTILIZATION_OVER_TIME,
                           SectionId.SYSTEM_USAGE_STATISTICS],
-                metrics={"cpu_pct": cpu, "gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share},
-                note=_smaller_instance_note(ev))
+                metrics={"cpu_pct": cpu, "gpu_idle_share": idle, "cpu_bottleneck_share": ev.cpu_bn_share,
+                         **held_metrics(waited, sampled)},
+                quality=quality, serious=True if quality else None, note=_smaller_instance_note(ev))
 
 
 def _against_account(waited: AccountWait, sampled: float | None, ev: Evidence) -> str:
@@ -480,6 +493,12 @@ def _against_account(waited: AccountWait, sampled: float | None, ev: Evidence) -
     return (f"{told}: the impact is held to that, {pct(waited.share)} {of}, not the {pct(sampled)} priced from the "
             "utilization samples and the loader's share; those show the GPUs idle beside busy cores or loading, the "
             "account measures the wait itself, so the rest of that idle time has another cause")
+
+
+def counted(found: dict, cause: str) -> float:
+    """The share of the job a cause read before (``found``) already counts: 0 when it found nothing."""
+    finding = found.get(cause)
+    return finding.share if finding is not None else 0.0
 
 
 def held_metrics(waited: AccountWait | None, sampled: float | None) -> dict:
@@ -560,9 +579,8 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     # what the training processes' own account shows them waiting for data bounds what the samples suggest
     share, waited, sampled, quality = held_to_account(ev, "input-pipeline", share,
                                                       "a GPU idle beside a saturated core")
-    io = found.get("io-bound")
-    if io is not None:  # GPU idle time already blamed on storage is not counted twice
-        share = max(share - io.share, 0.0)
+    # GPU idle time already blamed on storage is not counted twice
+    share = max(share - counted(found, "io-bound"), 0.0)
     evidence = [gpu_busy_text(ev)]  # the strongest first: At a glance shows three
     if ev.cpu_bn_share is not None and ev.cpu_bn_share >= MINOR:
         cores_txt = f" ({ev.cpu_bn_cores:g} of {ev.cores} cores above 90 %)" if ev.cpu_bn_cores and ev.cores else ""
@@ -773,6 +791,7 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
             best = (share, slow, [f"median step on {worker_name(slow)}: {medians[slow]:.3f} s vs {mid:.3f} s on the others "
                                   f"(+{excess * 100:.0f} %)"], "step times", None, {})
     comparison = ev.trace_comparison
+    quality, held = "", False
     if comparison.straggler is not None:
         rank = str(comparison.straggler)
         evidence = [str(e) for e in comparison.evidence if e]
@@ -785,11 +804,15 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
             evidence.append(priced.why)
         elif comparison.method == "collective wait" and all(w is not None for w in waits):
             share = max(waits[0] - waits[1], 0.0)  # the others wait for it this much longer, in step time
+            exposed = exposed_gap(_rank_accounts(ev), rank)
+            if exposed is not None and share > max(exposed, 0.0):  # their extra wait overlaps their compute
+                share, quality = _straggler_held(rank, share, max(exposed, 0.0), evidence)
+                held = True
         else:
             excess = (comparison.slowest_excess_pct or 0) / 100
             share = excess / (1 + excess) if excess > 0 else 0.0
             evidence = evidence or [f"rank {rank}'s mean step is {excess * 100:.0f} % above the median of the ranks"]
-        if best is None or share > best[0]:
+        if best is None or share > best[0] or held:  # held to the accounts: no other price overrides them
             best = (share, f"rank {rank}", evidence, "ranks", None, {})
     if best is None:
         return None
@@ -811,7 +834,24 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
                 sections=[SectionId.GPU_KERNELS_OPERATORS, SectionId.STEP_DURATION_ANALYSIS] if kind == "ranks" else
                 [SectionId.FRAMEWORK_METRICS_SUMMARY, SectionId.STEP_DURATION_ANALYSIS] if kind == "processes" else
                 [SectionId.STEP_DURATION_ANALYSIS, SectionId.UTILIZATION_OVER_TIME],
-                metrics={"who": who, "compared": kind, **extra})
+                metrics={"who": who, "compared": kind, **extra}, quality=quality)
+
+
+def _straggler_held(rank: str, waited: float, exposed: float, evidence: list[str]) -> tuple[float, str]:
+    """A trace straggler priced from the ranks' collective wait held to the slice in which the others wait for it:
+    their exposed communication beyond its own (``exposed``, of the step; the rest of their wait overlaps their own
+    compute and costs nothing). Returns (the price, the Data-quality note when the wait said at least MINOR more);
+    the evidence gets the line that says so."""
+    told = (f"the step-time accounts show the other ranks' exposed communication (collectives with no compute beside "
+            f"them) {pct(exposed)} of their step beyond rank {rank}'s own")
+    evidence.append(f"{told}: the impact is held to that, not the {pct(waited)} of their step that they wait longer in "
+                    "collectives, which overlaps their own compute")
+    if waited - exposed < MINOR:
+        return exposed, ""
+    return exposed, (f"straggler: the ranks' collective wait puts the others waiting for rank {rank} {pct(waited)} of "
+                     f"their step longer than it, but the step-time accounts show only {pct(exposed)} of their step in "
+                     "exposed communication beyond its own; the finding is priced from the accounts, since a wait "
+                     "that overlaps compute costs nothing")
 
 
 @detector("load-imbalance")

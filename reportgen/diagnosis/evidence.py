@@ -21,7 +21,8 @@ from reportgen.json_values import as_object, finite
 from reportgen.job_processes import churn_within
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_children,
-                                    recorded_command, recorded_run_queue, recorded_script_end, system_usage_of,
+                                    recorded_command, recorded_run_queue, recorded_script_end,
+                                    recorded_usage, system_usage_of,
                                     traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank
@@ -105,6 +106,11 @@ class Evidence:
     # ... and its threads' time runnable but waiting for a core (the scheduler's run queue), mean % of the host's
     # cores; None where the recording has no such account
     job_run_queue: float | None = None
+    # both over the training loop less the profiler's export (job-metrics.jsonl's ticks, where the analysis kept
+    # them), % of the host's cores; None: only the whole recording's are known
+    job_cpu_loop: float | None = None
+    job_run_queue_loop: float | None = None
+    export_spans: list[tuple[float, float]] = field(default_factory=list)  # the profiler's exports inside the loop
     not_judged: list[str] = field(default_factory=list)
 
     def state(self, rule: str) -> str:
@@ -155,20 +161,32 @@ class Evidence:
 
     def loop_cpu_pct(self) -> float | None:
         """The busiest node's mean CPU use (% of its cores) over the training loop (timeline); on a shared host
-        the recorded command's own mean share instead (the host's counts the neighbours')."""
-        if self.job_cpu is not None:  # over the whole recording (the command's tree is not split by phase)
-            return self.job_cpu["mean"] if self.timeline_ok else None
+        the recorded command's own mean share instead (the host's counts the neighbours'): over the loop less the
+        profiler's export where the recording has it tick by tick, else over the whole recording
+        (:meth:`job_cpu_over` says which)."""
+        if self.job_cpu is not None:
+            if not self.timeline_ok:
+                return None
+            return self.job_cpu_loop if self.job_cpu_loop is not None else self.job_cpu["mean"]
         totals = [s.cpu_total for s in self.series.values() if s.cpu_total is not None] if self.timeline_ok else []
         return max(totals) if totals else None
 
     def loop_run_queue_pct(self) -> float | None:
         """On a shared host, the recorded command's threads runnable but waiting for a core (the scheduler's run
-        queue), mean % of the host's cores over the recording; None without that account (recordings before it,
-        kernels that keep none) or where utilization is not judged. With :meth:`loop_cpu_pct` it is the CPU the
-        command asked for: a starved process asks for much and gets little, a waiting one asks for little."""
+        queue), mean % of the host's cores over the same window as :meth:`loop_cpu_pct`; None without that account
+        (recordings before it, kernels that keep none) or where utilization is not judged. With
+        :meth:`loop_cpu_pct` it is the CPU the command asked for: a starved process asks for much and gets little,
+        a waiting one asks for little."""
         if self.job_cpu is None or not self.timeline_ok:
             return None
-        return self.job_run_queue
+        return self.job_run_queue_loop if self.job_cpu_loop is not None else self.job_run_queue
+
+    def job_cpu_over(self) -> str:
+        """Over which window the recorded command's own CPU figures are, in words."""
+        if self.job_cpu is not None and self.job_cpu_loop is None:
+            return ("over the whole recording, its start-up included (the analysis kept no tick-by-tick figures of "
+                    "the command to read the loop's alone)")
+        return "over the loop"
 
     def cpu_whose(self) -> str:
         """Whose CPU the figures are, for an evidence line: empty unless the host was shared."""
@@ -313,10 +331,25 @@ def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
         return
     lo, hi = ev.loop
     spans = with_collection(profiler_exports(outputs.recording), ev.trace_ranks) + xspace_exports(ev, outputs.recording)
-    inside = sum(max(min(end, hi) - max(start, lo), 0.0) for start, end in spans)
+    ev.export_spans = sorted((max(start, lo), min(end, hi)) for start, end in spans if min(end, hi) > max(start, lo))
+    inside = sum(end - start for start, end in ev.export_spans)
     if inside > 0:
         ev.profiler_export_s = inside
         ev.loop_s = max(ev.loop_s - inside, 0.0)
+
+
+def loop_window(ev: Evidence) -> list[tuple[float, float]]:
+    """The training loop less the profiler's exports inside it, as spans of epoch seconds (empty without a loop)."""
+    if ev.loop is None:
+        return []
+    spans, at = [], ev.loop[0]
+    for start, end in sorted(ev.export_spans):
+        if start > at:
+            spans.append((at, start))
+        at = max(at, end)
+    if ev.loop[1] > at:
+        spans.append((at, ev.loop[1]))
+    return spans
 
 
 def _system(ev: Evidence, outputs: RuleOutputs) -> None:
@@ -447,12 +480,26 @@ def _recorded_command(ev: Evidence, outputs: RuleOutputs) -> None:
     ev.job_cpu = {"mean": mean, "p50": command["job_cpu_pct_of_host_p50"], "p95": command["job_cpu_pct_of_host_p95"],
                   "host": command["host_cpu_pct"], "rss_peak_bytes": command["job_rss_peak_bytes"]}
     ev.job_run_queue = recorded_run_queue(outputs.recording)
+    loop_job_usage(ev, outputs.recording, command["cpu_cores"])
     ev.cpu_bn_share = ev.cpu_bn_cores = None
     ev.framework_during_bn = {}
     ev.not_judged.append(
         f"per-core load and CPU bottlenecks: the host was shared with other work (its CPU {command['host_cpu_pct']:.0f} %, "
         f"the recorded command's own {mean:.0f} % of its cores), and a busy core may be another process's; the CPU "
         "figures used are the command's own")
+
+
+def loop_job_usage(ev: Evidence, recording: dict | None, cores: int) -> None:
+    """The recorded command's own CPU and run-queue wait over the training loop less the profiler's export (the
+    loop every share is applied to), from the ticks the analysis kept (recording.json's ``job_usage``), in
+    ``ev.job_cpu_loop`` and ``ev.job_run_queue_loop`` (% of the host's ``cores``); left as they are (the whole
+    recording's only) without those ticks or a loop they cover."""
+    usage = recorded_usage(recording, loop_window(ev)) if ev.loop is not None and ev.job_cpu is not None else None
+    if usage is None or cores <= 0 or ev.job_cpu is None:
+        return
+    ev.job_cpu_loop = 100.0 * usage.cpu_cores / cores
+    if usage.run_queue_cores is not None:
+        ev.job_run_queue_loop = 100.0 * usage.run_queue_cores / cores
 
 
 def _steps(ev: Evidence, outputs: RuleOutputs) -> None:

@@ -33,6 +33,7 @@ class LoadingCpu:
     used: float
     queued: float | None = None
     free: float | None = None
+    over: str = "over the loop"  # the window of ``used`` and ``queued`` (Evidence.job_cpu_over)
 
     @property
     def asked(self) -> float:
@@ -48,11 +49,12 @@ class LoadingCpu:
         """For report.json's finding: the reading and its cores (of one core each, over the loop)."""
         return {"reading": self.reading, "loading_step_share": round(self.share, 4), "used_cores": round(self.used, 4),
                 "run_queue_cores": None if self.queued is None else round(self.queued, 4),
-                "host_free_cores": None if self.free is None else round(self.free, 4)}
+                "host_free_cores": None if self.free is None else round(self.free, 4),
+                "window": "loop" if self.over == "over the loop" else "recording"}
 
     def evidence(self, whose: str) -> str:
         """The evidence line for a reading that is not plain CPU work ("" for that)."""
-        used = f"the training process used {self.used:.2f} of a core over the loop{whose}"
+        used = f"the training process used {self.used:.2f} of a core {self.over}{whose}"
         loading = f"loading took {self.share * 100:.0f} % of each step"
         if self.queued is not None:
             asked = (f" and waited {self.queued:.2f} of a core runnable for one (the scheduler's run queue) while "
@@ -91,13 +93,14 @@ def loading_cpu(ev: Evidence, share: float | None) -> LoadingCpu | None:
     used = pct / 100 * ev.cores
     queue = ev.loop_run_queue_pct()
     queued = max(queue, 0.0) / 100 * ev.cores if queue is not None else None
+    over = ev.job_cpu_over()  # the loop's own where the recording has the command's ticks
     if used >= need(share):
-        return LoadingCpu(COMPUTES, share, used, queued)
+        return LoadingCpu(COMPUTES, share, used, queued, over=over)
     if queued is not None:
-        return LoadingCpu(COMPUTES if used + queued >= need(share) else WAITS, share, used, queued)
+        return LoadingCpu(COMPUTES if used + queued >= need(share) else WAITS, share, used, queued, over=over)
     if ev.job_cpu is not None:  # a shared host: what the others left is all the process could have had
         free = max(100.0 - ev.job_cpu["host"], 0.0) / 100 * ev.cores
         if used + free < need(share):
-            return LoadingCpu(OPEN, share, used, None, free)
-        return LoadingCpu(WAITS, share, used, None, free)
-    return LoadingCpu(WAITS, share, used)
+            return LoadingCpu(OPEN, share, used, None, free, over=over)
+        return LoadingCpu(WAITS, share, used, None, free, over=over)
+    return LoadingCpu(WAITS, share, used, over=over)

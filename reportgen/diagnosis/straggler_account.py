@@ -88,14 +88,20 @@ def evened_out(gap: float, slowest_in: str, n: int, workers: str, waited: str, t
                                    "removes rather than moves")
 
 
-def rank_saving(accounts: dict[str, TraceAccount], rank: str) -> Evened | None:
-    """What evening a trace rank out gives back: the others' *exposed* communication beyond its own (a collective
-    overlapped with backward compute costs nothing), (n-1)/n of it when it is slower in compute."""
+def exposed_gap(accounts: dict[str, TraceAccount], rank: str) -> float | None:
+    """The others' *exposed* communication beyond the rank's own, a share of the step (median over the others): the
+    slice in which they wait for it. None unless the rank and another have an account."""
     if rank not in accounts or len(accounts) < 2:
         return None
     mine, others = accounts[rank], [a for label, a in accounts.items() if label != rank]
-    exposed = statistics.median(a.share("communication") for a in others) - mine.share("communication")
-    if exposed <= 0:
+    return statistics.median(a.share("communication") for a in others) - mine.share("communication")
+
+
+def rank_saving(accounts: dict[str, TraceAccount], rank: str) -> Evened | None:
+    """What evening a trace rank out gives back: the others' *exposed* communication beyond its own (a collective
+    overlapped with backward compute costs nothing), (n-1)/n of it when it is slower in compute."""
+    exposed = exposed_gap(accounts, rank)
+    if exposed is None or exposed <= 0:
         return None
     name, _, _ = slower_in(accounts, rank, robust=False)
     waited = ("{pct} % of their step in exposed communication" if name == "compute" else

@@ -17,8 +17,14 @@ WEIRD = [None, "x", [], {}, [1, "a"], {"a": "b"}, float("nan"), float("inf"), -1
 
 @pytest.mark.fixtures
 def test_pytorch_gpu_trace_without_workers_is_input_pipeline():
-    top = diagnose(kineto_outputs("kineto-resnet50-num-workers-0")).findings[0]
+    diagnosis = diagnose(kineto_outputs("kineto-resnet50-num-workers-0"))
+    top = diagnosis.findings[0]
     assert top.cause == "input-pipeline" and top.title == "The input pipeline starves the GPUs"
+    # only the wait during which the GPU idles is priced: it runs queued kernels through part of the loading
+    (rank,) = diagnosis.evidence.trace_ranks.values()
+    idle_waiting = rank.account.share("data_wait")  # 568.6 of the 688.6 ms the host spent in the DataLoader
+    assert top.share == pytest.approx(idle_waiting) and idle_waiting == pytest.approx(0.289, abs=0.001)
+    assert top.metrics["dataloader_step_share"] == pytest.approx(0.350, abs=0.001)
     # with 4 workers the input pipeline keeps up; what is left is the GPU's own (issue 28): ResNet50 in fp32 on a
     # V100 (84 % of compute kernel time in fp32 convolutions/GEMMs) and 1,478 kernels a step, most shorter than
     # their launch

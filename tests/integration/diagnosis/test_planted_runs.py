@@ -224,11 +224,51 @@ def test_cpu_loading_is_not_taken_for_waiting_when_the_timeline_is_judged(tmp_pa
     assert any(abs(top.seconds - t) <= TOLERANCE * t for t in truth["fix_saved_s"] if t > 0), (
         top.seconds, truth["fix_saved_s"])
     (said,) = [e for e in top.evidence if "run queue" in e]
-    assert said.startswith("the loading is CPU work starved of cores, not waiting: the training process used 0.24")
-    assert top.metrics["loading_cpu"]["reading"] == "computes"
-    assert top.metrics["loading_cpu"]["run_queue_cores"] == pytest.approx(0.76, abs=0.005)
+    # over the training loop (its start-up and the profiler's export left out), from the command's ticks
+    used, queued = _ticks_mean(PLANTED / "cpu-loading", _diagnosis("cpu-loading", tmp_path).evidence)
+    assert said.startswith("the loading is CPU work starved of cores, not waiting: the training process used "
+                           f"{used:.2f} of a core over the loop")
+    assert top.metrics["loading_cpu"]["reading"] == "computes" and top.metrics["loading_cpu"]["window"] == "loop"
+    assert top.metrics["loading_cpu"]["used_cores"] == pytest.approx(used, abs=0.002)  # 0.28 (0.24 over the recording)
+    assert top.metrics["loading_cpu"]["run_queue_cores"] == pytest.approx(queued, abs=0.002)  # 0.71 (0.76)
     waiting = _diagnosis("io-latency", tmp_path).findings[0]
     assert waiting.metrics["loading_cpu"]["reading"] == "waits" and "need no core" in waiting.fix
+
+
+def _ticks_mean(run, ev) -> tuple[float, float]:
+    """The command's CPU and run-queue wait (cores) over the loop less the profiler's export, from job-metrics.jsonl's
+    ticks themselves (each tick's figures are over the time since the one before it), as the test reads them."""
+    ticks = [json.loads(line) for line in (run / "job-metrics.jsonl").read_text().splitlines() if line.strip()]
+    lo, hi = ev.loop
+    sums, covered = [0.0, 0.0], 0.0
+    for before, tick in zip(ticks, ticks[1:]):
+        a, b = max(before["Timestamp"], lo), min(tick["Timestamp"], hi)
+        if b <= a:
+            continue
+        # the export inside this tick's time is the profiler's
+        span = (b - a) - sum(max(min(b, end) - max(a, start), 0.0) for start, end in ev.export_spans)
+        if span > 0:
+            covered += span
+            sums[0] += tick["CPUCores"] * span
+            sums[1] += (tick["RunQueueCores"] or 0.0) * span
+    return sums[0] / covered, sums[1] / covered
+
+
+def test_older_recordings_read_the_whole_recording_and_say_so(tmp_path):
+    """Without the command's ticks (a recording or an analysis made before they were read over the loop), the CPU it
+    used and waited for are recording.json's means over the whole recording, start-up included, and the evidence
+    says so: cpu-loading's 0.24 and 0.76 of a core, the same reading."""
+    import shutil
+
+    folder = tmp_path / "cpu-loading"
+    shutil.copytree(PLANTED / "cpu-loading", folder)
+    (folder / "job-metrics.jsonl").unlink()
+    top = diagnose(load_rule_outputs(analyze_source(str(folder), tmp_path / "out"))).findings[0]
+    (said,) = [e for e in top.evidence if "run queue" in e]
+    assert said.startswith("the loading is CPU work starved of cores, not waiting: the training process used 0.24 of "
+                           "a core over the whole recording, its start-up included")
+    assert top.metrics["loading_cpu"]["window"] == "recording"
+    assert top.metrics["loading_cpu"]["run_queue_cores"] == pytest.approx(0.76, abs=0.005)
 
 
 def test_without_the_run_queue_a_starved_loader_is_an_open_question_priced_as_cpu_work(tmp_path):
@@ -244,6 +284,9 @@ def test_without_the_run_queue_a_starved_loader_is_an_open_question_priced_as_cp
         for key in ("job_run_queue_s", "job_run_queue_pct_of_host"):
             del recording[key]
         (folder / "recording.json").write_text(json.dumps(recording))
+        ticks = [json.loads(line) for line in (folder / "job-metrics.jsonl").read_text().splitlines() if line.strip()]
+        (folder / "job-metrics.jsonl").write_text("".join(  # nor tick by tick
+            json.dumps({k: v for k, v in tick.items() if k != "RunQueueCores"}) + "\n" for tick in ticks))
         top = diagnose(load_rule_outputs(analyze_source(str(folder), tmp_path / f"{run}-out"))).findings[0]
         assert top.cause == "input-pipeline" and top.metrics["loading_cpu"]["reading"] == "open"
         assert "num_workers from 0 to 1" in top.fix and "need no core" not in top.fix

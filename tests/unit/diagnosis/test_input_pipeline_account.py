@@ -5,7 +5,7 @@ Both jobs plant the same signs in the system metrics: a GPU idle beside a satura
 one DataLoader worker on 4 cores. In the first, the framework events say the steps never wait for their batch
 (15 ms GetNext calls, as sample_data said before); in the second each step waits ~400 ms for it, and the samples
 are exactly those taken during the waits. The same holds for io-bound (training that waits for storage waits in the
-loader's calls too)."""
+loader's calls too), and for cpu-bound (cores too busy to prepare the batches: the steps wait for them)."""
 
 from __future__ import annotations
 
@@ -102,3 +102,37 @@ def test_storage_waits_the_account_contradicts_are_held_to_it(tmp_path):
     (note,) = diagnosis.quality_notes
     assert note.startswith("io-bound: the utilization samples put a GPU idle while a core waited on I/O for "
                            f"{ev.io_bn_share * 100:.0f} % of the job, but the step-time account")
+
+
+SATURATED = dict(init_s=20, final_s=2, step_ms=300, gap_ms=10, cpu_util=93, cpu_noise=3, dataloader_workers=6)
+
+
+def test_saturated_cores_the_account_contradicts_are_held_to_it(tmp_path):
+    """cpu-bound: every core at ~93 % and the GPUs idle half the time, but the steps' GetNext calls take 10 ms: the
+    GPUs do not wait for batches, so the cores' saturation is priced at the processes' wait, said in Data quality."""
+    outputs, diagnosis = _job(tmp_path, dict(SATURATED, gpu_idle_fraction=(0.5,)))
+    (finding,) = [f for f in diagnosis.findings if f.cause == "cpu-bound"]
+    ev = diagnosis.evidence
+    (account,) = ev.framework.nodes.values()
+    waited = account.share("data_wait")
+    assert 0.02 < waited < 0.05
+    assert finding.metrics["sampled_share"] > 0.5  # the GPU idle of the samples: its price before
+    assert finding.share == pytest.approx(waited * ev.loop_s / ev.duration_s)
+    assert finding.counts and diagnosis.status == "problems"
+    (note,) = diagnosis.quality_notes
+    assert note.startswith("cpu-bound: the utilization samples put the GPUs idle with the cores saturated for "
+                           f"{finding.metrics['sampled_share'] * 100:.0f} % of the job, but the step-time account")
+    assert note in build_report(outputs, job_name="saturated").notes
+
+
+def test_saturated_cores_that_starve_the_steps_keep_the_accounts_price(tmp_path):
+    """The same cores with each step waiting ~400 ms for its batch: the samples with a saturated core are those waits,
+    and the finding's price is the processes' wait, within a point of them."""
+    _, diagnosis = _job(tmp_path, SATURATED, data_wait_ms=400)
+    (finding,) = [f for f in diagnosis.findings if f.cause == "cpu-bound"]
+    ev = diagnosis.evidence
+    (account,) = ev.framework.nodes.values()
+    bound = account.share("data_wait") * ev.loop_s / ev.duration_s
+    assert account.share("data_wait") == pytest.approx(410 / 720, abs=0.03)
+    assert finding.share == pytest.approx(bound) and abs(ev.cpu_bn_share - bound) < 0.01
+    assert finding.metrics["account_data_wait_share"] == pytest.approx(account.share("data_wait"))

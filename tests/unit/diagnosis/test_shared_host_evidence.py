@@ -98,12 +98,41 @@ def test_a_starved_loader_and_a_waiting_one_are_told_apart_by_the_run_queue():
     waiting = _loading({**LOW, "job_run_queue_s": 4.5, "job_run_queue_pct_of_host": 1.0})
     assert (waiting.reading, waiting.used, waiting.queued) == (WAITS, 0.2, 0.04)
     assert waiting.asked == pytest.approx(0.24) and waiting.by_run_queue  # its CPU alone said so too
+    # a summary without the command's ticks (job_usage): its means over the whole recording, and said so
     assert waiting.evidence("") == (
-        "the loading mostly waits, on I/O, not on the cores: the training process used 0.20 of a core over the loop "
-        "and waited 0.04 of a core runnable for one (the scheduler's run queue) while loading took 80 % of each step: "
-        "it asked for 0.24 of a core, the rest of the step up to 0.20 of it")
+        "the loading mostly waits, on I/O, not on the cores: the training process used 0.20 of a core over the whole "
+        "recording, its start-up included (the analysis kept no tick-by-tick figures of the command to read the "
+        "loop's alone) and waited 0.04 of a core runnable for one (the scheduler's run queue) while loading took 80 % "
+        "of each step: it asked for 0.24 of a core, the rest of the step up to 0.20 of it")
     assert waiting.metrics() == {"reading": "waits", "loading_step_share": 0.8, "used_cores": 0.2,
-                                 "run_queue_cores": 0.04, "host_free_cores": None}
+                                 "run_queue_cores": 0.04, "host_free_cores": None, "window": "recording"}
+
+
+def test_the_loops_own_cpu_and_run_queue_replace_the_whole_recordings():
+    """With the command's ticks kept (job_usage) and a loop known, the CPU it used and waited for are the loop's: a
+    process that started up alone on its cores (1 core used, no wait, 20 s) and then loaded starved of them (0.2 used,
+    0.8 waited, 100 s) reads 0.2 and 0.8 over the loop, where the whole recording's means (0.33, 0.67) would have
+    mixed its start-up in."""
+    from reportgen.job_usage import usage_rows
+    from reportgen.diagnosis.loading_cpu import COMPUTES
+
+    ticks = [{"Timestamp": 1000.0 + i, "CPUCores": 1.0 if i <= 20 else 0.2, "RunQueueCores": 0.0 if i <= 20 else 0.8}
+             for i in range(121)]
+    recording = {**SHARED, "job_cpu_pct_of_host": 100 * (20 + 20) / 120 / 4, "job_usage": usage_rows(ticks)}
+    ev = gather(outputs(recording))
+    ev.loop = (1020.0, 1120.0)
+    ev.export_spans = [(1060.0, 1070.0)]  # the profiler's export: left out too
+    from reportgen.diagnosis.evidence import loop_job_usage
+
+    loop_job_usage(ev, recording, 4)
+    ev.series = {"algo-1": NodeSeries(cores=[99.0] * 4, cpu_total=99.0)}
+    ev.cores, ev.timeline_s = 4, 120.0
+    assert ev.loop_cpu_pct() == pytest.approx(100 * 0.2 / 4) and ev.loop_run_queue_pct() == pytest.approx(100 * 0.8 / 4)
+    from reportgen.diagnosis.loading_cpu import loading_cpu
+
+    reading = loading_cpu(ev, 0.8)
+    assert (reading.reading, reading.used, reading.queued) == (COMPUTES, pytest.approx(0.2), pytest.approx(0.8))
+    assert "used 0.20 of a core over the loop" in reading.evidence("") and reading.metrics()["window"] == "loop"
 
 
 def test_without_a_run_queue_a_saturated_host_leaves_the_question_open():

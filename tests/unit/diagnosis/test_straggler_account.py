@@ -91,3 +91,38 @@ def test_damaged_process_accounts_give_no_traceback_and_no_invented_straggler(tm
     assert sorted(gather(outputs).slow_steps) == ["algo-1-27"]  # 30 steps of 300 ms: judged, none slow
     assert gather(outputs).slow_steps["algo-1-27"].count == 0
     diagnose(outputs)  # and the whole diagnosis runs
+
+
+def test_a_trace_straggler_whose_wait_overlaps_compute_is_held_to_the_exposed_communication(tmp_path):
+    """The ranks' collective wait tells the straggler (rank 2 loads slowly; the others wait 65 % of their step in
+    all-reduces, it 4 %). Where the accounts show the others' wait overlapped with their compute (moved here from
+    their communication slice to compute, 95 % of it, as on a GPU whose all-reduces run beside backward), no more of
+    it is exposed than the straggler's own: evening it out saves nothing measurable, and the finding is priced so,
+    not at the others' longer wait in collectives (61 % of their step, which priced it before): Data quality says
+    which evidence was set aside."""
+    from testdata.kineto_synthetic import KinetoSet, write_set
+    from reportgen.trace_analysis.outputs import analyze_job
+    from tests.unit.diagnosis.test_diagnosis import outputs
+
+    write_set(KinetoSet(ranks=3, mb=1.0, seed=5, cycles=2, straggler=2, straggler_ms=40.0, layers=2), tmp_path)
+    doc, _ = analyze_job(sorted(p for p in tmp_path.rglob("*") if ".pt.trace.json" in p.name))
+    (before,) = [f for f in diagnose(outputs(kineto=doc)).findings if f.cause == "straggler"]
+    for label in ("0", "1"):
+        account = doc["ranks"][label]["account"]
+        per_step = account["per_step_ms"]
+        moved = [0.95 * ms for ms in per_step["communication"]]
+        per_step["communication"] = [ms - m for ms, m in zip(per_step["communication"], moved)]
+        per_step["compute"] = [ms + m for ms, m in zip(per_step["compute"], moved)]
+        account["slices_ms"]["communication"] -= sum(moved)
+        account["slices_ms"]["compute"] += sum(moved)
+    diagnosis = diagnose(outputs(kineto=doc))
+    (finding,) = [f for f in diagnosis.findings if f.cause == "straggler"]
+    ranks = {label: rank.account for label, rank in diagnosis.evidence.trace_ranks.items()}
+    others = (ranks["0"].share("communication") + ranks["1"].share("communication")) / 2  # their median
+    assert others < ranks["2"].share("communication")  # nothing exposed beyond the straggler's own
+    assert before.share == pytest.approx(0.606, abs=0.01)  # exposed before the move: the whole gap
+    assert finding.share == 0.0 and not finding.counts and finding.metrics["who"] == "rank 2"
+    assert any("the impact is held to that, not the 61 % of their step" in e for e in finding.evidence)
+    (note,) = diagnosis.quality_notes
+    assert note.startswith("straggler: the ranks' collective wait puts the others waiting for rank 2 61 % of their "
+                           "step longer than it, but the step-time accounts show only 0 %")

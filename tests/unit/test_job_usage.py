@@ -1,0 +1,56 @@
+"""The recorded command's CPU and run-queue wait kept as a bounded cumulative series and read over a window
+(reportgen/job_usage.py): the means equal the ticks' own over any window, whatever the recording's length."""
+
+from __future__ import annotations
+
+import pytest
+
+from reportgen.job_usage import MAX_ROWS, usage_rows, window_usage
+
+
+def _ticks(cpu, queue, t0=1000.0, step=0.5):
+    return [{"Timestamp": t0 + i * step, "CPUCores": c, "RunQueueCores": q} for i, (c, q) in enumerate(zip(cpu, queue))]
+
+
+def test_the_rows_add_up_each_ticks_figures_over_its_own_time():
+    # each tick's figures are over the time since the tick before: the first tick's lie before the series
+    rows = usage_rows(_ticks([9.0, 0.2, 0.4, 1.0], [9.0, 0.8, 0.6, None]))
+    assert rows == [[1000.0, 0.0, 0.0], [1000.5, 0.1, 0.4], [1001.0, 0.3, 0.7], [1001.5, 0.8, 0.7]]
+
+
+def test_a_window_reads_the_ticks_own_means_and_leaves_start_up_out():
+    # start-up: 2 s alone on its cores (1.0 used, no wait); the loop: 4 s starved (0.25 used, 0.75 waited)
+    rows = usage_rows(_ticks([1.0] * 5 + [0.25] * 8, [0.0] * 5 + [0.75] * 8))
+    loop = window_usage(rows, [(1002.0, 1006.0)])
+    assert loop is not None and loop.seconds == pytest.approx(4.0)
+    assert (loop.cpu_cores, loop.run_queue_cores) == (pytest.approx(0.25), pytest.approx(0.75))
+    whole = window_usage(rows, [(1000.0, 1006.0)])
+    assert whole.cpu_cores == pytest.approx(0.5) and whole.run_queue_cores == pytest.approx(0.5)
+    # two spans (the loop less an export between them), and half a tick read as even
+    split = window_usage(rows, [(1001.75, 1002.0), (1004.0, 1006.0)])
+    assert split.cpu_cores == pytest.approx((0.25 * 1.0 + 2.0 * 0.25) / 2.25)
+
+
+def test_a_day_of_ticks_keeps_a_bounded_series_that_reads_the_same_means():
+    n = 172_800  # a day at 2 ticks a second
+    cpu = [0.9 if (i // 7200) % 2 else 0.1 for i in range(n)]  # an hour busy, an hour not
+    rows = usage_rows(_ticks(cpu, [0.5] * n))
+    assert len(rows) <= MAX_ROWS and rows[-1][0] == 1000.0 + (n - 1) * 0.5
+    hour = window_usage(rows, [(1000.0 + 3600.0, 1000.0 + 7200.0)])  # the second hour: busy
+    assert hour.cpu_cores == pytest.approx(0.9, abs=0.01) and hour.run_queue_cores == pytest.approx(0.5, abs=1e-3)
+
+
+def test_no_run_queue_account_and_windows_the_series_does_not_cover():
+    rows = usage_rows([{"Timestamp": 1000.0 + i, "CPUCores": 0.5} for i in range(10)])
+    assert all(q is None for _, _, q in rows)
+    usage = window_usage(rows, [(1001.0, 1009.0)])
+    assert usage.cpu_cores == pytest.approx(0.5) and usage.run_queue_cores is None
+    assert window_usage(rows, [(1005.0, 1030.0)]) is None  # covered 4 s of 25: no mean from it
+    assert usage_rows([{"Timestamp": 1000.0, "CPUCores": 0.5}]) == [] and window_usage([], [(0.0, 1.0)]) is None
+
+
+@pytest.mark.parametrize("rows", [None, "x", [[1.0, 0.0, 0.0]], [[2.0, 0.0, 0.0], [1.0, 1.0, 1.0]],
+                                  [[1.0, 0.0], [2.0, 1.0]], [[1.0, "a", 0.0], [2.0, 1.0, 1.0]],
+                                  [[1.0, 0.0, 0.0], [float("nan"), 1.0, 1.0]]])
+def test_damaged_series_give_no_mean_and_no_traceback(rows):
+    assert window_usage(rows, [(1.0, 2.0)]) is None
