@@ -10,6 +10,8 @@ import subprocess
 
 import pytest
 
+from reportgen.readers.trace_cache import TraceCache
+
 
 @pytest.fixture(autouse=True)
 def no_child_process(monkeypatch):
@@ -28,3 +30,12 @@ def no_child_process(monkeypatch):
     monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", refuse("multiprocessing"))
     yield
     assert not started, f"a unit test started a child process: {started}; move it to tests/integration or tests/e2e"
+
+
+@pytest.fixture
+def cache(tmp_path) -> TraceCache:
+    """An empty trace cache of 1 GiB in the test's own folder (the caches' tests share it; in the unit lane it stands
+    for pytest's own ``cache`` fixture, which no unit test uses)."""
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    return TraceCache(folder, 1 << 30)

@@ -45,13 +45,6 @@ def test_a_link_a_fifo_and_a_folder_are_neither_read_nor_written_over(tmp_path):
         assert read_kept(odd) is None and open_kept(odd) is None and not regular_or_absent(odd)
 
 
-@pytest.fixture
-def cache(tmp_path) -> TraceCache:
-    folder = tmp_path / "cache"
-    folder.mkdir()
-    return TraceCache(folder, 1 << 30)
-
-
 @posix_only
 def test_a_trace_entry_replaced_by_a_link_or_a_fifo_is_a_miss_left_alone(cache, tmp_path):
     path = tmp_path / "job" / SHORT.name

@@ -30,13 +30,6 @@ SHORT = RECORDINGS / "cpu-torch" / "short" / "pytorch-traces" / "vm_25557.179571
 JAX = RECORDINGS / "jax-tf" / "jax-cpu" / "logdir" / "plugins" / "profile" / "2026_11_26_18_48_00" / "vm.xplane.pb.gz"
 
 
-@pytest.fixture
-def cache(tmp_path) -> TraceCache:
-    folder = tmp_path / "cache"
-    folder.mkdir()
-    return TraceCache(folder, 1 << 30)
-
-
 def _copy(source: Path, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     return Path(shutil.copyfile(source, folder / source.name))

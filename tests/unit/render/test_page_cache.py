@@ -24,13 +24,6 @@ NOW = "2031-02-03 04:05 UTC"
 
 
 @pytest.fixture
-def cache(tmp_path) -> TraceCache:
-    folder = tmp_path / "cache"
-    folder.mkdir()
-    return TraceCache(folder, 1 << 30)
-
-
-@pytest.fixture
 def work(tmp_path) -> Path:
     """A run's work folder holding its rule outputs (``analysis/profiler-reports``) and an extra beside them."""
     folder = tmp_path / "work"

@@ -31,13 +31,6 @@ SHORT = RECORDINGS / "cpu-torch" / "short" / "pytorch-traces" / "vm_25557.179571
 
 
 @pytest.fixture
-def cache(tmp_path) -> TraceCache:
-    folder = tmp_path / "cache"
-    folder.mkdir()
-    return TraceCache(folder, 1 << 30)
-
-
-@pytest.fixture
 def job_files(tmp_path) -> list[Path]:
     folder = tmp_path / "job"
     folder.mkdir()
