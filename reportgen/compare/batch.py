@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reportgen.compare.command_flags import flag_values
 from reportgen.rule_outputs import command_line
 
 # --batch-size, --batch_size, --batchsize, --bs, --train-batch-size, --per_device_train_batch_size (Hugging Face)
@@ -60,16 +61,8 @@ def from_hyperparameters(pairs) -> BatchSize | None:
 def from_command(command) -> BatchSize | None:
     """The batch size a recorded command line gives (``--batch-size 64`` or ``--batch-size=64``); None when it
     gives none, or several that differ."""
-    if not isinstance(command, list):
-        return None
-    args = [a for a in command if isinstance(a, str)]
     found: dict[int, str] = {}
-    for i, arg in enumerate(args):
-        flag, eq, value = arg.partition("=")
-        if not BATCH_FLAG.fullmatch(flag):
-            continue
-        if not eq:
-            value = args[i + 1] if i + 1 < len(args) else ""
+    for flag, value in flag_values(command, BATCH_FLAG):
         size = _size(value)
         if size is not None:
             found.setdefault(size, f"{flag} {size}")

@@ -23,6 +23,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from reportgen.compare.command_flags import flag_values
 from reportgen.report.json_views import ReportJson, TrainingLoop
 from reportgen.report.views import step_nodes_of
 from reportgen.section_ids import SectionId
@@ -110,17 +111,11 @@ def work_of(sections: dict, loop: TrainingLoop | None, command: object = None) -
 def steps_of_command(command: object) -> tuple[int, str] | None:
     """(steps, ``--steps 320``) from a recorded command line (``--steps 320`` or ``--steps=320``); None when it
     gives none, several that differ, or also names epochs."""
-    if not isinstance(command, list):
+    if flag_values(command, EPOCHS_FLAG):
         return None
-    args = [a for a in command if isinstance(a, str)]
     found: dict[int, str] = {}
-    for i, arg in enumerate(args):
-        flag, eq, value = arg.partition("=")
-        if EPOCHS_FLAG.fullmatch(flag):
-            return None
-        if not STEPS_FLAG.fullmatch(flag):
-            continue
-        value = (value if eq else args[i + 1] if i + 1 < len(args) else "").strip()
+    for flag, value in flag_values(command, STEPS_FLAG):
+        value = value.strip()
         if value.isdigit() and 0 < int(value) <= MAX_STEPS:
             found.setdefault(int(value), f"{flag} {int(value)}")
     return next(iter(found.items())) if len(found) == 1 else None
