@@ -29,7 +29,8 @@ How (docs/distributed.md, "PyTorch profiler traces"):
    :func:`read_file` task per file, on any worker, then :func:`reduce_reads`): read the task's files, group them into
    ranks exactly as ``reportgen.trace_analysis.ranks`` does, merge each rank's cycles, ``analyze_trace`` it,
    and keep every distinct kernel and CPU-operator name with its total and count (not only the
-   rank's top 15: that is what makes the job-wide top 15 exact).
+   rank's top 15: that is what makes the job-wide top 15 exact). With the trace cache, a task whose files'
+   heads and ranks' analyses are all kept is served from them alone (:func:`reduce_kept`): no file read or loaded.
 3. **Merge**: a rank whose files ended up in more than one task (its rank written after the events,
    two workers of one rank, S3 keys) is reduced again from all its files at once,
    as one task, so it is merged exactly as before. Then the labels, the straggler, and the job-wide
