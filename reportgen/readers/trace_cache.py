@@ -51,11 +51,11 @@ T = TypeVar("T")  # what an entry decodes to (take_entry)
 # Bump when the layout of an entry changes (the arrays' names, the meta document).
 CACHE_FORMAT = 2  # 2: the float64 operators (d_*)
 CACHE_SUBDIR = "traces"
-# What the folder holds and bounds together: each file's reduction, and each rank's analysis
-# (``trace_analysis/rank_cache.py``), each page with its forecast (``render/page_cache.py``), the page's compiled
+# What the folder holds and bounds together: each file's reduction and its head (``readers/trace_heads.py``), each
+# rank's analysis (``trace_analysis/rank_cache.py``), each page with its forecast (``render/page_cache.py``), the page's compiled
 # templates (``render/template_cache.py``) and the files' digests (``readers/digest_memo.py``), kept beside them so
 # one bound and one eviction cover them all.
-ENTRY_SUFFIXES = (".npz", ".rank.json", ".page", ".page-hint", ".memo", ".jinja")
+ENTRY_SUFFIXES = (".npz", ".head.json", ".rank.json", ".page", ".page-hint", ".memo", ".jinja")
 STALE_TEMP_SECONDS = 3600  # a temporary entry this old is a crashed writer's: removed by the next eviction
 NO_CACHE_ENV = "REPORTGEN_NO_CACHE"
 

@@ -17,10 +17,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from reportgen.readers.trace_model import Float64Ops, FlopEvents, MemoryEvents, TraceColumns
+
+class RankedFile(Protocol):
+    """What grouping reads of a file: a whole read (``TraceColumns``) or its kept head (``readers/trace_heads.py``),
+    so a warm run groups its files without loading them."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def rank(self) -> int | None: ...
+    @property
+    def start_us(self) -> np.ndarray: ...
+
+
+F = TypeVar("F", bound=RankedFile)
 
 _WORKER = re.compile(r"^(?P<worker>.+)\.(?P<ns>\d{10,})\.pt\.trace\.json(?:\.gz)?$")
 
@@ -40,7 +57,7 @@ def worker_of(path: Path) -> str | None:
     return match.group("worker") if match else None
 
 
-def rank_key(trace: TraceColumns) -> tuple:
+def rank_key(trace: RankedFile) -> tuple:
     """The group a file belongs to (see the module docstring)."""
     if trace.rank is not None:
         return ("rank", trace.rank)
@@ -50,13 +67,13 @@ def rank_key(trace: TraceColumns) -> tuple:
     return ("file", trace.label)
 
 
-def group_traces_keyed(traces: list[TraceColumns]) -> list[tuple[tuple, list[TraceColumns]]]:
+def group_traces_keyed(traces: list[F]) -> list[tuple[tuple, list[F]]]:
     """``(key, files)`` per rank: by rank number, then worker, then file; each group in time order
     (:func:`cycle_order`), the groups in :func:`rank_order`."""
     # A cut file (an interrupted run) loses distributedInfo, which torch writes after the events: it
     # joins the rank of the other files of its process.
     rank_of_worker = {worker_of(t.path): t.rank for t in traces if t.rank is not None and worker_of(t.path)}
-    groups: dict[tuple, list[TraceColumns]] = {}
+    groups: dict[tuple, list[F]] = {}
     for trace in traces:
         key = rank_key(trace)
         if key[0] == "worker" and key[1] in rank_of_worker:
@@ -67,7 +84,7 @@ def group_traces_keyed(traces: list[TraceColumns]) -> list[tuple[tuple, list[Tra
     return [(key, groups[key]) for key in sorted(groups, key=rank_order)]
 
 
-def cycle_order(members: list[TraceColumns]) -> None:
+def cycle_order(members: list[F]) -> None:
     """Sort one rank's files in place: by first event, then name (stable: ties keep the given order)."""
     members.sort(key=lambda t: (float(t.start_us[0]) if t.start_us.size else float("inf"), t.path.name))
 
@@ -93,7 +110,7 @@ def unique_labels(named: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-def rank_label(members: list[TraceColumns]) -> str:
+def rank_label(members: list[F]) -> str:
     """How the report names a rank: its rank number, else torch's worker name, else the file's label."""
     first = members[0]
     rank = next((t.rank for t in members if t.rank is not None), None)

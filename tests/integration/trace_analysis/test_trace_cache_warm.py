@@ -1,5 +1,5 @@
-"""A warm run (every trace's reduction and every rank's analysis from the trace cache, no trace read nor hashed,
-no rank analysed) writes exactly the cold run's
+"""A warm run (every file's head and every rank's analysis from the trace cache, no trace read nor hashed, no
+file's entry loaded, no rank analysed) writes exactly the cold run's
 outputs: report.json, kineto.json, the rule outputs and Data quality, every table of the page; and
 ``--no-cache`` (``SourceOptions.trace_cache=False``) neither uses nor fills the cache."""
 
@@ -58,7 +58,10 @@ def _refuse_reading(monkeypatch) -> None:
 
     def refuse_analysing(trace):
         raise AssertionError(f"a warm run analysed {trace.path}")
+    def refuse_loading(cache, key, path):
+        raise AssertionError(f"a warm run loaded the entry of {path}")
     monkeypatch.setattr(trace_cache, "read_trace_file", refuse)
+    monkeypatch.setattr(trace_cache, "load_entry", refuse_loading)
     monkeypatch.setattr(job, "analyze_trace", refuse_analysing)
 
 
