@@ -20,22 +20,29 @@ from reportgen.json_values import as_object, given
 MAX_BYTES = 64_000_000  # a day at 2 ticks a second is ~25 MB; a larger file is not read (no marks)
 
 
-def process_changes(path: Path) -> list[list[float]]:
-    """[previous tick, tick, processes] where the command's process count changed, the first tick included (its
-    count is the command's own processes); empty when the file is missing, too large or holds no readable tick.
-    Unreadable lines are skipped: a recording cut short ends in half a line."""
+def _ticks(path: Path) -> list[dict]:
+    """job-metrics.jsonl's readable ticks, as objects; empty when the file is missing or too large. Unreadable lines
+    are skipped: a recording cut short ends in half a line."""
     try:
         if path.stat().st_size > MAX_BYTES:
             return []
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    ticks = []
+    records = []
     for line in lines:
         try:
-            record = as_object(json.loads(line))
+            records.append(as_object(json.loads(line)))
         except ValueError:
             continue
+    return records
+
+
+def process_changes(path: Path) -> list[list[float]]:
+    """[previous tick, tick, processes] where the command's process count changed, the first tick included (its
+    count is the command's own processes); empty when the file is missing, too large or holds no readable tick."""
+    ticks = []
+    for record in _ticks(path):
         at, count = given(record.get("Timestamp")), given(record.get("Processes"))
         if at is not None and count is not None and count >= 0:
             ticks.append((float(at), int(count)))
@@ -45,6 +52,40 @@ def process_changes(path: Path) -> list[list[float]]:
         if i == 0 or count != ticks[i - 1][1]:
             changes.append([ticks[i - 1][0] if i else at, at, count])
     return changes
+
+
+IDLE_CORES = 0.002  # a child below this is idle (1 ms of a 500 ms tick): a persistent DataLoader worker waiting
+MIN_IDLE_TICKS = 2  # for indices uses ~0; its shutdown, in the last tick before it is gone, uses a few ms
+
+
+def children_idle(path: Path) -> list[float]:
+    """[last tick the children worked, the next tick] where the command's child processes went idle for good before
+    they ended (job-metrics.jsonl's ``ChildCPUCores``): at least MIN_IDLE_TICKS idle ticks followed by at most one
+    busy tick (their shutdown) before the last tick with them; empty otherwise — no such column (recordings before
+    it), children that worked to their end or never ended while the command ran. A DataLoader's workers stop
+    working when the loop stops asking for batches: where they outlive the loop (persistent, ended with the
+    script) this marks the loop's end, to within a tick and the batches they had prefetched."""
+    ticks = []
+    for record in _ticks(path):
+        at, count, cores = (given(record.get(key)) for key in ("Timestamp", "Processes", "ChildCPUCores"))
+        if at is not None and count is not None and cores is not None:
+            ticks.append((float(at), int(count), float(cores)))
+    ticks.sort()
+    if not ticks:
+        return []
+    own = ticks[0][1]
+    alive = [i for i, (_, count, _) in enumerate(ticks) if count > own]
+    if not alive or alive[-1] + 1 >= len(ticks) or ticks[alive[-1] + 1][1] != own:
+        return []
+    last = alive[-1]
+    if ticks[last][2] >= IDLE_CORES:  # the shutdown's tick
+        last -= 1
+    first_idle = last + 1
+    while first_idle - 1 >= alive[0] and ticks[first_idle - 1][2] < IDLE_CORES:
+        first_idle -= 1
+    if last + 1 - first_idle < MIN_IDLE_TICKS or first_idle - 1 < alive[0]:
+        return []
+    return [ticks[first_idle - 1][0], ticks[first_idle][0]]
 
 
 @dataclass(frozen=True)

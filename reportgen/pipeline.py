@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.errors import InputError, RenderError
-from reportgen.job_processes import process_changes
+from reportgen.job_processes import children_idle, process_changes
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.notebook_parameters import NotebookParameters
 from reportgen.output_set import OutputSet, is_stdout
@@ -220,7 +220,8 @@ JOB_METRICS = "job-metrics.jsonl"  # recording.json's job_metrics_file, where re
 
 def _add_process_changes(raw_dir: Path, copy: Path) -> None:
     """The copy also keeps where the command's process count changed (job-metrics.jsonl, reduced by
-    job_processes.process_changes): its children's start and end mark the training loop's ends."""
+    job_processes.process_changes): its children's start and end mark the training loop's ends; and where they
+    went idle for good before ending (``children_idle``): the loop's end where they outlived it."""
     try:
         summary = read_json_file(copy)
     except (OSError, JsonFileError):
@@ -229,8 +230,12 @@ def _add_process_changes(raw_dir: Path, copy: Path) -> None:
     if not isinstance(name, str) or Path(name).name != name:  # a bare file name beside recording.json, or none
         return
     changes = process_changes(raw_dir / name)
+    idle = children_idle(raw_dir / name)
+    if idle:
+        summary["children_idle"] = idle
     if changes:
         summary["process_changes"] = changes
+    if changes or idle:
         copy.write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
 
