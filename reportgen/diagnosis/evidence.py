@@ -21,9 +21,8 @@ from reportgen.json_values import as_object, finite
 from reportgen.job_processes import churn_within
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_children,
-                                    recorded_children_idle,
-                                    recorded_command, recorded_run_queue, recorded_script_end, system_usage_of,
-                                    traces_written)
+                                    recorded_children_idle, recorded_command, recorded_run_queue, recorded_script_end,
+                                    system_usage_of, traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank
 from reportgen.rulebook import RuleName
@@ -255,9 +254,10 @@ def _loop_marks(ev: Evidence, recording: dict | None, estimate: tuple[float, flo
                 job_start: float) -> tuple[float, float]:
     """The loop's ends: the estimate from the traces (``estimate``: the first profiled step less the waited steps,
     the command's exit), or where the recording saw them: its child processes' first start, if before the first
-    traced event, and their last end, if after the profiler's last activity (its traces' last event and write)
-    and before the exit; else the end of the command's script (its atexit hooks, before the interpreter's teardown)
-    in the same bounds. ``ev.loop_marks`` says which, for the job account."""
+    traced event, and their last work before they idled to their end (where the recording kept their CPU: workers
+    that outlive the loop), else their last end, if after the profiler's last activity (its traces' last event and
+    write) and before the exit; else the end of the command's script (its atexit hooks, before the interpreter's
+    teardown) in the same bounds. ``ev.loop_marks`` says which, for the job account."""
     lo, hi = estimate
     ev.loop_marks = (FROM_STEPS, AT_EXIT)
     children = recorded_children(recording)
