@@ -55,13 +55,14 @@ def process_changes(path: Path) -> list[list[float]]:
 
 
 IDLE_CORES = 0.002  # a child below this is idle (1 ms of a 500 ms tick): a persistent DataLoader worker waiting
-MIN_IDLE_TICKS = 2  # for indices uses ~0; its shutdown, in the last tick before it is gone, uses a few ms
+MIN_IDLE_TICKS = 1  # for indices uses ~0; its shutdown, in the last tick before it is gone, may use a few ms
 
 
 def children_idle(path: Path) -> list[float]:
     """[last tick the children worked, the next tick] where the command's child processes went idle for good before
-    they ended (job-metrics.jsonl's ``ChildCPUCores``): at least MIN_IDLE_TICKS idle ticks followed by at most one
-    busy tick (their shutdown) before the last tick with them; empty otherwise — no such column (recordings before
+    they ended (job-metrics.jsonl's ``ChildCPUCores``): at least MIN_IDLE_TICKS idle ticks to the last tick with
+    them, or one more before a busy last tick (their shutdown, or work: one idle tick between is no proof); empty
+    otherwise — no such column (recordings before
     it), children that worked to their end or never ended while the command ran. A DataLoader's workers stop
     working when the loop stops asking for batches: where they outlive the loop (persistent, ended with the
     script) this marks the loop's end, to within a tick and the batches they had prefetched."""
@@ -78,12 +79,14 @@ def children_idle(path: Path) -> list[float]:
     if not alive or alive[-1] + 1 >= len(ticks) or ticks[alive[-1] + 1][1] != own:
         return []
     last = alive[-1]
+    need = MIN_IDLE_TICKS
     if ticks[last][2] >= IDLE_CORES:  # the shutdown's tick
         last -= 1
+        need += 1
     first_idle = last + 1
     while first_idle - 1 >= alive[0] and ticks[first_idle - 1][2] < IDLE_CORES:
         first_idle -= 1
-    if last + 1 - first_idle < MIN_IDLE_TICKS or first_idle - 1 < alive[0]:
+    if last + 1 - first_idle < need or first_idle - 1 < alive[0]:
         return []
     return [ticks[first_idle - 1][0], ticks[first_idle][0]]
 

@@ -147,11 +147,12 @@ def recorded_children(recording: dict[str, Any] | None) -> ChildProcesses | None
 
 def recorded_children_idle(recording: dict[str, Any] | None) -> float | None:
     """When the recorded command's child processes went idle for good before they ended (recording.json's
-    ``children_idle``, [last busy tick, next tick], which generate adds from job-metrics.jsonl's ``ChildCPUCores``;
-    the middle of the two), or None: recordings before it, children that worked to their end."""
+    ``children_idle``, [last busy tick, next tick], which generate adds from job-metrics.jsonl's ``ChildCPUCores``):
+    the last busy tick's end — their work ended within it, the loop after it by the batches they had prefetched —,
+    or None: recordings before it, children that worked to their end."""
     value = recording.get("children_idle") if isinstance(recording, dict) else None
     if isinstance(value, list) and len(value) == 2 and all(is_finite(v) for v in value) and value[0] <= value[1]:
-        return (float(value[0]) + float(value[1])) / 2
+        return float(value[0])
     return None
 
 

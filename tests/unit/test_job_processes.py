@@ -78,9 +78,11 @@ def test_workers_idle_before_their_end_mark_where_they_last_worked(tmp_path):
     rows = [(1, 0.0), (2, 0.03), (2, 0.02), (2, 0.05), (2, 0.004), (2, 0.0), (2, 0.001), (2, 0.0), (2, 0.01),
             (1, 0.0), (0, 0.0)]
     assert children_idle(_busy(tmp_path / "m.jsonl", rows)) == [1002.0, 1002.5]
-    # without the shutdown's tick the same; one idle tick is no stretch: the workers' end stands
+    # without the shutdown's tick the same, and one idle tick is enough (the script's end soon after the loop's);
+    # one idle tick before a busy last one is no proof: the workers' end stands
     assert children_idle(_busy(tmp_path / "m.jsonl", rows[:8] + rows[9:])) == [1002.0, 1002.5]
-    assert children_idle(_busy(tmp_path / "m.jsonl", rows[:5] + [(2, 0.0)] + rows[9:])) == []
+    assert children_idle(_busy(tmp_path / "m.jsonl", rows[:5] + [(2, 0.0)] + rows[9:])) == [1002.0, 1002.5]
+    assert children_idle(_busy(tmp_path / "m.jsonl", rows[:5] + [(2, 0.0), (2, 0.01)] + rows[9:])) == []
 
 
 def test_no_idle_mark_where_workers_work_to_their_end_or_never_end(tmp_path):
