@@ -55,6 +55,43 @@ def process_changes(path: Path, records: list[dict] | None = None) -> list[list[
     return changes
 
 
+IDLE_CORES = 0.002  # a child below this is idle (1 ms of a 500 ms tick): a persistent DataLoader worker waiting
+MIN_IDLE_TICKS = 1  # for indices uses ~0; its shutdown, in the last tick before it is gone, may use a few ms
+
+
+def children_idle(path: Path, records: list[dict] | None = None) -> list[float]:
+    """[last tick the children worked, the next tick] where the command's child processes went idle for good before
+    they ended (job-metrics.jsonl's ``ChildCPUCores``): at least MIN_IDLE_TICKS idle ticks to the last tick with
+    them, or one more before a busy last tick (their shutdown, or work: one idle tick between is no proof); empty
+    otherwise — no such column (recordings before
+    it), children that worked to their end or never ended while the command ran. A DataLoader's workers stop
+    working when the loop stops asking for batches: where they outlive the loop (persistent, ended with the
+    script) this marks the loop's end, to within a tick and the batches they had prefetched."""
+    ticks = []
+    for record in read_ticks(path) if records is None else records:
+        at, count, cores = (given(record.get(key)) for key in ("Timestamp", "Processes", "ChildCPUCores"))
+        if at is not None and count is not None and cores is not None:
+            ticks.append((float(at), int(count), float(cores)))
+    ticks.sort()
+    if not ticks:
+        return []
+    own = ticks[0][1]
+    alive = [i for i, (_, count, _) in enumerate(ticks) if count > own]
+    if not alive or alive[-1] + 1 >= len(ticks) or ticks[alive[-1] + 1][1] != own:
+        return []
+    last = alive[-1]
+    need = MIN_IDLE_TICKS
+    if ticks[last][2] >= IDLE_CORES:  # the shutdown's tick
+        last -= 1
+        need += 1
+    first_idle = last + 1
+    while first_idle - 1 >= alive[0] and ticks[first_idle - 1][2] < IDLE_CORES:
+        first_idle -= 1
+    if last + 1 - first_idle < need or first_idle - 1 < alive[0]:
+        return []
+    return [ticks[first_idle - 1][0], ticks[first_idle][0]]
+
+
 @dataclass(frozen=True)
 class ChildProcesses:
     """When the command's child processes were first seen and last seen ended, as (last tick without, first tick

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.errors import InputError, RenderError
-from reportgen.job_processes import process_changes, read_ticks
+from reportgen.job_processes import children_idle, process_changes, read_ticks
 from reportgen.job_usage import usage_rows
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.notebook_parameters import NotebookParameters
@@ -221,7 +221,8 @@ JOB_METRICS = "job-metrics.jsonl"  # recording.json's job_metrics_file, where re
 
 def _add_process_changes(raw_dir: Path, copy: Path) -> None:
     """The copy also keeps where the command's process count changed (job-metrics.jsonl, reduced by
-    job_processes.process_changes): its children's start and end mark the training loop's ends; and the command's
+    job_processes.process_changes): its children's start and end mark the training loop's ends, and where they
+    went idle for good before ending (``children_idle``) the loop's end where they outlived it; and the command's
     CPU and run-queue wait as a bounded cumulative series (job_usage.usage_rows), read over the loop's window."""
     try:
         summary = read_json_file(copy)
@@ -232,11 +233,14 @@ def _add_process_changes(raw_dir: Path, copy: Path) -> None:
         return
     ticks = read_ticks(raw_dir / name)
     changes, usage = process_changes(raw_dir / name, ticks), usage_rows(ticks)
+    idle = children_idle(raw_dir / name, ticks)
+    if idle:
+        summary["children_idle"] = idle
     if changes:
         summary["process_changes"] = changes
     if usage:
         summary["job_usage"] = usage
-    if changes or usage:
+    if changes or usage or idle:
         copy.write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
 

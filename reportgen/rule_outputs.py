@@ -160,6 +160,17 @@ def recorded_children(recording: dict[str, Any] | None) -> ChildProcesses | None
     return child_processes(recording.get("process_changes")) if isinstance(recording, dict) else None
 
 
+def recorded_children_idle(recording: dict[str, Any] | None) -> float | None:
+    """When the recorded command's child processes went idle for good before they ended (recording.json's
+    ``children_idle``, [last busy tick, next tick], which generate adds from job-metrics.jsonl's ``ChildCPUCores``):
+    the last busy tick's end — their work ended within it, the loop after it by the batches they had prefetched —,
+    or None: recordings before it, children that worked to their end."""
+    value = recording.get("children_idle") if isinstance(recording, dict) else None
+    if isinstance(value, list) and len(value) == 2 and all(is_finite(v) for v in value) and value[0] <= value[1]:
+        return float(value[0])
+    return None
+
+
 def recorded_script_end(recording: dict[str, Any] | None) -> float | None:
     """When the recorded command's own Python process finished its script, before the interpreter's teardown
     (recording.json's ``script_end_s``, epoch seconds), or None: recordings before it, commands that are no Python."""

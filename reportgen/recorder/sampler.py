@@ -18,25 +18,26 @@ import time
 NODE_ID = "algo-1"
 
 
-def run_delays(pid: int) -> dict[int, float] | None:
-    """Each thread's time runnable but waiting for a core, in seconds (tid -> s): the scheduler's own account
-    (``/proc/<pid>/task/<tid>/schedstat``: time on a core, time waiting on a run queue, in ns). A starved process
-    (the cores held by others) and a sleeping one (waiting on I/O) both use little CPU; only this tells them
-    apart. None where the kernel keeps no such account (not Linux) or the process is gone."""
+def schedstats(pid: int) -> dict[int, tuple[float, float]] | None:
+    """Each thread's time on a core and time runnable but waiting for a core, in seconds (tid -> (on, waiting)):
+    the scheduler's own account (``/proc/<pid>/task/<tid>/schedstat``, in ns). A starved process (the cores held by
+    others) and a sleeping one (waiting on I/O) both use little CPU; only the wait tells them apart. The time on a
+    core is exact where ``cpu_times`` counts 10 ms clock ticks (0.02 cores at a 500 ms tick). None where the kernel
+    keeps no such account (not Linux) or the process is gone."""
     base = f"/proc/{pid}/task"
     try:
         tids = os.listdir(base)
     except OSError:
         return None
-    delays = {}
+    stats = {}
     for tid in tids:
         try:
             with open(f"{base}/{tid}/schedstat", encoding="ascii") as f:
                 fields = f.read().split()
-            delays[int(tid)] = int(fields[1]) / 1e9
+            stats[int(tid)] = (int(fields[0]) / 1e9, int(fields[1]) / 1e9)
         except (OSError, ValueError, IndexError):
             continue  # the thread ended between the listing and the read
-    return delays
+    return stats
 
 
 def load_nvml():
@@ -148,7 +149,10 @@ class ProcessTree:
 
     CPU is the tree's CPU seconds (user + system) over the tick, in cores and as a share of the host's
     cores; ``RunQueueCores`` the time its threads were runnable but waited for a core (the scheduler's run queue:
-    :func:`run_delays`), in cores, None where the kernel does not say. A thread that ends between two ticks loses
+    :func:`schedstats`), in cores, None where the kernel does not say. ``ChildCPUCores`` is the part of ``CPUCores``
+    that the command's descendants used (its own process left out; from the scheduler's exact time on a core where
+    the kernel keeps it, else from ``cpu_times``): a DataLoader's workers stop working when the loop stops asking
+    for batches, so their last busy tick marks the loop's end where they live on after it. A thread that ends between two ticks loses
     its last part of that wait (a few ms at most). A descendant that exits between two ticks is counted once: the part seen while it ran, then
     what its parent collects when it is reaped (``children_user``/``children_system``) less that part.
     """
@@ -165,6 +169,7 @@ class ProcessTree:
         self.rss_peak = 0
         self.pids: set[int] = {pid}
         self._delays: dict[int, float] = {}  # tid -> its run-queue wait so far (s)
+        self._on_core: dict[int, float] = {}  # a descendant's tid -> its time on a core so far (s)
         self.run_queue_s: float | None = None  # the tree's run-queue wait over the recording; None: never known
 
     def _tree(self) -> list:
@@ -188,6 +193,7 @@ class ProcessTree:
         seen: dict[int, tuple[float, float]] = {}
         rss = 0
         delays: dict[int, float] = {}
+        on_core: dict[int, float] = {}
         known = False
         for proc in self._tree():
             try:
@@ -196,18 +202,23 @@ class ProcessTree:
                     mem = proc.memory_info().rss
             except (ps.NoSuchProcess, ps.AccessDenied, ps.ZombieProcess):
                 continue
-            threads = run_delays(proc.pid)
+            threads = schedstats(proc.pid)
             if threads is not None:
                 known = True
-                delays.update(threads)
+                delays.update((tid, waited) for tid, (_, waited) in threads.items())
+                if proc.pid != self.pid:
+                    on_core.update((tid, on) for tid, (on, _) in threads.items())
             seen[proc.pid] = (times.user + times.system,
                               getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0))
             rss += mem
         delta = 0.0
         reaped = 0.0
+        descendants = 0.0
         for pid, (own, children) in seen.items():
             last_own, last_children = self._last.get(pid, (0.0, children))
             delta += max(own - last_own, 0.0)
+            if pid != self.pid:
+                descendants += max(own - last_own, 0.0)
             reaped += max(children - last_children, 0.0)
         for pid in set(self._last) - set(seen):  # exited: what was counted of it waits for its reaping
             self._pending += self._last[pid][0]
@@ -215,6 +226,7 @@ class ProcessTree:
         extra = max(reaped - self._pending, 0.0)
         self._pending = max(self._pending - reaped, 0.0)
         delta += extra
+        descendants += extra  # a reaped process is a descendant
         self._last = seen
         self.pids |= set(seen)
         self.cpu_s += delta
@@ -224,9 +236,12 @@ class ProcessTree:
         if known:  # a thread first seen started after the recording did: all its wait is inside it
             waited = sum(max(d - self._delays.get(tid, 0.0), 0.0) for tid, d in delays.items())
             self._delays = delays
+            descendants = sum(max(on - self._on_core.get(tid, 0.0), 0.0) for tid, on in on_core.items())
+            self._on_core = on_core
             self.run_queue_s = (self.run_queue_s or 0.0) + waited
             queued = round(waited / dt, 4)
         return {"Timestamp": round(ts, 6), "CPUCores": round(cores_used, 4),
                 "CPUPercentOfHost": round(min(100.0 * cores_used / self.cores, 100.0), 4),
                 "HostCPUPercent": None if host_pct is None else round(host_pct, 4),
-                "RSSBytes": rss, "Processes": len(seen), "RunQueueCores": queued}
+                "RSSBytes": rss, "Processes": len(seen), "RunQueueCores": queued,
+                "ChildCPUCores": round(descendants / dt, 4)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from reportgen.job_processes import child_processes, churn_within, process_changes
+from reportgen.job_processes import child_processes, children_idle, churn_within, process_changes
 
 
 def _ticks(path, counts, t0=1000.0, step=0.5, extra=""):
@@ -62,3 +62,34 @@ def test_children_that_come_and_go_inside_the_loop_are_counted(tmp_path):
     steady = process_changes(_ticks(tmp_path / "s.jsonl", [1, 2, 2, 2, 2, 1]))
     marks = child_processes(steady)
     assert churn_within(steady, marks.start_s, marks.end_s) == (0, 0) and churn_within([], 0.0, 1.0) == (0, 0)
+
+
+def _busy(path, rows, t0=1000.0, step=0.5):
+    """rows: (processes, the children's CPU in cores) a tick."""
+    lines = [json.dumps({"Timestamp": t0 + i * step, "CPUCores": 0.3, "Processes": n, "ChildCPUCores": c})
+             for i, (n, c) in enumerate(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_workers_idle_before_their_end_mark_where_they_last_worked(tmp_path):
+    """A persistent worker's last batch at the 5th tick, then idle while the script goes on (3 ticks), its shutdown
+    a busy tick before it is gone: [the last busy tick, the next]."""
+    rows = [(1, 0.0), (2, 0.03), (2, 0.02), (2, 0.05), (2, 0.004), (2, 0.0), (2, 0.001), (2, 0.0), (2, 0.01),
+            (1, 0.0), (0, 0.0)]
+    assert children_idle(_busy(tmp_path / "m.jsonl", rows)) == [1002.0, 1002.5]
+    # without the shutdown's tick the same, and one idle tick is enough (the script's end soon after the loop's);
+    # one idle tick before a busy last one is no proof: the workers' end stands
+    assert children_idle(_busy(tmp_path / "m.jsonl", rows[:8] + rows[9:])) == [1002.0, 1002.5]
+    assert children_idle(_busy(tmp_path / "m.jsonl", rows[:5] + [(2, 0.0)] + rows[9:])) == [1002.0, 1002.5]
+    assert children_idle(_busy(tmp_path / "m.jsonl", rows[:5] + [(2, 0.0), (2, 0.01)] + rows[9:])) == []
+
+
+def test_no_idle_mark_where_workers_work_to_their_end_or_never_end(tmp_path):
+    busy = [(1, 0.0), (2, 0.03), (2, 0.0), (2, 0.0), (2, 0.02), (2, 0.03), (1, 0.0)]  # idle mid-loop, then busy
+    assert children_idle(_busy(tmp_path / "m.jsonl", busy)) == []
+    assert children_idle(_busy(tmp_path / "m.jsonl", [(1, 0.0), (2, 0.03), (2, 0.0), (2, 0.0), (0, 0.0)])) == []
+    assert children_idle(_busy(tmp_path / "m.jsonl", [(1, 0.0), (2, 0.0), (2, 0.0), (2, 0.0), (1, 0.0)])) == []
+    # recordings before the children's CPU was kept
+    assert children_idle(_ticks(tmp_path / "old.jsonl", [1, 2, 2, 2, 1])) == []
+    assert children_idle(tmp_path / "missing.jsonl") == []
