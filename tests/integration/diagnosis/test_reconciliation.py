@@ -175,16 +175,14 @@ def _script_loop_less_profiler(run: str) -> float:
 # `record` kept the script's end, or it ran on after the script's loop), the loop runs to the command's exit and the
 # interpreter's teardown counts as training (`tf-clean`, `anomaly`, `print-log`,
 # `keras-tiny-batch`, `tf-hostwork`, `tf-eager`, `tf-retrace`, `tf-pyfunc`, `jax-clean`, `jax-recompile` and `jax-nojit`, re-recorded
-# with the script's end, pass).
+# with the script's end, pass; `subprocess-monitor`, `float64` and `history-cat`, whose workers outlive the loop,
+# re-recorded with the children's CPU, pass).
 NO_END_MARK = {
     "cpu-loading": "no child process (num_workers=0): 3.0 s of teardown counted",
     "io-latency": "no child process (num_workers=0): 3.8 s of teardown counted",
     "microbatch": "no child process: its start from the 21 steps before the window at the profiled median step is "
                   "3.2 s early (4.2 s late as first recorded): the waited steps' time is the shared host's load's, and "
                   "a profiled step of 2,817 events is slower (CPU 0.19 s against 0.10 s), which one cycle cannot measure",
-    "history-cat": "its worker ends with the script's last line, 1.1 s after its loop (prof.key_averages() and "
-                   "the truth written), recorded before the children's CPU was kept (their last work marks the "
-                   "loop's end: subprocess-monitor and float64 recorded again)",
     "jax-hostmetrics": "the start 5.3 s late (-13 %): the 20 steps before the traced window, the first one's 4.8 s "
                        "compilation among them, counted at the window's median step",
     "tf-generator": "the script's end 4.2 s after its loop (+29 %): the tf.data iterator over a Python generator "
