@@ -164,9 +164,9 @@ class Evidence:
         profiler's export where the recording has it tick by tick, else over the whole recording
         (:meth:`job_cpu_over` says which)."""
         if self.job_cpu is not None:
-            if not self.timeline_ok:
-                return None
-            return self.job_cpu_loop if self.job_cpu_loop is not None else self.job_cpu["mean"]
+            if self.job_cpu_loop is not None:  # the command's own CPU time over the loop's ticks: no minute needed
+                return self.job_cpu_loop
+            return self.job_cpu["mean"] if self.timeline_ok else None
         totals = [s.cpu_total for s in self.series.values() if s.cpu_total is not None] if self.timeline_ok else []
         return max(totals) if totals else None
 
@@ -176,9 +176,11 @@ class Evidence:
         (recordings before it, kernels that keep none) or where utilization is not judged. With
         :meth:`loop_cpu_pct` it is the CPU the command asked for: a starved process asks for much and gets little,
         a waiting one asks for little."""
-        if self.job_cpu is None or not self.timeline_ok:
+        if self.job_cpu is None:
             return None
-        return self.job_run_queue_loop if self.job_cpu_loop is not None else self.job_run_queue
+        if self.job_cpu_loop is not None:
+            return self.job_run_queue_loop
+        return self.job_run_queue if self.timeline_ok else None
 
     def job_cpu_over(self) -> str:
         """Over which window the recorded command's own CPU figures are, in words."""

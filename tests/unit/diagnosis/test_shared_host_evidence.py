@@ -159,3 +159,25 @@ def test_a_recording_shorter_than_the_timeline_floor_gives_no_reading():
     ev.series = {"algo-1": NodeSeries(cores=[99.0] * 4, cpu_total=99.0)}
     ev.cores, ev.timeline_s = 4, 40.0
     assert ev.loop_run_queue_pct() is None and loading_cpu(ev, 0.8) is None
+
+
+def test_the_loops_own_cpu_needs_no_minute_of_timeline_the_recordings_mean_does():
+    """The command's own CPU over the loop is its exact CPU time over the loop's ticks (job_usage): a 30 s loop
+    (the runs judged from 10 s) reads it, where the whole recording's mean, start-up mixed in, still waits for a
+    minute of timeline; the run queue follows the same window."""
+    from reportgen.diagnosis.evidence import loop_job_usage
+    from reportgen.job_usage import usage_rows
+
+    ticks = [{"Timestamp": 1000.0 + i, "CPUCores": 1.7, "RunQueueCores": 0.1} for i in range(41)]
+    recording = {**SHARED, "cpu_cores": 2, "job_usage": usage_rows(ticks)}
+    ev = gather(outputs(recording))
+    ev.loop = (1005.0, 1035.0)
+    loop_job_usage(ev, recording, 2)
+    ev.series = {"algo-1": NodeSeries(cores=[99.0] * 2, cpu_total=99.0)}
+    ev.cores, ev.timeline_s = 2, 40.0  # under a minute
+    assert ev.loop_cpu_pct() == pytest.approx(100 * 1.7 / 2) and ev.loop_run_queue_pct() == pytest.approx(100 * 0.1 / 2)
+    whole = gather(outputs(SHARED))  # no ticks kept: the recording's mean only
+    whole.series, whole.timeline_s = {"algo-1": NodeSeries(cores=[99.0] * 4, cpu_total=99.0)}, 40.0
+    assert whole.job_cpu_loop is None and whole.loop_cpu_pct() is None and whole.loop_run_queue_pct() is None
+    whole.timeline_s = 60.0
+    assert whole.loop_cpu_pct() == 12.5
