@@ -595,6 +595,33 @@ def run_jax(a, truth):
                  planted_note="steps that met a new batch shape: step time minus the median step (compile + first run)")
 
 
+class JaxWindow:
+    """JAX's trace over steps ``--wait`` .. ``--wait + --active - 1`` only: ``start_trace`` before the first,
+    ``stop_trace`` (timed, ``stop_s``: the export) at the start of the step after the last, inside its step, or
+    after the loop where the window runs to its end; nothing with ``--no-profile``."""
+
+    def __init__(self, a, opts):
+        self.first, self.last, self.on = a.wait, a.wait + a.active, not a.no_profile
+        self.trace_dir, self.opts, self.stop_s = a.trace_dir, opts, 0.0
+
+    def at_step(self, step):
+        if self.on and step == self.first:
+            import jax
+            jax.profiler.start_trace(self.trace_dir, profiler_options=self.opts)
+        elif self.on and step == self.last:
+            self._stop()
+
+    def after_loop(self, steps):
+        if self.on and steps <= self.last:
+            self._stop()
+
+    def _stop(self):
+        import jax
+        t = time.perf_counter()
+        jax.profiler.stop_trace()
+        self.stop_s = time.perf_counter() - t
+
+
 def run_jax_hostmetrics(a, truth):
     """jax-hostmetrics: the jax-clean step (one padded shape, jitted) followed every step by metrics computed on
     the host from its outputs: the loss and accuracy read as Python numbers, the parameters fetched
@@ -625,17 +652,13 @@ def run_jax_hostmetrics(a, truth):
     metrics_file = open(a.metrics_file, "w")
     opts = jax.profiler.ProfileOptions()
     opts.python_tracer_level, opts.enable_hlo_proto = 0, False  # no Python call tracing, no HLO protos: a small trace
-    first, last = a.wait, a.wait + a.active  # the traced window: steps first..last-1
-    step_s, cpu_s, planted_s, stop_s, compiled = [], [], [], 0.0, None
+    window = JaxWindow(a, opts)  # the traced window: steps first..last-1
+    first, last = window.first, window.last
+    step_s, cpu_s, planted_s, compiled = [], [], [], None
     t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
     for step in range(a.steps):
         t0, c0 = time.perf_counter(), time.process_time()
-        if step == first and not a.no_profile:
-            jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
-        if step == last and not a.no_profile:
-            t = time.perf_counter()
-            jax.profiler.stop_trace()
-            stop_s = time.perf_counter() - t
+        window.at_step(step)
         with jax.profiler.StepTraceAnnotation("train", step_num=step):
             x = rng.standard_normal((64, 512), dtype=np.float32)
             y = rng.integers(0, 10, 64)
@@ -661,10 +684,8 @@ def run_jax_hostmetrics(a, truth):
             compiled = step_s[-1]
     loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
     t_loop_end_epoch = time.time()
-    if not a.no_profile and a.steps <= last:  # a window that runs to the loop's end stops after it
-        t = time.perf_counter()
-        jax.profiler.stop_trace()
-        stop_s = time.perf_counter() - t
+    window.after_loop(a.steps)  # a window that runs to the loop's end stops after it
+    stop_s = window.stop_s
     metrics_file.close()
     truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=a.steps, step_s=step_s, step_cpu_s=cpu_s,
                  planted_s=planted_s, metrics_every=every, first_step_s=compiled,
@@ -705,29 +726,23 @@ def run_jax_tiny(a, truth):
     steps = n // bs
     opts = jax.profiler.ProfileOptions()
     opts.python_tracer_level, opts.enable_hlo_proto = 0, False
-    first, last = a.wait, a.wait + a.active
-    step_s, stop_s = [], 0.0
+    window = JaxWindow(a, opts)
+    first, last = window.first, window.last
+    step_s = []
     params, loss = train_step(params, xs[:bs], ys[:bs])  # compiled before the loop
     loss.block_until_ready()
     t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
     for step in range(steps):
         t0 = time.perf_counter()
-        if step == first and not a.no_profile:
-            jax.profiler.start_trace(a.trace_dir, profiler_options=opts)
-        if step == last and not a.no_profile:
-            t = time.perf_counter()
-            jax.profiler.stop_trace()
-            stop_s = time.perf_counter() - t
+        window.at_step(step)
         with jax.profiler.StepTraceAnnotation("train", step_num=step):
             params, loss = train_step(params, xs[step * bs:(step + 1) * bs], ys[step * bs:(step + 1) * bs])
             loss.block_until_ready()
         step_s.append(round(time.perf_counter() - t0, 6))
     loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
     t_loop_end_epoch = time.time()
-    if not a.no_profile and steps <= last:
-        t = time.perf_counter()
-        jax.profiler.stop_trace()
-        stop_s = time.perf_counter() - t
+    window.after_loop(steps)
+    stop_s = window.stop_s
     truth.update(loop_s=loop, loop_cpu_s=loop_cpu, steps=steps, step_s=step_s, planted_s=list(step_s), samples=n,
                  profiler_export_s=stop_s, t_loop_start=t_loop_epoch, t_loop_end=t_loop_end_epoch,
                  jax=jax.__version__, batch_size=bs, accumulation=1, num_workers=0,
