@@ -127,16 +127,22 @@ def test_report_from_the_recording_shows_the_core_over_time(recording, tmp_path)
 def test_sigint_stops_both_and_keeps_the_data(tmp_path):
     """Deterministic whatever started pytest: the recorder gets SIGINT at its default disposition (a runner in
     the background has it ignored, and ``record`` then rightly leaves it alone: the test hung 30 s and failed
-    that way), and the signal is sent only once 20 records are on disk."""
+    that way), and the signal is sent only once 20 records of 3 samples are on disk (on a loaded host 20 records
+    were once 2 samples' worth)."""
     out = tmp_path / "rec"
     proc = subprocess.Popen([sys.executable, "-m", "reportgen", "record", "--interval", "100ms", "--out", str(out),
                              "--", sys.executable, "-c", "import time; time.sleep(60)"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
                             preexec_fn=default_stop_signals)
     deadline = time.time() + 50
-    while time.time() < deadline and len(read_records(out)) < 20 and proc.poll() is None:
+
+    def written() -> tuple[int, int]:  # (records, samples: each sample writes its records with one time stamp)
+        records = read_records(out)
+        return len(records), len({r["Timestamp"] for r in records})
+    while time.time() < deadline and (written()[0] < 20 or written()[1] < 3) and proc.poll() is None:
         time.sleep(0.2)
-    assert len(read_records(out)) >= 20 and proc.poll() is None, "record wrote under 20 records in 50 s"
+    records, samples = written()
+    assert records >= 20 and samples >= 3 and proc.poll() is None, f"record wrote {records} records, {samples} samples"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGINT, err

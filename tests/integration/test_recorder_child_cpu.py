@@ -16,9 +16,9 @@ psutil = pytest.importorskip("psutil")
 
 def test_a_busy_child_is_counted_apart_and_an_idle_one_is_not(tmp_path):
     tree = ProcessTree(psutil, psutil.Process().pid)
-    busy = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
-                             "while time.process_time() - t < 0.3: pass\nimport sys; sys.stdin.read()"],
-                            stdin=subprocess.PIPE)
+    busy = subprocess.Popen([sys.executable, "-c", "import sys, time\nt = time.process_time()\n"
+                             "while time.process_time() - t < 0.3: pass\nprint('idle', flush=True)\nsys.stdin.read()"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         tree.sample(None, time.time())
         last = time.monotonic()
@@ -32,6 +32,7 @@ def test_a_busy_child_is_counted_apart_and_an_idle_one_is_not(tmp_path):
             last = now
             assert tick["Processes"] >= 2 and tick["ChildCPUCores"] <= tick["CPUCores"] + 0.05
         assert used >= 0.25
+        assert busy.stdout.readline() == b"idle\n"  # its busy part done, however starved (a sleep was not enough)
         time.sleep(0.3)  # now it waits on its stdin
         tree.sample(None, time.time())
         time.sleep(0.3)
