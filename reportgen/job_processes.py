@@ -92,6 +92,30 @@ def children_idle(path: Path, records: list[dict] | None = None) -> list[float]:
     return [ticks[first_idle - 1][0], ticks[first_idle][0]]
 
 
+QUIET_TICKS = 2  # a script idle this many ticks before its end had ended its work (one idle tick is a pause)
+
+
+def idle_to_script_end(records: list[dict], script_end: float) -> list[float]:
+    """[last tick the command worked, the next tick] where it neither ran nor waited for a core (job-metrics.jsonl's
+    ``CPUCores`` and ``RunQueueCores`` of its whole process tree under IDLE_CORES) in at least QUIET_TICKS ticks
+    straight up to ``script_end`` (the end of its script, epoch seconds); empty otherwise — recordings without the
+    run queue (a starved process also uses no CPU), a command that worked to its script's last line. A training loop
+    works (or waits for a core) until its last step; a script that then only waits (a tf.data iterator over a
+    Python generator released: 4.2 s) is no longer training."""
+    ticks = []
+    for record in records:
+        at, cores, queued = (given(record.get(key)) for key in ("Timestamp", "CPUCores", "RunQueueCores"))
+        if at is not None and cores is not None and queued is not None and float(at) <= script_end:
+            ticks.append((float(at), float(cores) < IDLE_CORES and float(queued) < IDLE_CORES))
+    ticks.sort()
+    first_idle = len(ticks)
+    while first_idle > 0 and ticks[first_idle - 1][1]:
+        first_idle -= 1
+    if len(ticks) - first_idle < QUIET_TICKS or first_idle == 0:
+        return []
+    return [ticks[first_idle - 1][0], ticks[first_idle][0]]
+
+
 @dataclass(frozen=True)
 class ChildProcesses:
     """When the command's child processes were first seen and last seen ended, as (last tick without, first tick

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen.errors import InputError, RenderError
-from reportgen.job_processes import children_idle, process_changes, read_ticks
+from reportgen.job_processes import children_idle, idle_to_script_end, process_changes, read_ticks
 from reportgen.job_usage import usage_rows
 from reportgen.json_file import JsonFileError, read_json_file
+from reportgen.json_values import is_finite
 from reportgen.notebook_parameters import NotebookParameters
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
@@ -222,7 +223,8 @@ JOB_METRICS = "job-metrics.jsonl"  # recording.json's job_metrics_file, where re
 def _add_process_changes(raw_dir: Path, copy: Path) -> None:
     """The copy also keeps where the command's process count changed (job-metrics.jsonl, reduced by
     job_processes.process_changes): its children's start and end mark the training loop's ends, and where they
-    went idle for good before ending (``children_idle``) the loop's end where they outlived it; and the command's
+    went idle for good before ending (``children_idle``) the loop's end where they outlived it, as is where the
+    command itself idled up to its script's end (``idle_to_script_end``); and the command's
     CPU and run-queue wait as a bounded cumulative series (job_usage.usage_rows), read over the loop's window."""
     try:
         summary = read_json_file(copy)
@@ -236,11 +238,15 @@ def _add_process_changes(raw_dir: Path, copy: Path) -> None:
     idle = children_idle(raw_dir / name, ticks)
     if idle:
         summary["children_idle"] = idle
+    script_end = summary.get("script_end_s")
+    quiet = idle_to_script_end(ticks, float(script_end)) if is_finite(script_end) else []
+    if quiet:
+        summary["idle_to_script_end"] = quiet
     if changes:
         summary["process_changes"] = changes
     if usage:
         summary["job_usage"] = usage
-    if changes or usage or idle:
+    if changes or usage or idle or quiet:
         copy.write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
 

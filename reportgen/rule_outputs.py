@@ -171,6 +171,17 @@ def recorded_children_idle(recording: dict[str, Any] | None) -> float | None:
     return None
 
 
+def recorded_idle_to_script_end(recording: dict[str, Any] | None) -> float | None:
+    """Where the recorded command last worked before it idled up to its script's end (recording.json's
+    ``idle_to_script_end``, [last busy tick, next tick], which generate adds from job-metrics.jsonl's CPU and
+    run-queue ticks and ``script_end_s``): the last busy tick's end, or None: recordings before it, a command that
+    worked (or waited for a core) to its script's last line."""
+    value = recording.get("idle_to_script_end") if isinstance(recording, dict) else None
+    if isinstance(value, list) and len(value) == 2 and all(is_finite(v) for v in value) and value[0] <= value[1]:
+        return float(value[0])
+    return None
+
+
 def recorded_script_end(recording: dict[str, Any] | None) -> float | None:
     """When the recorded command's own Python process finished its script, before the interpreter's teardown
     (recording.json's ``script_end_s``, epoch seconds), or None: recordings before it, commands that are no Python."""

@@ -21,8 +21,9 @@ from reportgen.json_values import as_object, finite
 from reportgen.job_processes import churn_within
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_children,
-                                    recorded_children_idle, recorded_command, recorded_run_queue,
-                                    recorded_script_end, recorded_usage, system_usage_of, traces_written)
+                                    recorded_children_idle, recorded_command, recorded_idle_to_script_end,
+                                    recorded_run_queue, recorded_script_end, recorded_usage, system_usage_of,
+                                    traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank
 from reportgen.rulebook import RuleName
@@ -267,6 +268,8 @@ CHILDREN_END = ("its last child process's end (a DataLoader's workers end with t
 CHILDREN_IDLE = ("its child processes' last work before they idled to their end (a DataLoader's workers stop when "
                  "the loop stops asking for batches; kept to the script's end, they outlive it)")
 SCRIPT_END = "the end of the command's script (its last line, before the interpreter's teardown)"
+IDLE_TO_SCRIPT_END = ("the command's last work before it idled up to the end of its script (neither running nor "
+                      "waiting for a core: a training loop works until its last step)")
 
 
 def _loop_marks(ev: Evidence, recording: dict | None, estimate: tuple[float, float],
@@ -275,8 +278,9 @@ def _loop_marks(ev: Evidence, recording: dict | None, estimate: tuple[float, flo
     the command's exit), or where the recording saw them: its child processes' first start, if before the first
     traced event, and their last work before they idled to their end (where the recording kept their CPU: workers
     that outlive the loop), else their last end, if after the profiler's last activity (its traces' last event and
-    write) and before the exit; else the end of the command's script (its atexit hooks, before the interpreter's
-    teardown) in the same bounds. ``ev.loop_marks`` says which, for the job account."""
+    write) and before the exit; else the command's last work where it then idled up to its script's end, else the
+    end of the command's script (its atexit hooks, before the interpreter's teardown), in the same bounds.
+    ``ev.loop_marks`` says which, for the job account."""
     lo, hi = estimate
     ev.loop_marks = (FROM_STEPS, AT_EXIT)
     children = recorded_children(recording)
@@ -289,6 +293,7 @@ def _loop_marks(ev: Evidence, recording: dict | None, estimate: tuple[float, flo
         ev.loop_marks = (CHILDREN_START, ev.loop_marks[1])
     for end_mark, how in ((recorded_children_idle(recording) if children is not None else None, CHILDREN_IDLE),
                           (children.end_s if children is not None else None, CHILDREN_END),
+                          (recorded_idle_to_script_end(recording), IDLE_TO_SCRIPT_END),
                           (recorded_script_end(recording), SCRIPT_END)):
         if end_mark is not None and lasts and max(lasts) <= end_mark <= hi:
             ev.loop_marks = (ev.loop_marks[0], how)

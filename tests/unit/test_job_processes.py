@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from reportgen.job_processes import child_processes, children_idle, churn_within, process_changes
+from reportgen.job_processes import (child_processes, children_idle, churn_within, idle_to_script_end,
+                                     process_changes)
 
 
 def _ticks(path, counts, t0=1000.0, step=0.5, extra=""):
@@ -93,3 +94,32 @@ def test_no_idle_mark_where_workers_work_to_their_end_or_never_end(tmp_path):
     # recordings before the children's CPU was kept
     assert children_idle(_ticks(tmp_path / "old.jsonl", [1, 2, 2, 2, 1])) == []
     assert children_idle(tmp_path / "missing.jsonl") == []
+
+
+def _own(rows, t0=1000.0, step=0.5):
+    """rows: (the command's CPU, its run-queue wait, in cores) a tick, as read_ticks gives them."""
+    return [{"Timestamp": t0 + i * step, "CPUCores": c, "RunQueueCores": q, "Processes": 1}
+            for i, (c, q) in enumerate(rows)]
+
+
+def test_a_command_idle_up_to_its_scripts_end_last_worked_at_the_loops_end():
+    """tf-generator's shape: the loop's last tick busy (1001.0), then neither running nor waiting until the script's
+    end (1002.6, inside the tick it is seen in), the teardown after it busy: [the last busy tick, the next]."""
+    rows = [(0.5, 1.2), (0.7, 2.0), (0.56, 1.3), (0.0, 0.0), (0.0, 0.0), (0.001, 0.0), (0.0, 0.0), (0.3, 0.6)]
+    assert idle_to_script_end(_own(rows), 1002.6) == [1001.0, 1001.5]
+    # the busy teardown after the script's end does not count; the ticks out of order are sorted
+    assert idle_to_script_end(list(reversed(_own(rows))), 1002.6) == [1001.0, 1001.5]
+    # two idle ticks are enough, one is a pause
+    assert idle_to_script_end(_own(rows), 1002.1) == [1001.0, 1001.5]
+    assert idle_to_script_end(_own(rows), 1001.6) == []
+
+
+def test_no_idle_mark_for_a_starved_a_working_or_an_unaccounted_command():
+    # no CPU but waiting for a core: starved, not idle (a loaded host)
+    assert idle_to_script_end(_own([(0.5, 1.0), (0.0, 1.0), (0.0, 0.9), (0.0, 1.1)]), 1002.0) == []
+    # busy up to the script's end, or idle all along (no last work to mark)
+    assert idle_to_script_end(_own([(0.5, 1.0), (0.0, 0.0), (0.0, 0.0), (0.2, 0.0)]), 1002.0) == []
+    assert idle_to_script_end(_own([(0.0, 0.0), (0.0, 0.0), (0.0, 0.0)]), 1002.0) == []
+    # recordings without the run queue: a starved command uses no CPU either
+    old = [{k: v for k, v in r.items() if k != "RunQueueCores"} for r in _own([(0.5, 1.0), (0.0, 0), (0.0, 0)])]
+    assert idle_to_script_end(old, 1002.0) == [] and idle_to_script_end([], 1002.0) == []

@@ -87,6 +87,10 @@ EXPECTED = {
 }
 # The verdicts that are not right yet, as the README's table says, each with why (strict: fixing one must say so)
 NOT_YET = {
+    "tf-generator": "the impact is the wait the trace shows, 6.1 s against 8.9 / 10.0 s saved (-32 % / -40 %): the "
+                    "fix saved more than the script's own wait (6.9 s): the generator's Python also held the GIL "
+                    "against the step's own (CPU 6.4 / 6.9 s saved); as recorded it was 7.7 s only because "
+                    "its loop counted the 4.2 s the script idled after it",
     "jax-tiny-batch": "host-overhead with the metrics culprits: the profiler slowed the traced steps 31x (11.5 ms "
                       "against 0.37 ms untraced), its cost under no operator; steps too small for their fixed cost "
                       "are not found for JAX",
@@ -194,6 +198,27 @@ def test_without_a_child_process_the_loop_ends_where_the_script_did(tmp_path):
     assert 1.5 < ev.shutdown_s <= recording["ended"] - recording["script_end_s"]
     truth = json.loads((PLANTED / "tf-clean" / "truth.json").read_text())
     assert truth["t_end"] <= ev.loop[1] <= truth["t_end"] + 0.25  # truth.json written, a line printed
+
+
+def test_a_script_idle_after_its_loop_ends_the_loop_at_its_last_work(tmp_path):
+    """tf-generator's script idled 4.2 s after its loop (the tf.data iterator over a Python generator released: no
+    CPU, no wait for a core) before its last line: the loop ends at its last busy tick, within a tick of the script's
+    own loop end, and the idle seconds are shutdown, said so in the job summary."""
+    from reportgen.diagnosis.evidence import IDLE_TO_SCRIPT_END
+    from reportgen.formatting import human_duration
+    from reportgen.report.build import build_report
+    from reportgen.section_ids import SectionId
+
+    report = build_report(load_rule_outputs(analyze_source(str(PLANTED / "tf-generator"), tmp_path / "o")))
+    ev = report.diagnosis.evidence
+    truth = json.loads((PLANTED / "tf-generator" / "truth.json").read_text())
+    recording = json.loads((PLANTED / "tf-generator" / "recording.json").read_text())
+    assert ev.loop_marks[1] == IDLE_TO_SCRIPT_END
+    assert truth["t_loop_end"] <= ev.loop[1] <= truth["t_loop_end"] + 0.5
+    assert ev.shutdown_s > recording["script_end_s"] - ev.loop[1] > 4.0  # the idle seconds and the teardown
+    summary = next(s for s in report.sections if s.id == SectionId.TRAINING_JOB_SUMMARY)
+    text = " ".join(b.text for b in summary.blocks if hasattr(b, "text"))
+    assert f"({IDLE_TO_SCRIPT_END}): {human_duration(ev.loop_s)}" in text
 
 
 def test_a_script_end_outside_the_loops_bounds_is_no_end(tmp_path):
