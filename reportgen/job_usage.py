@@ -7,11 +7,14 @@ included, which is not the training loop's: a process that imports alone and the
 saturated host waits on the run queue in its loop, not in its start-up. ``usage_rows`` reduces the ticks to a
 cumulative series of at most ``MAX_ROWS`` rows whatever the recording's length (generate keeps it in its copy of
 recording.json as ``job_usage``), and ``window_usage`` reads the means over any spans of it: the diagnosis's
-training loop, less the profiler's export.
+training loop, less the profiler's export. The two together, tick by tick (``demand_ticks``), are what the command
+asked of the host: a loop that waits on I/O asks far less than its start-up and the work after it, so where that
+level falls before the profiled steps and rises after them for good, the loop's ends are seen.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -74,15 +77,23 @@ def _at(rows: list[tuple[float, float, float | None]], t: float, column: int) ->
     return x0 + (x1 - x0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.0)
 
 
-def window_usage(rows: object, spans: list[tuple[float, float]]) -> WindowUsage | None:
-    """The means over ``spans`` (epoch s) of a ``usage_rows`` series as recording.json keeps it (validated here:
-    rows of three numbers, times rising), or None: no such series, or it covers under ``COVERED`` of the spans."""
+def _series(rows: object) -> list[tuple[float, float, float | None]] | None:
+    """A ``usage_rows`` series as recording.json keeps it, validated (rows of three numbers, times rising), or None."""
     series: list[tuple[float, float, float | None]] = []
     for row in rows if isinstance(rows, list) else []:
         values = [given(v) for v in row] if isinstance(row, list) and len(row) == 3 else []
         if len(values) != 3 or values[0] is None or values[1] is None or (series and values[0] <= series[-1][0]):
             return None
         series.append((float(values[0]), float(values[1]), None if values[2] is None else float(values[2])))
+    return series
+
+
+def window_usage(rows: object, spans: list[tuple[float, float]]) -> WindowUsage | None:
+    """The means over ``spans`` (epoch s) of a ``usage_rows`` series as recording.json keeps it (validated here:
+    rows of three numbers, times rising), or None: no such series, or it covers under ``COVERED`` of the spans."""
+    series = _series(rows)
+    if series is None:
+        return None
     wanted = sum(max(end - start, 0.0) for start, end in spans)
     if len(series) < 2 or wanted <= 0:
         return None
@@ -98,3 +109,60 @@ def window_usage(rows: object, spans: list[tuple[float, float]]) -> WindowUsage 
     if seconds < COVERED * wanted:
         return None
     return WindowUsage(max(cpu / seconds, 0.0), max(queue / seconds, 0.0) if has_queue else None, seconds)
+
+
+def demand_ticks(rows: object) -> list[tuple[float, float, float]]:
+    """(start, end, cores) of each span between a ``usage_rows`` series' rows: the command's CPU and its threads'
+    wait for a core together, what it asked of the host (a free host would have given it that much CPU); empty
+    without a valid series with the run-queue column (a starved process uses little CPU, as a waiting one does)."""
+    series = _series(rows)
+    if not series or any(row[2] is None for row in series):
+        return []
+    return [(t0, t1, ((c1 - c0) + ((q1 or 0.0) - (q0 or 0.0))) / (t1 - t0))
+            for (t0, c0, q0), (t1, c1, q1) in zip(series, series[1:])]
+
+
+SHIFT_CORES = 0.3  # a level this much above the loop's median (and half of it above its 90th percentile) is other work
+SHIFT_TICKS = 3  # ticks on each side of a shift: the loop's level, and the work that is not the loop
+
+
+def _rise(demand: list[float]) -> int | None:
+    """The first index from which every later value rises above the level of the values before it (their median by
+    SHIFT_CORES, their 90th percentile by half of it), with at least SHIFT_TICKS values under that level before it
+    and SHIFT_TICKS from it on; None otherwise. ``demand`` runs from the loop outwards: what rises for good beyond it is not the loop's work."""
+    if len(demand) < 2 * SHIFT_TICKS:
+        return None
+    floor = list(demand)  # floor[i]: the least value from i on
+    for i in range(len(demand) - 2, -1, -1):
+        floor[i] = min(floor[i], floor[i + 1])
+    seen = sorted(demand[:SHIFT_TICKS - 1])
+    for i in range(SHIFT_TICKS, len(demand) - SHIFT_TICKS + 1):
+        bisect.insort(seen, demand[i - 1])
+        half = len(seen) // 2  # seen is sorted: its median and 90th percentile read in place
+        median = seen[half] if len(seen) % 2 else (seen[half - 1] + seen[half]) / 2
+        level = max(median + SHIFT_CORES, seen[int(0.9 * (len(seen) - 1))] + SHIFT_CORES / 2)
+        if floor[i] >= level and bisect.bisect_left(seen, level) >= SHIFT_TICKS:
+            return i
+    return None
+
+
+def loop_start_from_demand(ticks: list[tuple[float, float, float]], before: float) -> float | None:
+    """Where the command's start-up ended, from ``demand_ticks``: going back from ``before`` (the first profiled
+    step), the loop's ticks at their level, then start-up asking for more (imports and set-up keep a core busy; a
+    loop that waits on I/O asks far less) in every tick back to the recording's start: the end of start-up's last
+    tick; None where no such fall is seen (a loop that asks as much as its start-up: the steps say where it began)."""
+    back = [tick for tick in reversed(ticks) if tick[1] <= before]
+    i = _rise([cores for _, _, cores in back])
+    return back[i - 1][0] if i is not None else None
+
+
+def loop_end_from_demand(ticks: list[tuple[float, float, float]], after: float, until: float) -> float | None:
+    """Where the command's loop ended, from ``demand_ticks``: from ``after`` (the profiler's last activity) the loop's
+    ticks at their level, then more asked in every tick up to ``until`` (the script's end, else the command's exit:
+    work after the loop, the interpreter's teardown): the start of the first such tick; None where no such rise is
+    seen. The tick the command exited in is not judged (its tree was gone for part of it)."""
+    spans = [tick for tick in ticks if tick[0] >= after and tick[1] <= until]
+    if spans and ticks and spans[-1] == ticks[-1]:
+        spans.pop()
+    i = _rise([cores for _, _, cores in spans])
+    return spans[i][0] if i is not None else None

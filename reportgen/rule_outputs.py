@@ -19,7 +19,7 @@ from pathlib import Path
 
 from reportgen.errors import InputError
 from reportgen.job_processes import ChildProcesses, child_processes
-from reportgen.job_usage import WindowUsage, window_usage
+from reportgen.job_usage import WindowUsage, demand_ticks, window_usage
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER, RuleName
 from reportgen.sources.layout import RULE_EXTRA_NAMES, RULE_OUTPUT_SUBDIRS
@@ -152,6 +152,12 @@ def recorded_usage(recording: dict[str, Any] | None, spans: list[tuple[float, fl
     generate keeps in its copy of recording.json (``job_usage``, from job-metrics.jsonl), or None: recordings or
     copies without it, or a series that does not cover the spans."""
     return window_usage(recording.get("job_usage"), spans) if isinstance(recording, dict) else None
+
+
+def recorded_demand(recording: dict[str, Any] | None) -> list[tuple[float, float, float]]:
+    """The recorded command's CPU and run-queue wait together, span by span (start, end, cores) of the series generate
+    keeps in its copy of recording.json (``job_usage``), or empty: recordings or copies without it or the run queue."""
+    return demand_ticks(recording.get("job_usage")) if isinstance(recording, dict) else []
 
 
 def recorded_children(recording: dict[str, Any] | None) -> ChildProcesses | None:

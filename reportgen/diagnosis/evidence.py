@@ -19,9 +19,10 @@ from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
 from reportgen.job_processes import churn_within
+from reportgen.job_usage import loop_end_from_demand, loop_start_from_demand
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
                                     WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_children,
-                                    recorded_children_idle, recorded_command, recorded_idle_to_script_end,
+                                    recorded_children_idle, recorded_command, recorded_demand, recorded_idle_to_script_end,
                                     recorded_run_queue, recorded_script_end, recorded_usage, system_usage_of,
                                     traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
@@ -268,6 +269,10 @@ CHILDREN_END = ("its last child process's end (a DataLoader's workers end with t
 CHILDREN_IDLE = ("its child processes' last work before they idled to their end (a DataLoader's workers stop when "
                  "the loop stops asking for batches; kept to the script's end, they outlive it)")
 SCRIPT_END = "the end of the command's script (its last line, before the interpreter's teardown)"
+DEMAND_START = ("the end of start-up, where the command asked for less CPU from then on to the profiled steps (its "
+                "CPU and its wait for a core: a loop that waits asks less than its start-up)")
+DEMAND_END = ("the end of the loop's level of CPU asked, more from then on to the end of the command's script (its CPU "
+              "and its wait for a core: work after the loop, the interpreter's teardown)")
 IDLE_TO_SCRIPT_END = ("the command's last work before it idled up to the end of its script (neither running nor "
                       "waiting for a core: a training loop works until its last step)")
 
@@ -288,13 +293,21 @@ def _loop_marks(ev: Evidence, recording: dict | None, estimate: tuple[float, flo
     lasts = [t / 1e6 for t in (finite(r.end_us) for r in ev.trace_ranks.values()) if t is not None]
     lasts += list(traces_written(recording).values())
     start_mark = children.start_s if children is not None else None
+    demand = recorded_demand(recording)
     if start_mark is not None and firsts and job_start <= start_mark <= min(firsts):
         lo = start_mark
         ev.loop_marks = (CHILDREN_START, ev.loop_marks[1])
+    elif firsts:
+        start_mark = loop_start_from_demand(demand, min(firsts))
+        if start_mark is not None and job_start <= start_mark <= min(firsts):
+            lo = start_mark
+            ev.loop_marks = (DEMAND_START, ev.loop_marks[1])
+    script_end = recorded_script_end(recording)
+    demand_end = loop_end_from_demand(demand, max(lasts), script_end if script_end is not None else hi) if lasts else None
     for end_mark, how in ((recorded_children_idle(recording) if children is not None else None, CHILDREN_IDLE),
                           (children.end_s if children is not None else None, CHILDREN_END),
                           (recorded_idle_to_script_end(recording), IDLE_TO_SCRIPT_END),
-                          (recorded_script_end(recording), SCRIPT_END)):
+                          (demand_end, DEMAND_END), (script_end, SCRIPT_END)):
         if end_mark is not None and lasts and max(lasts) <= end_mark <= hi:
             ev.loop_marks = (ev.loop_marks[0], how)
             return lo, end_mark

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reportgen.job_usage import MAX_ROWS, usage_rows, window_usage
+from reportgen.job_usage import (MAX_ROWS, demand_ticks, loop_end_from_demand, loop_start_from_demand, usage_rows,
+                                 window_usage)
 
 
 def _ticks(cpu, queue, t0=1000.0, step=0.5):
@@ -54,3 +55,43 @@ def test_no_run_queue_account_and_windows_the_series_does_not_cover():
                                   [[1.0, 0.0, 0.0], [float("nan"), 1.0, 1.0]]])
 def test_damaged_series_give_no_mean_and_no_traceback(rows):
     assert window_usage(rows, [(1.0, 2.0)]) is None
+
+
+def _demand(asked, t0=1000.0, step=0.5):
+    """demand_ticks of a recording whose command asked ``asked`` cores a tick, half of it used, half waited."""
+    return demand_ticks(usage_rows(_ticks([a / 2 for a in [0.0] + asked], [a / 2 for a in [0.0] + asked], t0, step)))
+
+
+def test_demand_is_the_cpu_used_and_waited_for_a_tick():
+    ticks = demand_ticks(usage_rows(_ticks([0.0, 0.2, 0.4], [0.0, 0.8, 0.1])))
+    assert ticks == [(1000.0, 1000.5, pytest.approx(1.0)), (1000.5, 1001.0, pytest.approx(0.5))]
+    # without the run queue a starved command and a waiting one both use little CPU: no demand to read
+    assert demand_ticks(usage_rows(_ticks([0.0, 0.2, 0.4], [None] * 3))) == []
+    assert demand_ticks("not a series") == [] and demand_ticks([[1.0, 0.0, 0.0], [0.5, 0.1, 0.1]]) == []
+
+
+def test_a_loop_that_waits_starts_where_start_up_stopped_asking_for_a_core():
+    """io-latency's shape: start-up asks for a core (1000.0-1003.0), the loop waiting on I/O for 0.2 of one, the
+    profiled steps from 1006.0: the loop began at the end of start-up's last tick."""
+    asked = [0.95, 1.0, 1.02, 0.98, 1.0, 1.01, 0.31, 0.2, 0.15, 0.22, 0.18, 0.25, 0.6, 0.7]
+    ticks = _demand(asked)
+    assert loop_start_from_demand(ticks, 1006.0) == 1003.0
+    # a loop asking as much as its start-up (compute), or a start-up that once asked as little: no mark
+    assert loop_start_from_demand(_demand([1.0] * 6 + [0.9, 1.1, 1.0, 0.95, 1.0, 1.0]), 1006.0) is None
+    assert loop_start_from_demand(_demand([0.3] + asked[1:]), 1006.0) is None
+    # under three ticks on either side: no level to compare
+    assert loop_start_from_demand(ticks, 1004.0) is None
+    assert loop_start_from_demand(_demand(asked[4:]), 1004.0) is None
+
+
+def test_a_loop_that_waits_ends_where_the_work_after_it_asks_for_more_up_to_the_end():
+    """After the profiler's last activity (1000.0) the loop asks for 0.2-0.4 of a core (one busy tick), then
+    key_averages() and the teardown a whole one to the exit, whose last tick is not judged."""
+    asked = [0.3, 0.2, 1.6, 0.25, 0.4, 0.2, 1.0, 0.98, 1.02, 1.0, 0.0]
+    ticks = _demand(asked)
+    assert loop_end_from_demand(ticks, 1000.0, 1005.5) == 1003.0
+    # the rise must last up to the end: a pause of the loop's level in it leaves no mark
+    assert loop_end_from_demand(_demand(asked[:8] + [0.3, 1.0, 0.0]), 1000.0, 1005.5) is None
+    # bounded by the script's end: before it, the loop's level still
+    assert loop_end_from_demand(ticks, 1000.0, 1003.0) is None
+    assert loop_end_from_demand([], 1000.0, 1005.5) is None

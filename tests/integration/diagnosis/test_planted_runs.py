@@ -221,6 +221,20 @@ def test_a_script_idle_after_its_loop_ends_the_loop_at_its_last_work(tmp_path):
     assert f"({IDLE_TO_SCRIPT_END}): {human_duration(ev.loop_s)}" in text
 
 
+def test_a_loop_that_waits_is_where_the_command_asked_for_less_cpu(tmp_path):
+    """io-latency, recorded before the script's end was kept, waits on I/O in its loop: its command asked the host
+    for 0.1-0.5 of a core a tick (CPU used and waited for) against a whole one in its start-up and in the work after
+    its loop (key_averages(), the teardown). The loop runs between those levels, within a tick of the script's own
+    ends, not from the waited steps at the profiled median (4.0 s early) to the exit (7.8 s late)."""
+    from reportgen.diagnosis.evidence import DEMAND_END, DEMAND_START
+
+    ev = _diagnosis("io-latency", tmp_path).evidence
+    truth = json.loads((PLANTED / "io-latency" / "truth.json").read_text())
+    assert ev.loop_marks == (DEMAND_START, DEMAND_END)
+    assert abs(ev.loop[0] - truth["t_loop_start"]) <= 0.5 and abs(ev.loop[1] - truth["t_loop_end"]) <= 0.5
+    assert ev.shutdown_s > 7.0  # key_averages(), truth.json and the interpreter's teardown
+
+
 def test_a_script_end_outside_the_loops_bounds_is_no_end(tmp_path):
     """The script's end counts only after the profiler's last activity (its trace's last write) and before the exit:
     a mark before the export or after the exit (a clock that stepped) leaves the end at the exit."""
