@@ -269,10 +269,10 @@ CHILDREN_END = ("its last child process's end (a DataLoader's workers end with t
 CHILDREN_IDLE = ("its child processes' last work before they idled to their end (a DataLoader's workers stop when "
                  "the loop stops asking for batches; kept to the script's end, they outlive it)")
 SCRIPT_END = "the end of the command's script (its last line, before the interpreter's teardown)"
-DEMAND_START = ("the end of start-up, where the command asked for less CPU from then on to the profiled steps (its "
-                "CPU and its wait for a core: a loop that waits asks less than its start-up)")
-DEMAND_END = ("the end of the loop's level of CPU asked, more from then on to the end of the command's script (its CPU "
-              "and its wait for a core: work after the loop, the interpreter's teardown)")
+DEMAND_START = ("the end of start-up: the command asked for less CPU from then on to the profiled steps (its CPU and "
+                "its wait for a core; a loop that waits asks less than its start-up)")
+DEMAND_END = ("the end of the loop's level of CPU asked: more from then on to the command's end (its CPU and its wait "
+              "for a core; work after the loop, the interpreter's teardown)")
 IDLE_TO_SCRIPT_END = ("the command's last work before it idled up to the end of its script (neither running nor "
                       "waiting for a core: a training loop works until its last step)")
 
