@@ -221,6 +221,22 @@ def test_a_script_idle_after_its_loop_ends_the_loop_at_its_last_work(tmp_path):
     assert f"({IDLE_TO_SCRIPT_END}): {human_duration(ev.loop_s)}" in text
 
 
+def test_a_script_end_that_is_no_number_marks_no_idle_end(tmp_path):
+    """tf-generator's recording with its script's end unreadable (text, NaN, a bool): no idle run up to it can be
+    read, nor the end itself: the loop runs to the exit, without a traceback."""
+    import shutil
+
+    from reportgen.diagnosis.evidence import AT_EXIT
+
+    recording = json.loads((PLANTED / "tf-generator" / "recording.json").read_text())
+    for i, bad in enumerate(("soon", float("nan"), True)):
+        run = tmp_path / f"run-{i}"
+        shutil.copytree(PLANTED / "tf-generator", run)
+        (run / "recording.json").write_text(json.dumps({**recording, "script_end_s": bad}))
+        ev = diagnose(load_rule_outputs(analyze_source(str(run), tmp_path / f"o-{i}"))).evidence
+        assert ev.loop_marks[1] == AT_EXIT and ev.shutdown_s == 0.0
+
+
 def test_a_loop_that_waits_is_where_the_command_asked_for_less_cpu(tmp_path):
     """io-latency, recorded before the script's end was kept, waits on I/O in its loop: its command asked the host
     for 0.1-0.5 of a core a tick (CPU used and waited for) against a whole one in its start-up and in the work after
