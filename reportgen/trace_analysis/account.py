@@ -23,6 +23,11 @@ is split into exclusive slices that add up to the step, whatever the job did:
   ran dry because of it); otherwise the host's state at each instant as above, with the host busy in
   operators or launches counted as ``dispatch`` (the GPU waits for work to be issued).
 
+On the host, the tensors the step's own thread creates outside every other operator, the optimizer's ranges and
+the DataLoader (``aten::zeros`` / ``empty`` / ``full`` / ``*_like`` / ``new_*``: a scratch buffer made every step
+instead of once) are ``memory_management`` where they reach 5 % of the steps: the allocation, the fresh memory's
+page faults and its fill, which a buffer made once does not pay (a layer's own buffers are inside its operator).
+
 On the host, time inside operators that is a debugging aid's rather than the model's is ``debug_checks``:
 autograd's anomaly detection, recognised by its NaN checks after every backward function, costs those checks and
 the Python stack it records for every backward node in the forward pass (estimated per node from ``aten::t``,
@@ -142,6 +147,14 @@ SCALAR_READ = "aten::item"
 COPY_OPS = frozenset(("aten::cat", "aten::concat", "aten::concatenate", "aten::stack", "aten::hstack",
                       "aten::vstack", "aten::clone", "aten::copy_", "aten::contiguous", "aten::to", "aten::_to_copy"))
 COPIES_KEPT = 0.05  # the copies' share of the steps' time from which the account keeps them (per step, by name)
+# Operators that create a tensor (and fill it with a constant, or not at all) run by the step's own thread outside
+# every other operator, the optimizer's ranges and the DataLoader: a buffer the script makes every step rather than
+# once (a scratch tensor, a mask, a gathered batch). Above a few MB each is a fresh mapping whose pages fault in as
+# the fill touches them; a layer's own buffers are inside its operator (an LSTM's zero state is a few KB).
+ALLOC_OPS = frozenset(("aten::zeros", "aten::ones", "aten::full", "aten::empty", "aten::empty_strided",
+                       "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like", "aten::new_zeros",
+                       "aten::new_ones", "aten::new_full", "aten::new_empty", "aten::new_empty_strided"))
+ALLOCS_KEPT = 0.05  # their share of the steps' time from which they are memory_management, not compute
 SCALAR_READS = 50  # a median step reading this many elements into Python one by one (a metrics line reads a few,
 # a heavy one 22: gpu-host-sync; a printed 16x10 tensor 330): kept in the account
 
@@ -288,6 +301,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     graph_calls = np.array(_starts_per_step(trace, primary_cpu & _named(trace, lambda n: bool(TF_FUNCTION_CALL.match(n))),
                                             lo, hi))
     graph_split = False
+    made_named: dict[str, float] = {}
     if not device:
         calls_per_step = float(calls.mean())
         floor = dispatch_floor_us(trace, counted)
@@ -318,13 +332,19 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         debug = _anomaly_checks(trace, cpu, lo, hi, per_step["compute"])
         per_step["debug_checks"] += debug
         per_step["compute"] -= debug
+        made, made_named = _script_ops(trace, primary_cpu & ~is_step, data, lo, hi, per_step["compute"], ALLOC_OPS)
+        if float(made.sum()) >= ALLOCS_KEPT * float(dur.sum()) > 0:
+            per_step["memory_management"] += made
+            per_step["compute"] -= made
+        else:
+            made_named = {}
     # host compute only: a GPU's float64 kernels are not the CPU operators' time
     wide, fallback = (np.zeros(lo.size), np.zeros(lo.size)) if device else \
         _float64_compute(trace, cpu, lo, hi, per_step["compute"])
     reads = _scalar_reads(trace, primary_cpu, lo, hi)
     total = float(dur.sum())
     copies, copies_named = (np.zeros(lo.size), {}) if device else \
-        _script_copies(trace, primary_cpu & ~is_step, data, lo, hi, per_step["compute"])
+        _script_ops(trace, primary_cpu & ~is_step, data, lo, hi, per_step["compute"], COPY_OPS)
     python = cpu & ~on_primary & _named(trace, lambda n: bool(PIPELINE_PYTHON.match(n)))
     pipeline_python = {"input_python_ms": sum(_names_of(trace, python, merged(lo, hi)).values()),
                        "input_python_calls_per_step": float(np.median(_starts_per_step(trace, python, lo, hi)))
@@ -365,6 +385,9 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         # only where the script's own copies (COPY_OPS outside any operator) reach COPIES_KEPT of the steps' time
         **({"copies_per_step_ms": [float(v) / 1000.0 for v in copies], "copies_named": copies_named}
            if total > 0 and float(copies.sum()) >= COPIES_KEPT * total else {}),
+        # only where the script's own tensor creations (ALLOC_OPS outside any operator) reach ALLOCS_KEPT of the
+        # steps' time: then memory_management, ms by name
+        **({"allocations_named": made_named} if made_named else {}),
         # only where the steps ran a tf.function's graph whose operations the trace holds: calls per step
         **({"graph_calls_per_step": [int(c) for c in graph_calls]} if graph_split else {}),
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
@@ -468,13 +491,14 @@ def _scalar_reads(trace: k.TraceColumns, thread: np.ndarray, lo: np.ndarray, hi:
     return _starts_per_step(trace, reads, lo, hi)
 
 
-def _script_copies(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                   compute: np.ndarray) -> tuple[np.ndarray, dict[str, float]]:
-    """Per step (µs, of ``compute``), the time of the data-moving operators (``COPY_OPS``) that the step's thread
-    ran outside every other operator, the optimizer's ranges and the DataLoader's; and their ms by name."""
+def _script_ops(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                compute: np.ndarray, names: frozenset[str]) -> tuple[np.ndarray, dict[str, float]]:
+    """Per step (µs, of ``compute``), the time of the operators named in ``names`` (the data-moving ``COPY_OPS``,
+    the tensor-making ``ALLOC_OPS``) that the step's thread ran outside every other operator, the optimizer's ranges
+    and the DataLoader's; and their ms by name."""
     ranges = thread & (data | _named(trace, lambda n: bool(FRAMEWORK_RANGE.match(n))))
     copies = _outermost(trace, thread & (trace.rows(k.CPU_OP) | ranges)) & trace.rows(k.CPU_OP) \
-        & _named(trace, COPY_OPS.__contains__)
+        & _named(trace, names.__contains__)
     if copies.any() and ranges.any():  # one that spans the range exactly is still inside it
         copies &= ~_inside(trace, copies, _union(trace, ranges))
     if not copies.any():

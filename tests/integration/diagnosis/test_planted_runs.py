@@ -87,14 +87,12 @@ EXPECTED = {
     # probes of 19:17-19:21 UTC, no detector written for them: a 64 MB scratch tensor made (torch.zeros) every step
     # (held to the time the script measured in it: the reruns drifted with the host's load), a background Python
     # thread holding the GIL beside the steps, a frozen backbone whose parameters still require grad
-    "alloc-churn": ("allocator-churn", "allocate it once", "planted"),
+    "alloc-churn": ("allocator-churn", "Allocate it once", "planted"),
     "bg-thread": ("host-overhead", "own process", "fix"),
     "frozen-grad": ("unused-gradients", "requires_grad_(False)", "fix"),
 }
 # The verdicts that are not right yet, as the README's table says, each with why (strict: fixing one must say so)
 NOT_YET = {
-    "alloc-churn": "step-outliers with the fix for larger inputs: the 64 MB aten::zeros the script calls every step "
-                   "(43 % of the profiled steps) is counted as compute",
     "bg-thread": "host-overhead with the metrics culprits and 6.1 s against 17.6 / 18.4 s saved: the trace holds the "
                  "step's thread only; the other thread's GIL and CPU show as time under no operator and slower "
                  "operators",

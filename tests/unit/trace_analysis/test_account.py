@@ -340,3 +340,37 @@ def test_the_time_between_steps_is_kept_gap_by_gap(tmp_path):
     ])
     assert got["between_steps_ms"] == pytest.approx([0.1, 0.3])
     assert got["window"]["between_steps_ms"] == pytest.approx(0.4)
+
+
+def test_the_scripts_own_tensors_made_every_step_are_memory_management(tmp_path):
+    """A tensor the step's thread makes outside every other operator (a scratch buffer every step) is
+    memory_management once such tensors reach 5 % of the steps; one made inside a layer's operator, the optimizer's
+    range or the DataLoader stays where it is."""
+    events = []
+    for k in range(2):
+        t = k * 1000
+        events += [_cpu(f"ProfilerStep#{k + 1}", t, 1000, cat="user_annotation"),
+                   _cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, 100, cat="user_annotation"),
+                   _cpu("aten::zeros", t + 10, 20),  # the loader's: its wait
+                   _cpu("aten::zeros", t + 100, 300),  # the script's 300 µs scratch tensor
+                   _cpu("aten::empty", t + 110, 10), _cpu("aten::zero_", t + 120, 270),
+                   _cpu("aten::lstm", t + 400, 400), _cpu("aten::zeros", t + 410, 50),  # a layer's own
+                   _cpu("Optimizer.step#SGD.step", t + 800, 150, cat="user_annotation"),
+                   _cpu("aten::empty_like", t + 810, 20)]  # the optimizer's own
+    got = _account(tmp_path, events)
+    assert got["slices_ms"]["memory_management"] == pytest.approx(0.6)
+    assert got["slices_ms"]["compute"] == pytest.approx(1.1)
+    assert got["slices_ms"]["data_wait"] == pytest.approx(0.2)
+    assert sum(got["slices_ms"].values()) == pytest.approx(got["step_ms"]) == pytest.approx(2.0)
+    assert got["allocations_named"] == pytest.approx({"aten::zeros": 0.6})
+
+
+def test_a_few_tensors_made_in_the_step_stay_compute(tmp_path):
+    """Under 5 % of the steps (an LSTM's zero state, a loss's ones_like), the script's tensors are not singled out."""
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("aten::zeros", 0, 40),
+        _cpu("aten::linear", 40, 900),
+    ])
+    assert got["slices_ms"]["memory_management"] == 0.0 and "allocations_named" not in got
+    assert got["slices_ms"]["compute"] == pytest.approx(0.94)
