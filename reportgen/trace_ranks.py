@@ -323,6 +323,10 @@ class TraceAccount:
     # ms by name of the tensors the script itself made (zeros, empty, full, *_like: outside every other operator, the
     # optimizer and the DataLoader), where they reach 5 % of the steps and are the steps' memory_management; else empty
     allocations_named: dict[str, float] = field(default_factory=dict)
+    # gradients each step added into ones no optimizer reset (parameters that require grad but no optimizer holds),
+    # and the backward's ms after the last gradient an optimizer reset, where the median step has one; else empty
+    unused_gradients_per_step: tuple[float, ...] = ()
+    unused_backward_per_step_ms: tuple[float, ...] = ()
 
     @property
     def base_ms(self) -> float:
@@ -403,6 +407,8 @@ class TraceAccount:
                    graph_calls_per_step=counts("graph_calls_per_step"),
                    scalar_reads_per_step=counts("scalar_reads_per_step"),
                    copies_per_step_ms=counts("copies_per_step_ms"), copies_named=copied, allocations_named=made,
+                   unused_gradients_per_step=counts("unused_gradients_per_step"),
+                   unused_backward_per_step_ms=counts("unused_backward_per_step_ms"),
                    between_cycles=tuple(gap for gap in map(CycleGap.of, entry.get("between_cycles") or [])
                                         if gap is not None) if isinstance(entry.get("between_cycles"), list) else ())
 

@@ -8,8 +8,8 @@ of it and how to look closer (``step-waste``). Four slices have causes of their 
 fix in the job's numbers: time under no operator (``host-overhead``), per-call operator overhead
 (``operator-overhead``), compilation in the loop (``compilation``), allocator calls and the tensors the script makes
 every step (``allocator-churn``), a debugging aid's checks inside the operators (``debug-mode``); and two refine
-``compute`` itself: operators on float64 (``float64``) and tensors the script copies outside every operator
-(``tensor-copies``).
+``compute`` itself: operators on float64 (``float64``), tensors the script copies outside every operator
+(``tensor-copies``) and the backward through parameters no optimizer holds (``unused-gradients``).
 
 "Every step pays" is the slice's median per step times the steps: a stall that only some steps pay is the
 slow steps' cause (``step-outliers``), not a per-step overhead, so it is never counted twice.
@@ -704,6 +704,46 @@ def tensor_copies(ev: Evidence, found: dict) -> Finding | None:
                 metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
                          "worst_rank_share": shares[worst], "ranks": len(accounts(ev)), "grows": growing[worst],
                          "copies_named_ms": dict(account.copies_named)})
+
+
+@detector("unused-gradients")
+def unused_gradients(ev: Evidence, found: dict) -> Finding | None:
+    """Parameters that require grad but that no optimizer holds (a backbone meant to be frozen): each step's backward
+    runs through them and adds their gradients into ones nothing resets or reads (``unused_gradients_per_step``). A
+    refinement of ``compute``: the backward after the last gradient an optimizer reset is what freezing them saves
+    (a lower bound: their nodes that run before it are not counted)."""
+    shares: dict[str, float] = {}
+    for label, account in accounts(ev).items():
+        backward = account.unused_backward_per_step_ms
+        if len(backward) == account.steps and account.base_ms > 0:
+            shares[label] = sum(backward) / account.base_ms
+    if not shares:
+        return None
+    share, worst = mean_and_worst(ev, shares)
+    if share < WASTE:
+        return None
+    account = accounts(ev)[worst]
+    count = _median(account.unused_gradients_per_step)
+    backward = account.unused_backward_per_step_ms
+    evidence = [f"{count:.0f} parameter tensors{_rank_text(ev, worst)} get a gradient in every step that is added to "
+                "the one they already hold (autograd's AccumulateGrad runs aten::add_), with one backward pass and one "
+                "optimizer step a step: no optimizer's zero_grad resets those gradients, so no optimizer updates "
+                "those parameters — they require grad, but nothing trains them",
+                f"the backward after the last gradient an optimizer uses takes {pct(share)} of the profiled steps' "
+                f"time: {_median(backward):.1f} ms of a median {_median_step_ms(account):.1f} ms step, run only to "
+                "compute those gradients"]
+    fix = ("Freeze what is not trained: parameters the optimizer does not hold should not require grad — "
+           "module.requires_grad_(False) on a frozen backbone (or its forward under torch.no_grad()) — so the backward "
+           "stops at the first trained layer and no gradient accumulates; if they are meant to train, give them to "
+           "the optimizer.")
+    return make(ev, "unused-gradients", 0.0, evidence, fix, loop_share=share,
+                sections=[SectionId.GPU_KERNELS_OPERATORS],
+                heading=f"The backward computes gradients no optimizer uses ({count:.0f} parameter tensors)",
+                basis="the backward's time after the last gradient an optimizer resets, in the profiled steps: what "
+                      "freezing those parameters saves (their nodes that ran earlier not counted)",
+                metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
+                         "worst_rank_share": shares[worst], "ranks": len(accounts(ev)),
+                         "unused_gradients_per_step": count})
 
 
 LONG_GAP = 5.0  # a gap between steps this many times the median gap is a pause (evaluation, a checkpoint)

@@ -45,7 +45,7 @@ class Cause:
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy",
               "memory-bound-kernels")
 ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "debug-mode", "loader-restart",
-                  "between-steps", "step-waste", "float64", "tensor-copies")
+                  "between-steps", "step-waste", "float64", "tensor-copies", "unused-gradients")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
 
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
@@ -72,6 +72,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("between-steps", "The loop spends time between its steps", "step-account"),
     Cause("float64", "The model computes in float64", "step-account"),
     Cause("tensor-copies", "The steps copy tensors that no computation needs", "step-account"),
+    Cause("unused-gradients", "The backward computes gradients no optimizer uses", "step-account"),
     Cause("gpu-underused", "The GPUs are underused",
           after=("input-pipeline", "cpu-bound", "io-bound", *IDLE_GPU_CAUSES)),
     Cause("straggler", "One worker is slower than the rest", "step-times"),

@@ -96,8 +96,6 @@ NOT_YET = {
     "bg-thread": "host-overhead with the metrics culprits and 6.1 s against 17.6 / 18.4 s saved: the trace holds the "
                  "step's thread only; the other thread's GIL and CPU show as time under no operator and slower "
                  "operators",
-    "frozen-grad": "healthy: the backward through the frozen backbone is compute; its 4 parameters accumulate "
-                   "gradients (AccumulateGrad's aten::add_ every step) that no optimizer reads",
     "jax-tiny-batch": "host-overhead with the metrics culprits: the profiler slowed the traced steps 31x (11.5 ms "
                       "against 0.37 ms untraced), its cost under no operator; steps too small for their fixed cost "
                       "are not found for JAX",

@@ -39,7 +39,7 @@ REFINES = {"host-overhead": ("no_operator",), "compilation": ("compilation",),
            "no-mixed-precision": ("compute",), "memory-bound-kernels": ("compute",), "float64": ("compute",),
            # the copies with no kernel beside them, and the GPU's idle right after them (the host blocked in them)
            "pageable-memcpy": ("memory_copies", "host_blocked"),
-           "communication-bound": ("communication",), "tensor-copies": ("compute",),
+           "communication-bound": ("communication",), "tensor-copies": ("compute",), "unused-gradients": ("compute",),
            "step-waste": ("data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
                           "compilation", "dispatch", "debug_checks", "no_operator")}
 SLACK = 1e-6
