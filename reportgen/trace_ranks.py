@@ -320,6 +320,13 @@ class TraceAccount:
     # every other operator, the optimizer and the DataLoader), where they reach 5 % of the steps; ms by name
     copies_per_step_ms: tuple[float, ...] = ()
     copies_named: dict[str, float] = field(default_factory=dict)
+    # ms by name of the tensors the script itself made (zeros, empty, full, *_like: outside every other operator, the
+    # optimizer and the DataLoader), where they reach 5 % of the steps and are the steps' memory_management; else empty
+    allocations_named: dict[str, float] = field(default_factory=dict)
+    # gradients each step added into ones no optimizer reset (parameters that require grad but no optimizer holds),
+    # and the backward's ms after the last gradient an optimizer reset, where the median step has one; else empty
+    unused_gradients_per_step: tuple[float, ...] = ()
+    unused_backward_per_step_ms: tuple[float, ...] = ()
 
     @property
     def base_ms(self) -> float:
@@ -375,6 +382,8 @@ class TraceAccount:
                     if isinstance(key, str) and given(value) is not None}
         copied = {key: value for key, value in as_object(entry.get("copies_named")).items()
                   if isinstance(key, str) and given(value) is not None}
+        made = {key: value for key, value in as_object(entry.get("allocations_named")).items()
+                if isinstance(key, str) and given(value) is not None}
         optimizer = entry.get("optimizer_per_step_ms")
         optimizer = tuple(max(given(v) or 0.0, 0.0) for v in optimizer) if isinstance(optimizer, list) else ()
         def counts(key: str) -> tuple[float, ...]:
@@ -397,7 +406,9 @@ class TraceAccount:
                    input_pipeline=pipeline if isinstance(pipeline := entry.get("input_pipeline"), str) else "",
                    graph_calls_per_step=counts("graph_calls_per_step"),
                    scalar_reads_per_step=counts("scalar_reads_per_step"),
-                   copies_per_step_ms=counts("copies_per_step_ms"), copies_named=copied,
+                   copies_per_step_ms=counts("copies_per_step_ms"), copies_named=copied, allocations_named=made,
+                   unused_gradients_per_step=counts("unused_gradients_per_step"),
+                   unused_backward_per_step_ms=counts("unused_backward_per_step_ms"),
                    between_cycles=tuple(gap for gap in map(CycleGap.of, entry.get("between_cycles") or [])
                                         if gap is not None) if isinstance(entry.get("between_cycles"), list) else ())
 

@@ -6,9 +6,10 @@ explains a slice (the input pipeline for waiting on data, host-sync for a blocke
 finding stands for that time, once. A slice no named cause claimed still gets its share, what the trace shows
 of it and how to look closer (``step-waste``). Four slices have causes of their own here, with evidence and a
 fix in the job's numbers: time under no operator (``host-overhead``), per-call operator overhead
-(``operator-overhead``), compilation in the loop (``compilation``), allocator calls (``allocator-churn``), a
-debugging aid's checks inside the operators (``debug-mode``); and two refine ``compute`` itself: operators on float64
-(``float64``) and tensors the script copies outside every operator (``tensor-copies``).
+(``operator-overhead``), compilation in the loop (``compilation``), allocator calls and the tensors the script makes
+every step (``allocator-churn``), a debugging aid's checks inside the operators (``debug-mode``); and two refine
+``compute`` itself: operators on float64 (``float64``), tensors the script copies outside every operator
+(``tensor-copies``) and the backward through parameters no optimizer holds (``unused-gradients``).
 
 "Every step pays" is the slice's median per step times the steps: a stall that only some steps pay is the
 slow steps' cause (``step-outliers``), not a per-step overhead, so it is never counted twice.
@@ -469,6 +470,10 @@ def allocator_churn(ev: Evidence, found: dict) -> Finding | None:
     if share < WASTE:
         return None
     account = accounts(ev)[worst]
+    if account.allocations_named:  # the host's: tensors the script makes every step (the account's ALLOC_OPS)
+        if made_and_kept(ev):
+            return None  # kept, not made and freed: the memory-leak finding's (keep fewer), not a buffer to reuse
+        return _tensors_made_finding(ev, account, share, worst, worst_share)
     evidence = [f"{pct(share)} of the profiled steps' time is in device memory allocation and freeing "
                 f"(cudaMalloc/cudaFree and the GPU idle they cause){_rank_text(ev, worst)}: "
                 f"{_per_step_text(account, 'memory_management')} every step"]
@@ -478,6 +483,43 @@ def allocator_churn(ev: Evidence, found: dict) -> Finding | None:
     return make(ev, "allocator-churn", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
                 basis="the allocator calls and the GPU idle they caused inside the profiled steps",
                 metrics=_metrics(ev, "memory_management", share, worst, worst_share))
+
+
+def made_and_kept(ev: Evidence) -> bool:
+    """Whether the tensors the script makes every step are kept across steps: a rank's memory grows every step
+    (memory events in the trace) and what it keeps was made by one of those operators — a leak, whose finding's fix
+    (keep less) is the one, not a buffer made once."""
+    for label, account in accounts(ev).items():
+        rank = ev.trace_ranks.get(label)
+        for device in rank.memory if rank is not None else ():
+            if device.verdict == "growing" and any(h.operator in account.allocations_named for h in device.kept):
+                return True
+    return False
+
+
+def _tensors_made_finding(ev: Evidence, account: TraceAccount, share: float, worst: str | None,
+                          worst_share: float) -> Finding:
+    """Tensors the script creates in every step outside the model (``aten::zeros`` / ``empty`` / ``full`` /
+    ``*_like``, the account's ``allocations_named``): each pays the allocator (a fresh mapping above a few MB), the
+    page faults of its new memory and its fill — what a buffer made once before the loop and reused does not."""
+    top = max(account.allocations_named, key=account.allocations_named.get)
+    named = ", ".join(f"{name} {ms:.0f} ms" for name, ms in list(account.allocations_named.items())[:3]
+                      if ms >= 1.0 or name == top)
+    evidence = [f"{pct(share)} of the profiled steps' time{_rank_text(ev, worst)} is tensors the script creates in "
+                f"every step, outside the model's forward and backward operators, the optimizer and the DataLoader "
+                f"({named}, over {account.steps} steps): {_per_step_text(account, 'memory_management')} every step",
+                "a new tensor costs its allocation, the page faults of its fresh memory (a large one is a new mapping "
+                "every time) and its fill; a layer's own buffers are inside its operator"]
+    fix = (f"Allocate it once: the {top} in every step makes a new tensor outside the model (a scratch buffer, a mask, "
+           "a gathered batch). Create it before the loop (or as a module buffer, register_buffer) and reuse it: "
+           "write into it with copy_() or an out= argument, and zero it only if the step needs zeros; "
+           "with_stack=True names the line.")
+    return make(ev, "allocator-churn", 0.0, evidence, fix, loop_share=share, sections=[_account_section(ev)],
+                heading=f"Every step makes new tensors it could reuse ({top})",
+                basis="the tensors' creation in the profiled steps (allocation, page faults, fill), all of it: a "
+                      "buffer made once pays it once",
+                metrics={**_metrics(ev, "memory_management", share, worst, worst_share),
+                         "allocations_named_ms": dict(account.allocations_named)})
 
 
 @detector("debug-mode")
@@ -662,6 +704,46 @@ def tensor_copies(ev: Evidence, found: dict) -> Finding | None:
                 metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
                          "worst_rank_share": shares[worst], "ranks": len(accounts(ev)), "grows": growing[worst],
                          "copies_named_ms": dict(account.copies_named)})
+
+
+@detector("unused-gradients")
+def unused_gradients(ev: Evidence, found: dict) -> Finding | None:
+    """Parameters that require grad but that no optimizer holds (a backbone meant to be frozen): each step's backward
+    runs through them and adds their gradients into ones nothing resets or reads (``unused_gradients_per_step``). A
+    refinement of ``compute``: the backward after the last gradient an optimizer reset is what freezing them saves
+    (a lower bound: their nodes that run before it are not counted)."""
+    shares: dict[str, float] = {}
+    for label, account in accounts(ev).items():
+        backward = account.unused_backward_per_step_ms
+        if len(backward) == account.steps and account.base_ms > 0:
+            shares[label] = sum(backward) / account.base_ms
+    if not shares:
+        return None
+    share, worst = mean_and_worst(ev, shares)
+    if share < WASTE:
+        return None
+    account = accounts(ev)[worst]
+    count = _median(account.unused_gradients_per_step)
+    backward = account.unused_backward_per_step_ms
+    evidence = [f"{count:.0f} parameter tensors{_rank_text(ev, worst)} get a gradient in every step that is added to "
+                "the one they already hold (autograd's AccumulateGrad runs aten::add_), with one backward pass and one "
+                "optimizer step a step: no optimizer's zero_grad resets those gradients, so no optimizer updates "
+                "those parameters — they require grad, but nothing trains them",
+                f"the backward after the last gradient an optimizer uses takes {pct(share)} of the profiled steps' "
+                f"time: {_median(backward):.1f} ms of a median {_median_step_ms(account):.1f} ms step, run only to "
+                "compute those gradients"]
+    fix = ("Freeze what is not trained: parameters the optimizer does not hold should not require grad — "
+           "module.requires_grad_(False) on a frozen backbone (or its forward under torch.no_grad()) — so the backward "
+           "stops at the first trained layer and no gradient accumulates; if they are meant to train, give them to "
+           "the optimizer.")
+    return make(ev, "unused-gradients", 0.0, evidence, fix, loop_share=share,
+                sections=[SectionId.GPU_KERNELS_OPERATORS],
+                heading=f"The backward computes gradients no optimizer uses ({count:.0f} parameter tensors)",
+                basis="the backward's time after the last gradient an optimizer resets, in the profiled steps: what "
+                      "freezing those parameters saves (their nodes that ran earlier not counted)",
+                metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
+                         "worst_rank_share": shares[worst], "ranks": len(accounts(ev)),
+                         "unused_gradients_per_step": count})
 
 
 LONG_GAP = 5.0  # a gap between steps this many times the median gap is a pause (evaluation, a checkpoint)
@@ -882,6 +964,8 @@ def _judged_by_a_cause(ev: Evidence, name: str) -> bool:
     whether or not the kernels are short (a host too slow to feed it)."""
     if name == "data_wait":
         return any(r.dataloader is not None and r.dataloader.workers for r in ev.trace_ranks.values())
+    if name == "memory_management":  # tensors made every step and kept: the memory-leak cause judges them
+        return made_and_kept(ev)
     if name == "dispatch":  # below HTA's 10 % every GPU loop has: launch gaps; above it the host holds the GPU back
         return any(a.perspective == "device" and a.every_step_share("dispatch") < LAUNCH_GAPS
                    for a in accounts(ev).values())

@@ -45,7 +45,7 @@ class Cause:
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy",
               "memory-bound-kernels")
 ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "debug-mode", "loader-restart",
-                  "between-steps", "step-waste", "float64", "tensor-copies")
+                  "between-steps", "step-waste", "float64", "tensor-copies", "unused-gradients")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
 
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
@@ -72,6 +72,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("between-steps", "The loop spends time between its steps", "step-account"),
     Cause("float64", "The model computes in float64", "step-account"),
     Cause("tensor-copies", "The steps copy tensors that no computation needs", "step-account"),
+    Cause("unused-gradients", "The backward computes gradients no optimizer uses", "step-account"),
     Cause("gpu-underused", "The GPUs are underused",
           after=("input-pipeline", "cpu-bound", "io-bound", *IDLE_GPU_CAUSES)),
     Cause("straggler", "One worker is slower than the rest", "step-times"),
@@ -82,7 +83,7 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("out-of-memory-risk", "GPU memory is close to full", "memory"),
     Cause("slow-initialization", "Slow start before the first step", "step-times"),
     Cause("step-outliers", "Some steps are much slower than the rest", "step-times",
-          after=("compilation", "tensor-copies")),
+          after=("compilation", "tensor-copies", "allocator-churn")),
     # Last: the account's waste that no cause above claimed (it reads every cause that claims a slice).
     Cause("step-waste", "Part of every step is spent outside compute", "step-account",
           after=("input-pipeline", "io-bound", "cpu-bound", "straggler", "host-sync", "communication-bound",
@@ -1055,6 +1056,11 @@ def _paying_alike(ev: Evidence, worker: str, why) -> tuple[tuple[int, ...], floa
     return extra, sum(excess[i] for i in extra), beat[0] if beat else None
 
 
+# The account's slices a finding claims whole, in every step that pays them (not only their median step): slow steps
+# slow in one of them are that finding's already (compiling again; tensors made or memory freed in the step)
+CLAIMED_WHOLE = {"compilation": "compilation", "memory_management": "allocator-churn"}
+
+
 def _copies_excess_ms(ev: Evidence, worker: str, why) -> float:
     """The script's own copies (``copies_per_step_ms``) in the slow steps beyond the copies' median step (ms): time
     the tensor-copies finding claims, whichever steps pay it."""
@@ -1088,8 +1094,10 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
         if why is not None and why.by_design and not rule_fired:
             return None  # they run the optimizer the other steps skip: gradient accumulation, by design
         kept_s = max(top.seconds_lost - (why.warmup_ms / 1000.0 if why is not None else 0.0), 0.0)
-        if why is not None and why.slice == "compilation" and "compilation" in found and not rule_fired:
-            return None  # the compilation finding counts these steps' compiling already: one stall, one finding
+        claimed = CLAIMED_WHOLE.get(why.slice) if why is not None else None
+        claimed = claimed if claimed in found else None
+        if claimed is not None and not rule_fired:
+            return None  # that finding counts these steps' slice already, all of it: one stall, one finding
         evidence = [f"{top.count} of {top.steps} steps on {worker_name(worker)} over {top.threshold_s:.2f} s "
                     f"(median {top.median_s:.2f} s + 5 MAD)",
                     f"{top.periodic_count} of them every {period} steps" if period else "",
@@ -1111,7 +1119,13 @@ def step_outliers(ev: Evidence, found: dict) -> Finding | None:
             first = "the first profiled step is" if n == 1 else f"the first {n} profiled steps are"
             evidence.append(f"{first} slow too ({secs(why.warmup_ms / 1000.0)} over the median step): start-up work "
                             "every run pays, left out of this cost")
-        more = _paying_alike(ev, worker, why)
+        more = _paying_alike(ev, worker, why) if claimed is None else None
+        if claimed is not None and why is not None:  # the rule fired: the rest of their extra time is this finding's
+            taken = why.excess_ms.get(why.slice, 0.0)
+            lost = max(lost - taken / 1000.0, 0.0)
+            titles = SLICE_TITLES if worker.startswith("rank ") else FRAMEWORK_TITLES
+            evidence.append(f"{secs(taken / 1000.0)} of their extra time is {titles.get(why.slice, why.slice)}: "
+                            f"counted by the {claimed} finding, not here")
         if more is not None:  # steps that pay the same slice without being outliers: the same work, counted here
             positions, extra_ms, beat = more
             lost += extra_ms / 1000.0

@@ -23,6 +23,11 @@ is split into exclusive slices that add up to the step, whatever the job did:
   ran dry because of it); otherwise the host's state at each instant as above, with the host busy in
   operators or launches counted as ``dispatch`` (the GPU waits for work to be issued).
 
+On the host, the tensors the step's own thread creates outside every other operator, the optimizer's ranges and
+the DataLoader (``aten::zeros`` / ``empty`` / ``full`` / ``*_like`` / ``new_*``: a scratch buffer made every step
+instead of once) are ``memory_management`` where they reach 5 % of the steps: the allocation, the fresh memory's
+page faults and its fill, which a buffer made once does not pay (a layer's own buffers are inside its operator).
+
 On the host, time inside operators that is a debugging aid's rather than the model's is ``debug_checks``:
 autograd's anomaly detection, recognised by its NaN checks after every backward function, costs those checks and
 the Python stack it records for every backward node in the forward pass (estimated per node from ``aten::t``,
@@ -142,6 +147,19 @@ SCALAR_READ = "aten::item"
 COPY_OPS = frozenset(("aten::cat", "aten::concat", "aten::concatenate", "aten::stack", "aten::hstack",
                       "aten::vstack", "aten::clone", "aten::copy_", "aten::contiguous", "aten::to", "aten::_to_copy"))
 COPIES_KEPT = 0.05  # the copies' share of the steps' time from which the account keeps them (per step, by name)
+# Operators that create a tensor (and fill it with a constant, or not at all) run by the step's own thread outside
+# every other operator, the optimizer's ranges and the DataLoader: a buffer the script makes every step rather than
+# once (a scratch tensor, a mask, a gathered batch). Above a few MB each is a fresh mapping whose pages fault in as
+# the fill touches them; a layer's own buffers are inside its operator (an LSTM's zero state is a few KB).
+ALLOC_OPS = frozenset(("aten::zeros", "aten::ones", "aten::full", "aten::empty", "aten::empty_strided",
+                       "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like", "aten::new_zeros",
+                       "aten::new_ones", "aten::new_full", "aten::new_empty", "aten::new_empty_strided"))
+ALLOCS_KEPT = 0.05  # their share of the steps' time from which they are memory_management, not compute
+# A parameter's gradient node in the backward pass, and what it does: a first gradient is stored (aten::detach), a
+# later one added to the one it holds (aten::add_). In a step with one backward pass and one optimizer step, a
+# gradient added to rather than stored was never reset by the optimizer's zero_grad (set to None, or zeroed in place
+# with aten::zero_): a parameter that requires grad which no optimizer holds (a backbone meant to be frozen).
+ACCUMULATE_NODE = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
 SCALAR_READS = 50  # a median step reading this many elements into Python one by one (a metrics line reads a few,
 # a heavy one 22: gpu-host-sync; a printed 16x10 tensor 330): kept in the account
 
@@ -288,6 +306,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     graph_calls = np.array(_starts_per_step(trace, primary_cpu & _named(trace, lambda n: bool(TF_FUNCTION_CALL.match(n))),
                                             lo, hi))
     graph_split = False
+    made_named: dict[str, float] = {}
     if not device:
         calls_per_step = float(calls.mean())
         floor = dispatch_floor_us(trace, counted)
@@ -318,13 +337,20 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         debug = _anomaly_checks(trace, cpu, lo, hi, per_step["compute"])
         per_step["debug_checks"] += debug
         per_step["compute"] -= debug
+        made, made_named = _script_ops(trace, primary_cpu & ~is_step, data, lo, hi, per_step["compute"], ALLOC_OPS)
+        if float(made.sum()) >= ALLOCS_KEPT * float(dur.sum()) > 0:
+            per_step["memory_management"] += made
+            per_step["compute"] -= made
+        else:
+            made_named = {}
     # host compute only: a GPU's float64 kernels are not the CPU operators' time
     wide, fallback = (np.zeros(lo.size), np.zeros(lo.size)) if device else \
         _float64_compute(trace, cpu, lo, hi, per_step["compute"])
     reads = _scalar_reads(trace, primary_cpu, lo, hi)
     total = float(dur.sum())
     copies, copies_named = (np.zeros(lo.size), {}) if device else \
-        _script_copies(trace, primary_cpu & ~is_step, data, lo, hi, per_step["compute"])
+        _script_ops(trace, primary_cpu & ~is_step, data, lo, hi, per_step["compute"], COPY_OPS)
+    unused = {} if device else _unused_gradients(trace, cpu, primary_cpu, lo, hi, per_step["compute"])
     python = cpu & ~on_primary & _named(trace, lambda n: bool(PIPELINE_PYTHON.match(n)))
     pipeline_python = {"input_python_ms": sum(_names_of(trace, python, merged(lo, hi)).values()),
                        "input_python_calls_per_step": float(np.median(_starts_per_step(trace, python, lo, hi)))
@@ -365,6 +391,12 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         # only where the script's own copies (COPY_OPS outside any operator) reach COPIES_KEPT of the steps' time
         **({"copies_per_step_ms": [float(v) / 1000.0 for v in copies], "copies_named": copies_named}
            if total > 0 and float(copies.sum()) >= COPIES_KEPT * total else {}),
+        # only where the median step adds gradients into ones no optimizer reset: how many a step, and the
+        # backward's time after the last gradient an optimizer reset (the part that serves only those parameters)
+        **unused,
+        # only where the script's own tensor creations (ALLOC_OPS outside any operator) reach ALLOCS_KEPT of the
+        # steps' time: then memory_management, ms by name
+        **({"allocations_named": made_named} if made_named else {}),
         # only where the steps ran a tf.function's graph whose operations the trace holds: calls per step
         **({"graph_calls_per_step": [int(c) for c in graph_calls]} if graph_split else {}),
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
@@ -468,13 +500,14 @@ def _scalar_reads(trace: k.TraceColumns, thread: np.ndarray, lo: np.ndarray, hi:
     return _starts_per_step(trace, reads, lo, hi)
 
 
-def _script_copies(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                   compute: np.ndarray) -> tuple[np.ndarray, dict[str, float]]:
-    """Per step (µs, of ``compute``), the time of the data-moving operators (``COPY_OPS``) that the step's thread
-    ran outside every other operator, the optimizer's ranges and the DataLoader's; and their ms by name."""
+def _script_ops(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                compute: np.ndarray, names: frozenset[str]) -> tuple[np.ndarray, dict[str, float]]:
+    """Per step (µs, of ``compute``), the time of the operators named in ``names`` (the data-moving ``COPY_OPS``,
+    the tensor-making ``ALLOC_OPS``) that the step's thread ran outside every other operator, the optimizer's ranges
+    and the DataLoader's; and their ms by name."""
     ranges = thread & (data | _named(trace, lambda n: bool(FRAMEWORK_RANGE.match(n))))
     copies = _outermost(trace, thread & (trace.rows(k.CPU_OP) | ranges)) & trace.rows(k.CPU_OP) \
-        & _named(trace, COPY_OPS.__contains__)
+        & _named(trace, names.__contains__)
     if copies.any() and ranges.any():  # one that spans the range exactly is still inside it
         copies &= ~_inside(trace, copies, _union(trace, ranges))
     if not copies.any():
@@ -483,6 +516,48 @@ def _script_copies(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, 
     per_step = np.minimum(covered(union, lo, hi), np.maximum(compute, 0.0))
     named = dict(sorted(_names_of(trace, copies, merged(lo, hi)).items(), key=lambda kv: -kv[1])[:TOP_NAMED])
     return per_step, named
+
+
+def _unused_gradients(trace: k.TraceColumns, cpu: np.ndarray, primary: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                      compute: np.ndarray) -> dict[str, list]:
+    """Per step, the gradients added into ones that no optimizer reset (``ACCUMULATE_NODE`` holding an
+    ``aten::add_``, less the gradients zeroed in place), in steps with one backward pass and an optimizer step (none
+    where a step's backward pass has no update after it: gradient accumulation adds by design); and
+    the backward's time (µs → ms, of ``compute``) from the last gradient stored afresh to the last one added: the
+    backward nodes run only for parameters whose gradients nothing reads. Empty unless the median step has one."""
+    nodes = np.nonzero(cpu & _named(trace, ACCUMULATE_NODE.__eq__))[0]
+    if nodes.size == 0:
+        return {}
+    adds = np.nonzero(cpu & _named(trace, "aten::add_".__eq__))[0]
+    adds = adds[np.argsort(trace.start_us[adds], kind="stable")]
+    add_start = trace.start_us[adds]
+    node_start, node_end = trace.start_us[nodes], trace.end_us[nodes]
+    first, last = np.searchsorted(add_start, node_start), np.searchsorted(add_start, node_end, side="right")
+    added = np.array([any(trace.tid[adds[j]] == trace.tid[n] and trace.end_us[adds[j]] <= node_end[i]
+                          for j in range(first[i], last[i])) for i, n in enumerate(nodes)], bool)
+    zero = primary & _named(trace, "aten::zero_".__eq__)
+    others = primary & trace.rows(k.CPU_OP) & ~zero
+    if zero.any() and others.any():  # zero_grad's own: outside every other operator (aten::zeros holds one)
+        zero &= ~_inside(trace, zero, _union(trace, others))
+    zeroed = np.array(_starts_per_step(trace, zero, lo, hi))
+    passes = np.array(_starts_per_step(trace, cpu & _named(trace, lambda n: bool(LOSS_BACKWARD.match(n))), lo, hi))
+    updates = np.array(_starts_per_step(trace, cpu & _named(trace, lambda n: bool(OPTIMIZER_STEP.match(n))), lo, hi))
+    if ((passes >= 1) & (updates == 0)).any():
+        return {}  # gradient accumulation: a backward pass without an update adds into the gradients by design
+    unused = np.zeros(lo.size, np.int64)
+    backward = np.zeros(lo.size)
+    for i in range(lo.size):
+        here = (node_start >= lo[i]) & (node_start < hi[i])
+        if passes[i] != 1 or updates[i] < 1 or not (here & added).any():
+            continue
+        unused[i] = max(int((here & added).sum()) - int(zeroed[i]), 0)
+        if unused[i] and (here & ~added).any():  # from the last gradient stored afresh to the last one added
+            backward[i] = max(float(node_end[here & added].max() - node_end[here & ~added].max()), 0.0)
+    if float(np.median(unused)) < 1:
+        return {}
+    backward = np.minimum(backward, np.maximum(compute, 0.0))
+    return {"unused_gradients_per_step": [int(c) for c in unused],
+            "unused_backward_per_step_ms": [float(v) / 1000.0 for v in backward]}
 
 
 def _loader_starts(trace: k.TraceColumns, thread: np.ndarray, data: np.ndarray, lo: np.ndarray,

@@ -50,6 +50,19 @@ CPU PyTorch (profiled with a torch.profiler schedule, gzip'd traces):
   needless-copy    the Wide network under SGD with momentum, snapshotting its weights and the optimizer's state
                    every step ({k: v.clone()}, "to roll back on a NaN"): large copies that compute nothing
                    (fix: a snapshot every 50 steps)
+  bg-thread        the small CNN beside a background "monitor" thread that re-serialises the run's metrics history
+                   to JSON and summarises it in Python every --bg-period s: it holds the GIL while the step's
+                   operators wait to take it back (fix: the same monitor in its own process)
+  alloc-churn      the small CNN building a 64 MB scratch tensor (torch.zeros) every step to gather the batch's
+                   features into, instead of reusing one: allocation, page faults and the fill every step
+                   (fix: the buffer allocated once before the loop)
+  param-loop       the deep, narrow network's gradients clipped by their global norm and decayed by hand, one
+                   parameter at a time from Python (~1,000 tiny operators a step) (fix: clip_grad_norm_(foreach=
+                   True) and SGD(weight_decay=..., foreach=True)); tried and not kept as a recording: on CPU the
+                   foreach fix saved ~10 % of the block (0.19 against 0.17 s over 40 steps), foreach loops inside
+  frozen-grad      fine-tuning the small CNN's head: the optimizer holds only the head's parameters, but the
+                   backbone's still require grad, so every backward runs through the convolutions and accumulates
+                   gradients nothing uses (fix: backbone.requires_grad_(False))
 JAX (jax.profiler into a logdir, one StepTraceAnnotation a step; every step, or with --window steps --wait ..
 --wait + --active - 1, start_trace/stop_trace inside the loop):
   jax-recompile    a jitted step fed batches whose size changes every 3 steps (a recompile each time)
@@ -89,6 +102,27 @@ import numpy as np
 
 def median(xs):
     return float(np.median(xs)) if xs else 0.0
+
+
+def summarise_metrics(stop, period, keep):
+    """bg-thread's monitor: every ``period`` s, a new metrics record, the last ``keep`` re-serialised to JSON and
+    summarised in Python (means, a sorted percentile): pure Python, which holds the GIL while it runs."""
+    import random
+    rng, history, k = random.Random(0), [], 0
+    for k in range(keep):  # the run's history so far (a resumed run's, or the epochs before)
+        history.append({"step": k, "loss": rng.random(), "lr": 0.01, "grad_norm": rng.random(),
+                        "tags": ["train", "cnn", str(k % 7)], "time": time.time()})
+    while not stop.is_set():
+        k += 1
+        history.append({"step": k, "loss": rng.random(), "lr": 0.01, "grad_norm": rng.random(),
+                        "tags": ["train", "cnn", str(k % 7)], "time": time.time()})
+        recent = history[-keep:]
+        text = json.dumps(recent)
+        losses = sorted(r["loss"] for r in recent)
+        summary = {"n": len(recent), "chars": len(text), "mean": sum(losses) / len(losses),
+                   "p90": losses[int(0.9 * (len(losses) - 1))]}
+        del summary
+        stop.wait(period)
 
 
 # ---------------------------------------------------------------- PyTorch
@@ -269,7 +303,13 @@ def run_torch(a, truth):
         log.setLevel(logging.INFO)
         log.addHandler(logging.FileHandler(a.metrics_file, mode="w"))
         log.propagate = False
-    elif mode in ("ema-loop", "anomaly"):  # in-memory data, a deep narrow net: the step is small, the parameters many
+    elif mode == "alloc-churn":  # the small CNN, a 64 MB scratch buffer the step gathers its features into
+        model = Net()
+        scratch_elems = 16 * 2**20
+        scratch = torch.empty(scratch_elems) if fix else None  # the fix: made once, reused
+        truth["scratch_bytes"] = scratch_elems * 4
+        loader = DataLoader(Images(steps * bs, a.reps), batch_size=bs, num_workers=1, persistent_workers=True)
+    elif mode in ("ema-loop", "anomaly", "param-loop"):  # in-memory data, a deep narrow net: the step is small, the parameters many
         g = torch.Generator().manual_seed(0)
         data = torch.utils.data.TensorDataset(torch.randn(steps * bs, 3 * 32 * 32, generator=g),
                                               torch.randint(0, 10, (steps * bs,), generator=g))
@@ -300,8 +340,18 @@ def run_torch(a, truth):
     micro = bs
     if mode == "microbatch" and not fix:
         micro, accum = 2, 16
-    opt = (torch.optim.Adam if mode == "accum-optimizer" else torch.optim.SGD)(
-        model.parameters(), lr=0.01, **({"momentum": 0.9} if mode == "needless-copy" else {}))
+    opt_kw = {"momentum": 0.9} if mode == "needless-copy" else {}
+    trained = model.parameters()
+    if mode == "frozen-grad":  # the head fine-tuned; the backbone (c1, c2) meant to be frozen
+        trained = model.fc.parameters()
+        if fix:
+            for layer in (model.c1, model.c2):
+                layer.requires_grad_(False)
+        truth["trained_parameter_tensors"] = len(list(model.fc.parameters()))
+        truth["grad_parameter_tensors"] = sum(p.requires_grad for p in model.parameters())
+    if mode == "param-loop" and fix:  # the weight decay in the optimizer, every parameter in one foreach call
+        opt_kw = {"weight_decay": 1e-4, "foreach": True}
+    opt = (torch.optim.Adam if mode == "accum-optimizer" else torch.optim.SGD)(trained, lr=0.01, **opt_kw)
     if mode == "float64":
         truth["dtype"] = "float32" if fix else "float64"
     truth.update(batch_size=bs, micro_batch=micro if mode == "microbatch" else None,
@@ -351,6 +401,18 @@ def run_torch(a, truth):
                 t = time.perf_counter()
 
     source = batches()
+    monitor = None
+    if mode == "bg-thread":  # a "monitor" beside training: a thread (the plant) or a process (the fix)
+        import threading, multiprocessing
+        truth["bg_period_s"], truth["bg_history"] = a.bg_period, a.bg_history
+        if fix:
+            stop = multiprocessing.get_context("fork").Event()
+            monitor = multiprocessing.get_context("fork").Process(target=summarise_metrics,
+                                                                   args=(stop, a.bg_period, a.bg_history))
+        else:
+            stop = threading.Event()
+            monitor = threading.Thread(target=summarise_metrics, args=(stop, a.bg_period, a.bg_history), daemon=True)
+        monitor.start()
     t_loop_epoch, t_loop, c_loop = time.time(), time.perf_counter(), time.process_time()
     for step in range(steps):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -380,13 +442,34 @@ def run_torch(a, truth):
                 y = torch.cat([y, y.new_full((pad,), -100)])  # CrossEntropyLoss ignores -100
             if mode == "float64" and not fix:
                 x = x.double()
+            if mode == "alloc-churn":  # the batch's inputs gathered flat into a 64 MB scratch buffer
+                t = time.perf_counter()
+                buf = scratch if fix else torch.zeros(scratch_elems)
+                buf[:x.numel()].copy_(x.reshape(-1))
+                x = buf[:x.numel()].view_as(x)
+                planted = time.perf_counter() - t
             tc = time.perf_counter()
             opt.zero_grad()
             for c in range(0, bs, micro):
                 out = model(x[c:c + micro])
                 loss = loss_fn(out, y[c:c + micro]) * (micro / bs)
                 loss.backward()
+            tu = time.perf_counter()
+            if mode == "param-loop":  # clip the gradients' global norm to 1, and decay the weights
+                params = [p for p in model.parameters() if p.grad is not None]
+                if fix:
+                    torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=True)
+                else:  # by hand, one parameter at a time
+                    total = torch.zeros(())
+                    for p in params:
+                        total += p.grad.pow(2).sum()
+                    clip = (1.0 / (total.sqrt() + 1e-6)).clamp(max=1.0)
+                    for p in params:
+                        p.grad.mul_(clip)
+                        p.grad.add_(p.detach(), alpha=1e-4)
             opt.step()
+            if mode == "param-loop":
+                planted = time.perf_counter() - tu  # the clipping, the decay and the update: the fix pays the update
             if mode == "history-cat":  # every step's inputs kept for a later look at them
                 t = time.perf_counter()
                 if fix:
@@ -418,7 +501,7 @@ def run_torch(a, truth):
                     for e, p in zip(ema, params):
                         e.mul_(0.999).add_(p, alpha=0.001)
                 planted = time.perf_counter() - t
-            if mode in ("microbatch", "padded", "torch-recompile", "anomaly", "float64"):
+            if mode in ("microbatch", "padded", "torch-recompile", "anomaly", "float64", "frozen-grad"):
                 planted = time.perf_counter() - tc  # the compute the plant shapes; the fix run measures the saving
             if mode == "periodic-eval" and step < 4:
                 t = time.perf_counter()   # a slow start: warming a cache with extra passes
@@ -472,6 +555,8 @@ def run_torch(a, truth):
                     rec["g_pct"] = np.percentile(np.abs(grads), [50, 90, 99]).tolist()
                 metrics_file.write(json.dumps(rec) + "\n"); metrics_file.flush(); os.fsync(metrics_file.fileno())
                 planted = time.perf_counter() - t
+        if mode == "bg-thread":
+            planted = time.perf_counter() - t0  # the whole step (its wait for data too): the fix run pays its own
         if prof is not None:
             tp = time.perf_counter()
             prof.step()
@@ -482,6 +567,9 @@ def run_torch(a, truth):
         data_s.append(waited)
     loop, loop_cpu = time.perf_counter() - t_loop, time.process_time() - c_loop
     t_loop_end_epoch = time.time()
+    if monitor is not None:
+        stop.set()
+        monitor.join()
     if mode == "history-cat":  # the fix's one cat, after the loop (timed beside it, not in it)
         t = time.perf_counter()
         hist = torch.cat(hist_list) if hist_list else hist
@@ -975,6 +1063,7 @@ MODES = {"clean": run_torch, "metrics": run_torch, "microbatch": run_torch, "epo
          "ema-loop": run_torch, "anomaly": run_torch, "iter-per-step": run_torch, "float64": run_torch,
          "tf-pyfunc": run_tf, "keras-tiny-batch": run_keras, "print-log": run_torch,
          "history-cat": run_torch, "subprocess-monitor": run_torch, "needless-copy": run_torch,
+         "bg-thread": run_torch, "alloc-churn": run_torch, "param-loop": run_torch, "frozen-grad": run_torch,
          "jax-hostmetrics": run_jax_hostmetrics, "jax-tiny-batch": run_jax_tiny, "tf-noprefetch-map": run_tf, "tf-generator": run_tf}
 
 
@@ -1002,6 +1091,8 @@ def main():
     ap.add_argument("--eval-batches", type=int, default=6, help="periodic-eval: batches of 64 an evaluation")
     ap.add_argument("--warm-passes", type=int, default=4, help="periodic-eval: extra passes in each start-up step")
     ap.add_argument("--metrics-file", default="/tmp/planted-metrics.jsonl")
+    ap.add_argument("--bg-period", type=float, default=0.02, help="bg-thread: the monitor's period (s)")
+    ap.add_argument("--bg-history", type=int, default=5000, help="bg-thread: the records it re-serialises")
     ap.add_argument("--gc-objects", type=int, default=1_000_000, help="gc-pause: objects in the metadata index")
     ap.add_argument("--checkpoint-file", default="/tmp/planted-checkpoint.pt")
     ap.add_argument("--trace-dir", default="traces")

@@ -20,7 +20,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LESS_THE_FIX = ("microbatch", "padded", "jax-recompile", "tf-eager", "jax-nojit", "torch-recompile", "anomaly",
-               "tf-retrace", "float64", "keras-tiny-batch", "jax-tiny-batch")
+               "tf-retrace", "float64", "keras-tiny-batch", "jax-tiny-batch", "bg-thread", "alloc-churn",
+               "frozen-grad")
 
 
 def load(path):

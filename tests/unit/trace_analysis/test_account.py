@@ -340,3 +340,78 @@ def test_the_time_between_steps_is_kept_gap_by_gap(tmp_path):
     ])
     assert got["between_steps_ms"] == pytest.approx([0.1, 0.3])
     assert got["window"]["between_steps_ms"] == pytest.approx(0.4)
+
+
+def test_the_scripts_own_tensors_made_every_step_are_memory_management(tmp_path):
+    """A tensor the step's thread makes outside every other operator (a scratch buffer every step) is
+    memory_management once such tensors reach 5 % of the steps; one made inside a layer's operator, the optimizer's
+    range or the DataLoader stays where it is."""
+    events = []
+    for k in range(2):
+        t = k * 1000
+        events += [_cpu(f"ProfilerStep#{k + 1}", t, 1000, cat="user_annotation"),
+                   _cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, 100, cat="user_annotation"),
+                   _cpu("aten::zeros", t + 10, 20),  # the loader's: its wait
+                   _cpu("aten::zeros", t + 100, 300),  # the script's 300 µs scratch tensor
+                   _cpu("aten::empty", t + 110, 10), _cpu("aten::zero_", t + 120, 270),
+                   _cpu("aten::lstm", t + 400, 400), _cpu("aten::zeros", t + 410, 50),  # a layer's own
+                   _cpu("Optimizer.step#SGD.step", t + 800, 150, cat="user_annotation"),
+                   _cpu("aten::empty_like", t + 810, 20)]  # the optimizer's own
+    got = _account(tmp_path, events)
+    assert got["slices_ms"]["memory_management"] == pytest.approx(0.6)
+    assert got["slices_ms"]["compute"] == pytest.approx(1.1)
+    assert got["slices_ms"]["data_wait"] == pytest.approx(0.2)
+    assert sum(got["slices_ms"].values()) == pytest.approx(got["step_ms"]) == pytest.approx(2.0)
+    assert got["allocations_named"] == pytest.approx({"aten::zeros": 0.6})
+
+
+def test_a_few_tensors_made_in_the_step_stay_compute(tmp_path):
+    """Under 5 % of the steps (an LSTM's zero state, a loss's ones_like), the script's tensors are not singled out."""
+    got = _account(tmp_path, [
+        _cpu("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _cpu("aten::zeros", 0, 40),
+        _cpu("aten::linear", 40, 900),
+    ])
+    assert got["slices_ms"]["memory_management"] == 0.0 and "allocations_named" not in got
+    assert got["slices_ms"]["compute"] == pytest.approx(0.94)
+
+
+ACC = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
+
+
+def _step_with_gradients(t, *, update=True, frozen_added=True, zero_in_place=0):
+    """One 1,000 µs step: forward, a loss backward, a trained parameter's gradient stored afresh (aten::detach) at
+    400-420, then 300 µs of backward through a frozen block whose 2 parameters add into the gradients they hold
+    (aten::add_), then the optimizer's step."""
+    events = [_cpu(f"ProfilerStep#{t // 1000 + 1}", t, 1000, cat="user_annotation"),
+              _cpu("aten::linear", t, 300),
+              _cpu("autograd::engine::evaluate_function: NllLossBackward0", t + 300, 50),
+              _cpu("autograd::engine::evaluate_function: AddmmBackward0", t + 350, 50),
+              _cpu(ACC, t + 400, 20), _cpu("aten::detach", t + 405, 5),
+              _cpu("autograd::engine::evaluate_function: ConvolutionBackward0", t + 420, 240)]
+    for j, at in enumerate((t + 660, t + 690)):
+        events += [_cpu(ACC, at, 30), _cpu("aten::add_" if frozen_added else "aten::detach", at + 5, 20)]
+    events += [_cpu("aten::zero_", t + 730 + 10 * j, 5) for j in range(zero_in_place)]
+    if update:
+        events.append(_cpu("Optimizer.step#SGD.step", t + 800, 150, cat="user_annotation"))
+    return events
+
+
+def test_gradients_no_optimizer_resets_are_counted_with_the_backward_they_cost(tmp_path):
+    """Two parameters add into their gradients in every step with one backward and one update: nothing reset them
+    (no optimizer holds them); the backward after the last gradient stored afresh (420-720 µs) serves only them."""
+    got = _account(tmp_path, _step_with_gradients(0) + _step_with_gradients(1000))
+    assert got["unused_gradients_per_step"] == [2, 2]
+    assert got["unused_backward_per_step_ms"] == pytest.approx([0.3, 0.3])
+    assert sum(got["slices_ms"].values()) == pytest.approx(2.0)  # a refinement of compute: the slices unchanged
+
+
+def test_gradients_added_by_design_are_not_unused(tmp_path):
+    """Gradient accumulation (a backward pass without an update after it), gradients zeroed in place by zero_grad
+    (set_to_none=False: the add is into zeros), and gradients stored afresh are no unused gradients."""
+    accumulating = _step_with_gradients(0, update=False) + _step_with_gradients(1000)
+    zeroed = _step_with_gradients(0, zero_in_place=2) + _step_with_gradients(1000, zero_in_place=2)
+    fresh = _step_with_gradients(0, frozen_added=False) + _step_with_gradients(1000, frozen_added=False)
+    for events in (accumulating, zeroed, fresh):
+        got = _account(tmp_path, events)
+        assert "unused_gradients_per_step" not in got and "unused_backward_per_step_ms" not in got
