@@ -87,9 +87,6 @@ EXPECTED = {
 }
 # The verdicts that are not right yet, as the README's table says, each with why (strict: fixing one must say so)
 NOT_YET = {
-    "jax-tiny-batch": "host-overhead with the metrics culprits: the profiler slowed the traced steps 31x (11.5 ms "
-                      "against 0.37 ms untraced), its cost under no operator; steps too small for their fixed cost "
-                      "are not found for JAX",
     "tf-noprefetch-map": "the saving is priced as loading overlapping the rest of the step, with no core for it: "
                          "4.1 s against 1.6 / 0.7 s saved (recorded again at load 3.5-4.9, the job at 1.04 of the "
                          "2 cores; 9.0 s against 1.3 / 3.6 s as first recorded at load 7-14); alone on the host the "
