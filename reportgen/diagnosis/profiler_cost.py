@@ -27,7 +27,7 @@ import statistics
 from dataclasses import dataclass, replace
 
 from reportgen.sources.layout import XSPACE_SUFFIXES
-from reportgen.trace_ranks import TraceAccount, TraceRank
+from reportgen.trace_ranks import ACCOUNT_SLICES, TraceAccount, TraceRank
 
 MIN_UNRECORDED = 3  # steps between cycles in all: fewer say little about a step's time without the profiler
 
@@ -170,10 +170,6 @@ OPERATOR_SLICES = ("compute", "dispatch", "memory_management", "memory_copies", 
 AFTER = ("no_operator",)
 
 
-EVERY_SLICE = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
-               "compilation", "dispatch", "debug_checks", "no_operator")
-
-
 def _less_cost(account: TraceAccount, cost_ms: float, groups: tuple[tuple[str, ...], ...] = (OPERATOR_SLICES, AFTER)
                ) -> TraceAccount:
     """The account with ``cost_ms`` of profiler work taken out of the slices that hold it, pro rata (each step's too),
@@ -231,7 +227,7 @@ def _slices_of(rank: TraceRank) -> tuple[tuple[str, ...], ...]:
     threads take cores, the runtime's threads hand work to each other — so every slice, pro rata: the window's
     shares are kept as recorded."""
     if is_xspace(rank):
-        return (EVERY_SLICE,)
+        return (tuple(ACCOUNT_SLICES),)
     return (OPERATOR_SLICES, AFTER)
 
 
