@@ -90,7 +90,8 @@ def identity(report: Report) -> list[tuple[str, str]]:
                 (overhead.pauses or overhead.excluded):  # after a window: shown where it is more than the drift
             items.append(("Profiler overhead", f"{overhead.per_step_ms:.1f} ms a recorded step "
                           f"({100 * overhead.share:.0f} % of its {overhead.recorded_median_ms:.1f} ms): "
-                          f"{overhead.measured_from} took {overhead.unrecorded_mean_ms:.1f} ms each"
+                          f"{overhead.measured_from} took {overhead.unrecorded_mean_ms:.{2 if overhead.unrecorded_mean_ms < 10 else 1}f} "
+                          "ms each"
                           + ("; left out of every share" if overhead.excluded else "")))
         elif overhead is not None and overhead.pauses:  # several cycles, yet not measurable: say why
             items.append(("Profiler overhead", f"not measured: {overhead.note}"))

@@ -106,6 +106,14 @@ def test_at_a_glance_shows_it(tmp_path):
     assert items["Profiler overhead"].startswith(f"{overhead.per_step_ms:.1f} ms a recorded step")
     assert "42 steps between its cycles" in items["Profiler overhead"]
     assert items["Profiler overhead"].endswith("; left out of every share")
+    # one window, its steps 10x those after it (jax-tiny-batch); a window within the drift (clean) is not shown
+    report = build_report(load_rule_outputs(analyze_source(str(RECORDINGS / "planted" / "jax-tiny-batch"),
+                                                           tmp_path / "jax")))
+    said = dict(identity(report))["Profiler overhead"]
+    assert said.startswith("8.5 ms a recorded step (91 % of its 9.4 ms): the 11840 steps after its window")
+    assert said.endswith("took 0.88 ms each; left out of every share")
+    report = build_report(load_rule_outputs(analyze_source(str(RECORDINGS / "planted" / "clean"), tmp_path / "clean")))
+    assert "Profiler overhead" not in dict(identity(report))
 
 
 def test_report_json_and_the_page_carry_it(tmp_path):
