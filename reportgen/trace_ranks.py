@@ -310,9 +310,10 @@ class TraceAccount:
     # the profiler's own cost inside the steps (ms in all), where the diagnosis measured it and took it out of the
     # slices (diagnosis/profiler_cost.py): the shares are then of the steps less it; 0 as kineto.json gives it
     profiler_ms: float = 0.0
-    # tf.function graphs each step called, where the account split their operations' kernels (compute) from the
-    # rest of each call (dispatch); empty for other traces
+    # tf.function graphs (or jitted JAX executables) each step called, where the account split their operations'
+    # kernels (compute) from the rest of each call (dispatch); empty for other traces
     graph_calls_per_step: tuple[float, ...] = ()
+    graph_runtime: str = "tensorflow"  # whose calls those are: "tensorflow" or "jax"
     # tensor elements each step read into Python one by one (aten::item outside the optimizer and backward), where
     # the median step reads 50 or more (a tensor printed or logged, or iterated element by element); else empty
     scalar_reads_per_step: tuple[float, ...] = ()
@@ -405,6 +406,7 @@ class TraceAccount:
                    input_python_calls_per_step=max(given(entry.get("input_python_calls_per_step")) or 0.0, 0.0),
                    input_pipeline=pipeline if isinstance(pipeline := entry.get("input_pipeline"), str) else "",
                    graph_calls_per_step=counts("graph_calls_per_step"),
+                   graph_runtime="jax" if entry.get("graph_runtime") == "jax" else "tensorflow",
                    scalar_reads_per_step=counts("scalar_reads_per_step"),
                    copies_per_step_ms=counts("copies_per_step_ms"), copies_named=copied, allocations_named=made,
                    unused_gradients_per_step=counts("unused_gradients_per_step"),

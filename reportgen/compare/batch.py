@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reportgen.compare.command_flags import flag_values
+from reportgen.command_flags import flag_values
 from reportgen.rule_outputs import command_line
 
 # --batch-size, --batch_size, --batchsize, --bs, --train-batch-size, --per_device_train_batch_size (Hugging Face)

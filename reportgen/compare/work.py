@@ -20,10 +20,9 @@ Without either (PyTorch profiler traces alone, no loop) the work is unknown and 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 
-from reportgen.compare.command_flags import flag_values
+from reportgen.command_flags import MAX_STEPS, steps_of_command
 from reportgen.report.json_views import ReportJson, TrainingLoop
 from reportgen.report.views import step_nodes_of
 from reportgen.section_ids import SectionId
@@ -40,9 +39,6 @@ COUNTED_TOLERANCE = 0.05
 # the reverse) is different work; the planted pair tf-hostwork / tf-clean, 320 against 800 steps, is 3.0x estimated.
 ESTIMATED_TOLERANCE = 1.5
 COMMAND_MISMATCH = 3.0  # a command's step count this far from the estimate counts something else
-STEPS_FLAG = re.compile(r"--(?:steps|(?:max|num|train|total)[-_]steps)", re.IGNORECASE)
-EPOCHS_FLAG = re.compile(r"--(?:epochs?|(?:num|max|train)[-_](?:train[-_])?epochs)", re.IGNORECASE)
-MAX_STEPS = 1e12  # more steps than this is damage, not work
 
 
 @dataclass(frozen=True)
@@ -106,19 +102,6 @@ def work_of(sections: dict, loop: TrainingLoop | None, command: object = None) -
     ranks = f", over {len(means)} ranks" if len(means) > 1 else ""
     return Work(steps, True, f"the training loop less the profiler's export, {loop.seconds:.1f} s, ÷ the profiled "
                              f"steps' mean step, {mean * 1000:.1f} ms{ranks}", loop.seconds, mean)
-
-
-def steps_of_command(command: object) -> tuple[int, str] | None:
-    """(steps, ``--steps 320``) from a recorded command line (``--steps 320`` or ``--steps=320``); None when it
-    gives none, several that differ, or also names epochs."""
-    if flag_values(command, EPOCHS_FLAG):
-        return None
-    found: dict[int, str] = {}
-    for flag, value in flag_values(command, STEPS_FLAG):
-        value = value.strip()
-        if value.isdigit() and 0 < int(value) <= MAX_STEPS:
-            found.setdefault(int(value), f"{flag} {int(value)}")
-    return next(iter(found.items())) if len(found) == 1 else None
 
 
 def _counted(counts, outliers) -> float | None:

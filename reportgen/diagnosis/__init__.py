@@ -20,6 +20,7 @@ from reportgen.diagnosis.coverage import LABELS, Answer, judge
 from reportgen.diagnosis.explained import fired_without_finding
 from reportgen.diagnosis.evaluation import FIRED, NOT_EVALUATED, PASSED, evaluate_rule
 from reportgen.diagnosis.evidence import Evidence, gather
+from reportgen.diagnosis.profiler_cost import is_xspace, window_note
 from reportgen.rule_outputs import RuleOutputs
 
 __all__ = ["CAUSES", "TITLES", "Diagnosis", "Finding", "diagnose", "evaluate_rule", "FIRED", "PASSED",
@@ -45,8 +46,11 @@ class Diagnosis:
 
     @property
     def quality_notes(self) -> list[str]:
-        """Evidence the findings set aside, and why (the page's Data quality lists them)."""
-        return [f.quality for f in self.findings if f.quality]
+        """Evidence the findings set aside, and why, and a profiled window unlike the loop (the page's Data quality
+        lists them)."""
+        ev = self.evidence
+        window = window_note(ev.profiler_overhead, any(is_xspace(r) for r in ev.trace_ranks.values()))
+        return [f.quality for f in self.findings if f.quality] + ([window] if window else [])
 
     @property
     def questions_judged(self) -> list[str]:

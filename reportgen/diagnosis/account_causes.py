@@ -355,10 +355,24 @@ GRAPH_CALL_FIX = ("Give each step more work, so that its fixed cost is paid for 
                   "batches inside one tf.function.")
 
 
+JIT_CALL_FIX = ("Give each step more work, so that its fixed cost is paid for more samples: a larger batch (the learning "
+                "rate scaled with it; a batch k times larger pays the fixed cost once instead of k times), or several "
+                "steps in one jitted call: jax.lax.scan over a stack of batches inside the jitted function (the same "
+                "updates, one call and one transfer for all of them).")
+GRAPH_CALL_WORDS = {  # runtime: (the call, its kernels as the trace shows them, the rest of the call, the fix)
+    "tensorflow": ("tf.function graph call", "the executor's <node>:<OpType> events",
+                   "the tf.function's Python, the eager runtime, the executor scheduling each operation",
+                   GRAPH_CALL_FIX),
+    "jax": ("jitted call (PjitFunction, one XLA executable run)", "XLA's HLO operations on the executor's threads",
+            "its arguments parsed and put on the device, the executable launched, the step waiting for the "
+            "executor's thread to run it", JIT_CALL_FIX),
+}
+
+
 def _graph_call_finding(ev: Evidence, label: str, account: TraceAccount, share: float) -> Finding:
-    """A tf.function step whose operations' kernels are a small part of each call: the call's own cost (the
-    tf.function's Python, the eager runtime, the executor scheduling each operation) is paid once per step whatever
-    the batch, and so is the Python between calls (a framework's loop and callbacks). Where that fixed cost
+    """A tf.function step (or a jitted JAX step) whose operations' kernels are a small part of each call: the call's
+    own cost (the tf.function's Python, the eager runtime, the executor scheduling each operation; JAX's dispatch of
+    the executable and the wait for its thread) is paid once per step whatever the batch, and so is the Python between calls (a framework's loop and callbacks). Where that fixed cost
     outweighs the kernels the steps are too small for it, and both are this finding's; otherwise the call's cost."""
     kernels = account.every_step_share("compute")
     python = account.every_step_share("no_operator")
@@ -366,23 +380,26 @@ def _graph_call_finding(ev: Evidence, label: str, account: TraceAccount, share: 
     claimed = share + python if small else share
     median = _median_step_ms(account)
     calls = _median(account.graph_calls_per_step)
-    evidence = [f"{calls:,.0f} tf.function graph call{'s' if calls != 1 else ''} a step{_rank_text(ev, label)}, whose "
-                f"operations' kernels (the executor's <node>:<OpType> events) take {kernels * median:.2f} ms of a "
-                f"median {median:.2f} ms step ({pct(kernels)})",
-                f"the rest of each call — the tf.function's Python, the eager runtime, the executor scheduling each "
-                f"operation — is {pct(share)} of the step, paid once per call whatever the batch"
+    call, shown, rest, fix = GRAPH_CALL_WORDS[account.graph_runtime]
+    # the step as the trace recorded it: the profiler's measured cost comes out of an XSpace trace's slices pro rata
+    median *= account.step_ms / account.base_ms if account.base_ms > 0 else 1.0
+    evidence = [f"{calls:,.0f} {call}{'s' if calls != 1 else ''} a step{_rank_text(ev, label)}, whose "
+                f"operations' kernels ({shown}) take {kernels * median:.2f} ms of a median {median:.2f} ms profiled "
+                f"step ({pct(kernels)})",
+                f"the rest of each call — {rest} — is {pct(share)} of the step, paid once per call whatever the batch"
                 + (f"; the Python between calls (the training loop, a framework's per-batch callbacks) another "
                    f"{pct(python)}" if small and python >= 0.005 else "")]
     if small:
         evidence.append("the step's fixed cost outweighs its arithmetic: the batch is small for the model")
-    return make(ev, "operator-overhead", 0.0, evidence, GRAPH_CALL_FIX, loop_share=claimed,
+    return make(ev, "operator-overhead", 0.0, evidence, fix, loop_share=claimed,
                 sections=[_account_section(ev)],
                 heading=("Each step is too small for its fixed cost: " if small else "Each step pays ")
                         + f"{pct(claimed)} outside its kernels",
                 basis="an upper bound: the time outside the graph's kernels in every step"
                       + (" (and the Python between steps)" if small else "")
-                      + ", which a batch k times larger pays once per k times the samples ((k-1)/k of it saved); "
-                        "steps_per_execution saves the Python part and part of the call's",
+                      + ", which a batch k times larger pays once per k times the samples ((k-1)/k of it saved)"
+                      + ("; steps_per_execution saves the Python part and part of the call's"
+                         if account.graph_runtime == "tensorflow" else "; so does lax.scan over k batches"),
                 metrics={"slice": "dispatch", "graph_calls_per_step": calls, "kernel_share": kernels,
                          "overhead_share": claimed, "worst_rank": label, "share_of_steps": claimed,
                          "ranks": len(accounts(ev)), **({"small_steps": True} if small else {})})

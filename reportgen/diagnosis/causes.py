@@ -214,6 +214,18 @@ def workers_to_hide(loader_share: float) -> int:
     return min(16, max(1, math.ceil(loader_share / max(1 - loader_share, 0.05) - 1e-9)))
 
 
+def cores_asked(ev: Evidence) -> tuple[float, float] | None:
+    """(cores used, cores waited for on the run queue) over the loop where the recorded command's threads asked for
+    every core of the host (the CPU they got plus their wait for a core: a recording's run-queue account); None
+    otherwise, or without that account. Its loading then has no core to overlap the rest of the step on: more threads
+    or workers add work to the same cores (tf-noprefetch-map: 1.25 cores used and 1.92 waited on 2 cores; its
+    parallel map saved 2-13 % alone on the host, −6 % / +23 % in interleaved pairs, against 36 % claimed)."""
+    cpu, queued = loop_cpu(ev), ev.loop_run_queue_pct()
+    if cpu is None or queued is None or not ev.cores or cpu + queued / 100 < 1.0:
+        return None
+    return cpu * ev.cores, queued / 100 * ev.cores
+
+
 def loader_saving(ev: Evidence, loader_share: float, workers: int, unit: str = "worker") -> tuple[float, str]:
     """(share of the training loop saved, basis) when the data loading that the training process does itself
     (``loader_share`` of its step) moves to ``workers`` worker processes (``unit``: a tf.data pipeline's parallel
@@ -221,7 +233,7 @@ def loader_saving(ev: Evidence, loader_share: float, workers: int, unit: str = "
     least the larger of: the loading spread over the workers, the rest of the step, and today's CPU work spread
     over every core (workers cannot make the cores do more than all they have)."""
     if workers <= 0:
-        return loader_share, ("the time the training loop spends loading data; no more workers fit these cores, "
+        return loader_share, (f"the time the training loop spends loading data; no more {unit}s fit these cores, "
                               "so only cheaper loading or more cores can give it back (an upper bound)")
     cpu = loop_cpu(ev)
     bounds = {f"loading ÷ {unit}s": loader_share / workers, "the rest of the step": 1 - loader_share}
@@ -307,6 +319,9 @@ def gpu_busy_text(ev: Evidence) -> str:
     return ""
 
 
+TF_CORES_FIX = ("make the map cheaper (lighter augmentation, .cache() after its deterministic part, or data prepared "
+                "offline) or give the job more cores; then num_parallel_calls=tf.data.AUTOTUNE and "
+                ".prefetch(tf.data.AUTOTUNE) overlap what is left with the step.")
 TF_PIPELINE_FIX = ("Keep the tf.data pipeline ahead of the step: num_parallel_calls=tf.data.AUTOTUNE in map(), "
                    ".prefetch(tf.data.AUTOTUNE) at its end, .cache() after the expensive steps (or data prepared "
                    "offline), and interleave() for reading many files in parallel.")
@@ -617,6 +632,12 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
     machine = (f"{ev.cores} cores per node for {plural(procs, 'training process', 'training processes')}"
                if ev.cores else "")
     more = now is None or n > now
+    full = cores_asked(ev)  # the process's threads already ask for every core: no core for loading to overlap on
+    if full is not None:
+        more = False
+        evidence.append(f"the training process's threads asked for every core over the loop: {full[0]:.2f} of the "
+                        f"{ev.cores} cores used and {full[1]:.2f} more waited for on the run queue; more threads or "
+                        "workers for the loading would add work to the same cores")
     if more:
         multi = now is None and iterator is not None and "MultiProcessing" in str(iterator)
         fix = (f"Raise the DataLoader's num_workers from {now} to {n}" if now is not None else
@@ -633,6 +654,10 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
         if ev.pin_memory is False:
             fix += ", set pin_memory=True"
         fix += ", and keep batches coming with persistent_workers=True and prefetch_factor≥2."
+    elif full is not None:
+        fix = (f"The cores are the limit: the training process's threads already ask for all {ev.cores} cores, so "
+               "more data-loading threads or workers find none free: make samples cheaper to prepare (cached "
+               "decoding, lighter augmentation, data prepared offline) or give the job more cores.")
     else:
         wanted = procs * (now + 3)  # each process, and two more workers each than today
         cores = f"{ev.cores} cores per node" if ev.cores else "the cores"
@@ -660,7 +685,9 @@ def input_pipeline(ev: Evidence, found: dict) -> Finding | None:
         # a tf.data pipeline, not a DataLoader: its own remedies, and what its threads run tells which
         evidence = [e.replace("step time in the DataLoader", "step time waiting for the tf.data pipeline "
                               "(IteratorGetNext)") for e in evidence]
-        fix = TF_PIPELINE_FIX
+        fix = TF_PIPELINE_FIX if full is None else (
+            f"The cores are the limit: the training process's threads already ask for all {ev.cores} cores, so a "
+            f"parallel map or a prefetch finds none free to run on: {TF_CORES_FIX}")
         if account.input_python_calls_per_step >= 1:
             generator = account.input_pipeline.endswith(GENERATOR_SOURCE)
             evidence.append(f"the tf.data pipeline runs Python: {account.input_python_calls_per_step:.0f} "

@@ -13,18 +13,19 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from reportgen.diagnosis.profiler_cost import (ProfilerOverhead, profiler_overhead, with_collection,
-                                               without_profiler_cost)
+from reportgen.command_flags import steps_of_command
+from reportgen.diagnosis.profiler_cost import (ProfilerOverhead, after_window, profiler_overhead,
+                                               with_collection, without_profiler_cost)
 from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
 from reportgen.job_processes import churn_within
 from reportgen.job_usage import loop_end_from_demand, loop_start_from_demand
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
-                                    WorkerSteps, gpus_of, outlier_steps_of, profiler_exports, recorded_children,
-                                    recorded_children_idle, recorded_command, recorded_demand, recorded_idle_to_script_end,
-                                    recorded_run_queue, recorded_script_end, recorded_usage, system_usage_of,
-                                    traces_written)
+                                    WorkerSteps, command_line, gpus_of, outlier_steps_of, profiler_exports,
+                                    recorded_children, recorded_children_idle, recorded_command, recorded_demand,
+                                    recorded_idle_to_script_end, recorded_run_queue, recorded_script_end, recorded_usage,
+                                    system_usage_of, traces_written)
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank
 from reportgen.rulebook import RuleName
@@ -347,18 +348,45 @@ def xspace_exports(ev: Evidence, recording: dict | None) -> list[tuple[float, fl
     return [(start, end)] if 0.0 <= end - start <= 3600.0 else []
 
 
+def _exports(ev: Evidence, outputs: RuleOutputs) -> list[tuple[float, float]]:
+    """Every export of the profiler the recording kept (torch's from the end of the cycle it writes, JAX's and
+    TensorFlow's from their traces' end), epoch seconds."""
+    return with_collection(profiler_exports(outputs.recording), ev.trace_ranks) + xspace_exports(ev, outputs.recording)
+
+
 def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
     """A recording's profiler exports inside the training loop are the profiler's time, not training: left out of
     the loop that shares of the profiled steps are applied to (torch's export took 32-202 s of real jobs)."""
     if ev.loop is None or ev.loop_s is None or ev.trace_only:
         return
     lo, hi = ev.loop
-    spans = with_collection(profiler_exports(outputs.recording), ev.trace_ranks) + xspace_exports(ev, outputs.recording)
+    spans = _exports(ev, outputs)
     ev.export_spans = sorted((max(start, lo), min(end, hi)) for start, end in spans if min(end, hi) > max(start, lo))
     inside = sum(end - start for start, end in ev.export_spans)
     if inside > 0:
         ev.profiler_export_s = inside
         ev.loop_s = max(ev.loop_s - inside, 0.0)
+
+
+def _profiler_cost_after_window(ev: Evidence, outputs: RuleOutputs) -> None:
+    """With one profiling cycle, the profiler's cost per recorded step from the steps after its window
+    (``profiler_cost.after_window``): where the recording marks the loop's end (not the command's exit, which holds
+    the teardown) and its command names the steps the loop ran. Measured, it is taken out of the ranks' accounts
+    and the loop's start is found again, its waited steps at the unrecorded steps' mean."""
+    overhead = ev.profiler_overhead
+    if overhead is None or overhead.per_step_ms is not None or overhead.pauses or ev.loop is None or ev.trace_only:
+        return
+    if ev.loop_marks is None or ev.loop_marks[1] == AT_EXIT:
+        return
+    given = steps_of_command(command_line(outputs.recording))
+    measured = after_window(ev.trace_ranks, given, ev.loop[1], _exports(ev, outputs)) if given is not None else None
+    if measured is None:
+        return
+    ev.profiler_overhead = measured
+    if measured.excluded:
+        ev.trace_ranks = without_profiler_cost(ev.trace_ranks, measured)
+        ev.loop = ev.loop_s = None
+        _job_times(ev, outputs)
 
 
 def loop_window(ev: Evidence) -> list[tuple[float, float]]:
@@ -596,6 +624,7 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     ev.profiler_overhead = profiler_overhead(ev.trace_ranks, profiler_exports(outputs.recording))
     ev.trace_ranks = without_profiler_cost(ev.trace_ranks, ev.profiler_overhead)
     _job_times(ev, outputs)
+    _profiler_cost_after_window(ev, outputs)
     _system(ev, outputs)
     _timeline(ev, outputs)
     _process_slow_steps(ev)

@@ -86,11 +86,13 @@ def identity(report: Report) -> list[tuple[str, str]]:
             if ev.profiler_export_s:  # the profiler's own time: left out of the loop above and of every share
                 items.append(("Profiler export", f"{secs(ev.profiler_export_s)} (not counted as training)"))
         overhead = ev.profiler_overhead
-        if overhead is not None and overhead.per_step_ms is not None and overhead.share is not None:
+        if overhead is not None and overhead.per_step_ms is not None and overhead.share is not None and \
+                (overhead.pauses or overhead.excluded):  # after a window: shown where it is more than the drift
             items.append(("Profiler overhead", f"{overhead.per_step_ms:.1f} ms a recorded step "
-                          f"({100 * overhead.share:.0f} % of its {overhead.recorded_median_ms:.1f} ms): the "
-                          f"{overhead.unrecorded_steps} steps between its cycles took {overhead.unrecorded_mean_ms:.1f} "
-                          "ms each; left out of every share"))
+                          f"({100 * overhead.share:.0f} % of its {overhead.recorded_median_ms:.1f} ms): "
+                          f"{overhead.measured_from} took {overhead.unrecorded_mean_ms:.{2 if overhead.unrecorded_mean_ms < 10 else 1}f} "
+                          "ms each"
+                          + ("; left out of every share" if overhead.excluded else "")))
         elif overhead is not None and overhead.pauses:  # several cycles, yet not measurable: say why
             items.append(("Profiler overhead", f"not measured: {overhead.note}"))
         compute = glance_item(list(ev.trace_ranks.values()))  # FLOPs and MFU from the traces

@@ -103,7 +103,18 @@ EAGER_KERNELS = frozenset(("KernelAndDeviceFunc::Run", "CommonPjRtLoadedExecutab
 # executor scheduling each operation) is paid once per call whatever the batch: a step of tiny operations (a small
 # batch) is mostly that (the keras-tiny-batch planted run: 0.3 ms of kernels in a 1.5 ms step).
 GRAPH_OP = re.compile(r"^[^\s:]+:[A-Za-z_]\w*$")
+# A jitted JAX step (one ``PjitFunction(step)`` from Python, not one per primitive) runs one XLA executable: its HLO
+# operations (``dot.1``, ``ynn_fusion.4``, ``wrapped_reduce-window``: lower-case names, an optional ``.N``) are the
+# kernels, on the executor's threads inside ``ThunkExecutor::Execute``; the rest of the call (parsing the arguments,
+# putting them on the device, launching the executable, the executor's own events) is paid once per call whatever the
+# batch — the jax-tiny-batch planted run: 0.56 ms of operations in a 9.4 ms profiled step.
+XLA_OP = re.compile(r"^[a-z][\w\-]*(\.\d+)?$")
 SMALL_STEP = 1.0  # the rest of the call at least this many times its kernels' time: a step too small for its cost
+# A jitted JAX call's rest holds the step's wait for the executor's thread, which a loaded host stretches too: the
+# jax-cpu recording (load 15, 7.2 ms of operations a step) waited 1.6x its operations in the median step, 7x in a
+# quarter of them; jax-tiny-batch's 0.56 ms of operations 14x in the median step, 5x or more in three quarters. So a
+# jitted step is too small for its cost where the rest is 4x its operations, in most steps.
+SMALL_JIT_STEP = 4.0
 EAGER_STEP_OPS = 20  # a step that runs this many operations eagerly runs its model op by op (not a few constants)
 MIN_METADATA_CALLS = 20  # fewer metadata calls than this: no estimate of the fixed cost (no dispatch slice)
 # Autograd's anomaly detection (torch.autograd.set_detect_anomaly(True) / detect_anomaly()): every backward
@@ -305,7 +316,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     eager = eager_by[eager_runtime]
     graph_calls = np.array(_starts_per_step(trace, primary_cpu & _named(trace, lambda n: bool(TF_FUNCTION_CALL.match(n))),
                                             lo, hi))
-    graph_split = False
+    graph_split, graph_runtime = False, "tensorflow"
     made_named: dict[str, float] = {}
     if not device:
         calls_per_step = float(calls.mean())
@@ -334,6 +345,23 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
                 fixed = np.where(small, rest, 0.0)
                 per_step["dispatch"] += fixed
                 per_step["compute"] -= fixed
+        elif eager_by["jax"].size and eager_by["jax"].max() >= 1:
+            # a jitted JAX step: the same split, its executable's HLO operations the kernels (XLA_OP); the call returns
+            # before its executable runs on the executor's thread, and the step's thread waits for it in
+            # block_until_ready, which no event marks (under no operator): that wait is the call's too
+            jitted = eager_by["jax"]
+            calls_iv = _jit_calls(trace, _outermost(trace, primary_cpu & _named(trace, EAGER_OPS["jax"].match)))
+            waiting = covered(_join(union, calls_iv), lo, hi) - covered(union, lo, hi)
+            running = covered(_union(trace, ops & _named(trace, lambda n: bool(XLA_OP.match(n)))), lo, hi)
+            rest = np.clip(per_step["compute"] - running, 0.0, None)
+            small = (jitted >= 1) & (running > 0) & (rest + waiting >= SMALL_JIT_STEP * running)
+            # the batch's shape is paid in every step: where most steps are not small, the few whose executable
+            # waited long for its thread (a busy host) are slow steps, the slow steps' story
+            if 2 * int(small.sum()) > small.size:
+                graph_split, graph_runtime, graph_calls = True, "jax", jitted
+                per_step["dispatch"] += np.where(small, rest + waiting, 0.0)
+                per_step["compute"] -= np.where(small, rest, 0.0)
+                per_step["no_operator"] -= np.where(small, waiting, 0.0)
         debug = _anomaly_checks(trace, cpu, lo, hi, per_step["compute"])
         per_step["debug_checks"] += debug
         per_step["compute"] -= debug
@@ -397,8 +425,10 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         # only where the script's own tensor creations (ALLOC_OPS outside any operator) reach ALLOCS_KEPT of the
         # steps' time: then memory_management, ms by name
         **({"allocations_named": made_named} if made_named else {}),
-        # only where the steps ran a tf.function's graph whose operations the trace holds: calls per step
-        **({"graph_calls_per_step": [int(c) for c in graph_calls]} if graph_split else {}),
+        # only where the steps ran a tf.function's graph (or a jitted JAX executable) whose operations the trace
+        # holds and were less than the rest of the call: calls per step, and whose runtime
+        **({"graph_calls_per_step": [int(c) for c in graph_calls], "graph_runtime": graph_runtime}
+           if graph_split else {}),
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
                  "kernel_mix": kernel_mix(trace, kernels & ~comm_kernel, lo, hi)} if device else None),
     }
@@ -609,6 +639,29 @@ def _first_run_setup(trace: k.TraceColumns, thread: np.ndarray) -> tuple[np.ndar
             starts.append(start)
             ends.append(run_starts[j])
     return merged(np.array(starts, np.float64), np.array(ends, np.float64))
+
+
+JIT_RUN = "ThunkExecutor::Execute"  # XLA's CPU executable running its operations (on the executor's threads)
+
+
+def _jit_calls(trace: k.TraceColumns, calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each jitted call (``calls``: its outermost ``PjitFunction`` events) from its start to the end of the
+    executable runs (``JIT_RUN``) that start after it and before the next call: the call as its step waits for it."""
+    rows = np.nonzero(calls)[0]
+    if rows.size == 0:
+        return np.zeros(0), np.zeros(0)
+    order = np.argsort(trace.start_us[rows], kind="stable")
+    start, end = trace.start_us[rows][order], trace.end_us[rows][order].copy()
+    runs = _named(trace, JIT_RUN.__eq__)
+    run_start, run_end = trace.start_us[runs], trace.end_us[runs]
+    if run_start.size:
+        by = np.argsort(run_start, kind="stable")
+        run_start, run_end = run_start[by], run_end[by]
+        first = np.searchsorted(run_start, start, side="left")
+        last = np.searchsorted(run_start, np.r_[start[1:], np.inf], side="left")
+        for i in np.nonzero(last > first)[0]:
+            end[i] = max(end[i], float(run_end[first[i]:last[i]].max()))
+    return merged(start, end)
 
 
 def _outermost(trace: k.TraceColumns, mask: np.ndarray) -> np.ndarray:

@@ -181,3 +181,25 @@ def test_the_loops_own_cpu_needs_no_minute_of_timeline_the_recordings_mean_does(
     assert whole.job_cpu_loop is None and whole.loop_cpu_pct() is None and whole.loop_run_queue_pct() is None
     whole.timeline_s = 60.0
     assert whole.loop_cpu_pct() == 12.5
+
+
+def test_threads_that_ask_for_every_core_leave_none_for_the_loading():
+    """A process that used 1.25 of 2 cores and waited 1.92 more on the run queue (tf-noprefetch-map's loop): its
+    threads ask for every core, so more loading threads add work to the same cores; one that asked for 1.5 of 2
+    leaves half a core (the overlap's bounds apply); without a run-queue account nothing is said."""
+    from reportgen.diagnosis.causes import cores_asked
+
+    recording = {**SHARED, "cpu_cores": 2, "job_cpu_pct_of_host": 62.5, "job_run_queue_s": 20.0,
+                 "job_run_queue_pct_of_host": 96.0}
+    ev = gather(outputs(recording))
+    ev.cores, ev.timeline_s = 2, 120.0
+    ev.series = {"algo-1": NodeSeries(cores=[99.0] * 2, cpu_total=99.0)}
+    assert cores_asked(ev) == (pytest.approx(1.25), pytest.approx(1.92))
+    ev = gather(outputs({**recording, "job_run_queue_pct_of_host": 12.5}))
+    ev.cores, ev.timeline_s = 2, 120.0
+    ev.series = {"algo-1": NodeSeries(cores=[99.0] * 2, cpu_total=99.0)}
+    assert cores_asked(ev) is None
+    ev = gather(outputs({**SHARED, "cpu_cores": 2, "job_cpu_pct_of_host": 62.5}))
+    ev.cores, ev.timeline_s = 2, 120.0
+    ev.series = {"algo-1": NodeSeries(cores=[99.0] * 2, cpu_total=99.0)}
+    assert ev.loop_run_queue_pct() is None and cores_asked(ev) is None

@@ -259,6 +259,38 @@ def test_a_graph_call_too_small_for_its_cost_splits_into_kernels_and_dispatch(tm
     assert got["per_step_ms"]["compute"] == pytest.approx([0.8] * 3)
 
 
+def _jit_step(i, run_at, run_us, ops_us):
+    """A jitted JAX step of 1,000 µs: the call (PjitFunction, 100 µs on the step's thread) returns before its
+    executable runs on the executor's thread (ThunkExecutor::Execute from ``run_at`` µs for ``run_us``, its HLO
+    operations ``ops_us`` back to back inside it, each with the profiler's ``end:`` marker); the step's thread waits
+    for it in block_until_ready, which no event marks."""
+    t0 = i * 10_000
+    events = [_cpu(f"ProfilerStep#{i}", t0, 1000, cat="user_annotation"),
+              _cpu("PjitFunction(train_step)", t0, 100),
+              _cpu("ThunkExecutor::Execute", t0 + run_at, run_us, tid=2)]
+    at = t0 + run_at
+    for j, us in enumerate(ops_us):
+        events += [_cpu(f"ynn_fusion.{j}", at, us, tid=2), _cpu(f"end: ynn_fusion.{j}", at + us, 0, tid=2)]
+        at += us
+    return events
+
+
+def test_a_jitted_step_too_small_for_its_cost_splits_into_kernels_and_dispatch(tmp_path):
+    """100 µs of operations in a step whose call took 100 µs, then waited 500 µs for the executor's thread to run
+    them (300 µs with its own events): the call's other 800 µs is its fixed cost (dispatch), the last 100 µs the
+    Python between calls. With 700 µs of operations the kernels outweigh the rest of the call: no split."""
+    got = _account(tmp_path, [e for i in range(3) for e in _jit_step(i, 600, 300, [60, 40])])
+    assert got["graph_calls_per_step"] == [1, 1, 1] and got["graph_runtime"] == "jax"
+    assert got["per_step_ms"]["compute"] == pytest.approx([0.1] * 3)
+    assert got["per_step_ms"]["dispatch"] == pytest.approx([0.8] * 3)
+    assert got["per_step_ms"]["no_operator"] == pytest.approx([0.1] * 3)
+    assert sum(got["slices_ms"].values()) == pytest.approx(got["step_ms"]) == pytest.approx(3.0)
+    got = _account(tmp_path, [e for i in range(3) for e in _jit_step(i, 150, 750, [400, 300])])
+    assert "graph_calls_per_step" not in got and got["slices_ms"]["dispatch"] == 0.0
+    assert got["per_step_ms"]["compute"] == pytest.approx([0.85] * 3)
+    assert got["per_step_ms"]["no_operator"] == pytest.approx([0.15] * 3)
+
+
 def test_tensor_elements_read_one_by_one_are_counted_outside_the_optimizer(tmp_path):
     """A printed tensor reads each element with aten::item (60 a step here); Adam's reads of each parameter's step
     count inside Optimizer.step# are the framework's. Under 50 reads a step the account keeps no count."""
