@@ -37,8 +37,8 @@ REFINES = {"host-overhead": ("no_operator",), "compilation": ("compilation",),
            "kernel-launch-bound": ("dispatch", "no_operator"),
            # what a fix gives back of the compute slice (faster kernels, float32): within it
            "no-mixed-precision": ("compute",), "memory-bound-kernels": ("compute",), "float64": ("compute",),
-           # the copies with no kernel beside them, and the GPU's idle right after them (the host blocked in them)
-           "pageable-memcpy": ("memory_copies", "host_blocked"),
+           # the copies with no kernel beside them, and the GPU idle while the host was in them (its precedence)
+           "pageable-memcpy": ("memory_copies",),
            "communication-bound": ("communication",), "tensor-copies": ("compute",),
            "step-waste": ("data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
                           "compilation", "dispatch", "debug_checks", "no_operator")}
