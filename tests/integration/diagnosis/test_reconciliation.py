@@ -86,9 +86,12 @@ def _slice_share(ev, names) -> float:
 def _refines(finding) -> tuple[str, ...]:
     """The slices a finding's impact is drawn from. A straggler's: the others' wait for it in collectives, on ranks
     (what evening it out saves); among SageMaker processes the slice it is slower in too, when their accounts hold no
-    collective (its step beyond theirs)."""
+    collective (its step beyond theirs); in lock step without collectives, the others' slack under no operator and
+    the slice it is slower in."""
     if finding.cause == "straggler":
         compared = finding.metrics.get("compared")
+        if finding.metrics.get("method") == "busy time":  # lock step, no collective: the others' slack, its extra
+            return ("no_operator", finding.metrics["slower_in"])
         if compared == "ranks":
             return ("communication",)
         if compared == "processes":
