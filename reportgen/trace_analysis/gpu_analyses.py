@@ -412,9 +412,10 @@ def _launch_rows(trace: k.TraceColumns, rows: np.ndarray) -> np.ndarray:
 
 def pageable_copies(trace: k.TraceColumns) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """The host-to-device copies from pageable memory (a mask of the trace's rows) and the host's time in them, as
-    merged intervals: each copy's launching call, or the outermost operator around it on its thread (``aten::to``,
-    whose ``aten::copy_`` stages the pageable memory and, for a synchronous copy, waits for it to land: torch's
-    ``cudaStreamSynchronize`` after ``cudaMemcpyAsync``, or a synchronous ``cudaMemcpy``). A GPU idle gap that
+    merged intervals: each copy's launching call joined with the innermost operator around it on its thread
+    (``aten::copy_``, which stages the pageable memory and, for a synchronous copy, waits for it to land: torch's
+    ``cudaStreamSynchronize`` after ``cudaMemcpyAsync``, or a synchronous ``cudaMemcpy``; not the operators around
+    that, which may be a DataLoader's ``__next__`` whose whole wait for data would then pass for the copy's). A GPU idle gap that
     begins while the host is in such a copy is the copy's: pinned memory and ``non_blocking=True`` would have let
     the host go on (the GPU causes' precedence, docs/diagnosis.md)."""
     names = _ids(trace, lambda n: "pageable" in n.lower() and "htod" in n.lower())
@@ -423,8 +424,8 @@ def pageable_copies(trace: k.TraceColumns) -> tuple[np.ndarray, tuple[np.ndarray
         return copies, (np.zeros(0), np.zeros(0))
     calls = _launch_rows(trace, copies)
     calls = calls[calls >= 0]
-    outer = [call if around is None else around for (around, _), call in zip(_enclosing_rows(trace, calls), calls)]
-    spans = np.array(outer + list(calls), int)
+    inner = [call if around is None else around for (_, around), call in zip(_enclosing_rows(trace, calls), calls)]
+    spans = np.array(inner + list(calls), int)
     return copies, merged(trace.start_us[spans], trace.end_us[spans])
 
 
