@@ -112,6 +112,10 @@ class Scenario:
         forward and backward passes, instead of longer passes.
       slow_every / slow_every_factor: every ``slow_every``-th TRAIN step (checkpointing, evaluation,
         logging on a schedule) is made ``slow_every_factor`` times longer (0 = none).
+      slack_ms: per node, the last ``slack_ms`` of each TRAIN step hold no forward or backward pass (the passes
+        shrink to the rest): a process that waits at the step's end for a slower one, in lock step through
+        collectives its framework events do not record (PyTorch DDP without them, Horovod's optimizer step).
+        With equal ``step_ms`` the node with the least slack is the straggler the others wait for.
 
     GPU
       gpu_util_busy: mean GPUUtilization (%) of a busy sample, per node.
@@ -169,6 +173,7 @@ class Scenario:
     step_outlier_wait: bool = False
     slow_every: int = 0
     slow_every_factor: float = 3.0
+    slack_ms: float | tuple[float, ...] = 0.0
 
     gpu_util_busy: tuple[float, ...] = (88.0,)
     gpu_offsets: tuple[tuple[int, int, float], ...] = ()
@@ -613,7 +618,7 @@ def _step_schedule(rng: np.random.Generator, node: int, start_us: int, duration_
         idx = np.flatnonzero(mode == m)
         stepnum[idx] = np.arange(idx.size)
     return {"start": starts, "dur": dur, "gap": gap, "mode": mode, "stepnum": stepnum, "outliers": outl,
-            "waits": waits}
+            "waits": waits, "slack_us": int(_per_node(sc.slack_ms, node) * 1000.0)}
 
 
 def _waiting(sched: dict, at_us: np.ndarray) -> np.ndarray:
@@ -672,10 +677,11 @@ def _trace_events(sched: dict, pid: int, sc: Scenario):
             add("DataLoaderIterInitialize", init_name, s + 100, wait - 200,
                 '{"num_workers": %d, "pin_memory": %s}' % (W, pin))
             s, d = s + wait, d - wait
-        fwd_s, fwd_d = s + d // 100, (d * 37) // 100
+        work = d - sched["slack_us"] if m == 0 and 0 < sched["slack_us"] < d else d  # the rest: waiting, unrecorded
+        fwd_s, fwd_d = s + work // 100, (work * 37) // 100
         add("Forward", "ResNet", fwd_s, fwd_d, '{"pid": %d, "step_num": "%d"}' % (pid, k))
         if m == 0:
-            bwd_s, bwd_d = s + (d * 40) // 100, (d * 57) // 100
+            bwd_s, bwd_d = s + (work * 40) // 100, (work * 57) // 100
             add("Backward(post-forward)", "ResNet", bwd_s, bwd_d, '{"pid": %d, "step_num": "%d"}' % (pid, k))
             detailed = sc.detailed_start <= train_count < sc.detailed_start + sc.detailed_steps
             train_count += 1

@@ -20,7 +20,8 @@ from reportgen.formatting import human_duration
 from reportgen.diagnosis.evidence import Evidence, dataloader_step_share
 from reportgen.diagnosis.loading_cpu import OPEN, WAITS, loading_cpu
 from reportgen.diagnosis.slow_step_story import FRAMEWORK_TITLES, SLICE_TITLES, fix_for, steps_paying, story
-from reportgen.diagnosis.straggler_account import exposed_gap, process_straggler, rank_saving
+from reportgen.diagnosis.straggler_account import (ProcessStraggler, exposed_gap, lock_step_straggler,
+                                                   process_straggler, rank_saving)
 from reportgen.engine.slow_steps import find_period
 from reportgen.section_ids import SectionId
 from reportgen.timeline_view import SlowSteps
@@ -793,7 +794,8 @@ def _process_straggler(ev: Evidence) -> tuple | None:
     excess = found.its_ms / found.others_ms - 1 if found.others_ms else 0.0
     evidence = ([f"median step on {who}, the wait for its batch included (the step-time account): "
                  f"{found.its_ms / 1000:.3f} s vs {found.others_ms / 1000:.3f} s on the others (+{excess * 100:.0f} %)"]
-                if found.method == "step time" else
+                if found.method == "step time" else _lock_step_evidence(ev.framework.nodes, found, who, "processes")
+                if found.method == "busy time" else
                 [f"the other processes wait {found.others_ms:.0f} ms per step in exposed communication (median), {who} "
                  f"{found.its_ms:.0f} ms"])
     evidence += [f"{who} is slower in {title}: {found.its_slice_ms:.0f} ms per step against {found.others_slice_ms:.0f} "
@@ -802,6 +804,37 @@ def _process_straggler(ev: Evidence) -> tuple | None:
     metrics = {"method": found.method, "slower_in": found.slower_in, "gap_share": found.gap_share,
                "processes": len(ev.framework.nodes)}
     return found.evened.share, found.who, evidence, "processes", fix and fix.format(who=who), metrics
+
+
+def _lock_step_evidence(accounts: dict, found: ProcessStraggler, who: str, workers: str) -> list[str]:
+    """What shows a straggler in lock step without collectives: equal steps, unequal work, per worker."""
+    steps = {label: statistics.median(a.step_durations_ms()) for label, a in accounts.items() if a.per_step_whole}
+    slack = {label: statistics.median(accounts[label].per_step_ms.get("no_operator") or (0.0,)) for label in steps}
+    name = (lambda label: f"rank {label}") if workers == "ranks" else worker_name
+    per_worker = "; ".join(f"{name(label)} {steps[label]:.0f} ms, {steps[label] - slack[label]:.0f} ms of it working, "
+                           f"{slack[label]:.0f} ms under no operator" for label in sorted(steps)[:8])
+    return [f"the {workers} run in lock step: their median steps are within "
+            f"{(max(steps.values()) / min(steps.values()) - 1) * 100:.0f} % of each other, but {who} works "
+            f"{found.its_ms:.0f} ms of each step against {found.others_ms:.0f} ms on the others (medians): they wait "
+            "for it under no operator, in collectives the account does not see",
+            f"median step per {'rank' if workers == 'ranks' else 'process'}: {per_worker}"]
+
+
+def _lock_step_rank(ev: Evidence) -> tuple | None:
+    """A straggler among trace ranks in lock step whose accounts hold no collective (the traces' collective wait
+    cannot tell one): (share, who, evidence, kind, fix, metrics) or None."""
+    ranks = _rank_accounts(ev)
+    if len(ranks) < 2 or sum(1 for a in ranks.values() if a.share("communication") > 0) >= 2:
+        return None
+    found = lock_step_straggler(ranks, SLICE_TITLES, "ranks")
+    if found is None:
+        return None
+    who = f"rank {found.who}"
+    evidence = [*_lock_step_evidence(ranks, found, who, "ranks"),
+                f"{who} is slower in {SLICE_TITLES[found.slower_in]}: {found.its_slice_ms:.0f} ms per step against "
+                f"{found.others_slice_ms:.0f} ms on the others (medians)", found.evened.why]
+    metrics = {"method": found.method, "slower_in": found.slower_in, "gap_share": found.gap_share}
+    return found.evened.share, who, evidence, "ranks", None, metrics
 
 
 @detector("straggler")
@@ -842,6 +875,8 @@ def straggler(ev: Evidence, found: dict) -> Finding | None:
             evidence = evidence or [f"rank {rank}'s mean step is {excess * 100:.0f} % above the median of the ranks"]
         if best is None or share > best[0] or held:  # held to the accounts: no other price overrides them
             best = (share, f"rank {rank}", evidence, "ranks", None, {})
+    elif best is None:
+        best = _lock_step_rank(ev)
     if best is None:
         return None
     share, who, evidence, kind, fix, extra = best

@@ -50,6 +50,17 @@ def _or(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
+def _within(ev: Evidence, label: str, cost_ms: float, *slices: str) -> float:
+    """A cost held to the slices of the rank's step-time account it is drawn from (device perspective): the account
+    gives each GPU idle gap to one slice by what the host was doing when it began (a pageable copy first, then a
+    synchronisation, an allocator call, the host's own state), so the GPU causes, each within its slices, never claim
+    the same gap twice (docs/diagnosis.md, "The GPU causes' precedence")."""
+    account = ev.trace_ranks[label].account
+    if account is None or account.perspective != "device":
+        return cost_ms
+    return min(cost_ms, sum(account.slices_ms[name] for name in slices))
+
+
 def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]], minimum: float, evidence, fix,
            metrics: dict, sections=(SectionId.GPU_KERNELS_OPERATORS,), least: bool = False) -> Finding | None:
     """``costs``: label -> (ms a fix gives back, step time ms, steps). The finding's share is the mean over
@@ -85,7 +96,7 @@ def host_sync(ev: Evidence, found: dict) -> Finding | None:
         beyond = _or(sync.idle_after_beyond_one_per_step_ms, 0.0)
         if per_step is None or per_step <= 1.0 or beyond <= 0:
             continue
-        costs[label] = (beyond, total, _steps(ga))
+        costs[label] = (_within(ev, label, beyond, "host_blocked"), total, _steps(ga))
         info[label] = sync
 
     def evidence(worst):
@@ -133,12 +144,10 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
         if short < LAUNCH_SHORT or launch_idle / window < LAUNCH_IDLE or launch_idle / idle < LAUNCH_OF_IDLE:
             continue
         cost = launch_idle * min(total / window, 1.0) if window else launch_idle
-        account = ev.trace_ranks[label].account
-        if account is not None and account.perspective == "device":
-            # HTA's host wait counts every gap the host's launch opened late, whatever held the host: the account
-            # says what did, and only the GPU's idle while the host was issuing work (or running the script's
-            # Python between launches) is the launches' (waiting for data is the input pipeline's: one stall, once)
-            cost = min(cost, account.slices_ms["dispatch"] + account.slices_ms["no_operator"])
+        # HTA's host wait counts every gap the host's launch opened late, whatever held the host: the account says
+        # what did, and only the GPU's idle while the host was issuing work (or running the script's Python between
+        # launches) is the launches' (waiting for data is the input pipeline's, a pageable copy's staging the copy's)
+        cost = _within(ev, label, cost, "dispatch", "no_operator")
         costs[label] = (cost, total, _steps(ga))
         info[label] = (launch, gaps, window, idle, launch_idle)
 
@@ -254,7 +263,7 @@ def pageable_memcpy(ev: Evidence, found: dict) -> Finding | None:
         if copy is None or per_step is None or per_step < PAGEABLE_BYTES:
             continue
         cost = _or(copy.exposed_ms, 0.0) + _or(ga.idle_gaps_ms.after_pageable_copy, 0.0)
-        costs[label] = (cost, total, _steps(ga))
+        costs[label] = (_within(ev, label, cost, "memory_copies"), total, _steps(ga))
         info[label] = copy
 
     def evidence(worst):

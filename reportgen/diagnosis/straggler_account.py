@@ -4,7 +4,9 @@ job's training processes (their framework events' account).
 A straggler's cost is what evening it out saves. The gap is what the others wait for it each step: in lock step
 (collectives in the account) their exposed communication beyond its own; without them (SageMaker processes whose
 framework events hold no collective) its step beyond theirs, the wait for its batch before the step included (a
-slow loader never makes the ``Step:ModeKeys.TRAIN`` event itself longer). When it is slower in compute, that is
+slow loader never makes the ``Step:ModeKeys.TRAIN`` event itself longer), or, where the steps are equal (lock step
+through collectives nobody recorded), its work beyond theirs: each step less the slack under no operator in which
+the others wait for it (``lock_step_straggler``). When it is slower in compute, that is
 work, which evening out moves rather than removes: spread over the *n* workers each takes 1/*n* of it, so
 (*n*−1)/*n* of the gap is saved (half for two); slower in anything else (waiting for data, Python outside the
 passes), a fix removes it: the whole gap.
@@ -19,6 +21,8 @@ from reportgen.trace_ranks import TraceAccount
 
 STEP_GAP = 0.10  # a process's median step this much above the others' median: the straggler (causes.STRAGGLER)
 WAIT_GAP = 0.10  # the others' exposed communication this much of the step above its own (trace_analysis.straggler)
+WORK_GAP = 0.10  # in lock step, a worker's work (its step less its slack) this much of its step above the others'
+SLACK = "no_operator"  # where a worker in lock step waits for a slower one when no collective is recorded
 
 
 @dataclass(frozen=True)
@@ -60,15 +64,16 @@ def _step_median(account: TraceAccount) -> float:
     return _median(account.step_durations_ms())
 
 
-def slower_in(accounts: dict[str, TraceAccount], who: str, robust: bool) -> tuple[str, float, float]:
-    """(slice, its value, the others' median) of the slice, communication apart, in which ``who`` exceeds the others
-    most: shares of the step (``robust`` False, as for trace ranks) or medians per step in ms (``robust``: a few
-    slow steps of thousands do not move it)."""
+def slower_in(accounts: dict[str, TraceAccount], who: str, robust: bool,
+              waits: tuple[str, ...] = ("communication",)) -> tuple[str, float, float]:
+    """(slice, its value, the others' median) of the slice, the slices the others wait in (``waits``) apart, in which
+    ``who`` exceeds the others most: shares of the step (``robust`` False, as for trace ranks) or medians per step in
+    ms (``robust``: a few slow steps of thousands do not move it)."""
     mine, others = accounts[who], [a for label, a in accounts.items() if label != who]
     value = (lambda a, name: _slice_median(a, name)) if robust else (lambda a, name: a.share(name))
     excess = {}
     for name in mine.slices_ms:
-        if name != "communication":
+        if name not in waits:
             theirs = _median(value(a, name) for a in others)
             excess[name] = (value(mine, name) - theirs, value(mine, name), theirs)
     name = max(excess, key=lambda n: excess[n][0])
@@ -134,10 +139,38 @@ def process_straggler(accounts: dict[str, TraceAccount], titles: dict[str, str])
         who = max(steps, key=lambda label: (steps[label], label))
         theirs = _median(v for label, v in steps.items() if label != who)
         if theirs <= 0 or steps[who] / theirs - 1 < STEP_GAP:
-            return None
+            return lock_step_straggler(accounts, titles, "processes")
         gap = 1 - theirs / steps[who]
         method, its, others = "step time", steps[who], theirs
         waited = "{pct} % of its step (its median step against theirs, the wait for each batch included)"
     name, its_slice, others_slice = slower_in(accounts, who, robust=True)
     return ProcessStraggler(who, method, its, others, gap, name, its_slice, others_slice,
                             evened_out(gap, name, n, "processes", waited, titles.get(name)))
+
+
+def lock_step_straggler(accounts: dict[str, TraceAccount], titles: dict[str, str],
+                        workers: str) -> ProcessStraggler | None:
+    """The straggler of workers in lock step whose accounts hold no collective (PyTorch DDP's all-reduce and
+    Horovod's are not in SageMaker's framework events): every worker's step takes the slowest one's time, so the
+    steps are equal (within ``STEP_GAP``: a slower step is the step-time method's) and the others' wait hides as
+    slack, time under no operator (``SLACK``) at their step's end. Each worker's work is its median step less its
+    median slack; the worker with the most is the one the others wait for when it is ``WORK_GAP`` of its step above
+    the others' median. The gap is priced as what evening it out saves (``evened_out``: half of it for two workers
+    slower in compute, which is work). None for one worker, balanced work, or steps that do not add up."""
+    accounts = {label: a for label, a in accounts.items() if a.per_step_whole}
+    if len(accounts) < 2:
+        return None
+    steps = {label: _step_median(a) for label, a in accounts.items()}
+    if min(steps.values()) <= 0 or max(steps.values()) / min(steps.values()) - 1 >= STEP_GAP:
+        return None
+    work = {label: steps[label] - _slice_median(a, SLACK) for label, a in accounts.items()}
+    who = max(work, key=lambda label: (work[label], label))
+    theirs = _median(v for label, v in work.items() if label != who)
+    gap = (work[who] - theirs) / steps[who]
+    if gap < WORK_GAP:
+        return None
+    name, its_slice, others_slice = slower_in(accounts, who, robust=True, waits=("communication", SLACK))
+    waited = ("{pct} % of its step: the steps are equal (lock step), its work (the step less the time under no "
+              "operator at its end) exceeds theirs by that much (medians)")
+    return ProcessStraggler(who, "busy time", work[who], theirs, gap, name, its_slice, others_slice,
+                            evened_out(gap, name, len(accounts), workers, waited, titles.get(name)))

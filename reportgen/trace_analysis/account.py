@@ -17,8 +17,9 @@ is split into exclusive slices that add up to the step, whatever the job did:
   exactly the steps' own time in torch's ``key_averages()`` (``ProfilerStep*``'s self CPU time).
 * **device perspective** (a rank whose steps launch GPU work): what the GPU was doing — ``compute``
   (compute kernels), ``communication`` (collective kernels with no compute beside them: exposed),
-  ``memory_copies`` (memcpy/memset alone) — and, while it sat idle, why: an idle gap that began while the
-  host was blocked in a synchronising call (``cuda*Synchronize``, a synchronous copy) or an allocator call
+  ``memory_copies`` (memcpy/memset alone, and an idle gap that began while the host was in a copy from pageable
+  memory: staging it, or blocked until it landed) — and, while it sat idle, why: an idle
+  gap that began while the host was blocked in a synchronising call (``cuda*Synchronize``, a synchronous copy) or an allocator call
   (``cudaMalloc``/``cudaFree`` synchronise too) is wholly ``host_blocked`` / ``memory_management`` (the queue
   ran dry because of it); otherwise the host's state at each instant as above, with the host busy in
   operators or launches counted as ``dispatch`` (the GPU waits for work to be issued).
@@ -53,7 +54,7 @@ from reportgen.intervals import covered, merged
 from reportgen.readers import trace_model as k
 from reportgen.trace_analysis import regions
 from reportgen.trace_analysis.classify import is_communication_kernel
-from reportgen.trace_analysis.gpu_analyses import SYNC_CALL
+from reportgen.trace_analysis.gpu_analyses import SYNC_CALL, pageable_copies
 from reportgen.trace_analysis.gpu_idle import idle_gaps
 from reportgen.trace_analysis.kernel_mix import kernel_mix
 
@@ -61,6 +62,9 @@ from reportgen.trace_analysis.kernel_mix import kernel_mix
 SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
           "compilation", "dispatch", "debug_checks", "no_operator")
 USEFUL = ("compute",)
+# the level of the GPU idle gaps that began while the host was in a pageable copy: counted in memory_copies (the copy's
+# time, ahead of the host's other states), and kept apart as ``gpu.copies_idle_ms`` (that part of the slice is idle)
+COPIES_IDLE = "memory_copies:idle"
 
 COMPILE = re.compile(r"compile|jit_compil|XlaCompile|backend_compile|TorchDynamo|dynamo|inductor|"
                      r"CompileFunction|tracing|TraceFunction|graph_building", re.I)
@@ -224,6 +228,20 @@ def _starting_inside(gaps: tuple[np.ndarray, np.ndarray], calls: tuple[np.ndarra
     return gs[hit], ge[hit]
 
 
+def _after_pageable_copies(trace: k.TraceColumns, idle: tuple[np.ndarray, np.ndarray],
+                           sync_calls: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU idle gaps that begin while the host is in a host-to-device copy from pageable memory (its call or
+    operator: staging it, or blocked until it lands), or in a synchronisation that waited for one (begun at its end):
+    the copy's time, ahead of every other claim on the gap (``gpu_analyses.pageable_copies``; docs/diagnosis.md, the
+    GPU causes' precedence)."""
+    copies, in_copy = pageable_copies(trace)
+    if not copies.any() or not idle[0].size:
+        return np.zeros(0), np.zeros(0)
+    at_copy = np.isin(idle[0], trace.end_us[copies])
+    waited = _starting_inside((idle[0][at_copy], idle[1][at_copy]), sync_calls)
+    return _join(_starting_inside(idle, in_copy), waited)
+
+
 def dispatch_floor_us(trace: k.TraceColumns, ops: np.ndarray) -> float | None:
     """An operator call's fixed cost: the median time of the metadata-only operators (None: too few)."""
     meta = ops & _named(trace, METADATA_OPS.__contains__)
@@ -268,6 +286,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         levels += [("compute", compute_kernels),
                    ("communication", _union(trace, comm_kernel)),
                    ("memory_copies", _union(trace, gpu & ~kernels)),
+                   (COPIES_IDLE, _after_pageable_copies(trace, idle, sync_calls)),
                    ("host_blocked", _starting_inside(idle, sync_calls)),
                    ("memory_management", _starting_inside(idle, memory_calls))]
     # What the step's own thread waits in comes first; the same on another thread (gloo's all-reduce, a
@@ -282,12 +301,15 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
                ("compilation", _union(trace, cpu & compiling & ~on_primary))]
 
     per_step = {name: np.zeros(lo.size) for name in SLICES}
+    copies_idle = np.zeros(lo.size)  # of memory_copies: the GPU idle while the host was in a pageable copy
     done = np.zeros(lo.size)
     union: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
     for name, iv in levels:
         union = _join(union, iv) if iv[0].size else union
         now = np.minimum(np.maximum(covered(union, lo, hi), done), dur)  # a union only grows, within the step
-        per_step["compute" if name == "operators" else name] += now - done
+        if name == COPIES_IDLE:
+            copies_idle += now - done
+        per_step[{"operators": "compute", COPIES_IDLE: "memory_copies"}.get(name, name)] += now - done
         done = now
     per_step["no_operator"] = dur - done
     named = _named_in_gaps(trace, _gaps(union, lo, hi), ~is_step)
@@ -430,14 +452,17 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
         **({"graph_calls_per_step": [int(c) for c in graph_calls], "graph_runtime": graph_runtime}
            if graph_split else {}),
         "gpu": ({**_gpu_in_steps(trace, lo, hi, total, device_busy, compute_kernels, _union(trace, comm_kernel)),
-                 "kernel_mix": kernel_mix(trace, kernels & ~comm_kernel, lo, hi)} if device else None),
+                 "kernel_mix": kernel_mix(trace, kernels & ~comm_kernel, lo, hi),
+                 # only where the GPU idled while the host was in a pageable copy: that part of memory_copies is idle
+                 **({"copies_idle_ms": float(copies_idle.sum()) / 1000.0} if copies_idle.any() else {})}
+                if device else None),
     }
 
 
 def _gpu_in_steps(trace: k.TraceColumns, lo: np.ndarray, hi: np.ndarray, total: float,
                   busy: tuple[np.ndarray, np.ndarray], compute: tuple[np.ndarray, np.ndarray], comm: tuple[np.ndarray, np.ndarray]) -> dict:
     """HTA's figures restricted to the steps (ms), to reconcile the account with them: the GPU's busy time
-    (= compute + exposed communication + memory copies), its idle time split as HTA splits the active window's
+    (= compute + exposed communication + memory copies, less their ``copies_idle_ms``), its idle time split as HTA splits the active window's
     idle (``gpu_idle``: host wait, kernel wait, other) plus the steps' time outside that window (before the
     cycle's first GPU activity or after its last), and the exposed communication (HTA's overlap: collective
     kernels with no compute kernel beside them). The account's device ``communication`` also holds the GPU idle

@@ -26,8 +26,9 @@ All on one rank's merged trace, times in µs internally, ms (or µs where a key 
 * **frequent CUDA kernel sequences** per top-level operator (HTA's): ``reportgen.trace_analysis.kernel_patterns``;
 * **host synchronisation**: blocking runtime calls (``cuda*Synchronize``, synchronous ``cudaMemcpy``), the
   operators they run in (``aten::item``, ``aten::nonzero``...), and each in-window GPU idle gap attributed
-  once: after a synchronisation (the host waited for the GPU to drain, then had to refill it), after a
-  pageable copy, else host wait / kernel wait / other as ``reportgen.trace_analysis.gpu_idle`` splits it.
+  once: while the host was in a pageable host-to-device copy (staging it, or blocked until it landed: a
+  synchronisation that waited for the copy is the copy's own), after a synchronisation (the host waited for the GPU to drain, then had
+  to refill it), else host wait / kernel wait / other as ``reportgen.trace_analysis.gpu_idle`` splits it.
 """
 
 from __future__ import annotations
@@ -390,26 +391,73 @@ def _tensor_cores(trace: k.TraceColumns, compute: np.ndarray) -> dict:
             "eligible_share": eligible / total if total else None}
 
 
-def _enclosing(trace: k.TraceColumns, rows: np.ndarray) -> list[tuple[str | None, str | None]]:
-    """For each CPU call in ``rows``: (outermost, innermost) ``cpu_op`` around it on its thread."""
+def _launch_rows(trace: k.TraceColumns, rows: np.ndarray) -> np.ndarray:
+    """For each row in ``rows`` (a mask): the row of its launching runtime/driver call (by correlation id; -1 when
+    the trace does not hold it)."""
+    out = np.full(int(rows.sum()), -1)
+    if trace.corr.size != trace.cat.size or not out.size:
+        return out
+    calls = np.nonzero(trace.rows(k.RUNTIME, k.DRIVER) & (trace.corr >= 0))[0]
+    if not calls.size:
+        return out
+    ids = trace.corr[calls]
+    order = np.argsort(ids, kind="stable")
+    ids = ids[order]
+    corr = trace.corr[rows]
+    at = np.clip(np.searchsorted(ids, corr), 0, ids.size - 1)
+    found = (ids[at] == corr) & (corr >= 0)
+    out[found] = calls[order[at[found]]]
+    return out
+
+
+def pageable_copies(trace: k.TraceColumns) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """The host-to-device copies from pageable memory (a mask of the trace's rows) and the host's time in them, as
+    merged intervals: each copy's launching call joined with the innermost operator around it on its thread
+    (``aten::copy_``, which stages the pageable memory and, for a synchronous copy, waits for it to land: torch's
+    ``cudaStreamSynchronize`` after ``cudaMemcpyAsync``, or a synchronous ``cudaMemcpy``; not the operators around
+    that, which may be a DataLoader's ``__next__`` whose whole wait for data would then pass for the copy's). A GPU idle gap that
+    begins while the host is in such a copy is the copy's: pinned memory and ``non_blocking=True`` would have let
+    the host go on (the GPU causes' precedence, docs/diagnosis.md)."""
+    names = _ids(trace, lambda n: "pageable" in n.lower() and "htod" in n.lower())
+    copies = trace.rows(k.MEMCPY) & np.isin(trace.name, names)
+    if not copies.any():
+        return copies, (np.zeros(0), np.zeros(0))
+    calls = _launch_rows(trace, copies)
+    calls = calls[calls >= 0]
+    inner = [call if around is None else around for (_, around), call in zip(_enclosing_rows(trace, calls), calls)]
+    spans = np.array(inner + list(calls), int)
+    return copies, merged(trace.start_us[spans], trace.end_us[spans])
+
+
+def _enclosing_rows(trace: k.TraceColumns, calls: np.ndarray) -> list[tuple[int | None, int | None]]:
+    """For each CPU call (row indices): the outermost and innermost ``cpu_op`` rows around it on its thread (None
+    where none)."""
     ops = trace.rows(k.CPU_OP) & ~np.isin(trace.name, _ids(trace, _STEP.match))
-    out = []
+    out: list[tuple[int | None, int | None]] = []
     by_tid: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    call_start, call_end = trace.start_us[rows], trace.end_us[rows]
-    for i, t0, t1 in zip(np.nonzero(rows)[0], call_start, call_end):
-        tid = int(trace.tid[i]) if trace.tid.size == trace.cat.size else 0
+    same = trace.tid.size == trace.cat.size
+    for i in calls:
+        t0, t1 = trace.start_us[i], trace.end_us[i]
+        tid = int(trace.tid[i]) if same else 0
         if tid not in by_tid:
-            pick = ops & (trace.tid == tid) if trace.tid.size == trace.cat.size else ops
-            by_tid[tid] = (trace.start_us[pick], trace.end_us[pick], trace.name[pick])
-        s, e, names = by_tid[tid]
+            pick = np.nonzero(ops & (trace.tid == tid) if same else ops)[0]
+            by_tid[tid] = (trace.start_us[pick], trace.end_us[pick], pick)
+        s, e, rows = by_tid[tid]
         at = int(np.searchsorted(s, t0, "right"))
         inner = outer = None
         for j in range(at - 1, max(at - 64, -1), -1):
             if e[j] >= t1:
-                outer = trace.names[int(names[j])]
-                inner = inner or outer
+                outer = int(rows[j])
+                inner = outer if inner is None else inner
         out.append((outer, inner))
     return out
+
+
+def _enclosing(trace: k.TraceColumns, rows: np.ndarray) -> list[tuple[str | None, str | None]]:
+    """For each CPU call in ``rows``: (outermost, innermost) ``cpu_op`` around it on its thread."""
+    def name(row: int | None) -> str | None:
+        return None if row is None else trace.names[int(trace.name[row])]
+    return [(name(outer), name(inner)) for outer, inner in _enclosing_rows(trace, np.nonzero(rows)[0])]
 
 
 def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict]) -> tuple[dict, dict]:
@@ -423,6 +471,7 @@ def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict]) -> tuple[dict, dict
     per_step_sync_gaps: dict[int, list[float]] = {}
     cycles = _cycles(trace)
     pageable_names = _ids(trace, lambda n: "pageable" in n.lower() and "htod" in n.lower())
+    _, in_copy = pageable_copies(trace)
     for lo, hi in cycles:
         i0, i1 = int(np.searchsorted(trace.start_us, lo, "left")), int(np.searchsorted(trace.start_us, hi, "right"))
         rows = np.zeros(trace.cat.size, bool)
@@ -447,7 +496,10 @@ def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict]) -> tuple[dict, dict
         if sync_end.size:  # a blocking call under way when the GPU went idle, returning before it resumed
             first = np.minimum(np.searchsorted(sync_end, g0, "left"), sync_end.size - 1)
             after_sync = (sync_end[first] >= g0) & (sync_end[first] <= g1) & (sync_start[first] <= g0 + SYNC_SLACK_US)
-        after_copy = ~after_sync & np.isin(names[last[at - 1]], pageable_names)
+        # the GPU went idle while the host was in a pageable copy (staging it, or blocked until it landed): the
+        # copy's, before any synchronisation's (a synchronisation that waited for the copy is the copy's own)
+        after_copy = _covered(in_copy, g0) | (np.isin(names[last[at - 1]], pageable_names) & after_sync)
+        after_sync &= ~after_copy
         host = ~after_sync & ~after_copy & (launched > g0)
         kernel = ~after_sync & ~after_copy & ~host & (gap < KERNEL_WAIT_US)
         gaps["after_sync"] += float(gap[after_sync].sum())

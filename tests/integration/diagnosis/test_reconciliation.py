@@ -38,8 +38,8 @@ REFINES = {"host-overhead": ("no_operator",), "compilation": ("compilation",),
            "kernel-launch-bound": ("dispatch", "no_operator"),
            # what a fix gives back of the compute slice (faster kernels, float32): within it
            "no-mixed-precision": ("compute",), "memory-bound-kernels": ("compute",), "float64": ("compute",),
-           # the copies with no kernel beside them, and the GPU's idle right after them (the host blocked in them)
-           "pageable-memcpy": ("memory_copies", "host_blocked"),
+           # the copies with no kernel beside them, and the GPU idle while the host was in them (its precedence)
+           "pageable-memcpy": ("memory_copies",),
            "communication-bound": ("communication",), "tensor-copies": ("compute",), "unused-gradients": ("compute",),
            "step-waste": ("data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
                           "compilation", "dispatch", "debug_checks", "no_operator")}
@@ -87,9 +87,12 @@ def _slice_share(ev, names) -> float:
 def _refines(finding) -> tuple[str, ...]:
     """The slices a finding's impact is drawn from. A straggler's: the others' wait for it in collectives, on ranks
     (what evening it out saves); among SageMaker processes the slice it is slower in too, when their accounts hold no
-    collective (its step beyond theirs)."""
+    collective (its step beyond theirs); in lock step without collectives, the others' slack under no operator and
+    the slice it is slower in."""
     if finding.cause == "straggler":
         compared = finding.metrics.get("compared")
+        if finding.metrics.get("method") == "busy time":  # lock step, no collective: the others' slack, its extra
+            return ("no_operator", finding.metrics["slower_in"])
         if compared == "ranks":
             return ("communication",)
         if compared == "processes":

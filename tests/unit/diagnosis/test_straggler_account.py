@@ -8,8 +8,8 @@ import pytest
 
 from reportgen.diagnosis import diagnose
 from reportgen.diagnosis.evidence import gather
-from reportgen.diagnosis.slow_step_story import FRAMEWORK_TITLES
-from reportgen.diagnosis.straggler_account import process_straggler, rank_saving
+from reportgen.diagnosis.slow_step_story import FRAMEWORK_TITLES, SLICE_TITLES
+from reportgen.diagnosis.straggler_account import lock_step_straggler, process_straggler, rank_saving
 from reportgen.rule_outputs import RuleOutputs
 from reportgen.trace_ranks import FrameworkAccounts, TraceAccount
 
@@ -126,3 +126,84 @@ def test_a_trace_straggler_whose_wait_overlaps_compute_is_held_to_the_exposed_co
     (note,) = diagnosis.quality_notes
     assert note.startswith("straggler: the ranks' collective wait puts the others waiting for rank 2 61 % of their "
                            "step longer than it, but the step-time accounts show only 0 %")
+
+
+def test_in_lock_step_without_collectives_the_worker_with_the_most_work_is_the_straggler():
+    """Lock step, no collective in the accounts (DDP's all-reduce is not in SageMaker's framework events): every step
+    takes 450 ms, but algo-1's passes take 420 ms of it and the other three's 300, who then wait 150 ms under no
+    operator at the step's end. algo-1 is the straggler, slower in compute (work): evened out over the four processes
+    each takes a quarter of the 120 ms gap, three quarters of it saved."""
+    accounts = {f"algo-{i}-27": _account(compute=300.0, data_wait=10.0, no_operator=140.0) for i in (2, 3, 4)}
+    accounts["algo-1-27"] = _account(compute=420.0, data_wait=10.0, no_operator=20.0)
+    found = process_straggler(accounts, FRAMEWORK_TITLES)
+    assert found is not None and found.who == "algo-1-27" and found.method == "busy time"
+    assert (found.its_ms, found.others_ms) == (430.0, 310.0) and found.slower_in == "compute"
+    assert (found.its_slice_ms, found.others_slice_ms) == (420.0, 300.0)
+    assert found.gap_share == pytest.approx(120.0 / 450.0)
+    assert found.evened.share == pytest.approx(120.0 / 450.0 * 3 / 4)
+    # the same accounts as trace ranks: the same straggler and price
+    ranks = lock_step_straggler({str(i): a for i, a in enumerate(accounts.values())}, SLICE_TITLES, "ranks")
+    assert ranks is not None and ranks.who == "3" and ranks.evened.share == pytest.approx(found.evened.share)
+    assert "evened out over the 4 ranks" in ranks.evened.why
+
+
+def test_a_lock_step_straggler_slower_in_waiting_for_data_costs_the_whole_gap():
+    """Two processes in lock step (400 ms steps): algo-2 waits 150 ms for each batch and computes 250 ms; algo-1 waits
+    20 ms, computes 300 ms, then waits 80 ms under no operator for algo-2. algo-2 works 80 ms more a step, slower in
+    waiting for data: a fix removes the wait, the whole gap is saved (of the step)."""
+    accounts = {"algo-1-27": _account(compute=300.0, data_wait=20.0, no_operator=80.0),
+                "algo-2-27": _account(compute=250.0, data_wait=150.0)}
+    found = process_straggler(accounts, FRAMEWORK_TITLES)
+    assert found is not None and found.who == "algo-2-27" and found.slower_in == "data_wait"
+    assert found.gap_share == pytest.approx((400.0 - 320.0) / 400.0)
+    assert found.evened.share == pytest.approx(found.gap_share)
+
+
+@pytest.mark.parametrize("accounts", [
+    # balanced: equal steps, equal work
+    {f"algo-{i}-27": _account(compute=300.0, data_wait=10.0, no_operator=40.0) for i in (1, 2)},
+    # equal steps, work 9 % of the step apart: within the margin
+    {"algo-1-27": _account(compute=300.0, no_operator=100.0), "algo-2-27": _account(compute=336.0, no_operator=64.0)},
+    # one process: no one to wait for it
+    {"algo-1-27": _account(compute=420.0, no_operator=20.0)},
+])
+def test_no_lock_step_straggler_for_balanced_work_or_one_worker(accounts):
+    assert process_straggler(accounts, FRAMEWORK_TITLES) is None
+    assert lock_step_straggler(accounts, FRAMEWORK_TITLES, "processes") is None
+
+
+def test_a_real_ddp_pair_without_its_collectives_still_tells_its_straggler(tmp_path):
+    """torch-cpu-record-ddp2 (two real CPU ranks over gloo): rank 0 loads slowly and rank 1 waits for it in the
+    all-reduce, so the traces' collective wait names rank 0. The same accounts with every collective's time moved
+    under no operator (as where the collectives are not recorded) and the comparison taken away: the steps stay in
+    lock step, and the account alone names rank 0, slower in waiting for data, priced at the whole gap (a fix removes
+    a wait) computed from the accounts' medians."""
+    import statistics
+
+    from reportgen.trace_analysis.outputs import analyze_job
+    from tests.support.paths import RAW, need
+    from tests.unit.diagnosis.test_diagnosis import outputs
+
+    folder = need(RAW / "torch-cpu-record-ddp2")
+    doc, _ = analyze_job(sorted(p for p in folder.rglob("*") if ".pt.trace.json" in p.name))
+    (before,) = [f for f in diagnose(outputs(kineto=doc)).findings if f.cause == "straggler"]
+    assert before.metrics["who"] == "rank 0"  # told by the collectives
+    for rank in doc["ranks"].values():
+        account = rank["account"]
+        per_step, slices = account["per_step_ms"], account["slices_ms"]
+        per_step["no_operator"] = [a + b for a, b in zip(per_step["no_operator"], per_step["communication"])]
+        per_step["communication"] = [0.0] * len(per_step["communication"])
+        slices["no_operator"] += slices["communication"]
+        slices["communication"] = 0.0
+    doc.pop("comparison", None)
+    diagnosis = diagnose(outputs(kineto=doc))
+    (finding,) = [f for f in diagnosis.findings if f.cause == "straggler"]
+    assert finding.metrics["who"] == "rank 0" and finding.metrics["method"] == "busy time"
+    assert finding.metrics["slower_in"] == "data_wait"
+    accounts = {label: rank.account for label, rank in diagnosis.evidence.trace_ranks.items()}
+    steps = {label: statistics.median(a.step_durations_ms()) for label, a in accounts.items()}
+    work = {label: steps[label] - statistics.median(a.per_step_ms["no_operator"]) for label, a in accounts.items()}
+    assert max(steps.values()) / min(steps.values()) < 1.10  # lock step
+    assert finding.metrics["gap_share"] == pytest.approx((work["0"] - work["1"]) / steps["0"])
+    assert finding.loop_share == pytest.approx(finding.metrics["gap_share"])  # the whole gap: a wait, removed
+    assert any("the ranks run in lock step" in e for e in finding.evidence)

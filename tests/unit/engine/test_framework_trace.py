@@ -291,6 +291,40 @@ def test_a_process_slower_in_its_passes_saves_half_the_gap(tmp_path):
     assert "evened out over the 2 processes, each takes 1/2 of it" in found.evidence[2]
 
 
+def _median_passes_ms(events) -> float:
+    """The median TRAIN step's time in its forward and backward passes, read from the files (they do not overlap)."""
+    steps = sorted((s, d) for p, _, s, d in events if p == "Step:ModeKeys.TRAIN")
+    passes = sorted((s, d) for p, _, s, d in events if p in ("Forward", "Backward(post-forward)"))
+    per_step = [sum(d for s, d in passes if lo <= s < lo + dur) for lo, dur in steps]
+    return statistics.median(per_step) / 1000.0
+
+
+def test_in_lock_step_without_collectives_the_process_that_works_longer_is_the_straggler(tmp_path):
+    """Both processes' TRAIN steps take 420 ms (lock step: DDP's all-reduce is not in smdebug's events), but algo-2
+    waits the last 120 ms of each under no operator (slack_ms): its passes shrink to the rest. Neither the TRAIN steps
+    (StepOutlier's medians) nor the steps with their wait tell a straggler; the accounts' work does: algo-1, slower in
+    the passes by what the files hold, priced at half the gap (work, evened out over two)."""
+    findings, fast, slow, outputs = _planted_straggler(tmp_path, step_ms=420, slack_ms=(0, 120))
+    medians = [w["step_stats"]["p50"] for w in outputs.rules["StepOutlier"].details["step_details"].values()]
+    assert max(medians) / min(medians) - 1 < 0.10 and abs(slow / fast - 1) < 0.10  # equal steps either way
+    found = findings["straggler"]
+    assert found.metrics["who"] == "algo-1-27" and found.metrics["method"] == "busy time"
+    assert found.metrics["slower_in"] == "compute"
+    files = _file_events(tmp_path / "raw")
+    longer = _median_passes_ms(files["algo-1-27"]) - _median_passes_ms(files["algo-2-27"])
+    assert longer == pytest.approx(0.94 * 120, abs=3)  # the passes are 94 % of the work the slack took
+    assert "is slower in the forward and backward passes" in found.evidence[2]
+    assert found.loop_share == pytest.approx(found.metrics["gap_share"] / 2)
+    assert found.metrics["gap_share"] * fast == pytest.approx(longer, abs=6)  # the gap is the passes' difference
+
+
+def test_balanced_processes_in_lock_step_have_no_straggler(tmp_path):
+    """The same job with both processes working the whole step, or both waiting 120 ms at its end: no straggler."""
+    for slack in ((0, 0), (120, 120)):
+        findings, _, _, _ = _planted_straggler(tmp_path / str(slack[0]), step_ms=420, slack_ms=slack)
+        assert "straggler" not in findings, slack
+
+
 def test_a_wait_before_the_step_makes_it_a_slow_step(tmp_path):
     """8 TRAIN steps wait 2 s for their batch in the GetNext call before them; the TRAIN steps themselves are as
     usual, so the timeline (TRAIN steps only) finds none of them slow. The account's steps do: 8 slow steps, slow in
