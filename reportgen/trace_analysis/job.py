@@ -326,7 +326,7 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
     if s3 is not None and client is None:
         raise ValueError("traces in S3 are fetched by Dask workers: give a scheduler or a client")
 
-    ranks, kept = plan_ranks(names, problems.cap, cache) if s3 is None else (None, set())
+    planned, kept = plan_ranks(names, problems.cap, cache) if s3 is None else (None, set())
 
     def run(tasks: list[list[int]], one_rank: bool) -> list[TaskResult]:
         jobs = [[(i, names[i]) for i in task] for task in tasks]
@@ -357,7 +357,7 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
             stats.extend(r.stats for r in results)
         return results
 
-    results = run(plan_tasks(names, ranks), False)
+    results = run(plan_tasks(names, planned), False)
     per_file = {i: found for result in results for i, found in result.problems.items()}
     for i in sorted(per_file):  # in file order, as a sequential read records them
         counts, items = per_file[i]
