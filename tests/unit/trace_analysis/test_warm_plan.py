@@ -5,7 +5,6 @@ quality are the cold run's either way (issue 51)."""
 
 from __future__ import annotations
 
-import functools
 import gzip
 import json
 import os
@@ -28,8 +27,12 @@ from tests.support.paths import ROOT
 RECORDINGS = ROOT / "tests" / "recordings"
 WORKERS = sorted((RECORDINGS / "gpu-input").glob("w*/*.pt.trace.json.gz"))  # one GPU rank in two cycles
 SHORT = RECORDINGS / "cpu-torch" / "short" / "pytorch-traces" / "vm_25557.1795718343710566171.pt.trace.json.gz"
-# The memo trusts a file changed more than 2 s before its hashing began: a clock 10 s ahead trusts files just copied.
-AHEAD = functools.partial(int, time.time_ns() + 10**10)
+
+
+def _ahead() -> int:
+    """The memo trusts a file changed more than 2 s before its hashing began: a clock 10 s ahead trusts files just
+    copied."""
+    return time.time_ns() + 10**10
 
 
 class Opens:
@@ -66,7 +69,7 @@ class Opens:
 def _cache(folder: Path) -> TraceCache:
     """A cache as a run makes it: its memo read afresh from the folder (each run is a new process)."""
     folder.mkdir(exist_ok=True)
-    return TraceCache(folder, 1 << 30, memo=DigestMemo(folder, clock=AHEAD))
+    return TraceCache(folder, 1 << 30, memo=DigestMemo(folder, clock=_ahead))
 
 
 @pytest.fixture
