@@ -24,8 +24,7 @@ from reportgen.notebook_parameters import NotebookParameters
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
 from reportgen.workdir import work_folder
-from reportgen.sources.layout import local_job_name, traces_named
-from reportgen.trace_ranks import traces_name
+from reportgen.sources.layout import local_job_name, traces_name, traces_named
 
 Progress = Callable[[str], None]
 
