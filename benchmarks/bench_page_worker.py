@@ -39,8 +39,9 @@ rules, out = sys.argv[1], sys.argv[2]
 from reportgen.blas_threads import import_numpy_with_one_blas_thread
 import_numpy_with_one_blas_thread(); mark("numpy (one BLAS thread)")
 from reportgen.render import html, inprocess
-from reportgen.render.lazy_imports import lazy
+from reportgen.render.lazy_imports import lazy, left_out
 lazy_packages = lazy(); lazy_packages.__enter__()  # as the worker's warm-up: what a page never runs stays lazy
+optional = left_out(); optional.__enter__()  # and nbconvert's serve post-processor is left out
 mark("reportgen.render.html")
 if "boto3" not in sys.modules:  # as render.html imports it: without its S3 handler
     sys.modules["papermill.s3"] = None
@@ -56,6 +57,7 @@ compile_templates(); mark("block templates compiled (Jinja)")
 import nbconvert
 mark("nbconvert")
 html.warm_up(); mark("the exporter and its template")
+optional.__exit__(None, None, None)
 lazy_packages.__exit__(None, None, None)
 parameters = {"source": rules, "output_dir": out, "job_name": "bench", "standalone": True, "notes": [],
               "description": "bench", "incomplete": False, "source_label": rules, "cost": {}}

@@ -25,8 +25,7 @@ from reportgen.notebook_parameters import NotebookParameters
 from reportgen.output_set import OutputSet, is_stdout
 from reportgen.render.process import NotebookProcess
 from reportgen.workdir import work_folder
-from reportgen.sources.layout import local_job_name, traces_named
-from reportgen.trace_ranks import traces_name
+from reportgen.sources.layout import local_job_name, traces_name, traces_named
 
 Progress = Callable[[str], None]
 
@@ -190,7 +189,7 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
             from reportgen.trace_analysis.outputs import with_rule_outputs
 
             return Prepared(resolved, _add_trace_analysis(resolved, with_rule_outputs(resolved.rule_output_dir, work_dir / "analysis"),
-                                                  options, progress), f"rule outputs and {_traces_name(resolved)}")
+                                                  options, progress)[0], f"rule outputs and {_traces_name(resolved)}")
         return Prepared(resolved, resolved.rule_output_dir, "rule outputs")
     if resolved.raw_dir is not None:
         engine_for_both = options.engine if traces else None
@@ -198,12 +197,12 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
             rule_dir = _analyse_raw(resolved.raw_dir, work_dir, options, progress, resolved, stats, client)
             _keep_recording(Path(resolved.raw_dir), rule_dir)
             if traces:
-                return Prepared(resolved, _add_trace_analysis(resolved, rule_dir.parent, options, progress, client),
+                return Prepared(resolved, _add_trace_analysis(resolved, rule_dir.parent, options, progress, client)[0],
                                 f"raw data and {_traces_name(resolved)}")
         return Prepared(resolved, rule_dir, "raw data")
     if traces:
-        report_dir = _add_trace_analysis(resolved, work_dir / "analysis", options, progress)
-        _require_trace_events(source, report_dir.parent)
+        report_dir, kineto = _add_trace_analysis(resolved, work_dir / "analysis", options, progress)
+        _require_trace_events(source, report_dir.parent, kineto)
         return Prepared(resolved, report_dir, _traces_name(resolved))
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
 
@@ -301,12 +300,11 @@ def _traces_name(resolved) -> str:
     return traces_name([str(f) for f in resolved.trace_files or ()] or keys)
 
 
-def _require_trace_events(source, analysis_dir: Path) -> None:
+def _require_trace_events(source, analysis_dir: Path, kineto: dict) -> None:
     """A source of PyTorch profiler traces only, none of which holds a usable event, is no report (exit 2), as
-    raw SageMaker data in the same state is: it made an empty report with exit 0."""
-    from reportgen.trace_analysis.outputs import KINETO_JSON
-
-    ranks = (read_json_file(analysis_dir / KINETO_JSON).get("ranks") or {}).values()
+    raw SageMaker data in the same state is: it made an empty report with exit 0. ``kineto``: the kineto.json
+    document just written (not read back: 0.1-0.2 CPU s of a warm run over 64 ranks)."""
+    ranks = (kineto.get("ranks") or {}).values()
     if any(isinstance(rank, dict) and rank.get("events") for rank in ranks):
         return
     quality = analysis_dir / "data-quality.json"
@@ -316,11 +314,13 @@ def _require_trace_events(source, analysis_dir: Path) -> None:
                      + (f" ({why})" if why else ""))
 
 
-def _add_trace_analysis(resolved, analysis_dir: Path, options: SourceOptions, progress: Progress, client=None) -> Path:
+def _add_trace_analysis(resolved, analysis_dir: Path, options: SourceOptions, progress: Progress,
+                        client=None) -> tuple[Path, dict]:
     """The traces -> kineto.json & co. in ``analysis_dir``: rank after rank here, or one Dask task per
-    rank with ``--scheduler`` (traces left in S3 are fetched by the workers)."""
+    rank with ``--scheduler`` (traces left in S3 are fetched by the workers). Returns the rule outputs' folder and
+    the kineto.json document."""
     from reportgen.readers.trace_cache import trace_cache_for
-    from reportgen.trace_analysis import write_kineto_outputs
+    from reportgen.trace_analysis.outputs import write_kineto_document
 
     scheduler = (options.engine or EngineOptions()).scheduler
     files, s3 = list(resolved.trace_files or ()), None
@@ -336,14 +336,14 @@ def _add_trace_analysis(resolved, analysis_dir: Path, options: SourceOptions, pr
     progress(f"analysing {len(files)} {traces_named(files)} trace file(s){where}")
     stats: list = []
     cache = trace_cache_for(options.cache_dir, progress) if options.trace_cache and s3 is None else None
-    report_dir = write_kineto_outputs(files, analysis_dir, params=options.rule_params, scheduler=scheduler, s3=s3,
-                                      stats=stats, client=client, cache=cache)
+    report_dir, doc = write_kineto_document(files, analysis_dir, params=options.rule_params, scheduler=scheduler,
+                                            s3=s3, stats=stats, client=client, cache=cache)
     if scheduler and stats:
         peak = max(s.peak_rss for s in stats) / 1e6
         progress(f"PyTorch profiler traces: {len(stats)} task(s) on {len({s.worker_pid for s in stats})} worker "
                  f"process(es), {sum(s.bytes for s in stats) / 1e6:.1f} MB read there, largest worker peak "
                  f"{peak:.0f} MB")
-    return report_dir
+    return report_dir, doc
 
 
 def page_cache_of(source: str, options: GenerateOptions):

@@ -22,7 +22,8 @@ from reportgen.job_processes import ChildProcesses, child_processes
 from reportgen.job_usage import WindowUsage, demand_ticks, window_usage
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER, RuleName
-from reportgen.sources.layout import RULE_EXTRA_NAMES, RULE_OUTPUT_SUBDIRS
+from reportgen.sources.layout import RULE_EXTRA_NAMES
+from reportgen.sources.layout import find_rule_output_dir as find_rule_output_dir  # with the layout (page_cache)
 from reportgen.json_values import as_items, as_object, finite, given, is_finite
 from reportgen.trace_ranks import TraceRank, trace_ranks_of
 from reportgen.traces.numbers import as_float
@@ -604,15 +605,6 @@ def balancing_of(details: object) -> tuple[BalancingNode, ...]:
         found.append(BalancingNode(str(node), has_workloads, tuple(str(g) for g in workloads),
                                    {str(g): c for g, c in workloads.items() if isinstance(c, list) and c}, pairs))
     return tuple(found)
-
-
-def find_rule_output_dir(source: Path) -> Path | None:
-    """The folder under ``source`` that holds the rule JSONs, or None if there is none."""
-    for sub in RULE_OUTPUT_SUBDIRS:
-        folder = (source / sub) if sub != "." else source
-        if folder.is_dir() and any((folder / f"{rule}.json").is_file() for rule in RULE_ORDER):
-            return folder
-    return None
 
 
 def _as_int(value: object, field_name: str, name: str, notes: list[str]) -> int:

@@ -17,10 +17,15 @@ docs/architecture.md ("Typed contracts") lists what is viewed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from reportgen.json_values import as_items, as_object, given, text
+# What the report calls its traces lives with the file layout (a name test, no view: the command's process needs it
+# without these views); named here too, where the views' users find it.
+from reportgen.sources.layout import PYTORCH_TRACES as PYTORCH_TRACES
+from reportgen.sources.layout import XSPACE_TRACES as XSPACE_TRACES
+from reportgen.sources.layout import is_xspace_file as is_xspace_file
+from reportgen.sources.layout import traces_name as traces_name
 from reportgen.trace_gpu_analysis import GpuAnalysis, numbers_of
 
 
@@ -592,28 +597,6 @@ class TraceRank:
                    StepHistogram(tuple(map(given, counts)), tuple(map(given, edges)))
                    if counts and edges and isinstance(counts, list) and isinstance(edges, list) else None,
                    TraceFlops.of(entry), GpuAnalysis.of(entry.get("gpu_analysis")))
-
-
-PYTORCH_TRACES = "PyTorch profiler traces"
-XSPACE_TRACES = "JAX / TensorFlow profiler traces"
-
-
-XSPACE_FILE_ENDINGS = (".xplane.pb", ".xplane.pb.gz")  # JAX's and TensorFlow's XSpace files, gzip'd or not
-
-
-def is_xspace_file(name: str) -> bool:
-    """Whether a trace file's name is JAX's or TensorFlow's XSpace (``<host>.xplane.pb``, gzip'd or not): one test
-    for every place that tells XSpace ranks from PyTorch's (a name test in one place missed ``.gz``)."""
-    return str(name).lower().endswith(XSPACE_FILE_ENDINGS)
-
-
-def traces_name(files: Iterable[object] | None) -> str:
-    """What the report calls its traces, from their file names: "JAX / TensorFlow profiler traces" when every
-    one is an XSpace file (``*.xplane.pb``, gzip'd or not), else "PyTorch profiler traces" (a JAX report called
-    itself a PyTorch one)."""
-    names = [str(getattr(f, "key", f)) for f in files or ()]
-    xspace = [n for n in names if is_xspace_file(n)]
-    return XSPACE_TRACES if names and len(xspace) == len(names) else PYTORCH_TRACES
 
 
 def doc_traces_name(doc: object) -> str:

@@ -140,10 +140,9 @@ def read_trace_keyed(path: Path, problems: ProblemLog, cache: TraceCache | None)
 
 def _identity(path: Path) -> tuple[int, int, int, int] | None:
     try:
-        st = os.stat(path)
+        return _identity_of(os.stat(path))
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
 
 
 def file_key(path: Path, cap: int, memo: DigestMemo | None = None) -> tuple[str, tuple[int, int, int, int]] | None:
@@ -153,11 +152,30 @@ def file_key(path: Path, cap: int, memo: DigestMemo | None = None) -> tuple[str,
     found = memo.digest(path) if memo is not None else hash_file(path)
     if found is None:
         return None
-    digest, st = found[0], found[1]
+    return _content_key(path, cap, found[0], found[1].st_size), _identity_of(found[1])
+
+
+def known_key(path: Path, cap: int, memo: DigestMemo | None) -> str | None:
+    """``file_key``'s entry name when ``memo`` knows the file as it is now, else None: no byte of the file is read
+    and the file is not even opened (a stat only), so a miss costs nothing (the task plan, ``trace_analysis/job.py``)."""
+    if memo is None:
+        return None
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    digest = memo.lookup(st) if stat.S_ISREG(st.st_mode) else None
+    return _content_key(path, cap, digest, st.st_size) if digest is not None else None
+
+
+def _content_key(path: Path, cap: int, digest: str, size: int) -> str:
     sizes = [megabytes(name) for name in ("REPORTGEN_STREAM_TRACE_MB", "REPORTGEN_XSPACE_MAX_MB")]
-    ident = json.dumps([CACHE_FORMAT, READER_VERSION, cap, sizes, str(path), st.st_size, digest])
-    key = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
-    return key, (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+    ident = json.dumps([CACHE_FORMAT, READER_VERSION, cap, sizes, str(path), size, digest])
+    return hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _identity_of(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
 
 
 # ------------------------------------------------------------------------------------------------ entries

@@ -9,6 +9,9 @@ lazy module (``importlib.util.LazyLoader``, the standard library's): the ``impor
 whose code runs the first time one of its names is read, or a submodule of it is imported, in full and once.
 Nothing else changes: a page that does use one (a notebook read over HTTP) loads it then.
 
+``left_out(LEFT_OUT)`` has a few modules that a library imports only if it can (``try: ... except ImportError``)
+missing during the warm-up: the library goes on without them, as where they are not installed.
+
 Only in the worker process: its warm-up and its one page run on one thread (the standard library's lazy module
 is not safe against two threads loading it at once before Python 3.12), and only pure-Python packages found on
 ``sys.path`` are made lazy (an extension module or a namespace package is imported as usual).
@@ -24,6 +27,10 @@ import sys
 from typing import Iterator
 
 LAZY = ("requests", "click", "soupsieve", "tinycss2", "webencodings", "platformdirs")
+# Modules a library imports only inside ``try: ... except ImportError`` and a page never uses: nbconvert's ``serve``
+# post-processor (``--post serve``: tornado's web server and ``webbrowser``; nbconvert sets ``ServePostProcessor``
+# to None without it), ~14 of the worker's ~650 CPU ms. ``left_out()`` has them missing while the warm-up imports.
+LEFT_OUT = ("nbconvert.postprocessors.serve",)
 
 
 class _LazyFinder(importlib.abc.MetaPathFinder):
@@ -60,4 +67,19 @@ def lazy(names=LAZY) -> Iterator[None]:
             sys.meta_path.remove(finder)
 
 
-__all__ = ["LAZY", "lazy"]
+@contextlib.contextmanager
+def left_out(names=LEFT_OUT) -> Iterator[None]:
+    """While in it, importing one of ``names`` (modules not imported yet) raises ImportError, as if not installed;
+    afterwards they import as ever. Only for modules whose importers catch that (``LEFT_OUT``)."""
+    missing = [name for name in names if name not in sys.modules]
+    for name in missing:
+        sys.modules[name] = None  # type: ignore[assignment]  # the import system's "not found here"
+    try:
+        yield
+    finally:
+        for name in missing:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+
+
+__all__ = ["LAZY", "LEFT_OUT", "lazy", "left_out"]

@@ -52,8 +52,7 @@ from reportgen.readers.digest_memo import DigestMemo
 from reportgen.readers.trace_cache import HASH_BLOCK, TraceCache, put_entry, remove_entry, take_entry, trace_cache_for
 from reportgen.render.html import Page
 from reportgen.resources import bundled
-from reportgen.rule_outputs import find_rule_output_dir
-from reportgen.sources.layout import RULE_EXTRA_NAMES
+from reportgen.sources.layout import RULE_EXTRA_NAMES, find_rule_output_dir
 
 # Bump when the layout of an entry or what the key covers changes.
 PAGE_FORMAT = 1

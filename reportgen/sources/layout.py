@@ -25,7 +25,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from reportgen.errors import expanduser
 from reportgen.rulebook import RULE_ORDER
@@ -126,6 +126,35 @@ def trace_format(path: Path) -> TraceFormat | None:
     """The first row of :data:`TRACE_FORMATS` that recognises ``path`` (None: no trace)."""
     path = Path(path)
     return next((fmt for fmt in TRACE_FORMATS if fmt.recognise(path)), None)
+
+
+PYTORCH_TRACES = "PyTorch profiler traces"
+XSPACE_TRACES = "JAX / TensorFlow profiler traces"
+XSPACE_FILE_ENDINGS = (".xplane.pb", ".xplane.pb.gz")  # JAX's and TensorFlow's XSpace files, gzip'd or not
+
+
+def is_xspace_file(name: str) -> bool:
+    """Whether a trace file's name is JAX's or TensorFlow's XSpace (``<host>.xplane.pb``, gzip'd or not): one test
+    for every place that tells XSpace ranks from PyTorch's (a name test in one place missed ``.gz``)."""
+    return str(name).lower().endswith(XSPACE_FILE_ENDINGS)
+
+
+def traces_name(files: Iterable[object] | None) -> str:
+    """What the report calls its traces, from their file names: "JAX / TensorFlow profiler traces" when every
+    one is an XSpace file (``*.xplane.pb``, gzip'd or not), else "PyTorch profiler traces" (a JAX report called
+    itself a PyTorch one)."""
+    names = [str(getattr(f, "key", f)) for f in files or ()]
+    xspace = [n for n in names if is_xspace_file(n)]
+    return XSPACE_TRACES if names and len(xspace) == len(names) else PYTORCH_TRACES
+
+
+def find_rule_output_dir(source: Path) -> Path | None:
+    """The folder under ``source`` that holds the rule JSONs, or None if there is none."""
+    for sub in RULE_OUTPUT_SUBDIRS:
+        folder = (source / sub) if sub != "." else source
+        if folder.is_dir() and any((folder / f"{rule}.json").is_file() for rule in RULE_ORDER):
+            return folder
+    return None
 
 
 def traces_named(paths) -> str:

@@ -22,11 +22,13 @@ with its frozen output on every fixture trace set).
 
 How (docs/distributed.md, "PyTorch profiler traces"):
 
-1. **Plan** from the file names and each file's first 64 KiB (:func:`probe_rank`): a task per
+1. **Plan** from the file names and each file's first 64 KiB (:func:`probe_rank`), or, for a file the trace
+   cache knows unchanged, its kept head (:func:`plan_ranks`: not opened): a task per
    ``distributedInfo.rank`` and per torch worker (``<host>_<pid>`` in torch's file names: one process,
    its profiling cycles), else per file; so a rank's files are normally one task and read once.
 2. **Reduce** (:func:`reduce_task`, on a worker or here; on Dask a task of several files is one
-   :func:`read_file` task per file, on any worker, then :func:`reduce_reads`): read the task's files, group them into
+   :func:`read_file` task per file, on any worker, then :func:`reduce_reads`, unless every file's head is kept:
+   then one :func:`reduce_task`): read the task's files, group them into
    ranks exactly as ``reportgen.trace_analysis.ranks`` does, merge each rank's cycles, ``analyze_trace`` it,
    and keep every distinct kernel and CPU-operator name with its total and count (not only the
    rank's top 15: that is what makes the job-wide top 15 exact). With the trace cache, a task whose files'
@@ -52,7 +54,7 @@ from pathlib import Path
 from reportgen.trace_analysis.analysis import TOP_KERNELS, TOP_OPS, analyze_trace, compare_ranks, totals_by_name
 from reportgen.trace_analysis.ranks import (cycle_order, group_traces_keyed, merge_cycles, rank_key, rank_label, rank_order,
                                     unique_labels, worker_of)
-from reportgen.readers.trace_cache import TraceCache, file_key, read_trace_keyed
+from reportgen.readers.trace_cache import TraceCache, file_key, known_key, read_trace_keyed
 from reportgen.readers.trace_heads import FileHead, has_head, load_head, store_head
 from reportgen.trace_analysis.rank_cache import load_rank, rank_entry_key, store_rank
 from reportgen.errors import InputError
@@ -62,7 +64,7 @@ from reportgen.cluster.task_stats import TaskStats, peak_rss
 from reportgen.sources.layout import TRACE_FORMATS, trace_format
 
 __all__ = ["FileRead", "RankSummary", "S3System", "TaskResult", "TaskStats", "analyze_traces", "job_tables",
-           "plan_tasks", "probe_rank", "read_file", "reduce_kept", "reduce_reads", "reduce_task", "straggler_summary"]
+           "plan_ranks", "plan_tasks", "probe_rank", "read_file", "reduce_kept", "reduce_reads", "reduce_task", "straggler_summary"]
 
 
 @dataclass
@@ -140,6 +142,27 @@ def probe_rank(path) -> int | None:
         return None
     rank = info.get("rank") if isinstance(info, dict) else None
     return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+
+def plan_ranks(files: list[str], cap: int, cache: TraceCache | None) -> tuple[list[int | None], set[int]]:
+    """Each local file's rank for :func:`plan_tasks`, and the indices of the files whose rank came from their head.
+
+    A file the digest memo knows as it is now (``known_key``: a stat, no byte read) and whose head is kept
+    (``readers/trace_heads.py``) is planned by the rank its whole read found, which is what the reduction groups it by;
+    it is not opened (issue 51: a warm run read the first 64 KiB of every trace). Any other file (changed, new, its
+    head missing or damaged, no cache) is probed as before (:func:`probe_rank`). The plan only decides which files
+    share a task; a rank spread over several is merged again (:func:`analyze_traces`), so either source is exact."""
+    ranks: list[int | None] = []
+    kept: set[int] = set()
+    for i, name in enumerate(files):
+        key = known_key(Path(name), cap, cache.memo) if cache is not None else None
+        head = load_head(cache, key, Path(name)) if cache is not None and key is not None else None
+        if head is None:
+            ranks.append(probe_rank(name))
+            continue
+        ranks.append(head.rank)
+        kept.add(i)
+    return ranks, kept
 
 
 # ------------------------------------------------------------------------------------ reduce (worker side)
@@ -303,6 +326,8 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
     if s3 is not None and client is None:
         raise ValueError("traces in S3 are fetched by Dask workers: give a scheduler or a client")
 
+    planned, kept = plan_ranks(names, problems.cap, cache) if s3 is None else (None, set())
+
     def run(tasks: list[list[int]], one_rank: bool) -> list[TaskResult]:
         jobs = [[(i, names[i]) for i in task] for task in tasks]
         if client is None:
@@ -310,10 +335,11 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
         else:
             # A task of several files (a rank's cycles) reads each file in a task of its own, so the
             # files are read on every worker at once; one task then merges and analyses the rank.
-            # Submitted in order, each reduction before the next task's reads: Dask runs it first.
+            # Submitted in order, each reduction before the next task's reads: Dask runs it first. A task whose
+            # files all have their heads kept is one task (served from the cache, or read there if a piece is gone).
             futures, reads = [], []
             for job in jobs:
-                if len(job) == 1:
+                if len(job) == 1 or all(i in kept for i, _ in job):
                     futures.append(client.submit(reduce_task, job, problems.cap, s3, one_rank, cache, pure=False))
                     continue
                 parts = [client.submit(read_file, i, name, problems.cap, s3, cache, pure=False) for i, name in job]
@@ -331,7 +357,7 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
             stats.extend(r.stats for r in results)
         return results
 
-    results = run(plan_tasks(names, None if s3 is not None else [probe_rank(name) for name in names]), False)
+    results = run(plan_tasks(names, planned), False)
     per_file = {i: found for result in results for i, found in result.problems.items()}
     for i in sorted(per_file):  # in file order, as a sequential read records them
         counts, items = per_file[i]

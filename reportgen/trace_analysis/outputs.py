@@ -147,6 +147,14 @@ def write_kineto_outputs(files: list[Path], analysis_dir: Path, *, params=None, 
     ``scheduler``, ``s3``, ``client``, ``cache``: see :func:`analyze_job`; ``stats`` receives each task's
     ``TaskStats``.
     """
+    return write_kineto_document(files, analysis_dir, params=params, scheduler=scheduler, s3=s3, stats=stats,
+                                 client=client, cache=cache)[0]
+
+
+def write_kineto_document(files: list[Path], analysis_dir: Path, *, params=None, scheduler: str | None = None,
+                          s3=None, stats: list | None = None, client=None, cache=None) -> tuple[Path, dict]:
+    """:func:`write_kineto_outputs` and the ``kineto.json`` document it wrote, for a caller that then looks into it
+    (``pipeline``: does any rank hold an event?) without reading the file back (7 MB over 64 ranks)."""
     analysis_dir = Path(analysis_dir)
     report_dir = analysis_dir / "profiler-reports"
     doc, problems = analyze_traces(files, scheduler=scheduler, s3=s3, stats=stats, client=client, cache=cache)
@@ -158,7 +166,7 @@ def write_kineto_outputs(files: list[Path], analysis_dir: Path, *, params=None, 
     _merge_problems(analysis_dir / "data-quality.json", problems)
     if (analysis_dir / "timeline.json").is_file():
         _add_phases(analysis_dir / "timeline.json", doc)
-    return report_dir
+    return report_dir, doc
 
 
 def with_rule_outputs(rule_dir: Path, analysis_dir: Path) -> Path:

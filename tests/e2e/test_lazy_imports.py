@@ -29,3 +29,15 @@ def test_local_source_does_not_import_boto3(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]"
+
+
+def test_a_module_of_trace_analysis_leaves_the_readers_and_the_task_plan_for_later():
+    """The page's worker imports ``trace_analysis.account`` (the diagnosis' step-time account); the package's API
+    (``analyze_job``, ``write_kineto_outputs``, ``read_trace``...) is imported when first asked for."""
+    code = ("import sys, reportgen.trace_analysis.account; "
+            "print(sorted(m for m in ('reportgen.trace_analysis.job', 'reportgen.trace_analysis.outputs', "
+            "'reportgen.readers.kineto_trace', 'msgspec') if m in sys.modules)); "
+            "from reportgen.trace_analysis import analyze_job, read_trace, KINETO_JSON; "
+            "print(KINETO_JSON, analyze_job.__module__, read_trace.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "kineto.json reportgen.trace_analysis.outputs reportgen.readers.kineto_trace"]

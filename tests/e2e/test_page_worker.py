@@ -134,11 +134,14 @@ _LAZY_LEFT = r"""
 import json, sys
 from reportgen.render import worker
 from reportgen.render.html import render_page
-from reportgen.render.lazy_imports import LAZY
+from reportgen.render.lazy_imports import LAZY, LEFT_OUT
 worker.warm_up()
 page = render_page(json.loads(sys.argv[1]))
 state = {name: type(sys.modules[name]).__name__ for name in LAZY if name in sys.modules}
-print(json.dumps({"state": state, "page": len(page.html)}))
+left = [name for name in LEFT_OUT if name in sys.modules]
+import nbconvert.postprocessors
+print(json.dumps({"state": state, "page": len(page.html), "left": left,
+                  "serve": nbconvert.postprocessors.ServePostProcessor is None, "tornado.web": "tornado.web" in sys.modules}))
 """
 
 
@@ -153,6 +156,8 @@ def test_the_worker_makes_its_page_without_running_its_lazy_packages(rule_dir, t
     assert found["page"] > 600_000
     assert "requests" in found["state"] and "click" in found["state"]  # papermill's, imported by the warm-up
     assert found["state"] == dict.fromkeys(found["state"], "_LazyModule")
+    # nbconvert's serve post-processor, left out by the warm-up, is not imported by the page either
+    assert found["left"] == [] and found["serve"] and not found["tornado.web"]
 
 
 def test_without_a_worker_the_page_is_made_here(rule_dir, tmp_path, monkeypatch):

@@ -119,3 +119,37 @@ def test_a_local_cluster_runs_its_workers_without_the_statistical_profiler():
     with dask_client(parse_scheduler("local:1")) as client:
         # the workers are forked from a server started before this configuration was set: the nanny passes it on
         assert list(client.run(_worker_config).values()) == [(False, "500ms", "500ms")]
+
+
+def test_on_dask_a_warm_rank_of_several_files_is_one_task_served_from_its_heads(copies, dask_cluster, tmp_path):
+    """Issue 51: with every file's head kept, the rank's three files are not read by three tasks (each loading the
+    file's entry) but reduced by one task from the heads and the rank's kept analysis."""
+    import functools
+    import time
+
+    from distributed import get_task_stream
+
+    from reportgen.readers.digest_memo import DigestMemo
+    from reportgen.readers.trace_cache import TraceCache
+
+    def cache() -> TraceCache:  # as each run makes it; a clock 10 s ahead: the memo trusts files just written
+        folder = tmp_path / "cache"
+        folder.mkdir(exist_ok=True)
+        return TraceCache(folder, 1 << 30, memo=DigestMemo(folder, clock=functools.partial(int, time.time_ns() + 10**10)))
+
+    local_doc, local_problems = analyze_traces(copies)
+    with get_task_stream(dask_cluster) as cold:
+        doc, problems = analyze_traces(copies, client=dask_cluster, cache=cache())
+    assert json.dumps(doc) == json.dumps(local_doc) and problems.to_json() == local_problems.to_json()
+    assert sorted(t["key"].split("-")[0] for t in cold.data) == ["read_file"] * 3 + ["reduce_reads"] + ["reduce_task"] * 2
+    entries = sorted((tmp_path / "cache").glob("*.npz"))
+    assert len(entries) == len(copies)
+    for entry in entries:  # a loaded entry is touched (its last use): none may be
+        os.utime(entry, ns=(10**18, 10**18))
+    stats: list = []
+    with get_task_stream(dask_cluster) as warm:
+        doc, problems = analyze_traces(copies, client=dask_cluster, cache=cache(), stats=stats)
+    assert json.dumps(doc) == json.dumps(local_doc) and problems.to_json() == local_problems.to_json()
+    assert sorted(t["key"].split("-")[0] for t in warm.data) == ["reduce_task"] * 3
+    assert [s.files for s in stats] == [3, 1, 1]
+    assert [entry.stat().st_mtime_ns for entry in entries] == [10**18] * len(entries)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from reportgen.render.lazy_imports import LAZY, lazy
+from reportgen.render.lazy_imports import LAZY, LEFT_OUT, lazy, left_out
 
 PACKAGE = '''
 import os
@@ -82,3 +82,35 @@ def test_an_extension_module_is_imported_as_usual():
 
 def test_the_worker_names_top_level_packages():
     assert "requests" in LAZY and all(name.isidentifier() for name in LAZY)
+
+
+def test_a_left_out_module_is_missing_inside_the_block_and_imports_after_it(probes):
+    with left_out(("rg_lazy_probe.sub",)):
+        import rg_lazy_probe  # the package itself is not left out
+
+        try:  # as nbconvert.postprocessors imports its serve post-processor
+            from rg_lazy_probe.sub import TWICE
+        except ImportError:
+            TWICE = None
+        assert TWICE is None and sys.modules["rg_lazy_probe.sub"] is None
+    assert "rg_lazy_probe.sub" not in sys.modules
+    from rg_lazy_probe.sub import TWICE
+
+    assert TWICE == 84 and rg_lazy_probe.VALUE == 42
+
+
+def test_a_module_imported_before_the_block_is_left_alone(probes):
+    import rg_eager_probe.sub
+
+    with left_out(("rg_eager_probe.sub",)):
+        from rg_eager_probe.sub import TWICE
+    assert TWICE == 84 and sys.modules["rg_eager_probe.sub"] is rg_eager_probe.sub
+
+
+def test_what_the_worker_leaves_out_is_imported_only_if_it_can_be():
+    import importlib.util
+
+    assert LEFT_OUT == ("nbconvert.postprocessors.serve",)
+    # nbconvert.postprocessors imports it inside `try: ... except ImportError` (its ServePostProcessor is then None)
+    source = importlib.util.find_spec("nbconvert.postprocessors").loader.get_source("nbconvert.postprocessors")
+    assert "try:\n    from .serve import ServePostProcessor\nexcept ImportError:" in source
