@@ -34,7 +34,7 @@ from reportgen.trace_analysis.gpu_analyses import gpu_analyses, kernel_distribut
 from reportgen.trace_analysis.flops import flops_analysis
 from reportgen.trace_analysis.gpu_idle import gpu_idle
 from reportgen.trace_analysis.memory import memory_analysis
-from reportgen.trace_analysis.step_marks import STEP, profiled_steps
+from reportgen.trace_analysis.step_marks import PROFILER_SPAN, STEP, profiled_steps
 from reportgen.trace_analysis.straggler import find_straggler
 
 TOP_KERNELS = 15
@@ -71,6 +71,21 @@ def steps_of(trace: k.TraceColumns) -> list[dict]:
     """The rank's profiled steps in time order (``step_marks.profiled_steps``: ProfilerStep#N, else between
     optimizer steps)."""
     return profiled_steps(trace)[0]
+
+
+def unread_events(trace: k.TraceColumns) -> str | None:
+    """A Data-quality note on the complete events of categories no analysis reads (an accelerator other than
+    CUDA / ROCm: MTIA's ``mtia_ccp_events`` and ``mtia_runtime``), the most frequent names first; None when there
+    are none. Kineto's own span of a profiling cycle is read (``step_marks``), not counted."""
+    rows = (trace.cat == k.OTHER) & ~np.isin(trace.name, np.fromiter(
+        (i for i, n in enumerate(trace.names) if PROFILER_SPAN.match(n)), dtype=np.int32))
+    if not rows.any():
+        return None
+    names, counts = np.unique(trace.name[rows], return_counts=True)
+    top = sorted(zip(counts.tolist(), (trace.names[int(n)] for n in names)), key=lambda x: (-x[0], x[1]))[:3]
+    return (f"{int(rows.sum()):,} events of categories reportgen does not analyse (an accelerator or runtime other "
+            f"than CUDA / ROCm?), e.g. {', '.join(f'{name[:60]} x{count:,}' for count, name in top)}: left out of "
+            "every figure, their device time too")
 
 
 def analyze_trace(trace: k.TraceColumns) -> dict:
@@ -126,7 +141,8 @@ def analyze_trace(trace: k.TraceColumns) -> dict:
                for n, t, c in zip(onames[:TOP_OPS], ototals[:TOP_OPS], ocounts[:TOP_OPS])]
 
     steps, steps_from = profiled_steps(trace)
-    data_notes = [*getattr(trace, "data_notes", ()), *([steps_from] if steps_from else [])]
+    unread = unread_events(trace)
+    data_notes = [*getattr(trace, "data_notes", ()), *([steps_from] if steps_from else []), *([unread] if unread else [])]
     step_ms = np.array([s["dur_us"] / 1000.0 for s in steps])
     hist_counts, hist_edges = (np.histogram(step_ms, bins=min(20, max(1, len(step_ms)))) if len(step_ms)
                                else (np.zeros(0), np.zeros(0)))

@@ -32,7 +32,7 @@ from reportgen.trace_analysis.flops import peak_table
 # Bump with any change to what ``analyze_trace`` or ``totals_by_name`` give for a merged rank (a key, a number, a
 # rounding): tests/unit/trace_analysis/test_rank_cache.py holds a digest of the recordings' analyses and fails,
 # saying so, when they change under the same number.
-ANALYSIS_VERSION = 9  # 9: steps cut at the profiler's span or found between optimizer steps, data_notes; 8: the account's copies_per_step_ms and copies_named; 7: the account's scalar_reads_per_step; 6: the account splits a tf.function graph call
+ANALYSIS_VERSION = 10  # 10: data_notes on events of categories no analysis reads; 9: steps cut at the profiler's span or found between optimizer steps, data_notes; 8: the account's copies_per_step_ms and copies_named; 7: the account's scalar_reads_per_step; 6: the account splits a tf.function graph call
 # into its kernels and dispatch (graph_calls_per_step); 5: the three 3s of one day merged (kernel_mix; the float64 / input-Python keys;
 # between_cycles); 2: the account's debug_checks, compilation_named, loader_starts_per_step, between_steps_ms, gpu
 RANK_FORMAT = 1
