@@ -544,6 +544,7 @@ class TraceRank:
     step_hist: StepHistogram | None = None  # None unless both counts and edges are non-empty lists
     flops: TraceFlops | None = None
     gpu_analysis: GpuAnalysis = field(default_factory=GpuAnalysis)
+    world_size: int | None = None  # the job's ranks as the trace says (distributedInfo.world_size), None if not
 
     @property
     def step_list(self) -> tuple[TraceStep, ...]:
@@ -596,7 +597,9 @@ class TraceRank:
                                   given(m.get("bytes"))) for m in map(as_object, as_items(entry.get("memory_ops")))),
                    StepHistogram(tuple(map(given, counts)), tuple(map(given, edges)))
                    if counts and edges and isinstance(counts, list) and isinstance(edges, list) else None,
-                   TraceFlops.of(entry), GpuAnalysis.of(entry.get("gpu_analysis")))
+                   TraceFlops.of(entry), GpuAnalysis.of(entry.get("gpu_analysis")),
+                   world if isinstance(world := entry.get("world_size"), int) and not isinstance(world, bool)
+                   and world > 0 else None)
 
 
 def doc_traces_name(doc: object) -> str:

@@ -5,7 +5,8 @@ share little of their time (another model, another training loop) are **not comp
 shows both side by side, but gives no verdict and the regression gate cannot judge them (it fails closed)
 unless ``--force``. Hardware, world size and instance count are what a user changes on purpose (the
 SageMaker case study moves 3 ml.p3.8xlarge to 2 ml.p3.2xlarge): they are named beside the verdict as what
-changed, so a step-time change is read with them in mind. The batch size is checked where both runs' are
+changed, so a step-time change is read with them in mind; from profiler traces alone, the GPU model
+(deviceProperties) and the world size the ranks state (distributedInfo, else the ranks traced). The batch size is checked where both runs' are
 known (``compare.batch``: given with ``--batch-size-a/-b``, a SageMaker job's hyperparameters, a recording's
 command line): two runs of different batch sizes are not comparable by their step times, which do different
 work; with ``--force`` the verdict adds the time per sample (a step's time ÷ its batch size), the fair
@@ -21,6 +22,7 @@ from reportgen.report.json_views import OperatorTable
 from reportgen.report.util import number
 from reportgen.report.views import usage_rows_of
 from reportgen.section_ids import SectionId
+from reportgen.trace_ranks import trace_ranks_of
 
 MIN_SHARED = 0.25  # operators both ran below this share of the top operators' time: another job
 MIN_OPERATORS = 3  # fewer known operators on a side: the mix is not judged
@@ -71,13 +73,22 @@ def _operators(side: Side) -> tuple[str, dict[str, float] | None]:
     return "SageMaker framework metrics", _shares(found) if found else None
 
 
-def _world(side: Side) -> tuple[str, int] | None:
-    """("ranks", n) from the profiler traces, else ("nodes", n) from the system metrics, else None."""
+def _world(side: Side) -> tuple[str, int, int | None] | None:
+    """("rank", ranks traced, the world size they all state or None) from the profiler traces (a sample of a
+    job's ranks states the whole job's), else ("node", n, None) from the system metrics, else None."""
     traces = side.traces()
     if traces and traces.ranks:
-        return "rank", traces.ranks
+        stated = {rank.world_size for rank in trace_ranks_of(side.outputs.traces).values() if rank.step_list}
+        return "rank", traces.ranks, (stated.pop() if len(stated) == 1 and None not in stated else None)
     nodes = {row.node for row in usage_rows_of(side.data(SectionId.SYSTEM_USAGE_STATISTICS))}
-    return ("node", len(nodes)) if nodes else None
+    return ("node", len(nodes), None) if nodes else None
+
+
+def _gpu_models(side: Side) -> str | None:
+    """The GPU models the run's traced ranks ran on (deviceProperties' names), None when the traces do not say."""
+    models = sorted({rank.devices[i] for rank in trace_ranks_of(side.outputs.traces).values()
+                     for i in rank.gpu_ids if 0 <= i < len(rank.devices)})
+    return ", ".join(models) or None
 
 
 def check(a: Side, b: Side, force: bool = False) -> Comparability:
@@ -95,9 +106,14 @@ def check(a: Side, b: Side, force: bool = False) -> Comparability:
         result.changes.append(f"instance type {a.instance_type} → {b.instance_type}")
     if a.instance_count and b.instance_count and a.instance_count != b.instance_count:
         result.changes.append(f"instance count {a.instance_count} → {b.instance_count}")
+    ga, gb = _gpu_models(a), _gpu_models(b)
+    if ga and gb and ga != gb:
+        result.changes.append(f"GPU {ga} → {gb}")
     wa, wb = _world(a), _world(b)
-    if wa and wb and wa[0] == wb[0] and wa[1] != wb[1]:
-        result.changes.append(f"world size {wa[1]} → {wb[1]} {wa[0]}s")
+    if wa and wb and wa[0] == wb[0]:
+        na, nb = (wa[2], wb[2]) if wa[2] and wb[2] else (wa[1], wb[1])  # stated by both, else as counted
+        if na != nb:
+            result.changes.append(f"world size {na} → {nb} {wa[0]}s")
     ba, bb = a.batch(), b.batch()
     result.batch_a, result.batch_b = (ba.value if ba else None), (bb.value if bb else None)
     result.batch_from = [f"{side.label}: {known.source}" for side, known in ((a, ba), (b, bb)) if known]

@@ -13,7 +13,8 @@ Definitions (also in docs/beyond-sagemaker.md):
   own kernel view); a kernel's launches = its number of kernel events.
 * **CPU operators**: ``cpu_op`` events (``Operator`` in 2021 traces) other than ``ProfilerStep#N``,
   ranked by total *inclusive* time (a parent's time includes its children's).
-* **Steps**: ``ProfilerStep#N`` annotations on the CPU side.
+* **Steps**: ``ProfilerStep#N`` annotations on the CPU side, cut at the profiler's own span; without any,
+  between consecutive optimizer steps (``reportgen.trace_analysis.step_marks``).
 * **Data loading** and **collectives**: outermost intervals per thread, never summed nested events
   (``reportgen.trace_analysis.regions``).
 * **Straggler**: ``reportgen.trace_analysis.straggler`` (collective wait first, step times otherwise).
@@ -21,7 +22,6 @@ Definitions (also in docs/beyond-sagemaker.md):
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
 import numpy as np
@@ -34,11 +34,12 @@ from reportgen.trace_analysis.gpu_analyses import gpu_analyses, kernel_distribut
 from reportgen.trace_analysis.flops import flops_analysis
 from reportgen.trace_analysis.gpu_idle import gpu_idle
 from reportgen.trace_analysis.memory import memory_analysis
+from reportgen.trace_analysis.step_marks import PROFILER_SPAN, STEP, profiled_steps
 from reportgen.trace_analysis.straggler import find_straggler
 
 TOP_KERNELS = 15
 TOP_OPS = 15
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP = STEP  # the step annotations (step_marks), left out of the operators
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -67,18 +68,24 @@ def _stats(values: np.ndarray) -> dict:
 
 
 def steps_of(trace: k.TraceColumns) -> list[dict]:
-    """ProfilerStep#N annotations on the CPU side, in time order (a repeated step keeps the longest)."""
-    cpu_side = ~trace.rows(*k.GPU_CATEGORIES, k.GPU_ANNOTATION)
-    numbers = {i: int(m.group(1)) for i, n in enumerate(trace.names) if (m := _STEP.match(n))}
-    if not numbers:
-        return []
-    mask = cpu_side & np.isin(trace.name, np.fromiter(numbers, dtype=np.int32))
-    best: dict[int, tuple[float, float]] = {}
-    for name, start, dur in zip(trace.name[mask], trace.start_us[mask], trace.dur_us[mask]):
-        step = numbers[int(name)]
-        if step not in best or dur > best[step][1]:
-            best[step] = (float(start), float(dur))
-    return [{"step": step, "start_us": s, "dur_us": d} for step, (s, d) in sorted(best.items(), key=lambda x: x[1][0])]
+    """The rank's profiled steps in time order (``step_marks.profiled_steps``: ProfilerStep#N, else between
+    optimizer steps)."""
+    return profiled_steps(trace)[0]
+
+
+def unread_events(trace: k.TraceColumns) -> str | None:
+    """A Data-quality note on the complete events of categories no analysis reads (an accelerator other than
+    CUDA / ROCm: MTIA's ``mtia_ccp_events`` and ``mtia_runtime``), the most frequent names first; None when there
+    are none. Kineto's own span of a profiling cycle is read (``step_marks``), not counted."""
+    rows = (trace.cat == k.OTHER) & ~np.isin(trace.name, np.fromiter(
+        (i for i, n in enumerate(trace.names) if PROFILER_SPAN.match(n)), dtype=np.int32))
+    if not rows.any():
+        return None
+    names, counts = np.unique(trace.name[rows], return_counts=True)
+    top = sorted(zip(counts.tolist(), (trace.names[int(n)] for n in names)), key=lambda x: (-x[0], x[1]))[:3]
+    return (f"{int(rows.sum()):,} events of categories reportgen does not analyse (an accelerator or runtime other "
+            f"than CUDA / ROCm?), e.g. {', '.join(f'{name[:60]} x{count:,}' for count, name in top)}: left out of "
+            "every figure, their device time too")
 
 
 def analyze_trace(trace: k.TraceColumns) -> dict:
@@ -133,7 +140,9 @@ def analyze_trace(trace: k.TraceColumns) -> dict:
     top_ops = [{"name": trace.names[n], "total_ms": t / 1000.0, "calls": int(c), "mean_us": t / c}
                for n, t, c in zip(onames[:TOP_OPS], ototals[:TOP_OPS], ocounts[:TOP_OPS])]
 
-    steps = steps_of(trace)
+    steps, steps_from = profiled_steps(trace)
+    unread = unread_events(trace)
+    data_notes = [*getattr(trace, "data_notes", ()), *([steps_from] if steps_from else []), *([unread] if unread else [])]
     step_ms = np.array([s["dur_us"] / 1000.0 for s in steps])
     hist_counts, hist_edges = (np.histogram(step_ms, bins=min(20, max(1, len(step_ms)))) if len(step_ms)
                                else (np.zeros(0), np.zeros(0)))
@@ -174,6 +183,7 @@ def analyze_trace(trace: k.TraceColumns) -> dict:
         "collectives": regions.collectives(trace, steps),
         "gpu_analysis": gpu_analyses(trace, steps) if gpu.any() else None,
         "account": step_account(trace, steps),
+        **({"data_notes": data_notes} if data_notes else {}),  # steps cut or not annotated: Data quality says so
         **({"memory": memory} if memory is not None else {}),  # only with memory events: other outputs unchanged
         **({"flops": flops} if flops is not None else {}),  # only with FLOP counts
     }

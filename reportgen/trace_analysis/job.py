@@ -379,6 +379,8 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
         if len(summary.workers) > 1:
             problems.add(summary.first_file, None, f"rank {label}: trace files of {len(summary.workers)} processes "
                          f"({', '.join(summary.workers[:4])}) merged; a folder reused by several runs?")
+        for note in summary.doc.get("data_notes", ()):  # steps cut at the profiler's span or not annotated
+            problems.add(summary.first_file, None, f"rank {label}: {note}")
         ranks[label] = summary.doc
     doc = {"version": 2, "files": [Path(name).name for name in names], "ranks": ranks,
            "comparison": compare_ranks(ranks)}

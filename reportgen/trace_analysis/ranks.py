@@ -22,6 +22,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from reportgen.readers.trace_model import Float64Ops, FlopEvents, MemoryEvents, TraceColumns
+from reportgen.trace_analysis.step_marks import cut_step_overruns
 
 class RankedFile(Protocol):
     """What grouping reads of a file: a whole read (``TraceColumns``) or its kept head (``readers/trace_heads.py``),
@@ -49,6 +50,7 @@ class RankTrace(TraceColumns):
     files: list[str] = field(default_factory=list)
     cycles: list[tuple[float, float]] = field(default_factory=list)  # (first start, last end) µs per file
     workers: list[str] = field(default_factory=list)  # distinct worker names (host_pid) of its files
+    data_notes: list[str] = field(default_factory=list)  # steps cut at the profiler's span (step_marks), for Data quality
 
 
 def worker_of(path: Path) -> str | None:
@@ -127,14 +129,18 @@ def merge_cycles(members: list[TraceColumns]) -> RankTrace:
     columns: dict[str, list[np.ndarray]] = {k: [] for k in ("cat", "name", "start_us", "dur_us", "device", "nbytes",
                                                              "tid", "corr")}
     cycles = []
+    data_notes: list[str] = []
     for trace in members:
+        dur, notes = cut_step_overruns(trace)
+        data_notes += notes
         remap = np.fromiter((names.setdefault(n, len(names)) for n in trace.names), dtype=np.int32,
                             count=len(trace.names))
         columns["name"].append(remap[trace.name] if trace.name.size else trace.name)
-        for key in ("cat", "start_us", "dur_us", "device", "nbytes", "tid", "corr"):
+        for key in ("cat", "start_us", "device", "nbytes", "tid", "corr"):
             columns[key].append(getattr(trace, key))
+        columns["dur_us"].append(dur)
         if trace.start_us.size:
-            cycles.append((float(trace.start_us.min()), float(trace.end_us.max())))
+            cycles.append((float(trace.start_us.min()), float((trace.start_us + dur).max())))
     merged = RankTrace(
         path=first.path, label=rank_label(members), rank=next((t.rank for t in members if t.rank is not None), None),
         world_size=next((t.world_size for t in members if t.world_size is not None), None),
@@ -148,7 +154,7 @@ def merge_cycles(members: list[TraceColumns]) -> RankTrace:
         time_unit=first.time_unit, names=list(names),
         events_in_file=sum(t.events_in_file for t in members), complete=all(t.complete for t in members),
         files=[t.path.name for t in members], cycles=cycles, cpu_collectives=first.cpu_collectives,
-        workers=sorted({w for t in members if (w := worker_of(t.path))}))
+        workers=sorted({w for t in members if (w := worker_of(t.path))}), data_notes=data_notes)
     start = np.concatenate(columns["start_us"])
     order = np.argsort(start, kind="stable")
     merged.start_us = start[order]
