@@ -463,3 +463,26 @@ def test_host_work_in_a_jax_or_tensorflow_trace_gets_their_profilers_way_to_look
     assert top.cause == "host-overhead"
     assert "python_tracer_level=1" in top.fix and "with_stack" not in top.fix and "np.asarray" in top.fix
     assert top.metrics["share_of_steps"] == pytest.approx(TRUTH[run]["planted_share_profiled"], abs=0.05)
+
+
+def test_the_other_threads_are_named_only_where_they_used_a_tenth_of_a_core(tmp_path):
+    """bg-thread's recording split by thread: its other threads used 0.14 of a core over the loop. Halved (0.07), or
+    without the split (recordings before it), or with a damaged series, the time under no operator is host-overhead's
+    again, with no traceback; the finding's impact is the larger of the other threads' CPU and that slice."""
+    outputs = load_rule_outputs(analyze_source(str(PLANTED / "bg-thread"), tmp_path / "bg"))
+    found = diagnose(outputs)
+    top = found.findings[0]
+    threads = found.evidence.loop_threads
+    assert top.cause == "thread-contention" and threads is not None
+    assert threads.other_cores == pytest.approx(top.metrics["other_threads_cores"]) and threads.other_cores >= 0.10
+    assert top.loop_share == pytest.approx(max(threads.other_cores, top.metrics["no_operator_share"]))
+    assert f"{threads.other_cores:.2f} of a core during the loop" in top.evidence[0]
+    assert "host-overhead" not in [f.cause for f in found.findings]  # one stall, one finding
+    kept = outputs.recording["thread_usage"]
+    for series in ([[t, main, queue, other / 2] for t, main, queue, other in kept], None,
+                   [[t, "x", queue, other] for t, main, queue, other in kept]):
+        outputs.recording["thread_usage"] = series
+        again = diagnose(outputs)
+        causes = [f.cause for f in again.findings]
+        assert causes[0] == "host-overhead" and "thread-contention" not in causes
+        assert again.findings[0].loop_share == pytest.approx(top.metrics["no_operator_share"])
