@@ -167,6 +167,8 @@ class ProcessTree:
     for batches, so their last busy tick marks the loop's end where they live on after it. A thread that ends between two ticks loses
     its last part of that wait (a few ms at most). A descendant that exits between two ticks is counted once: the part seen while it ran, then
     what its parent collects when it is reaped (``children_user``/``children_system``) less that part.
+    The command's own process is also split by thread (:meth:`_threads`): a thread beside the training loop is what
+    no trace of the loop's thread shows.
     """
 
     def __init__(self, psutil, pid: int):
@@ -261,7 +263,7 @@ class ProcessTree:
                   "HostCPUPercent": None if host_pct is None else round(host_pct, 4),
                   "RSSBytes": rss, "Processes": len(seen), "RunQueueCores": queued,
                   "ChildCPUCores": round(descendants / dt, 4)}
-        if own_threads is not None:
+        if own_threads and self.pid in own_threads:  # its first thread read: the split means something
             record.update(self._threads(own_threads, dt))
         return record
 
@@ -274,7 +276,7 @@ class ProcessTree:
         kernel's ``comm``, 15 characters; at most ``BUSIEST`` names read a tick). A thread first seen started within
         the tick (all its time is inside it); one that ended since the last loses its last part (a tick at most)."""
         used = {tid: max(on - self._own.get(tid, (0.0, 0.0))[0], 0.0) for tid, (on, _) in own.items()}
-        main_wait = max(own[self.pid][1] - self._own.get(self.pid, (0.0, 0.0))[1], 0.0) if self.pid in own else 0.0
+        main_wait = max(own[self.pid][1] - self._own.get(self.pid, (0.0, 0.0))[1], 0.0)
         self._own = own
         main = used.pop(self.pid, 0.0)
         busiest = []

@@ -55,3 +55,15 @@ def test_a_busy_thread_beside_the_main_one_is_counted_and_named():
     time.sleep(0.3)
     quiet = tree.sample(None, time.time())
     assert quiet["OtherThreadsCPUCores"] < 0.05  # ended: no more time counted for it
+
+
+def test_no_split_where_the_processs_threads_cannot_be_read(monkeypatch):
+    """A kernel without per-thread schedstat (or a /proc that lists no thread of the command's first): the tick keeps
+    its other columns and has no split, rather than a main thread at 0 cores."""
+    import reportgen.recorder.sampler as sampler
+
+    tree = ProcessTree(psutil, psutil.Process().pid)
+    for odd in (None, {}, {tree.pid + 10**6: (1.0, 0.0)}):
+        monkeypatch.setattr(sampler, "schedstats", lambda pid, odd=odd: odd)
+        tick = tree.sample(None, time.time())
+        assert tick["CPUCores"] >= 0 and "MainThreadCPUCores" not in tick and "BusiestThreads" not in tick
