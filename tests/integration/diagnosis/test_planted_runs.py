@@ -96,10 +96,6 @@ EXPECTED = {
 }
 # The verdicts that are not right yet, as the README's table says, each with why (strict: fixing one must say so)
 NOT_YET = {
-    "tf-generator": "the impact is the wait the trace shows, 6.1 s against 8.9 / 10.0 s saved (-32 % / -40 %): the "
-                    "fix saved more than the script's own wait (6.9 s): the generator's Python also held the GIL "
-                    "against the step's own (CPU 6.4 / 6.9 s saved); as recorded it was 7.7 s only because "
-                    "its loop counted the 4.2 s the script idled after it",
 }
 
 
