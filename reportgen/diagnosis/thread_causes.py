@@ -18,8 +18,11 @@ OTHER_THREADS = 0.10  # the process's other threads used at least this share of 
 
 
 def _names(ev: Evidence) -> str:
+    """The busiest other threads as the kernel names them (Python before 3.14 leaves its threads the process's name)."""
     named = [f"{name} ({seconds:.1f} CPU s)" for name, seconds in ev.busiest_threads]
-    return "; the busiest over the recording: " + ", ".join(named) if named else ""
+    return ("the busiest of them over the recording, by the names the kernel keeps: " + ", ".join(named)
+            + " (Python before 3.14 leaves its threads the process's name; threading.Thread(name=...) does not reach "
+              "the kernel)") if named else ""
 
 
 @detector("thread-contention")
@@ -33,9 +36,10 @@ def thread_contention(ev: Evidence, found: dict) -> Finding | None:
     loop_share = max(share, threads.other_cores)
     evidence = [
         f"the training process's other threads (not its step's; DataLoader workers are processes, not counted) used "
-        f"{threads.other_cores:.2f} of a core during the loop{_names(ev)}: the step's own thread ran "
+        f"{threads.other_cores:.2f} of a core during the loop, while the step's own thread ran "
         f"{threads.main_cores:.2f} of a core, waited {threads.main_queue_cores:.2f} for one and slept "
         f"{pct(threads.main_blocked)} of the loop (on the GIL, a lock, a queue)",
+        _names(ev),
         f"{pct(share)} of every profiled step runs under no profiler operator: where the step's thread waits to take "
         "the GIL back after an operator, and the trace holds only the step's thread",
         "a Python thread holds the GIL while it runs: what it ran, the step's Python could not; on a host with no core "
