@@ -482,3 +482,18 @@ def test_the_other_threads_are_named_only_where_they_used_a_tenth_of_a_core(tmp_
         causes = [f.cause for f in again.findings]
         assert causes[0] == "host-overhead" and "thread-contention" not in causes
         assert again.findings[0].loop_share == pytest.approx(top.metrics["no_operator_share"])
+
+
+def test_a_thread_name_from_the_recording_is_shown_as_text(tmp_path):
+    """The busiest threads' names are the kernel's, written by the recorded program: At a glance shows them escaped."""
+    from reportgen.render.blocks import render_glance
+    from reportgen.report.build import build_report
+
+    outputs = load_rule_outputs(analyze_source(str(PLANTED / "bg-thread"), tmp_path / "bg"))
+    hostile = "<img src=x onerror=alert(1)>"
+    outputs.recording["busiest_threads"] = [[hostile, 7, 9.4]]
+    report = build_report(outputs)
+    top = report.diagnosis.findings[0]
+    assert top.cause == "thread-contention" and any(f"{hostile} (9.4 CPU s)" in line for line in top.evidence)
+    html = render_glance(report)
+    assert "&lt;img src=x onerror=alert(1)&gt; (9.4 CPU s)" in html and hostile not in html
