@@ -19,6 +19,7 @@ from typing import Callable
 from reportgen.errors import InputError, RenderError
 from reportgen.job_processes import children_idle, idle_to_script_end, process_changes, read_ticks
 from reportgen.job_usage import usage_rows
+from reportgen.thread_usage import busiest_threads, thread_rows
 from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.json_values import is_finite
 from reportgen.notebook_parameters import NotebookParameters
@@ -224,7 +225,8 @@ def _add_process_changes(raw_dir: Path, copy: Path) -> None:
     job_processes.process_changes): its children's start and end mark the training loop's ends, and where they
     went idle for good before ending (``children_idle``) the loop's end where they outlived it, as is where the
     command itself idled up to its script's end (``idle_to_script_end``); and the command's
-    CPU and run-queue wait as a bounded cumulative series (job_usage.usage_rows), read over the loop's window."""
+    CPU and run-queue wait as a bounded cumulative series (job_usage.usage_rows), read over the loop's window, and
+    its own process's main thread against its other threads where the recording split it (thread_usage)."""
     try:
         summary = read_json_file(copy)
     except (OSError, JsonFileError):
@@ -245,7 +247,11 @@ def _add_process_changes(raw_dir: Path, copy: Path) -> None:
         summary["process_changes"] = changes
     if usage:
         summary["job_usage"] = usage
-    if changes or usage or idle or quiet:
+    threads = thread_rows(ticks)
+    if threads:
+        summary["thread_usage"] = threads
+        summary["busiest_threads"] = busiest_threads(ticks)
+    if changes or usage or idle or quiet or threads:
         copy.write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
 

@@ -24,6 +24,7 @@ from reportgen.json_file import JsonFileError, read_json_file
 from reportgen.rulebook import RULE_ORDER, RuleName
 from reportgen.sources.layout import RULE_EXTRA_NAMES
 from reportgen.sources.layout import find_rule_output_dir as find_rule_output_dir  # with the layout (page_cache)
+from reportgen.thread_usage import WindowThreads, window_threads
 from reportgen.json_values import as_items, as_object, finite, given, is_finite
 from reportgen.trace_ranks import TraceRank, trace_ranks_of
 from reportgen.traces.numbers import as_float
@@ -153,6 +154,24 @@ def recorded_usage(recording: dict[str, Any] | None, spans: list[tuple[float, fl
     generate keeps in its copy of recording.json (``job_usage``, from job-metrics.jsonl), or None: recordings or
     copies without it, or a series that does not cover the spans."""
     return window_usage(recording.get("job_usage"), spans) if isinstance(recording, dict) else None
+
+
+def recorded_threads(recording: dict[str, Any] | None, spans: list[tuple[float, float]]) -> WindowThreads | None:
+    """The recorded command's own process split by thread over ``spans`` (epoch s): its main thread's CPU and wait
+    for a core, its other threads' CPU (recording.json's ``thread_usage``, which generate adds from
+    job-metrics.jsonl), or None: recordings before it, a series that does not cover the spans."""
+    return window_threads(recording.get("thread_usage"), spans) if isinstance(recording, dict) else None
+
+
+def recorded_busiest_threads(recording: dict[str, Any] | None) -> list[tuple[str, float]]:
+    """The other threads of the recorded command's process that used the most CPU over the recording, (name, CPU
+    seconds), most first (recording.json's ``busiest_threads``); empty without them."""
+    rows = recording.get("busiest_threads") if isinstance(recording, dict) else None
+    named = []
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, list) and len(row) == 3 and isinstance(row[0], str) and is_finite(row[2]):
+            named.append((row[0], float(row[2])))
+    return named
 
 
 def recorded_demand(recording: dict[str, Any] | None) -> list[tuple[float, float, float]]:

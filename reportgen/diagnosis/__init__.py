@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from reportgen.diagnosis import account_causes  # noqa: F401  (registers the step-time account's detectors)
 from reportgen.diagnosis import gpu_causes  # noqa: F401  (registers the GPU causes' detectors)
 from reportgen.diagnosis import memory_causes  # noqa: F401  (registers the memory causes' detectors)
+from reportgen.diagnosis import thread_causes  # noqa: F401  (registers the process's other threads' detector)
 from reportgen.diagnosis.causes import BY_ID, CAUSES, MINOR, TITLES, Finding, run_order
 from reportgen.diagnosis.coverage import LABELS, Answer, judge
 from reportgen.diagnosis.explained import fired_without_finding

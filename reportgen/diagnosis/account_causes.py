@@ -37,7 +37,7 @@ CLAIMS = {
     "communication": ("communication-bound", "straggler"),
     "memory_copies": ("pageable-memcpy",),
     "dispatch": ("kernel-launch-bound", "operator-overhead"),
-    "no_operator": ("host-overhead", "loader-restart"),
+    "no_operator": ("host-overhead", "loader-restart", "thread-contention"),
     "compilation": ("compilation",),
     "memory_management": ("allocator-churn",),
     "debug_checks": ("debug-mode",),
@@ -161,6 +161,8 @@ def host_overhead(ev: Evidence, found: dict) -> Finding | None:
     if "kernel-launch-bound" in found:  # the GPU waits for the host, whatever the host does between launches
         return None
     if "loader-restart" in found:  # starting and stopping the loader's workers: that finding's, once
+        return None
+    if "thread-contention" in found:  # another thread of the process held the GIL or the cores: that finding's
         return None
     if "operator-overhead" in found and ({"micro_batches", "eager_ops_per_step", "small_steps"}
                                          & set(found["operator-overhead"].metrics)):

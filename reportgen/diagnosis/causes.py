@@ -46,7 +46,7 @@ class Cause:
 GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "no-mixed-precision", "pageable-memcpy",
               "memory-bound-kernels")
 ACCOUNT_CAUSES = ("operator-overhead", "host-overhead", "compilation", "allocator-churn", "debug-mode", "loader-restart",
-                  "between-steps", "step-waste", "float64", "tensor-copies", "unused-gradients")
+                  "between-steps", "step-waste", "float64", "tensor-copies", "unused-gradients", "thread-contention")
 IDLE_GPU_CAUSES = ("host-sync", "kernel-launch-bound", "communication-bound", "pageable-memcpy")
 
 # The registry, in the order the detectors run (findings of equal impact keep this order on the page).
@@ -65,8 +65,10 @@ REGISTRY: tuple[Cause, ...] = (
     Cause("memory-bound-kernels", "The GPU spends its time in unfused memory-bound kernels"),
     # Causes read from the step-time account (detectors in account_causes.py): each claims a slice of the step.
     Cause("operator-overhead", "Per-call operator overhead fills the step", "step-account"),
+    # the process's other threads (thread_causes.py): the time under no operator is theirs, with what they slowed
+    Cause("thread-contention", "Another thread of the training process takes the steps' time", "step-account"),
     Cause("host-overhead", "Every step spends time under no profiler operator", "step-account",
-          after=("kernel-launch-bound", "operator-overhead", "loader-restart")),
+          after=("kernel-launch-bound", "operator-overhead", "loader-restart", "thread-contention")),
     Cause("compilation", "The training loop compiles again", "step-account"),
     Cause("allocator-churn", "Device memory is allocated and freed inside the steps", "step-account"),
     Cause("debug-mode", "A debugging aid slows every step", "step-account"),
@@ -88,7 +90,8 @@ REGISTRY: tuple[Cause, ...] = (
     # Last: the account's waste that no cause above claimed (it reads every cause that claims a slice).
     Cause("step-waste", "Part of every step is spent outside compute", "step-account",
           after=("input-pipeline", "io-bound", "cpu-bound", "straggler", "host-sync", "communication-bound",
-                 "pageable-memcpy", "kernel-launch-bound", "operator-overhead", "host-overhead", "compilation",
+                 "pageable-memcpy", "kernel-launch-bound", "operator-overhead", "host-overhead", "thread-contention",
+                 "compilation",
                  "allocator-churn", "debug-mode", "loader-restart", "between-steps", "step-outliers")),
 )
 # The vocabulary in its published order: report.json's schema enum, the JUnit causes suite (tests keep the

@@ -25,7 +25,9 @@ from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTim
                                     WorkerSteps, command_line, gpus_of, outlier_steps_of, profiler_exports,
                                     recorded_children, recorded_children_idle, recorded_command, recorded_demand,
                                     recorded_idle_to_script_end, recorded_run_queue, recorded_script_end, recorded_usage,
+                                    recorded_threads, recorded_busiest_threads,
                                     system_usage_of, traces_written)
+from reportgen.thread_usage import WindowThreads
 from reportgen.timeline_view import SlowSteps, Timeline
 from reportgen.trace_ranks import FrameworkAccounts, TraceComparison, TraceLoader, TraceRank
 from reportgen.rulebook import RuleName
@@ -113,6 +115,10 @@ class Evidence:
     job_cpu_loop: float | None = None
     job_run_queue_loop: float | None = None
     export_spans: list[tuple[float, float]] = field(default_factory=list)  # the profiler's exports inside the loop
+    # a recording's: the command's own process split by thread over the loop (its main thread against the others),
+    # and the other threads that used the most over the recording (name, CPU s); None / empty: not recorded
+    loop_threads: WindowThreads | None = None
+    busiest_threads: list[tuple[str, float]] = field(default_factory=list)
     not_judged: list[str] = field(default_factory=list)
 
     def state(self, rule: str) -> str:
@@ -633,6 +639,9 @@ def gather(outputs: RuleOutputs, price_per_s: float | None = None) -> Evidence:
     leave_out_profiler_export(ev, outputs)
     _steps(ev, outputs)
     _recorded_command(ev, outputs)
+    if ev.loop is not None:
+        ev.loop_threads = recorded_threads(outputs.recording, loop_window(ev))
+        ev.busiest_threads = recorded_busiest_threads(outputs.recording) if ev.loop_threads is not None else []
     for name, rule in outputs.rules.items():
         if name in SUMMARY_RULES:
             continue

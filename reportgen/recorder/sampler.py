@@ -16,6 +16,18 @@ import os
 import time
 
 NODE_ID = "algo-1"
+BUSIEST = 3  # the other threads of the command's own process named at each tick (the most CPU over it)
+BUSY_THREAD_CORES = 0.01  # a thread under this share of a core over a tick is not named
+
+
+def thread_name(pid: int, tid: int) -> str:
+    """A thread's name as the kernel keeps it (``comm``: the process's name unless the thread was named), or "?"
+    where the thread ended before it was read."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()[:15] or "?"
+    except OSError:
+        return "?"
 
 
 def schedstats(pid: int) -> dict[int, tuple[float, float]] | None:
@@ -155,6 +167,8 @@ class ProcessTree:
     for batches, so their last busy tick marks the loop's end where they live on after it. A thread that ends between two ticks loses
     its last part of that wait (a few ms at most). A descendant that exits between two ticks is counted once: the part seen while it ran, then
     what its parent collects when it is reaped (``children_user``/``children_system``) less that part.
+    The command's own process is also split by thread (:meth:`_threads`): a thread beside the training loop is what
+    no trace of the loop's thread shows.
     """
 
     def __init__(self, psutil, pid: int):
@@ -171,6 +185,7 @@ class ProcessTree:
         self._delays: dict[int, float] = {}  # tid -> its run-queue wait so far (s)
         self._on_core: dict[int, float] = {}  # a descendant's tid -> its time on a core so far (s)
         self.run_queue_s: float | None = None  # the tree's run-queue wait over the recording; None: never known
+        self._own: dict[int, tuple[float, float]] = {}  # the command's own threads -> (on a core, waiting for one) so far (s)
 
     def _tree(self) -> list:
         ps = self.psutil
@@ -195,6 +210,7 @@ class ProcessTree:
         delays: dict[int, float] = {}
         on_core: dict[int, float] = {}
         known = False
+        own_threads: dict[int, tuple[float, float]] | None = None
         for proc in self._tree():
             try:
                 with proc.oneshot():
@@ -208,6 +224,8 @@ class ProcessTree:
                 delays.update((tid, waited) for tid, (_, waited) in threads.items())
                 if proc.pid != self.pid:
                     on_core.update((tid, on) for tid, (on, _) in threads.items())
+                else:
+                    own_threads = dict(threads)
             seen[proc.pid] = (times.user + times.system,
                               getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0))
             rss += mem
@@ -240,8 +258,31 @@ class ProcessTree:
             self._on_core = on_core
             self.run_queue_s = (self.run_queue_s or 0.0) + waited
             queued = round(waited / dt, 4)
-        return {"Timestamp": round(ts, 6), "CPUCores": round(cores_used, 4),
-                "CPUPercentOfHost": round(min(100.0 * cores_used / self.cores, 100.0), 4),
-                "HostCPUPercent": None if host_pct is None else round(host_pct, 4),
-                "RSSBytes": rss, "Processes": len(seen), "RunQueueCores": queued,
-                "ChildCPUCores": round(descendants / dt, 4)}
+        record = {"Timestamp": round(ts, 6), "CPUCores": round(cores_used, 4),
+                  "CPUPercentOfHost": round(min(100.0 * cores_used / self.cores, 100.0), 4),
+                  "HostCPUPercent": None if host_pct is None else round(host_pct, 4),
+                  "RSSBytes": rss, "Processes": len(seen), "RunQueueCores": queued,
+                  "ChildCPUCores": round(descendants / dt, 4)}
+        if own_threads and self.pid in own_threads:  # its first thread read: the split means something
+            record.update(self._threads(own_threads, dt))
+        return record
+
+    def _threads(self, own: dict[int, tuple[float, float]], dt: float) -> dict:
+        """The command's own process split by thread over the tick, in cores: ``MainThreadCPUCores`` (its first
+        thread, the one a script's loop runs in) and ``MainThreadRunQueueCores`` (its wait for a core: what it neither
+        used nor waited for, it slept — on the GIL, a lock, I/O, a queue), ``OtherThreadsCPUCores`` (all its other
+        threads: a Python thread beside the loop holds the GIL the loop's thread must take back; the runtimes' own
+        pools) and ``BusiestThreads``, the ``BUSIEST`` other threads that used the most, [name, thread id, cores] (the
+        kernel's ``comm``, 15 characters; at most ``BUSIEST`` names read a tick). A thread first seen started within
+        the tick (all its time is inside it); one that ended since the last loses its last part (a tick at most)."""
+        used = {tid: max(on - self._own.get(tid, (0.0, 0.0))[0], 0.0) for tid, (on, _) in own.items()}
+        main_wait = max(own[self.pid][1] - self._own.get(self.pid, (0.0, 0.0))[1], 0.0)
+        self._own = own
+        main = used.pop(self.pid, 0.0)
+        busiest = []
+        for tid, seconds in sorted(used.items(), key=lambda item: -item[1])[:BUSIEST]:
+            if seconds / dt >= BUSY_THREAD_CORES:
+                busiest.append([thread_name(self.pid, tid), tid, round(seconds / dt, 4)])
+        return {"MainThreadCPUCores": round(main / dt, 4), "MainThreadRunQueueCores": round(main_wait / dt, 4),
+                "OtherThreadsCPUCores": round(sum(used.values()) / dt, 4),
+                "BusiestThreads": busiest}

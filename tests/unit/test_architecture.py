@@ -17,6 +17,7 @@ LAYERS = (
     {"reportgen", "errors", "problems", "atomic", "formatting", "terminal_text", "locking", "resources", "rulebook", "cost",
      "output_set", "workdir", "json_file", "interrupts", "section_ids", "notebook_parameters", "blas_threads",
      "garbage_collector", "environment", "user_file", "json_values", "intervals", "job_processes", "job_usage",
+     "thread_usage",
      "kept_file", "command_flags"},
     {"traces", "sources", "cluster"},  # every trace file's reading; where inputs are and how they are laid out;
     # where --scheduler's tasks run (below the readers: the cluster knows nothing of what a task reads)

@@ -31,7 +31,7 @@ RAW_TRACES = ["torch-cpu-record-inputbound", "torch-cpu-record-workers2", "torch
               "hta-cpu-only-gloo", "hta-trace-diff-rank3of8", "hta-sampled-128rank"]
 # the account slices each cause's impact is taken from (account_causes.CLAIMS read the other way; causes whose
 # impact is a model of a fix rather than a slice — micro-batches — are not listed; the straggler's, below)
-REFINES = {"host-overhead": ("no_operator",), "compilation": ("compilation",),
+REFINES = {"host-overhead": ("no_operator",), "thread-contention": ("no_operator",), "compilation": ("compilation",),
            "allocator-churn": ("memory_management",), "debug-mode": ("debug_checks",),
            "loader-restart": ("data_wait", "no_operator"), "host-sync": ("host_blocked",),
            "input-pipeline": ("data_wait",), "io-bound": ("data_wait",), "cpu-bound": ("data_wait",),
