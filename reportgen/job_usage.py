@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import statistics
 from dataclasses import dataclass
 
 from reportgen.json_values import given
@@ -109,6 +110,37 @@ def window_usage(rows: object, spans: list[tuple[float, float]]) -> WindowUsage 
     if seconds < COVERED * wanted:
         return None
     return WindowUsage(max(cpu / seconds, 0.0), max(queue / seconds, 0.0) if has_queue else None, seconds)
+
+
+def cpu_used(rows: object, start: float, end: float) -> float | None:
+    """The CPU core-seconds the command used from ``start`` to ``end`` (epoch s) by a ``usage_rows`` series as
+    recording.json keeps it, or None: no such series, or one that does not cover the span."""
+    series = _series(rows)
+    if series is None or len(series) < 2 or not series[0][0] <= start <= end <= series[-1][0]:
+        return None
+    return max(_at(series, end, 0) - _at(series, start, 0), 0.0)
+
+
+def time_before_cpu(rows: object, at: float, cpu_s: float) -> float | None:
+    """When, before ``at`` (epoch s), the command had ``cpu_s`` core-seconds of CPU left to use up to ``at``, by a
+    ``usage_rows`` series (read as even between its rows): where a run of steps that each use a known CPU began,
+    however long the shared host made them wait for a core. None: no such series, one that starts later, or a span
+    of fewer than ``SHIFT_TICKS`` of its rows (read as even inside a row, the one the steps began in mixes what came
+    before them with theirs: 100 steps of 0.9 ms are no span to read by the CPU)."""
+    series = _series(rows)
+    if series is None or len(series) < 2 or cpu_s < 0 or not series[0][0] <= at <= series[-1][0]:
+        return None
+    target = _at(series, at, 0) - cpu_s
+    if target < series[0][1]:
+        return None
+    row_s = statistics.median(t1 - t0 for (t0, _, _), (t1, _, _) in zip(series, series[1:]))
+    for (t0, c0, _), (t1, _, _) in zip(reversed(series[:-1]), reversed(series[1:])):
+        if t0 <= at and c0 <= target:
+            end = min(t1, at)
+            c_end = _at(series, end, 0)
+            found = t0 + (end - t0) * ((target - c0) / (c_end - c0) if c_end > c0 else 1.0)
+            return found if at - found >= SHIFT_TICKS * row_s else None
+    return None
 
 
 def demand_ticks(rows: object) -> list[tuple[float, float, float]]:

@@ -20,7 +20,7 @@ from reportgen.diagnosis.evaluation import NOT_EVALUATED, evaluate_rule
 from reportgen.engine.slow_steps import slow_steps
 from reportgen.json_values import as_object, finite
 from reportgen.job_processes import churn_within
-from reportgen.job_usage import loop_end_from_demand, loop_start_from_demand
+from reportgen.job_usage import cpu_used, loop_end_from_demand, loop_start_from_demand, time_before_cpu
 from reportgen.rule_outputs import (BottleneckDetails, DataloaderDetails, JobTimes, NodeUsage, RuleOutputs, StepDetails,
                                     WorkerSteps, command_line, gpus_of, outlier_steps_of, profiler_exports,
                                     recorded_children, recorded_children_idle, recorded_command, recorded_demand,
@@ -242,8 +242,12 @@ def _job_times(ev: Evidence, outputs: RuleOutputs) -> None:
         # first traced ProfilerStep#k had about k steps before it, inside the loop (kept within the job)
         # (at the steps' time without the profiler where its cost was measured: those steps ran unrecorded)
         overhead = ev.profiler_overhead
-        unrecorded = overhead.unrecorded_mean_ms if overhead is not None and overhead.per_step_ms is not None else None
-        earlier = [s for s in (_loop_start_before_trace(r, unrecorded) for r in ev.trace_ranks.values())
+        # (after one window the unrecorded steps' time only where the profiler's cost was most of the recorded step:
+        # else the recorded median stands for them, the host's load theirs too)
+        unrecorded = overhead.unrecorded_mean_ms if overhead is not None and overhead.per_step_ms is not None and (
+            overhead.unrecorded_span is None or overhead.excluded) else None
+        step_cpu = unrecorded_step_cpu(overhead, outputs.recording)
+        earlier = [s for s in (_loop_start_before_trace(r, unrecorded, step_cpu) for r in ev.trace_ranks.values())
                    if s is not None and start <= s]
         firsts = [min(firsts + earlier)] if firsts and earlier else firsts
         if firsts:
@@ -321,9 +325,25 @@ def _loop_marks(ev: Evidence, recording: dict | None, estimate: tuple[float, flo
     return lo, hi
 
 
-def _loop_start_before_trace(rank: TraceRank, unrecorded_ms: float | None = None) -> float | None:
+def unrecorded_step_cpu(overhead: ProfilerOverhead | None, recording: dict | None) -> tuple[object, float] | None:
+    """(the recording's ``job_usage`` series, the CPU seconds the command used per step without the profiler) where
+    the profiler's cost was measured from the steps after its window and the recording kept the command's CPU; else
+    None. A step's CPU holds steadier than its time on a shared host: a step that waits longer for a core uses no
+    more CPU (``microbatch``'s 21 waited steps: 0.50-3.43 s, 0.08-0.11 CPU s each)."""
+    if overhead is None or overhead.per_step_ms is None or overhead.unrecorded_span is None \
+            or overhead.unrecorded_steps <= 0 or not isinstance(recording, dict):
+        return None
+    rows = recording.get("job_usage")
+    used = cpu_used(rows, *overhead.unrecorded_span)
+    return (rows, used / overhead.unrecorded_steps) if used is not None and used > 0 else None
+
+
+def _loop_start_before_trace(rank: TraceRank, unrecorded_ms: float | None = None,
+                             step_cpu: tuple[object, float] | None = None) -> float | None:
     """Epoch seconds at which the loop began, from the first traced step's number k: k median steps before it, or k
-    steps of ``unrecorded_ms`` (the steps' mean time without the profiler, where its cost was measured)."""
+    steps of ``unrecorded_ms`` (the steps' mean time without the profiler, where its cost was measured), or, where
+    ``step_cpu`` gives the command's CPU series and a step's CPU without the profiler, where the command had k steps'
+    CPU left to use before the first traced step (the waited steps' time is the shared host's, their CPU their own)."""
     steps = [x for x in rank.step_list if finite(x.step) is not None and finite(x.dur_ms) and finite(x.start_ms) is not None]
     begin = finite(rank.start_us)
     if not steps or begin is None:
@@ -332,6 +352,10 @@ def _loop_start_before_trace(rank: TraceRank, unrecorded_ms: float | None = None
     k = finite(first.step)
     if k is None or k < 2 or k != int(k):  # one step before is the schedule's warm-up, no waiting schedule
         return None
+    if step_cpu is not None:
+        at = time_before_cpu(step_cpu[0], begin / 1e6 + first.start_ms / 1000.0, k * step_cpu[1])
+        if at is not None:
+            return at
     step_s = (unrecorded_ms if unrecorded_ms is not None and unrecorded_ms > 0
               else statistics.median(x.dur_ms for x in steps)) / 1000.0
     return begin / 1e6 + first.start_ms / 1000.0 - k * step_s
@@ -377,8 +401,10 @@ def leave_out_profiler_export(ev: Evidence, outputs: RuleOutputs) -> None:
 def _profiler_cost_after_window(ev: Evidence, outputs: RuleOutputs) -> None:
     """With one profiling cycle, the profiler's cost per recorded step from the steps after its window
     (``profiler_cost.after_window``): where the recording marks the loop's end (not the command's exit, which holds
-    the teardown) and its command names the steps the loop ran. Measured, it is taken out of the ranks' accounts
-    and the loop's start is found again, its waited steps at the unrecorded steps' mean."""
+    the teardown) and its command names the steps the loop ran. Measured, the loop's start is found again, its waited
+    steps at the CPU an unrecorded step used where the recording kept the command's CPU; where the cost is most of the
+    recorded step it is also taken out of the ranks' accounts, and without the CPU the waited steps are counted at
+    the unrecorded steps' mean time."""
     overhead = ev.profiler_overhead
     if overhead is None or overhead.per_step_ms is not None or overhead.pauses or ev.loop is None or ev.trace_only:
         return
@@ -391,6 +417,7 @@ def _profiler_cost_after_window(ev: Evidence, outputs: RuleOutputs) -> None:
     ev.profiler_overhead = measured
     if measured.excluded:
         ev.trace_ranks = without_profiler_cost(ev.trace_ranks, measured)
+    if measured.excluded or unrecorded_step_cpu(measured, outputs.recording) is not None:
         ev.loop = ev.loop_s = None
         _job_times(ev, outputs)
 

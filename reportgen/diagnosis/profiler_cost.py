@@ -48,6 +48,7 @@ class ProfilerOverhead:
     note: str = ""
     measured_from: str | None = None  # where the unrecorded steps ran, in words (None: not measured)
     excluded: bool = False  # taken out of every share (between cycles: when positive; after the window: UNREPRESENTATIVE)
+    unrecorded_span: tuple[float, float] | None = None  # after the window: where its unrecorded steps ran (epoch s)
 
     def to_data(self) -> dict:
         return {"per_step_ms": self.per_step_ms, "share": self.share, "recorded_median_step_ms": self.recorded_median_ms,
@@ -116,7 +117,7 @@ def _after_window_of_rank(label: str, rank: TraceRank, steps_run: tuple[int, str
     return ProfilerOverhead(per_step, share, recorded, unrecorded, count, 0, 0.0, label,
                             measured_from=f"the {count} steps after its window (step {int(last.step or 0) + 1} to "
                                           f"the last of the recorded command's {steps_run[1]}) to the loop's end",
-                            excluded=share is not None and share >= UNREPRESENTATIVE)
+                            excluded=share is not None and share >= UNREPRESENTATIVE, unrecorded_span=(start, loop_end_s))
 
 
 def after_window(ranks: dict[str, TraceRank], steps_run: tuple[int, str], loop_end_s: float,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reportgen.job_usage import (MAX_ROWS, demand_ticks, loop_end_from_demand, loop_start_from_demand, usage_rows,
-                                 window_usage)
+from reportgen.job_usage import (MAX_ROWS, cpu_used, demand_ticks, loop_end_from_demand, loop_start_from_demand,
+                                 time_before_cpu, usage_rows, window_usage)
 
 
 def _ticks(cpu, queue, t0=1000.0, step=0.5):
@@ -95,3 +95,19 @@ def test_a_loop_that_waits_ends_where_the_work_after_it_asks_for_more_up_to_the_
     # bounded by the script's end: before it, the loop's level still
     assert loop_end_from_demand(ticks, 1000.0, 1003.0) is None
     assert loop_end_from_demand([], 1000.0, 1005.5) is None
+
+
+def test_steps_of_a_known_cpu_are_found_back_however_long_they_waited_for_a_core():
+    # start-up: 2 s at a whole core; then steps of 0.1 CPU s each, the first 10 at 0.2 cores (0.5 s a step), the next
+    # 10 starved at 0.05 cores (2 s a step): 25 s of steps, 2.0 CPU s
+    rows = usage_rows(_ticks([1.0] * 5 + [0.2] * 10 + [0.05] * 40 + [0.2] * 4, [0.0] * 59))
+    assert cpu_used(rows, 1002.0, 1027.0) == pytest.approx(2.0)
+    # from the 21st step's start, 20 steps' CPU back is where the steps began, not 20 of the last ones' 2 s
+    assert time_before_cpu(rows, 1027.0, 20 * 0.1) == pytest.approx(1002.0)
+    assert time_before_cpu(rows, 1027.0, 10 * 0.1) == pytest.approx(1007.0)
+    # a fifth of a row inside it: the row it began in also holds what came before (start-up): not read
+    assert time_before_cpu(rows, 1027.0, 0.005) is None
+    # more CPU than the series holds before it, a time outside it, no series: none
+    assert time_before_cpu(rows, 1027.0, 9.0) is None
+    assert time_before_cpu(rows, 2000.0, 0.1) is None and cpu_used(rows, 990.0, 1027.0) is None
+    assert time_before_cpu(None, 1027.0, 0.1) is None and cpu_used([[1, 2]], 1000.0, 1001.0) is None

@@ -4,6 +4,7 @@ cycles: three profiling cycles of 2 recorded steps, 21 unrecorded steps between 
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 
 import pytest
@@ -52,10 +53,18 @@ def test_the_export_left_out_is_every_cycles_stop_and_write(tmp_path):
 
 
 def test_one_cycle_is_not_measurable_and_says_why(tmp_path):
-    """cpu-loading's loop ends at the command's exit (recorded before the script's end was kept): the steps after
-    its window cannot be timed."""
-    overhead = _diagnosis(RECORDINGS / "planted" / "cpu-loading", tmp_path).evidence.profiler_overhead
+    """cpu-loading as recorded before `reportgen record` kept the script's end (no child process): its loop ends at
+    the command's exit, the interpreter's teardown in it, so the steps after its window cannot be timed. With the
+    script's end, as recorded, they are: 279 steps."""
+    folder = tmp_path / "cpu-loading"
+    shutil.copytree(RECORDINGS / "planted" / "cpu-loading", folder)
+    recording = json.loads((folder / "recording.json").read_text())
+    del recording["script_end_s"]
+    (folder / "recording.json").write_text(json.dumps(recording))
+    overhead = _diagnosis(folder, tmp_path / "older").evidence.profiler_overhead
     assert overhead.per_step_ms is None and overhead.pauses == 0 and "one profiling cycle" in overhead.note
+    kept = _diagnosis(RECORDINGS / "planted" / "cpu-loading", tmp_path / "kept").evidence.profiler_overhead
+    assert kept.per_step_ms is not None and kept.unrecorded_steps == 330 - 51
 
 
 def test_one_window_is_measured_from_the_steps_after_it(tmp_path):

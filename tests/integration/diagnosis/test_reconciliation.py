@@ -196,14 +196,14 @@ def _script_loop_less_profiler(run: str) -> float:
 # iterator over a Python generator was released, ends at its last work before that: it passes; `io-latency`, whose
 # loop waits on I/O and asks for a fifth of a core against start-up's and the work after it's whole one, runs from
 # the end of start-up to the end of that level: it passes;
-# `jax-tiny-batch` since the profiler's cost is measured from the steps after its window: its 100 waited steps at 0.88 ms a step, not the window's 9.4 ms).
+# `jax-tiny-batch` since the profiler's cost is measured from the steps after its window: its 100 waited steps at 0.88 ms a step, not the window's 9.4 ms;
+# `microbatch` since its 21 waited steps are found by their CPU, 0.097 s a step after its window, not at the window's
+# 1.20 s median step: on the shared host they took 0.50-3.43 s each; `cpu-loading` since it was recorded again with
+# the script's end: as first recorded its loop ran to the exit, 3.0 s of teardown counted).
 NO_END_MARK = {
-    "cpu-loading": "no child process (num_workers=0): 3.0 s of teardown counted",
-    "microbatch": "no child process: its start from the 21 steps before the window at the profiled median step is "
-                  "3.2 s early (4.2 s late as first recorded): the waited steps' time is the shared host's load's, and "
-                  "a profiled step of 2,817 events is slower (CPU 0.19 s against 0.10 s), which one cycle cannot measure",
-    "jax-hostmetrics": "the start 5.3 s late (-13 %): the 20 steps before the traced window, the first one's 4.8 s "
-                       "compilation among them, counted at the window's median step",
+    "jax-hostmetrics": "the start 5.3 s late (-12.5 %): the 20 steps before the traced window, the first one's 4.8 s "
+                       "compilation among them (0.78 CPU s against 0.03 a step), counted neither at the window's median "
+                       "step nor at a step's CPU after it",
 }
 
 
