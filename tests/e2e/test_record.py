@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from reportgen.recorder import parse_interval, record
+from reportgen.errors import InputError
 from reportgen.recorder.sampler import Sampler
 from tests.support.paths import ROOT
 from tests.support.html_tables import read_tables
@@ -160,7 +161,7 @@ def test_command_not_found_is_a_usage_error(tmp_path):
 
 def test_intervals():
     assert parse_interval("500ms") == 0.5 and parse_interval("2s") == 2 and parse_interval("200") == 0.2
-    with pytest.raises(Exception):
+    with pytest.raises(InputError, match="expected a duration like 500ms"):
         parse_interval("fast")
 
 

@@ -21,7 +21,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 def test_options_whole_and_as_keywords_give_the_same_rule_outputs(tmp_path):
     params = parse_overrides(["StepOutlier.stddev=2"])
     whole = analyze(ROOT / "sample_data", tmp_path / "whole", AnalysisOptions(params=params))
-    loose = analyze(ROOT / "sample_data", tmp_path / "loose", params=params)
+    analyze(ROOT / "sample_data", tmp_path / "loose", params=params)
     assert _files(tmp_path / "whole") == _files(tmp_path / "loose")
     step_outlier = whole.rules["StepOutlier"]
     assert "stddev:2" in step_outlier["RuleParameters"].replace(" ", "")  # the parameter reached the rule

@@ -25,7 +25,7 @@ def _lines(*path: str) -> list[str]:
 
 def test_ci_runs_the_linter_and_the_type_checker_before_the_first_test():
     lines = _lines(".ci", "run")
-    ruff, mypy = lines.index(".venv/bin/ruff check reportgen"), lines.index(".venv/bin/mypy")
+    ruff, mypy = lines.index(".venv/bin/ruff check reportgen tests"), lines.index(".venv/bin/mypy")
     first_test = lines.index("bash scripts/test.sh")
     assert lines.index("bash scripts/setup.sh --test") < ruff < first_test and mypy < first_test
     assert not any(line.startswith(".venv/bin/python -m pytest") for line in lines)  # the tests: only through it

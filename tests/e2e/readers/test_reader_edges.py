@@ -21,7 +21,6 @@ import pytest
 
 from reportgen.engine import analyze, load_data
 from reportgen.readers.incremental import CONTENT_BLOCK, local_fingerprint
-from reportgen.problems import ProblemLog
 from tests.support.corpus.make_corpus import good_framework, good_system, instants, write
 from tests.support.paths import ROOT
 

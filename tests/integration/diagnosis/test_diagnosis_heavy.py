@@ -32,7 +32,7 @@ def test_pytorch_gpu_trace_without_workers_is_input_pipeline():
     assert "input-pipeline" not in fixed and fixed[:2] == ["no-mixed-precision", "kernel-launch-bound"]
 
 
-def test_diagnosis_survives_odd_rule_outputs(sample_outputs):
+def test_diagnosis_survives_odd_rule_outputs(sample_outputs):  # noqa: F811 (the fixture imported above)
     """Rule outputs from other tools may be partial or odd: every details value replaced by odd types, the
     diagnosis still answers (and never raises), one field at a time."""
     import copy

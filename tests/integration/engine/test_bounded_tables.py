@@ -5,7 +5,6 @@ read a block of ticks at a time; both must leave every output byte for byte as i
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest

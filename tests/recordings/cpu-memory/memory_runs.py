@@ -7,8 +7,10 @@
 truth.json holds what the script knows: the bytes kept per step, the model's parameter bytes, the analytic FLOPs
 of one step's matrix multiplications (forward 2·B·in·out per Linear, backward twice that), the step numbers.
 """
-import argparse, json, time
-import torch, torch.nn as nn
+import argparse
+import json
+import torch
+import torch.nn as nn
 from torch.profiler import profile, schedule, ProfilerActivity
 
 WIDTHS = (512, 1024, 1024, 10)

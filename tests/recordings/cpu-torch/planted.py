@@ -5,9 +5,13 @@
   plain:    the input-bound job (num_workers 0) with no profiler at all
   short:    8 steps, profiled
 """
-import argparse, json, os, time
+import argparse
+import json
+import time
 import numpy as np
-import torch, torch.nn as nn, torch.nn.functional as F
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from torch.profiler import profile, schedule, tensorboard_trace_handler, ProfilerActivity
 

@@ -12,9 +12,13 @@ before each (2 recorded steps a cycle keep the three traces near 75 KB each, gzi
 and ``overhead_s``: the recorded steps' median less the median of the steps with the profiler off — what the
 profiler adds to each step it records.
 """
-import argparse, json, statistics, time
+import argparse
+import json
+import statistics
+import time
 
-import torch, torch.nn as nn
+import torch
+import torch.nn as nn
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
 WAIT, WARMUP, ACTIVE, REPEAT = 20, 1, 2, 3

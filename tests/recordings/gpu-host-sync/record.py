@@ -6,7 +6,6 @@ OUT/<scenario>/truth.json: what was planted and torch's own key_averages (self C
 """
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path

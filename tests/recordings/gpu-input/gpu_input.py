@@ -1,8 +1,13 @@
 """GPU input-pipeline before/after: the same job with num_workers 0 and 4; each profiles 10 steps and times
 its whole loop (the truth for what the fix saved)."""
-import json, os, sys, time
+import json
+import os
+import sys
+import time
 import numpy as np
-import torch, torch.nn as nn, torch.nn.functional as F
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from torch.profiler import profile, schedule, tensorboard_trace_handler, ProfilerActivity
 

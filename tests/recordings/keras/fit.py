@@ -1,4 +1,8 @@
-import sys, time, json, numpy as np, tensorflow as tf
+import sys
+import time
+import json
+import numpy as np
+import tensorflow as tf
 slow_cb = "--slow-callback" in sys.argv
 tf.random.set_seed(0)
 x = np.random.default_rng(0).standard_normal((256 * 80, 256)).astype(np.float32)

@@ -94,10 +94,16 @@ Keras (model.fit; a callback profiles batches --wait .. --wait + --active - 1 as
                    step's arithmetic (fix: --fix --fix-batch 256, larger batches over the same samples; or
                    --fix --fix-spe 32, steps_per_execution=32: the same updates, 32 steps a graph call)
 """
-import argparse, gc, json, os, platform, sys, time
+import argparse
+import gc
+import json
+import os
+import platform
+import sys
+import time
 
 T_SCRIPT_EPOCH, T_SCRIPT = time.time(), time.perf_counter()
-import numpy as np
+import numpy as np  # noqa: E402 (the script's clock starts before its imports)
 
 
 def median(xs):
@@ -127,7 +133,9 @@ def summarise_metrics(stop, period, keep):
 
 # ---------------------------------------------------------------- PyTorch
 def run_torch(a, truth):
-    import torch, torch.nn as nn, torch.nn.functional as F
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
     from torch.utils.data import DataLoader, Dataset
     from torch.profiler import profile, schedule, tensorboard_trace_handler, ProfilerActivity
 
@@ -403,7 +411,8 @@ def run_torch(a, truth):
     source = batches()
     monitor = None
     if mode == "bg-thread":  # a "monitor" beside training: a thread (the plant) or a process (the fix)
-        import threading, multiprocessing
+        import threading
+        import multiprocessing
         truth["bg_period_s"], truth["bg_history"] = a.bg_period, a.bg_history
         if fix:
             stop = multiprocessing.get_context("fork").Event()
@@ -597,7 +606,8 @@ def run_torch(a, truth):
 
 # ---------------------------------------------------------------- JAX
 def run_jax(a, truth):
-    import jax, jax.numpy as jnp
+    import jax
+    import jax.numpy as jnp
     rng = np.random.default_rng(0)
     sizes = [64, 40, 48, 56, 24, 32, 60, 44, 52, 36, 28, 62]
     # then every other size from 8 to 63 once (a fixed order): new sizes keep coming for 168 steps, not a cycle of
@@ -716,7 +726,8 @@ def run_jax_hostmetrics(a, truth):
     (``jax.device_get``) for numpy histograms, norms and maxima, a JSON line written; ``--fix`` does the same every
     50 steps. Only steps ``--wait`` .. ``--wait + --active - 1`` are traced: ``start_trace`` before the first,
     ``stop_trace`` (timed: the export) at the start of the step after the last, inside its ``step_s``."""
-    import jax, jax.numpy as jnp
+    import jax
+    import jax.numpy as jnp
     rng = np.random.default_rng(0)
 
     def init(k, d_in=512, h=1024):
@@ -792,7 +803,8 @@ def run_jax_tiny(a, truth):
     step's fixed cost (the jitted call's dispatch, its arguments' transfer, the Python loop) outweighs its
     arithmetic. ``--fix`` takes batches of ``--fix-batch`` (256: the same samples in 1/32 of the steps). Steps
     ``--wait`` .. ``--wait + --active - 1`` are traced, ``stop_trace`` (timed: the export) at the start of the next."""
-    import jax, jax.numpy as jnp
+    import jax
+    import jax.numpy as jnp
     rng = np.random.default_rng(0)
     n = a.steps * 8  # the samples: a.steps batches of 8 in the plant, the same samples in the fix
     xs = rng.standard_normal((n, 256)).astype(np.float32)
@@ -946,7 +958,6 @@ def run_tf(a, truth):
             t = time.perf_counter()
             tf.profiler.experimental.stop()
             stop_s = time.perf_counter() - t
-            t_export_step = step
         with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
             t_data = time.perf_counter()
             if pyfunc:

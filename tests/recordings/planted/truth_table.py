@@ -15,7 +15,9 @@ value a fix run; ``fix_saved_cpu_s`` the same in the training process's CPU seco
 ("profiled" / "there": the steps, their time less the export, and the planted share of it), which is what a
 trace's evidence covers. ``truth_rows()`` gives the same numbers to tests.
 """
-import json, statistics, sys
+import json
+import statistics
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent

@@ -187,7 +187,6 @@ def test_fast_decoder_and_stdlib_decoder_give_the_same_table(tmp_path, monkeypat
     """orjson is only a faster decoder: files it rejects or would read differently (NaN literal,
     integers beyond 64 bits, invalid UTF-8) go through the stdlib parser, and every table equals
     the stdlib-only one."""
-    import reportgen.readers.framework as fr
 
     body = [{"name": f"op{i}", "pid": 1, "ph": "X", "ts": i * 7, "dur": 3, "args": {"step_num": i, "pid": 5,
              "num_workers": 2, "pin_memory": "true"}} for i in range(20)]

@@ -16,7 +16,7 @@ import pytest
 from reportgen.problems import ProblemLog
 from reportgen.readers.trace_files import read_trace_file
 from reportgen.sources.layout import find_traces
-from tests.support.xspace_writer import int_field, len_field, plane, space
+from tests.support.xspace_writer import plane, space
 
 MS = 10**9
 NOTE = "no usable events: the same profile's other copy host0.trace.json.gz was read instead"

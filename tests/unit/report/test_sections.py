@@ -9,7 +9,7 @@ import pytest
 from reportgen.render.blocks import render_section
 from reportgen.report.build import build_report
 from reportgen.report.sections import BUILDERS
-from reportgen.report.model import Chart, ChartRow, Table, Text, leaves
+from reportgen.report.model import Chart, Table, Text, leaves
 from reportgen.report.sections import bottlenecks, framework, operators, rules_summary, steps, summary, system_usage
 from reportgen.rule_outputs import RuleOutput, RuleOutputs
 
