@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reportgen.json_values import given
@@ -64,17 +65,19 @@ class WindowUsage:
     seconds: float  # the window's time the series covers
 
 
-def _at(rows: list[tuple[float, float, float | None]], t: float, column: int) -> float:
-    """The cumulative column at time ``t`` (inside the series), read as even between rows."""
+def cumulative_at(rows: Sequence[Sequence[float | None]], t: float, column: int) -> float:
+    """A cumulative column of a time series (``rows[i][0]`` the time, ``rows[i][column]`` a running total; a missing
+    value reads 0) at time ``t`` inside it, read as even between rows: the recorder's CPU seconds, run-queue seconds
+    and threads' seconds are all read this way."""
     lo, hi = 0, len(rows) - 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if rows[mid][0] <= t:
+        if (rows[mid][0] or 0.0) <= t:
             lo = mid
         else:
             hi = mid
-    (t0, *a), (t1, *b) = rows[lo], rows[hi]
-    x0, x1 = a[column] or 0.0, b[column] or 0.0
+    t0, t1 = rows[lo][0] or 0.0, rows[hi][0] or 0.0
+    x0, x1 = rows[lo][column] or 0.0, rows[hi][column] or 0.0
     return x0 + (x1 - x0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.0)
 
 
@@ -105,8 +108,8 @@ def window_usage(rows: object, spans: list[tuple[float, float]]) -> WindowUsage 
         start, end = max(start, first), min(end, last)
         if end > start:
             seconds += end - start
-            cpu += _at(series, end, 0) - _at(series, start, 0)
-            queue += _at(series, end, 1) - _at(series, start, 1) if has_queue else 0.0
+            cpu += cumulative_at(series, end, 1) - cumulative_at(series, start, 1)
+            queue += cumulative_at(series, end, 2) - cumulative_at(series, start, 2) if has_queue else 0.0
     if seconds < COVERED * wanted:
         return None
     return WindowUsage(max(cpu / seconds, 0.0), max(queue / seconds, 0.0) if has_queue else None, seconds)
@@ -118,7 +121,7 @@ def cpu_used(rows: object, start: float, end: float) -> float | None:
     series = _series(rows)
     if series is None or len(series) < 2 or not series[0][0] <= start <= end <= series[-1][0]:
         return None
-    return max(_at(series, end, 0) - _at(series, start, 0), 0.0)
+    return max(cumulative_at(series, end, 1) - cumulative_at(series, start, 1), 0.0)
 
 
 def time_before_cpu(rows: object, at: float, cpu_s: float) -> float | None:
@@ -130,14 +133,14 @@ def time_before_cpu(rows: object, at: float, cpu_s: float) -> float | None:
     series = _series(rows)
     if series is None or len(series) < 2 or cpu_s < 0 or not series[0][0] <= at <= series[-1][0]:
         return None
-    target = _at(series, at, 0) - cpu_s
+    target = cumulative_at(series, at, 1) - cpu_s
     if target < series[0][1]:
         return None
     row_s = statistics.median(t1 - t0 for (t0, _, _), (t1, _, _) in zip(series, series[1:]))
     for (t0, c0, _), (t1, _, _) in zip(reversed(series[:-1]), reversed(series[1:])):
         if t0 <= at and c0 <= target:
             end = min(t1, at)
-            c_end = _at(series, end, 0)
+            c_end = cumulative_at(series, end, 1)
             found = t0 + (end - t0) * ((target - c0) / (c_end - c0) if c_end > c0 else 1.0)
             return found if at - found >= SHIFT_TICKS * row_s else None
     return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reportgen.job_usage import COVERED, MAX_ROWS
+from reportgen.job_usage import COVERED, MAX_ROWS, cumulative_at
 from reportgen.json_values import given
 
 COLUMNS = ("MainThreadCPUCores", "MainThreadRunQueueCores", "OtherThreadsCPUCores")
@@ -91,19 +91,6 @@ def _series(rows: object) -> list[list[float]] | None:
     return series
 
 
-def _at(rows: list[list[float]], t: float, column: int) -> float:
-    """The cumulative column at time ``t`` (inside the series), read as even between rows."""
-    lo, hi = 0, len(rows) - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if rows[mid][0] <= t:
-            lo = mid
-        else:
-            hi = mid
-    t0, x0, t1, x1 = rows[lo][0], rows[lo][column], rows[hi][0], rows[hi][column]
-    return x0 + (x1 - x0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.0)
-
-
 def window_threads(rows: object, spans: list[tuple[float, float]]) -> WindowThreads | None:
     """The means over ``spans`` (epoch s) of a ``thread_rows`` series as recording.json keeps it (validated here), or
     None: no such series, or it covers under ``COVERED`` of the spans."""
@@ -117,7 +104,7 @@ def window_threads(rows: object, spans: list[tuple[float, float]]) -> WindowThre
         start, end = max(start, first), min(end, last)
         if end > start:
             seconds += end - start
-            sums = [s + _at(series, end, c) - _at(series, start, c) for s, c in zip(sums, (1, 2, 3))]
+            sums = [s + cumulative_at(series, end, c) - cumulative_at(series, start, c) for s, c in zip(sums, (1, 2, 3))]
     if seconds < COVERED * wanted:
         return None
     main, queue, other = (max(s / seconds, 0.0) for s in sums)

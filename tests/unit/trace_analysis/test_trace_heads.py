@@ -4,7 +4,6 @@ missing head, or a missing rank entry, sends the task back to reading its files 
 
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
 from pathlib import Path
@@ -19,10 +18,9 @@ from reportgen.trace_analysis.job import analyze_traces
 from reportgen.readers.trace_files import read_trace_file
 from reportgen.trace_analysis.rank_cache import RANK_SUFFIX
 from tests.support.paths import ROOT
+from tests.support.warm_job import make_job_files
 
 RECORDINGS = ROOT / "tests" / "recordings"
-WORKERS = sorted((RECORDINGS / "gpu-input").glob("w*/*.pt.trace.json.gz"))  # one GPU rank in two cycles
-SHORT = RECORDINGS / "cpu-torch" / "short" / "pytorch-traces" / "vm_25557.1795718343710566171.pt.trace.json.gz"
 
 
 @pytest.fixture
@@ -35,13 +33,7 @@ def cache(tmp_path) -> TraceCache:
 @pytest.fixture
 def job_files(tmp_path) -> list[Path]:
     """Two ranks: a worker's two cycles, the second cut at 60 % (its damage goes to Data quality), and a CPU run."""
-    folder = tmp_path / "job"
-    folder.mkdir()
-    first = Path(shutil.copyfile(WORKERS[0], folder / WORKERS[0].name))
-    text = gzip.decompress(WORKERS[1].read_bytes())
-    cut = folder / WORKERS[1].name.removesuffix(".gz")
-    cut.write_bytes(text[: len(text) * 6 // 10])
-    return [first, cut, Path(shutil.copyfile(SHORT, folder / SHORT.name))]
+    return make_job_files(tmp_path / "job")
 
 
 class Loads:
