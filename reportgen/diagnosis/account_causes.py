@@ -18,6 +18,7 @@ slow steps' cause (``step-outliers``), not a per-step overhead, so it is never c
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from reportgen.diagnosis.causes import Finding, detector, make, pct, pipeline_python_fix
@@ -652,6 +653,17 @@ GROWS = 1.3
 GROWS_FIT = 0.8  # ... and the copies follow the step's position this closely (Pearson r): they grow every step
 
 
+def series_shares(ev: Evidence, series: Callable[[TraceAccount], tuple[float, ...]]) -> dict[str, float]:
+    """Each rank's per-step series (ms) summed, as a share of its profiled steps' time; a rank whose series does
+    not cover every step, or without steps' time, is left out."""
+    shares: dict[str, float] = {}
+    for label, account in accounts(ev).items():
+        per_step = series(account)
+        if len(per_step) == account.steps and account.base_ms > 0:
+            shares[label] = sum(per_step) / account.base_ms
+    return shares
+
+
 def copies_grow(per_step: tuple[float, ...]) -> bool:
     """Whether the copies grow steadily from step to step (a tensor concatenated onto each step: every step copies
     all the steps before it), not in a few steps: the last third's median at least ``GROWS`` times the first
@@ -672,16 +684,9 @@ def tensor_copies(ev: Evidence, found: dict) -> Finding | None:
     torch.cat. Time the operators spend, so the account calls it compute; the fix follows from its shape: copies
     that grow with every step are a tensor concatenated onto (all of it copied each time), steady ones a copy that
     every N steps, or none, would do."""
-    shares: dict[str, float] = {}
-    growing: dict[str, bool] = {}
-    for label, account in accounts(ev).items():
-        copies = account.copies_per_step_ms
-        if len(copies) != account.steps or account.base_ms <= 0:
-            continue
-        growing[label] = copies_grow(copies)
-        # all of them, in every step: a copy slower in a few steps is still the copy the fix removes (the slow
-        # steps' finding leaves the copies' excess in its steps to this one: one stall, one finding)
-        shares[label] = sum(copies) / account.base_ms
+    # all of them, in every step: a copy slower in a few steps is still the copy the fix removes (the slow steps'
+    # finding leaves the copies' excess in its steps to this one: one stall, one finding)
+    shares = series_shares(ev, lambda account: account.copies_per_step_ms)
     if not shares:
         return None
     share, worst = mean_and_worst(ev, shares)
@@ -689,6 +694,7 @@ def tensor_copies(ev: Evidence, found: dict) -> Finding | None:
         return None
     account = accounts(ev)[worst]
     copies = account.copies_per_step_ms
+    grows = copies_grow(copies)
     top = max(account.copies_named, key=account.copies_named.get) if account.copies_named else "copy operators"
     named = ", ".join(f"{name} {ms:.0f} ms" for name, ms in list(account.copies_named.items())[:3])
     evidence = [f"{pct(sum(copies) / account.base_ms)} of the profiled steps' time{_rank_text(ev, worst)} is operators "
@@ -697,7 +703,7 @@ def tensor_copies(ev: Evidence, found: dict) -> Finding | None:
                 "a clean training loop copies no tensor of its own each step: the model's and the optimizer's "
                 "copies are inside their operators"]
     third = len(copies) // 3
-    if growing[worst]:
+    if grows:
         evidence.insert(1, f"the copies grow with every step: {_median(copies[:third]):.1f} ms a step in the first "
                            f"third of the profiled steps, {_median(copies[-third:]):.1f} ms in the last — each step "
                            "copies everything kept before it, so the steps get slower as the run goes on (a longer "
@@ -721,7 +727,7 @@ def tensor_copies(ev: Evidence, found: dict) -> Finding | None:
     return make(ev, "tensor-copies", 0.0, evidence, fix, loop_share=share,
                 sections=[SectionId.GPU_KERNELS_OPERATORS], heading=heading, basis=basis,
                 metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
-                         "worst_rank_share": shares[worst], "ranks": len(accounts(ev)), "grows": growing[worst],
+                         "worst_rank_share": shares[worst], "ranks": len(accounts(ev)), "grows": grows,
                          "copies_named_ms": dict(account.copies_named)})
 
 
@@ -731,11 +737,7 @@ def unused_gradients(ev: Evidence, found: dict) -> Finding | None:
     runs through them and adds their gradients into ones nothing resets or reads (``unused_gradients_per_step``). A
     refinement of ``compute``: the backward after the last gradient an optimizer reset is what freezing them saves
     (a lower bound: their nodes that run before it are not counted)."""
-    shares: dict[str, float] = {}
-    for label, account in accounts(ev).items():
-        backward = account.unused_backward_per_step_ms
-        if len(backward) == account.steps and account.base_ms > 0:
-            shares[label] = sum(backward) / account.base_ms
+    shares = series_shares(ev, lambda account: account.unused_backward_per_step_ms)
     if not shares:
         return None
     share, worst = mean_and_worst(ev, shares)
