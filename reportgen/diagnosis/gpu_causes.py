@@ -161,16 +161,17 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
 
     def evidence(worst):
         launch, gaps, window, idle, launch_idle = info[worst]
-        return [f"rank {worst}: {_or(launch.kernels_per_step, 0):.0f} kernels per step, median "
+        # the one-off first: the page's glance shows the first three lines, and it changes what the rest means
+        return [_warmup_text(launch, warmups[worst][0]) if worst in warmups else "",
+                f"rank {worst}: {_or(launch.kernels_per_step, 0):.0f} kernels per step, median "
                 f"{_or(launch.kernel_p50_us, 0):.1f} µs on the GPU vs {_or(launch.launch_p50_us, 0):.1f} µs "
                 "for the launch call",
                 f"{pct(launch.shorter_than_launch_share)} of the kernels are shorter than the call that "
                 "launched them",
                 f"GPU idle {pct(idle / window)} of its active window, {pct(launch_idle / idle)} of it waiting on "
                 f"launches (host wait {_or(gaps.host_wait, 0):.1f} ms, kernel wait "
-                f"{_or(gaps.kernel_wait, 0):.1f} ms" + (", less the one-off launch below)" if worst in warmups
-                                                         else ")"),
-                _warmup_text(launch, warmups[worst][0]) if worst in warmups else ""]
+                f"{_or(gaps.kernel_wait, 0):.1f} ms" + (", less the one-off launch above)" if worst in warmups
+                                                         else ")")]
 
     def fix(worst, per_step):
         first = ("First profile later steps (torch.profiler.schedule(wait=1, warmup=1, active=N)): the one-off "
