@@ -77,6 +77,7 @@ class Launch:
     launch_delay_cutoff_us: float | None = None
     launch_delay_over_cutoff: float | None = None
     graph_launched_share: float | None = None  # of the GPU operations, launched by a CUDA-graph replay
+    one_over_cutoff_us: float | None = None  # the only launch call over the cutoff, where just one is (a one-off)
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,8 @@ def _launch(value: object) -> Launch:
                   given(d.get("shorter_than_launch_share")), given(d.get("kernel_p50_us")),
                   given(d.get("launch_p50_us")), given(d.get("runtime_cutoff_us")), given(d.get("runtime_over_cutoff")),
                   numbers_of(d.get("launch_delay_us")), given(d.get("launch_delay_cutoff_us")),
-                  given(d.get("launch_delay_over_cutoff")), given(d.get("graph_launched_share")))
+                  given(d.get("launch_delay_over_cutoff")), given(d.get("graph_launched_share")),
+                  given(d.get("one_over_cutoff_us")))
 
 
 def _queue(value: object, changes_key: str) -> StreamQueue:

@@ -43,6 +43,12 @@ CLAIMS = {
     "memory_management": ("allocator-churn",),
     "debug_checks": ("debug-mode",),
 }
+# Causes that price part of a slice they claim (kernel-launch-bound: the launch gaps, less a one-off warm-up launch):
+# what of the slice's every-step share they leave unpriced stays open to step-waste, never swallowed by the claim.
+PRICED_IN_PART = {"dispatch": ("kernel-launch-bound",)}
+UNPRICED_FIX = ("Find what the host does inside the operators that run while the GPU idles (the longest named above: "
+                "an allocation, a host-side computation, a copy's staging) and do it once before the loop or off the "
+                "step; the launch gaps themselves are the launch finding's.")
 # What to do about a slice that no named cause explains, and how to look closer.
 GENERIC_FIX = {
     "data_wait": "Overlap loading with compute: DataLoader workers (num_workers), persistent_workers=True so they "
@@ -863,9 +869,15 @@ def intermittent(ev: Evidence, found: dict) -> Intermittent | None:
 def step_waste(ev: Evidence, found: dict) -> Finding | None:
     """Waste slices that no named cause claimed: the largest names the finding, all of them count; and the largest
     waste paid in some steps only, beyond the slow steps already found."""
-    open_slices = {}
+    open_slices, unpriced = {}, {}
     for name in GENERIC_FIX:
-        if any(cause in found for cause in CLAIMS.get(name, ())) or _judged_by_a_cause(ev, name):
+        claimers = [cause for cause in CLAIMS.get(name, ()) if cause in found]
+        if _judged_by_a_cause(ev, name):
+            continue
+        if claimers:
+            left = _left_unpriced(ev, found, name, claimers)
+            if left is not None:
+                open_slices[name], unpriced[name] = left, sum(_priced(found[cause]) for cause in claimers)
             continue
         share, worst, worst_share = every_step(ev, name)
         if share > 0:
@@ -883,11 +895,14 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
     top = ordered[0]
     share = sum(big[name][0] for name in ordered)
     evidence = [f"{pct(big[name][0])} of every profiled step is {SLICE_TITLES[name]}"
-                f"{_rank_text(ev, big[name][1])}" + _waited_in(ev, name, big[name][1]) for name in ordered]
+                f"{_rank_text(ev, big[name][1])}" + _waited_in(ev, name, big[name][1])
+                + (_unpriced_text(ev, unpriced[name], big[name][1]) if name in unpriced else "") for name in ordered]
     evidence.append("below what the named causes look for (e.g. a quarter of the step for the input pipeline), but "
                     f"every step pays it: the step-time account in {_account_place(ev)} shows where it falls")
-    fixes = [_fix(ev, name) for name in ordered[:2]]
+    fixes = [UNPRICED_FIX if name in unpriced else _fix(ev, name) for name in ordered[:2]]
     metrics: dict = {"slices": {name: big[name][0] for name in ordered}}
+    if unpriced:
+        metrics["priced_by_claims"] = {name: unpriced[name] for name in ordered if name in unpriced}
     if some is not None:  # and what some steps pay beyond it: the same finding, counted once each
         evidence.insert(len(ordered), _intermittent_text(ev, some))
         share += some.share
@@ -901,6 +916,34 @@ def step_waste(ev: Evidence, found: dict) -> Finding | None:
                 basis="the time every profiled step spends in these slices (the median step's, times the steps)"
                       + ("; and what some steps pay beyond it" if some is not None else ""),
                 metrics=metrics)
+
+
+def _priced(finding: Finding) -> float:
+    """What of the steps' time a claiming finding priced (a GPU cause's share is of the step time), and set aside as
+    a one-off (``Finding.set_aside``)."""
+    return finding.share + finding.set_aside
+
+
+def _left_unpriced(ev: Evidence, found: dict, name: str,
+                   claimers: list[str]) -> tuple[float, str | None, float] | None:
+    """The every-step share of a claimed slice its claiming causes left unpriced, where every one of them prices in
+    part (``PRICED_IN_PART``) and the rest is a waste of its own (``WASTE``); None otherwise (the slice is claimed)."""
+    if any(cause not in PRICED_IN_PART.get(name, ()) for cause in claimers):
+        return None
+    priced = sum(_priced(found[cause]) for cause in claimers)
+    share, worst, worst_share = every_step(ev, name)
+    rest = share - priced
+    return (rest, worst, max(worst_share - priced, 0.0)) if rest >= WASTE else None
+
+
+def _unpriced_text(ev: Evidence, priced: float, label: str | None) -> str:
+    """What the claiming cause priced of the slice, and what the trace shows of the rest: the rank's longest host
+    operators."""
+    rank = ev.trace_ranks.get(label) if label is not None else None
+    top = [row for row in (rank.cpu_ops.top if rank is not None else ()) if row.total_ms is not None][:3]
+    named = ", ".join(f"{row.name} {row.total_ms:.2f} ms" for row in top if row.total_ms is not None)
+    return (f", beyond the {pct(priced)} the launch finding prices: the host was inside operators, not launching, "
+            "while the GPU idled" + (f" (its longest operators: {named})" if named else ""))
 
 
 def _intermittent_text(ev: Evidence, some: Intermittent) -> str:

@@ -144,6 +144,7 @@ class Finding:
     base: str = "job"  # what ``share`` is of: "job", or "profiled steps" (traces alone: the job is unknown)
     loop_share: float | None = None  # of the training loop, when the estimate is made there
     quality: str = ""  # for Data quality: evidence that disagrees with the finding's price, and which it chose
+    set_aside: float = 0.0  # of the steps' time, a one-off the cause left out of its price (warm-up): not waste either
 
     @property
     def title(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from reportgen.diagnosis.causes import MINOR, Finding, detector, make, pct
 from reportgen.diagnosis.evidence import Evidence
 from reportgen.section_ids import SectionId
-from reportgen.trace_gpu_analysis import GpuAnalysis
+from reportgen.trace_gpu_analysis import GpuAnalysis, Launch
 from reportgen.trace_ranks import KernelMix, is_xspace_file
 
 SYNC_MIN = 0.02  # idle after syncs beyond one per step, share of step time, for a finding at all
@@ -27,6 +27,8 @@ AMP_SPEEDUP = 2.0  # assumed: tensor cores run an fp32 GEMM/conv at least twice 
 PAGEABLE_BYTES = 1e6  # per step: smaller pageable copies (scalars, small tensors) are normal
 PAGEABLE_MIN = 0.02  # cost share of step time for a finding at all
 GRAPHED = 0.5  # share of GPU operations a CUDA-graph replay launched: the step is already captured
+ONE_OFF_TIMES = 100.0  # the only launch call over HTA's cutoff, this many times the median call: warm-up
+ONE_OFF_SHARE = 0.25  # ... and at least this share of the launch gaps (one that dwarfs the rest)
 
 
 def _steps(ga: GpuAnalysis) -> int:
@@ -62,7 +64,8 @@ def _within(ev: Evidence, label: str, cost_ms: float, *slices: str) -> float:
 
 
 def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]], minimum: float, evidence, fix,
-           metrics: dict, sections=(SectionId.GPU_KERNELS_OPERATORS,), least: bool = False) -> Finding | None:
+           metrics: dict, sections=(SectionId.GPU_KERNELS_OPERATORS,), least: bool = False,
+           set_aside: float = 0.0) -> Finding | None:
     """``costs``: label -> (ms a fix gives back, step time ms, steps). The finding's share is the mean over
     the ranks with GPU activity (ranks without the cause count 0), per-step figures the worst rank's; with
     ``least``, both are the rank with the smallest share's (what every rank has in common)."""
@@ -84,7 +87,8 @@ def _judge(ev: Evidence, cause: str, costs: dict[str, tuple[float, float, int]],
     text.append(f"a fix gives back about {per_step:.1f} ms per step on rank {worst} ({pct(shares[worst], 1)} of its "
                 f"step time)" + (f"; {pct(share, 1)} over the {n} ranks" if n > 1 and not least else "")
                 if per_step is not None else "")
-    return make(ev, cause, share, text, fix(worst, per_step), sections=list(sections), metrics=metrics)
+    return make(ev, cause, share, text, fix(worst, per_step), sections=list(sections), metrics=metrics,
+                set_aside=set_aside)
 
 
 @detector("host-sync")
@@ -132,7 +136,7 @@ def _ranks_steps(ev: Evidence, label: str) -> int:
 
 @detector("kernel-launch-bound")
 def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
-    costs, info = {}, {}
+    costs, info, warmups = {}, {}, {}
     for label, ga, total in _ranks(ev):
         launch, gaps = ga.launch, ga.idle_gaps_ms
         gpu = ev.trace_ranks[label].gpu
@@ -141,38 +145,71 @@ def kernel_launch_bound(ev: Evidence, found: dict) -> Finding | None:
         launch_idle = _or(gaps.host_wait, 0.0) + _or(gaps.kernel_wait, 0.0)
         if not window or not idle or short is None or window <= 0 or idle <= 0:
             continue
-        if short < LAUNCH_SHORT or launch_idle / window < LAUNCH_IDLE or launch_idle / idle < LAUNCH_OF_IDLE:
+        warmup = _warmup_ms(launch, launch_idle)
+        rest, rest_idle = launch_idle - warmup, idle - warmup  # judged without the one-off: not every step's
+        if short < LAUNCH_SHORT or rest / window < LAUNCH_IDLE or rest_idle <= 0 or rest / rest_idle < LAUNCH_OF_IDLE:
             continue
-        cost = launch_idle * min(total / window, 1.0) if window else launch_idle
+        cost = rest * min(total / window, 1.0)
         # HTA's host wait counts every gap the host's launch opened late, whatever held the host: the account says
         # what did, and only the GPU's idle while the host was issuing work (or running the script's Python between
         # launches) is the launches' (waiting for data is the input pipeline's, a pageable copy's staging the copy's)
         cost = _within(ev, label, cost, "dispatch", "no_operator")
         costs[label] = (cost, total, _steps(ga))
         info[label] = (launch, gaps, window, idle, launch_idle)
+        if warmup > 0:
+            warmups[label] = (warmup, total)
 
     def evidence(worst):
         launch, gaps, window, idle, launch_idle = info[worst]
-        return [f"rank {worst}: {_or(launch.kernels_per_step, 0):.0f} kernels per step, median "
+        # the one-off first: the page's glance shows the first three lines, and it changes what the rest means
+        return [_warmup_text(launch, warmups[worst][0]) if worst in warmups else "",
+                f"rank {worst}: {_or(launch.kernels_per_step, 0):.0f} kernels per step, median "
                 f"{_or(launch.kernel_p50_us, 0):.1f} µs on the GPU vs {_or(launch.launch_p50_us, 0):.1f} µs "
                 "for the launch call",
                 f"{pct(launch.shorter_than_launch_share)} of the kernels are shorter than the call that "
                 "launched them",
                 f"GPU idle {pct(idle / window)} of its active window, {pct(launch_idle / idle)} of it waiting on "
                 f"launches (host wait {_or(gaps.host_wait, 0):.1f} ms, kernel wait "
-                f"{_or(gaps.kernel_wait, 0):.1f} ms)"]
+                f"{_or(gaps.kernel_wait, 0):.1f} ms" + (", less the one-off launch above)" if worst in warmups
+                                                         else ")")]
 
     def fix(worst, per_step):
-        if (info[worst][0].graph_launched_share or 0) >= GRAPHED:  # already replayed from CUDA graphs
-            return ("Launch fewer, larger kernels: most of the step already replays from CUDA graphs, so what is left "
-                    "are the kernels launched outside them and the graph's own small kernels: fuse elementwise ops "
-                    "with torch.compile, use fused/foreach optimizers and larger batches so each kernel runs longer "
-                    f"than its launch; the launch gaps are about {per_step:.1f} ms per step.")
-        return ("Launch fewer, larger kernels: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead') "
-                "or torch.cuda.graphs), fuse elementwise ops with torch.compile, use fused/foreach optimizers "
-                "(fused=True / foreach=True), and batch small ops into larger ones (a larger batch makes each kernel "
-                f"longer than its launch); the launch gaps are about {per_step:.1f} ms per step.")
-    return _judge(ev, "kernel-launch-bound", costs, MINOR / 2, evidence, fix, {})
+        first = ("First profile later steps (torch.profiler.schedule(wait=1, warmup=1, active=N)): the one-off "
+                 "launch is warm-up the profiled steps paid, not the loop's. Then: " if worst in warmups else "")
+        return first + _launch_fix(info[worst][0], per_step)
+    # left out of the launch gaps: the account's step-waste leaves it out too (one-off, not every step's)
+    warm = sum(ms / total for ms, total in warmups.values() if total > 0) / max(len(_ranks(ev)), 1)
+    return _judge(ev, "kernel-launch-bound", costs, MINOR / 2, evidence, fix,
+                  {"warmup_share": warm} if warmups else {}, set_aside=warm)
+
+
+def _warmup_ms(launch: Launch, launch_idle: float) -> float:
+    """The GPU idle a one-off launch call opened, at most the launch gaps: the only call over HTA's cutoff, 100x the
+    median call and a quarter of the gaps or more (a kernel's first launch loading its code: module load, JIT);
+    0 when there is none."""
+    one, median = launch.one_over_cutoff_us, launch.launch_p50_us
+    if one is None or not median or median <= 0 or one < ONE_OFF_TIMES * median:
+        return 0.0
+    ms = min(one / 1000.0, launch_idle)
+    return ms if launch_idle > 0 and ms >= ONE_OFF_SHARE * launch_idle else 0.0
+
+
+def _warmup_text(launch: Launch, ms: float) -> str:
+    return (f"one launch call took {ms:.2f} ms, {_or(launch.one_over_cutoff_us, 0) / _or(launch.launch_p50_us, 1):,.0f}x "
+            "the median call and the only one over HTA's 50 µs cutoff: a one-off (a kernel's first launch loading its "
+            "code, in the first profiled steps), left out of the launch gaps")
+
+
+def _launch_fix(launch: Launch, per_step: float) -> str:
+    if (launch.graph_launched_share or 0) >= GRAPHED:  # already replayed from CUDA graphs
+        return ("Launch fewer, larger kernels: most of the step already replays from CUDA graphs, so what is left "
+                "are the kernels launched outside them and the graph's own small kernels: fuse elementwise ops "
+                "with torch.compile, use fused/foreach optimizers and larger batches so each kernel runs longer "
+                f"than its launch; the launch gaps are about {per_step:.1f} ms per step.")
+    return ("Launch fewer, larger kernels: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead') "
+            "or torch.cuda.graphs), fuse elementwise ops with torch.compile, use fused/foreach optimizers "
+            "(fused=True / foreach=True), and batch small ops into larger ones (a larger batch makes each kernel "
+            f"longer than its launch); the launch gaps are about {per_step:.1f} ms per step.")
 
 
 @detector("communication-bound")

@@ -242,3 +242,98 @@ def test_no_fusion_advice_for_xla_traces(name, tmp_path):
         return [f.cause for f in diagnose(made).findings]
     assert "memory-bound-kernels" not in causes(name)
     assert "memory-bound-kernels" in causes("rank-0.pt.trace.json.gz")
+
+
+def _launches_job(tmp_path, steps: list[list[tuple]]) -> Path:
+    """A trace in the shape of HTA's small test traces: each step a list of host operators ``(name, start, dur,
+    launch_call_us, kernel_us)`` relative to the step's start (no launch where ``launch_call_us`` is 0), an operator
+    nested in the one before when it starts inside it; each launch call 5 µs into its operator, its kernel 5 µs after
+    the call ends."""
+    events, t, corr = [], 0.0, 0
+    for number, ops in enumerate(steps):
+        length = max(start + dur for _, start, dur, _, _ in ops) + 20.0
+        for name, start, dur, call, kernel in ops:
+            events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": t + start, "dur": dur,
+                           "args": {}})
+            if call:
+                corr += 1
+                at = t + start + 5.0
+                events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                               "ts": at, "dur": call, "args": {"correlation": corr}})
+                events.append({"ph": "X", "cat": "kernel", "name": f"void elementwise_kernel_{name}", "pid": 0,
+                               "tid": 7, "ts": at + call + 5.0, "dur": kernel,
+                               "args": {"device": 0, "stream": 7, "correlation": corr}})
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{number}", "pid": 1, "tid": 1,
+                       "ts": t, "dur": length, "args": {}})
+        t += length + 10.0
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "rank-0.pt.trace.json").write_text(json.dumps({
+        "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}],
+        "traceEvents": events}))
+    return folder
+
+
+def _diagnosed(folder: Path):
+    doc, _ = analyze_job(find_traces(folder))
+    made = RuleOutputs(folder=Path("."))
+    made.rules, made.timeline, made.traces = {}, None, doc
+    return diagnose(made), doc
+
+
+def _adds(first: float, n: int, gap: float) -> list[tuple]:
+    """``n`` small operators from ``first`` on, each launching a 4 µs kernel with a 10 µs call, ``gap`` apart."""
+    return [("aten::add", first + i * gap, 40.0, 10.0, 4.0) for i in range(n)]
+
+
+@pytest.mark.parametrize("allocation", [True, False])
+def test_a_claimed_dispatch_slice_priced_in_part_leaves_the_rest_open(tmp_path, allocation):
+    """cuda_event_sync's shape (issue 46): one step whose largest cost is a 2.2 ms ``aten::empty`` under
+    ``aten::ones`` with no runtime call, before a few short launches. kernel-launch-bound prices the launch gaps
+    only; the rest of the account's ``dispatch`` stays open as step-waste, naming the operators, never swallowed."""
+    ops = [("aten::ones", 0.0, 2400.0, 0.0, 0.0), ("aten::empty", 5.0, 2200.0, 0.0, 0.0)] if allocation else []
+    ops += _adds(2450.0 if allocation else 0.0, 5, 60.0)
+    diagnosis, doc = _diagnosed(_launches_job(tmp_path, [ops]))
+    found = {f.cause: f for f in diagnosis.findings}
+    launch = found["kernel-launch-bound"]
+    account = doc["ranks"]["0"]["account"]
+    dispatch = account["slices_ms"]["dispatch"] / account["step_ms"]
+    if allocation:
+        waste = found["step-waste"]
+        # the account is complete by construction: what the launch finding prices plus what it leaves open
+        assert waste.metrics["slices"]["dispatch"] == pytest.approx(dispatch - launch.metrics["share_of_step_time"])
+        assert waste.metrics["slices"]["dispatch"] > 0.7
+        assert waste.metrics["priced_by_claims"]["dispatch"] == launch.metrics["share_of_step_time"]
+        assert "aten::ones 2.40 ms, aten::empty 2.20 ms" in waste.evidence[0], waste.evidence
+        assert "do it once before the loop" in waste.fix
+    else:  # the launch gaps (with the Python between launches) price the whole slice: nothing left open
+        assert launch.metrics["share_of_step_time"] >= dispatch
+        assert "step-waste" not in found, [(f.cause, f.share) for f in diagnosis.findings]
+
+
+@pytest.mark.parametrize("first_launch_us", [6000.0, 10.0])
+def test_a_one_off_launch_is_warm_up_not_every_steps_launch_overhead(tmp_path, first_launch_us):
+    """mi250's shape (issue 46): the first profiled step's first launch of a kernel takes 6 ms (its code loaded),
+    600x the median call, most of the launch gaps; it is left out of the launch overhead and said to be warm-up."""
+    first = [("aten::add_", 180.0, first_launch_us + 30.0, first_launch_us, 4.0)]  # after the forward's 3 kernels
+    steps = [_adds(0.0, 3, 60.0) + first + _adds(first_launch_us + 240.0, 4, 60.0), _adds(0.0, 8, 60.0)]
+    diagnosis, doc = _diagnosed(_launches_job(tmp_path, steps))
+    ga = doc["ranks"]["0"]["gpu_analysis"]
+    launch_stats, gaps, gpu = ga["launch"], ga["idle_gaps_ms"], doc["ranks"]["0"]["gpu"]
+    found = {f.cause: f for f in diagnosis.findings}
+    assert "kernel-launch-bound" in found, [(f.cause, f.share) for f in diagnosis.findings]
+    finding = found["kernel-launch-bound"]
+    total = sum(s["dur_ms"] for s in doc["ranks"]["0"]["steps"])
+    launch_idle = gaps["host_wait"] + gaps["kernel_wait"]
+    if first_launch_us > 1000:
+        assert launch_stats["one_over_cutoff_us"] == first_launch_us
+        warm = first_launch_us / 1000.0
+        assert finding.metrics["warmup_share"] == pytest.approx(warm / total)
+        rest = (launch_idle - warm) * min(total / gpu["window_ms"], 1.0)
+        assert finding.metrics["per_step_ms"] == pytest.approx(rest / 2)
+        assert finding.evidence[0].startswith("one launch call took 6.00 ms, 600x the median call"), finding.evidence
+        assert finding.fix.startswith("First profile later steps (torch.profiler.schedule(wait=1, warmup=1")
+        assert "step-waste" not in found  # the one-off is neither launch overhead nor every step's waste
+    else:
+        assert "one_over_cutoff_us" not in launch_stats and "warmup_share" not in finding.metrics
+        assert finding.fix.startswith("Launch fewer, larger kernels")
