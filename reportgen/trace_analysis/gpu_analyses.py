@@ -41,6 +41,7 @@ from reportgen.readers import trace_model as k
 from reportgen.trace_analysis.classify import is_communication_kernel, kernel_precision, memory_op_kind
 from reportgen.trace_analysis.critical_path import critical_path, pick_step
 from reportgen.trace_analysis.gpu_idle import KERNEL_WAIT_US, idle_per_stream
+from reportgen.trace_analysis.kernel_mix import launch_rows
 from reportgen.trace_analysis.kernel_patterns import kernel_patterns, top_level_ops
 from reportgen.intervals import merged
 from reportgen.trace_analysis.regions import DATALOADER
@@ -396,25 +397,6 @@ def _tensor_cores(trace: k.TraceColumns, compute: np.ndarray) -> dict:
             "eligible_share": eligible / total if total else None}
 
 
-def _launch_rows(trace: k.TraceColumns, rows: np.ndarray) -> np.ndarray:
-    """For each row in ``rows`` (a mask): the row of its launching runtime/driver call (by correlation id; -1 when
-    the trace does not hold it)."""
-    out = np.full(int(rows.sum()), -1)
-    if trace.corr.size != trace.cat.size or not out.size:
-        return out
-    calls = np.nonzero(trace.rows(k.RUNTIME, k.DRIVER) & (trace.corr >= 0))[0]
-    if not calls.size:
-        return out
-    ids = trace.corr[calls]
-    order = np.argsort(ids, kind="stable")
-    ids = ids[order]
-    corr = trace.corr[rows]
-    at = np.clip(np.searchsorted(ids, corr), 0, ids.size - 1)
-    found = (ids[at] == corr) & (corr >= 0)
-    out[found] = calls[order[at[found]]]
-    return out
-
-
 def pageable_copies(trace: k.TraceColumns) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """The host-to-device copies from pageable memory (a mask of the trace's rows) and the host's time in them, as
     merged intervals: each copy's launching call joined with the innermost operator around it on its thread
@@ -427,7 +409,7 @@ def pageable_copies(trace: k.TraceColumns) -> tuple[np.ndarray, tuple[np.ndarray
     copies = trace.rows(k.MEMCPY) & np.isin(trace.name, names)
     if not copies.any():
         return copies, (np.zeros(0), np.zeros(0))
-    calls = _launch_rows(trace, copies)
+    calls = launch_rows(trace, np.nonzero(copies)[0])
     calls = calls[calls >= 0]
     inner = [call if around is None else around for (_, around), call in zip(_enclosing_rows(trace, calls), calls)]
     spans = np.array(inner + list(calls), int)

@@ -35,7 +35,7 @@ TOP_OPERATORS = 3  # launching operators listed per kernel
 NESTING = 64  # enclosing operators looked at, innermost first
 
 
-def _launch_rows(trace: k.TraceColumns, rows: np.ndarray) -> np.ndarray:
+def launch_rows(trace: k.TraceColumns, rows: np.ndarray) -> np.ndarray:
     """For each row of ``rows`` (indices of GPU activities), the row of the runtime/driver call that launched it
     (matched by correlation id), -1 where the trace has none."""
     out = np.full(rows.size, -1)
@@ -108,7 +108,7 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
     """The kernel mix of a device-perspective rank's steps (``compute``: the compute-kernel rows; ``lo``/``hi``:
     the steps' windows, µs). ms unless a key says otherwise."""
     rows = np.nonzero(compute)[0]
-    calls = _launch_rows(trace, rows)
+    calls = launch_rows(trace, rows)
     operator = _innermost_operator(trace, calls)
     cpu = ~trace.rows(*k.GPU_CATEGORIES, k.GPU_ANNOTATION)
     opt_rows = np.nonzero(cpu & np.isin(trace.name, _ids(trace, lambda n: bool(OPTIMIZER_STEP.match(n)))))[0]
