@@ -659,15 +659,27 @@ GROWS = 1.3
 GROWS_FIT = 0.8  # ... and the copies follow the step's position this closely (Pearson r): they grow every step
 
 
-def series_shares(ev: Evidence, series: Callable[[TraceAccount], tuple[float, ...]]) -> dict[str, float]:
-    """Each rank's per-step series (ms) summed, as a share of its profiled steps' time; a rank whose series does
-    not cover every step, or without steps' time, is left out."""
+@dataclass(frozen=True)
+class SeriesWaste:
+    """A per-step series' share of the steps' time: the mean over the ranks, the worst rank, its own share."""
+    share: float
+    worst: str
+    worst_share: float
+    account: TraceAccount
+
+
+def series_waste(ev: Evidence, series: Callable[[TraceAccount], tuple[float, ...]]) -> SeriesWaste | None:
+    """Each rank's per-step series (ms) summed as a share of its profiled steps' time (a rank whose series does not
+    cover every step, or without steps' time, left out); None unless the mean over the ranks reaches ``WASTE``."""
     shares: dict[str, float] = {}
     for label, account in accounts(ev).items():
         per_step = series(account)
         if len(per_step) == account.steps and account.base_ms > 0:
             shares[label] = sum(per_step) / account.base_ms
-    return shares
+    if not shares:
+        return None
+    share, worst = mean_and_worst(ev, shares)
+    return SeriesWaste(share, worst, shares[worst], accounts(ev)[worst]) if share >= WASTE else None
 
 
 def copies_grow(per_step: tuple[float, ...]) -> bool:
@@ -692,13 +704,10 @@ def tensor_copies(ev: Evidence, found: dict) -> Finding | None:
     every N steps, or none, would do."""
     # all of them, in every step: a copy slower in a few steps is still the copy the fix removes (the slow steps'
     # finding leaves the copies' excess in its steps to this one: one stall, one finding)
-    shares = series_shares(ev, lambda account: account.copies_per_step_ms)
-    if not shares:
+    waste = series_waste(ev, lambda account: account.copies_per_step_ms)
+    if waste is None:
         return None
-    share, worst = mean_and_worst(ev, shares)
-    if share < WASTE:
-        return None
-    account = accounts(ev)[worst]
+    share, worst, account = waste.share, waste.worst, waste.account
     copies = account.copies_per_step_ms
     grows = copies_grow(copies)
     top = max(account.copies_named, key=account.copies_named.get) if account.copies_named else "copy operators"
@@ -733,7 +742,7 @@ def tensor_copies(ev: Evidence, found: dict) -> Finding | None:
     return make(ev, "tensor-copies", 0.0, evidence, fix, loop_share=share,
                 sections=[SectionId.GPU_KERNELS_OPERATORS], heading=heading, basis=basis,
                 metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
-                         "worst_rank_share": shares[worst], "ranks": len(accounts(ev)), "grows": grows,
+                         "worst_rank_share": waste.worst_share, "ranks": len(accounts(ev)), "grows": grows,
                          "copies_named_ms": dict(account.copies_named)})
 
 
@@ -743,13 +752,10 @@ def unused_gradients(ev: Evidence, found: dict) -> Finding | None:
     runs through them and adds their gradients into ones nothing resets or reads (``unused_gradients_per_step``). A
     refinement of ``compute``: the backward after the last gradient an optimizer reset is what freezing them saves
     (a lower bound: their nodes that run before it are not counted)."""
-    shares = series_shares(ev, lambda account: account.unused_backward_per_step_ms)
-    if not shares:
+    waste = series_waste(ev, lambda account: account.unused_backward_per_step_ms)
+    if waste is None:
         return None
-    share, worst = mean_and_worst(ev, shares)
-    if share < WASTE:
-        return None
-    account = accounts(ev)[worst]
+    share, worst, account = waste.share, waste.worst, waste.account
     count = _median(account.unused_gradients_per_step)
     backward = account.unused_backward_per_step_ms
     evidence = [f"{count:.0f} parameter tensors{_rank_text(ev, worst)} get a gradient in every step that is added to "
@@ -769,7 +775,7 @@ def unused_gradients(ev: Evidence, found: dict) -> Finding | None:
                 basis="the backward's time after the last gradient an optimizer resets, in the profiled steps: what "
                       "freezing those parameters saves (their nodes that ran earlier not counted)",
                 metrics={"slice": "compute", "share_of_steps": share, "worst_rank": worst,
-                         "worst_rank_share": shares[worst], "ranks": len(accounts(ev)),
+                         "worst_rank_share": waste.worst_share, "ranks": len(accounts(ev)),
                          "unused_gradients_per_step": count})
 
 
