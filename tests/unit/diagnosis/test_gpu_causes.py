@@ -168,12 +168,7 @@ def _handmade_job(tmp_path, syncs_per_step: int, sync_call: str, inside: str | N
         t = max(gpu, host) + 50.0
         events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
                        "ts": step_start, "dur": t - step_start, "args": {}})
-    folder = tmp_path / "job"
-    folder.mkdir()
-    (folder / "rank-0.pt.trace.json").write_text(json.dumps({
-        "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}],
-        "traceEvents": events}))
-    return folder
+    return _a100_job(tmp_path, events)
 
 
 @pytest.mark.parametrize("call, inside", [("cudaDeviceSynchronize", None), ("cudaStreamSynchronize", "aten::nonzero"),
@@ -266,6 +261,11 @@ def _launches_job(tmp_path, steps: list[list[tuple]]) -> Path:
         events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{number}", "pid": 1, "tid": 1,
                        "ts": t, "dur": length, "args": {}})
         t += length + 10.0
+    return _a100_job(tmp_path, events)
+
+
+def _a100_job(tmp_path: Path, events: list[dict]) -> Path:
+    """A one-rank job folder whose trace holds ``events`` on an A100 (compute capability 8.0)."""
     folder = tmp_path / "job"
     folder.mkdir()
     (folder / "rank-0.pt.trace.json").write_text(json.dumps({
