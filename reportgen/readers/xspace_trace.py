@@ -17,7 +17,8 @@ step statistics, input share, diagnosis and compare work unchanged:
   (``CollectiveReduceV2``, …) by :data:`CPU_COLLECTIVES` (torch's pattern would take XLA's
   ``broadcast_*`` fusions and TF's ``BroadcastTo`` for collectives);
 * **device planes** ``/device:GPU:N`` (its ``Stream …`` lines: kernels, memcpy, memset) and
-  ``/device:TPU:N`` (its ``XLA Ops`` line); the derived lines (XLA Modules, Steps, …) repeat those
+  ``/device:TPU:N`` (its ``XLA Ops`` line, each op named by its HLO text: XLA's asynchronous ``copy-start`` /
+  ``copy-done`` are copies, by their opcode, :mod:`reportgen.readers.hlo_names`); the derived lines (XLA Modules, Steps, …) repeat those
   events and are skipped. A CPU-only run has no device plane: no kernels, no GPU time.
 
 Times: an event starts ``offset_ps`` after its line's ``timestamp_ns``; lines written relative to the
@@ -45,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.readers.hlo_names import is_hlo_copy
 from reportgen.environment import SIZES_MB, megabytes
 from reportgen.problems import ProblemLog
 from reportgen.traces.gunzip import MAGIC, GunzipStream
@@ -479,7 +481,9 @@ def _category(label: str, kind: _Kind) -> int:
     if kind.device is None:
         return k.PYTHON if label.startswith("$") else k.CPU_OP
     lower = label.lower()
-    return k.MEMCPY if "memcpy" in lower else k.MEMSET if "memset" in lower else k.KERNEL
+    if "memcpy" in lower or is_hlo_copy(label):  # a TPU's XLA copy-start / copy-done: a copy, no kernel
+        return k.MEMCPY
+    return k.MEMSET if "memset" in lower else k.KERNEL
 
 
 def _base_us(ts_ns: int, start_ns: int | None) -> float:
