@@ -16,7 +16,8 @@ step statistics, input share, diagnosis and compare work unchanged:
 * **collectives** on the host: XLA's (``all-reduce.N``, ``all-gather-start``, …) and TensorFlow's
   (``CollectiveReduceV2``, …) by :data:`CPU_COLLECTIVES` (torch's pattern would take XLA's
   ``broadcast_*`` fusions and TF's ``BroadcastTo`` for collectives);
-* **device planes** ``/device:GPU:N`` (its ``Stream …`` lines: kernels, memcpy, memset) and
+* **device planes** ``/device:GPU:N`` (its ``Stream …`` lines: kernels, memcpy (CUDA's ``Memcpy…``, ROCm's
+  ``CopyDeviceToDevice`` …), memset) and
   ``/device:TPU:N`` (its ``XLA Ops`` line, each op named by its HLO text: XLA's asynchronous ``copy-start`` /
   ``copy-done`` are copies, by their opcode, :mod:`reportgen.readers.hlo_names`); the derived lines (XLA Modules, Steps, …) repeat those
   events and are skipped. A CPU-only run has no device plane: no kernels, no GPU time.
@@ -64,6 +65,8 @@ def max_bytes() -> int:
 
 
 _DEVICE = re.compile(r"^/device:(GPU|TPU):(\d+)$")
+# a device's copies: CUDA's (MemcpyH2D, MemcpyD2H, …) and ROCm's (CopyDeviceToDevice, on a ``Stream #N(MemcpyOther)``)
+_COPY = re.compile(r"memcpy|^Copy(Host|Device)To(Host|Device)$", re.I)
 _DERIVED_FREE = {"GPU": re.compile(r"^Stream\b"), "TPU": re.compile(r"^XLA Ops$")}
 CHUNK = 1 << 16  # events decoded at once (the decoder's arrays take ~200 bytes an event while they live)
 _ABSOLUTE_NS = 10**15  # a line timestamp below this is relative to the profile's start
@@ -480,10 +483,9 @@ def _distinct(meta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _category(label: str, kind: _Kind) -> int:
     if kind.device is None:
         return k.PYTHON if label.startswith("$") else k.CPU_OP
-    lower = label.lower()
-    if "memcpy" in lower or is_hlo_copy(label):  # a TPU's XLA copy-start / copy-done: a copy, no kernel
+    if _COPY.search(label) or is_hlo_copy(label):  # a TPU's XLA copy-start / copy-done: a copy, no kernel
         return k.MEMCPY
-    return k.MEMSET if "memset" in lower else k.KERNEL
+    return k.MEMSET if "memset" in label.lower() else k.KERNEL
 
 
 def _base_us(ts_ns: int, start_ns: int | None) -> float:

@@ -87,7 +87,7 @@ _CLASS_RULES = (
     # an optimizer's own math (torch's foreach / fused kernels, apex's): not fbgemm's embedding backward that
     # applies Adagrad in place (``split_embedding_backward_..._adagrad_...``), an embedding kernel
     ("optimizer", re.compile(r"(Adam|SGD|Lamb|Adagrad|RMSprop)\w*Functor|FusedOptimizer|_fused_(adam|sgd)", re.I)),
-    ("fused", re.compile(r"^triton_|^\w*fusion([._]\d+)*$", re.I)),
+    ("fused", re.compile(r"^triton_|^\w*fusion([._]\d+)*(\.kd)?$", re.I)),  # .kd: ROCm's kernel descriptor
     ("reduction", re.compile(r"reduce|norm|_bn_|bn_fw|bn_bw|welford|softmax|nll_loss|cross_entropy|"
                              r"argmax|argmin|topk|cumsum|batch_norm|moments", re.I)),
     ("elementwise", re.compile(r"elementwise|Functor|pointwise|copy|cast|convert|fill|relu|gelu|silu|sigmoid|tanh|"

@@ -89,3 +89,18 @@ def test_tensorflow_broadcasting_kernels_on_a_gpu_are_compute(tmp_path):
     doc, _ = analyze_job(find_traces(tmp_path))
     mix = doc["ranks"]["worker"]["gpu_mix_ms"]
     assert mix["kernels (compute)"] == pytest.approx(3.0) and mix["kernels (communication)"] == pytest.approx(1.0)
+
+
+def test_rocm_copies_are_copies(tmp_path):
+    """JAX on an MI300 writes its device-to-device copies as ``CopyDeviceToDevice`` on ``Stream #N(MemcpyOther)``
+    lines (TraceLens's test data); they were counted as compute kernels."""
+    gpu = plane("/device:GPU:0", [("Stream #8(MemcpyOther)", 0, [(1, 1 * MS, MS // 4, b""), (1, 3 * MS, MS // 4, b"")]),
+                                  ("Stream #1(Kernel)", 0, [(2, 2 * MS, 3 * MS, b"")])],
+                {1: "CopyDeviceToDevice", 2: "input_transpose_fusion"})
+    path = tmp_path / "mi300.xplane.pb"
+    path.write_bytes(space(gpu))
+    trace = read_xspace(path)
+    assert [(trace.names[n], int(c)) for n, c in zip(trace.name, trace.cat)] == [
+        ("CopyDeviceToDevice", MEMCPY), ("input_transpose_fusion", KERNEL), ("CopyDeviceToDevice", MEMCPY)]
+    mix = analyze_job(find_traces(tmp_path))[0]["ranks"]["mi300"]["gpu_mix_ms"]
+    assert mix["memcpy"] == pytest.approx(0.5) and mix["kernels (compute)"] == pytest.approx(3.0)
