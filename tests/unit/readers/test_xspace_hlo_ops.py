@@ -104,3 +104,20 @@ def test_rocm_copies_are_copies(tmp_path):
         ("CopyDeviceToDevice", MEMCPY), ("input_transpose_fusion", KERNEL), ("CopyDeviceToDevice", MEMCPY)]
     mix = analyze_job(find_traces(tmp_path))[0]["ranks"]["mi300"]["gpu_mix_ms"]
     assert mix["memcpy"] == pytest.approx(0.5) and mix["kernels (compute)"] == pytest.approx(3.0)
+
+
+def test_a_trace_without_a_step_annotation_says_how_to_mark_one(tmp_path):
+    """An inference loop or a benchmark (xprof's tpu_inference_2, TraceLens's MI300 runs) marks no step: the
+    step-times question was answered "no framework profiler or trace" beside the trace it read."""
+    from reportgen.diagnosis import diagnose
+    from reportgen.rule_outputs import RuleOutputs
+
+    host = plane("/host:CPU", [("main/1", 0, [(1, 0, 20 * MS, b"")])], {1: "PjitFunction(f)"})
+    tpu = plane("/device:TPU:0", [("XLA Ops", 0, [(2, 2 * MS, 2 * MS, b"")])], {2: OPS[2]})
+    (tmp_path / "loop.xplane.pb").write_bytes(space(host, tpu))
+    made = RuleOutputs(folder=tmp_path)
+    made.traces = analyze_job(find_traces(tmp_path))[0]
+    diagnosis = diagnose(made)
+    answer = {a.question: a for a in diagnosis.answers}["step-times"]
+    assert diagnosis.status == "insufficient-data" and answer.judged is False
+    assert answer.how.startswith("the traces mark no training step (") and "StepTraceAnnotation" in answer.how
