@@ -203,7 +203,7 @@ def prepare_rule_outputs(source: str, work_dir: Path, options: SourceOptions = S
         return Prepared(resolved, rule_dir, "raw data")
     if traces:
         report_dir, kineto = _add_trace_analysis(resolved, work_dir / "analysis", options, progress)
-        _require_trace_events(source, report_dir.parent, kineto)
+        _require_trace_events(source, report_dir.parent, kineto, _traces_name(resolved))
         return Prepared(resolved, report_dir, _traces_name(resolved))
     raise InputError(f"{source}: no rule outputs and no raw profiler data found")
 
@@ -306,17 +306,18 @@ def _traces_name(resolved) -> str:
     return traces_name([str(f) for f in resolved.trace_files or ()] or keys)
 
 
-def _require_trace_events(source, analysis_dir: Path, kineto: dict) -> None:
-    """A source of PyTorch profiler traces only, none of which holds a usable event, is no report (exit 2), as
+def _require_trace_events(source, analysis_dir: Path, kineto: dict, traces: str) -> None:
+    """A source of profiler traces only, none of which holds a usable event, is no report (exit 2), as
     raw SageMaker data in the same state is: it made an empty report with exit 0. ``kineto``: the kineto.json
-    document just written (not read back: 0.1-0.2 CPU s of a warm run over 64 ranks)."""
+    document just written (not read back: 0.1-0.2 CPU s of a warm run over 64 ranks); ``traces``: what they are
+    called ("JAX / TensorFlow profiler traces": a damaged XSpace file was called a PyTorch trace)."""
     ranks = (kineto.get("ranks") or {}).values()
     if any(isinstance(rank, dict) and rank.get("events") for rank in ranks):
         return
     quality = analysis_dir / "data-quality.json"
     reasons = (read_json_file(quality).get("by_reason") or {}) if quality.is_file() else {}
     why = "; ".join(f"{reason} ×{count}" for reason, count in reasons.items())
-    raise InputError(f"no usable profiler data in {source}: no PyTorch profiler trace holds a complete event"
+    raise InputError(f"no usable profiler data in {source}: none of the {traces} holds a complete event"
                      + (f" ({why})" if why else ""))
 
 

@@ -109,6 +109,10 @@ def _step_times(ev: Evidence) -> Answer:
     state, why = ev.states.get("StepOutlier", (None, ""))
     if state == NOT_EVALUATED and why and not why.startswith("no datapoints"):
         return Answer("step-times", False, f"the StepOutlier rule could not judge them: {why}")
+    if ev.trace_ranks:  # a trace with no step marked (a JAX or TF loop without a step annotation): say how to mark one
+        return Answer("step-times", False, "the traces mark no training step (torch.profiler's ProfilerStep#N, "
+                                           "jax.profiler.StepTraceAnnotation, tf.profiler.experimental.Trace with "
+                                           "step_num)")
     return Answer("step-times", False, "no step events were recorded (no framework profiler or trace)")
 
 

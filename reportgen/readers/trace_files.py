@@ -21,7 +21,7 @@ from reportgen.sources.layout import TRACE_FORMATS, TraceFormat, sibling_copy, t
 # what ``read_trace_file`` returns for a file (a column, a name, a problem's reason, a new field of the model):
 # ``tests/unit/readers/test_trace_cache.py::test_reader_version_is_bumped_with_the_output`` holds a digest of
 # the recordings' reductions and fails, saying so, when they change under the same number.
-READER_VERSION = 3  # 2: XSpace varints over 64 bits keep their low 64 bits (protovec); 3: float64 operators
+READER_VERSION = 5  # 5: ROCm's CopyDeviceToDevice … read as copies; 4: a TPU's XLA copy-start / copy-done read as copies (hlo_names); 2: XSpace varints over 64 bits keep their low 64 bits (protovec); 3: float64 operators
 
 
 @lru_cache(maxsize=None)

@@ -16,8 +16,10 @@ step statistics, input share, diagnosis and compare work unchanged:
 * **collectives** on the host: XLA's (``all-reduce.N``, ``all-gather-start``, …) and TensorFlow's
   (``CollectiveReduceV2``, …) by :data:`CPU_COLLECTIVES` (torch's pattern would take XLA's
   ``broadcast_*`` fusions and TF's ``BroadcastTo`` for collectives);
-* **device planes** ``/device:GPU:N`` (its ``Stream …`` lines: kernels, memcpy, memset) and
-  ``/device:TPU:N`` (its ``XLA Ops`` line); the derived lines (XLA Modules, Steps, …) repeat those
+* **device planes** ``/device:GPU:N`` (its ``Stream …`` lines: kernels, memcpy (CUDA's ``Memcpy…``, ROCm's
+  ``CopyDeviceToDevice`` …), memset) and
+  ``/device:TPU:N`` (its ``XLA Ops`` line, each op named by its HLO text: XLA's asynchronous ``copy-start`` /
+  ``copy-done`` are copies, by their opcode, :mod:`reportgen.readers.hlo_names`); the derived lines (XLA Modules, Steps, …) repeat those
   events and are skipped. A CPU-only run has no device plane: no kernels, no GPU time.
 
 Times: an event starts ``offset_ps`` after its line's ``timestamp_ns``; lines written relative to the
@@ -45,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.readers.hlo_names import is_hlo_copy
 from reportgen.environment import SIZES_MB, megabytes
 from reportgen.problems import ProblemLog
 from reportgen.traces.gunzip import MAGIC, GunzipStream
@@ -62,6 +65,8 @@ def max_bytes() -> int:
 
 
 _DEVICE = re.compile(r"^/device:(GPU|TPU):(\d+)$")
+# a device's copies: CUDA's (MemcpyH2D, MemcpyD2H, …) and ROCm's (CopyDeviceToDevice, on a ``Stream #N(MemcpyOther)``)
+_COPY = re.compile(r"memcpy|^Copy(Host|Device)To(Host|Device)$", re.I)
 _DERIVED_FREE = {"GPU": re.compile(r"^Stream\b"), "TPU": re.compile(r"^XLA Ops$")}
 CHUNK = 1 << 16  # events decoded at once (the decoder's arrays take ~200 bytes an event while they live)
 _ABSOLUTE_NS = 10**15  # a line timestamp below this is relative to the profile's start
@@ -478,8 +483,9 @@ def _distinct(meta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _category(label: str, kind: _Kind) -> int:
     if kind.device is None:
         return k.PYTHON if label.startswith("$") else k.CPU_OP
-    lower = label.lower()
-    return k.MEMCPY if "memcpy" in lower else k.MEMSET if "memset" in lower else k.KERNEL
+    if _COPY.search(label) or is_hlo_copy(label):  # a TPU's XLA copy-start / copy-done: a copy, no kernel
+        return k.MEMCPY
+    return k.MEMSET if "memset" in label.lower() else k.KERNEL
 
 
 def _base_us(ts_ns: int, start_ns: int | None) -> float:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from reportgen.readers.hlo_names import hlo_op
+
 PRECISIONS = ("fp8", "bf16", "fp16", "tf32", "int8", "fp64", "fp32", "unknown")
 _RULES = (
     ("fp8", re.compile(r"fp8|e4m3|e5m2|float8", re.I)),
@@ -39,12 +41,22 @@ def kernel_precision(name: str) -> str:
     return "unknown"
 
 
-_COMMUNICATION = re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|sendrecv", re.I)
+# A bare ``broadcast`` is no collective: Eigen's ``TensorBroadcastingOp`` kernels (TensorFlow on GPU) and XLA's
+# ``loop_broadcast_fusion`` / ``broadcast_add_fusion`` compute; NCCL's broadcast is named ``nccl…Broadcast…``.
+_COMMUNICATION = re.compile(r"nccl|all[-_]?reduce|all[-_]?gather|reduce[-_]?scatter|all[-_]?to[-_]?all|"
+                            r"collective[-_]?(broadcast|permute)|sendrecv", re.I)
+# XLA's collective ops by their opcode (a TPU profile names an op by its HLO text: ``readers.hlo_names``)
+_HLO_COLLECTIVE = re.compile(r"^(all-reduce|all-gather|reduce-scatter|all-to-all|ragged-all-to-all|"
+                             r"collective-permute|collective-broadcast)(-start|-done)?$")
 
 
 def is_communication_kernel(name: str) -> bool:
-    """NCCL (and similar collective) kernels: time on the GPU spent communicating, not computing."""
-    return bool(_COMMUNICATION.search(name))
+    """NCCL (and similar collective) kernels, XLA's collective ops: time on the device spent communicating."""
+    op = hlo_op(name)
+    if op is None:
+        return bool(_COMMUNICATION.search(name))
+    instruction, opcode = op
+    return bool(_HLO_COLLECTIVE.match(opcode)) or (opcode == "fusion" and _COMMUNICATION.match(instruction) is not None)
 
 
 _COPY_KIND = re.compile(r"\b(HtoD|DtoH|DtoD|HtoH|PtoP|DtoA|AtoD|AtoH|HtoA|AtoA)\b")
@@ -75,7 +87,7 @@ _CLASS_RULES = (
     # an optimizer's own math (torch's foreach / fused kernels, apex's): not fbgemm's embedding backward that
     # applies Adagrad in place (``split_embedding_backward_..._adagrad_...``), an embedding kernel
     ("optimizer", re.compile(r"(Adam|SGD|Lamb|Adagrad|RMSprop)\w*Functor|FusedOptimizer|_fused_(adam|sgd)", re.I)),
-    ("fused", re.compile(r"^triton_|^\w*fusion([._]\d+)*$", re.I)),
+    ("fused", re.compile(r"^triton_|^\w*fusion([._]\d+)*(\.kd)?$", re.I)),  # .kd: ROCm's kernel descriptor
     ("reduction", re.compile(r"reduce|norm|_bn_|bn_fw|bn_bw|welford|softmax|nll_loss|cross_entropy|"
                              r"argmax|argmin|topk|cumsum|batch_norm|moments", re.I)),
     ("elementwise", re.compile(r"elementwise|Functor|pointwise|copy|cast|convert|fill|relu|gelu|silu|sigmoid|tanh|"

@@ -68,9 +68,21 @@ def test_a_trace_only_source_with_nothing_usable_is_exit_2(tmp_path):
         proc = _reportgen("generate", folder, "-o", out, "-q")
         assert proc.returncode == 2, proc.stderr
         line, = proc.stderr.strip().splitlines()
-        assert line.startswith(f"reportgen: error: no usable profiler data in {folder}: no PyTorch profiler trace "
-                               "holds a complete event (") and why in line
+        assert line.startswith(f"reportgen: error: no usable profiler data in {folder}: none of the PyTorch "
+                               "profiler traces holds a complete event (") and why in line
         assert not out.parent.exists()
+
+
+def test_an_xspace_folder_with_nothing_usable_names_its_traces(tmp_path):
+    """A binary file saved as text (every byte over 0x7F made U+FFFD, ``ef bf bd``) announces a plane far
+    longer than the file: no event is read, and the error names the traces as what they are."""
+    run = tmp_path / "logs" / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    (run / "host.xplane.pb").write_bytes(b"\x0a\xef\xbf\xbd\xef\xbf\xbd\x06\x08\x02\x12\x0a/device:TPU:0" * 4)
+    proc = _reportgen("generate", tmp_path / "logs", "-o", tmp_path / "out" / "r.html", "-q")
+    assert proc.returncode == 2, proc.stderr
+    line, = proc.stderr.strip().splitlines()
+    assert ": none of the JAX / TensorFlow profiler traces holds a complete event (XSpace protobuf damaged" in line
 
 
 def test_a_prices_file_in_euros_is_shown_in_euros(tmp_path):

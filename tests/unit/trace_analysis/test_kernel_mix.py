@@ -53,6 +53,8 @@ NAMES = {
     # ROCm: Tensile's GEMMs, MIOpen's implicit-GEMM convolutions
     "Cijk_Ailk_Bljk_SB_MT128x128x16_MI32x32x2x1_SN_1LDSB0_APM1_ABV0": "gemm",
     "igemm_fwd_gtcx_nchw_fp32_bx0_ex1_bt128x128x16_wt32x32x2_ws1x1_wr2x2_ta1x1x4x1_1x8x1x32": "convolution",
+    # XLA on ROCm (JAX on an MI300): its fusions carry the kernel descriptor's ".kd"; a convert fusion is no cast
+    "loop_convert_fusion.kd": "fused", "input_transpose_fusion_1.kd": "fused", "gemm_fusion_dot.kd": "gemm",
 }
 
 
