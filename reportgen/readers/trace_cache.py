@@ -237,6 +237,26 @@ def take_entry(cache: TraceCache, where: Path, raw: bytes | None, decode: Callab
     return found
 
 
+def sealed(fmt: int, key: str, body: bytes, **fields) -> bytes:
+    """An entry's bytes: a one-line JSON header (its format, its key, ``fields``, the body's SHA-256), then the body.
+    Every entry of the folder has this shape, so a reader tells a whole entry of its own key from any other."""
+    header = json.dumps({"format": fmt, "key": key, **fields, "sha256": hashlib.sha256(body).hexdigest()})
+    return header.encode("ascii") + b"\n" + body
+
+
+def unsealed(raw: bytes, fmt: int, key: str) -> tuple[dict, bytes] | None:
+    """``raw``'s header and body when it is a whole entry of this format and key (:func:`sealed`), else None."""
+    head, newline, body = raw.partition(b"\n")
+    try:
+        header = json.loads(head)
+    except (ValueError, RecursionError):
+        return None
+    if not (newline and isinstance(header, dict) and header.get("format") == fmt and header.get("key") == key
+            and header.get("sha256") == hashlib.sha256(body).hexdigest()):
+        return None
+    return header, body
+
+
 def put_entry(cache: TraceCache, where: Path, write: Callable) -> bool:
     """Write an entry of the folder: ``write(handle)`` fills a temporary file, renamed to ``where`` when whole and
     within the bound (a reader never sees half an entry; two writers leave one whole); then the folder is brought

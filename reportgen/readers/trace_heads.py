@@ -17,7 +17,6 @@ they agree; either may go (the folder's bound) without the other.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ import numpy as np
 
 from reportgen.kept_file import read_kept
 from reportgen.problems import DataProblem, ProblemLog
-from reportgen.readers.trace_cache import TraceCache, put_entry, take_entry
+from reportgen.readers.trace_cache import TraceCache, put_entry, sealed, take_entry, unsealed
 from reportgen.readers.trace_model import TraceColumns
 
 HEAD_FORMAT = 1
@@ -75,8 +74,8 @@ def store_head(cache: TraceCache, key: str, trace: TraceColumns, problems: Probl
                        "problem_counts": [[reason, n] for reason, n in problems.counts.items()],
                        "problem_items": [[p.file, p.line, p.reason] for p in problems.items]},
                       ensure_ascii=True, allow_nan=True).encode("ascii")
-    header = json.dumps({"format": HEAD_FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()})
-    return put_entry(cache, head_path(cache, key), lambda handle: handle.write(header.encode("ascii") + b"\n" + body))
+    entry = sealed(HEAD_FORMAT, key, body)
+    return put_entry(cache, head_path(cache, key), lambda handle: handle.write(entry))
 
 
 def load_head(cache: TraceCache, key: str, path: Path) -> FileHead | None:
@@ -91,13 +90,11 @@ def _is_int(value) -> bool:
 
 def _decode(raw: bytes, key: str, path: Path) -> FileHead | None:
     """A head's contents when it is whole, this key's and this path's, else None."""
-    head, newline, body = raw.partition(b"\n")
+    opened = unsealed(raw, HEAD_FORMAT, key)
+    if opened is None:
+        return None
     try:
-        header = json.loads(head)
-        if not (newline and isinstance(header, dict) and header.get("format") == HEAD_FORMAT
-                and header.get("key") == key and header.get("sha256") == hashlib.sha256(body).hexdigest()):
-            return None
-        doc = json.loads(body)
+        doc = json.loads(opened[1])
     except (ValueError, RecursionError):
         return None
     if not isinstance(doc, dict):

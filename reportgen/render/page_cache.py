@@ -49,7 +49,8 @@ from typing import Callable, Iterator
 from reportgen.atomic import write_text_atomic
 from reportgen.kept_file import read_kept, regular_or_absent
 from reportgen.readers.digest_memo import DigestMemo
-from reportgen.readers.trace_cache import HASH_BLOCK, TraceCache, put_entry, remove_entry, take_entry, trace_cache_for
+from reportgen.readers.trace_cache import (HASH_BLOCK, TraceCache, put_entry, remove_entry, sealed, take_entry,
+                                           trace_cache_for, unsealed)
 from reportgen.render.html import Page
 from reportgen.resources import bundled
 from reportgen.sources.layout import RULE_EXTRA_NAMES, find_rule_output_dir
@@ -277,18 +278,16 @@ def store_page(cache: TraceCache, key: str, placeholder: str, html: str, json_te
         return False
     page = html.encode("utf-8", "surrogatepass")
     body = page + json_text.encode("utf-8", "surrogatepass")
-    header = json.dumps({"format": PAGE_FORMAT, "key": key, "placeholder": placeholder, "html_bytes": len(page),
-                         "sha256": hashlib.sha256(body).hexdigest()})
-    return put_entry(cache, where, lambda handle: handle.write(header.encode("ascii") + b"\n" + body))
+    entry = sealed(PAGE_FORMAT, key, body, placeholder=placeholder, html_bytes=len(page))
+    return put_entry(cache, where, lambda handle: handle.write(entry))
 
 
 def _decode(raw: bytes, key: str) -> tuple[str, str, str] | None:
-    head, newline, body = raw.partition(b"\n")
+    opened = unsealed(raw, PAGE_FORMAT, key)
+    if opened is None:
+        return None
+    header, body = opened
     try:
-        header = json.loads(head)
-        if not (newline and isinstance(header, dict) and header.get("format") == PAGE_FORMAT
-                and header.get("key") == key and header.get("sha256") == hashlib.sha256(body).hexdigest()):
-            return None
         size, placeholder = header.get("html_bytes"), header.get("placeholder")
         if not (type(size) is int and 0 <= size <= len(body) and isinstance(placeholder, str)
                 and PLACEHOLDER.fullmatch(placeholder)):  # only ever a placeholder is replaced by the time

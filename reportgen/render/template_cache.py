@@ -39,7 +39,7 @@ from jinja2.bccache import Bucket
 from reportgen.environment import megabytes
 from reportgen.errors import InputError
 from reportgen.kept_file import read_kept, regular_or_absent
-from reportgen.readers.trace_cache import TraceCache, put_entry, take_entry
+from reportgen.readers.trace_cache import TraceCache, put_entry, sealed, take_entry, unsealed
 
 TEMPLATE_FORMAT = 1
 TEMPLATE_SUFFIX = ".jinja"
@@ -73,8 +73,8 @@ class TemplateCache(jinja2.BytecodeCache):
         if bucket.code is None or not self.cache.writable or not regular_or_absent(where):
             return
         body = marshal.dumps(bucket.code)
-        header = json.dumps({"format": TEMPLATE_FORMAT, "key": bucket.key, "sha256": hashlib.sha256(body).hexdigest()})
-        put_entry(self.cache, where, lambda handle: handle.write(header.encode("ascii") + b"\n" + body))
+        entry = sealed(TEMPLATE_FORMAT, bucket.key, body)
+        put_entry(self.cache, where, lambda handle: handle.write(entry))
 
 
 def template_cache_in(folder: str | Path | None) -> TemplateCache | None:
@@ -108,16 +108,11 @@ def entry_path(cache: TraceCache, key: str) -> Path:
 
 
 def _decode(raw: bytes, key: str) -> types.CodeType | None:
-    head, newline, body = raw.partition(b"\n")
-    try:
-        header = json.loads(head)
-    except (ValueError, RecursionError):
-        return None
-    if not (newline and isinstance(header, dict) and header.get("format") == TEMPLATE_FORMAT
-            and header.get("key") == key and header.get("sha256") == hashlib.sha256(body).hexdigest()):
+    opened = unsealed(raw, TEMPLATE_FORMAT, key)
+    if opened is None:
         return None
     try:
-        code = marshal.loads(body)
+        code = marshal.loads(opened[1])
     except (ValueError, EOFError, TypeError):
         return None
     return code if isinstance(code, types.CodeType) else None

@@ -26,7 +26,7 @@ import math
 from pathlib import Path
 
 from reportgen.kept_file import read_kept
-from reportgen.readers.trace_cache import TraceCache, put_entry, take_entry
+from reportgen.readers.trace_cache import TraceCache, put_entry, sealed, take_entry, unsealed
 from reportgen.trace_analysis.flops import peak_table
 
 # Bump with any change to what ``analyze_trace`` or ``totals_by_name`` give for a merged rank (a key, a number, a
@@ -69,8 +69,8 @@ def store_rank(cache: TraceCache, key: str, doc: dict, totals: dict) -> tuple[di
         return None
     if not cache.writable:
         return decoded
-    header = json.dumps({"format": RANK_FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()})
-    put_entry(cache, rank_entry_path(cache, key), lambda handle: handle.write(header.encode("ascii") + b"\n" + body))
+    entry = sealed(RANK_FORMAT, key, body)
+    put_entry(cache, rank_entry_path(cache, key), lambda handle: handle.write(entry))
     return decoded
 
 
@@ -109,13 +109,11 @@ def _restored(value) -> tuple[dict, dict] | None:
 
 def _decode(raw: bytes, key: str) -> tuple[dict, dict] | None:
     """An entry's ``(doc, totals)`` when it is whole and this key's, else None."""
-    head, newline, body = raw.partition(b"\n")
+    opened = unsealed(raw, RANK_FORMAT, key)
+    if opened is None:
+        return None
     try:
-        header = json.loads(head)
-        if not (newline and isinstance(header, dict) and header.get("format") == RANK_FORMAT
-                and header.get("key") == key and header.get("sha256") == hashlib.sha256(body).hexdigest()):
-            return None
-        return _restored(json.loads(body))
+        return _restored(json.loads(opened[1]))
     except (ValueError, RecursionError):
         return None
 
