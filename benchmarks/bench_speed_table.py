@@ -5,7 +5,7 @@ in one run and printed as the Markdown table benchmarks/README.md shows (``--jso
 
     python benchmarks/bench_speed_table.py [--sets real,synthetic,xspace,dask] [--big DIR] [--repeat 3]
         [--hta-python /tmp/hta/bin/python] [--protobuf-python /work/recenv/bin/python]
-        [--before-analyses DIR] [--synthetic-dir DIR] [--quick] [--json FILE]
+        [--before-analyses DIR] [--synthetic-dir DIR] [--skip generate,compare,hta] [--quick] [--json FILE]
 
 The sets (each a row; one not measured is a row that says why, never a gap):
 
@@ -64,6 +64,7 @@ REAL_QUICK_GLOBS = ("hta-*", "torch-cpu-record-*")
 REAL_COMPARE = ("kineto-resnet50-num-workers-0", "kineto-resnet50-num-workers-4")
 REAL_QUICK_COMPARE = ("torch-cpu-record-inputbound", "torch-cpu-record-workers2")
 XSPACE_RECORDINGS = ("planted/jax-clean", "planted/tf-eager", "jax-tf/tf-cpu", "jax-tf/jax-cpu", "planted/jax-nojit")
+SKIP_PREFIX = {"generate": "generate-", "compare": "compare-", "hta": "hta", "analyses": "analyze-"}
 HTA_REAL_WHY = "HTA reads one job's ranks a folder: on these nine jobs its temporal breakdown came out empty (IndexError)"
 HTA_BIG_WHY = "HTA on 12.6 GB needs ~21 GB of memory (HISTORY.md, PyTorch traces at scale)"
 
@@ -158,7 +159,10 @@ def kineto_row(name: str, folder: Path, compare: tuple[Path, Path] | None, args,
     row = Row(name=name, files=len(files))
     load0 = os.getloadavg()[0]
     row.mb = round(sum(len(trace_read.text_of(f)) for f in files) / 1e6, 1)
-    floor_and_reader(row, files, args.repeat)
+    if "floor" in args.skip:
+        row.why_not["floor"] = "skipped (--skip)"
+    else:
+        floor_and_reader(row, files, args.repeat)
     base_env = {**os.environ, "PYTHONPATH": str(ROOT)}
     base_env.pop("REPORTGEN_NO_CACHE", None)
     cold_env = {**base_env, "REPORTGEN_NO_CACHE": "1"}
@@ -186,6 +190,10 @@ def kineto_row(name: str, folder: Path, compare: tuple[Path, Path] | None, args,
                      {**cold_env, "PYTHONPATH": str(before), "REPORTGEN_CACHE_DIR": str(out_cache(scratch))}, cwd=before),
                  Job("analyze-now", lambda out: reportgen("analyze", str(folder), "-o", str(out)),
                      {**cold_env, "REPORTGEN_CACHE_DIR": str(out_cache(scratch))})]
+    for what in args.skip - {"floor"}:  # generate, compare, hta, analyses
+        for job in [j for j in jobs if j.name.startswith(SKIP_PREFIX[what])]:
+            jobs.remove(job)
+            row.why_not[job.name] = "skipped (--skip)"
     # the warm runs' caches filled once, not measured
     for job in jobs:
         if job.name.endswith("-warm"):
@@ -279,11 +287,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before-analyses", type=Path, default=None,
                     help="an export of the commit before issue 51's analyses (5c98fd1): analyze's CPU against it")
     ap.add_argument("--dask-copies", type=int, default=24)
+    ap.add_argument("--skip", default="", help="comma-separated measurements left out: floor (with the reader), "
+                    "generate, compare, hta, analyses")
     ap.add_argument("--quick", action="store_true", help="small sets, one round: checks that every row works")
     ap.add_argument("--json", type=Path, default=None, help="write every raw number here")
     args = ap.parse_args(argv)
     if args.quick:
         args.repeat = 1
+    args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    if args.skip - {"floor", *SKIP_PREFIX}:
+        ap.error(f"--skip: unknown {sorted(args.skip - {'floor', *SKIP_PREFIX})}")
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
     about = machine()
     print(f"# {about}", flush=True)

@@ -89,8 +89,9 @@ def cells(row: Row) -> list[str]:
     floor_x = ratio(row.med("generate-cold"), floor)
     if floor_x is not None and "generate-cold" not in row.why_not:
         cold += f" ({floor_x:.2f}x)"
+    now, before = row.med("analyze-now"), row.med("analyze-before")
     analyses = (f"not measured: {row.why_not['analyze-before']}" if "analyze-before" in row.why_not
-                else fmt(ratio(row.med("analyze-now"), row.med("analyze-before")), 2, "x")
+                else f"{fmt(ratio(now, before), 2, 'x')} ({fmt(now)} / {fmt(before)} CPU s)"
                 if row.runs.get("analyze-before") else "-")
     load = f"{row.load[0]:.1f}-{row.load[1]:.1f}" if row.load else "-"
     return [row.name, fmt(row.mb, 1), floor_cell, reader_cell, cold,

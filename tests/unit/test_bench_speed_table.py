@@ -42,7 +42,7 @@ def test_ratios_are_of_the_medians():
     assert got["reader CPU s (MB/CPU s, x floor)"] == "1.50 (133.3, 0.56x)"  # median of two: 1.5; 1.5 / 2.7
     assert got["generate cold: CPU s / wall / peak (x floor CPU)"] == "3.60 / 3.00 s / 160 MB (1.33x)"
     assert got["generate warm (x cold wall)"] == "0.30 / 0.30 s / 50 MB (0.10x)"  # 0.3 / 3.0
-    assert got["analyze CPU x before analyses"] == "1.10x"
+    assert got["analyze CPU x before analyses"] == "1.10x (2.20 / 2.00 CPU s)"
     assert got["HTA (x generate cold CPU)"] == "not measured: no --hta-python"
     assert got["compare cold"] == "-"
     assert got["load"] == "1.0-2.3"
