@@ -122,6 +122,7 @@ class Job:
     env: dict
     cwd: Path = ROOT
     parse_tail: bool = False
+    fresh_cache: bool = False  # each run its own empty REPORTGEN_CACHE_DIR (cold runs: nothing found, nothing kept)
 
 
 def measure_rounds(row: Row, jobs: list[Job], rounds: int, scratch: Path) -> None:
@@ -130,13 +131,14 @@ def measure_rounds(row: Row, jobs: list[Job], rounds: int, scratch: Path) -> Non
         shift = round_ % max(len(jobs), 1)
         for job in jobs[shift:] + jobs[:shift]:
             out = Path(tempfile.mkdtemp(prefix=f"{job.name}-", dir=scratch))
+            env = {**job.env, "REPORTGEN_CACHE_DIR": str(out / "cache")} if job.fresh_cache else job.env
             if job.parse_tail:  # HTA: bench_kineto_scale's runner (VmHWM, CPU of the tree, its JSON line)
-                got = kineto_scale.measure(job.argv(out), job.env, cwd=job.cwd)
+                got = kineto_scale.measure(job.argv(out), env, cwd=job.cwd)
                 result = {"wall_s": got["wall_s"], "cpu_s": got["cpu_s"], "peak_mb": got["tree_peak_mb"]}
                 if got["rc"]:
                     result = {"error": got["tail"].strip().splitlines()[-1][-300:] if got["tail"].strip() else "?"}
             else:
-                result = whole_process(job.argv(out), job.env, job.cwd)
+                result = whole_process(job.argv(out), env, job.cwd)
             shutil.rmtree(out, ignore_errors=True)
             if "error" in result:
                 row.why_not[job.name] = f"failed: {result['error']}"
@@ -167,11 +169,13 @@ def kineto_row(name: str, folder: Path, compare: tuple[Path, Path] | None, args,
     base_env.pop("REPORTGEN_NO_CACHE", None)
     cold_env = {**base_env, "REPORTGEN_NO_CACHE": "1"}
     warm_env = {**base_env, "REPORTGEN_CACHE_DIR": str(Path(tempfile.mkdtemp(prefix="cache-", dir=scratch)))}
-    jobs = [Job("generate-cold", lambda out: reportgen("generate", str(folder), "-o", str(out / "r.html")), cold_env),
+    jobs = [Job("generate-cold", lambda out: reportgen("generate", str(folder), "-o", str(out / "r.html")), cold_env,
+                fresh_cache=True),
             Job("generate-warm", lambda out: reportgen("generate", str(folder), "-o", str(out / "r.html")), warm_env)]
     if compare is not None:
         a, b = compare
-        jobs += [Job("compare-cold", lambda out: reportgen("compare", str(a), str(b), "-o", str(out / "c.html")), cold_env),
+        jobs += [Job("compare-cold", lambda out: reportgen("compare", str(a), str(b), "-o", str(out / "c.html")), cold_env,
+                     fresh_cache=True),
                  Job("compare-warm", lambda out: reportgen("compare", str(a), str(b), "-o", str(out / "c.html")), warm_env)]
     else:
         row.why_not["compare-cold"] = row.why_not["compare-warm"] = compare_why
@@ -186,10 +190,10 @@ def kineto_row(name: str, folder: Path, compare: tuple[Path, Path] | None, args,
         row.why_not["analyze-before"] = "no --before-analyses"
     else:
         before = args.before_analyses.resolve()
-        jobs += [Job("analyze-before", lambda out: reportgen("analyze", str(folder), "-o", str(out)),
-                     {**cold_env, "PYTHONPATH": str(before), "REPORTGEN_CACHE_DIR": str(out_cache(scratch))}, cwd=before),
-                 Job("analyze-now", lambda out: reportgen("analyze", str(folder), "-o", str(out)),
-                     {**cold_env, "REPORTGEN_CACHE_DIR": str(out_cache(scratch))})]
+        jobs += [Job("analyze-before", lambda out: reportgen("analyze", str(folder), "-o", str(out / "rules")),
+                     {**cold_env, "PYTHONPATH": str(before)}, cwd=before, fresh_cache=True),
+                 Job("analyze-now", lambda out: reportgen("analyze", str(folder), "-o", str(out / "rules")), cold_env,
+                     fresh_cache=True)]
     for what in args.skip - {"floor"}:  # generate, compare, hta, analyses
         for job in [j for j in jobs if j.name.startswith(SKIP_PREFIX[what])]:
             jobs.remove(job)
@@ -202,11 +206,6 @@ def kineto_row(name: str, folder: Path, compare: tuple[Path, Path] | None, args,
     measure_rounds(row, jobs, args.repeat, scratch)
     row.load = (load0, os.getloadavg()[0])
     return row
-
-
-def out_cache(scratch: Path) -> Path:
-    """An empty cache folder (a commit from before the trace cache ignores ``REPORTGEN_NO_CACHE``)."""
-    return Path(tempfile.mkdtemp(prefix="nocache-", dir=scratch))
 
 
 def xspace_row(files: list[Path], args) -> Row:
@@ -298,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip - {"floor", *SKIP_PREFIX}:
         ap.error(f"--skip: unknown {sorted(args.skip - {'floor', *SKIP_PREFIX})}")
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
+    if sets - {"real", "synthetic", "xspace", "dask"}:
+        ap.error(f"--sets: unknown {sorted(sets - {'real', 'synthetic', 'xspace', 'dask'})} (--big DIR adds the 64-rank set)")
     about = machine()
     print(f"# {about}", flush=True)
     dask_ranks.become_subreaper()  # orphans' CPU reaches RUSAGE_CHILDREN once reaped
@@ -329,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(missing_row("synthetic 2 x 100 MB", "not asked (--sets)"))
         if args.big is not None:
             big = synthetic_set(args.big, 200, ranks=64, jobs=2)
-            rows.append(kineto_row(f"big: {big.name}", big, None, args, scratch, hta_why=HTA_BIG_WHY,
+            rows.append(kineto_row(f"--big {big.name}", big, None, args, scratch, hta_why=HTA_BIG_WHY,
                                    compare_why="a second set of the same size would be another 12.6 GB"))
         else:
             rows.append(missing_row("64 ranks x 200 MB", "not asked (--big DIR; 12.6 GB, ~10 min of two cores)"))
