@@ -83,7 +83,7 @@ def cells(row: Row) -> list[str]:
     floor, reader = row.med("floor"), row.med("reader")
     floor_cell = (f"not measured: {row.why_not['floor']}" if "floor" in row.why_not
                   else f"{fmt(floor)} ({fmt(per_cpu_s(row.mb, floor), 1)})" if floor is not None else "-")
-    reader_cell = (f"{fmt(reader)} ({fmt(per_cpu_s(row.mb, reader), 1)}, {fmt(ratio(reader, floor))}x)"
+    reader_cell = (f"{fmt(reader)} ({fmt(per_cpu_s(row.mb, reader), 1)}, {fmt(ratio(reader, floor), 2, 'x')})"
                    if reader is not None else "-")
     cold = row.cell("generate-cold")
     floor_x = ratio(row.med("generate-cold"), floor)

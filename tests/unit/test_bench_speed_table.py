@@ -89,3 +89,12 @@ def test_dask_line():
     got["local:2"][0]["outputs_equal"] = False
     assert "outputs DIFFERENT" in speed_table.dask_line(got, 24)
     assert speed_table.dask_line({}, 24, "no fixture") == "`local:2` vs one process, 24 ranks: not measured: no fixture"
+
+
+def test_reader_without_a_floor_has_no_ratio():
+    row = speed_table.Row(name="XSpace recordings (2 files)", mb=1.1)
+    row.runs["reader"] = [{"cpu_s": 0.02}]
+    row.why_not["floor"] = "no --protobuf-python"
+    got = dict(zip(speed_table.HEADER, speed_table.cells(row)))
+    assert got["floor CPU s (MB/CPU s)"] == "not measured: no --protobuf-python"
+    assert got["reader CPU s (MB/CPU s, x floor)"] == "0.020 (55.0, -)"
