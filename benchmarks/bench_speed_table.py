@@ -3,7 +3,7 @@
 cold and warm ``generate`` and ``compare``, HTA, the analyses-added ratio and ``local:2`` on 24 ranks, measured
 in one run and printed as the Markdown table benchmarks/README.md shows (``--json FILE``: every raw number).
 
-    python benchmarks/bench_speed_table.py [--sets real,synthetic,xspace,dask] [--big DIR] [--repeat 3]
+    python benchmarks/bench_speed_table.py [--sets real,synthetic,xspace,dask] [--big DIR [--big-repeat 1]] [--repeat 3]
         [--hta-python /tmp/hta/bin/python] [--protobuf-python /work/recenv/bin/python]
         [--before-analyses DIR] [--synthetic-dir DIR] [--skip generate,compare,hta] [--quick] [--json FILE]
 
@@ -156,7 +156,7 @@ def floor_and_reader(row: Row, files: list[Path], rounds: int) -> None:
 
 
 def kineto_row(name: str, folder: Path, compare: tuple[Path, Path] | None, args, scratch: Path,
-               hta_why: str = "", compare_why: str = "") -> Row:
+               hta_why: str = "", compare_why: str = "", rounds: int | None = None) -> Row:
     files = trace_files(folder)
     row = Row(name=name, files=len(files))
     load0 = os.getloadavg()[0]
@@ -164,7 +164,7 @@ def kineto_row(name: str, folder: Path, compare: tuple[Path, Path] | None, args,
     if "floor" in args.skip:
         row.why_not["floor"] = "skipped (--skip)"
     else:
-        floor_and_reader(row, files, args.repeat)
+        floor_and_reader(row, files, rounds or args.repeat)
     base_env = {**os.environ, "PYTHONPATH": str(ROOT)}
     base_env.pop("REPORTGEN_NO_CACHE", None)
     cold_env = {**base_env, "REPORTGEN_NO_CACHE": "1"}
@@ -203,7 +203,9 @@ def kineto_row(name: str, folder: Path, compare: tuple[Path, Path] | None, args,
         if job.name.endswith("-warm"):
             fill = Path(tempfile.mkdtemp(prefix="fill-", dir=scratch))
             whole_process(job.argv(fill), job.env)
-    measure_rounds(row, jobs, args.repeat, scratch)
+    measure_rounds(row, jobs, rounds or args.repeat, scratch)
+    if rounds:
+        row.notes.append(f"{row.name}: {rounds} round(s) (--big-repeat), not {args.repeat}")
     row.load = (load0, os.getloadavg()[0])
     return row
 
@@ -285,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--protobuf-python", type=Path, default=None, help="a Python with TensorFlow (XSpace floor)")
     ap.add_argument("--before-analyses", type=Path, default=None,
                     help="an export of the commit before issue 51's analyses (5c98fd1): analyze's CPU against it")
+    ap.add_argument("--big-repeat", type=int, default=1, help="rounds on the --big set (one is ~15 min of two cores)")
     ap.add_argument("--dask-copies", type=int, default=24)
     ap.add_argument("--skip", default="", help="comma-separated measurements left out: floor (with the reader), "
                     "generate, compare, hta, analyses")
@@ -331,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.big is not None:
             big = synthetic_set(args.big, 200, ranks=64, jobs=2)
             rows.append(kineto_row(f"--big {big.name}", big, None, args, scratch, hta_why=HTA_BIG_WHY,
-                                   compare_why="a second set of the same size would be another 12.6 GB"))
+                                   compare_why="a second set of the same size would be another 12.6 GB",
+                                   rounds=args.big_repeat))
         else:
             rows.append(missing_row("64 ranks x 200 MB", "not asked (--big DIR; 12.6 GB, ~10 min of two cores)"))
         if "xspace" in sets:
