@@ -6,7 +6,8 @@
         [--modes single,local:2,tcp,halves] [--base CHECKOUT] [--json FILE]
 
 The sets are built under ``benchmarks/data/`` (git-ignored) from ``../shared/fixtures/raw/hta-resnet-v100-1gpu``
-(one real rank: 68,692 events, 1.15 MB gzip'd, 15.4 MB of JSON):
+(found as the tests find it: ``$REPORTGEN_FIXTURES`` elsewhere; one real rank: 68,692 events, 1.15 MB gzip'd,
+15.4 MB of JSON):
 
 * ``hta-copies-N``: N byte-identical copies named ``rank-<i>.<...>.pt.trace.json.gz`` (the issue's set). Every
   copy says ``distributedInfo.rank`` 0, so the job is **one rank of N cycles**: N files to read, one merge;
@@ -68,10 +69,13 @@ from pathlib import Path
 
 import psutil
 
-from reportgen.cluster.client import LOCAL_CLUSTER_CONFIG
-
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT.parent / "shared" / "fixtures" / "raw" / "hta-resnet-v100-1gpu"
+sys.path.insert(0, str(ROOT))
+
+from reportgen.cluster.client import LOCAL_CLUSTER_CONFIG  # noqa: E402
+from tests.support.paths import RAW  # noqa: E402  (the fixtures where the tests find them: REPORTGEN_FIXTURES)
+
+FIXTURE = RAW / "hta-resnet-v100-1gpu"
 DATA = ROOT / "benchmarks" / "data"
 OUTPUTS = ("kineto.json", "StepOutlier.json", "data-quality.json")
 SAMPLE_SECONDS = 0.25  # the module docstring: a sampler that competes with the workers for the cores is a bias

@@ -14,7 +14,7 @@ the machine is shared, so not wall) for:
   entry, no trace byte read: files changed less than 2 s before the first run are hashed again);
 
 each the median of ``--repeat`` rounds, a fresh cache folder per round; then the entries' size on disk.
-A whole ``generate`` is timed from outside (benchmarks/README.md, "Warm re-runs").
+A whole ``generate`` is timed from outside (benchmarks/HISTORY.md, "Warm re-runs").
 """
 
 from __future__ import annotations

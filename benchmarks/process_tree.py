@@ -2,7 +2,7 @@
 and its waited-for descendants, and the peak memory of the whole tree (the page's worker and forked
 children included), sampled every 20 ms.
 
-Shared by ``bench_page_size.py`` and ``bench_memory_duration.py``. (It was ``bench_notebook_path.py``'s,
+Shared by ``bench_page_size.py``, ``bench_memory_duration.py`` and ``bench_speed_table.py``. (It was ``bench_notebook_path.py``'s,
 retired in issue 47: benchmarks/HISTORY.md, "Scripts retired from the tree".)
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import resource
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -46,11 +47,14 @@ def tree_peak(proc: psutil.Popen) -> int:
     return peak
 
 
-def run(argv: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[float, float, float]:
+def run(argv: list[str], env: dict | None = None, cwd: Path = ROOT,
+        after_exit: Callable[[], None] | None = None) -> tuple[float, float, float]:
     """(seconds, peak MB of the process tree, CPU seconds of the tree) of one whole process. Its seconds
     include the sampling's cost: reading a process's PSS walks its page tables under its memory-map lock,
     which slowed a 4 s ``analyze`` on two cores by 1.3 s (HISTORY.md, "The bench's own sampling was in the
-    ratio"): take wall-time figures from runs timed without sampling where the wall time is the goal."""
+    ratio"): take wall-time figures from runs timed without sampling where the wall time is the goal.
+    ``after_exit`` runs once the process has ended, before its CPU is read: a subreaper reaps the process's
+    orphaned descendants there, so their CPU counts too (``bench_dask_ranks.reap_orphans``)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = psutil.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, env=env)
@@ -58,6 +62,8 @@ def run(argv: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[flo
     seconds = time.perf_counter() - started
     if proc.returncode:
         raise SystemExit(f"{argv} exited with {proc.returncode}")
+    if after_exit is not None:
+        after_exit()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return seconds, peak / 2**20, cpu

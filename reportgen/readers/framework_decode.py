@@ -4,7 +4,7 @@ orjson makes a dict per event and per ``args`` with every key of the file, which
 (``readers.framework``) then reads back with ``dict.get``, a dozen lookups per event. msgspec decodes
 the same text into small structs holding only those fields, skipping the rest unread, and the columns
 come out with ``attrgetter`` (medium benchmark profile, 465 files, 332,000 events: see
-benchmarks/README.md). The values are the ones orjson or the stdlib parser gives for the same text
+benchmarks/HISTORY.md). The values are the ones orjson or the stdlib parser gives for the same text
 (integers of any size stay exact, as with the stdlib parser); a text the structs do not fit (an event
 that is not an object, ``args`` that is not an object, a document that is not an array, NaN, a lone
 surrogate, any malformed JSON) gives None, and the caller reads the file the usual way, which notes

@@ -39,7 +39,7 @@ def reuse_freed_heap() -> bool:
     with the blocks freed) is mapped for each array and unmapped when it is freed, and more than 128 KB free at a
     heap's top is handed back at once: each rule's numpy temporaries are faulted in anew (``analyze`` of the medium
     benchmark profile: ~150,000 page faults, ~0.95 CPU s of system time; from the rules on with these settings
-    ~107,000 and ~0.78 s; the child's own ~51,000 -> ~38,000; benchmarks/README.md). Not in the command line's
+    ~107,000 and ~0.78 s; the child's own ~51,000 -> ~38,000; benchmarks/HISTORY.md). Not in the command line's
     process during the read: set from its start, the traces' freed memory kept mapped raised the 16-node x 8 h
     job's peak from 775 to 898 MB (process tree); set in the child only, 774 -> 777 MB."""
     if not _REUSE_ALLOWED:

@@ -845,7 +845,7 @@ def _read_system(root: Path, problems: ProblemLog, files, sharing, spill) -> Sys
     local = ProblemLog(cap=problems.cap)
     try:
         # Past REPORTGEN_TABLES_MEMORY_MB of tables, the next nodes' columns go to a temporary file
-        # (read back per use): memory no longer grows with the job's duration (benchmarks/README.md).
+        # (read back per use): memory no longer grows with the job's duration (benchmarks/HISTORY.md).
         reader = SystemReader(root, local, streaming=True, budget=TableBudget(spill=spill), sharing=sharing)
         reader.read(paths)
         data.nodes = reader.tables()

@@ -3,7 +3,7 @@
 Why: ``generate`` already holds everything the notebook imports (pandas, numpy, reportgen) when the
 engine has run. A separate kernel process imports all of it again, and every one of the notebook's
 cells is a round trip through ZeroMQ; on ``sample_data`` that was about half of the notebook path
-(``benchmarks/README.md``, "The notebook path"). papermill still executes the notebook: it injects the
+(``benchmarks/HISTORY.md``, "The notebook path"). papermill still executes the notebook: it injects the
 parameters, keeps its per-cell metadata and raises ``PapermillExecutionError`` for a failing cell; this
 engine only replaces *where* the cells run (papermill's documented engine extension point).
 

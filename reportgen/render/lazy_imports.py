@@ -4,7 +4,7 @@ papermill imports ``requests`` (its HTTP notebook handler) and ``click`` (its co
 imports ``soupsieve`` (CSS selectors), bleach imports ``tinycss2`` (its CSS sanitizer, which nbconvert leaves off),
 html5lib ``webencodings``, jupyter_core ``platformdirs`` (only with ``JUPYTER_PLATFORM_DIRS``): a page made by the
 worker never touches any of them, yet their imports were ~0.07 of the worker's ~0.65 CPU s (2 x 100 MB set,
-benchmarks/README.md, *The page's process*). ``lazy(LAZY)`` around the worker's warm-up makes each of these a
+benchmarks/HISTORY.md, *The page's process*). ``lazy(LAZY)`` around the worker's warm-up makes each of these a
 lazy module (``importlib.util.LazyLoader``, the standard library's): the ``import`` statement binds the module,
 whose code runs the first time one of its names is read, or a submodule of it is imported, in full and once.
 Nothing else changes: a page that does use one (a notebook read over HTTP) loads it then.

@@ -7,7 +7,7 @@ runs; the worker does those imports on another core (a process of its own: no lo
 shared with the engine's thread), then waits for one request. When the rule outputs are ready,
 ``render`` sends the notebook's parameters; the worker runs the notebook in its own process
 (``render.inprocess``), converts it and writes the page (and, when asked, the executed notebook) into
-the run's work folder. ``benchmarks/README.md`` ("The notebook path") has the measurements.
+the run's work folder. ``benchmarks/HISTORY.md`` ("The notebook path") has the measurements.
 
 Where a second process cannot help (one usable CPU), cannot start, or dies before its answer, the same
 work runs here (``render.html.render_page``): the result is the same page either way (tested).

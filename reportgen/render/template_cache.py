@@ -1,7 +1,7 @@
 """The page's Jinja templates kept compiled in the trace cache's folder, so a run compiles none it compiled before.
 
 Jinja turns every template into Python source and compiles it on each load: the 13 block templates and nbconvert's
-page template cost the page's worker ~0.05 CPU s of its ~0.65 every run (benchmarks/README.md, *The page's
+page template cost the page's worker ~0.05 CPU s of its ~0.65 every run (benchmarks/HISTORY.md, *The page's
 process*), for templates that change only with reportgen. ``TemplateCache`` is Jinja's own extension point for that
 (``jinja2.BytecodeCache``: it hands a template's compiled code to keep, and asks for it before compiling), with
 entries like the other caches of the folder (``readers.trace_cache``):

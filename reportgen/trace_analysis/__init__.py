@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover - the names' types; at run time each is im
 
 # Where each name above lives, imported when first asked for (PEP 562): importing one module of the package (the
 # page's worker imports ``account`` for the diagnosis, and ``regions`` with it) no longer imports the readers, the
-# task plan and the writers with it (~30 of the worker's ~650 CPU ms, benchmarks/README.md, *The page's process*).
+# task plan and the writers with it (~30 of the worker's ~650 CPU ms, benchmarks/HISTORY.md, *The page's process*).
 _API = {"analyze_trace": "reportgen.trace_analysis.analysis", "compare_ranks": "reportgen.trace_analysis.analysis",
         "find_traces": "reportgen.sources.layout", "looks_like_kineto": "reportgen.sources.layout",
         "KINETO_JSON": "reportgen.trace_analysis.outputs", "analyze_job": "reportgen.trace_analysis.outputs",

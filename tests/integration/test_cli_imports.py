@@ -1,5 +1,5 @@
 """``generate`` without ``--fail-on`` never imports the CI outputs in the command line's process (they import the
-diagnosis's cause registry, ~0.04 CPU s, benchmarks/README.md "The page's process"); with ``--fail-on`` they are
+diagnosis's cause registry, ~0.04 CPU s, benchmarks/HISTORY.md "The page's process"); with ``--fail-on`` they are
 imported, and an unknown name is still refused before any work starts."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 outputs (8 nodes' tables and charts), not another job's.
 
 Generating and analysing 8 nodes x 8 h of raw data takes about 12 GB and 20 minutes here
-(benchmarks/README.md, *Memory against duration*), so the job is generated for 3 minutes, analysed by the
+(benchmarks/HISTORY.md, *Memory against duration*), so the job is generated for 3 minutes, analysed by the
 engine, and given the ``timeline.json`` of the same 8 nodes over 8 hours (``testdata/long_timeline.py``: the
 engine's own bucketing). The page's time series come only from that file, and the rule outputs' part of the
 page does not grow with the duration (16 nodes: 2,761,815 B for 1 h, 2,796,973 B for 8 h)."""

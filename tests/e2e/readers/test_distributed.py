@@ -5,7 +5,7 @@ under a minute: the benchmark's scenario (``BENCH_SCENARIO`` of benchmarks/gener
 shape of medium — 4 nodes, GPUs and CPU cores on each, 500 ms sampling, framework traces — but 8
 cores, 2 GPUs and 20 minutes instead of 32 cores, 4 GPUs and 2 hours (80 system files, ~290 k
 records, ~35 MB instead of 480 files, 4.6 M records, 570 MB). The real medium profile was run
-through both paths once by hand; benchmarks/README.md records that its rule JSONs are byte-equal.
+through both paths once by hand; benchmarks/HISTORY.md records that its rule JSONs are byte-equal.
 
 The cluster is a local one of 2 worker processes (1 thread each) started by the fixture and closed
 after the module; ``analyze`` reaches it through its ``tcp://`` address, the way
