@@ -158,18 +158,45 @@ def plan_ranks(files: list[str], cap: int, cache: TraceCache | None,
     ranks: list[int | None] = []
     kept: set[int] = set()
     for i, name in enumerate(files):
-        if s3 is not None:
-            entry = object_entry(s3, name, cap) if cache is not None else None
-            key, path = (entry[0] if entry is not None else None), object_path(s3, name)
-        else:
-            key, path = (known_key(Path(name), cap, cache.memo) if cache is not None else None), Path(name)
-        head = load_head(cache, key, path) if cache is not None and key is not None else None
+        head = kept_head(name, cap, cache, s3) if cache is not None else None
         if head is None:
             ranks.append(None if s3 is not None else probe_rank(name))
             continue
         ranks.append(head.rank)
         kept.add(i)
     return ranks, kept
+
+
+def kept_head(name: str, cap: int, cache: TraceCache, s3: S3System | None = None) -> FileHead | None:
+    """The kept head of the file ``name`` as it is now, found without reading it: a local file the digest memo knows
+    unchanged (a stat), or an S3 object by its listed identity; None otherwise."""
+    if s3 is not None:
+        entry = object_entry(s3, name, cap)
+        key, path = (entry[0] if entry is not None else None), object_path(s3, name)
+    else:
+        key, path = known_key(Path(name), cap, cache.memo), Path(name)
+    return load_head(cache, key, path) if key is not None else None
+
+
+def served_whole(names: list[str], cap: int, cache: TraceCache, s3: S3System | None = None) -> list[TaskResult] | None:
+    """Every task of the job served from the cache in this process (:func:`reduce_kept`), or None: a file's head not
+    kept (found at the first such file, before any task is tried: a cold run pays one lookup), a rank's analysis
+    not kept, or a rank left in two tasks. What lets a warm ``--scheduler`` run start no Dask cluster: its tasks
+    would only have read heads and ranks' entries on the workers."""
+    ranks = []
+    for name in names:
+        head = kept_head(name, cap, cache, s3)
+        if head is None:
+            return None
+        ranks.append(head.rank)
+    results = []
+    for task in plan_tasks(names, ranks):
+        found = reduce_kept([(i, names[i]) for i in task], cap, False, cache, s3)
+        if found is None:
+            return None
+        results.append(found)
+    keys = [summary.key for result in results for summary in result.ranks]
+    return results if len(keys) == len(set(keys)) else None
 
 
 # ------------------------------------------------------------------------------------ reduce (worker side)
@@ -321,20 +348,26 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
 
     ``files``: local paths, or S3 keys with ``s3``; ``scheduler`` (``local[:N]`` / ``tcp://host:port``)
     or ``client``: one task per rank on Dask, else one rank after another here; ``stats``: a list
-    that receives each task's :class:`TaskStats`; ``cache``: where the files' reductions (S3 objects' by their
+    that receives each task's :class:`TaskStats` (none when a ``scheduler``'s job is served whole from the cache:
+    no cluster is started, :func:`served_whole`); ``cache``: where the files' reductions (S3 objects' by their
     identity) are kept and found (``readers.trace_cache.trace_cache_for``; None: every file read in full)."""
     problems = problems if problems is not None else ProblemLog()
     names = [str(f) for f in files]
+    served = None
     if scheduler is not None and client is None:
-        from reportgen.cluster.client import dask_client
         from reportgen.cluster.scheduler import parse_scheduler
 
-        with dask_client(parse_scheduler(scheduler)) as own:
-            return analyze_traces(files, problems, client=own, s3=s3, stats=stats, cache=cache)
-    if s3 is not None and client is None:
+        sched = parse_scheduler(scheduler)  # a bad address fails here, served or not
+        served = served_whole(names, problems.cap, cache, s3) if cache is not None else None
+        if served is None:
+            from reportgen.cluster.client import dask_client
+
+            with dask_client(sched) as own:
+                return analyze_traces(files, problems, client=own, s3=s3, stats=stats, cache=cache)
+    if s3 is not None and client is None and served is None:
         raise ValueError("traces in S3 are fetched by Dask workers: give a scheduler or a client")
 
-    planned, kept = plan_ranks(names, problems.cap, cache, s3)
+    planned, kept = plan_ranks(names, problems.cap, cache, s3) if served is None else ([], set())
 
     def run(tasks: list[list[int]], one_rank: bool) -> list[TaskResult]:
         jobs = [[(i, names[i]) for i in task] for task in tasks]
@@ -365,7 +398,7 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
             stats.extend(r.stats for r in results)
         return results
 
-    results = run(plan_tasks(names, planned), False)
+    results = served if served is not None else run(plan_tasks(names, planned), False)
     per_file = {i: found for result in results for i, found in result.problems.items()}
     for i in sorted(per_file):  # in file order, as a sequential read records them
         counts, items = per_file[i]

@@ -3,7 +3,8 @@
 ``generate``'s path (``prepare_rule_outputs``) on an ``s3://`` prefix of traces with ``--scheduler local:1``: the
 workers fetch the objects and keep what they read in the trace cache by (bucket, key, size, ETag)
 (``trace_analysis/s3_traces.py``). Every GET the fake S3 (a moto server in this process) answers for an object is
-counted: the second run makes none and writes the same analysis, byte for byte; an object written again (a new
+counted: the second run makes none, starts no Dask cluster (every rank is kept) and writes the same analysis, byte
+for byte; an object written again (a new
 ETag) is the only one fetched again; a damaged entry is made again, with the same outputs; ``--no-cache`` and
 ``REPORTGEN_NO_CACHE`` fetch every object as before.
 """
@@ -59,15 +60,26 @@ def uploaded(moto_endpoint, tmp_path, request) -> tuple[str, list[str]]:
     return f"s3://{BUCKET}/{prefix}/", keys
 
 
-def _run(source: str, work: Path, cache: Path, gets: list[str], monkeypatch, **options) -> tuple[dict, list[str]]:
-    """One ``generate``-path run: every file of its analysis folder (name -> bytes) and the keys it GOT."""
+NO_CLUSTER = "PyTorch profiler traces: every rank served from the trace cache, no Dask cluster started"
+
+
+def _run(source: str, work: Path, cache: Path, gets: list[str], monkeypatch, *, cluster: bool = True,
+         **options) -> tuple[dict, list[str]]:
+    """One ``generate``-path run: every file of its analysis folder (name -> bytes) and the keys it GOT.
+    ``cluster``: whether the run must start its Dask cluster (False: every rank served from the cache)."""
     from reportgen.pipeline import EngineOptions, SourceOptions, prepare_rule_outputs
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     before = len(gets)
+    messages: list[str] = []
     prepared = prepare_rule_outputs(source, work, SourceOptions(cache_dir=cache, engine=EngineOptions(scheduler="local:1"),
-                                                                **options), progress=lambda _: None)
+                                                                **options), progress=messages.append)
     assert prepared.used == "PyTorch profiler traces"
+    ran = [m for m in messages if m.startswith("PyTorch profiler traces: ")]
+    if cluster:
+        assert len(ran) == 1 and " task(s) on 1 worker process(es)" in ran[0], ran
+    else:
+        assert ran == [NO_CLUSTER]
     analysis = prepared.rule_dir.parent
     outputs = {p.relative_to(analysis).as_posix(): p.read_bytes() for p in sorted(analysis.rglob("*")) if p.is_file()}
     assert "kineto.json" in outputs and "data-quality.json" in outputs
@@ -105,7 +117,7 @@ def test_a_warm_run_downloads_no_object_and_writes_the_same_analysis(uploaded, g
         hashlib.sha256(body).hexdigest()
     del gets[:]
 
-    second, got = _run(source, tmp_path / "w2", cache, gets, monkeypatch)
+    second, got = _run(source, tmp_path / "w2", cache, gets, monkeypatch, cluster=False)
     assert got == []
     assert second == first
 
@@ -136,7 +148,7 @@ def test_an_object_written_again_is_the_only_one_downloaded_again(uploaded, gets
     again, got = _run(source, tmp_path / "w2", cache, gets, monkeypatch)
     assert got == [target]
     assert again == first
-    warm, got = _run(source, tmp_path / "w3", cache, gets, monkeypatch)
+    warm, got = _run(source, tmp_path / "w3", cache, gets, monkeypatch, cluster=False)
     assert got == [] and warm == first
 
 
@@ -161,5 +173,5 @@ def test_a_damaged_entry_is_made_again_with_the_same_outputs(uploaded, gets, tmp
     assert got == [] and third == first
     assert all(json.loads(entry.read_bytes().split(b"\n", 1)[0])["format"] == 1
                for entry in (cache / "traces").glob("*.rank.json"))
-    warm, got = _run(source, tmp_path / "w4", cache, gets, monkeypatch)
+    warm, got = _run(source, tmp_path / "w4", cache, gets, monkeypatch, cluster=False)
     assert got == [] and warm == first
