@@ -32,7 +32,9 @@ How (docs/distributed.md, "PyTorch profiler traces"):
    ranks exactly as ``reportgen.trace_analysis.ranks`` does, merge each rank's cycles, ``analyze_trace`` it,
    and keep every distinct kernel and CPU-operator name with its total and count (not only the
    rank's top 15: that is what makes the job-wide top 15 exact). With the trace cache, a task whose files'
-   heads and ranks' analyses are all kept is served from them alone (:func:`reduce_kept`): no file read or loaded.
+   heads and ranks' analyses are all kept is served from them alone (:func:`reduce_kept`): no file read or loaded
+   (S3 objects by their listed identity, ``trace_analysis/s3_traces.py``: none downloaded); and when every task of
+   the job is, the client serves them itself and starts no Dask cluster (:func:`served_whole`).
 3. **Merge**: a rank whose files ended up in more than one task (its rank written after the events,
    two workers of one rank, S3 keys) is reduced again from all its files at once,
    as one task, so it is merged exactly as before. Then the labels, the straggler, and the job-wide
@@ -64,7 +66,8 @@ from reportgen.cluster.task_stats import TaskStats, peak_rss
 from reportgen.sources.layout import TRACE_FORMATS, trace_format
 
 __all__ = ["FileRead", "RankSummary", "S3System", "TaskResult", "TaskStats", "analyze_traces", "job_tables",
-           "plan_ranks", "plan_tasks", "probe_rank", "read_file", "reduce_kept", "reduce_reads", "reduce_task", "straggler_summary"]
+           "kept_head", "plan_ranks", "plan_tasks", "probe_rank", "read_file", "reduce_kept", "reduce_reads", "reduce_task",
+           "served_whole", "straggler_summary"]
 
 
 @dataclass
@@ -241,8 +244,8 @@ def read_file(index: int, name: str, cap: int, s3: S3System | None = None, cache
 def reduce_task(files: list[tuple[int, str]], cap: int, s3: S3System | None = None,
                 one_rank: bool = False, cache: TraceCache | None = None) -> TaskResult:
     """Read ``files`` (job index, local path or S3 key), group them into ranks and reduce each rank.
-    ``one_rank``: the files are one rank (the client's regrouping), no grouping. With ``cache``, local files whose
-    heads and ranks are all kept are not read at all (:func:`reduce_kept`). Never raises on bad content (the reader
+    ``one_rank``: the files are one rank (the client's regrouping), no grouping. With ``cache``, files (or S3
+    objects) whose heads and ranks are all kept are not read (nor downloaded) at all (:func:`reduce_kept`). Never raises on bad content (the reader
     records it); S3 errors do."""
     if cache is not None:
         kept = reduce_kept(files, cap, one_rank, cache, s3)
