@@ -342,10 +342,12 @@ def _add_trace_analysis(resolved, analysis_dir: Path, options: SourceOptions, pr
     where = f" on Dask ({scheduler}, one task per rank)" if scheduler else ""
     progress(f"analysing {len(files)} {traces_named(files)} trace file(s){where}")
     stats: list = []
-    cache = trace_cache_for(options.cache_dir, progress) if options.trace_cache and s3 is None else None
+    cache = trace_cache_for(options.cache_dir, progress) if options.trace_cache else None
     report_dir, doc = write_kineto_document(files, analysis_dir, params=options.rule_params, scheduler=scheduler,
                                             s3=s3, stats=stats, client=client, cache=cache)
-    if scheduler and stats:
+    if scheduler and files and not stats:
+        progress("PyTorch profiler traces: every rank served from the trace cache, no Dask cluster started")
+    elif scheduler and stats:
         peak = max(s.peak_rss for s in stats) / 1e6
         progress(f"PyTorch profiler traces: {len(stats)} task(s) on {len({s.worker_pid for s in stats})} worker "
                  f"process(es), {sum(s.bytes for s in stats) / 1e6:.1f} MB read there, largest worker peak "

@@ -32,14 +32,29 @@ class S3System:
     def key(self, rel: str) -> str:
         return f"{self.root_key}/{rel}" if self.root_key else rel
 
+    def uri(self, rel: str) -> str:
+        """How data problems and the trace cache name the object: its ``s3://`` URI."""
+        return f"s3://{self.bucket}/{self.key(rel)}"
 
-def download_objects(s3: S3System, rels: list[str], dest: Path) -> list[tuple[str, Path]]:
+    def listed(self, rel: str) -> tuple[int, str] | None:
+        """The size and ETag the client's listing gave ``rel`` (None: not listed)."""
+        key = self.key(rel)
+        return next(((int(size), str(etag)) for k, size, etag in self.objects if k == key), None)
+
+
+def download_objects(s3: S3System, rels: list[str], dest: Path, served: list[str] | None = None) -> list[tuple[str, Path]]:
     """Worker side: fetch ``rels`` (keys relative to ``s3.root_key``) into ``dest`` with the worker's own
-    boto3 session; ``(rel, local path)`` of each (a key unsafe as a path is skipped)."""
+    boto3 session; ``(rel, local path)`` of each (a key unsafe as a path is skipped). ``served``: receives the
+    ETag of every GET response that brought bytes (what says which write of an object was downloaded)."""
     from reportgen.sources.aws import aws_errors, make_client, make_session
     from reportgen.sources.s3 import UnsafeKey, key_segments
 
     client = make_client(make_session(s3.session_kwargs), "s3", s3.region)
+    if served is not None:
+        def seen(parsed=None, **_) -> None:  # boto3's transfer threads call it: list.append is atomic
+            served.append(str((parsed or {}).get("ETag", "")).strip('"'))
+
+        client.meta.events.register("after-call.s3.GetObject", seen)
     out = []
     for rel in rels:
         try:
@@ -51,3 +66,20 @@ def download_objects(s3: S3System, rels: list[str], dest: Path) -> list[tuple[st
             client.download_file(s3.bucket, s3.key(rel), str(path))
         out.append((rel, path))
     return out
+
+
+def download_listed(s3: S3System, rel: str, dest: Path) -> tuple[Path | None, bool]:
+    """Worker side: fetch one listed object into ``dest``; its local path (None: a key unsafe as a path) and whether
+    the bytes are the object the listing named: every GET that served them answered with the listed ETag and the
+    file has the listed size (an object rewritten since the listing is downloaded as it is now, and is not that).
+    What a cache keyed by key, size and ETag may keep (``trace_analysis/s3_traces.py``)."""
+    served: list[str] = []
+    got = dict(download_objects(s3, [rel], dest, served)).get(rel)
+    listed = s3.listed(rel)
+    if got is None or listed is None:
+        return got, False
+    try:
+        size = got.stat().st_size
+    except OSError:
+        return got, False
+    return got, bool(served) and size == listed[0] and all(tag == listed[1] for tag in served)

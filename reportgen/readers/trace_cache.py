@@ -169,9 +169,22 @@ def known_key(path: Path, cap: int, memo: DigestMemo | None) -> str | None:
 
 
 def _content_key(path: Path, cap: int, digest: str, size: int) -> str:
-    sizes = [megabytes(name) for name in ("REPORTGEN_STREAM_TRACE_MB", "REPORTGEN_XSPACE_MAX_MB")]
-    ident = json.dumps([CACHE_FORMAT, READER_VERSION, cap, sizes, str(path), size, digest])
+    ident = json.dumps([CACHE_FORMAT, READER_VERSION, cap, _read_sizes(), str(path), size, digest])
     return hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def object_key(cap: int, bucket: str, key: str, size: int, etag: str) -> str:
+    """The entry name of an S3 object the Dask workers read (``trace_analysis/s3_traces.py``), by its identity
+    instead of its content, so that a warm run need not download it to know it: bucket, key, size and ETag (S3 gives
+    an object a new ETag on every write, a multipart upload's ``...-N`` too), with what a file's key takes besides
+    its content. Another shape than ``_content_key``'s document, so never one of its names."""
+    ident = json.dumps([CACHE_FORMAT, READER_VERSION, cap, _read_sizes(), "s3", bucket, key, size, etag])
+    return hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _read_sizes() -> list[int]:
+    """The environment's sizes that change what a read gives."""
+    return [megabytes(name) for name in ("REPORTGEN_STREAM_TRACE_MB", "REPORTGEN_XSPACE_MAX_MB")]
 
 
 def _identity_of(st: os.stat_result) -> tuple[int, int, int, int]:

@@ -65,8 +65,9 @@ def has_head(cache: TraceCache, key: str) -> bool:
     return head_path(cache, key).is_file()
 
 
-def store_head(cache: TraceCache, key: str, trace: TraceColumns, problems: ProblemLog) -> bool:
-    """Keep the head of ``trace`` (read, or loaded from its entry, under ``key``) and its read's ``problems``."""
+def store_head(cache: TraceCache, key: str, trace: TraceColumns, problems: ProblemLog, **fields) -> bool:
+    """Keep the head of ``trace`` (read, or loaded from its entry, under ``key``) and its read's ``problems``;
+    ``fields``: more of the header (an S3 object's ``content_sha256``, ``trace_analysis/s3_traces.py``)."""
     if not cache.writable:
         return False
     first = float(trace.start_us[0]) if trace.start_us.size else None
@@ -74,7 +75,7 @@ def store_head(cache: TraceCache, key: str, trace: TraceColumns, problems: Probl
                        "problem_counts": [[reason, n] for reason, n in problems.counts.items()],
                        "problem_items": [[p.file, p.line, p.reason] for p in problems.items]},
                       ensure_ascii=True, allow_nan=True).encode("ascii")
-    entry = sealed(HEAD_FORMAT, key, body)
+    entry = sealed(HEAD_FORMAT, key, body, **fields)
     return put_entry(cache, head_path(cache, key), lambda handle: handle.write(entry))
 
 

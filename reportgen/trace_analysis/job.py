@@ -32,7 +32,9 @@ How (docs/distributed.md, "PyTorch profiler traces"):
    ranks exactly as ``reportgen.trace_analysis.ranks`` does, merge each rank's cycles, ``analyze_trace`` it,
    and keep every distinct kernel and CPU-operator name with its total and count (not only the
    rank's top 15: that is what makes the job-wide top 15 exact). With the trace cache, a task whose files'
-   heads and ranks' analyses are all kept is served from them alone (:func:`reduce_kept`): no file read or loaded.
+   heads and ranks' analyses are all kept is served from them alone (:func:`reduce_kept`): no file read or loaded
+   (S3 objects by their listed identity, ``trace_analysis/s3_traces.py``: none downloaded); and when every task of
+   the job is, the client serves them itself and starts no Dask cluster (:func:`served_whole`).
 3. **Merge**: a rank whose files ended up in more than one task (its rank written after the events,
    two workers of one rank, S3 keys) is reduced again from all its files at once,
    as one task, so it is merged exactly as before. Then the labels, the straggler, and the job-wide
@@ -45,7 +47,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -57,14 +58,16 @@ from reportgen.trace_analysis.ranks import (cycle_order, group_traces_keyed, mer
 from reportgen.readers.trace_cache import TraceCache, file_key, known_key, read_trace_keyed
 from reportgen.readers.trace_heads import FileHead, has_head, load_head, store_head
 from reportgen.trace_analysis.rank_cache import load_rank, rank_entry_key, store_rank
+from reportgen.trace_analysis.s3_traces import object_entry, object_path, read_object
 from reportgen.errors import InputError
 from reportgen.problems import DataProblem, ProblemLog
-from reportgen.cluster.s3_objects import S3System, download_objects
+from reportgen.cluster.s3_objects import S3System
 from reportgen.cluster.task_stats import TaskStats, peak_rss
 from reportgen.sources.layout import TRACE_FORMATS, trace_format
 
 __all__ = ["FileRead", "RankSummary", "S3System", "TaskResult", "TaskStats", "analyze_traces", "job_tables",
-           "plan_ranks", "plan_tasks", "probe_rank", "read_file", "reduce_kept", "reduce_reads", "reduce_task", "straggler_summary"]
+           "kept_head", "plan_ranks", "plan_tasks", "probe_rank", "read_file", "reduce_kept", "reduce_reads", "reduce_task",
+           "served_whole", "straggler_summary"]
 
 
 @dataclass
@@ -144,25 +147,59 @@ def probe_rank(path) -> int | None:
     return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
 
 
-def plan_ranks(files: list[str], cap: int, cache: TraceCache | None) -> tuple[list[int | None], set[int]]:
+def plan_ranks(files: list[str], cap: int, cache: TraceCache | None,
+               s3: S3System | None = None) -> tuple[list[int | None], set[int]]:
     """Each local file's rank for :func:`plan_tasks`, and the indices of the files whose rank came from their head.
 
     A file the digest memo knows as it is now (``known_key``: a stat, no byte read) and whose head is kept
     (``readers/trace_heads.py``) is planned by the rank its whole read found, which is what the reduction groups it by;
     it is not opened (issue 51: a warm run read the first 64 KiB of every trace). Any other file (changed, new, its
     head missing or damaged, no cache) is probed as before (:func:`probe_rank`). The plan only decides which files
-    share a task; a rank spread over several is merged again (:func:`analyze_traces`), so either source is exact."""
+    share a task; a rank spread over several is merged again (:func:`analyze_traces`), so either source is exact.
+    ``s3``: the files are keys the workers fetch; a listed object's head is found by its identity
+    (``trace_analysis/s3_traces.py``), any other key is planned by its name only (the client opens no object)."""
     ranks: list[int | None] = []
     kept: set[int] = set()
     for i, name in enumerate(files):
-        key = known_key(Path(name), cap, cache.memo) if cache is not None else None
-        head = load_head(cache, key, Path(name)) if cache is not None and key is not None else None
+        head = kept_head(name, cap, cache, s3) if cache is not None else None
         if head is None:
-            ranks.append(probe_rank(name))
+            ranks.append(None if s3 is not None else probe_rank(name))
             continue
         ranks.append(head.rank)
         kept.add(i)
     return ranks, kept
+
+
+def kept_head(name: str, cap: int, cache: TraceCache, s3: S3System | None = None) -> FileHead | None:
+    """The kept head of the file ``name`` as it is now, found without reading it: a local file the digest memo knows
+    unchanged (a stat), or an S3 object by its listed identity; None otherwise."""
+    if s3 is not None:
+        entry = object_entry(s3, name, cap)
+        key, path = (entry[0] if entry is not None else None), object_path(s3, name)
+    else:
+        key, path = known_key(Path(name), cap, cache.memo), Path(name)
+    return load_head(cache, key, path) if key is not None else None
+
+
+def served_whole(names: list[str], cap: int, cache: TraceCache, s3: S3System | None = None) -> list[TaskResult] | None:
+    """Every task of the job served from the cache in this process (:func:`reduce_kept`), or None: a file's head not
+    kept (found at the first such file, before any task is tried: a cold run pays one lookup), a rank's analysis
+    not kept, or a rank left in two tasks. What lets a warm ``--scheduler`` run start no Dask cluster: its tasks
+    would only have read heads and ranks' entries on the workers."""
+    ranks = []
+    for name in names:
+        head = kept_head(name, cap, cache, s3)
+        if head is None:
+            return None
+        ranks.append(head.rank)
+    results = []
+    for task in plan_tasks(names, ranks):
+        found = reduce_kept([(i, names[i]) for i in task], cap, False, cache, s3)
+        if found is None:
+            return None
+        results.append(found)
+    keys = [summary.key for result in results for summary in result.ranks]
+    return results if len(keys) == len(set(keys)) else None
 
 
 # ------------------------------------------------------------------------------------ reduce (worker side)
@@ -185,63 +222,64 @@ class FileRead:
 
 def read_file(index: int, name: str, cap: int, s3: S3System | None = None, cache: TraceCache | None = None) -> FileRead:
     """Read one trace file (a local path, or an S3 key the worker fetches into a temporary folder it then
-    deletes) into its columns; a local one through ``cache`` (``readers/trace_cache.py``) when given. Never
-    raises on bad content (the reader records it); S3 errors do."""
+    deletes) into its columns, through ``cache`` (``readers/trace_cache.py``; an S3 object by its identity,
+    ``trace_analysis/s3_traces.py``) when given. Never raises on bad content (the reader records it); S3 errors do."""
     started = time.perf_counter()
+    if s3 is not None:
+        got = read_object(s3, name, cap, cache)
+        return FileRead(index, s3.uri(name), got.trace, (dict(got.problems.counts), got.problems.items), got.nbytes,
+                        time.perf_counter() - started, peak_rss() if got.trace is not None else 0, got.key)
     log = ProblemLog(cap)
-    with contextlib.ExitStack() as stack:
-        if s3 is not None:
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reportgen-traces-")))
-            path, display = dict(download_objects(s3, [name], tmp)).get(name), f"s3://{s3.bucket}/{name}"
-        else:
-            path, display = Path(name), str(Path(name))
-        if path is None:
-            log.add(display, None, "unsafe S3 key (not fetched)")
-            return FileRead(index, display, None, (dict(log.counts), log.items), 0, time.perf_counter() - started)
-        trace, key = read_trace_keyed(path, log, cache if s3 is None else None)
-        if key is not None and cache is not None and not has_head(cache, key):
-            store_head(cache, key, trace, log)  # what the next run groups this file by (reduce_kept)
-        nbytes = 0
-        with contextlib.suppress(OSError):
-            nbytes = path.stat().st_size
-    if display != str(path):
-        log.items = [DataProblem(display if p.file == str(path) else p.file, p.line, p.reason) for p in log.items]
-    return FileRead(index, display, trace, (dict(log.counts), log.items), nbytes, time.perf_counter() - started,
+    path = Path(name)
+    trace, key = read_trace_keyed(path, log, cache)
+    if key is not None and cache is not None and not has_head(cache, key):
+        store_head(cache, key, trace, log)  # what the next run groups this file by (reduce_kept)
+    nbytes = 0
+    with contextlib.suppress(OSError):
+        nbytes = path.stat().st_size
+    return FileRead(index, str(path), trace, (dict(log.counts), log.items), nbytes, time.perf_counter() - started,
                     peak_rss(), key)
 
 
 def reduce_task(files: list[tuple[int, str]], cap: int, s3: S3System | None = None,
                 one_rank: bool = False, cache: TraceCache | None = None) -> TaskResult:
     """Read ``files`` (job index, local path or S3 key), group them into ranks and reduce each rank.
-    ``one_rank``: the files are one rank (the client's regrouping), no grouping. With ``cache``, local files whose
-    heads and ranks are all kept are not read at all (:func:`reduce_kept`). Never raises on bad content (the reader
+    ``one_rank``: the files are one rank (the client's regrouping), no grouping. With ``cache``, files (or S3
+    objects) whose heads and ranks are all kept are not read (nor downloaded) at all (:func:`reduce_kept`). Never raises on bad content (the reader
     records it); S3 errors do."""
-    if s3 is None and cache is not None:
-        kept = reduce_kept(files, cap, one_rank, cache)
+    if cache is not None:
+        kept = reduce_kept(files, cap, one_rank, cache, s3)
         if kept is not None:
             return kept
     return reduce_reads([read_file(i, name, cap, s3, cache) for i, name in files], one_rank, cache)
 
 
-def reduce_kept(files: list[tuple[int, str]], cap: int, one_rank: bool, cache: TraceCache) -> TaskResult | None:
-    """:func:`reduce_task` of local ``files`` from the cache alone: each file's head (``readers/trace_heads.py``,
-    found by its content key, the digest memo's) groups it into its rank, and each rank's analysis is its kept
-    entry, so no file's entry is loaded (issue 51: 1.4 GB over 64 x 200 MB). None when any piece is missing or
-    unusable: then the files are read as before, never grouped or served from a part."""
+def reduce_kept(files: list[tuple[int, str]], cap: int, one_rank: bool, cache: TraceCache,
+                s3: S3System | None = None) -> TaskResult | None:
+    """:func:`reduce_task` of ``files`` from the cache alone: each file's head (``readers/trace_heads.py``, found by
+    its content key, the digest memo's, or an S3 object's by its listed identity, ``trace_analysis/s3_traces.py``)
+    groups it into its rank, and each rank's analysis is its kept entry, so no file's entry is loaded (issue 51:
+    1.4 GB over 64 x 200 MB) and no object downloaded. None when any piece is missing or unusable: then the files
+    are read as before, never grouped or served from a part."""
     started = time.perf_counter()
     heads: list[FileHead] = []
     keys: dict[int, str] = {}
     index: dict[int, int] = {}
+    shown: dict[int, str] = {}
     nbytes = 0
     for i, name in files:
-        path = Path(name)
-        found = file_key(path, cap, cache.memo)
+        if s3 is not None:
+            path, display, found = object_path(s3, name), s3.uri(name), object_entry(s3, name, cap)
+        else:
+            path = Path(name)
+            display, local = str(path), file_key(path, cap, cache.memo)
+            found = (local[0], local[1][0]) if local is not None else None
         head = load_head(cache, found[0], path) if found is not None else None
         if found is None or head is None:
             return None
         heads.append(head)
-        keys[id(head)], index[id(head)] = found[0], i
-        nbytes += found[1][0]
+        keys[id(head)], index[id(head)], shown[id(head)] = found[0], i, display
+        nbytes += found[1]
     if one_rank:
         cycle_order(heads)
         groups = [(rank_key(heads[0]), heads)] if heads else []
@@ -254,7 +292,7 @@ def reduce_kept(files: list[tuple[int, str]], cap: int, one_rank: bool, cache: T
             return None
         workers = sorted({w for h in group if (w := worker_of(h.path))})
         ranks.append(RankSummary(key, [index[id(h)] for h in group], rank_label(group), group[0].path.name,
-                                 str(group[0].path), workers, *analysed))
+                                 shown[id(group[0])], workers, *analysed))
     problems = {}
     for head in heads:
         log = head.problems(cap)
@@ -313,20 +351,26 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
 
     ``files``: local paths, or S3 keys with ``s3``; ``scheduler`` (``local[:N]`` / ``tcp://host:port``)
     or ``client``: one task per rank on Dask, else one rank after another here; ``stats``: a list
-    that receives each task's :class:`TaskStats`; ``cache``: where local files' reductions are kept and
-    found (``readers.trace_cache.trace_cache_for``; None: every file read in full)."""
+    that receives each task's :class:`TaskStats` (none when a ``scheduler``'s job is served whole from the cache:
+    no cluster is started, :func:`served_whole`); ``cache``: where the files' reductions (S3 objects' by their
+    identity) are kept and found (``readers.trace_cache.trace_cache_for``; None: every file read in full)."""
     problems = problems if problems is not None else ProblemLog()
     names = [str(f) for f in files]
+    served = None
     if scheduler is not None and client is None:
-        from reportgen.cluster.client import dask_client
         from reportgen.cluster.scheduler import parse_scheduler
 
-        with dask_client(parse_scheduler(scheduler)) as own:
-            return analyze_traces(files, problems, client=own, s3=s3, stats=stats, cache=cache)
-    if s3 is not None and client is None:
+        sched = parse_scheduler(scheduler)  # a bad address fails here, served or not
+        served = served_whole(names, problems.cap, cache, s3) if cache is not None else None
+        if served is None:
+            from reportgen.cluster.client import dask_client
+
+            with dask_client(sched) as own:
+                return analyze_traces(files, problems, client=own, s3=s3, stats=stats, cache=cache)
+    if s3 is not None and client is None and served is None:
         raise ValueError("traces in S3 are fetched by Dask workers: give a scheduler or a client")
 
-    planned, kept = plan_ranks(names, problems.cap, cache) if s3 is None else (None, set())
+    planned, kept = plan_ranks(names, problems.cap, cache, s3) if served is None else ([], set())
 
     def run(tasks: list[list[int]], one_rank: bool) -> list[TaskResult]:
         jobs = [[(i, names[i]) for i in task] for task in tasks]
@@ -357,7 +401,7 @@ def analyze_traces(files, problems: ProblemLog | None = None, *, scheduler: str 
             stats.extend(r.stats for r in results)
         return results
 
-    results = run(plan_tasks(names, planned), False)
+    results = served if served is not None else run(plan_tasks(names, planned), False)
     per_file = {i: found for result in results for i, found in result.problems.items()}
     for i in sorted(per_file):  # in file order, as a sequential read records them
         counts, items = per_file[i]

@@ -102,6 +102,22 @@ def aws_env(request, monkeypatch):
         monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # discard port: fails fast, never AWS
 
 
+def count_gets(monkeypatch) -> list[str]:
+    """The key of every GetObject the moto server answers from now on, whichever process asked (the server runs in
+    this one): how a test tells what was downloaded."""
+    from moto.s3.responses import S3Response
+
+    seen: list[str] = []
+    real = S3Response.get_object
+
+    def counted(self):
+        seen.append(self.parse_key_name())
+        return real(self)
+
+    monkeypatch.setattr(S3Response, "get_object", counted)
+    return seen
+
+
 @dataclass(frozen=True)
 class World:
     """What the moto fixture created, with the expected bytes of every profiler file."""
