@@ -142,7 +142,7 @@ left = [name for name in LEFT_OUT if name in sys.modules]
 import nbconvert.postprocessors
 from reportgen.render.stand_ins import PLUGINS, STAND_INS
 from papermill import engines
-never = ["jupyter_client", "zmq", "tornado", "mistune", "bs4", "html5lib", PLUGINS, *STAND_INS]
+never = ["jupyter_client", "zmq", "tornado", "mistune", "bs4", "html5lib", PLUGINS, *STAND_INS, "IPython.core.completer"]
 print(json.dumps({"state": state, "page": len(page.html), "left": left,
                   "serve": nbconvert.postprocessors.ServePostProcessor is None, "tornado.web": "tornado.web" in sys.modules,
                   "loaded": [name for name in never if name in sys.modules],
@@ -164,7 +164,8 @@ def test_the_worker_makes_its_page_without_running_its_lazy_packages(rule_dir, t
     # nbconvert's serve post-processor, left out by the warm-up, is not imported by the page either
     assert found["left"] == [] and found["serve"] and not found["tornado.web"]
     # what render.stand_ins stands in for (nbclient's kernel client, nbconvert's markdown filter, sanitizer and bs4,
-    # papermill's plugins), and what they would bring, is never loaded by the warm-up nor by the page
+    # papermill's plugins), and what they would bring, is never loaded by the warm-up nor by the page; nor is IPython's
+    # completer (render.inprocess's shell has none)
     assert found["loaded"] == []
     assert found["stood_in"] == ["Deferred", "A stand-in that finds no entry point (render.stand_ins.no_plugins)."]
 
