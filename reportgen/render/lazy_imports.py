@@ -2,9 +2,10 @@
 
 papermill imports ``requests`` (its HTTP notebook handler) and ``click`` (its command line's help), beautifulsoup4
 imports ``soupsieve`` (CSS selectors), bleach imports ``tinycss2`` (its CSS sanitizer, which nbconvert leaves off),
-html5lib ``webencodings``, jupyter_core ``platformdirs`` (only with ``JUPYTER_PLATFORM_DIRS``): a page made by the
-worker never touches any of them, yet their imports were ~0.07 of the worker's ~0.65 CPU s (2 x 100 MB set,
-benchmarks/README.md, *The page's process*). ``lazy(LAZY)`` around the worker's warm-up makes each of these a
+html5lib ``webencodings``, jupyter_core ``platformdirs`` (only with ``JUPYTER_PLATFORM_DIRS``), nbconvert's filters
+``bleach`` (its sanitizer) and its PDF exporter ``asyncio`` (for its headless browser; with ``ssl``, ~0.015 CPU s;
+IPython runs a cell's code without it): a page made by the worker never touches any of them, yet their imports
+were ~0.07 of the worker's ~0.65 CPU s (2 x 100 MB set, benchmarks/README.md, *The page's process*). ``lazy(LAZY)`` around the worker's warm-up makes each of these a
 lazy module (``importlib.util.LazyLoader``, the standard library's): the ``import`` statement binds the module,
 whose code runs the first time one of its names is read, or a submodule of it is imported, in full and once.
 Nothing else changes: a page that does use one (a notebook read over HTTP) loads it then.
@@ -31,7 +32,7 @@ import importlib.util
 import sys
 from typing import Iterator
 
-LAZY = ("requests", "click", "bleach", "soupsieve", "tinycss2", "webencodings", "platformdirs")
+LAZY = ("requests", "click", "bleach", "asyncio", "soupsieve", "tinycss2", "webencodings", "platformdirs")
 # Modules a library imports only inside ``try: ... except ImportError`` and a page never uses: nbconvert's ``serve``
 # post-processor (``--post serve``: tornado's web server and ``webbrowser``; nbconvert sets ``ServePostProcessor``
 # to None without it), ~14 of the worker's ~650 CPU ms. ``left_out()`` has them missing while the warm-up imports.
