@@ -42,6 +42,9 @@ from reportgen.render import html, inprocess
 from reportgen.render.lazy_imports import lazy, left_out
 lazy_packages = lazy(); lazy_packages.__enter__()  # as the worker's warm-up: what a page never runs stays lazy
 optional = left_out(); optional.__enter__()  # and nbconvert's serve post-processor is left out
+from reportgen.render.stand_ins import no_plugins, stand_ins
+stood_in = stand_ins(); stood_in.__enter__()  # what is bound from modules a page never uses: stand-ins
+plugins = no_plugins(); plugins.__enter__()  # and papermill's plugins are not looked for
 mark("reportgen.render.html")
 if "boto3" not in sys.modules:  # as render.html imports it: without its S3 handler
     sys.modules["papermill.s3"] = None
@@ -57,6 +60,8 @@ compile_templates(); mark("block templates compiled (Jinja)")
 import nbconvert
 mark("nbconvert")
 html.warm_up(); mark("the exporter and its template")
+plugins.__exit__(None, None, None)
+stood_in.__exit__(None, None, None)
 optional.__exit__(None, None, None)
 lazy_packages.__exit__(None, None, None)
 parameters = {"source": rules, "output_dir": out, "job_name": "bench", "standalone": True, "notes": [],

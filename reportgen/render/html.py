@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import jinja2
 
 
+# The kernel name papermill is given (and keeps in the executed notebook's metadata), whichever engine runs it.
+KERNEL_NAME = "reportgen-python"
 # Errors of the environment a cell can raise (by name: papermill reports a cell's exception as text).
 ENVIRONMENT_ERRORS = frozenset(
     cls.__name__ for cls in (OSError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
@@ -38,8 +40,6 @@ def execute_notebook(parameters: dict, notebook: Path | None = None, cwd: Path |
     (an unreadable rule output) stays an ``InputError`` (exit code 2), anything else is a ``RenderError``.
     ``parameters["debug"]`` (``generate --debug``): the cells keep this process's terminal (``breakpoint()``
     works) and a failing cell's traceback is printed on stderr before the error is raised."""
-    from reportgen.render.kernel import KERNEL_NAME, ThisPythonKernelManager
-
     papermill = _papermill()
     logging.getLogger("papermill").setLevel(logging.WARNING)
     debug = bool(parameters.get("debug"))
@@ -47,6 +47,8 @@ def execute_notebook(parameters: dict, notebook: Path | None = None, cwd: Path |
         inprocess.register()
         engine = {"engine_name": inprocess.ENGINE_NAME, **({"passthrough": True} if debug else {})}
     else:
+        from reportgen.render.kernel import ThisPythonKernelManager
+
         engine = {"kernel_manager_class": ThisPythonKernelManager}
     try:
         return papermill.execute_notebook(

@@ -16,8 +16,6 @@ from jupyter_client.manager import AsyncKernelManager
 
 from reportgen.resources import reportgen_pythonpath
 
-KERNEL_NAME = "reportgen-python"
-
 
 class ThisPythonKernelManager(AsyncKernelManager):
     """An ipykernel on this interpreter; its stderr (startup chatter) is discarded."""

@@ -18,17 +18,18 @@ TEMPLATE_CACHE_OPTION = "--template-cache"  # FOLDER: the trace cache's, where c
 
 def warm_up(template_folder: str | None = None) -> None:
     """The imports and template compilation that make this process worth starting early; the packages those
-    imports name that a page never uses stay unexecuted, and the optional ones are left out
-    (``render.lazy_imports``). ``template_folder``: the trace cache's folder, where the templates are kept
+    imports name that a page never uses stay unexecuted or stood in for, and the optional ones are left out
+    (``render.lazy_imports``, ``render.stand_ins``). ``template_folder``: the trace cache's folder, where the templates are kept
     compiled (``render.template_cache``)."""
     from reportgen.blas_threads import import_numpy_with_one_blas_thread
     from reportgen.render.lazy_imports import lazy, left_out
+    from reportgen.render.stand_ins import no_plugins, stand_ins
 
     import_numpy_with_one_blas_thread()  # before anything imports numpy
     from reportgen.render.html import warm_up as html_warm_up
     from reportgen.render.template_cache import template_cache_in
 
-    with lazy(), left_out():
+    with lazy(), left_out(), stand_ins(), no_plugins():
         html_warm_up(template_cache_in(template_folder))
 
 

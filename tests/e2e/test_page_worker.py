@@ -140,8 +140,13 @@ page = render_page(json.loads(sys.argv[1]))
 state = {name: type(sys.modules[name]).__name__ for name in LAZY if name in sys.modules}
 left = [name for name in LEFT_OUT if name in sys.modules]
 import nbconvert.postprocessors
+from reportgen.render.stand_ins import PLUGINS, STAND_INS
+from papermill import engines
+never = ["jupyter_client", "zmq", "tornado", "mistune", "bs4", "html5lib", PLUGINS, *STAND_INS, "IPython.core.completer"]
 print(json.dumps({"state": state, "page": len(page.html), "left": left,
-                  "serve": nbconvert.postprocessors.ServePostProcessor is None, "tornado.web": "tornado.web" in sys.modules}))
+                  "serve": nbconvert.postprocessors.ServePostProcessor is None, "tornado.web": "tornado.web" in sys.modules,
+                  "loaded": [name for name in never if name in sys.modules],
+                  "stood_in": [type(engines.PapermillNotebookClient).__name__, engines.entrypoints.__doc__]}))
 """
 
 
@@ -158,6 +163,11 @@ def test_the_worker_makes_its_page_without_running_its_lazy_packages(rule_dir, t
     assert found["state"] == dict.fromkeys(found["state"], "_LazyModule")
     # nbconvert's serve post-processor, left out by the warm-up, is not imported by the page either
     assert found["left"] == [] and found["serve"] and not found["tornado.web"]
+    # what render.stand_ins stands in for (nbclient's kernel client, nbconvert's markdown filter, sanitizer and bs4,
+    # papermill's plugins), and what they would bring, is never loaded by the warm-up nor by the page; nor is IPython's
+    # completer (render.inprocess's shell has none)
+    assert found["loaded"] == []
+    assert found["stood_in"] == ["Deferred", "A stand-in that finds no entry point (render.stand_ins.no_plugins)."]
 
 
 def test_without_a_worker_the_page_is_made_here(rule_dir, tmp_path, monkeypatch):

@@ -107,10 +107,32 @@ def test_a_module_imported_before_the_block_is_left_alone(probes):
     assert TWICE == 84 and sys.modules["rg_eager_probe.sub"] is rg_eager_probe.sub
 
 
+# Where each module the worker leaves out is imported, and how (the statement's start, as in the library's source).
+IMPORTERS = {"nbconvert.postprocessors.serve": ("nbconvert.postprocessors", "from .serve import"),
+             "tornado": ("tenacity", "import tornado"), "cchardet": ("bs4.dammit", "import cchardet"),
+             "chardet": ("bs4.dammit", "import chardet"),
+             "charset_normalizer": ("bs4.dammit", "import charset_normalizer"),
+             **{name: ("jsonschema._format", f"import {name}") for name in ("idna", "rfc3987", "webcolors", "jsonpointer",
+                                                                            "uri_template", "isoduration")},
+             **{name: ("jsonschema._format", f"from {name} import") for name in ("fqdn", "rfc3986_validator",
+                                                                                 "rfc3339_validator")}}
+
+
+def _guard(source: str, statement: str) -> str:
+    """The line that opens the block of the first line of ``source`` starting with ``statement``."""
+    lines = source.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith(statement))
+    indent = len(lines[at]) - len(lines[at].lstrip())
+    return next(line.strip() for line in reversed(lines[:at])
+                if line.strip() and not line.lstrip().startswith("#") and len(line) - len(line.lstrip()) < indent)
+
+
 def test_what_the_worker_leaves_out_is_imported_only_if_it_can_be():
+    """Each module of ``LEFT_OUT`` is imported inside ``try`` (or after ``except ImportError``, or in ``with
+    suppress(ImportError)``) by the library that names it: missing, it leaves the library as where not installed."""
     import importlib.util
 
-    assert LEFT_OUT == ("nbconvert.postprocessors.serve",)
-    # nbconvert.postprocessors imports it inside `try: ... except ImportError` (its ServePostProcessor is then None)
-    source = importlib.util.find_spec("nbconvert.postprocessors").loader.get_source("nbconvert.postprocessors")
-    assert "try:\n    from .serve import ServePostProcessor\nexcept ImportError:" in source
+    assert set(LEFT_OUT) == set(IMPORTERS)
+    for name, (importer, statement) in IMPORTERS.items():
+        source = importlib.util.find_spec(importer).loader.get_source(importer)
+        assert _guard(source, statement) in ("try:", "except ImportError:", "with suppress(ImportError):"), name
