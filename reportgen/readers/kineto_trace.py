@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from itertools import compress
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, eq, is_not, itemgetter, or_
 from pathlib import Path
 
 import msgspec
@@ -37,7 +37,7 @@ from reportgen.garbage_collector import paused
 from reportgen.problems import ProblemLog
 from reportgen.readers.framework_decode import struct_columns
 from reportgen.readers.kineto_decode import (EVENT_FIELDS, NO_ARGS, UNSET, decode_events, decode_trace,
-                                             float64_tensor, frame_document, has_float64_input, input_dims)
+                                             FLOAT64_TYPE, float64_tensor, frame_document, has_float64_input, input_dims)
 from reportgen.readers.trace_model import (CATEGORY_CODES, CPU_OP, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL,
                                            MAX_ABS_TS_US, MAX_DURATION_US, MEMCPY, MEMSET, OTHER, OUT_OF_RANGE,
                                            Float64Ops, FlopEvents, MemoryEvents, TraceColumns, file_label,
@@ -255,7 +255,29 @@ def _stream_typed(path: Path, src, problems: ProblemLog, meta: dict | None = Non
 
 _GPU_ROWS = np.array(sorted(set(GPU_CATEGORIES) | {GPU_ANNOTATION}), np.int8)
 _PH, _CORRELATION = attrgetter("ph"), attrgetter("correlation")
+_DEVICE, _MSG_NELEMS = attrgetter("device"), attrgetter("msg_nelems")
+_INPUT_TYPE, _FLOPS = attrgetter("input_type"), attrgetter("flops")
 _ROW_ID_BOUND = 2**62  # a tid or correlation id is kept when an integer in [0, this)
+_NONE_AS_ABSENT = {None: -1}  # ``.get(v, v)``: a correlation id with None as -1
+
+
+def _pick(items, rows: list) -> list | tuple:
+    """``items[i]`` for each of ``rows`` (an ``itemgetter``: one C call, not a Python step per row)."""
+    return itemgetter(*rows)(items) if len(rows) > 1 else [items[i] for i in rows]
+
+
+def _correlations(values: list) -> np.ndarray:
+    """``_ids(values, lambda c: -1, absent=-1)``: correlation ids as int64, -1 for any that is not an integer in
+    [0, 2**62). The usual run (integers and None) is done whole, in C; anything else by ``_ids``."""
+    if set(map(type, values)) <= {int, type(None)}:
+        try:
+            plain = np.array(list(map(_NONE_AS_ABSENT.get, values, values)), np.int64)
+        except OverflowError:  # an integer beyond 64 bits
+            plain = None
+        if plain is not None:
+            plain[(plain < 0) | (plain >= _ROW_ID_BOUND)] = -1
+            return plain
+    return _ids(values, lambda c: -1, absent=-1)
 
 
 def _ids(values: list, others, absent: int | None = None) -> np.ndarray:
@@ -329,7 +351,8 @@ class _TypedRows:
             return None
         if "B" in kinds or "E" in kinds:
             return None
-        cols = struct_columns(list(compress(events, [ph == "X" for ph in phs])), EVENT_FIELDS)  # complete events
+        complete = events if kinds == {"X"} else list(compress(events, map(eq, phs, repeat("X"))))
+        cols = struct_columns(complete, EVENT_FIELDS)
         ts, dur = cols["ts"], cols["dur"]
         if not set(map(type, ts)) | set(map(type, dur)) <= {int, float}:
             return None
@@ -340,8 +363,12 @@ class _TypedRows:
         negative = dur_x < 0
         in_range = (np.abs(ts_x) < _RAW_MAX_ABS_TS) & (dur_x <= _RAW_MAX_DURATION)
         keep = ~negative & in_range
-        rows = keep.tolist()
-        cats, labels = list(compress(cols["cat"], rows)), list(compress(cols["name"], rows))
+        if keep.all():
+            cats, labels, args, pids, tids = cols["cat"], cols["name"], cols["args"], cols["pid"], cols["tid"]
+        else:
+            rows = keep.tolist()
+            cats, labels, args, pids, tids = (list(compress(cols[k], rows)) for k in ("cat", "name", "args", "pid",
+                                                                                       "tid"))
         if set(map(type, labels)) - {str}:
             labels = [str(x) for x in labels]
         n = len(cats)
@@ -353,41 +380,42 @@ class _TypedRows:
         names = self.names
         for label in dict.fromkeys(labels):
             names.setdefault(label, len(names))
-        args = [a if a is not None else NO_ARGS for a in compress(cols["args"], rows)]
-        pids = list(compress(cols["pid"], rows))
-        device = np.full(n, -1, np.int32)
-        for i in np.flatnonzero(np.isin(cat, _GPU_ROWS)).tolist():
-            value = args[i].device if args[i].device is not UNSET else pids[i]
-            if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31:
-                device[i] = value
+        if None in args:
+            args = [a if a is not None else NO_ARGS for a in args]
+        device = self.devices(cat, args, pids)
         nbytes = np.zeros(n, np.float64)
         for i in np.flatnonzero((cat == MEMCPY) | (cat == MEMSET)).tolist():
             nbytes[i] = as_float(args[i].bytes, text=True) or 0.0
-        for i in np.flatnonzero(cat == KERNEL).tolist():
-            if args[i].msg_nelems is not UNSET:
-                nbytes[i] = _message_bytes(args[i].msg_nelems, args[i].dtype) or 0.0
+        kernels = np.flatnonzero(cat == KERNEL).tolist()
+        kernel_args = _pick(args, kernels)
+        for i, a in compress(zip(kernels, kernel_args), map(is_not, map(_MSG_NELEMS, kernel_args), repeat(UNSET))):
+            nbytes[i] = _message_bytes(a.msg_nelems, a.dtype) or 0.0
         start = ts_x[keep]
-        flop_time, flop_count = array("d"), array("d")
         durs = dur_x[keep]
+        ops = np.flatnonzero(cat == CPU_OP).tolist()
+        op_args, op_labels = _pick(args, ops), _pick(labels, ops)
+        flop_time, flop_count = array("d"), array("d")
         try:
-            for i in np.flatnonzero(cat == CPU_OP).tolist():
-                a, label = args[i], labels[i]
-                if len(a.input_type) > 4 and has_float64_input(a):  # "null" when absent
-                    self.f64_start.append(start[i])
-                    self.f64_dur.append(durs[i])
-                if label in MATMULS or a.flops is not UNSET:
-                    counted = a.flops if a.flops is not UNSET else None
-                    counted = (float(counted) if isinstance(counted, (int, float)) and not isinstance(counted, bool)
-                               and 0 < counted < 1e18 else
-                               self.shape_flops(label, a) if label in MATMULS else None)
-                    if counted:
-                        flop_time.append(start[i])
-                        flop_count.append(counted)
+            if FLOAT64_TYPE in b"\n".join(map(_INPUT_TYPE, op_args)):  # else no operator has one: none checked
+                for i, a in zip(ops, op_args):
+                    if len(a.input_type) > 4 and has_float64_input(a):  # "null" when absent
+                        self.f64_start.append(start[i])
+                        self.f64_dur.append(durs[i])
+            counted_rows = map(or_, map(MATMULS.__contains__, op_labels), map(is_not, map(_FLOPS, op_args),
+                                                                                repeat(UNSET)))
+            for i, a, label in compress(zip(ops, op_args, op_labels), counted_rows):
+                counted = a.flops if a.flops is not UNSET else None
+                counted = (float(counted) if isinstance(counted, (int, float)) and not isinstance(counted, bool)
+                           and 0 < counted < 1e18 else
+                           self.shape_flops(label, a) if label in MATMULS else None)
+                if counted:
+                    flop_time.append(start[i])
+                    flop_count.append(counted)
         except (msgspec.MsgspecError, ValueError):  # Input Dims that only a full decode would reject
             return None
         tid_ids = self.tid_ids
-        tids = _ids(list(compress(cols["tid"], rows)), lambda t: tid_ids.setdefault(hashable(t), -1 - len(tid_ids)))
-        corrs = _ids(list(map(_CORRELATION, args)), lambda c: -1, absent=-1)
+        tids = _ids(tids, lambda t: tid_ids.setdefault(hashable(t), -1 - len(tid_ids)))
+        corrs = _correlations(list(map(_CORRELATION, args)))
         if "i" in kinds:
             for e, ph in zip(events, phs):
                 if ph == "i" and e.name == "[memory]":
@@ -398,6 +426,30 @@ class _TypedRows:
         self.out_of_range += int((~negative & ~in_range).sum())
         return {"cat": cat, "name": np.fromiter(map(names.__getitem__, labels), np.int32, n), "start": start,
                 "dur": dur_x[keep], "device": device, "nbytes": nbytes, "tids": tids, "corrs": corrs}
+
+    @staticmethod
+    def devices(cat: np.ndarray, args: list, pids: list) -> np.ndarray:
+        """The GPU device of each GPU row (``args.device``, else the pid; -1 when no integer in (-2**31, 2**31)),
+        -1 for the others. Integers are checked whole (numpy), anything else a row at a time."""
+        device = np.full(len(cat), -1, np.int32)
+        gpu = np.flatnonzero(np.isin(cat, _GPU_ROWS))
+        rows = gpu.tolist()
+        values = list(map(_DEVICE, _pick(args, rows)))
+        if UNSET in values:
+            values = [v if v is not UNSET else pids[i] for v, i in zip(values, rows)]
+        if set(map(type, values)) <= {int}:
+            try:
+                plain = np.array(values, np.int64)
+            except OverflowError:  # an integer beyond 64 bits: the rows in turn
+                plain = None
+            if plain is not None:
+                fine = (plain > -2**31) & (plain < 2**31)
+                device[gpu[fine]] = plain[fine]
+                return device
+        for i, value in zip(rows, values):
+            if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31:
+                device[i] = value
+        return device
 
     def assemble(self, path: Path, meta: dict, columns: dict, problems: ProblemLog) -> TraceColumns:
         """The trace of ``columns`` (every chunk's, in file order) with what the chunks left here."""
