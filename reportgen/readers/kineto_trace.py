@@ -46,7 +46,7 @@ from reportgen.readers.trace_model import (CATEGORY_CODES, CPU_OP, GPU_ANNOTATIO
 from reportgen.traces.numbers import as_float, hashable
 from reportgen.traces.read import TraceRead, Wording, meta_of
 from reportgen.traces.spans import OpenSpans
-from reportgen.traces.stream import FramedEvents, ViewSource
+from reportgen.traces.stream import ArrayRuns, FramedEvents
 
 NS_THRESHOLD = 1e17
 _META_KEYS = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds")
@@ -187,7 +187,8 @@ def read_trace(path: Path, problems: ProblemLog | None = None) -> TraceColumns:
         a time as a streamed file's (``_stream_typed``: structs for 1 MB of events at a time), else all at once."""
         with paused():
             framed = frame_document(text) if WHOLE_IN_RUNS else None
-            trace = _stream_typed(path, ViewSource(framed[0]), bad_events, framed[1]) if framed is not None else None
+            trace = (_stream_typed(path, ArrayRuns(framed[0], decode_events), bad_events, framed[1])
+                     if framed is not None else None)
             if trace is None:
                 decoded = decode_trace(text)
                 trace = _typed_columns(path, *decoded, bad_events) if decoded is not None else None
@@ -200,7 +201,7 @@ def read_trace(path: Path, problems: ProblemLog | None = None) -> TraceColumns:
 
     def framed(src) -> int | None:
         """A streamed file's text read a run of whole events at a time through structs (``_stream_typed``)."""
-        trace = _stream_typed(path, src, bad_events)
+        trace = _stream_typed(path, FramedEvents(src, decode_events), bad_events, None, src)
         if trace is None:
             return None
         typed.append(trace)
@@ -228,15 +229,16 @@ _STREAM_TYPECODES = {"cat": "b", "name": "i", "start": "d", "dur": "d", "device"
                      "corrs": "q"}
 
 
-def _stream_typed(path: Path, src, problems: ProblemLog, meta: dict | None = None) -> TraceColumns | None:
-    """The columns of a streamed file whose events ``FramedEvents`` frames and ``_TypedRows`` takes, run after
-    run (the runs' structs freed as their rows are kept), or None: the file is then read event by event, from
-    the start (``TraceRead``). Its ``events_in_file`` is the events decoded. Nothing is noted before it is sure.
-    ``meta``: the document's metadata when known (a whole file's events array as ``src``), else looked for in
-    the text around the events."""
+def _stream_typed(path: Path, framing, problems: ProblemLog, meta: dict | None = None,
+                  src=None) -> TraceColumns | None:
+    """The columns of a file whose events ``framing`` cuts in runs (``FramedEvents`` over a streamed file's source
+    ``src``, ``ArrayRuns`` over a whole file's events array) and ``_TypedRows`` takes, run after run (the runs'
+    structs freed as their rows are kept), or None: the file is then read another way (a whole file's events
+    decoded at once, a streamed file event by event from the start: ``TraceRead``). Its ``events_in_file`` is
+    the events decoded. Nothing is noted before it is sure. ``meta``: the document's metadata when known (a
+    whole file's), else looked for in the text around the events (``framing.head``, ``framing.tail``)."""
     rows = _TypedRows()
     columns = {key: array(code) for key, code in _STREAM_TYPECODES.items()}
-    framing = FramedEvents(src, decode_events)
     with paused():
         for events in framing:
             chunk = rows.chunk(events)

@@ -300,14 +300,42 @@ def _utf8_text(text: str) -> bool:
     return True
 
 
-class ViewSource:
-    """``read(n)`` over bytes already in memory, a piece at a time (``io.BytesIO`` would copy them whole first):
-    a whole file's events array handed to ``FramedEvents``."""
+class ArrayRuns:
+    """A JSON events array already checked whole (well-formed, UTF-8: a whole file's ``traceEvents``, framed by
+    ``readers.kineto_decode.frame_document``) cut into runs of about ``RUN_BLOCK`` bytes at line starts, each run
+    decoded by ``decode`` as its own array: what ``FramedEvents`` does to a stream, less its checks and copies (the
+    text is not read into pieces and joined again; a run is copied once, into the text the decoder reads). The same
+    attributes (``ok``, ``head``, ``tail``, ``count``): the text around the array is not here (``head`` and ``tail``
+    empty, the caller has the document's metadata). A run the decoder refuses (a line start inside an event, an
+    event the structs do not fit) ends the iteration with ``ok`` False."""
 
-    def __init__(self, data) -> None:
-        self.view, self.pos = memoryview(data), 0
+    def __init__(self, text, decode, *, chunk: int | None = None):
+        """``text``: the array (a bytes-like object from its ``[`` to its ``]``)."""
+        self.text, self.decode, self.chunk = memoryview(text), decode, chunk or RUN_BLOCK
+        self.head = self.tail = ""
+        self.count = 0
+        self.ok = False
 
-    def read(self, n: int) -> bytes:
-        piece = self.view[self.pos:self.pos + n]
-        self.pos += len(piece)
-        return bytes(piece)
+    def __iter__(self):
+        text, size = self.text, len(self.text)
+        if size < 2 or text[0] != 0x5B or text[size - 1] != 0x5D:  # "[" ... "]"
+            return
+        pos, last = 1, size - 1  # the first run's text, and the array's closing "]"
+        while True:
+            line = _LINE_EVENT.search(text, pos + self.chunk, last) if pos + self.chunk < last else None
+            end = line.start() + 1 if line is not None else last  # a run ends where a line that starts an object does
+            stop = end
+            while stop > pos and text[stop - 1] in _RUN_BLANKS:
+                stop -= 1
+            if line is not None and stop > pos and text[stop - 1] == 0x2C:  # the "," before the next run
+                stop -= 1
+            events = self.decode(b"".join((b"[", text[pos:stop], b"]")))
+            if events is None:
+                return
+            self.count += len(events)
+            if line is None:
+                self.ok = True
+                yield events
+                return
+            yield events
+            pos = end
