@@ -37,7 +37,8 @@ from reportgen.garbage_collector import paused
 from reportgen.problems import ProblemLog
 from reportgen.readers.framework_decode import struct_columns
 from reportgen.readers.kineto_decode import (EVENT_FIELDS, NO_ARGS, UNSET, decode_events, decode_trace,
-                                             FLOAT64_TYPE, float64_tensor, frame_document, has_float64_input, input_dims)
+                                             FLOAT64_TYPE, float64_tensor, frame_document, has_float64_input, input_dims,
+                                             split_document)
 from reportgen.readers.trace_model import (CATEGORY_CODES, CPU_OP, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL,
                                            MAX_ABS_TS_US, MAX_DURATION_US, MEMCPY, MEMSET, OTHER, OUT_OF_RANGE,
                                            Float64Ops, FlopEvents, MemoryEvents, TraceColumns, file_label,
@@ -186,7 +187,9 @@ def read_trace(path: Path, problems: ProblemLog | None = None) -> TraceColumns:
         """A whole file's text read through structs (``kineto_decode``), when it fits them: its events a run at
         a time as a streamed file's (``_stream_typed``: structs for 1 MB of events at a time), else all at once."""
         with paused():
-            framed = frame_document(text) if WHOLE_IN_RUNS else None
+            framed = split_document(text) if WHOLE_IN_RUNS else None  # (the events not yet checked)
+            if framed is None and WHOLE_IN_RUNS:
+                framed = frame_document(text)  # (the document checked whole)
             trace = (_stream_typed(path, ArrayRuns(framed[0], decode_events), bad_events, framed[1])
                      if framed is not None else None)
             if trace is None:

@@ -300,14 +300,42 @@ def _utf8_text(text: str) -> bool:
     return True
 
 
+_OPEN_BYTES = re.compile(rb'"traceEvents"\s*:\s*\[')
+_FIRST_BYTE = re.compile(rb"[^ \t\r\n]")
+
+
+def events_array_bounds(text: bytes) -> tuple[int, int] | None:
+    """Where a whole trace's events array is likely to lie in ``text`` (a JSON object's text), without reading the
+    events: the ``[`` after the first ``"traceEvents":`` and the ``]`` that ends the events found after the text's
+    last line that starts an object, in its last ``RUN_BLOCK`` bytes (``_array_end``). A guess: the caller checks
+    it (``ArrayRuns`` decodes every event between, the document around is decoded with the array left out); None
+    when none is found."""
+    first = _FIRST_BYTE.search(text)
+    if first is None or text[first.start()] != 0x7B:  # "{"
+        return None
+    opened = _OPEN_BYTES.search(text, first.start())
+    if opened is None:
+        return None
+    start = opened.end() - 1
+    window = max(opened.end(), len(text) - RUN_BLOCK)
+    cut = _last_line_start(text[window:])
+    if cut is None:
+        return None
+    end = _array_end(text[window + cut:])
+    return (start, window + cut + end) if end is not None else None
+
+
 class ArrayRuns:
-    """A JSON events array already checked whole (well-formed, UTF-8: a whole file's ``traceEvents``, framed by
-    ``readers.kineto_decode.frame_document``) cut into runs of about ``RUN_BLOCK`` bytes at line starts, each run
-    decoded by ``decode`` as its own array: what ``FramedEvents`` does to a stream, less its checks and copies (the
-    text is not read into pieces and joined again; a run is copied once, into the text the decoder reads). The same
-    attributes (``ok``, ``head``, ``tail``, ``count``): the text around the array is not here (``head`` and ``tail``
-    empty, the caller has the document's metadata). A run the decoder refuses (a line start inside an event, an
-    event the structs do not fit) ends the iteration with ``ok`` False."""
+    """A whole file's JSON events array (its text UTF-8: ``readers.kineto_decode.split_document``) cut into runs of
+    about ``RUN_BLOCK`` bytes at line starts, each run decoded by ``decode`` as its own array: what ``FramedEvents``
+    does to a stream, less its checks and copies (the text is not read into pieces and joined again; a run is
+    copied once, into the text the decoder reads). The same attributes (``ok``, ``head``, ``tail``, ``count``): the
+    text around the array is not here (``head`` and ``tail`` empty, the caller has the document's metadata).
+
+    Every byte of the array is in a run the decoder took or is a blank or the "," between two runs, so a text the
+    runs take is a JSON array: it need not be checked first (``events_array_bounds`` guesses where it lies). A run
+    the decoder refuses (a line start inside an event, an event the structs do not fit, a wrong end) ends the
+    iteration with ``ok`` False; the last run is decoded first (kept, handed out last): a wrong end costs one run."""
 
     def __init__(self, text, decode, *, chunk: int | None = None):
         """``text``: the array (a bytes-like object from its ``[`` to its ``]``)."""
@@ -320,22 +348,32 @@ class ArrayRuns:
         text, size = self.text, len(self.text)
         if size < 2 or text[0] != 0x5B or text[size - 1] != 0x5D:  # "[" ... "]"
             return
-        pos, last = 1, size - 1  # the first run's text, and the array's closing "]"
-        while True:
-            line = _LINE_EVENT.search(text, pos + self.chunk, last) if pos + self.chunk < last else None
-            end = line.start() + 1 if line is not None else last  # a run ends where a line that starts an object does
-            stop = end
-            while stop > pos and text[stop - 1] in _RUN_BLANKS:
-                stop -= 1
-            if line is not None and stop > pos and text[stop - 1] == 0x2C:  # the "," before the next run
-                stop -= 1
-            events = self.decode(b"".join((b"[", text[pos:stop], b"]")))
-            if events is None:
-                return
-            self.count += len(events)
-            if line is None:
-                self.ok = True
-                yield events
+        ends, pos = [], 1  # where each run ends: at the first line start past RUN_BLOCK bytes, the last at the "]"
+        while pos + self.chunk < size - 1 and (line := _LINE_EVENT.search(text, pos + self.chunk, size - 1)):
+            pos = line.start() + 1
+            ends.append(pos)
+        runs = list(zip([1, *ends], ends))
+        last = self._run(ends[-1] if ends else 1, size - 1, middle=False)  # first: a wrong "]" fails here
+        if last is None or (runs and not last):
+            return
+        for start, end in runs:
+            events = self._run(start, end, middle=True)
+            if not events:  # None (refused) or no event before a ","
                 return
             yield events
-            pos = end
+        self.ok = True
+        yield last
+
+    def _run(self, start: int, end: int, *, middle: bool) -> list | None:
+        """The events of ``text[start:end]`` decoded as an array; a run before another must end with a ","."""
+        text, stop = self.text, end
+        while stop > start and text[stop - 1] in _RUN_BLANKS:
+            stop -= 1
+        if middle:
+            if stop == start or text[stop - 1] != 0x2C:  # ","
+                return None
+            stop -= 1
+        events = self.decode(b"".join((b"[", text[start:stop], b"]")))
+        if events is not None:
+            self.count += len(events)
+        return events
