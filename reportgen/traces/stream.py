@@ -302,27 +302,31 @@ def _utf8_text(text: str) -> bool:
 
 _OPEN_BYTES = re.compile(rb'"traceEvents"\s*:\s*\[')
 _FIRST_BYTE = re.compile(rb"[^ \t\r\n]")
+_TAIL_LINES = 4096  # lines from a text's end looked through for the last that starts an event
 
 
 def events_array_bounds(text: bytes) -> tuple[int, int] | None:
     """Where a whole trace's events array is likely to lie in ``text`` (a JSON object's text), without reading the
     events: the ``[`` after the first ``"traceEvents":`` and the ``]`` that ends the events found after the text's
-    last line that starts an object, in its last ``RUN_BLOCK`` bytes (``_array_end``). A guess: the caller checks
-    it (``ArrayRuns`` decodes every event between, the document around is decoded with the array left out); None
-    when none is found."""
+    last line that starts an object (looked for among its last ``_TAIL_LINES`` lines), parsed up to it
+    (``_array_end``). A guess: the caller checks it (``ArrayRuns`` decodes every event between, the document around
+    is decoded with the array left out); None when none is found."""
     first = _FIRST_BYTE.search(text)
     if first is None or text[first.start()] != 0x7B:  # "{"
         return None
     opened = _OPEN_BYTES.search(text, first.start())
     if opened is None:
         return None
-    start = opened.end() - 1
-    window = max(opened.end(), len(text) - RUN_BLOCK)
-    cut = _last_line_start(text[window:])
-    if cut is None:
-        return None
-    end = _array_end(text[window + cut:])
-    return (start, window + cut + end) if end is not None else None
+    end = len(text)
+    for _ in range(_TAIL_LINES):
+        newline = text.rfind(b"\n", opened.end(), end)
+        if newline < 0:
+            return None
+        if _LINE_EVENT.match(text, newline):
+            close = _array_end(text[newline + 1:])
+            return (opened.end() - 1, newline + 1 + close) if close is not None else None
+        end = newline
+    return None
 
 
 class ArrayRuns:
