@@ -79,7 +79,7 @@ def decode_trace(raw: bytes) -> tuple[list, dict] | None:
         return None
     try:
         doc = _DECODER.decode(raw)
-    except (msgspec.MsgspecError, ValueError):  # ValueError: UnicodeDecodeError of a decoded string
+    except (msgspec.MsgspecError, ValueError, RecursionError):  # ValueError: UnicodeDecodeError of a decoded string
         return None
     if isinstance(doc, list):
         return doc, {}
@@ -112,7 +112,7 @@ def frame_document(raw: bytes) -> tuple[memoryview, dict] | None:
         return None
     try:
         doc = _FRAME_DECODER.decode(raw)
-    except (msgspec.MsgspecError, ValueError):
+    except (msgspec.MsgspecError, ValueError, RecursionError):
         return None
     events = memoryview(doc.traceEvents)
     if not events or events[0] != 0x5B:  # "["
@@ -138,7 +138,7 @@ def split_document(raw: bytes) -> tuple[memoryview, dict] | None:
         hole = hole[:-1] + b" ]"
     try:
         doc = _FRAME_DECODER.decode(b"".join((head, hole, tail)))
-    except (msgspec.MsgspecError, ValueError):
+    except (msgspec.MsgspecError, ValueError, RecursionError):
         return None
     if bytes(doc.traceEvents) != hole:  # another "traceEvents" is the document's (one in the metadata was found)
         return None
@@ -150,7 +150,7 @@ def decode_events(raw: bytes) -> list | None:
     structs, or None when the text does not fit them (``traces.stream.FramedEvents`` then gives up)."""
     try:
         return _EVENTS_DECODER.decode(raw)
-    except (msgspec.MsgspecError, ValueError):
+    except (msgspec.MsgspecError, ValueError, RecursionError):
         return None
 
 
@@ -165,7 +165,7 @@ def has_float64_input(args: KinetoArgs) -> bool:
         return False
     try:
         return float64_tensor(msgspec.json.decode(args.input_type), input_dims(args))
-    except (msgspec.MsgspecError, ValueError):
+    except (msgspec.MsgspecError, ValueError, RecursionError):
         return False
 
 

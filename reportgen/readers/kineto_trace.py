@@ -416,7 +416,7 @@ class _TypedRows:
                 if counted:
                     flop_time.append(start[i])
                     flop_count.append(counted)
-        except (msgspec.MsgspecError, ValueError):  # Input Dims that only a full decode would reject
+        except (msgspec.MsgspecError, ValueError, RecursionError):  # Input Dims only a full decode would reject
             return None
         tid_ids = self.tid_ids
         tids = _ids(tids, lambda t: tid_ids.setdefault(hashable(t), -1 - len(tid_ids)))

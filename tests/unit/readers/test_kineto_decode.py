@@ -254,3 +254,21 @@ def test_split_document_is_frame_document_where_it_is_sure():
     assert split["plain"][1] == framed["plain"][1] == {"distributedInfo": {"rank": 3}, "baseTimeNanoseconds": 5}
     assert split["nested"] is None and framed["nested"] is not None  # unsure: frame_document decides
     assert split["one line"] is None and len(bytes(framed["one line"][0])) > 10_000  # no line that starts an event
+
+
+@pytest.mark.parametrize("depth", [1100, 5000])
+def test_an_event_nested_past_the_decoders_depth_is_skipped_not_raised(tmp_path, monkeypatch, depth):
+    """msgspec raises RecursionError (no MsgspecError) past its nesting limit: every typed path gives the text up
+    (it read whole files with a traceback before) and the parsers' salvage skips the one event, whole as streamed."""
+    deep = '  {"ph": "X", "name": "deep", "ts": 1, "dur": 1, "args": {"z": ' + "[" * depth + "]" * depth + "}}"
+    text = ('{"traceEvents": [\n' + _lines(_MANY[:50]) + ",\n" + deep + ",\n" + _lines(_MANY[50:100]) + "\n]}").encode()
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_bytes(text)
+    whole = ProblemLog()
+    trace = read_trace(path, whole)
+    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")
+    streamed = ProblemLog()
+    assert _fields(read_trace(path, streamed)) == _fields(trace)
+    assert whole.to_json() == streamed.to_json()
+    assert len(trace.start_us) == 100 and not trace.complete
+    assert whole.to_json()["by_reason"] == {"corrupt JSON event (skipped)": 1}
