@@ -6,11 +6,11 @@ code, interned name, start and duration in µs, GPU device and bytes moved. What
 the analysis needs. A whole file (text up to ``REPORTGEN_STREAM_TRACE_MB``) is decoded into msgspec
 structs of just those fields (``kineto_decode``) and its columns built a field at a time
 (``_typed_columns``: 2-3x the speed of a Python call per event). Its events are decoded a run of 1 MB of
-whole events at a time (``_stream_typed``, ``traces.stream.FramedEvents``; the document checked whole by
-``kineto_decode.frame_document``): 0.82-0.92x the CPU of decoding them all at once, which is the way left
-for a text the runs do not fit. A streamed file goes the same way (4-6x the speed of the event-by-event
-path, ~35 bytes an event); a file those do not fit goes event by event through the trace layer's dicts
-(``_columns_of``). All end in ``_assemble``, so they give the same trace.
+whole events at a time (``_stream_typed``, ``traces.stream.ArrayRuns``: the array cut in place; the document
+around it split off by ``kineto_decode.split_document``, read whole by ``frame_document`` where that is unsure);
+a text the runs do not fit is decoded all at once. A streamed file goes the same way (``traces.stream.FramedEvents``:
+4-6x the speed of the event-by-event path, ~35 bytes an event); a file those do not fit goes event by event
+through the trace layer's dicts (``_columns_of``). All end in ``_assemble``, so they give the same trace.
 
 Bad input never raises: a damaged gzip stream keeps what decompressed before the damage, a broken
 JSON array keeps the events before the break, unclosed ``B`` events and events without a numeric
