@@ -18,6 +18,7 @@ from typing import Any, Union
 import msgspec
 
 from reportgen.readers.framework_decode import valid_utf8
+from reportgen.traces.stream import events_array_bounds
 
 UNSET = msgspec.UNSET
 
@@ -78,7 +79,7 @@ def decode_trace(raw: bytes) -> tuple[list, dict] | None:
         return None
     try:
         doc = _DECODER.decode(raw)
-    except (msgspec.MsgspecError, ValueError):  # ValueError: UnicodeDecodeError of a decoded string
+    except (msgspec.MsgspecError, ValueError, RecursionError):  # ValueError: UnicodeDecodeError of a decoded string
         return None
     if isinstance(doc, list):
         return doc, {}
@@ -111,7 +112,7 @@ def frame_document(raw: bytes) -> tuple[memoryview, dict] | None:
         return None
     try:
         doc = _FRAME_DECODER.decode(raw)
-    except (msgspec.MsgspecError, ValueError):
+    except (msgspec.MsgspecError, ValueError, RecursionError):
         return None
     events = memoryview(doc.traceEvents)
     if not events or events[0] != 0x5B:  # "["
@@ -119,12 +120,37 @@ def frame_document(raw: bytes) -> tuple[memoryview, dict] | None:
     return events, {k: getattr(doc, k) for k in META_KEYS if getattr(doc, k) is not UNSET}
 
 
+def split_document(raw: bytes) -> tuple[memoryview, dict] | None:
+    """``frame_document``'s answer without its pass over the events: where the events array lies is guessed
+    (``traces.stream.events_array_bounds``) and the document is decoded with an empty array in its place, which must
+    come back as its ``traceEvents``; the events are left to the caller's ``ArrayRuns``, which takes them only when
+    they are a JSON array. So when both take the text, the document is JSON with this array as its events, exactly
+    what ``frame_document`` gives; None when the guess is not sure (the caller then asks ``frame_document``)."""
+    if not valid_utf8(raw):
+        return None
+    bounds = events_array_bounds(raw)
+    if bounds is None:
+        return None
+    start, end = bounds
+    head, tail = raw[:start], raw[end + 1:]
+    hole = b"[]"  # the empty array put in place of the events: a text found nowhere else in the document
+    while hole in head or hole in tail:
+        hole = hole[:-1] + b" ]"
+    try:
+        doc = _FRAME_DECODER.decode(b"".join((head, hole, tail)))
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        return None
+    if bytes(doc.traceEvents) != hole:  # another "traceEvents" is the document's (one in the metadata was found)
+        return None
+    return memoryview(raw)[start:end + 1], {k: getattr(doc, k) for k in META_KEYS if getattr(doc, k) is not UNSET}
+
+
 def decode_events(raw: bytes) -> list | None:
     """A run of a streamed trace's events (``[<events>]``, UTF-8 checked by the caller) as ``KinetoEvent``
     structs, or None when the text does not fit them (``traces.stream.FramedEvents`` then gives up)."""
     try:
         return _EVENTS_DECODER.decode(raw)
-    except (msgspec.MsgspecError, ValueError):
+    except (msgspec.MsgspecError, ValueError, RecursionError):
         return None
 
 
@@ -139,7 +165,7 @@ def has_float64_input(args: KinetoArgs) -> bool:
         return False
     try:
         return float64_tensor(msgspec.json.decode(args.input_type), input_dims(args))
-    except (msgspec.MsgspecError, ValueError):
+    except (msgspec.MsgspecError, ValueError, RecursionError):
         return False
 
 
@@ -155,4 +181,4 @@ def input_dims(args: KinetoArgs):
     return msgspec.json.decode(args.input_dims)
 
 
-__all__ = ["KinetoArgs", "KinetoEvent", "KinetoFrame", "decode_events", "decode_trace", "frame_document", "input_dims", "NO_ARGS", "EVENT_FIELDS", "META_KEYS", "UNSET", "FLOAT64_TYPE", "float64_tensor", "has_float64_input"]
+__all__ = ["KinetoArgs", "KinetoEvent", "KinetoFrame", "decode_events", "decode_trace", "frame_document", "split_document", "input_dims", "NO_ARGS", "EVENT_FIELDS", "META_KEYS", "UNSET", "FLOAT64_TYPE", "float64_tensor", "has_float64_input"]

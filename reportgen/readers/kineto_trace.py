@@ -6,11 +6,11 @@ code, interned name, start and duration in µs, GPU device and bytes moved. What
 the analysis needs. A whole file (text up to ``REPORTGEN_STREAM_TRACE_MB``) is decoded into msgspec
 structs of just those fields (``kineto_decode``) and its columns built a field at a time
 (``_typed_columns``: 2-3x the speed of a Python call per event). Its events are decoded a run of 1 MB of
-whole events at a time (``_stream_typed``, ``traces.stream.FramedEvents``; the document checked whole by
-``kineto_decode.frame_document``): 0.82-0.92x the CPU of decoding them all at once, which is the way left
-for a text the runs do not fit. A streamed file goes the same way (4-6x the speed of the event-by-event
-path, ~35 bytes an event); a file those do not fit goes event by event through the trace layer's dicts
-(``_columns_of``). All end in ``_assemble``, so they give the same trace.
+whole events at a time (``_stream_typed``, ``traces.stream.ArrayRuns``: the array cut in place; the document
+around it split off by ``kineto_decode.split_document``, read whole by ``frame_document`` where that is unsure);
+a text the runs do not fit is decoded all at once. A streamed file goes the same way (``traces.stream.FramedEvents``:
+4-6x the speed of the event-by-event path, ~35 bytes an event); a file those do not fit goes event by event
+through the trace layer's dicts (``_columns_of``). All end in ``_assemble``, so they give the same trace.
 
 Bad input never raises: a damaged gzip stream keeps what decompressed before the damage, a broken
 JSON array keeps the events before the break, unclosed ``B`` events and events without a numeric
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from itertools import compress
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, eq, is_not, itemgetter, or_
 from pathlib import Path
 
 import msgspec
@@ -37,7 +37,8 @@ from reportgen.garbage_collector import paused
 from reportgen.problems import ProblemLog
 from reportgen.readers.framework_decode import struct_columns
 from reportgen.readers.kineto_decode import (EVENT_FIELDS, NO_ARGS, UNSET, decode_events, decode_trace,
-                                             float64_tensor, frame_document, has_float64_input, input_dims)
+                                             FLOAT64_TYPE, float64_tensor, frame_document, has_float64_input, input_dims,
+                                             split_document)
 from reportgen.readers.trace_model import (CATEGORY_CODES, CPU_OP, GPU_ANNOTATION, GPU_CATEGORIES, KERNEL,
                                            MAX_ABS_TS_US, MAX_DURATION_US, MEMCPY, MEMSET, OTHER, OUT_OF_RANGE,
                                            Float64Ops, FlopEvents, MemoryEvents, TraceColumns, file_label,
@@ -46,7 +47,7 @@ from reportgen.readers.trace_model import (CATEGORY_CODES, CPU_OP, GPU_ANNOTATIO
 from reportgen.traces.numbers import as_float, hashable
 from reportgen.traces.read import TraceRead, Wording, meta_of
 from reportgen.traces.spans import OpenSpans
-from reportgen.traces.stream import FramedEvents, ViewSource
+from reportgen.traces.stream import ArrayRuns, FramedEvents
 
 NS_THRESHOLD = 1e17
 _META_KEYS = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds")
@@ -186,8 +187,11 @@ def read_trace(path: Path, problems: ProblemLog | None = None) -> TraceColumns:
         """A whole file's text read through structs (``kineto_decode``), when it fits them: its events a run at
         a time as a streamed file's (``_stream_typed``: structs for 1 MB of events at a time), else all at once."""
         with paused():
-            framed = frame_document(text) if WHOLE_IN_RUNS else None
-            trace = _stream_typed(path, ViewSource(framed[0]), bad_events, framed[1]) if framed is not None else None
+            framed = split_document(text) if WHOLE_IN_RUNS else None  # (the events not yet checked)
+            if framed is None and WHOLE_IN_RUNS:
+                framed = frame_document(text)  # (the document checked whole)
+            trace = (_stream_typed(path, ArrayRuns(framed[0], decode_events), bad_events, framed[1])
+                     if framed is not None else None)
             if trace is None:
                 decoded = decode_trace(text)
                 trace = _typed_columns(path, *decoded, bad_events) if decoded is not None else None
@@ -200,7 +204,7 @@ def read_trace(path: Path, problems: ProblemLog | None = None) -> TraceColumns:
 
     def framed(src) -> int | None:
         """A streamed file's text read a run of whole events at a time through structs (``_stream_typed``)."""
-        trace = _stream_typed(path, src, bad_events)
+        trace = _stream_typed(path, FramedEvents(src, decode_events), bad_events, None, src)
         if trace is None:
             return None
         typed.append(trace)
@@ -228,15 +232,16 @@ _STREAM_TYPECODES = {"cat": "b", "name": "i", "start": "d", "dur": "d", "device"
                      "corrs": "q"}
 
 
-def _stream_typed(path: Path, src, problems: ProblemLog, meta: dict | None = None) -> TraceColumns | None:
-    """The columns of a streamed file whose events ``FramedEvents`` frames and ``_TypedRows`` takes, run after
-    run (the runs' structs freed as their rows are kept), or None: the file is then read event by event, from
-    the start (``TraceRead``). Its ``events_in_file`` is the events decoded. Nothing is noted before it is sure.
-    ``meta``: the document's metadata when known (a whole file's events array as ``src``), else looked for in
-    the text around the events."""
+def _stream_typed(path: Path, framing, problems: ProblemLog, meta: dict | None = None,
+                  src=None) -> TraceColumns | None:
+    """The columns of a file whose events ``framing`` cuts in runs (``FramedEvents`` over a streamed file's source
+    ``src``, ``ArrayRuns`` over a whole file's events array) and ``_TypedRows`` takes, run after run (the runs'
+    structs freed as their rows are kept), or None: the file is then read another way (a whole file's events
+    decoded at once, a streamed file event by event from the start: ``TraceRead``). Its ``events_in_file`` is
+    the events decoded. Nothing is noted before it is sure. ``meta``: the document's metadata when known (a
+    whole file's), else looked for in the text around the events (``framing.head``, ``framing.tail``)."""
     rows = _TypedRows()
     columns = {key: array(code) for key, code in _STREAM_TYPECODES.items()}
-    framing = FramedEvents(src, decode_events)
     with paused():
         for events in framing:
             chunk = rows.chunk(events)
@@ -255,7 +260,29 @@ def _stream_typed(path: Path, src, problems: ProblemLog, meta: dict | None = Non
 
 _GPU_ROWS = np.array(sorted(set(GPU_CATEGORIES) | {GPU_ANNOTATION}), np.int8)
 _PH, _CORRELATION = attrgetter("ph"), attrgetter("correlation")
+_DEVICE, _MSG_NELEMS = attrgetter("device"), attrgetter("msg_nelems")
+_INPUT_TYPE, _FLOPS = attrgetter("input_type"), attrgetter("flops")
 _ROW_ID_BOUND = 2**62  # a tid or correlation id is kept when an integer in [0, this)
+_NONE_AS_ABSENT = {None: -1}  # ``.get(v, v)``: a correlation id with None as -1
+
+
+def _pick(items, rows: list) -> list | tuple:
+    """``items[i]`` for each of ``rows`` (an ``itemgetter``: one C call, not a Python step per row)."""
+    return itemgetter(*rows)(items) if len(rows) > 1 else [items[i] for i in rows]
+
+
+def _correlations(values: list) -> np.ndarray:
+    """``_ids(values, lambda c: -1, absent=-1)``: correlation ids as int64, -1 for any that is not an integer in
+    [0, 2**62). The usual run (integers and None) is done whole, in C; anything else by ``_ids``."""
+    if set(map(type, values)) <= {int, type(None)}:
+        try:
+            plain = np.array(list(map(_NONE_AS_ABSENT.get, values, values)), np.int64)
+        except OverflowError:  # an integer beyond 64 bits
+            plain = None
+        if plain is not None:
+            plain[(plain < 0) | (plain >= _ROW_ID_BOUND)] = -1
+            return plain
+    return _ids(values, lambda c: -1, absent=-1)
 
 
 def _ids(values: list, others, absent: int | None = None) -> np.ndarray:
@@ -329,7 +356,8 @@ class _TypedRows:
             return None
         if "B" in kinds or "E" in kinds:
             return None
-        cols = struct_columns(list(compress(events, [ph == "X" for ph in phs])), EVENT_FIELDS)  # complete events
+        complete = events if kinds == {"X"} else list(compress(events, map(eq, phs, repeat("X"))))
+        cols = struct_columns(complete, EVENT_FIELDS)
         ts, dur = cols["ts"], cols["dur"]
         if not set(map(type, ts)) | set(map(type, dur)) <= {int, float}:
             return None
@@ -340,8 +368,12 @@ class _TypedRows:
         negative = dur_x < 0
         in_range = (np.abs(ts_x) < _RAW_MAX_ABS_TS) & (dur_x <= _RAW_MAX_DURATION)
         keep = ~negative & in_range
-        rows = keep.tolist()
-        cats, labels = list(compress(cols["cat"], rows)), list(compress(cols["name"], rows))
+        if keep.all():
+            cats, labels, args, pids, tids = cols["cat"], cols["name"], cols["args"], cols["pid"], cols["tid"]
+        else:
+            rows = keep.tolist()
+            cats, labels, args, pids, tids = (list(compress(cols[k], rows)) for k in ("cat", "name", "args", "pid",
+                                                                                       "tid"))
         if set(map(type, labels)) - {str}:
             labels = [str(x) for x in labels]
         n = len(cats)
@@ -353,41 +385,42 @@ class _TypedRows:
         names = self.names
         for label in dict.fromkeys(labels):
             names.setdefault(label, len(names))
-        args = [a if a is not None else NO_ARGS for a in compress(cols["args"], rows)]
-        pids = list(compress(cols["pid"], rows))
-        device = np.full(n, -1, np.int32)
-        for i in np.flatnonzero(np.isin(cat, _GPU_ROWS)).tolist():
-            value = args[i].device if args[i].device is not UNSET else pids[i]
-            if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31:
-                device[i] = value
+        if None in args:
+            args = [a if a is not None else NO_ARGS for a in args]
+        device = self.devices(cat, args, pids)
         nbytes = np.zeros(n, np.float64)
         for i in np.flatnonzero((cat == MEMCPY) | (cat == MEMSET)).tolist():
             nbytes[i] = as_float(args[i].bytes, text=True) or 0.0
-        for i in np.flatnonzero(cat == KERNEL).tolist():
-            if args[i].msg_nelems is not UNSET:
-                nbytes[i] = _message_bytes(args[i].msg_nelems, args[i].dtype) or 0.0
+        kernels = np.flatnonzero(cat == KERNEL).tolist()
+        kernel_args = _pick(args, kernels)
+        for i, a in compress(zip(kernels, kernel_args), map(is_not, map(_MSG_NELEMS, kernel_args), repeat(UNSET))):
+            nbytes[i] = _message_bytes(a.msg_nelems, a.dtype) or 0.0
         start = ts_x[keep]
-        flop_time, flop_count = array("d"), array("d")
         durs = dur_x[keep]
+        ops = np.flatnonzero(cat == CPU_OP).tolist()
+        op_args, op_labels = _pick(args, ops), _pick(labels, ops)
+        flop_time, flop_count = array("d"), array("d")
         try:
-            for i in np.flatnonzero(cat == CPU_OP).tolist():
-                a, label = args[i], labels[i]
-                if len(a.input_type) > 4 and has_float64_input(a):  # "null" when absent
-                    self.f64_start.append(start[i])
-                    self.f64_dur.append(durs[i])
-                if label in MATMULS or a.flops is not UNSET:
-                    counted = a.flops if a.flops is not UNSET else None
-                    counted = (float(counted) if isinstance(counted, (int, float)) and not isinstance(counted, bool)
-                               and 0 < counted < 1e18 else
-                               self.shape_flops(label, a) if label in MATMULS else None)
-                    if counted:
-                        flop_time.append(start[i])
-                        flop_count.append(counted)
-        except (msgspec.MsgspecError, ValueError):  # Input Dims that only a full decode would reject
+            if FLOAT64_TYPE in b"\n".join(map(_INPUT_TYPE, op_args)):  # else no operator has one: none checked
+                for i, a in zip(ops, op_args):
+                    if len(a.input_type) > 4 and has_float64_input(a):  # "null" when absent
+                        self.f64_start.append(start[i])
+                        self.f64_dur.append(durs[i])
+            counted_rows = map(or_, map(MATMULS.__contains__, op_labels), map(is_not, map(_FLOPS, op_args),
+                                                                                repeat(UNSET)))
+            for i, a, label in compress(zip(ops, op_args, op_labels), counted_rows):
+                counted = a.flops if a.flops is not UNSET else None
+                counted = (float(counted) if isinstance(counted, (int, float)) and not isinstance(counted, bool)
+                           and 0 < counted < 1e18 else
+                           self.shape_flops(label, a) if label in MATMULS else None)
+                if counted:
+                    flop_time.append(start[i])
+                    flop_count.append(counted)
+        except (msgspec.MsgspecError, ValueError, RecursionError):  # Input Dims only a full decode would reject
             return None
         tid_ids = self.tid_ids
-        tids = _ids(list(compress(cols["tid"], rows)), lambda t: tid_ids.setdefault(hashable(t), -1 - len(tid_ids)))
-        corrs = _ids(list(map(_CORRELATION, args)), lambda c: -1, absent=-1)
+        tids = _ids(tids, lambda t: tid_ids.setdefault(hashable(t), -1 - len(tid_ids)))
+        corrs = _correlations(list(map(_CORRELATION, args)))
         if "i" in kinds:
             for e, ph in zip(events, phs):
                 if ph == "i" and e.name == "[memory]":
@@ -398,6 +431,30 @@ class _TypedRows:
         self.out_of_range += int((~negative & ~in_range).sum())
         return {"cat": cat, "name": np.fromiter(map(names.__getitem__, labels), np.int32, n), "start": start,
                 "dur": dur_x[keep], "device": device, "nbytes": nbytes, "tids": tids, "corrs": corrs}
+
+    @staticmethod
+    def devices(cat: np.ndarray, args: list, pids: list) -> np.ndarray:
+        """The GPU device of each GPU row (``args.device``, else the pid; -1 when no integer in (-2**31, 2**31)),
+        -1 for the others. Integers are checked whole (numpy), anything else a row at a time."""
+        device = np.full(len(cat), -1, np.int32)
+        gpu = np.flatnonzero(np.isin(cat, _GPU_ROWS))
+        rows = gpu.tolist()
+        values = list(map(_DEVICE, _pick(args, rows)))
+        if UNSET in values:
+            values = [v if v is not UNSET else pids[i] for v, i in zip(values, rows)]
+        if set(map(type, values)) <= {int}:
+            try:
+                plain = np.array(values, np.int64)
+            except OverflowError:  # an integer beyond 64 bits: the rows in turn
+                plain = None
+            if plain is not None:
+                fine = (plain > -2**31) & (plain < 2**31)
+                device[gpu[fine]] = plain[fine]
+                return device
+        for i, value in zip(rows, values):
+            if isinstance(value, int) and not isinstance(value, bool) and -2**31 < value < 2**31:
+                device[i] = value
+        return device
 
     def assemble(self, path: Path, meta: dict, columns: dict, problems: ProblemLog) -> TraceColumns:
         """The trace of ``columns`` (every chunk's, in file order) with what the chunks left here."""

@@ -300,14 +300,84 @@ def _utf8_text(text: str) -> bool:
     return True
 
 
-class ViewSource:
-    """``read(n)`` over bytes already in memory, a piece at a time (``io.BytesIO`` would copy them whole first):
-    a whole file's events array handed to ``FramedEvents``."""
+_OPEN_BYTES = re.compile(rb'"traceEvents"\s*:\s*\[')
+_FIRST_BYTE = re.compile(rb"[^ \t\r\n]")
+_TAIL_LINES = 4096  # lines from a text's end looked through for the last that starts an event
 
-    def __init__(self, data) -> None:
-        self.view, self.pos = memoryview(data), 0
 
-    def read(self, n: int) -> bytes:
-        piece = self.view[self.pos:self.pos + n]
-        self.pos += len(piece)
-        return bytes(piece)
+def events_array_bounds(text: bytes) -> tuple[int, int] | None:
+    """Where a whole trace's events array is likely to lie in ``text`` (a JSON object's text), without reading the
+    events: the ``[`` after the first ``"traceEvents":`` and the ``]`` that ends the events found after the text's
+    last line that starts an object (looked for among its last ``_TAIL_LINES`` lines), parsed up to it
+    (``_array_end``). A guess: the caller checks it (``ArrayRuns`` decodes every event between, the document around
+    is decoded with the array left out); None when none is found."""
+    first = _FIRST_BYTE.search(text)
+    if first is None or text[first.start()] != 0x7B:  # "{"
+        return None
+    opened = _OPEN_BYTES.search(text, first.start())
+    if opened is None:
+        return None
+    end = len(text)
+    for _ in range(_TAIL_LINES):
+        newline = text.rfind(b"\n", opened.end(), end)
+        if newline < 0:
+            return None
+        if _LINE_EVENT.match(text, newline):
+            close = _array_end(text[newline + 1:])
+            return (opened.end() - 1, newline + 1 + close) if close is not None else None
+        end = newline
+    return None
+
+
+class ArrayRuns:
+    """A whole file's JSON events array (its text UTF-8: ``readers.kineto_decode.split_document``) cut into runs of
+    about ``RUN_BLOCK`` bytes at line starts, each run decoded by ``decode`` as its own array: what ``FramedEvents``
+    does to a stream, less its checks and copies (the text is not read into pieces and joined again; a run is
+    copied once, into the text the decoder reads). The same attributes (``ok``, ``head``, ``tail``, ``count``): the
+    text around the array is not here (``head`` and ``tail`` empty, the caller has the document's metadata).
+
+    Every byte of the array is in a run the decoder took or is a blank or the "," between two runs, so a text the
+    runs take is a JSON array: it need not be checked first (``events_array_bounds`` guesses where it lies). A run
+    the decoder refuses (a line start inside an event, an event the structs do not fit, a wrong end) ends the
+    iteration with ``ok`` False; the last run is decoded first (kept, handed out last): a wrong end costs one run."""
+
+    def __init__(self, text, decode, *, chunk: int | None = None):
+        """``text``: the array (a bytes-like object from its ``[`` to its ``]``)."""
+        self.text, self.decode, self.chunk = memoryview(text), decode, chunk or RUN_BLOCK
+        self.head = self.tail = ""
+        self.count = 0
+        self.ok = False
+
+    def __iter__(self):
+        text, size = self.text, len(self.text)
+        if size < 2 or text[0] != 0x5B or text[size - 1] != 0x5D:  # "[" ... "]"
+            return
+        ends, pos = [], 1  # where each run ends: at the first line start past RUN_BLOCK bytes, the last at the "]"
+        while pos + self.chunk < size - 1 and (line := _LINE_EVENT.search(text, pos + self.chunk, size - 1)):
+            pos = line.start() + 1
+            ends.append(pos)
+        runs = list(zip([1, *ends], ends))
+        last = self._run(ends[-1] if ends else 1, size - 1, middle=False)  # first: a wrong "]" fails here
+        if last is None or (runs and not last):
+            return
+        for start, end in runs:
+            events = self._run(start, end, middle=True)
+            if not events:  # None (refused) or no event before a ","
+                return
+            yield events
+        self.ok = True
+        yield last
+
+    def _run(self, start: int, end: int, *, middle: bool) -> list | None:
+        """The events of ``text[start:end]`` decoded as an array; a run before another must end with a ","."""
+        text, stop = self.text, end
+        while stop > start and text[stop - 1] in _RUN_BLANKS:
+            stop -= 1
+        if middle:
+            if stop == start or text[stop - 1] != 0x2C:  # ","
+                return None
+            stop -= 1
+        events = self.decode(b"".join((b"[", text[start:stop], b"]")))
+        if events is not None:
+            self.count += len(events)
+        return events

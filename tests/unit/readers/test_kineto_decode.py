@@ -15,6 +15,7 @@ import pytest
 from reportgen.problems import ProblemLog
 from reportgen.readers import kineto_trace
 from reportgen.readers.kineto_trace import read_trace
+from reportgen.traces import stream
 
 
 TYPED_COLUMNS = kineto_trace._typed_columns
@@ -196,3 +197,78 @@ def test_duplicate_keys_keep_the_last_value_as_the_parsers_do(tmp_path, monkeypa
     taken, typed, reference = _both(tmp_path, text, monkeypatch)
     assert taken and typed == reference
     assert typed[0]["names"] == ["b"] and typed[0]["dur_us"][1] == [3.0] and typed[0]["rank"] == 2
+
+
+def _lines(events: list) -> str:
+    return ",\n".join("  " + json.dumps(e) for e in events)
+
+
+_MANY = [_x(f"op{i % 7}", 100 + i, 1 + i % 3, cat=("cpu_op", "kernel")[i % 2], pid=i % 2, tid=1 + i % 2,
+            **{"correlation": i, "device": 0, "Input Dims": [[2, 3], [3, 4]]}) for i in range(300)]
+_BODY = _lines(_MANY)
+_HALF = len(_BODY) // 2
+_BIG = _lines([_x(f"op{i}", 100 + i, 1, pad="p" * 3000) for i in range(20)])  # one event a run: cut at each
+
+
+@pytest.mark.parametrize("doc, runs_take", [
+    ('{\n "distributedInfo": {"rank": 3},\n "traceEvents": [\n' + _BODY + '\n ],\n "traceName": "x"\n}\n', True),
+    # metadata after the events: an array on one line (newer Kineto's "INFO" log), objects on lines of their own
+    ('{"traceEvents": [\n' + _BODY + '\n],\n "INFO": ["a]", "b"], "baseTimeNanoseconds": 5}', True),
+    ('{"traceEvents": [\n' + _BODY + '\n],\n "deviceProperties": [\n{"id": 0, "name": "G"},\n{"id": 1}\n]}', True),
+    ('{"other": {"traceEvents": [\n  {"ph": "X", "name": "fake", "ts": 1, "dur": 1}\n]},\n "traceEvents": [\n'
+     + _BODY + '\n]}', True),  # a "traceEvents" key in the metadata before the document's own
+    ('{"a": [], "b": [ ], "traceEvents": [\n' + _BODY + '\n], "c": [  ]}', True),  # the empty arrays put in its place
+    ('{"a": "\\"traceEvents\\": [", "traceEvents": [\n' + _BODY + '\n]}', True),
+    ('{"traceEvents": [\n' + _lines(_MANY[:20]) + '\n], "traceEvents": [\n' + _BODY + '\n]}', True),  # the last kept
+    ('{"traceEvents": [\n' + _BODY[:_HALF] + _BODY[_HALF:].replace(",\n  {", "\n  {", 1) + '\n]}', False),
+    ('{"traceEvents": [\n' + _BODY[:_HALF] + _BODY[_HALF:].replace(",\n  {", ",,\n  {", 1) + '\n]}', False),
+    ('{"traceEvents": [\n' + _BODY + ',\n]}', False),  # a trailing comma
+    ('{"traceEvents": [\n' + _BIG.replace(",\n  {", "\n  {", 1) + '\n]}', False),  # a comma missing between runs
+    ('{"traceEvents": [\n' + _BIG + '\n]}', True),
+    ('{"traceEvents": [\n' + _BODY + '\n], "x": }', False),
+    ('{"traceEvents": [\n' + _BODY + '\n]} {"traceEvents": []}', False),
+    ('{"traceEvents": [\n\n  ], "baseTimeNanoseconds": 7}', True),
+])
+def test_a_document_split_around_its_events_is_the_document_read_whole(tmp_path, monkeypatch, doc, runs_take):
+    """A whole file's events array is found without reading it (``kineto_decode.split_document``) and read in runs
+    (here of ~2 KB: 40 or so per file) that take it only when it is JSON: a guess that is wrong (an object after the
+    events, a "traceEvents" key in the metadata) or a document that is not JSON gives the event-by-event path's
+    trace and problems all the same."""
+    monkeypatch.setattr(stream, "RUN_BLOCK", 2048)
+    taken, typed, reference = _both(tmp_path, doc.encode(), monkeypatch)
+    assert typed == reference
+    assert taken == runs_take
+    if runs_take:  # every event of the document's own array
+        assert len(typed[0]["start_us"][1]) == (0 if "[\n\n" in doc else 20 if "ppp" in doc else 300)
+
+
+def test_split_document_is_frame_document_where_it_is_sure():
+    """``split_document`` gives ``frame_document``'s events text and metadata, or None (never another answer)."""
+    from reportgen.readers.kineto_decode import frame_document, split_document
+    docs = {"plain": '{"distributedInfo": {"rank": 3}, "traceEvents": [\n' + _BODY + '\n], "baseTimeNanoseconds": 5}',
+            "nested": '{"other": {"traceEvents": [\n  {"ph": "X"}\n]},\n "traceEvents": [\n' + _BODY + '\n]}',
+            "one line": json.dumps({"traceEvents": _MANY})}
+    split = {name: split_document(text.encode()) for name, text in docs.items()}
+    framed = {name: frame_document(text.encode()) for name, text in docs.items()}
+    assert split["plain"] is not None and bytes(split["plain"][0]) == bytes(framed["plain"][0])
+    assert split["plain"][1] == framed["plain"][1] == {"distributedInfo": {"rank": 3}, "baseTimeNanoseconds": 5}
+    assert split["nested"] is None and framed["nested"] is not None  # unsure: frame_document decides
+    assert split["one line"] is None and len(bytes(framed["one line"][0])) > 10_000  # no line that starts an event
+
+
+@pytest.mark.parametrize("depth", [1100, 5000])
+def test_an_event_nested_past_the_decoders_depth_is_skipped_not_raised(tmp_path, monkeypatch, depth):
+    """msgspec raises RecursionError (no MsgspecError) past its nesting limit: every typed path gives the text up
+    (it read whole files with a traceback before) and the parsers' salvage skips the one event, whole as streamed."""
+    deep = '  {"ph": "X", "name": "deep", "ts": 1, "dur": 1, "args": {"z": ' + "[" * depth + "]" * depth + "}}"
+    text = ('{"traceEvents": [\n' + _lines(_MANY[:50]) + ",\n" + deep + ",\n" + _lines(_MANY[50:100]) + "\n]}").encode()
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_bytes(text)
+    whole = ProblemLog()
+    trace = read_trace(path, whole)
+    monkeypatch.setenv("REPORTGEN_STREAM_TRACE_MB", "0")
+    streamed = ProblemLog()
+    assert _fields(read_trace(path, streamed)) == _fields(trace)
+    assert whole.to_json() == streamed.to_json()
+    assert len(trace.start_us) == 100 and not trace.complete
+    assert whole.to_json()["by_reason"] == {"corrupt JSON event (skipped)": 1}
