@@ -51,7 +51,8 @@ if msgspec is not None:
     ARGS_FIELDS = EventArgs.__struct_fields__
     _astuple = msgspec.structs.astuple
     _DECODER = msgspec.json.Decoder(list[Event])
-    _ERRORS = (msgspec.MsgspecError, ValueError)  # ValueError: UnicodeDecodeError of a decoded string
+    # ValueError: UnicodeDecodeError of a decoded string; RecursionError: nested past msgspec's depth limit
+    _ERRORS = (msgspec.MsgspecError, ValueError, RecursionError)
 else:  # pragma: no cover
     _DECODER = NO_ARGS = UNSET = EVENT_FIELDS = ARGS_FIELDS = None
 

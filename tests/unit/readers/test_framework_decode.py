@@ -62,7 +62,8 @@ def test_absent_and_null_keys_read_as_in_the_dicts():
     b'\xef\xbb\xbf[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1}]',  # a byte-order mark
     b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": -1}]',  # decodes, but the general path reports it
     b'[{"name": "a", "ph": "B", "pid": 1, "ts": 5}]',  # a B event: the general path pairs it
-], ids=["args", "event", "object", "nan", "utf8", "surrogate", "bom", "negative", "begin"])
+    b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1, "x": ' + b"[" * 3000 + b"]" * 3000 + b"}]",  # too deep
+], ids=["args", "event", "object", "nan", "utf8", "surrogate", "bom", "negative", "begin", "deep"])
 def test_a_text_the_structs_do_not_fit_is_left_to_the_usual_path(raw):
     reader = FrameworkReader(None, ProblemLog())
     assert reader._read_typed(raw, base=0, node="algo-1", ftype="PythontimelineMetrics") is None
@@ -83,7 +84,10 @@ def _profile_with(tmp_path: Path, text: bytes) -> Path:
      b'"ts": 9}]', None, {"a", "b"}),  # args that are not an object read as none, in both
     (b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1}, {"name": "b", "ph": "X", "pid": 1, "ts": 9', "truncated or corrupt JSON array",
      {"a"}),
-], ids=["not-utf8", "args-string", "cut"])
+    # nested past msgspec's depth limit (its RecursionError once escaped the reader): the usual path's note
+    (b'[{"name": "a", "ph": "X", "pid": 1, "ts": 5, "dur": 1, "args": {"pid": ' + b"[" * 3000 + b"]" * 3000 + b"}}]",
+     "truncated or corrupt JSON array", set()),
+], ids=["not-utf8", "args-string", "cut", "deep"])
 def test_a_profile_reads_the_same_with_and_without_the_structs(tmp_path, monkeypatch, extra, noted, names):
     root = _profile_with(tmp_path, extra)
     problems = ProblemLog()
