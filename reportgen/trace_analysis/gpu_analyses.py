@@ -77,11 +77,18 @@ def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
     return np.fromiter((i for i, n in enumerate(trace.names) if predicate(n)), dtype=np.int32)
 
 
-def _covered(intervals: tuple[np.ndarray, np.ndarray], points: np.ndarray) -> np.ndarray:
-    """For each point: does a (merged, disjoint, sorted) interval cover it?"""
+def covered_points(intervals: tuple[np.ndarray, np.ndarray], points: np.ndarray) -> np.ndarray:
+    """For each point: does a (merged, disjoint, sorted) interval cover it? Points in order (the pieces' midpoints
+    of ``_segments`` and the step breakdown) are not searched one by one: each interval's bounds are found among
+    the points and the runs between them repeated (~1 ms against ~5 for 180,000 points in 47,000 intervals); the
+    same answer: a point is covered where it is at or past an interval's start and before its end."""
     s, e = intervals
     if not s.size:
         return np.zeros(points.size, bool)
+    if points.size > 1 and bool((points[1:] >= points[:-1]).all()):
+        bounds = np.empty(2 * s.size, np.int64)  # where each interval's points begin and end: nondecreasing
+        bounds[0::2], bounds[1::2] = np.searchsorted(points, s, "left"), np.searchsorted(points, e, "left")
+        return np.repeat(np.r_[np.tile([False, True], s.size), False], np.diff(np.r_[0, bounds, points.size]))
     at = np.searchsorted(s, points, "right") - 1
     ok = at >= 0
     out = np.zeros(points.size, bool)
@@ -158,7 +165,7 @@ def _overlap(iv: dict, steps: list[dict]) -> dict:
     comm_us = float((comm[1] - comm[0]).sum())
     starts, lengths = _segments(comm, compute)
     mid = starts + lengths / 2 if starts.size else starts
-    in_comm, in_compute = _covered(comm, mid), _covered(compute, mid)
+    in_comm, in_compute = covered_points(comm, mid), covered_points(compute, mid)
     overlapped = float(lengths[in_comm & in_compute].sum())
     exposed_pieces = in_comm & ~in_compute
     exposed = float(lengths[exposed_pieces].sum())
@@ -166,7 +173,7 @@ def _overlap(iv: dict, steps: list[dict]) -> dict:
     in_steps = 0.0
     if steps and exposed_pieces.any():
         step_iv = merged(np.array([s["start_us"] for s in steps]), np.array([s["start_us"] + s["dur_us"] for s in steps]))
-        in_steps = float(lengths[exposed_pieces & _covered(step_iv, mid)].sum())
+        in_steps = float(lengths[exposed_pieces & covered_points(step_iv, mid)].sum())
     return {
         "communication_ms": _ms(comm_us),
         "overlapped_ms": _ms(overlapped),
@@ -204,7 +211,7 @@ def _split(iv: dict) -> dict:
     if not starts.size:
         return {kind: 0.0 for kind in SPLIT_KINDS}
     mid = starts + lengths / 2
-    c, n, m = (_covered(iv[key], mid) for key in ("compute", "comm", "memory"))
+    c, n, m = (covered_points(iv[key], mid) for key in ("compute", "comm", "memory"))
     pieces = {"compute only": c & ~n & ~m, "communication only": ~c & n & ~m, "memory only": ~c & ~n & m,
               "compute + communication": c & n & ~m, "compute + memory": c & ~n & m,
               "communication + memory": ~c & n & m, "compute + communication + memory": c & n & m}
@@ -363,7 +370,8 @@ def _memcpy(trace: k.TraceColumns, memcpy: np.ndarray, iv: dict, n_steps: int) -
     page_iv = merged(trace.start_us[pageable], trace.end_us[pageable])
     starts, lengths = _segments(page_iv, iv["compute"])
     mid = starts + lengths / 2 if starts.size else starts
-    exposed = float(lengths[_covered(page_iv, mid) & ~_covered(iv["compute"], mid)].sum()) if starts.size else 0.0
+    exposed = (float(lengths[covered_points(page_iv, mid) & ~covered_points(iv["compute"], mid)].sum())
+               if starts.size else 0.0)
     nbytes, time_us = float(trace.nbytes[pageable].sum()), float(trace.dur_us[pageable].sum())
     return {"by_kind": sorted(by.values(), key=lambda e: -e["time_ms"]),
             "pageable_htod": {"count": int(pageable.sum()), "bytes": nbytes, "time_ms": _ms(time_us),
@@ -423,12 +431,13 @@ def _enclosing_rows(trace: k.TraceColumns, calls: np.ndarray) -> list[tuple[int 
     out: list[tuple[int | None, int | None]] = []
     by_tid: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     same = trace.tid.size == trace.cat.size
+    ends = trace.end_us  # once: each call computed it anew (~0.2 ms a time)
     for i in calls:
-        t0, t1 = trace.start_us[i], trace.end_us[i]
+        t0, t1 = trace.start_us[i], ends[i]
         tid = int(trace.tid[i]) if same else 0
         if tid not in by_tid:
             pick = np.nonzero(ops & (trace.tid == tid) if same else ops)[0]
-            by_tid[tid] = (trace.start_us[pick], trace.end_us[pick], pick)
+            by_tid[tid] = (trace.start_us[pick], ends[pick], pick)
         s, e, rows = by_tid[tid]
         at = int(np.searchsorted(s, t0, "right"))
         inner = outer = None
@@ -485,7 +494,7 @@ def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict]) -> tuple[dict, dict
             after_sync = (sync_end[first] >= g0) & (sync_end[first] <= g1) & (sync_start[first] <= g0 + SYNC_SLACK_US)
         # the GPU went idle while the host was in a pageable copy (staging it, or blocked until it landed): the
         # copy's, before any synchronisation's (a synchronisation that waited for the copy is the copy's own)
-        after_copy = _covered(in_copy, g0) | (np.isin(names[last[at - 1]], pageable_names) & after_sync)
+        after_copy = covered_points(in_copy, g0) | (np.isin(names[last[at - 1]], pageable_names) & after_sync)
         after_sync &= ~after_copy
         host = ~after_sync & ~after_copy & (launched > g0)
         kernel = ~after_sync & ~after_copy & ~host & (gap < KERNEL_WAIT_US)
@@ -553,7 +562,7 @@ def _breakdown(trace: k.TraceColumns, steps: list[dict], iv: dict) -> dict:
     mid = starts + lengths / 2
     category = np.full(mid.size, len(BREAKDOWN) - 1)  # other
     for i in range(len(sets) - 1, -1, -1):  # the first category that covers a piece wins
-        category[_covered(sets[i], mid)] = i
+        category[covered_points(sets[i], mid)] = i
     rows = []
     totals = np.zeros(len(BREAKDOWN))
     for step, lo, hi in zip(steps, step_s, step_e):

@@ -28,6 +28,7 @@ from reportgen.intervals import covered, merged
 from reportgen.readers import trace_model as k
 from reportgen.trace_analysis.classify import (CAST_KERNEL, CAST_OPERATOR, KERNEL_CLASSES, LAYOUT_KERNEL,
                                                MEMORY_BOUND, MULTI_TENSOR, NORM_KERNEL, kernel_class)
+from reportgen.trace_analysis.event_order import nesting_order
 
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#(.+?)(\.step)?$")
 TOP = 5  # memory-bound kernels listed
@@ -66,8 +67,7 @@ def _innermost_operator(trace: k.TraceColumns, calls: np.ndarray) -> np.ndarray:
     if not ops.size:
         return out
     ends = trace.end_us
-    order = np.lexsort((-trace.dur_us[ops], trace.start_us[ops], trace.tid[ops]))
-    ops = ops[order]
+    ops = ops[nesting_order(trace.tid[ops], trace.start_us[ops], trace.dur_us[ops])]
     key_tid, key_start, key_end = trace.tid[ops], trace.start_us[ops], ends[ops]
     rows = calls[have]
     c_tid, c_start, c_end = trace.tid[rows], trace.start_us[rows], ends[rows]
@@ -128,10 +128,10 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
     names = trace.name[rows]
     code = np.full(rows.size, KERNEL_CLASSES.index("other"), np.int8)
     if rows.size:
-        pairs, inverse = np.unique(np.c_[names, operator], axis=0, return_inverse=True)
+        pairs, inverse = distinct_pairs(names, operator)
         codes = np.array([KERNEL_CLASSES.index(kernel_class(trace.names[int(n)], trace.names[int(op)] if op >= 0
                                                             else None)) for n, op in pairs], np.int8)
-        code = codes[inverse.ravel()]
+        code = codes[inverse]
     code[under] = KERNEL_CLASSES.index("optimizer")
     cls = np.array(KERNEL_CLASSES, dtype=object)[code] if rows.size else np.zeros(0, dtype=object)
 
@@ -208,6 +208,16 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
     }
 
 
+def distinct_pairs(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (first, second) pairs of two integer columns (``first`` >= 0, ``second`` >= -1) in sorted
+    order, as ``np.unique(np.c_[first, second], axis=0, return_inverse=True)`` gives them, and each row's pair:
+    through one int64 key per row (a row-wise unique sorts the rows as records: ~20 ms over 40,000 kernels)."""
+    first, second = first.astype(np.int64), second.astype(np.int64)
+    width = int(second.max()) + 2 if second.size else 1
+    keys, inverse = np.unique(first * width + (second + 1), return_inverse=True)
+    return np.c_[keys // width, keys % width - 1], inverse.ravel()
+
+
 def _flag(trace: k.TraceColumns, name_ids: np.ndarray, test) -> np.ndarray:
     """``test`` on the name of each id (-1: no name, False), once per distinct name."""
     if not name_ids.size:
@@ -238,8 +248,8 @@ def _fusable(trace: k.TraceColumns, rows: np.ndarray, unfused: np.ndarray, per_t
     np.maximum.at(kept, inverse, dur[mem])
     in_opt = opt[mem]
     if in_opt.any():  # per chain and kernel name, the names' totals; the chain keeps its largest
-        pairs, pair_of = np.unique(np.c_[inverse[in_opt], name[mem][in_opt]], axis=0, return_inverse=True)
-        totals = np.bincount(pair_of.ravel(), weights=dur[mem][in_opt])
+        pairs, pair_of = distinct_pairs(inverse[in_opt], name[mem][in_opt])
+        totals = np.bincount(pair_of, weights=dur[mem][in_opt])
         by_chain = np.zeros(ids.size)
         np.maximum.at(by_chain, pairs[:, 0], totals)
         chains = np.unique(pairs[:, 0])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.trace_analysis.event_order import nesting_order
 
 MIN_LENGTH = 3
 TOP = 10
@@ -28,8 +29,7 @@ def top_level_ops(trace: k.TraceColumns, exclude: np.ndarray) -> np.ndarray:
     if not ops.size:
         return ops
     ends = trace.end_us
-    order = np.lexsort((-trace.dur_us[ops], trace.start_us[ops], trace.tid[ops]))
-    ops = ops[order]
+    ops = ops[nesting_order(trace.tid[ops], trace.start_us[ops], trace.dur_us[ops])]
     tid, start, end = trace.tid[ops], trace.start_us[ops], ends[ops]
     top = np.ones(ops.size, bool)
     new_thread = np.r_[True, tid[1:] != tid[:-1]]

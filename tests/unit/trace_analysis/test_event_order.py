@@ -1,0 +1,78 @@
+"""The nesting order of events (``reportgen.trace_analysis.event_order``) and kernel_mix's distinct pairs: the
+fast paths give, element for element, what numpy's full sorts give, ties and unsorted input included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reportgen.trace_analysis.event_order import nesting_order
+from reportgen.trace_analysis.kernel_mix import distinct_pairs
+
+
+def _events(seed: int, n: int, sorted_starts: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    start = rng.integers(0, n // 3 + 1, n).astype(np.float64)  # many rows share a start
+    if sorted_starts:
+        start = np.sort(start)
+    tid = rng.choice(np.array([7, 3, 12, 3_000_000_001], np.int64), n)
+    dur = rng.integers(0, 5, n).astype(np.float64)  # and a duration: full ties keep their input order
+    return tid, start, dur
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("sorted_starts", [True, False])
+def test_nesting_order_is_lexsorts(seed, sorted_starts):
+    tid, start, dur = _events(seed, 2_000, sorted_starts)
+    want = np.lexsort((-dur, start, tid))
+    got = nesting_order(tid, start, dur)
+    assert got.tolist() == want.tolist()
+    ties = ((tid[want][1:] == tid[want][:-1]) & (start[want][1:] == start[want][:-1])).sum()
+    assert ties > 100  # the case the fast path sorts apart is exercised
+
+
+def test_nesting_order_small_and_nan():
+    assert nesting_order(np.zeros(0, np.int64), np.zeros(0), np.zeros(0)).tolist() == []
+    assert nesting_order(np.array([4]), np.array([1.0]), np.array([2.0])).tolist() == [0]
+    tid, start, dur = np.array([1, 1, 2, 1]), np.array([0.0, np.nan, 1.0, 2.0]), np.array([1.0, 2.0, 3.0, 4.0])
+    assert nesting_order(tid, start, dur).tolist() == np.lexsort((-dur, start, tid)).tolist()
+    tid, start, dur = np.array([5, 5, 5]), np.array([1.0, 1.0, 1.0]), np.array([1.0, 3.0, 2.0])
+    assert nesting_order(tid, start, dur).tolist() == [1, 2, 0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pairs_is_rowwise_unique(seed):
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, 40, 3_000).astype(np.int32)
+    second = rng.integers(-1, 25, 3_000)
+    want, want_inverse = np.unique(np.c_[first, second], axis=0, return_inverse=True)
+    got, got_inverse = distinct_pairs(first, second)
+    assert got.tolist() == want.tolist()
+    assert got_inverse.tolist() == want_inverse.ravel().tolist()
+    assert distinct_pairs(np.zeros(0, np.int32), np.zeros(0, np.int64))[0].shape == (0, 2)
+
+
+def _searched(intervals, points):
+    s, e = intervals
+    at = np.searchsorted(s, points, "right") - 1
+    out = np.zeros(points.size, bool)
+    out[at >= 0] = points[at >= 0] < e[at[at >= 0]]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_covered_points_in_order_counted_as_searched(seed):
+    """gpu_analyses' coverage of points in order (counted) against the search it replaces: epoch-µs times 0.25 µs
+    apart, points on the intervals' bounds, empty intervals, points past both ends."""
+    from reportgen.intervals import merged
+    from reportgen.trace_analysis.gpu_analyses import covered_points
+
+    rng = np.random.default_rng(seed)
+    base = 1.7e15
+    starts = base + rng.integers(0, 4_000, 600) * 0.25
+    iv = merged(starts, starts + rng.integers(0, 40, 600) * 0.25)
+    points = np.sort(np.r_[iv[0], iv[1], base + rng.integers(-50, 4_100, 3_000) * 0.25])
+    mid = points[:-1] + np.diff(points) / 2  # the pieces' midpoints, as the analyses take them
+    for pts in (points, mid, points[:1], points[::-1]):
+        assert covered_points(iv, pts).tolist() == _searched(iv, pts).tolist()
+    assert covered_points(iv, points).any() and not covered_points(iv, points).all()
