@@ -29,6 +29,7 @@ import numpy as np
 
 from reportgen.readers import trace_model as k
 from reportgen.trace_analysis.classify import is_communication_kernel
+from reportgen.trace_analysis.columns import ends_of
 
 CATEGORIES = ("cpu_bound", "gpu_compute_bound", "gpu_communication_bound", "gpu_kernel_kernel_overhead",
               "gpu_kernel_launch_overhead")
@@ -52,7 +53,7 @@ def _stream_busy_until(trace: k.TraceColumns, rows: np.ndarray) -> np.ndarray:
     activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
     for stream in np.unique(trace.tid[rows]).tolist():
         all_rows = np.nonzero(activity & (trace.tid == stream))[0]  # sorted by start, as the trace is
-        run_end = np.maximum.accumulate(trace.end_us[all_rows])
+        run_end = np.maximum.accumulate(ends_of(trace, all_rows))
         mine = trace.tid[rows] == stream
         at = np.searchsorted(all_rows, rows[mine]) - 1  # the operation just before, in start order
         out[mine] = np.where(at >= 0, run_end[np.maximum(at, 0)], -np.inf)

@@ -45,6 +45,7 @@ from reportgen.trace_analysis.kernel_mix import launch_rows
 from reportgen.trace_analysis.kernel_patterns import kernel_patterns, top_level_ops
 from reportgen.intervals import merged
 from reportgen.trace_analysis.regions import DATALOADER
+from reportgen.trace_analysis.columns import ends_of
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's runtime_cutoff: a launch call longer than this is an outlier
 LAUNCH_DELAY_CUTOFF_US = 100.0  # HTA's launch_delay_cutoff
@@ -367,7 +368,7 @@ def _memcpy(trace: k.TraceColumns, memcpy: np.ndarray, iv: dict, n_steps: int) -
             pageable |= rows
     for entry in by.values():
         entry["gb_per_s"] = entry["bytes"] / (entry["time_ms"] * 1e6) if entry["time_ms"] > 0 else None
-    page_iv = merged(trace.start_us[pageable], trace.end_us[pageable])
+    page_iv = merged(trace.start_us[pageable], ends_of(trace, pageable))
     starts, lengths = _segments(page_iv, iv["compute"])
     mid = starts + lengths / 2 if starts.size else starts
     exposed = (float(lengths[covered_points(page_iv, mid) & ~covered_points(iv["compute"], mid)].sum())
@@ -421,7 +422,7 @@ def pageable_copies(trace: k.TraceColumns) -> tuple[np.ndarray, tuple[np.ndarray
     calls = calls[calls >= 0]
     inner = [call if around is None else around for (_, around), call in zip(_enclosing_rows(trace, calls), calls)]
     spans = np.array(inner + list(calls), int)
-    return copies, merged(trace.start_us[spans], trace.end_us[spans])
+    return copies, merged(trace.start_us[spans], ends_of(trace, spans))
 
 
 def _enclosing_rows(trace: k.TraceColumns, calls: np.ndarray) -> list[tuple[int | None, int | None]]:
@@ -461,8 +462,8 @@ def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict]) -> tuple[dict, dict
     runtime = trace.rows(k.RUNTIME, k.DRIVER)
     sync_rows = runtime & np.isin(trace.name, _ids(trace, SYNC_CALL.match))
     activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
-    by_end = np.argsort(trace.end_us[sync_rows], kind="stable")
-    sync_end, sync_start = trace.end_us[sync_rows][by_end], trace.start_us[sync_rows][by_end]
+    by_end = np.argsort(ends_of(trace, sync_rows), kind="stable")
+    sync_end, sync_start = ends_of(trace, sync_rows)[by_end], trace.start_us[sync_rows][by_end]
     gaps = {"after_sync": 0.0, "after_pageable_copy": 0.0, "host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
     per_step_sync_gaps: dict[int, list[float]] = {}
     cycles = _cycles(trace)
@@ -474,7 +475,7 @@ def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict]) -> tuple[dict, dict
         rows[i0:i1] = activity[i0:i1]
         if not rows.any():
             continue
-        s, e = trace.start_us[rows], trace.end_us[rows]
+        s, e = trace.start_us[rows], ends_of(trace, rows)
         order = np.argsort(s, kind="stable")
         s, e = s[order], e[order]
         names = trace.name[rows][order]
@@ -546,14 +547,14 @@ def _breakdown(trace: k.TraceColumns, steps: list[dict], iv: dict) -> dict:
     cpu = ~trace.rows(*k.GPU_CATEGORIES, k.GPU_ANNOTATION)
     step_ids = _ids(trace, _STEP.match)
     collective = cpu & np.isin(trace.name, _ids(trace, _CPU_COLLECTIVE.search))
-    comm_rows = (trace.start_us[collective], trace.end_us[collective])
+    comm_rows = (trace.start_us[collective], ends_of(trace, collective))
     sets = [iv["compute"], iv["memcpy"], iv["memset"],
             merged(np.r_[iv["comm"][0], comm_rows[0]], np.r_[iv["comm"][1], comm_rows[1]]),
-            merged(trace.start_us[trace.rows(k.RUNTIME, k.DRIVER)], trace.end_us[trace.rows(k.RUNTIME, k.DRIVER)])]
+            merged(trace.start_us[trace.rows(k.RUNTIME, k.DRIVER)], ends_of(trace, trace.rows(k.RUNTIME, k.DRIVER)))]
     loader = cpu & np.isin(trace.name, _ids(trace, DATALOADER.search))
-    sets.append(merged(trace.start_us[loader], trace.end_us[loader]))
+    sets.append(merged(trace.start_us[loader], ends_of(trace, loader)))
     ops = cpu & trace.rows(k.CPU_OP) & ~np.isin(trace.name, step_ids) & ~loader
-    sets.append(merged(trace.start_us[ops], trace.end_us[ops]))
+    sets.append(merged(trace.start_us[ops], ends_of(trace, ops)))
     bounds = [s for s, _ in sets] + [e for _, e in sets]
     step_s = np.array([s["start_us"] for s in steps])
     step_e = step_s + np.array([s["dur_us"] for s in steps])

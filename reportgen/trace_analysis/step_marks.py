@@ -23,6 +23,7 @@ import re
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.trace_analysis.columns import ends_of
 
 STEP = re.compile(r"^ProfilerStep#(\d+)$")
 PROFILER_SPAN = re.compile(r"^PyTorch Profiler \(\d+\)$")  # Kineto's own span of one profiling cycle
@@ -40,11 +41,11 @@ def cut_step_overruns(trace: k.TraceColumns) -> tuple[np.ndarray, list[str]]:
     spans = np.nonzero((trace.cat == k.OTHER) & np.isin(trace.name, _name_ids(trace, PROFILER_SPAN)))[0]
     if not steps.size or not spans.size:
         return trace.dur_us, []
-    span_lo, span_hi = trace.start_us[spans], trace.end_us[spans]
+    span_lo, span_hi = trace.start_us[spans], ends_of(trace, spans)
     dur = trace.dur_us
     notes = []
     for row in steps:
-        start, end = float(trace.start_us[row]), float(trace.end_us[row])
+        start, end = float(trace.start_us[row]), float(ends_of(trace, row))
         inside = np.nonzero((span_lo <= start) & (start <= span_hi))[0]
         if not inside.size:
             continue
@@ -82,7 +83,7 @@ def profiled_steps(trace: k.TraceColumns) -> tuple[list[dict], str | None]:
     for row in rows[np.argsort(trace.start_us[rows], kind="stable")]:
         if ends and trace.start_us[row] < ends[-1]:
             continue  # inside the optimizer step already kept (an annotation repeated by a wrapper)
-        ends.append(float(trace.end_us[row]))
+        ends.append(float(ends_of(trace, row)))
         names.add(trace.names[int(trace.name[row])])
     if len(ends) < 2:
         return [], None

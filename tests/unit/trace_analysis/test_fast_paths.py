@@ -1,5 +1,7 @@
-"""The nesting order of events (``reportgen.trace_analysis.event_order``) and kernel_mix's distinct pairs: the
-fast paths give, element for element, what numpy's full sorts give, ties and unsorted input included."""
+"""The trace analyses' fast paths give, element for element, what they replace: the nesting order of events
+(``reportgen.trace_analysis.event_order``) and kernel_mix's distinct pairs what numpy's full sorts give (ties and
+unsorted input included), the coverage of points in order what a search gives, ``columns.ends_of`` the model's
+``end_us``, ``analysis``' totals by name those through ``np.unique``."""
 
 from __future__ import annotations
 
@@ -76,3 +78,37 @@ def test_covered_points_in_order_counted_as_searched(seed):
     for pts in (points, mid, points[:1], points[::-1]):
         assert covered_points(iv, pts).tolist() == _searched(iv, pts).tolist()
     assert covered_points(iv, points).any() and not covered_points(iv, points).all()
+
+
+def test_ends_of_is_end_us():
+    from pathlib import Path
+
+    from reportgen.readers.trace_model import TraceColumns
+    from reportgen.trace_analysis.columns import ends_of
+
+    rng = np.random.default_rng(3)
+    trace = TraceColumns(Path("t.json"), "t", 0, start_us=1.7e15 + np.sort(rng.random(500)) * 1e6,
+                         dur_us=rng.random(500) * 1e3)
+    mask = rng.random(500) < 0.3
+    for rows in (mask, np.nonzero(mask)[0][::-1], slice(10, 90), 7):
+        assert np.array_equal(ends_of(trace, rows), trace.end_us[rows])
+    assert ends_of(trace, mask).tobytes() == trace.end_us[mask].tobytes()
+
+
+def test_totals_by_name_counted_as_through_unique():
+    from pathlib import Path
+
+    from reportgen.readers.trace_model import KERNEL, TraceColumns
+    from reportgen.trace_analysis.analysis import totals_by_name
+
+    rng = np.random.default_rng(5)
+    n = 4_000
+    names = [f"k{i}" for i in range(60)]
+    trace = TraceColumns(Path("t.json"), "t", 0, names=names, cat=np.full(n, KERNEL, np.int8),
+                         name=rng.integers(0, 60, n).astype(np.int32), start_us=np.arange(n, dtype=np.float64),
+                         dur_us=rng.random(n) * 1e3 + 1e12)  # large: the order of the additions shows in the bits
+    got = totals_by_name(trace)["kernels"]
+    uniq, inverse = np.unique(trace.name, return_inverse=True)
+    totals, counts = np.bincount(inverse, weights=trace.dur_us), np.bincount(inverse)
+    assert got == {names[int(u)]: (float(t), int(c)) for u, t, c in zip(uniq, totals, counts)}
+    assert len(got) == 60
