@@ -57,7 +57,7 @@ from reportgen.trace_analysis.classify import is_communication_kernel
 from reportgen.trace_analysis.gpu_analyses import SYNC_CALL, pageable_copies
 from reportgen.trace_analysis.gpu_idle import idle_gaps
 from reportgen.trace_analysis.kernel_mix import kernel_mix
-from reportgen.trace_analysis.columns import ends_of
+from reportgen.trace_analysis.columns import ends_of, with_names
 
 # Slice ids in report.json (kineto.json's ``account``), in the page's order; ``compute`` is the useful one.
 SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
@@ -185,7 +185,7 @@ def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
 
 
 def _named(trace: k.TraceColumns, predicate) -> np.ndarray:
-    return np.isin(trace.name, _ids(trace, predicate))
+    return with_names(trace, _ids(trace, predicate))
 
 
 def _union(trace: k.TraceColumns, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -260,7 +260,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     hi = lo + dur
     cpu = regions.cpu_side(trace)
     step_ids = _ids(trace, lambda n: n.startswith("ProfilerStep#"))
-    is_step = np.isin(trace.name, step_ids)
+    is_step = with_names(trace, step_ids)
     primary = _primary_thread(trace, is_step & cpu)  # not the GPU's copy of the step annotation
     on_primary = trace.tid == primary if primary is not None else np.ones(trace.cat.size, bool)
     pattern = getattr(trace, "cpu_collectives", None) or regions.CPU_COLLECTIVE

@@ -45,7 +45,7 @@ from reportgen.trace_analysis.kernel_mix import launch_rows
 from reportgen.trace_analysis.kernel_patterns import kernel_patterns, top_level_ops
 from reportgen.intervals import merged
 from reportgen.trace_analysis.regions import DATALOADER
-from reportgen.trace_analysis.columns import ends_of
+from reportgen.trace_analysis.columns import ends_of, with_names
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's runtime_cutoff: a launch call longer than this is an outlier
 LAUNCH_DELAY_CUTOFF_US = 100.0  # HTA's launch_delay_cutoff
@@ -127,7 +127,7 @@ def gpu_analyses(trace: k.TraceColumns, steps: list[dict]) -> dict:
     ends = trace.end_us
     kern = trace.rows(k.KERNEL)
     comm_ids = _ids(trace, is_communication_kernel)
-    comm = kern & np.isin(trace.name, comm_ids)
+    comm = kern & with_names(trace, comm_ids)
     compute = kern & ~comm
     memcpy, memset = trace.rows(k.MEMCPY), trace.rows(k.MEMSET)
     memory = memcpy | memset
@@ -137,12 +137,14 @@ def gpu_analyses(trace: k.TraceColumns, steps: list[dict]) -> dict:
     out: dict = {"steps": n_steps}
     out["overlap"] = {**_overlap(iv, steps), **_bandwidth(trace, comm)}
     out["kernel_type_split_ms"] = _split(iv)
-    out["launch"] = _launch(trace, kern, n_steps)
+    activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
+    launches = _launches(trace, activity)  # once: three analyses pair the GPU operations with their launches
+    out["launch"] = _launch(trace, kern, n_steps, activity, launches)
     out["memcpy"] = _memcpy(trace, memcpy, iv, n_steps)
-    queues = _queue_series(trace)
+    queues = _queue_series(trace, activity, launches)
     out["queue_length"] = _queue_length(queues)
     out["tensor_cores"] = _tensor_cores(trace, compute)
-    sync, gaps = _sync_and_gaps(trace, steps)
+    sync, gaps = _sync_and_gaps(trace, steps, activity, launches)
     out["sync"] = sync
     out["idle_gaps_ms"] = gaps
     out["step_breakdown"] = _breakdown(trace, steps, iv)
@@ -256,15 +258,15 @@ def _launches(trace: k.TraceColumns, rows: np.ndarray) -> tuple[np.ndarray, np.n
     return starts, durs, names
 
 
-def _launch(trace: k.TraceColumns, kern: np.ndarray, n_steps: int) -> dict:
+def _launch(trace: k.TraceColumns, kern: np.ndarray, n_steps: int, activity: np.ndarray,
+            launches: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict:
     """HTA's launch statistics: every GPU activity (kernel, memcpy, memset) paired by correlation id with the
     ``cudaLaunchKernel(ExC)`` / ``cudaMemcpyAsync`` / ``cudaMemsetAsync`` call that enqueued it; short: the
     activity is shorter than that call (itself not over the cutoff); launch delay: from the call's end to the
     activity's start, negative clipped to 0. ROCm's HIP calls count as their CUDA names. Kernels a CUDA-graph
     replay (``cudaGraphLaunch``) enqueued are counted apart (``graph_launched``): one call launches them all, so
     neither their launch time nor their delay is one call's."""
-    activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
-    starts, durs, names = _launches(trace, activity)
+    starts, durs, names = launches  # _launches of ``activity``, the GPU operations
     launchers = _ids(trace, LAUNCH_CALLS.__contains__)
     paired = ~np.isnan(starts) & np.isin(names, launchers)
     gd, gs = trace.dur_us[activity][paired], trace.start_us[activity][paired]
@@ -298,12 +300,12 @@ def _launch(trace: k.TraceColumns, kern: np.ndarray, n_steps: int) -> dict:
     }
 
 
-def _queue_series(trace: k.TraceColumns) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def _queue_series(trace: k.TraceColumns, activity: np.ndarray,
+                  launches: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """HTA's queue length per stream: operations launched and not yet started (+1 at the launch call's start,
     -1 at the GPU operation's start; a launch and a start at the same instant: the launch first), as its
     (time, value) at each change, in time order."""
-    activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
-    starts, _, names = _launches(trace, activity)
+    starts, _, names = launches  # _launches of ``activity``, the GPU operations
     ok = ~np.isnan(starts) & np.isin(names, _ids(trace, QUEUE_CALLS.__contains__))
     stream = trace.tid[activity][ok]
     launched, started = starts[ok], trace.start_us[activity][ok]
@@ -415,7 +417,7 @@ def pageable_copies(trace: k.TraceColumns) -> tuple[np.ndarray, tuple[np.ndarray
     begins while the host is in such a copy is the copy's: pinned memory and ``non_blocking=True`` would have let
     the host go on (the GPU causes' precedence, docs/diagnosis.md)."""
     names = _ids(trace, lambda n: "pageable" in n.lower() and "htod" in n.lower())
-    copies = trace.rows(k.MEMCPY) & np.isin(trace.name, names)
+    copies = trace.rows(k.MEMCPY) & with_names(trace, names)
     if not copies.any():
         return copies, (np.zeros(0), np.zeros(0))
     calls = launch_rows(trace, np.nonzero(copies)[0])
@@ -428,7 +430,7 @@ def pageable_copies(trace: k.TraceColumns) -> tuple[np.ndarray, tuple[np.ndarray
 def _enclosing_rows(trace: k.TraceColumns, calls: np.ndarray) -> list[tuple[int | None, int | None]]:
     """For each CPU call (row indices): the outermost and innermost ``cpu_op`` rows around it on its thread (None
     where none)."""
-    ops = trace.rows(k.CPU_OP) & ~np.isin(trace.name, _ids(trace, _STEP.match))
+    ops = trace.rows(k.CPU_OP) & ~with_names(trace, _ids(trace, _STEP.match))
     out: list[tuple[int | None, int | None]] = []
     by_tid: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     same = trace.tid.size == trace.cat.size
@@ -457,11 +459,13 @@ def _enclosing(trace: k.TraceColumns, rows: np.ndarray) -> list[tuple[str | None
     return [(name(outer), name(inner)) for outer, inner in _enclosing_rows(trace, np.nonzero(rows)[0])]
 
 
-def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict]) -> tuple[dict, dict]:
-    """Blocking calls, and each in-window idle gap attributed once (module docstring)."""
+def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict], activity: np.ndarray,
+                   launches: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[dict, dict]:
+    """Blocking calls, and each in-window idle gap attributed once (module docstring); ``launches``:
+    ``_launches`` of ``activity``, the GPU operations."""
     runtime = trace.rows(k.RUNTIME, k.DRIVER)
-    sync_rows = runtime & np.isin(trace.name, _ids(trace, SYNC_CALL.match))
-    activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
+    sync_rows = runtime & with_names(trace, _ids(trace, SYNC_CALL.match))
+    positions = np.nonzero(activity)[0]  # each GPU operation's row, in the order of ``launches``
     by_end = np.argsort(ends_of(trace, sync_rows), kind="stable")
     sync_end, sync_start = ends_of(trace, sync_rows)[by_end], trace.start_us[sync_rows][by_end]
     gaps = {"after_sync": 0.0, "after_pageable_copy": 0.0, "host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
@@ -487,7 +491,7 @@ def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict]) -> tuple[dict, dict
             continue
         g0, g1 = run_end[at - 1], s[at]
         gap = g1 - g0
-        launched, _, _ = _launches(trace, rows)
+        launched = launches[0][np.searchsorted(positions, i0):np.searchsorted(positions, i1)]  # rows' own
         launched = launched[order][at]
         after_sync = np.zeros(at.size, bool)
         if sync_end.size:  # a blocking call under way when the GPU went idle, returning before it resumed
@@ -518,7 +522,7 @@ def _sync_and_gaps(trace: k.TraceColumns, steps: list[dict]) -> tuple[dict, dict
             label = f"{outer} > {inner}"
         callers[label] = callers.get(label, 0) + 1
     in_steps = _step_index(steps, trace.start_us[sync_rows]) >= 0 if steps else np.zeros(int(sync_rows.sum()), bool)
-    sync_ops = trace.rows(k.CPU_OP) & np.isin(trace.name, _ids(trace, SYNC_OPS.match))
+    sync_ops = trace.rows(k.CPU_OP) & with_names(trace, _ids(trace, SYNC_OPS.match))
     op_counts: dict[str, int] = {}
     for n in trace.name[sync_ops]:
         op_counts[trace.names[int(n)]] = op_counts.get(trace.names[int(n)], 0) + 1
@@ -546,14 +550,14 @@ def _breakdown(trace: k.TraceColumns, steps: list[dict], iv: dict) -> dict:
         return {"categories": list(BREAKDOWN), "steps": [], "total_ms": {}}
     cpu = ~trace.rows(*k.GPU_CATEGORIES, k.GPU_ANNOTATION)
     step_ids = _ids(trace, _STEP.match)
-    collective = cpu & np.isin(trace.name, _ids(trace, _CPU_COLLECTIVE.search))
+    collective = cpu & with_names(trace, _ids(trace, _CPU_COLLECTIVE.search))
     comm_rows = (trace.start_us[collective], ends_of(trace, collective))
     sets = [iv["compute"], iv["memcpy"], iv["memset"],
             merged(np.r_[iv["comm"][0], comm_rows[0]], np.r_[iv["comm"][1], comm_rows[1]]),
             merged(trace.start_us[trace.rows(k.RUNTIME, k.DRIVER)], ends_of(trace, trace.rows(k.RUNTIME, k.DRIVER)))]
-    loader = cpu & np.isin(trace.name, _ids(trace, DATALOADER.search))
+    loader = cpu & with_names(trace, _ids(trace, DATALOADER.search))
     sets.append(merged(trace.start_us[loader], ends_of(trace, loader)))
-    ops = cpu & trace.rows(k.CPU_OP) & ~np.isin(trace.name, step_ids) & ~loader
+    ops = cpu & trace.rows(k.CPU_OP) & ~with_names(trace, step_ids) & ~loader
     sets.append(merged(trace.start_us[ops], ends_of(trace, ops)))
     bounds = [s for s, _ in sets] + [e for _, e in sets]
     step_s = np.array([s["start_us"] for s in steps])

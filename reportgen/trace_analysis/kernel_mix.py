@@ -29,7 +29,7 @@ from reportgen.readers import trace_model as k
 from reportgen.trace_analysis.classify import (CAST_KERNEL, CAST_OPERATOR, KERNEL_CLASSES, LAYOUT_KERNEL,
                                                MEMORY_BOUND, MULTI_TENSOR, NORM_KERNEL, kernel_class)
 from reportgen.trace_analysis.event_order import nesting_order
-from reportgen.trace_analysis.columns import ends_of
+from reportgen.trace_analysis.columns import ends_of, with_names
 
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#(.+?)(\.step)?$")
 TOP = 5  # memory-bound kernels listed
@@ -64,7 +64,7 @@ def _innermost_operator(trace: k.TraceColumns, calls: np.ndarray) -> np.ndarray:
     have = calls >= 0
     if not have.any() or trace.tid.size != trace.cat.size:
         return out
-    ops = np.nonzero(trace.rows(k.CPU_OP) & ~np.isin(trace.name, _ids(trace, lambda n: n.startswith("ProfilerStep#"))))[0]
+    ops = np.nonzero(trace.rows(k.CPU_OP) & ~with_names(trace, _ids(trace, lambda n: n.startswith("ProfilerStep#"))))[0]
     if not ops.size:
         return out
     ends = trace.end_us
@@ -112,7 +112,7 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
     calls = launch_rows(trace, rows)
     operator = _innermost_operator(trace, calls)
     cpu = ~trace.rows(*k.GPU_CATEGORIES, k.GPU_ANNOTATION)
-    opt_rows = np.nonzero(cpu & np.isin(trace.name, _ids(trace, lambda n: bool(OPTIMIZER_STEP.match(n)))))[0]
+    opt_rows = np.nonzero(cpu & with_names(trace, _ids(trace, lambda n: bool(OPTIMIZER_STEP.match(n)))))[0]
     optimizer_names = Counter()
     under = np.zeros(rows.size, bool)
     if opt_rows.size:

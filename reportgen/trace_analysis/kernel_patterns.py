@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.trace_analysis.columns import with_names
 from reportgen.trace_analysis.event_order import nesting_order
 
 MIN_LENGTH = 3
@@ -25,7 +26,7 @@ SHOWN_KERNELS = 12  # names kept per sequence in the output (``length`` says how
 def top_level_ops(trace: k.TraceColumns, exclude: np.ndarray) -> np.ndarray:
     """Row indices of the ``cpu_op`` events not nested in another one on their thread (``exclude``: name ids
     that are no operator, e.g. the ``ProfilerStep#N`` annotations of old traces)."""
-    ops = np.nonzero(trace.rows(k.CPU_OP) & ~np.isin(trace.name, exclude))[0]
+    ops = np.nonzero(trace.rows(k.CPU_OP) & ~with_names(trace, exclude))[0]
     if not ops.size:
         return ops
     ends = trace.end_us

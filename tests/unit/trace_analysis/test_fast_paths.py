@@ -112,3 +112,24 @@ def test_totals_by_name_counted_as_through_unique():
     totals, counts = np.bincount(inverse, weights=trace.dur_us), np.bincount(inverse)
     assert got == {names[int(u)]: (float(t), int(c)) for u, t, c in zip(uniq, totals, counts)}
     assert len(got) == 60
+
+
+@pytest.mark.parametrize("count", [0, 1, 3, 12, 13, 40])
+def test_with_names_is_isin(count):
+    from pathlib import Path
+
+    from reportgen.readers.trace_model import TraceColumns
+    from reportgen.trace_analysis.columns import with_names
+
+    rng = np.random.default_rng(count)
+    names = [f"n{i}" for i in range(80)]
+    trace = TraceColumns(Path("t.json"), "t", 0, names=names, name=rng.integers(0, 80, 5_000).astype(np.int32))
+    ids = rng.choice(80, count, replace=False).astype(np.int32)
+    assert with_names(trace, ids).tolist() == np.isin(trace.name, ids).tolist()
+    assert with_names(trace, ids.tolist()).tolist() == np.isin(trace.name, ids).tolist()
+    odd = trace.name.copy()
+    odd[:50] = 200  # name ids past the names, and negative ones: what np.isin says of them
+    odd[50:60] = -3
+    trace.name = odd
+    for probe in (ids, np.r_[ids, 200].astype(np.int32), np.r_[ids, -3, 200, 7, 9, 11, 13, 15, 17, 19, 21, 23]):
+        assert with_names(trace, probe).tolist() == np.isin(trace.name, probe).tolist()
