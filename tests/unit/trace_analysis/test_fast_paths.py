@@ -133,3 +133,30 @@ def test_with_names_is_isin(count):
     trace.name = odd
     for probe in (ids, np.r_[ids, 200].astype(np.int32), np.r_[ids, -3, 200, 7, 9, 11, 13, 15, 17, 19, 21, 23]):
         assert with_names(trace, probe).tolist() == np.isin(trace.name, probe).tolist()
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_merge_cycles_in_order_or_not(overlap):
+    """Files one after another are concatenated as they are; files that overlap in time (or a file out of order)
+    are sorted by start, stable: either way the rows a stable sort of the concatenation gives."""
+    from pathlib import Path
+
+    from reportgen.readers.trace_model import KERNEL, TraceColumns
+    from reportgen.trace_analysis.ranks import merge_cycles
+
+    rng = np.random.default_rng(11)
+    files = []
+    for i in range(3):
+        n = 300
+        start = np.sort(rng.integers(0, 1_000, n)).astype(np.float64) + (0 if overlap else i * 2_000)
+        files.append(TraceColumns(Path(f"w.{i}.pt.trace.json"), "w", 0, names=["a", "b"],
+                                  cat=np.full(n, KERNEL, np.int8), name=rng.integers(0, 2, n).astype(np.int32),
+                                  start_us=start, dur_us=rng.random(n), device=np.zeros(n, np.int32),
+                                  nbytes=np.zeros(n), tid=np.full(n, i, np.int64), corr=np.arange(n) + 1000 * i))
+    rank = merge_cycles(files)
+    start = np.concatenate([f.start_us for f in files])
+    order = np.argsort(start, kind="stable")
+    assert rank.start_us.tolist() == start[order].tolist()
+    for key in ("name", "dur_us", "tid", "corr"):
+        assert getattr(rank, key).tolist() == np.concatenate([getattr(f, key) for f in files])[order].tolist()
+    assert (order == np.arange(order.size)).all() != overlap  # both paths taken
