@@ -134,7 +134,6 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
                                                             else None)) for n, op in pairs], np.int8)
         code = codes[inverse]
     code[under] = KERNEL_CLASSES.index("optimizer")
-    cls = np.array(KERNEL_CLASSES, dtype=object)[code] if rows.size else np.zeros(0, dtype=object)
 
     # exclusive time per class inside the steps: nested unions, the account's construction
     order = np.argsort(lo)
@@ -171,11 +170,13 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
         uniq, inverse = np.unique(names[memory], return_inverse=True)
         totals = np.bincount(inverse, weights=dur[memory])
         counts = np.bincount(inverse)
+        code_m, operator_m = code[memory], operator[memory]
         for i in np.lexsort((uniq, -totals))[:TOP].tolist():
             mine = inverse == i
-            kinds = Counter(cls[memory][mine].tolist())
-            ops = Counter(trace.names[int(o)] if o >= 0 else "(no operator)" for o in operator[memory][mine].tolist())
-            top_rows.append({"name": trace.names[int(uniq[i])], "class": kinds.most_common(1)[0][0],
+            ops: Counter[str] = Counter()  # counted per distinct operator id, not per kernel (~13,000 a name)
+            for o, n in zip(*(part.tolist() for part in np.unique(operator_m[mine], return_counts=True))):
+                ops[trace.names[o] if o >= 0 else "(no operator)"] += n
+            top_rows.append({"name": trace.names[int(uniq[i])], "class": KERNEL_CLASSES[commonest(code_m[mine])],
                              "ms": float(totals[i]) / 1000.0,
                              "share_of_compute": float(totals[i]) / 1000.0 / compute_ms if compute_ms > 0 else None,
                              "calls_per_step": int(counts[i]) / n_steps,
@@ -207,6 +208,13 @@ def kernel_mix(trace: k.TraceColumns, compute: np.ndarray, lo: np.ndarray, hi: n
                       "ms": total(opt),
                       "multi_tensor_ms": total(opt & multi)},
     }
+
+
+def commonest(values: np.ndarray) -> int:
+    """The value found most often, the first found among equals: ``Counter(values).most_common(1)``'s."""
+    uniq, first, counts = np.unique(values, return_index=True, return_counts=True)
+    best = counts == counts.max()
+    return int(uniq[best][np.argmin(first[best])])
 
 
 def distinct_pairs(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -160,3 +160,13 @@ def test_merge_cycles_in_order_or_not(overlap):
     for key in ("name", "dur_us", "tid", "corr"):
         assert getattr(rank, key).tolist() == np.concatenate([getattr(f, key) for f in files])[order].tolist()
     assert (order == np.arange(order.size)).all() != overlap  # both paths taken
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_commonest_is_counters(seed):
+    from collections import Counter
+
+    from reportgen.trace_analysis.kernel_mix import commonest
+
+    values = np.random.default_rng(seed).integers(0, 4, 9)  # small: ties for the most common are frequent
+    assert commonest(values) == Counter(values.tolist()).most_common(1)[0][0]
