@@ -225,9 +225,10 @@ def kernel_distribution(trace: k.TraceColumns, name_ids: np.ndarray) -> list[dic
     """min / quartiles / max / std of each kernel name in ``name_ids`` (µs; ``std_us`` the population std,
     ``sample_std_us`` pandas' default ddof=1, what HTA's ``get_gpu_kernel_breakdown`` shows)."""
     kern = trace.rows(k.KERNEL)
+    kernel_names, kernel_durs = trace.name[kern], trace.dur_us[kern]  # once: the same rows, in the same order
     out = []
     for n in name_ids:
-        d = trace.dur_us[kern & (trace.name == n)]
+        d = kernel_durs[kernel_names == n]
         if not d.size:
             out.append({})
             continue
