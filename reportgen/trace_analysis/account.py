@@ -57,6 +57,7 @@ from reportgen.trace_analysis.classify import is_communication_kernel
 from reportgen.trace_analysis.gpu_analyses import SYNC_CALL, pageable_copies
 from reportgen.trace_analysis.gpu_idle import idle_gaps
 from reportgen.trace_analysis.kernel_mix import kernel_mix
+from reportgen.trace_analysis.columns import ends_of, with_names
 
 # Slice ids in report.json (kineto.json's ``account``), in the page's order; ``compute`` is the useful one.
 SLICES = ("compute", "data_wait", "communication", "host_blocked", "memory_management", "memory_copies",
@@ -184,11 +185,11 @@ def _ids(trace: k.TraceColumns, predicate) -> np.ndarray:
 
 
 def _named(trace: k.TraceColumns, predicate) -> np.ndarray:
-    return np.isin(trace.name, _ids(trace, predicate))
+    return with_names(trace, _ids(trace, predicate))
 
 
 def _union(trace: k.TraceColumns, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return merged(trace.start_us[mask], trace.end_us[mask])
+    return merged(trace.start_us[mask], ends_of(trace, mask))
 
 
 def _join(*ivs: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -237,7 +238,7 @@ def _after_pageable_copies(trace: k.TraceColumns, idle: tuple[np.ndarray, np.nda
     copies, in_copy = pageable_copies(trace)
     if not copies.any() or not idle[0].size:
         return np.zeros(0), np.zeros(0)
-    at_copy = np.isin(idle[0], trace.end_us[copies])
+    at_copy = np.isin(idle[0], ends_of(trace, copies))
     waited = _starting_inside((idle[0][at_copy], idle[1][at_copy]), sync_calls)
     return _join(_starting_inside(idle, in_copy), waited)
 
@@ -259,7 +260,7 @@ def step_account(trace: k.TraceColumns, steps: list[dict]) -> dict | None:
     hi = lo + dur
     cpu = regions.cpu_side(trace)
     step_ids = _ids(trace, lambda n: n.startswith("ProfilerStep#"))
-    is_step = np.isin(trace.name, step_ids)
+    is_step = with_names(trace, step_ids)
     primary = _primary_thread(trace, is_step & cpu)  # not the GPU's copy of the step annotation
     on_primary = trace.tid == primary if primary is not None else np.ones(trace.cat.size, bool)
     pattern = getattr(trace, "cpu_collectives", None) or regions.CPU_COLLECTIVE
@@ -490,7 +491,7 @@ TOP_NAMED = 5
 def _inside(trace: k.TraceColumns, mask: np.ndarray, union: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """The events of ``mask`` wholly inside the disjoint sorted intervals."""
     rows = np.nonzero(mask)[0]
-    start, end = trace.start_us[rows], trace.end_us[rows]
+    start, end = trace.start_us[rows], ends_of(trace, rows)
     out = np.zeros(mask.shape, bool)
     out[rows[covered(union, start, end) >= end - start]] = True
     return out
@@ -586,9 +587,9 @@ def _unused_gradients(trace: k.TraceColumns, cpu: np.ndarray, primary: np.ndarra
     adds = np.nonzero(cpu & _named(trace, "aten::add_".__eq__))[0]
     adds = adds[np.argsort(trace.start_us[adds], kind="stable")]
     add_start = trace.start_us[adds]
-    node_start, node_end = trace.start_us[nodes], trace.end_us[nodes]
+    node_start, node_end = trace.start_us[nodes], ends_of(trace, nodes)
     first, last = np.searchsorted(add_start, node_start), np.searchsorted(add_start, node_end, side="right")
-    added = np.array([any(trace.tid[adds[j]] == trace.tid[n] and trace.end_us[adds[j]] <= node_end[i]
+    added = np.array([any(trace.tid[adds[j]] == trace.tid[n] and ends_of(trace, adds[j]) <= node_end[i]
                           for j in range(first[i], last[i])) for i, n in enumerate(nodes)], bool)
     zero = primary & _named(trace, "aten::zero_".__eq__)
     others = primary & trace.rows(k.CPU_OP) & ~zero
@@ -637,7 +638,7 @@ def _names_of(trace: k.TraceColumns, mask: np.ndarray, within: tuple[np.ndarray,
     totals: dict[str, float] = {}
     if rows.size == 0:
         return totals
-    inside = covered(within, trace.start_us[rows], trace.end_us[rows])
+    inside = covered(within, trace.start_us[rows], ends_of(trace, rows))
     for name, us in zip(trace.name[rows], inside):
         if us > 0:
             label = trace.names[int(name)]
@@ -658,7 +659,7 @@ def _first_run_setup(trace: k.TraceColumns, thread: np.ndarray) -> tuple[np.ndar
         first.setdefault(int(trace.name[row]), int(row))
     starts, ends = [], []
     for row in first.values():
-        start, end = trace.start_us[row], trace.end_us[row]
+        start, end = trace.start_us[row], ends_of(trace, row)
         j = np.searchsorted(run_starts, start, side="left")
         if j < run_starts.size and run_starts[j] < end and run_starts[j] > start:
             starts.append(start)
@@ -676,9 +677,9 @@ def _jit_calls(trace: k.TraceColumns, calls: np.ndarray) -> tuple[np.ndarray, np
     if rows.size == 0:
         return np.zeros(0), np.zeros(0)
     order = np.argsort(trace.start_us[rows], kind="stable")
-    start, end = trace.start_us[rows][order], trace.end_us[rows][order].copy()
+    start, end = trace.start_us[rows][order], ends_of(trace, rows)[order].copy()
     runs = _named(trace, JIT_RUN.__eq__)
-    run_start, run_end = trace.start_us[runs], trace.end_us[runs]
+    run_start, run_end = trace.start_us[runs], ends_of(trace, runs)
     if run_start.size:
         by = np.argsort(run_start, kind="stable")
         run_start, run_end = run_start[by], run_end[by]

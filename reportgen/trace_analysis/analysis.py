@@ -27,6 +27,7 @@ from collections import defaultdict
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.trace_analysis.columns import with_names
 from reportgen.trace_analysis import regions
 from reportgen.trace_analysis.account import step_account
 from reportgen.trace_analysis.classify import PRECISIONS, is_communication_kernel, kernel_precision, memory_op_kind
@@ -52,9 +53,14 @@ def _by_name(trace: k.TraceColumns, mask: np.ndarray) -> tuple[np.ndarray, np.nd
     idx = trace.name[mask]
     if idx.size == 0:
         return np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)
-    uniq, inverse = np.unique(idx, return_inverse=True)
-    totals = np.bincount(inverse, weights=trace.dur_us[mask])
-    counts = np.bincount(inverse)
+    if idx.min() >= 0:  # name ids as they are (no sort of 150,000 ids): the same sums, added in the same order
+        counts = np.bincount(idx)
+        uniq = np.nonzero(counts)[0]
+        totals, counts = np.bincount(idx, weights=trace.dur_us[mask])[uniq], counts[uniq]
+    else:
+        uniq, inverse = np.unique(idx, return_inverse=True)
+        totals = np.bincount(inverse, weights=trace.dur_us[mask])
+        counts = np.bincount(inverse)
     order = np.lexsort((uniq, -totals))  # by total, ties by first-seen name
     return uniq[order], totals[order], counts[order]
 
@@ -77,7 +83,7 @@ def unread_events(trace: k.TraceColumns) -> str | None:
     """A Data-quality note on the complete events of categories no analysis reads (an accelerator other than
     CUDA / ROCm: MTIA's ``mtia_ccp_events`` and ``mtia_runtime``), the most frequent names first; None when there
     are none. Kineto's own span of a profiling cycle is read (``step_marks``), not counted."""
-    rows = (trace.cat == k.OTHER) & ~np.isin(trace.name, np.fromiter(
+    rows = (trace.cat == k.OTHER) & ~with_names(trace, np.fromiter(
         (i for i, n in enumerate(trace.names) if PROFILER_SPAN.match(n)), dtype=np.int32))
     if not rows.any():
         return None
@@ -135,7 +141,7 @@ def analyze_trace(trace: k.TraceColumns) -> dict:
 
     # CPU operators (inclusive), excluding the step annotations.
     step_names = np.fromiter((i for i, n in enumerate(trace.names) if _STEP.match(n)), dtype=np.int32)
-    ops = trace.rows(k.CPU_OP) & ~np.isin(trace.name, step_names)
+    ops = trace.rows(k.CPU_OP) & ~with_names(trace, step_names)
     onames, ototals, ocounts = _by_name(trace, ops)
     top_ops = [{"name": trace.names[n], "total_ms": t / 1000.0, "calls": int(c), "mean_us": t / c}
                for n, t, c in zip(onames[:TOP_OPS], ototals[:TOP_OPS], ocounts[:TOP_OPS])]
@@ -196,7 +202,7 @@ def totals_by_name(trace: k.TraceColumns) -> dict[str, dict[str, tuple[float, in
     step_names = np.fromiter((i for i, n in enumerate(trace.names) if _STEP.match(n)), dtype=np.int32)
     out = {}
     for key, mask in (("kernels", trace.rows(k.KERNEL)),
-                      ("cpu_ops", trace.rows(k.CPU_OP) & ~np.isin(trace.name, step_names))):
+                      ("cpu_ops", trace.rows(k.CPU_OP) & ~with_names(trace, step_names))):
         names, totals, counts = _by_name(trace, mask)
         out[key] = {trace.names[n]: (float(t), int(c)) for n, t, c in zip(names, totals, counts)}
     return out

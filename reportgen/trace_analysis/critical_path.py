@@ -29,6 +29,7 @@ import numpy as np
 
 from reportgen.readers import trace_model as k
 from reportgen.trace_analysis.classify import is_communication_kernel
+from reportgen.trace_analysis.columns import ends_of
 
 CATEGORIES = ("cpu_bound", "gpu_compute_bound", "gpu_communication_bound", "gpu_kernel_kernel_overhead",
               "gpu_kernel_launch_overhead")
@@ -52,7 +53,7 @@ def _stream_busy_until(trace: k.TraceColumns, rows: np.ndarray) -> np.ndarray:
     activity = trace.rows(k.KERNEL, k.MEMCPY, k.MEMSET)
     for stream in np.unique(trace.tid[rows]).tolist():
         all_rows = np.nonzero(activity & (trace.tid == stream))[0]  # sorted by start, as the trace is
-        run_end = np.maximum.accumulate(trace.end_us[all_rows])
+        run_end = np.maximum.accumulate(ends_of(trace, all_rows))
         mine = trace.tid[rows] == stream
         at = np.searchsorted(all_rows, rows[mine]) - 1  # the operation just before, in start order
         out[mine] = np.where(at >= 0, run_end[np.maximum(at, 0)], -np.inf)
@@ -153,8 +154,10 @@ def critical_path(trace: k.TraceColumns, steps: list[dict], sync_names: np.ndarr
                 else:
                     last, last_top = None, end
 
-        for i in mine.tolist():
-            s, e = float(trace.start_us[i]), float(ends[i])
+        # the rows' columns as Python numbers, once (a numpy scalar read per event and column cost more)
+        for s, e, name, cat_i, corr in zip(trace.start_us[mine].tolist(), ends[mine].tolist(),
+                                           trace.name[mine].tolist(), trace.cat[mine].tolist(),
+                                           trace.corr[mine].tolist()):
             leave(s)
             a = g.node(s)
             b = g.node(e)
@@ -163,9 +166,9 @@ def critical_path(trace: k.TraceColumns, steps: list[dict], sync_names: np.ndarr
             if last is not None:
                 g.edge(last, a, s - g.ts[last], _CPU)
             last = a
-            blocking = int(trace.name[i]) in blocking_ids
-            if trace.cat[i] != k.CPU_OP and trace.corr[i] >= 0:
-                launch_start[int(trace.corr[i])] = a
+            blocking = name in blocking_ids
+            if cat_i != k.CPU_OP and corr >= 0:
+                launch_start[corr] = a
             if blocking:
                 blocking_ends.append((e, b))
             stack.append((b, e, blocking))
@@ -180,17 +183,18 @@ def critical_path(trace: k.TraceColumns, steps: list[dict], sync_names: np.ndarr
     busy_until = _stream_busy_until(trace, gpu)
     last_on: dict[int, tuple[int, float]] = {}
     gpu_ends: list[tuple[float, int]] = []
-    for i, before in zip(gpu.tolist(), busy_until.tolist()):
-        s, e = float(trace.start_us[i]), float(ends[i])
+    for s, e, name, corr, stream, before in zip(trace.start_us[gpu].tolist(), ends[gpu].tolist(),
+                                                trace.name[gpu].tolist(), trace.corr[gpu].tolist(),
+                                                trace.tid[gpu].tolist(), busy_until.tolist()):
         a, b = g.node(s), g.node(e)
-        g.edge(a, b, e - s, _COMM if int(trace.name[i]) in comm_names else _COMPUTE)
-        launch = launch_start[int(trace.corr[i])]
-        prev = last_on.get(int(trace.tid[i]))
+        g.edge(a, b, e - s, _COMM if name in comm_names else _COMPUTE)
+        launch = launch_start[corr]
+        prev = last_on.get(stream)
         if g.ts[launch] > before:  # the stream had nothing left to run when the launch began
             g.edge(launch, a, s - g.ts[launch], _LAUNCH)
         elif prev is not None:  # else it waited for the previous operation (one launched before the step: none)
             g.edge(prev[0], a, s - prev[1], _KK)
-        last_on[int(trace.tid[i])] = (b, e)
+        last_on[stream] = (b, e)
         gpu_ends.append((e, b))
     if not gpu_ends:
         return None

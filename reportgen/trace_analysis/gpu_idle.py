@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.trace_analysis.columns import ends_of
 
 KERNEL_WAIT_US = 30.0
 _ACTIVITY = (k.KERNEL, k.MEMCPY, k.MEMSET)
@@ -66,7 +67,7 @@ def idle_gaps(trace: k.TraceColumns, lo: float, hi: float) -> dict[str, tuple[np
     rows = trace.rows(*_ACTIVITY)[i0:i1]
     if not rows.any():
         return None
-    starts, ends = trace.start_us[i0:i1][rows], trace.end_us[i0:i1][rows]
+    starts, ends = trace.start_us[i0:i1][rows], ends_of(trace, slice(i0, i1))[rows]
     corr = trace.corr[i0:i1][rows] if trace.corr.size == trace.cat.size else np.full(starts.size, -1)
     order = np.argsort(starts, kind="stable")
     starts, ends, corr = starts[order], ends[order], corr[order]
@@ -125,7 +126,7 @@ def idle_per_stream(trace: k.TraceColumns, cycles: list[tuple[float, float]]) ->
         rows = activity[i0:i1]
         if not rows.any():
             continue
-        starts, ends = trace.start_us[i0:i1][rows], trace.end_us[i0:i1][rows]
+        starts, ends = trace.start_us[i0:i1][rows], ends_of(trace, slice(i0, i1))[rows]
         stream = trace.tid[i0:i1][rows] if trace.tid.size == trace.cat.size else np.zeros(starts.size, np.int64)
         corr = trace.corr[i0:i1][rows] if trace.corr.size == trace.cat.size else np.full(starts.size, -1)
         launched = _launch_starts(trace, lo, hi, corr)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.trace_analysis.columns import with_names
+from reportgen.trace_analysis.event_order import nesting_order
 
 MIN_LENGTH = 3
 TOP = 10
@@ -24,12 +26,11 @@ SHOWN_KERNELS = 12  # names kept per sequence in the output (``length`` says how
 def top_level_ops(trace: k.TraceColumns, exclude: np.ndarray) -> np.ndarray:
     """Row indices of the ``cpu_op`` events not nested in another one on their thread (``exclude``: name ids
     that are no operator, e.g. the ``ProfilerStep#N`` annotations of old traces)."""
-    ops = np.nonzero(trace.rows(k.CPU_OP) & ~np.isin(trace.name, exclude))[0]
+    ops = np.nonzero(trace.rows(k.CPU_OP) & ~with_names(trace, exclude))[0]
     if not ops.size:
         return ops
     ends = trace.end_us
-    order = np.lexsort((-trace.dur_us[ops], trace.start_us[ops], trace.tid[ops]))
-    ops = ops[order]
+    ops = ops[nesting_order(trace.tid[ops], trace.start_us[ops], trace.dur_us[ops])]
     tid, start, end = trace.tid[ops], trace.start_us[ops], ends[ops]
     top = np.ones(ops.size, bool)
     new_thread = np.r_[True, tid[1:] != tid[:-1]]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.trace_analysis.columns import ends_of
 
 MIN_PAIRS = 3  # consecutive profiled steps compared, for a verdict on growth
 RISING = 0.75  # share of the compared steps whose end is above the one before, for "growing"
@@ -58,7 +59,7 @@ def allocating_operators(trace: k.TraceColumns) -> np.ndarray:
         on_thread = np.flatnonzero(ops & (trace.tid == tid))
         if not on_thread.size:
             continue
-        starts, ends, names = trace.start_us[on_thread], trace.end_us[on_thread], trace.name[on_thread]
+        starts, ends, names = trace.start_us[on_thread], ends_of(trace, on_thread), trace.name[on_thread]
         parents = _parents(starts, ends).tolist()
         rows = np.flatnonzero(mem.tid == tid)
         times = mem.time_us[rows]

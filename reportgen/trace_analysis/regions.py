@@ -29,6 +29,7 @@ import numpy as np
 from reportgen.intervals import merged
 from reportgen.readers import trace_model as k
 from reportgen.trace_analysis.classify import is_communication_kernel
+from reportgen.trace_analysis.columns import ends_of, with_names
 
 DATALOADER = re.compile(r"dataloader|IteratorGetNext|^\$builtins next$", re.I)
 _ITERATOR = re.compile(r"DataLoader\)#(\w+)\.__next__")
@@ -66,7 +67,7 @@ def per_thread(trace: k.TraceColumns, mask: np.ndarray) -> dict[int, tuple[np.nd
     """The union of the masked intervals, per thread."""
     out = {}
     tids = trace.tid[mask] if trace.tid.size == trace.cat.size else np.zeros(int(mask.sum()), np.int64)
-    starts, ends = trace.start_us[mask], trace.end_us[mask]
+    starts, ends = trace.start_us[mask], ends_of(trace, mask)
     for tid in np.unique(tids):
         pick = tids == tid
         out[int(tid)] = merged(starts[pick], ends[pick])
@@ -75,7 +76,7 @@ def per_thread(trace: k.TraceColumns, mask: np.ndarray) -> dict[int, tuple[np.nd
 
 def dataloader(trace: k.TraceColumns, steps: list[dict]) -> dict:
     """Data-loading time (outermost intervals per thread) and its share of the profiled steps."""
-    mask = cpu_side(trace) & np.isin(trace.name, _ids(trace, DATALOADER))
+    mask = cpu_side(trace) & with_names(trace, _ids(trace, DATALOADER))
     threads = per_thread(trace, mask)
     total = sum(float((e - s).sum()) for s, e in threads.values())
     step_iv = step_intervals(steps)
@@ -104,15 +105,15 @@ def collectives(trace: k.TraceColumns, steps: list[dict]) -> dict:
     """Wall time with a collective in flight: GPU communication kernels, else CPU-side collectives."""
     kernel_rows = trace.rows(k.KERNEL)
     gpu_ids = _ids_where(trace, is_communication_kernel)
-    gpu = kernel_rows & np.isin(trace.name, gpu_ids)
+    gpu = kernel_rows & with_names(trace, gpu_ids)
     if gpu.any():
         mask, source = gpu, "GPU communication kernels"
     else:
         pattern = getattr(trace, "cpu_collectives", None) or CPU_COLLECTIVE
-        mask, source = cpu_side(trace) & np.isin(trace.name, _ids(trace, pattern)), "CPU-side collectives"
+        mask, source = cpu_side(trace) & with_names(trace, _ids(trace, pattern)), "CPU-side collectives"
     if not mask.any():
         return {"wait_ms": 0.0, "count": 0, "source": None, "names": [], "step_share": None, "per_step_ms": None}
-    iv = merged(trace.start_us[mask], trace.end_us[mask])
+    iv = merged(trace.start_us[mask], ends_of(trace, mask))
     wait = float((iv[1] - iv[0]).sum())
     step_total = float(sum(s["dur_us"] for s in steps))
     step_iv = step_intervals(steps)

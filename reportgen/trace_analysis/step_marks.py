@@ -23,6 +23,7 @@ import re
 import numpy as np
 
 from reportgen.readers import trace_model as k
+from reportgen.trace_analysis.columns import ends_of, with_names
 
 STEP = re.compile(r"^ProfilerStep#(\d+)$")
 PROFILER_SPAN = re.compile(r"^PyTorch Profiler \(\d+\)$")  # Kineto's own span of one profiling cycle
@@ -36,15 +37,15 @@ def _name_ids(trace: k.TraceColumns, pattern: re.Pattern) -> np.ndarray:
 def cut_step_overruns(trace: k.TraceColumns) -> tuple[np.ndarray, list[str]]:
     """The trace's durations with every step annotation that ends after the profiler span it starts in cut at
     that span's end, and a note per cut step (none: the durations unchanged, the same array)."""
-    steps = np.nonzero(np.isin(trace.name, _name_ids(trace, STEP)))[0]
-    spans = np.nonzero((trace.cat == k.OTHER) & np.isin(trace.name, _name_ids(trace, PROFILER_SPAN)))[0]
+    steps = np.nonzero(with_names(trace, _name_ids(trace, STEP)))[0]
+    spans = np.nonzero((trace.cat == k.OTHER) & with_names(trace, _name_ids(trace, PROFILER_SPAN)))[0]
     if not steps.size or not spans.size:
         return trace.dur_us, []
-    span_lo, span_hi = trace.start_us[spans], trace.end_us[spans]
+    span_lo, span_hi = trace.start_us[spans], ends_of(trace, spans)
     dur = trace.dur_us
     notes = []
     for row in steps:
-        start, end = float(trace.start_us[row]), float(trace.end_us[row])
+        start, end = float(trace.start_us[row]), float(ends_of(trace, row))
         inside = np.nonzero((span_lo <= start) & (start <= span_hi))[0]
         if not inside.size:
             continue
@@ -67,7 +68,7 @@ def profiled_steps(trace: k.TraceColumns) -> tuple[list[dict], str | None]:
     cpu_side = ~trace.rows(*k.GPU_CATEGORIES, k.GPU_ANNOTATION)
     numbers = {i: int(m.group(1)) for i, n in enumerate(trace.names) if (m := STEP.match(n))}
     if numbers:
-        mask = cpu_side & np.isin(trace.name, np.fromiter(numbers, dtype=np.int32))
+        mask = cpu_side & with_names(trace, np.fromiter(numbers, dtype=np.int32))
         best: dict[int, tuple[float, float]] = {}
         for name, start, dur in zip(trace.name[mask], trace.start_us[mask], trace.dur_us[mask]):
             step = numbers[int(name)]
@@ -76,13 +77,13 @@ def profiled_steps(trace: k.TraceColumns) -> tuple[list[dict], str | None]:
         if best:
             return [{"step": step, "start_us": s, "dur_us": d}
                     for step, (s, d) in sorted(best.items(), key=lambda x: x[1][0])], None
-    rows = np.nonzero(cpu_side & np.isin(trace.name, _name_ids(trace, OPTIMIZER_STEP)))[0]
+    rows = np.nonzero(cpu_side & with_names(trace, _name_ids(trace, OPTIMIZER_STEP)))[0]
     ends: list[float] = []
     names: set[str] = set()
     for row in rows[np.argsort(trace.start_us[rows], kind="stable")]:
         if ends and trace.start_us[row] < ends[-1]:
             continue  # inside the optimizer step already kept (an annotation repeated by a wrapper)
-        ends.append(float(trace.end_us[row]))
+        ends.append(float(ends_of(trace, row)))
         names.add(trace.names[int(trace.name[row])])
     if len(ends) < 2:
         return [], None
