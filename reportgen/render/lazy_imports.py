@@ -64,16 +64,22 @@ class _LazyFinder(importlib.abc.MetaPathFinder):
 
 
 @contextlib.contextmanager
-def lazy(names=LAZY) -> Iterator[None]:
-    """While in it, a first import of one of ``names`` (top-level packages) gives a lazy module; afterwards imports
-    are as ever (the lazy modules made stay lazy until used)."""
-    finder = _LazyFinder(names)
+def finder_first(finder: importlib.abc.MetaPathFinder) -> Iterator[None]:
+    """While in it, ``finder`` is asked first by every import (the head of ``sys.meta_path``); afterwards it is gone."""
     sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
         with contextlib.suppress(ValueError):
             sys.meta_path.remove(finder)
+
+
+@contextlib.contextmanager
+def lazy(names=LAZY) -> Iterator[None]:
+    """While in it, a first import of one of ``names`` (top-level packages) gives a lazy module; afterwards imports
+    are as ever (the lazy modules made stay lazy until used)."""
+    with finder_first(_LazyFinder(names)):
+        yield
 
 
 @contextlib.contextmanager
@@ -91,4 +97,4 @@ def left_out(names=LEFT_OUT) -> Iterator[None]:
                 del sys.modules[name]
 
 
-__all__ = ["LAZY", "LEFT_OUT", "lazy", "left_out"]
+__all__ = ["LAZY", "LEFT_OUT", "finder_first", "lazy", "left_out"]

@@ -36,6 +36,8 @@ import sys
 import types
 from typing import Any, Iterator
 
+from reportgen.render.lazy_imports import finder_first
+
 # module: its names the importers bind, each loading the real module at its first use
 STAND_INS: dict[str, tuple[str, ...]] = {
     "papermill.clientwrap": ("PapermillNotebookClient",),
@@ -122,12 +124,10 @@ def stand_ins(modules: dict[str, tuple[str, ...]] | None = None) -> Iterator[Non
     """While in it, a first import of one of ``modules`` (default ``STAND_INS``) gives its stand-in; afterwards
     imports are as ever (a stand-in still in ``sys.modules`` leaves it; what bound its names keeps them)."""
     finder = _StandInFinder(STAND_INS if modules is None else modules)
-    sys.meta_path.insert(0, finder)
     try:
-        yield
+        with finder_first(finder):
+            yield
     finally:
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(finder)
         for name in finder.modules:
             if finder.is_stand_in(sys.modules.get(name)):
                 del sys.modules[name]
